@@ -1,0 +1,62 @@
+//! The measuring engines. An engine is handed connected sockets and a validated spec, drives them
+//! from pinned worker threads, and returns what it counted ([`crate::result::SideReport`]); interval
+//! samples go to a [`Sink`] while it runs. Engines print nothing and know nothing of the protocol.
+
+pub mod pin;
+pub mod sockopt;
+pub mod tcp;
+mod uring;
+
+use crate::result::IntervalSample;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Where engines put interval samples while they run. The collector, the live lines and the JSON
+/// stream are sinks; an engine never knows which ones are listening.
+pub trait Sink: Send {
+    /// One call per interval with one sample per stream. Called from the engine's sampling
+    /// thread, never from a worker: it may format and print, but must not block for long.
+    fn interval(&mut self, samples: &[IntervalSample]);
+}
+
+/// A sink that keeps nothing.
+pub struct NullSink;
+
+impl Sink for NullSink {
+    fn interval(&mut self, _: &[IntervalSample]) {}
+}
+
+/// Flags another thread sets to end a run early.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// Senders stop and close their side; receivers read on to the end of stream.
+    pub stop_send: AtomicBool,
+    /// Everything stops now; the run is reported as partial.
+    pub abort: AtomicBool,
+}
+
+impl Control {
+    pub fn stop_send(&self) {
+        self.stop_send.store(true, Ordering::Relaxed);
+    }
+    pub fn abort(&self) {
+        self.abort.store(true, Ordering::Relaxed);
+    }
+    pub fn sending_stopped(&self) -> bool {
+        self.stop_send.load(Ordering::Relaxed)
+    }
+    pub fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("CPU {cpu} does not exist here (this host has CPUs {online})")]
+    NoSuchCpu { cpu: usize, online: String },
+    #[error("pinning a worker to CPU {cpu}")]
+    Pin { cpu: usize, #[source] source: std::io::Error },
+    #[error("setting {option} on a data socket")]
+    SocketOption { option: &'static str, #[source] source: std::io::Error },
+    #[error("setting up io_uring for --depth")]
+    Uring(#[source] std::io::Error),
+}

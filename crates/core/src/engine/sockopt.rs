@@ -1,0 +1,125 @@
+//! Socket options for data connections: set what the spec asks, read back what the kernel
+//! granted, and read TCP_INFO. Everything here runs before the clock starts, except
+//! [`tcp_info`], which the sampling thread calls once per interval.
+
+use super::EngineError;
+use crate::result::{Role, SocketGrant, TcpSnapshot};
+use crate::spec::TcpSpec;
+use socket2::SockRef;
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// How long a blocking read or write waits before the worker looks at its stop flags again.
+pub const POLL_SLICE: Duration = Duration::from_millis(100);
+
+fn opt(option: &'static str) -> impl FnOnce(std::io::Error) -> EngineError {
+    move |source| EngineError::SocketOption { option, source }
+}
+
+/// Options that must be set before connect(2): the MSS is advertised in the SYN.
+pub fn before_connect(sock: &socket2::Socket, spec: &TcpSpec) -> Result<(), EngineError> {
+    if let Some(mss) = spec.mss_bytes {
+        sock.set_tcp_mss(mss).map_err(opt("TCP_MAXSEG"))?;
+    }
+    // A receive buffer set before connect also sizes the window scale the SYN offers.
+    if let Some(w) = spec.window_bytes {
+        sock.set_recv_buffer_size(w.0 as usize).map_err(opt("SO_RCVBUF"))?;
+    }
+    Ok(())
+}
+
+/// Applies the spec to a connected data socket for the given role and reads back the grant.
+pub fn configure(stream: &TcpStream, spec: &TcpSpec, role: Role) -> Result<SocketGrant, EngineError> {
+    let s = SockRef::from(stream);
+    match role {
+        Role::Receive => {
+            if let Some(w) = spec.window_bytes {
+                s.set_recv_buffer_size(w.0 as usize).map_err(opt("SO_RCVBUF"))?;
+            }
+        }
+        Role::Send => {
+            if let Some(b) = spec.sndbuf_bytes {
+                s.set_send_buffer_size(b.0 as usize).map_err(opt("SO_SNDBUF"))?;
+            }
+        }
+    }
+    if let Some(cc) = &spec.congestion {
+        s.set_tcp_congestion(cc.as_bytes()).map_err(opt("TCP_CONGESTION"))?;
+    }
+    if spec.nodelay {
+        s.set_tcp_nodelay(true).map_err(opt("TCP_NODELAY"))?;
+    }
+    // Workers block at most one slice in a call, then look at their stop flags.
+    s.set_read_timeout(Some(POLL_SLICE)).map_err(opt("SO_RCVTIMEO"))?;
+    s.set_write_timeout(Some(POLL_SLICE)).map_err(opt("SO_SNDTIMEO"))?;
+    Ok(grant(stream))
+}
+
+/// What the kernel granted on a socket.
+pub fn grant(stream: &TcpStream) -> SocketGrant {
+    let s = SockRef::from(stream);
+    let congestion = s
+        .tcp_congestion()
+        .map(|name| String::from_utf8_lossy(&name).trim_end_matches('\0').to_string())
+        .unwrap_or_default();
+    SocketGrant {
+        sndbuf_bytes: s.send_buffer_size().unwrap_or(0) as u64,
+        rcvbuf_bytes: s.recv_buffer_size().unwrap_or(0) as u64,
+        mss_bytes: s.tcp_mss().unwrap_or(0),
+        congestion,
+        nodelay: s.tcp_nodelay().unwrap_or(false),
+    }
+}
+
+/// TCP_INFO now, or None where the kernel refuses it.
+pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpSnapshot> {
+    // SAFETY: tcp_info is plain data; zeroed is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: the pointer and length describe `info`, which outlives the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    Some(TcpSnapshot {
+        rtt_us: info.tcpi_rtt,
+        rttvar_us: info.tcpi_rttvar,
+        cwnd_bytes: u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss),
+        retransmits: u64::from(info.tcpi_total_retrans),
+        mss_bytes: info.tcpi_snd_mss,
+        pmtu_bytes: info.tcpi_pmtu,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::ByteSize;
+    use std::net::TcpListener;
+
+    #[test]
+    fn grants_are_read_back_and_tcp_info_is_there() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (_a, _) = l.accept().expect("accept");
+        let mut spec = TcpSpec::new();
+        spec.window_bytes = Some(ByteSize(256 << 10));
+        spec.nodelay = true;
+        let g = configure(&c, &spec, Role::Receive).expect("configure");
+        // Linux doubles SO_RCVBUF for its own bookkeeping (socket(7)), capped by rmem_max.
+        assert!(g.rcvbuf_bytes >= 4096, "{g:?}");
+        assert!(g.nodelay);
+        assert!(!g.congestion.is_empty());
+        let info = tcp_info(&c).expect("TCP_INFO on a connected socket");
+        assert!(info.mss_bytes > 0);
+    }
+}

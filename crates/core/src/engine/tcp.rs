@@ -1,0 +1,662 @@
+//! The TCP throughput engine: drives connected data sockets from worker threads and counts.
+//!
+//! Before the clock starts, workers are pinned and their buffers allocated and touched. In the
+//! loop a worker does one read or write, adds to counters only it writes (each on its own cache
+//! line), and looks at two flags. This thread (the caller's) samples the counters at interval
+//! boundaries and at the edges of the measurement window, reads CPU and TCP_INFO there, and
+//! decides when senders stop; workers never lock, allocate or format.
+
+use super::sockopt::{self, POLL_SLICE};
+use super::{Control, EngineError, Sink, pin, uring};
+use crate::metrics::cpu::CpuTimes;
+use crate::metrics::host::online_cpus;
+use crate::metrics::rusage::ProcessTimes;
+use crate::result::{CpuUsage, ErrorCounts, IntervalSample, Role, SideReport, SocketGrant, StreamEnd, StreamReport};
+use crate::spec::{Limit, TcpSpec};
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::sync::{Barrier, OnceLock};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+/// After senders stop, how long receivers may take to see the end of their streams.
+const DRAIN: Duration = Duration::from_secs(10);
+/// How long receivers may see no byte at all before the run is given up.
+const IDLE: Duration = Duration::from_secs(30);
+
+/// One connected data socket and what this end does with it.
+pub struct DataStream {
+    /// Stream number reported for it.
+    pub id: u16,
+    pub role: Role,
+    pub socket: TcpStream,
+    /// What [`sockopt::configure`] read back.
+    pub grant: SocketGrant,
+}
+
+/// Counters of one stream, written by its worker only, read by the sampling thread.
+#[repr(align(128))]
+#[derive(Default)]
+pub(super) struct Counters {
+    pub bytes: AtomicU64,
+    pub ops: AtomicU64,
+    /// Nanoseconds since time zero when the stream ended; 0 while it runs.
+    pub end_ns: AtomicU64,
+    pub end: AtomicU8,
+    pub resets: AtomicU64,
+    pub other_errors: AtomicU64,
+}
+
+/// What every worker shares.
+pub(super) struct Shared<'a> {
+    pub counters: &'a [Counters],
+    pub control: &'a Control,
+    /// Set (before `stop_send`) when the time limit, not a user, stopped the senders.
+    pub deadline_hit: &'a AtomicBool,
+    pub t0: &'a OnceLock<Instant>,
+    pub sampler: Thread,
+    pub buffer_bytes: usize,
+    /// Buffers per stream in count mode.
+    pub count: Option<u64>,
+}
+
+impl Shared<'_> {
+    pub fn now_ns(&self) -> u64 {
+        self.t0.get().map_or(0, |t| t.elapsed().as_nanos() as u64).max(1)
+    }
+
+    /// The end of a stream: record when and why, and wake the sampler.
+    pub fn finish(&self, idx: usize, end: StreamEnd) {
+        let c = &self.counters[idx];
+        c.end.store(end as u8, Relaxed);
+        c.end_ns.store(self.now_ns(), Relaxed);
+        self.sampler.unpark();
+    }
+
+    pub fn stop_reason(&self) -> StreamEnd {
+        if self.deadline_hit.load(Relaxed) { StreamEnd::Deadline } else { StreamEnd::Stopped }
+    }
+
+    /// Counts a socket error by kind.
+    pub fn count_error(&self, idx: usize, e: &io::Error) {
+        let c = &self.counters[idx];
+        let counter = if is_reset(e) { &c.resets } else { &c.other_errors };
+        counter.store(counter.load(Relaxed) + 1, Relaxed);
+    }
+}
+
+pub(super) fn is_reset(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted
+    )
+}
+
+fn is_again(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+}
+
+fn end_from(v: u8) -> StreamEnd {
+    match v {
+        x if x == StreamEnd::Deadline as u8 => StreamEnd::Deadline,
+        x if x == StreamEnd::Count as u8 => StreamEnd::Count,
+        x if x == StreamEnd::Eof as u8 => StreamEnd::Eof,
+        x if x == StreamEnd::Error as u8 => StreamEnd::Error,
+        _ => StreamEnd::Stopped,
+    }
+}
+
+/// A stream as a worker holds it.
+pub(super) struct WorkerStream<'a> {
+    /// Index into the counters and the plan's streams.
+    pub idx: usize,
+    pub role: Role,
+    pub socket: &'a TcpStream,
+}
+
+/// Runs the streams until senders reach their limit and receivers their end of stream (or until
+/// `control` says stop), and returns what this end counted.
+pub fn run(
+    spec: &TcpSpec,
+    cpus: &[usize],
+    streams: Vec<DataStream>,
+    sink: &mut dyn Sink,
+    control: &Control,
+) -> Result<SideReport, EngineError> {
+    pin::check_cpus(cpus)?;
+    let n = streams.len();
+    let workers = if spec.threads == 0 { n } else { usize::from(spec.threads).min(n) }.max(1);
+    let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
+    let deadline_hit = AtomicBool::new(false);
+    let t0 = OnceLock::new();
+    let barrier = Barrier::new(workers + 1);
+    let pin_failed = AtomicBool::new(false);
+    let uring_failed: OnceLock<String> = OnceLock::new();
+    let shared = Shared {
+        counters: &counters,
+        control,
+        deadline_hit: &deadline_hit,
+        t0: &t0,
+        sampler: thread::current(),
+        buffer_bytes: spec.buffer_bytes.0 as usize,
+        count: match spec.limit {
+            Limit::Buffers(b) => Some(b),
+            Limit::Seconds(_) => None,
+        },
+    };
+    let depth = spec.depth as usize;
+    let report = thread::scope(|scope| {
+        for w in 0..workers {
+            let mine: Vec<WorkerStream<'_>> = streams
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % workers == w)
+                .map(|(idx, s)| WorkerStream { idx, role: s.role, socket: &s.socket })
+                .collect();
+            let cpu = (!cpus.is_empty()).then(|| cpus[w % cpus.len()]);
+            let (shared, barrier, pin_failed, uring_failed) = (&shared, &barrier, &pin_failed, &uring_failed);
+            thread::Builder::new()
+                .name(format!("linerate-w{w}"))
+                .spawn_scoped(scope, move || {
+                    if let Some(cpu) = cpu
+                        && pin::pin_current_thread(cpu).is_err()
+                    {
+                        pin_failed.store(true, Relaxed);
+                    }
+                    if depth > 1 {
+                        match uring::Worker::new(&mine, depth, shared.buffer_bytes) {
+                            Ok(mut u) => {
+                                barrier.wait();
+                                u.run(&mine, shared);
+                            }
+                            Err(e) => {
+                                let _ = uring_failed.set(e.to_string());
+                                barrier.wait();
+                                run_syscall_worker(&mine, shared);
+                            }
+                        }
+                    } else {
+                        barrier.wait();
+                        run_syscall_worker(&mine, shared);
+                    }
+                })
+                .expect("spawning a worker thread");
+        }
+        sample_until_done(spec, &streams, &shared, &barrier, sink)
+    });
+    let mut report = report;
+    if pin_failed.load(Relaxed) {
+        report.notes.push("a worker could not be pinned to its CPU and ran unpinned".into());
+    }
+    report.io = if depth > 1 && uring_failed.get().is_none() { "io_uring" } else { "syscall" }.into();
+    if let Some(e) = uring_failed.get() {
+        report.notes.push(format!("io_uring unavailable ({e}): --depth fell back to one blocking call at a time"));
+    }
+    Ok(report)
+}
+
+/// Plain blocking (one stream) or poll(2)-driven non-blocking (several streams) calls.
+fn run_syscall_worker(mine: &[WorkerStream<'_>], shared: &Shared<'_>) {
+    let len = shared.buffer_bytes;
+    // Touched before the clock matters: a byte pattern, not zero pages.
+    let mut bufs: Vec<Vec<u8>> = mine.iter().map(|_| (0..len).map(|i| i as u8).collect()).collect();
+    match mine {
+        [one] => blocking_stream(one, &mut bufs[0], shared),
+        _ => polled_streams(mine, &mut bufs, shared),
+    }
+}
+
+fn blocking_stream(s: &WorkerStream<'_>, buf: &mut [u8], shared: &Shared<'_>) {
+    let c = &shared.counters[s.idx];
+    let control = shared.control;
+    let mut sock = s.socket;
+    let (mut bytes, mut ops) = (0u64, 0u64);
+    let end = match s.role {
+        Role::Send => {
+            let mut off = 0usize;
+            let end = loop {
+                if control.sending_stopped() || control.aborted() {
+                    break shared.stop_reason();
+                }
+                if shared.count == Some(ops) {
+                    break StreamEnd::Count;
+                }
+                match sock.write(&buf[off..]) {
+                    Ok(k) => {
+                        bytes += k as u64;
+                        off += k;
+                        if off == buf.len() {
+                            off = 0;
+                            ops += 1;
+                            c.ops.store(ops, Relaxed);
+                        }
+                        c.bytes.store(bytes, Relaxed);
+                    }
+                    Err(e) if is_again(&e) => {}
+                    Err(e) => {
+                        shared.count_error(s.idx, &e);
+                        break StreamEnd::Error;
+                    }
+                }
+            };
+            let _ = sock.shutdown(Shutdown::Write);
+            end
+        }
+        Role::Receive => loop {
+            if control.aborted() {
+                break StreamEnd::Stopped;
+            }
+            match sock.read(buf) {
+                Ok(0) => break StreamEnd::Eof,
+                Ok(k) => {
+                    bytes += k as u64;
+                    ops += 1;
+                    c.bytes.store(bytes, Relaxed);
+                    c.ops.store(ops, Relaxed);
+                }
+                Err(e) if is_again(&e) => {}
+                Err(e) => {
+                    shared.count_error(s.idx, &e);
+                    break StreamEnd::Error;
+                }
+            }
+        },
+    };
+    shared.finish(s.idx, end);
+}
+
+/// Several streams on one worker: non-blocking sockets and poll(2), at most a few calls per
+/// stream per wake-up so that no stream starves the others.
+fn polled_streams(mine: &[WorkerStream<'_>], bufs: &mut [Vec<u8>], shared: &Shared<'_>) {
+    const CALLS_PER_WAKE: usize = 8;
+    let control = shared.control;
+    let mut fds: Vec<libc::pollfd> = mine
+        .iter()
+        .map(|s| {
+            let _ = s.socket.set_nonblocking(true);
+            let events = if s.role == Role::Send { libc::POLLOUT } else { libc::POLLIN };
+            libc::pollfd { fd: s.socket.as_raw_fd(), events, revents: 0 }
+        })
+        .collect();
+    let mut bytes = vec![0u64; mine.len()];
+    let mut ops = vec![0u64; mine.len()];
+    let mut offs = vec![0usize; mine.len()];
+    let mut open = mine.len();
+    let close = |i: usize, end: StreamEnd, fds: &mut [libc::pollfd], open: &mut usize| {
+        if mine[i].role == Role::Send {
+            let _ = mine[i].socket.shutdown(Shutdown::Write);
+        }
+        fds[i].fd = -1;
+        *open -= 1;
+        shared.finish(mine[i].idx, end);
+    };
+    while open > 0 {
+        let stopping = control.sending_stopped();
+        if control.aborted() || stopping {
+            for i in 0..mine.len() {
+                if fds[i].fd >= 0 && (control.aborted() || mine[i].role == Role::Send) {
+                    close(i, shared.stop_reason(), &mut fds, &mut open);
+                }
+            }
+            if open == 0 {
+                break;
+            }
+        }
+        // SAFETY: `fds` is a valid array of pollfd of the given length for the whole call.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_SLICE.as_millis() as i32) };
+        if rc <= 0 {
+            continue;
+        }
+        for i in 0..mine.len() {
+            if fds[i].fd < 0 || fds[i].revents == 0 {
+                continue;
+            }
+            let s = &mine[i];
+            let c = &shared.counters[s.idx];
+            let mut sock = s.socket;
+            for _ in 0..CALLS_PER_WAKE {
+                if s.role == Role::Send && shared.count == Some(ops[i]) {
+                    close(i, StreamEnd::Count, &mut fds, &mut open);
+                    break;
+                }
+                let r = match s.role {
+                    Role::Send => sock.write(&bufs[i][offs[i]..]),
+                    Role::Receive => sock.read(&mut bufs[i]),
+                };
+                match r {
+                    Ok(0) if s.role == Role::Receive => {
+                        close(i, StreamEnd::Eof, &mut fds, &mut open);
+                        break;
+                    }
+                    Ok(k) => {
+                        bytes[i] += k as u64;
+                        c.bytes.store(bytes[i], Relaxed);
+                        if s.role == Role::Send {
+                            offs[i] += k;
+                            if offs[i] < bufs[i].len() {
+                                continue;
+                            }
+                            offs[i] = 0;
+                        }
+                        ops[i] += 1;
+                        c.ops.store(ops[i], Relaxed);
+                    }
+                    Err(e) if is_again(&e) => break,
+                    Err(e) => {
+                        shared.count_error(s.idx, &e);
+                        close(i, StreamEnd::Error, &mut fds, &mut open);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The sampling thread: starts the clock, takes interval samples and the window's edges, stops
+/// senders at the deadline, and gives up on receivers that stall.
+fn sample_until_done(
+    spec: &TcpSpec,
+    streams: &[DataStream],
+    shared: &Shared<'_>,
+    barrier: &Barrier,
+    sink: &mut dyn Sink,
+) -> SideReport {
+    let n = streams.len();
+    let counters = shared.counters;
+    let control = shared.control;
+    let secs = |s: f64| Duration::from_secs_f64(s);
+    let deadline = match spec.limit {
+        Limit::Seconds(s) => Some(secs(s)),
+        Limit::Buffers(_) => None,
+    };
+    let warmup = secs(spec.warmup_seconds);
+    let cooldown_mark = deadline.filter(|_| spec.cooldown_seconds > 0.0).map(|d| d - secs(spec.cooldown_seconds));
+    let interval = (spec.interval_seconds > 0.0).then(|| secs(spec.interval_seconds));
+    let receivers = streams.iter().filter(|s| s.role == Role::Receive).count();
+
+    let mut notes = Vec::new();
+    let mut intervals: Vec<IntervalSample> = Vec::with_capacity(
+        n * deadline.zip(interval).map_or(64, |(d, i)| (d.as_secs_f64() / i.as_secs_f64()) as usize + 2),
+    );
+    let mut last: Vec<(u64, u64)> = vec![(0, 0); n];
+    let mut last_tick_ns = 0u64;
+    let mut tick = 1u32;
+    let read_counts = || -> Vec<(u64, u64)> { counters.iter().map(|c| (c.bytes.load(Relaxed), c.ops.load(Relaxed))).collect() };
+
+    // Time zero: workers are pinned, buffers touched, and waiting at the barrier.
+    let start = Instant::now();
+    let _ = shared.t0.set(start);
+    let mut window_start: Option<(u64, Vec<(u64, u64)>, Option<CpuTimes>, ProcessTimes)> = None;
+    if warmup.is_zero() {
+        window_start = Some((0, vec![(0, 0); n], CpuTimes::read(), ProcessTimes::read()));
+    }
+    barrier.wait();
+
+    let mut window_end: Option<(u64, Vec<(u64, u64)>, Option<CpuTimes>, ProcessTimes)> = None;
+    let mut stop_seen: Option<Instant> = None;
+    let mut stopped_early = false;
+    let mut idle_since = (start, 0u64);
+    let done = |c: &Counters| c.end_ns.load(Relaxed) != 0;
+
+    let mut emit = |now_ns: u64, counts: &[(u64, u64)], last: &mut Vec<(u64, u64)>, last_tick_ns: &mut u64, intervals: &mut Vec<IntervalSample>| {
+        let first = intervals.len();
+        for (i, s) in streams.iter().enumerate() {
+            intervals.push(IntervalSample {
+                stream: s.id,
+                start_ns: *last_tick_ns,
+                end_ns: now_ns,
+                bytes: counts[i].0 - last[i].0,
+                ops: counts[i].1 - last[i].1,
+                tcp: if s.role == Role::Send { sockopt::tcp_info(&s.socket) } else { None },
+            });
+        }
+        sink.interval(&intervals[first..]);
+        *last = counts.to_vec();
+        *last_tick_ns = now_ns;
+    };
+
+    loop {
+        let now = Instant::now();
+        let el = now - start;
+        let all_done = counters.iter().all(done);
+        if all_done {
+            break;
+        }
+        if window_start.is_none() && el >= warmup {
+            window_start = Some((el.as_nanos() as u64, read_counts(), CpuTimes::read(), ProcessTimes::read()));
+        }
+        if let Some(mark) = cooldown_mark
+            && window_end.is_none()
+            && el >= mark
+            && !control.aborted()
+        {
+            window_end = Some((el.as_nanos() as u64, read_counts(), CpuTimes::read(), ProcessTimes::read()));
+        }
+        if let Some(d) = deadline
+            && el >= d
+            && !shared.deadline_hit.load(Relaxed)
+        {
+            shared.deadline_hit.store(true, Relaxed);
+            control.stop_send();
+        }
+        if stop_seen.is_none() && control.sending_stopped() {
+            stop_seen = Some(now);
+            if !shared.deadline_hit.load(Relaxed) {
+                stopped_early = true;
+            }
+        }
+        if let Some(at) = stop_seen
+            && now - at >= DRAIN
+            && !control.aborted()
+        {
+            notes.push(format!("receivers saw no end of stream within {} s of the senders stopping", DRAIN.as_secs()));
+            control.abort();
+        }
+        if receivers > 0 {
+            let got: u64 = streams
+                .iter()
+                .zip(counters)
+                .filter(|(s, _)| s.role == Role::Receive)
+                .map(|(_, c)| c.bytes.load(Relaxed))
+                .sum();
+            if got != idle_since.1 {
+                idle_since = (now, got);
+            } else if now - idle_since.0 >= IDLE && !control.aborted() {
+                notes.push(format!("no data arrived for {} s: the run was given up", IDLE.as_secs()));
+                control.abort();
+            }
+        }
+        if let Some(iv) = interval {
+            let due = iv * tick;
+            if el >= due {
+                emit(el.as_nanos() as u64, &read_counts(), &mut last, &mut last_tick_ns, &mut intervals);
+                tick += 1;
+            }
+        }
+        // Sleep to the next event; workers unpark us when a stream ends.
+        let mut next = el + Duration::from_secs(1);
+        if let Some(iv) = interval {
+            next = next.min(iv * tick);
+        }
+        if window_start.is_none() {
+            next = next.min(warmup);
+        }
+        if let (Some(m), None) = (cooldown_mark, &window_end) {
+            next = next.min(m);
+        }
+        if let Some(d) = deadline.filter(|_| !shared.deadline_hit.load(Relaxed)) {
+            next = next.min(d);
+        }
+        let wait = next.saturating_sub(start.elapsed()).min(POLL_SLICE);
+        if !wait.is_zero() {
+            thread::park_timeout(wait);
+        }
+    }
+
+    let end_ns = start.elapsed().as_nanos() as u64;
+    let final_counts = read_counts();
+    if interval.is_none() || final_counts != last {
+        emit(end_ns, &final_counts, &mut last, &mut last_tick_ns, &mut intervals);
+    }
+    if control.aborted() {
+        stopped_early = true;
+    }
+    let (ws_ns, ws_counts, ws_cpu, ws_proc) = match window_start {
+        Some(w) => w,
+        None => {
+            notes.push("stopped during warm-up: nothing was measured".into());
+            (end_ns, final_counts.clone(), CpuTimes::read(), ProcessTimes::read())
+        }
+    };
+    let (we_ns, we_counts, we_cpu, we_proc) =
+        window_end.unwrap_or_else(|| (end_ns, final_counts.clone(), CpuTimes::read(), ProcessTimes::read()));
+    let window_seconds = we_ns.saturating_sub(ws_ns) as f64 / 1e9;
+    let proc = we_proc.since(&ws_proc);
+    let cpu = CpuUsage {
+        host_percent: we_cpu.zip(ws_cpu).and_then(|(b, a)| b.busy_percent_since(&a)),
+        process_percent: (window_seconds > 0.0).then(|| {
+            100.0 * (proc.user_seconds + proc.system_seconds) / (window_seconds * online_cpus() as f64)
+        }),
+        process_user_seconds: proc.user_seconds,
+        process_system_seconds: proc.system_seconds,
+    };
+    let stream_reports = streams
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let c = &counters[i];
+            let stream_end = c.end_ns.load(Relaxed).min(we_ns);
+            StreamReport {
+                stream: s.id,
+                role: s.role,
+                bytes: we_counts[i].0.saturating_sub(ws_counts[i].0),
+                ops: we_counts[i].1.saturating_sub(ws_counts[i].1),
+                seconds: stream_end.saturating_sub(ws_ns) as f64 / 1e9,
+                total_bytes: final_counts[i].0,
+                socket: s.grant.clone(),
+                tcp: if s.role == Role::Send { sockopt::tcp_info(&s.socket) } else { None },
+                errors: ErrorCounts { resets: c.resets.load(Relaxed), other: c.other_errors.load(Relaxed) },
+                end: end_from(c.end.load(Relaxed)),
+            }
+        })
+        .collect();
+    SideReport {
+        window_start_ns: ws_ns,
+        window_end_ns: we_ns,
+        streams: stream_reports,
+        intervals,
+        cpu,
+        io: String::new(),
+        partial: stopped_early,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::NullSink;
+    use crate::units::ByteSize;
+    use std::net::TcpListener;
+
+    /// `n` connected pairs on loopback: (sending end, receiving end).
+    fn pairs(n: usize) -> Vec<(TcpStream, TcpStream)> {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        (0..n)
+            .map(|_| {
+                let c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+                (c, l.accept().expect("accept").0)
+            })
+            .collect()
+    }
+
+    fn run_pairs(spec: &TcpSpec, n: usize) -> (SideReport, SideReport) {
+        let (tx, rx): (Vec<_>, Vec<_>) = pairs(n)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (a, b))| {
+                let ga = sockopt::configure(&a, spec, Role::Send).expect("configure");
+                let gb = sockopt::configure(&b, spec, Role::Receive).expect("configure");
+                (
+                    DataStream { id: i as u16, role: Role::Send, socket: a, grant: ga },
+                    DataStream { id: i as u16, role: Role::Receive, socket: b, grant: gb },
+                )
+            })
+            .unzip();
+        let control_rx = Control::default();
+        thread::scope(|s| {
+            let h = s.spawn(|| run(spec, &[], rx, &mut NullSink, &control_rx).expect("receiver"));
+            let sent = run(spec, &[], tx, &mut NullSink, &Control::default()).expect("sender");
+            (sent, h.join().expect("join"))
+        })
+    }
+
+    #[test]
+    fn count_mode_moves_exactly_the_buffers_asked_for() {
+        let mut spec = TcpSpec::new();
+        spec.limit = Limit::Buffers(50);
+        spec.buffer_bytes = ByteSize(10_000);
+        spec.threads = 1; // two streams on one worker: the poll(2) path
+        let (sent, received) = run_pairs(&spec, 2);
+        for r in [&sent, &received] {
+            assert_eq!(r.streams.iter().map(|s| s.bytes).sum::<u64>(), 2 * 50 * 10_000, "{r:?}");
+            assert!(!r.partial);
+        }
+        assert!(sent.streams.iter().all(|s| s.end == StreamEnd::Count && s.ops == 50));
+        assert!(received.streams.iter().all(|s| s.end == StreamEnd::Eof));
+    }
+
+    #[test]
+    fn time_mode_stops_at_the_deadline_and_samples_intervals() {
+        let mut spec = TcpSpec::new();
+        spec.limit = Limit::Seconds(0.6);
+        spec.interval_seconds = 0.2;
+        let (sent, received) = run_pairs(&spec, 1);
+        let s = &sent.streams[0];
+        assert_eq!(s.end, StreamEnd::Deadline);
+        assert!((0.55..1.5).contains(&s.seconds), "{s:?}");
+        assert_eq!(received.streams[0].bytes, s.bytes, "receiver counts every byte sent");
+        assert!(sent.intervals.len() >= 3, "{:?}", sent.intervals);
+        let summed: u64 = sent.intervals.iter().map(|i| i.bytes).sum();
+        assert_eq!(summed, s.total_bytes, "intervals add up to the whole run");
+        assert!(sent.intervals.iter().all(|i| i.tcp.is_some()));
+        assert!(sent.cpu.host_percent.is_some());
+    }
+
+    #[test]
+    fn warmup_is_left_out_of_the_window() {
+        let mut spec = TcpSpec::new();
+        spec.limit = Limit::Seconds(0.8);
+        spec.warmup_seconds = 0.3;
+        let (sent, _) = run_pairs(&spec, 1);
+        let s = &sent.streams[0];
+        assert!(s.bytes < s.total_bytes);
+        assert!(sent.window_start_ns >= 300_000_000);
+        assert!((0.45..1.4).contains(&s.seconds), "{s:?}");
+    }
+
+    #[test]
+    fn abort_ends_a_run_that_would_never_end() {
+        let spec = TcpSpec::new();
+        let (_a, b) = pairs(1).pop().expect("pair");
+        let g = sockopt::configure(&b, &spec, Role::Receive).expect("configure");
+        let control = Control::default();
+        let started = Instant::now();
+        let report = thread::scope(|s| {
+            s.spawn(|| {
+                thread::sleep(Duration::from_millis(200));
+                control.abort();
+            });
+            let streams = vec![DataStream { id: 0, role: Role::Receive, socket: b, grant: g }];
+            let mut c = TcpSpec::new();
+            c.limit = Limit::Buffers(1);
+            run(&c, &[], streams, &mut NullSink, &control).expect("run")
+        });
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(report.partial);
+        assert_eq!(report.streams[0].end, StreamEnd::Stopped);
+    }
+}

@@ -1,0 +1,17 @@
+//! linerate-core: everything that measures, and nothing that prints.
+//!
+//! In: validated test specs ([`spec`]) and sockets. Out: plain data ([`result`]) that the
+//! `linerate-report` crate renders. The control protocol ([`proto`]) carries specs to agents and
+//! their measurements back; [`client`] runs one test against one or more agents.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod client;
+pub mod engine;
+pub mod metrics;
+pub mod proto;
+pub mod result;
+pub mod spec;
+pub mod units;
+
+/// The version of this build, as written into every result document.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,205 @@
+//! A control connection over a blocking TCP socket: preamble exchange, then whole messages in
+//! and out with a deadline on every read, so a silent peer can never hang either end.
+
+use super::frame::{self, FrameError, PREAMBLE_LEN};
+use super::{ErrorKind, Message, VERSION};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProtoError {
+    #[error("{peer} is not a linerate agent (first bytes {got:02x?})")]
+    NotAnAgent { peer: SocketAddr, got: Vec<u8> },
+    #[error("{peer} speaks protocol {theirs}, this build speaks {ours}")]
+    Version { peer: SocketAddr, ours: u16, theirs: u16 },
+    #[error("{peer} sent nothing for {seconds} s while {what}")]
+    Timeout { peer: SocketAddr, what: &'static str, seconds: f64 },
+    #[error("{peer} closed the control connection")]
+    Closed { peer: SocketAddr },
+    #[error("{peer}: {source}")]
+    Frame { peer: SocketAddr, source: FrameError },
+    #[error("{peer} refused: {kind}: {message}")]
+    Refused { peer: SocketAddr, kind: ErrorKind, message: String },
+    #[error("{peer} sent '{got}' where '{expected}' was expected")]
+    Unexpected { peer: SocketAddr, expected: &'static str, got: &'static str },
+    #[error("control connection to {peer}")]
+    Io { peer: SocketAddr, #[source] source: io::Error },
+}
+
+/// One end of a control connection.
+pub struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    buf: Vec<u8>,
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream, peer: SocketAddr) -> Conn {
+        let _ = stream.set_nodelay(true);
+        Conn { stream, peer, buf: Vec::with_capacity(4096) }
+    }
+
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    fn io(&self, source: io::Error) -> ProtoError {
+        ProtoError::Io { peer: self.peer, source }
+    }
+
+    pub fn send(&mut self, msg: &Message) -> Result<(), ProtoError> {
+        let bytes = frame::encode(msg);
+        self.stream.set_write_timeout(Some(Duration::from_secs(10))).map_err(|e| self.io(e))?;
+        self.stream.write_all(&bytes).map_err(|e| self.io(e))
+    }
+
+    /// Sends an error message and ignores failure: the connection is closing anyway.
+    pub fn send_error(&mut self, kind: ErrorKind, message: impl Into<String>) {
+        let _ = self.send(&Message::Error { kind, message: message.into() });
+    }
+
+    /// Sends our preamble and reads the peer's, within `timeout`.
+    pub fn exchange_preambles(&mut self, timeout: Duration) -> Result<(), ProtoError> {
+        self.stream.set_write_timeout(Some(timeout)).map_err(|e| self.io(e))?;
+        self.stream.write_all(&frame::preamble(VERSION)).map_err(|e| self.io(e))?;
+        let got = self.read_exact_by(PREAMBLE_LEN, timeout, "opening the control connection")?;
+        let bytes: [u8; PREAMBLE_LEN] = got.try_into().expect("read exactly the preamble length");
+        match frame::parse_preamble(&bytes) {
+            None => Err(ProtoError::NotAnAgent { peer: self.peer, got: bytes.to_vec() }),
+            Some(v) if v != VERSION => Err(ProtoError::Version { peer: self.peer, ours: VERSION, theirs: v }),
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn read_exact_by(&mut self, n: usize, timeout: Duration, what: &'static str) -> Result<Vec<u8>, ProtoError> {
+        let deadline = Instant::now() + timeout;
+        while self.buf.len() < n {
+            if !self.fill(deadline)? {
+                if self.buf.is_empty() {
+                    return Err(ProtoError::Timeout { peer: self.peer, what, seconds: timeout.as_secs_f64() });
+                }
+                // Something arrived but not enough: whoever it is, it is not an agent.
+                return Err(ProtoError::NotAnAgent { peer: self.peer, got: self.buf.clone() });
+            }
+        }
+        Ok(self.buf.drain(..n).collect())
+    }
+
+    /// Reads what is available until `deadline`; false when the deadline passed with nothing new.
+    fn fill(&mut self, deadline: Instant) -> Result<bool, ProtoError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(false);
+        }
+        self.stream.set_read_timeout(Some(left.max(Duration::from_millis(1)))).map_err(|e| self.io(e))?;
+        let mut chunk = [0u8; 16 << 10];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => {
+                    if self.buf.is_empty() {
+                        return Err(ProtoError::Closed { peer: self.peer });
+                    }
+                    return Err(ProtoError::NotAnAgent { peer: self.peer, got: self.buf.clone() });
+                }
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if is_timeout(&e) => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+                    return Err(ProtoError::Closed { peer: self.peer });
+                }
+                Err(e) => return Err(self.io(e)),
+            }
+        }
+    }
+
+    /// The next message if one arrives within `timeout`, `Ok(None)` if none did.
+    pub fn try_recv(&mut self, timeout: Duration) -> Result<Option<Message>, ProtoError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match frame::decode(&self.buf) {
+                Err(source) => return Err(ProtoError::Frame { peer: self.peer, source }),
+                Ok(Some((msg, used))) => {
+                    self.buf.drain(..used);
+                    return Ok(Some(msg));
+                }
+                Ok(None) => {
+                    if !self.fill(deadline)? {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next message, which must arrive within `timeout`; an `Error` message becomes
+    /// [`ProtoError::Refused`].
+    pub fn recv(&mut self, timeout: Duration, what: &'static str) -> Result<Message, ProtoError> {
+        match self.try_recv(timeout)? {
+            None => Err(ProtoError::Timeout { peer: self.peer, what, seconds: timeout.as_secs_f64() }),
+            Some(Message::Error { kind, message }) => Err(ProtoError::Refused { peer: self.peer, kind, message }),
+            Some(m) => Ok(m),
+        }
+    }
+
+    pub fn unexpected(&self, expected: &'static str, got: &Message) -> ProtoError {
+        ProtoError::Unexpected { peer: self.peer, expected, got: got.name() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn pair() -> (Conn, Conn) {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let a = TcpStream::connect(addr).expect("connect");
+        let (b, peer) = l.accept().expect("accept");
+        (Conn::new(a, addr), Conn::new(b, peer))
+    }
+
+    #[test]
+    fn messages_cross_and_silence_times_out() {
+        let (mut a, mut b) = pair();
+        a.send(&Message::Start).expect("send");
+        assert_eq!(b.recv(Duration::from_secs(1), "test").expect("recv"), Message::Start);
+        assert_eq!(b.try_recv(Duration::from_millis(20)).expect("no error"), None);
+        assert!(matches!(b.recv(Duration::from_millis(20), "waiting"), Err(ProtoError::Timeout { .. })));
+    }
+
+    #[test]
+    fn preamble_exchange_spots_strangers() {
+        let (mut a, b) = pair();
+        let mut raw = b.stream;
+        raw.write_all(b"SSH-2.0-").expect("write");
+        assert!(matches!(a.exchange_preambles(Duration::from_secs(1)), Err(ProtoError::NotAnAgent { .. })));
+    }
+
+    #[test]
+    fn preamble_exchange_spots_other_versions() {
+        let (mut a, b) = pair();
+        let mut raw = b.stream;
+        raw.write_all(&frame::preamble(VERSION + 1)).expect("write");
+        assert!(matches!(a.exchange_preambles(Duration::from_secs(1)), Err(ProtoError::Version { .. })));
+    }
+
+    #[test]
+    fn closed_peer_is_reported() {
+        let (mut a, b) = pair();
+        drop(b);
+        assert!(matches!(a.recv(Duration::from_secs(1), "waiting"), Err(ProtoError::Closed { .. })));
+    }
+}

@@ -1,0 +1,128 @@
+//! Bytes on the wire: preambles, data-connection headers and length-prefixed messages.
+//!
+//! Control preamble (8 bytes, each way): `LNRT`, version (u16 big-endian), 2 reserved zero bytes.
+//! Data header (24 bytes, client -> agent): `LNRD`, 16-byte cookie, stream index (u16 BE),
+//! 2 reserved zero bytes.
+//! Message frame: length (u32 BE) then that many bytes of UTF-8 JSON.
+
+use super::Message;
+
+pub const CONTROL_MAGIC: [u8; 4] = *b"LNRT";
+pub const DATA_MAGIC: [u8; 4] = *b"LNRD";
+pub const PREAMBLE_LEN: usize = 8;
+pub const DATA_HEADER_LEN: usize = 24;
+pub const COOKIE_LEN: usize = 16;
+/// The largest message either end accepts: a result with a sample per stream per interval of an
+/// hour-long test fits with room to spare.
+pub const MAX_MESSAGE_BYTES: u32 = 64 << 20;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FrameError {
+    #[error("control message of {len} bytes exceeds the {max}-byte limit")]
+    TooLarge { len: u32, max: u32 },
+    #[error("unreadable control message: {0}")]
+    Json(String),
+}
+
+pub fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
+    let v = version.to_be_bytes();
+    [CONTROL_MAGIC[0], CONTROL_MAGIC[1], CONTROL_MAGIC[2], CONTROL_MAGIC[3], v[0], v[1], 0, 0]
+}
+
+/// The version in a control preamble, or `None` if the bytes are not one.
+pub fn parse_preamble(bytes: &[u8; PREAMBLE_LEN]) -> Option<u16> {
+    (bytes[..4] == CONTROL_MAGIC).then(|| u16::from_be_bytes([bytes[4], bytes[5]]))
+}
+
+pub fn data_header(cookie: &[u8; COOKIE_LEN], stream: u16) -> [u8; DATA_HEADER_LEN] {
+    let mut h = [0u8; DATA_HEADER_LEN];
+    h[..4].copy_from_slice(&DATA_MAGIC);
+    h[4..20].copy_from_slice(cookie);
+    h[20..22].copy_from_slice(&stream.to_be_bytes());
+    h
+}
+
+/// Cookie and stream index of a data header, or `None` if the bytes are not one.
+pub fn parse_data_header(h: &[u8; DATA_HEADER_LEN]) -> Option<([u8; COOKIE_LEN], u16)> {
+    if h[..4] != DATA_MAGIC {
+        return None;
+    }
+    let mut cookie = [0u8; COOKIE_LEN];
+    cookie.copy_from_slice(&h[4..20]);
+    Some((cookie, u16::from_be_bytes([h[20], h[21]])))
+}
+
+/// A message as one frame: length prefix and JSON.
+pub fn encode(msg: &Message) -> Vec<u8> {
+    let body = serde_json::to_vec(msg).expect("messages are plain data and always serialise");
+    let mut out = Vec::with_capacity(4 + body.len());
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// The body length announced by a frame's 4-byte prefix, checked against the limit.
+pub fn body_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
+    let len = u32::from_be_bytes(prefix);
+    if len > MAX_MESSAGE_BYTES {
+        return Err(FrameError::TooLarge { len, max: MAX_MESSAGE_BYTES });
+    }
+    Ok(len as usize)
+}
+
+pub fn decode_body(body: &[u8]) -> Result<Message, FrameError> {
+    serde_json::from_slice(body).map_err(|e| FrameError::Json(e.to_string()))
+}
+
+/// Splits one whole frame off the front of `buf`: `Ok(None)` while more bytes are needed.
+pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, FrameError> {
+    let Some(prefix) = buf.get(..4) else { return Ok(None) };
+    let len = body_len(prefix.try_into().expect("slice of four"))?;
+    let Some(body) = buf.get(4..4 + len) else { return Ok(None) };
+    Ok(Some((decode_body(body)?, 4 + len)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::ErrorKind;
+
+    #[test]
+    fn preamble_round_trips_and_rejects_strangers() {
+        assert_eq!(parse_preamble(&preamble(7)), Some(7));
+        assert_eq!(parse_preamble(b"HTTP/1.1"), None);
+    }
+
+    #[test]
+    fn data_header_round_trips() {
+        let cookie = [9u8; COOKIE_LEN];
+        let h = data_header(&cookie, 513);
+        assert_eq!(parse_data_header(&h), Some((cookie, 513)));
+        let mut bad = h;
+        bad[0] = b'X';
+        assert_eq!(parse_data_header(&bad), None);
+    }
+
+    #[test]
+    fn frames_round_trip_and_wait_for_whole_frames() {
+        let msg = Message::Error { kind: ErrorKind::Busy, message: "busy".into() };
+        let mut bytes = encode(&msg);
+        bytes.extend(encode(&Message::Start));
+        let (first, used) = decode(&bytes).expect("valid").expect("whole");
+        assert_eq!(first, msg);
+        let (second, used2) = decode(&bytes[used..]).expect("valid").expect("whole");
+        assert_eq!(second, Message::Start);
+        assert_eq!(used + used2, bytes.len());
+        for cut in 0..used {
+            assert_eq!(decode(&bytes[..cut]), Ok(None), "truncated at {cut}");
+        }
+    }
+
+    #[test]
+    fn oversized_and_garbled_frames_are_errors() {
+        assert!(matches!(decode(&[0xff, 0xff, 0xff, 0xff]), Err(FrameError::TooLarge { .. })));
+        let mut garbled = 3u32.to_be_bytes().to_vec();
+        garbled.extend(b"{x}");
+        assert!(matches!(decode(&garbled), Err(FrameError::Json(_))));
+    }
+}

@@ -1,0 +1,139 @@
+//! The control protocol between a client and an agent. docs/protocol.md is its contract and
+//! mirrors this module: a change to the wire bumps [`VERSION`] and the doc in the same commit.
+//!
+//! A control connection opens with an 8-byte preamble each way (`frame`), then carries
+//! length-prefixed JSON messages ([`Message`]). Data connections open with a 24-byte header that
+//! names the test by its cookie and the stream by its index. Authentication (`auth`) is an
+//! HMAC-SHA256 challenge-response on a shared secret that never crosses the wire.
+
+pub mod auth;
+pub mod conn;
+pub mod frame;
+
+use crate::metrics::host::HostInfo;
+use crate::result::SideReport;
+use crate::spec::TestSpec;
+use serde::{Deserialize, Serialize};
+
+/// The protocol version this build speaks. Peers with another version are refused.
+pub const VERSION: u16 = 1;
+
+/// The agent's default control (and data) port.
+pub const DEFAULT_PORT: u16 = 5301;
+
+/// One control message. Serialised as JSON with a `type` tag in snake case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    /// Agent -> client, first message: who it is and, when it wants a secret, a challenge.
+    Hello { software: String, challenge: Option<String> },
+    /// Client -> agent: the answer to the challenge.
+    Auth { client_nonce: String, mac: String },
+    /// Agent -> client: the client is authenticated; `mac` proves the agent knows the secret too.
+    AuthOk { mac: String },
+    /// Client -> agent: run this test.
+    Request { spec: TestSpec },
+    /// Agent -> client: the test is set up; data connections must carry `cookie`.
+    Accepted { cookie: String, host: HostInfo },
+    /// Client -> agent: all data connections are open; start measuring.
+    Start,
+    /// Agent -> client: the agent's clock has started (its time zero).
+    Started,
+    /// Client -> agent: stop sending now (Ctrl-C); receivers finish at end of stream.
+    Stop,
+    /// Agent -> client: what the agent measured; last message of a test.
+    Result { report: Box<SideReport> },
+    /// Either way: the test cannot go on. The connection closes after it.
+    Error { kind: ErrorKind, message: String },
+}
+
+/// Why a peer refused or ended a test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Protocol versions differ.
+    Version,
+    /// Missing or wrong secret.
+    Auth,
+    /// The agent runs as many tests as it allows.
+    Busy,
+    /// The spec failed validation on the agent.
+    BadSpec,
+    /// A message out of order or unreadable.
+    Protocol,
+    /// The test failed while running (sockets, CPUs that do not exist, ...).
+    Failed,
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            ErrorKind::Version => "version mismatch",
+            ErrorKind::Auth => "authentication failed",
+            ErrorKind::Busy => "busy",
+            ErrorKind::BadSpec => "bad test spec",
+            ErrorKind::Protocol => "protocol error",
+            ErrorKind::Failed => "test failed",
+        };
+        f.write_str(s)
+    }
+}
+
+impl Message {
+    /// The tag as it appears on the wire, for error messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Message::Hello { .. } => "hello",
+            Message::Auth { .. } => "auth",
+            Message::AuthOk { .. } => "auth_ok",
+            Message::Request { .. } => "request",
+            Message::Accepted { .. } => "accepted",
+            Message::Start => "start",
+            Message::Started => "started",
+            Message::Stop => "stop",
+            Message::Result { .. } => "result",
+            Message::Error { .. } => "error",
+        }
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Bytes from lower- or upper-case hex; `None` if the text is not hex.
+pub fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::TcpSpec;
+
+    #[test]
+    fn hex_round_trips() {
+        let bytes = [0u8, 1, 0xab, 0xff];
+        assert_eq!(to_hex(&bytes), "0001abff");
+        assert_eq!(from_hex("0001ABff").as_deref(), Some(&bytes[..]));
+        assert_eq!(from_hex("abc"), None);
+        assert_eq!(from_hex("zz"), None);
+    }
+
+    #[test]
+    fn messages_carry_a_snake_case_tag() {
+        let text = serde_json::to_string(&Message::AuthOk { mac: "00".into() }).expect("serialises");
+        assert_eq!(text, r#"{"type":"auth_ok","mac":"00"}"#);
+        let req = Message::Request { spec: TestSpec::Tcp(TcpSpec::new()) };
+        let back: Message = serde_json::from_str(&serde_json::to_string(&req).expect("ok")).expect("parses");
+        assert_eq!(back, req);
+        assert_eq!(back.name(), "request");
+    }
+}

@@ -1,0 +1,542 @@
+//! The result document: what one run of a test measured, on every end, with how it was asked for.
+//! docs/results.md is its contract and mirrors these types; a change bumps [`SCHEMA`].
+//!
+//! Each end's engine returns a [`SideReport`] (its own counts, its own clock). [`assemble`] joins
+//! the client's report and each agent's into one [`TestResult`]: counts stay attributed to the side
+//! that counted them (`sent` = the sender's figure, `received` = the receiver's).
+
+use crate::metrics::host::HostInfo;
+use crate::spec::{TcpSpec, TestSpec};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the result document's layout.
+pub const SCHEMA: u32 = 1;
+
+/// Failures inside a run, counted by kind (they are measurements, not messages).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCounts {
+    /// Connection reset or broken pipe.
+    pub resets: u64,
+    /// Any other socket error that ended the stream.
+    pub other: u64,
+}
+
+impl ErrorCounts {
+    pub fn add(&mut self, o: &ErrorCounts) {
+        self.resets += o.resets;
+        self.other += o.other;
+    }
+}
+
+/// What TCP_INFO said about a connection at one moment (tcp(7), struct tcp_info).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpSnapshot {
+    /// Smoothed round-trip time, microseconds.
+    pub rtt_us: u32,
+    /// Its mean deviation, microseconds.
+    pub rttvar_us: u32,
+    /// Congestion window, bytes (segments x send MSS).
+    pub cwnd_bytes: u64,
+    /// Segments retransmitted since the connection opened (tcpi_total_retrans).
+    pub retransmits: u64,
+    /// Send MSS, bytes.
+    pub mss_bytes: u32,
+    /// Path MTU, bytes.
+    pub pmtu_bytes: u32,
+}
+
+/// Counts for one stream over one interval, as the side that counted them saw them.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSample {
+    pub stream: u16,
+    /// Since this side's time zero (its start of the test), monotonic clock.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub bytes: u64,
+    /// Writes or reads completed.
+    pub ops: u64,
+    /// TCP_INFO at the end of the interval, on sending streams.
+    pub tcp: Option<TcpSnapshot>,
+}
+
+/// Whether this end wrote or read a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Send,
+    Receive,
+}
+
+/// Socket settings as the kernel granted them (read back after setting).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SocketGrant {
+    /// SO_SNDBUF as read back, bytes (the kernel doubles what is asked for bookkeeping).
+    pub sndbuf_bytes: u64,
+    /// SO_RCVBUF as read back, bytes.
+    pub rcvbuf_bytes: u64,
+    /// TCP_MAXSEG as read back, bytes.
+    pub mss_bytes: u32,
+    pub congestion: String,
+    pub nodelay: bool,
+}
+
+/// Why a stream ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamEnd {
+    /// The sender reached its time limit.
+    Deadline,
+    /// The sender wrote its count of buffers.
+    Count,
+    /// The receiver read end of stream.
+    Eof,
+    /// Stopped early (Ctrl-C, the peer stopped, or the test was aborted).
+    Stopped,
+    /// A socket error ended it (see the stream's error counts).
+    Error,
+}
+
+/// One stream as one end saw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    /// Index within the agent's streams; the same number on both ends.
+    pub stream: u16,
+    pub role: Role,
+    /// Bytes written (sender) or read (receiver) inside the measurement window.
+    pub bytes: u64,
+    pub ops: u64,
+    /// Length of this stream's part of the window, seconds.
+    pub seconds: f64,
+    /// Bytes over the whole run, warm-up and cool-down included.
+    pub total_bytes: u64,
+    pub socket: SocketGrant,
+    /// TCP_INFO when the stream ended (sending streams).
+    pub tcp: Option<TcpSnapshot>,
+    pub errors: ErrorCounts,
+    pub end: StreamEnd,
+}
+
+/// CPU use over the measurement window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// Busy share of all the host's CPUs, percent (100 = every CPU busy), from /proc/stat.
+    pub host_percent: Option<f64>,
+    /// linerate's own CPU time as a share of all the host's CPUs, percent (getrusage).
+    pub process_percent: Option<f64>,
+    pub process_user_seconds: f64,
+    pub process_system_seconds: f64,
+}
+
+/// Everything one end measured in one run, on its own clock.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideReport {
+    /// The measurement window, since this side's time zero.
+    pub window_start_ns: u64,
+    pub window_end_ns: u64,
+    pub streams: Vec<StreamReport>,
+    pub intervals: Vec<IntervalSample>,
+    pub cpu: CpuUsage,
+    /// Which I/O path drove the sockets: "syscall" (blocking read/write) or "io_uring".
+    pub io: String,
+    /// True when the run was cut short (Ctrl-C, a vanished peer).
+    pub partial: bool,
+    pub notes: Vec<String>,
+}
+
+/// The whole document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// Version of linerate that measured it.
+    pub linerate: String,
+    pub schema: u32,
+    /// Test kind: "tcp".
+    pub test: String,
+    /// Wall-clock start, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// True when some of what was asked was not measured (Ctrl-C, a lost agent).
+    pub partial: bool,
+    /// The validated spec, exactly as sent to the agents.
+    pub options: TestSpec,
+    /// What each end is: "client", and each agent under the address it was reached at.
+    pub hosts: BTreeMap<String, HostRecord>,
+    pub intervals: Vec<IntervalRecord>,
+    pub summary: Summary,
+    /// Things the reader should know (an agent that failed, a fallback taken).
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostRecord {
+    /// "client" or "agent".
+    pub role: String,
+    #[serde(flatten)]
+    pub info: HostInfo,
+}
+
+/// One interval sample, attributed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRecord {
+    /// The agent this stream ran with.
+    pub agent: String,
+    /// "client" or "agent": the end that counted.
+    pub counted_by: String,
+    /// "forward" (client to agent) or "reverse" (agent to client).
+    pub direction: String,
+    /// "sent" or "received".
+    pub side: String,
+    #[serde(flatten)]
+    pub sample: IntervalSample,
+    /// bytes x 8 / interval length.
+    pub bits_per_second: f64,
+}
+
+/// Bytes counted by one side over a time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counted {
+    pub bytes: u64,
+    pub seconds: f64,
+    /// bytes x 8 / seconds (1 Mbit = 10^6 bits).
+    pub bits_per_second: f64,
+}
+
+impl Counted {
+    pub fn new(bytes: u64, seconds: f64) -> Counted {
+        let bits_per_second = if seconds > 0.0 { bytes as f64 * 8.0 / seconds } else { 0.0 };
+        Counted { bytes, seconds, bits_per_second }
+    }
+}
+
+/// A side of the transfer (all senders, or all receivers) over the measurement window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideSummary {
+    pub bytes: u64,
+    /// The longest of the counting ends' windows, seconds.
+    pub seconds: f64,
+    /// bytes x 8 / seconds.
+    pub bits_per_second: f64,
+    /// Writes (sent) or reads (received).
+    pub ops: u64,
+    pub streams: usize,
+    /// The ends whose counts these are ("client", agent names).
+    pub counted_by: Vec<String>,
+    /// Mean over the counting ends of their host CPU; process time summed.
+    pub cpu: CpuUsage,
+    /// Sent side only: retransmits summed, RTT and cwnd averaged over streams (TCP_INFO at the end).
+    pub tcp: Option<TcpTotals>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpTotals {
+    pub retransmits: u64,
+    pub rtt_us: f64,
+    pub cwnd_bytes: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectionSummary {
+    pub sent: SideSummary,
+    pub received: SideSummary,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentSummary {
+    pub agent: String,
+    pub sent: SideSummary,
+    pub received: SideSummary,
+}
+
+/// One stream, both ends' view side by side.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamSummary {
+    pub agent: String,
+    pub stream: u16,
+    pub direction: String,
+    /// The sender's count; absent when the sender's report was lost.
+    pub sent: Option<Counted>,
+    /// The receiver's count; absent when the receiver's report was lost.
+    pub received: Option<Counted>,
+    /// Sender's TCP_INFO when it ended.
+    pub tcp: Option<TcpSnapshot>,
+    pub sender_socket: Option<SocketGrant>,
+    pub receiver_socket: Option<SocketGrant>,
+    pub errors: ErrorCounts,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Counted by the senders, summed over streams and agents.
+    pub sent: SideSummary,
+    /// Counted by the receivers: the figure to trust for throughput.
+    pub received: SideSummary,
+    /// With bidir: "forward" and "reverse" separately.
+    pub directions: Option<BTreeMap<String, DirectionSummary>>,
+    pub agents: Vec<AgentSummary>,
+    pub streams: Vec<StreamSummary>,
+}
+
+/// One end's report with its name and whether it is the client.
+pub struct Side<'a> {
+    pub name: &'a str,
+    pub report: &'a SideReport,
+}
+
+/// What the client knows of one agent after a run.
+pub struct AgentOutcome<'a> {
+    pub name: &'a str,
+    pub host: Option<&'a HostInfo>,
+    /// The agent's own report; None if it never came (the agent vanished).
+    pub report: Option<&'a SideReport>,
+    /// The client's report restricted to this agent's streams, renumbered 0.. per agent.
+    pub client: &'a SideReport,
+}
+
+fn direction_name(forward: bool) -> &'static str {
+    if forward { "forward" } else { "reverse" }
+}
+
+/// A stream's count within a report, with the report's owner and CPU.
+struct Entry<'a> {
+    owner: &'a str,
+    report: &'a SideReport,
+    stream: &'a StreamReport,
+}
+
+fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
+    let mut s = SideSummary::default();
+    let mut owners: Vec<&str> = Vec::new();
+    let mut reports: Vec<&SideReport> = Vec::new();
+    let mut tcp = TcpTotals::default();
+    let mut tcp_n = 0usize;
+    for e in entries {
+        s.bytes += e.stream.bytes;
+        s.ops += e.stream.ops;
+        s.streams += 1;
+        s.seconds = s.seconds.max(e.stream.seconds);
+        if !owners.contains(&e.owner) {
+            owners.push(e.owner);
+            reports.push(e.report);
+        }
+        if let (true, Some(t)) = (sending, e.stream.tcp) {
+            tcp.retransmits += t.retransmits;
+            tcp.rtt_us += f64::from(t.rtt_us);
+            tcp.cwnd_bytes += t.cwnd_bytes as f64;
+            tcp_n += 1;
+        }
+    }
+    s.bits_per_second = Counted::new(s.bytes, s.seconds).bits_per_second;
+    s.counted_by = owners.iter().map(|o| o.to_string()).collect();
+    let mean = |f: fn(&CpuUsage) -> Option<f64>| {
+        let v: Vec<f64> = reports.iter().filter_map(|r| f(&r.cpu)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    s.cpu.host_percent = mean(|c| c.host_percent);
+    s.cpu.process_percent = mean(|c| c.process_percent);
+    s.cpu.process_user_seconds = reports.iter().map(|r| r.cpu.process_user_seconds).sum();
+    s.cpu.process_system_seconds = reports.iter().map(|r| r.cpu.process_system_seconds).sum();
+    if tcp_n > 0 {
+        tcp.rtt_us /= tcp_n as f64;
+        tcp.cwnd_bytes /= tcp_n as f64;
+        s.tcp = Some(tcp);
+    }
+    s
+}
+
+/// Joins the client's and the agents' reports of one TCP run into the result document.
+pub fn assemble_tcp(
+    spec: &TcpSpec,
+    client_host: HostInfo,
+    agents: &[AgentOutcome<'_>],
+    started_unix_ms: u64,
+    mut notes: Vec<String>,
+) -> TestResult {
+    let mut hosts = BTreeMap::new();
+    hosts.insert("client".to_string(), HostRecord { role: "client".into(), info: client_host });
+    let mut intervals = Vec::new();
+    let mut streams = Vec::new();
+    let mut partial = false;
+    // (forward?, sending?) -> entries, overall and per agent
+    let mut all: Vec<(bool, bool, usize, Entry<'_>)> = Vec::new();
+    for (ai, a) in agents.iter().enumerate() {
+        if let Some(h) = a.host {
+            hosts.insert(a.name.to_string(), HostRecord { role: "agent".into(), info: h.clone() });
+        }
+        partial |= a.client.partial;
+        match a.report {
+            Some(r) => partial |= r.partial,
+            None => {
+                partial = true;
+                notes.push(format!("agent {}: no report received; its counts are missing", a.name));
+            }
+        }
+        let sides: [(&str, Option<&SideReport>); 2] = [("client", Some(a.client)), ("agent", a.report)];
+        for (counted_by, report) in sides {
+            let Some(report) = report else { continue };
+            let owner = if counted_by == "client" { "client" } else { a.name };
+            for st in &report.streams {
+                let forward = spec.stream_flows_forward(usize::from(st.stream));
+                let sending = st.role == Role::Send;
+                all.push((forward, sending, ai, Entry { owner, report, stream: st }));
+            }
+            for smp in &report.intervals {
+                let forward = spec.stream_flows_forward(usize::from(smp.stream));
+                let client_sends = forward;
+                let sending = (counted_by == "client") == client_sends;
+                let secs = smp.end_ns.saturating_sub(smp.start_ns) as f64 / 1e9;
+                intervals.push(IntervalRecord {
+                    agent: a.name.to_string(),
+                    counted_by: counted_by.to_string(),
+                    direction: direction_name(forward).to_string(),
+                    side: if sending { "sent" } else { "received" }.to_string(),
+                    sample: *smp,
+                    bits_per_second: Counted::new(smp.bytes, secs).bits_per_second,
+                });
+            }
+        }
+        for index in 0..spec.streams_per_agent() {
+            let forward = spec.stream_flows_forward(index);
+            let find = |r: Option<&'_ SideReport>, role: Role| {
+                r.and_then(|r| r.streams.iter().find(|s| usize::from(s.stream) == index && s.role == role).cloned())
+            };
+            let (client_role, agent_role) = if forward { (Role::Send, Role::Receive) } else { (Role::Receive, Role::Send) };
+            let c = find(Some(a.client), client_role);
+            let g = find(a.report, agent_role);
+            let (snd, rcv) = if forward { (c, g) } else { (g, c) };
+            let mut errors = ErrorCounts::default();
+            for s in [&snd, &rcv].into_iter().flatten() {
+                errors.add(&s.errors);
+            }
+            streams.push(StreamSummary {
+                agent: a.name.to_string(),
+                stream: index as u16,
+                direction: direction_name(forward).to_string(),
+                sent: snd.as_ref().map(|s| Counted::new(s.bytes, s.seconds)),
+                received: rcv.as_ref().map(|s| Counted::new(s.bytes, s.seconds)),
+                tcp: snd.as_ref().and_then(|s| s.tcp),
+                sender_socket: snd.map(|s| s.socket),
+                receiver_socket: rcv.map(|s| s.socket),
+                errors,
+            });
+        }
+    }
+    let pick = |f: &dyn Fn(bool, bool, usize) -> bool| -> Vec<Entry<'_>> {
+        all.iter()
+            .filter(|(fw, snd, ai, _)| f(*fw, *snd, *ai))
+            .map(|(_, _, _, e)| Entry { owner: e.owner, report: e.report, stream: e.stream })
+            .collect()
+    };
+    let sent = summarise(&pick(&|_, snd, _| snd), true);
+    let received = summarise(&pick(&|_, snd, _| !snd), false);
+    let directions = (spec.direction == crate::spec::Direction::Bidir).then(|| {
+        let mut m = BTreeMap::new();
+        for forward in [true, false] {
+            m.insert(
+                direction_name(forward).to_string(),
+                DirectionSummary {
+                    sent: summarise(&pick(&|fw, snd, _| fw == forward && snd), true),
+                    received: summarise(&pick(&|fw, snd, _| fw == forward && !snd), false),
+                },
+            );
+        }
+        m
+    });
+    let per_agent = agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| AgentSummary {
+            agent: a.name.to_string(),
+            sent: summarise(&pick(&|_, snd, ai| ai == i && snd), true),
+            received: summarise(&pick(&|_, snd, ai| ai == i && !snd), false),
+        })
+        .collect();
+    TestResult {
+        linerate: crate::VERSION.to_string(),
+        schema: SCHEMA,
+        test: "tcp".into(),
+        started_unix_ms,
+        partial,
+        options: TestSpec::Tcp(spec.clone()),
+        hosts,
+        intervals,
+        summary: Summary { sent, received, directions, agents: per_agent, streams },
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Direction;
+
+    fn stream(stream: u16, role: Role, bytes: u64, seconds: f64) -> StreamReport {
+        StreamReport {
+            stream,
+            role,
+            bytes,
+            ops: bytes / 1000,
+            seconds,
+            total_bytes: bytes,
+            socket: SocketGrant::default(),
+            tcp: (role == Role::Send).then_some(TcpSnapshot { retransmits: 3, rtt_us: 100, ..Default::default() }),
+            errors: ErrorCounts::default(),
+            end: StreamEnd::Eof,
+        }
+    }
+
+    fn report(streams: Vec<StreamReport>, host_percent: f64) -> SideReport {
+        SideReport {
+            streams,
+            cpu: CpuUsage { host_percent: Some(host_percent), process_percent: Some(1.0), ..Default::default() },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn send_test_attributes_counts_to_who_counted() {
+        let mut spec = TcpSpec::new();
+        spec.streams = 2;
+        let client = report(vec![stream(0, Role::Send, 1_000_000, 1.0), stream(1, Role::Send, 3_000_000, 1.0)], 10.0);
+        let agent = report(vec![stream(0, Role::Receive, 900_000, 1.0), stream(1, Role::Receive, 2_900_000, 2.0)], 40.0);
+        let r = assemble_tcp(
+            &spec,
+            HostInfo::default(),
+            &[AgentOutcome { name: "a:1", host: None, report: Some(&agent), client: &client }],
+            0,
+            vec![],
+        );
+        assert_eq!(r.summary.sent.bytes, 4_000_000);
+        assert_eq!(r.summary.sent.counted_by, ["client"]);
+        assert_eq!(r.summary.sent.cpu.host_percent, Some(10.0));
+        assert_eq!(r.summary.sent.tcp.map(|t| t.retransmits), Some(6));
+        assert_eq!(r.summary.received.bytes, 3_800_000);
+        assert_eq!(r.summary.received.seconds, 2.0);
+        assert_eq!(r.summary.received.bits_per_second, 3_800_000.0 * 8.0 / 2.0);
+        assert_eq!(r.summary.received.counted_by, ["a:1"]);
+        assert_eq!(r.summary.received.cpu.host_percent, Some(40.0));
+        assert_eq!(r.summary.streams.len(), 2);
+        assert_eq!(r.summary.streams[1].received.map(|c| c.bytes), Some(2_900_000));
+        assert!(!r.partial);
+        assert!(r.summary.directions.is_none());
+    }
+
+    #[test]
+    fn bidir_splits_directions_and_missing_agent_marks_partial() {
+        let mut spec = TcpSpec::new();
+        spec.direction = Direction::Bidir;
+        let client = report(vec![stream(0, Role::Send, 100, 1.0), stream(1, Role::Receive, 50, 1.0)], 10.0);
+        let agent = report(vec![stream(0, Role::Receive, 90, 1.0), stream(1, Role::Send, 60, 1.0)], 20.0);
+        let outcomes = [
+            AgentOutcome { name: "a", host: None, report: Some(&agent), client: &client },
+            AgentOutcome { name: "b", host: None, report: None, client: &client },
+        ];
+        let r = assemble_tcp(&spec, HostInfo::default(), &outcomes, 0, vec![]);
+        let d = r.summary.directions.as_ref().expect("bidir has directions");
+        assert_eq!(d["forward"].sent.bytes, 200);
+        assert_eq!(d["forward"].received.bytes, 90);
+        assert_eq!(d["reverse"].sent.bytes, 60);
+        assert_eq!(d["reverse"].received.bytes, 100);
+        assert!(r.partial);
+        assert!(r.notes.iter().any(|n| n.contains("agent b")));
+        assert_eq!(r.summary.agents[1].received.bytes, 50);
+    }
+}

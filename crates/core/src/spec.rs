@@ -1,0 +1,278 @@
+//! What a user asked for, validated once and carried unchanged to every agent and into the result
+//! document under `options`. Engines trust a spec that passed [`TestSpec::validate`]; the agent
+//! validates every spec it receives, because it comes from the network.
+
+use crate::units::ByteSize;
+use serde::{Deserialize, Serialize};
+
+/// One test of any kind. The tag (`"test": "tcp"`) is the same word as the result's `test` field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "test", rename_all = "lowercase")]
+pub enum TestSpec {
+    Tcp(TcpSpec),
+}
+
+impl TestSpec {
+    /// The test kind as written in documents: `"tcp"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TestSpec::Tcp(_) => "tcp",
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), SpecError> {
+        match self {
+            TestSpec::Tcp(t) => t.validate(),
+        }
+    }
+}
+
+/// Which way the data flows between the client and each agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// The client sends, the agent receives (the default).
+    Send,
+    /// The agent sends, the client receives.
+    Reverse,
+    /// Both at once, on separate connections: `streams` each way.
+    Bidir,
+}
+
+/// How long each stream runs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Limit {
+    /// Send for this many seconds (warm-up included, cool-down included).
+    Seconds(f64),
+    /// Send this many buffers on each stream, then stop.
+    Buffers(u64),
+}
+
+/// A TCP throughput test, as NTttcp ran them. Sizes are bytes, times are seconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TcpSpec {
+    /// Streams per agent and per direction (`-P`).
+    pub streams: u16,
+    /// Worker threads on each end; streams are spread over them round-robin (0 = one per stream).
+    pub threads: u16,
+    /// CPUs the client's workers are pinned to, worker i on `cpus[i % len]`; empty = unpinned.
+    pub cpus: Vec<usize>,
+    /// CPUs the agents' workers are pinned to, likewise.
+    pub peer_cpus: Vec<usize>,
+    /// Bytes per write and per read (`-l`).
+    pub buffer_bytes: ByteSize,
+    pub limit: Limit,
+    /// Seconds at the start left out of the summary.
+    pub warmup_seconds: f64,
+    /// Seconds at the end left out of the summary (time limit only).
+    pub cooldown_seconds: f64,
+    /// Seconds between interval samples; 0 = one interval for the whole run.
+    pub interval_seconds: f64,
+    /// SO_RCVBUF asked for on receiving sockets (the TCP window); None = kernel autotuning.
+    pub window_bytes: Option<ByteSize>,
+    /// SO_SNDBUF asked for on sending sockets; None = kernel autotuning.
+    pub sndbuf_bytes: Option<ByteSize>,
+    /// TCP_MAXSEG set before connecting; None = path default.
+    pub mss_bytes: Option<u32>,
+    /// TCP_CONGESTION on every data socket; None = system default.
+    pub congestion: Option<String>,
+    /// TCP_NODELAY on every data socket.
+    pub nodelay: bool,
+    /// Writes or reads kept in flight per stream (NTttcp's pre-posted buffers, `-a`); 1 = plain
+    /// blocking calls, more uses io_uring.
+    pub depth: u32,
+    pub direction: Direction,
+}
+
+/// The most streams per agent and direction: far past what a host sustains, short of exhausting
+/// file descriptors.
+pub const MAX_STREAMS: u16 = 1024;
+/// The largest buffer: larger writes gain nothing and memory is depth x streams x buffer.
+pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+/// The most buffer memory one end allocates for a test.
+pub const MAX_BUFFER_MEMORY: u64 = 4 << 30;
+pub const MAX_DEPTH: u32 = 1024;
+pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SpecError {
+    #[error("{name} must be between {min} and {max}, not {got}")]
+    OutOfRange { name: &'static str, min: f64, max: f64, got: f64 },
+    #[error("depth x streams x buffer length is {bytes} bytes, over the {max}-byte limit")]
+    TooMuchMemory { bytes: u128, max: u64 },
+    #[error("warm-up plus cool-down ({total} s) leave nothing of a {seconds} s test")]
+    NoWindow { total: f64, seconds: f64 },
+    #[error("--cooldown needs a time limit (-t), not a buffer count (-n)")]
+    CooldownWithCount,
+    #[error("congestion control name '{0}' is not a kernel module name")]
+    Congestion(String),
+}
+
+fn check(name: &'static str, got: f64, min: f64, max: f64) -> Result<(), SpecError> {
+    if got.is_finite() && got >= min && got <= max {
+        Ok(())
+    } else {
+        Err(SpecError::OutOfRange { name, min, max, got })
+    }
+}
+
+impl TcpSpec {
+    /// The spec with iperf3-like defaults: one stream, 128 KiB buffers, 10 s, client sends.
+    pub fn new() -> Self {
+        TcpSpec {
+            streams: 1,
+            threads: 0,
+            cpus: Vec::new(),
+            peer_cpus: Vec::new(),
+            buffer_bytes: ByteSize(128 << 10),
+            limit: Limit::Seconds(10.0),
+            warmup_seconds: 0.0,
+            cooldown_seconds: 0.0,
+            interval_seconds: 1.0,
+            window_bytes: None,
+            sndbuf_bytes: None,
+            mss_bytes: None,
+            congestion: None,
+            nodelay: false,
+            depth: 1,
+            direction: Direction::Send,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check("streams (-P)", f64::from(self.streams), 1.0, f64::from(MAX_STREAMS))?;
+        check("threads", f64::from(self.threads), 0.0, f64::from(MAX_STREAMS))?;
+        check("buffer length (-l)", self.buffer_bytes.0 as f64, 1.0, MAX_BUFFER_BYTES as f64)?;
+        check("depth", f64::from(self.depth), 1.0, f64::from(MAX_DEPTH))?;
+        check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
+        check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
+        check("interval seconds", self.interval_seconds, 0.0, MAX_SECONDS)?;
+        if self.interval_seconds > 0.0 {
+            check("interval seconds", self.interval_seconds, 0.01, MAX_SECONDS)?;
+        }
+        for cpu in self.cpus.iter().chain(&self.peer_cpus) {
+            check("CPU number", *cpu as f64, 0.0, 4095.0)?;
+        }
+        if let Some(w) = self.window_bytes {
+            check("window", w.0 as f64, 1.0, i32::MAX as f64)?;
+        }
+        if let Some(w) = self.sndbuf_bytes {
+            check("send buffer", w.0 as f64, 1.0, i32::MAX as f64)?;
+        }
+        if let Some(m) = self.mss_bytes {
+            check("MSS", f64::from(m), 88.0, 65_535.0)?;
+        }
+        if let Some(c) = &self.congestion {
+            let ok = !c.is_empty() && c.len() < 16 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !ok {
+                return Err(SpecError::Congestion(c.clone()));
+            }
+        }
+        let directions: u128 = if self.direction == Direction::Bidir { 2 } else { 1 };
+        let memory = u128::from(self.depth) * u128::from(self.streams) * directions * u128::from(self.buffer_bytes.0);
+        if memory > u128::from(MAX_BUFFER_MEMORY) {
+            return Err(SpecError::TooMuchMemory { bytes: memory, max: MAX_BUFFER_MEMORY });
+        }
+        match self.limit {
+            Limit::Seconds(s) => {
+                check("seconds (-t)", s, 0.01, MAX_SECONDS)?;
+                let total = self.warmup_seconds + self.cooldown_seconds;
+                if total >= s {
+                    return Err(SpecError::NoWindow { total, seconds: s });
+                }
+            }
+            Limit::Buffers(n) => {
+                check("buffer count (-n)", n as f64, 1.0, 1e15)?;
+                if self.cooldown_seconds > 0.0 {
+                    return Err(SpecError::CooldownWithCount);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Streams per agent, counting both directions.
+    pub fn streams_per_agent(&self) -> usize {
+        let per = usize::from(self.streams);
+        if self.direction == Direction::Bidir { 2 * per } else { per }
+    }
+
+    /// Which way stream `index` (0-based, per agent) carries data: streams `0..streams` follow
+    /// the direction, and under bidir the next `streams` run the other way.
+    pub fn stream_flows_forward(&self, index: usize) -> bool {
+        match self.direction {
+            Direction::Send => true,
+            Direction::Reverse => false,
+            Direction::Bidir => index < usize::from(self.streams),
+        }
+    }
+}
+
+impl Default for TcpSpec {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        assert_eq!(TcpSpec::new().validate(), Ok(()));
+    }
+
+    #[test]
+    fn rejects_out_of_range_values() {
+        let mut s = TcpSpec::new();
+        s.buffer_bytes = ByteSize(0);
+        assert!(matches!(s.validate(), Err(SpecError::OutOfRange { name: "buffer length (-l)", .. })));
+        let mut s = TcpSpec::new();
+        s.streams = 0;
+        assert!(s.validate().is_err());
+        let mut s = TcpSpec::new();
+        s.limit = Limit::Seconds(2.0);
+        s.warmup_seconds = 1.0;
+        s.cooldown_seconds = 1.0;
+        assert!(matches!(s.validate(), Err(SpecError::NoWindow { .. })));
+        let mut s = TcpSpec::new();
+        s.limit = Limit::Buffers(10);
+        s.cooldown_seconds = 1.0;
+        assert_eq!(s.validate(), Err(SpecError::CooldownWithCount));
+        let mut s = TcpSpec::new();
+        s.congestion = Some("bbr; rm".into());
+        assert!(s.validate().is_err());
+        let mut s = TcpSpec::new();
+        s.limit = Limit::Seconds(f64::NAN);
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn rejects_buffer_memory_past_the_limit() {
+        let mut s = TcpSpec::new();
+        s.buffer_bytes = ByteSize(1 << 30);
+        s.depth = 8;
+        assert!(matches!(s.validate(), Err(SpecError::TooMuchMemory { .. })));
+    }
+
+    #[test]
+    fn bidir_streams_run_both_ways() {
+        let mut s = TcpSpec::new();
+        s.streams = 2;
+        s.direction = Direction::Bidir;
+        assert_eq!(s.streams_per_agent(), 4);
+        let forward: Vec<bool> = (0..4).map(|i| s.stream_flows_forward(i)).collect();
+        assert_eq!(forward, [true, true, false, false]);
+    }
+
+    #[test]
+    fn spec_round_trips_through_json_with_its_tag() {
+        let spec = TestSpec::Tcp(TcpSpec::new());
+        let text = serde_json::to_string(&spec).expect("serialises");
+        assert!(text.starts_with(r#"{"test":"tcp""#), "{text}");
+        let back: TestSpec = serde_json::from_str(&text).expect("parses");
+        assert_eq!(back, spec);
+    }
+}

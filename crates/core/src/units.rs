@@ -1,0 +1,194 @@
+//! Units that users type and read: byte sizes (binary prefixes, K = 1024) and bit rates
+//! (decimal prefixes, k = 1000, 1 Mbit = 10^6 bits). Parsing and display live here only.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A number of bytes. Parses `537600`, `64K`, `64KiB`, `1M`, `1.5M`, `2G` (K = 1024).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ByteSize(pub u64);
+
+/// A rate in bits per second. Parses `200mbit`, `200M`, `1G`, `1gbit`, `9.5g`, `100k` (k = 1000).
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BitRate(pub f64);
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum UnitError {
+    #[error("'{0}' is not a size (examples: 537600, 64K, 1M)")]
+    Size(String),
+    #[error("'{0}' is not a rate (examples: 200mbit, 1G, 9.5gbit)")]
+    Rate(String),
+    #[error("'{0}' is not a CPU list (examples: 0, 0,2, 1-3)")]
+    CpuList(String),
+}
+
+fn split_number(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim();
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(end);
+    let value: f64 = num.parse().ok()?;
+    if !value.is_finite() || value < 0.0 {
+        return None;
+    }
+    Some((value, suffix.trim()))
+}
+
+impl FromStr for ByteSize {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || UnitError::Size(s.to_string());
+        let (value, suffix) = split_number(s).ok_or_else(err)?;
+        let mult: u64 = match suffix.to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" | "kib" => 1 << 10,
+            "m" | "mb" | "mib" => 1 << 20,
+            "g" | "gb" | "gib" => 1 << 30,
+            "t" | "tb" | "tib" => 1 << 40,
+            _ => return Err(err()),
+        };
+        let bytes = value * mult as f64;
+        if bytes.fract() != 0.0 || bytes > u64::MAX as f64 {
+            return Err(err());
+        }
+        Ok(ByteSize(bytes as u64))
+    }
+}
+
+impl fmt::Display for ByteSize {
+    /// Exact when a binary prefix divides evenly (`128 KiB`), otherwise plain bytes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [(u64, &str); 4] = [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+        for (size, name) in UNITS {
+            if self.0 >= size && self.0 % size == 0 {
+                return write!(f, "{} {name}", self.0 / size);
+            }
+        }
+        write!(f, "{} B", self.0)
+    }
+}
+
+impl FromStr for BitRate {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || UnitError::Rate(s.to_string());
+        let (value, suffix) = split_number(s).ok_or_else(err)?;
+        let lower = suffix.to_ascii_lowercase();
+        let prefix = lower
+            .strip_suffix("bit/s")
+            .or_else(|| lower.strip_suffix("bps"))
+            .or_else(|| lower.strip_suffix("bit"))
+            .unwrap_or(&lower);
+        let mult = match prefix {
+            "" => 1e0,
+            "k" => 1e3,
+            "m" => 1e6,
+            "g" => 1e9,
+            "t" => 1e12,
+            _ => return Err(err()),
+        };
+        Ok(BitRate(value * mult))
+    }
+}
+
+impl fmt::Display for BitRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bps = self.0;
+        if bps >= 1e9 {
+            write!(f, "{:.3} Gbit/s", bps / 1e9)
+        } else if bps >= 1e6 {
+            write!(f, "{:.3} Mbit/s", bps / 1e6)
+        } else if bps >= 1e3 {
+            write!(f, "{:.3} kbit/s", bps / 1e3)
+        } else {
+            write!(f, "{bps:.0} bit/s")
+        }
+    }
+}
+
+/// Parses a CPU list as the kernel writes them: `0`, `0,2`, `1-3`, `0-1,4`.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, UnitError> {
+    let err = || UnitError::CpuList(s.to_string());
+    let mut cpus = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        if let Some((a, b)) = part.split_once('-') {
+            let a: usize = a.trim().parse().map_err(|_| err())?;
+            let b: usize = b.trim().parse().map_err(|_| err())?;
+            if b < a || b - a > 4096 {
+                return Err(err());
+            }
+            cpus.extend(a..=b);
+        } else {
+            cpus.push(part.parse().map_err(|_| err())?);
+        }
+    }
+    if cpus.is_empty() {
+        return Err(err());
+    }
+    Ok(cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_prefixes() {
+        assert_eq!("537600".parse::<ByteSize>(), Ok(ByteSize(537_600)));
+        assert_eq!("64K".parse::<ByteSize>(), Ok(ByteSize(65_536)));
+        assert_eq!("64KiB".parse::<ByteSize>(), Ok(ByteSize(65_536)));
+        assert_eq!("1M".parse::<ByteSize>(), Ok(ByteSize(1 << 20)));
+        assert_eq!("1.5m".parse::<ByteSize>(), Ok(ByteSize(3 << 19)));
+        assert_eq!("2G".parse::<ByteSize>(), Ok(ByteSize(2 << 30)));
+        assert_eq!("0".parse::<ByteSize>(), Ok(ByteSize(0)));
+    }
+
+    #[test]
+    fn sizes_reject_nonsense() {
+        for bad in ["", "K", "-1", "1.3", "12 parsecs", "1e3", "0x10"] {
+            assert!(bad.parse::<ByteSize>().is_err(), "{bad} parsed");
+        }
+    }
+
+    #[test]
+    fn sizes_display_exactly() {
+        assert_eq!(ByteSize(131_072).to_string(), "128 KiB");
+        assert_eq!(ByteSize(537_600).to_string(), "525 KiB");
+        assert_eq!(ByteSize(1000).to_string(), "1000 B");
+        assert_eq!(ByteSize(3 << 30).to_string(), "3 GiB");
+    }
+
+    #[test]
+    fn rates_parse_with_decimal_prefixes() {
+        assert_eq!("200mbit".parse::<BitRate>(), Ok(BitRate(200e6)));
+        assert_eq!("200M".parse::<BitRate>(), Ok(BitRate(200e6)));
+        assert_eq!("1G".parse::<BitRate>(), Ok(BitRate(1e9)));
+        assert_eq!("9.5gbit".parse::<BitRate>(), Ok(BitRate(9.5e9)));
+        assert_eq!("100kbps".parse::<BitRate>(), Ok(BitRate(100e3)));
+        assert_eq!("5000".parse::<BitRate>(), Ok(BitRate(5000.0)));
+        assert!("fast".parse::<BitRate>().is_err());
+        assert!("10 furlongs".parse::<BitRate>().is_err());
+    }
+
+    #[test]
+    fn rates_display_with_unit() {
+        assert_eq!(BitRate(9_858_228_000.0).to_string(), "9.858 Gbit/s");
+        assert_eq!(BitRate(191_300_000.0).to_string(), "191.300 Mbit/s");
+    }
+
+    #[test]
+    fn cpu_lists_parse_like_the_kernel_writes_them() {
+        assert_eq!(parse_cpu_list("0"), Ok(vec![0]));
+        assert_eq!(parse_cpu_list("0,2"), Ok(vec![0, 2]));
+        assert_eq!(parse_cpu_list("1-3"), Ok(vec![1, 2, 3]));
+        assert_eq!(parse_cpu_list("0-1,4"), Ok(vec![0, 1, 4]));
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("a").is_err());
+        assert!(parse_cpu_list("").is_err());
+    }
+}
