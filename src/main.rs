@@ -1,1 +1,139 @@
-fn main() {}
+//! linerate: parse -> spec -> run -> render -> exit code; nothing else.
+
+mod agent;
+mod cli;
+mod live;
+
+use anyhow::Context;
+use clap::Parser;
+use cli::{Cli, Command};
+use linerate_core::client::{ClientOptions, Target, run_tcp};
+use linerate_core::result::{Role, TestResult};
+use linerate_core::spec::TcpSpec;
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind as K;
+            if matches!(e.kind(), K::DisplayHelp | K::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            // One line naming the problem, not clap's usage block.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            eprintln!("linerate: {} (see --help)", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            if err.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("linerate: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Serve(args) => serve(&args),
+        Command::Tcp(args) => {
+            let spec = args.into_spec()?;
+            let targets = args.targets()?;
+            let opts = ClientOptions {
+                secret: args.secret.load()?,
+                connect_timeout: Duration::try_from_secs_f64(args.connect_timeout)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .context("--connect-timeout must be a positive number of seconds")?,
+            };
+            let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+            let result = tcp_test(&spec, &targets, &opts, args.json)
+                .with_context(|| format!("tcp test against {}", names.join(", ")))?;
+            print_result(&result, args.json)
+        }
+        Command::Quick(args) => quick(&args),
+    }
+}
+
+/// Runs a TCP test with live lines and Ctrl-C handling.
+fn tcp_test(spec: &TcpSpec, targets: &[Target], opts: &ClientOptions, json: bool) -> anyhow::Result<TestResult> {
+    let interrupt = Arc::new(AtomicBool::new(false));
+    // First Ctrl-C: stop and report what was measured. A second one while stopping: exit now.
+    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, Arc::clone(&interrupt))?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
+    let per_agent = spec.streams_per_agent();
+    let roles = (0..per_agent * targets.len())
+        .map(|i| if spec.stream_flows_forward(i % per_agent) { Role::Send } else { Role::Receive })
+        .collect();
+    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0);
+    Ok(run_tcp(spec, targets, opts, &mut live, &interrupt)?)
+}
+
+fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {
+    let text = if json { linerate_report::json::render(result) } else { format!("\n{}", linerate_report::text::render(result)) };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
+    let config = agent::AgentConfig {
+        bind: SocketAddr::new(args.bind, args.port),
+        secret: args.secret.load()?,
+        no_auth: args.no_auth,
+        max_tests: usize::from(args.max_tests),
+        max_connections: 256,
+    };
+    let agent = match agent::Agent::bind(config.clone()) {
+        // No IPv6 on this host: the default `::` falls back to every IPv4 address.
+        Err(agent::AgentError::Bind { .. }) if args.bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) => {
+            agent::Agent::bind(agent::AgentConfig { bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), args.port), ..config })?
+        }
+        other => other?,
+    };
+    let auth = if agent.auth_required() { "secret required" } else { "open" };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "linerate agent listening on {} ({auth})", agent.local_addr())?;
+    out.flush()?;
+    drop(out);
+    agent.serve();
+    Ok(ExitCode::SUCCESS)
+}
+
+fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
+    let agent = agent::Agent::bind(agent::AgentConfig {
+        bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+        secret: None,
+        no_auth: false,
+        max_tests: 1,
+        max_connections: 64,
+    })?;
+    let addr = agent.local_addr();
+    std::thread::spawn(move || agent.serve());
+    let mut spec = TcpSpec::new();
+    spec.limit = linerate_core::spec::Limit::Seconds(args.time);
+    spec.streams = args.streams;
+    spec.validate()?;
+    if !args.json {
+        println!("linerate quick: {} s of TCP over loopback to an agent started on {addr}", args.time);
+    }
+    let target = Target { name: addr.to_string(), addr };
+    let result = tcp_test(&spec, &[target], &ClientOptions::default(), args.json)?;
+    print_result(&result, args.json)
+}

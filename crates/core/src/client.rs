@@ -1,1 +1,285 @@
-//! Placeholder; filled in below.
+//! Running a test from the client's end: connect to each agent, authenticate, agree on the test,
+//! open the data connections, start every agent and then the local engine, watch the control
+//! connections while it runs, and join everyone's measurements into one [`TestResult`].
+
+use crate::engine::{Control, EngineError, Sink, sockopt, tcp};
+use crate::metrics::host::HostInfo;
+use crate::proto::conn::{Conn, ProtoError};
+use crate::proto::frame::{self, COOKIE_LEN};
+use crate::proto::{self, Message, auth};
+#[cfg(doc)]
+use crate::proto::DEFAULT_PORT;
+use crate::result::{self, AgentOutcome, Role, SideReport, TestResult};
+use crate::spec::{TcpSpec, TestSpec};
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long an agent may take to send its result once the local engine has finished.
+const RESULT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long an agent may take to answer a set-up message.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("'{0}' is not a host name or address")]
+    BadHost(String),
+    #[error("cannot resolve '{host}'")]
+    Resolve { host: String, #[source] source: std::io::Error },
+    #[error("cannot connect to {peer}")]
+    Connect { peer: SocketAddr, #[source] source: std::io::Error },
+    #[error("no answer from {peer} within {seconds} s (connect timeout)")]
+    ConnectTimeout { peer: SocketAddr, seconds: f64 },
+    #[error(transparent)]
+    Proto(#[from] ProtoError),
+    #[error("{peer} requires a secret: give --secret-file PATH or set LINERATE_SECRET")]
+    NeedSecret { peer: SocketAddr },
+    #[error("{peer} sent a malformed {what}")]
+    Malformed { peer: SocketAddr, what: &'static str },
+    #[error("{peer} could not prove it knows the secret: not the agent you meant")]
+    AgentProof { peer: SocketAddr },
+    #[error("{streams} streams in all is more than the 65535 one client can number")]
+    TooManyStreams { streams: usize },
+    #[error("data connection to {peer}")]
+    Data { peer: SocketAddr, #[source] source: std::io::Error },
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// An agent to run against: as the user wrote it, and where that resolved to.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub name: String,
+    pub addr: SocketAddr,
+}
+
+impl Target {
+    /// `HOST`, `HOST:PORT`, `ADDR`, `[V6ADDR]:PORT` or a bare IPv6 address; the port defaults to
+    /// `default_port` (normally [`DEFAULT_PORT`]).
+    pub fn resolve(text: &str, default_port: u16) -> Result<Target, ClientError> {
+        let bad = || ClientError::BadHost(text.to_string());
+        if text.trim().is_empty() || text.chars().any(char::is_whitespace) {
+            return Err(bad());
+        }
+        if let Ok(addr) = text.parse::<SocketAddr>() {
+            return Ok(Target { name: text.to_string(), addr });
+        }
+        if let Ok(ip) = text.parse::<IpAddr>() {
+            return Ok(Target { name: text.to_string(), addr: SocketAddr::new(ip, default_port) });
+        }
+        let with_port = match text.rsplit_once(':') {
+            Some((_, port)) if port.parse::<u16>().is_ok() => text.to_string(),
+            Some(_) => return Err(bad()),
+            None => format!("{text}:{default_port}"),
+        };
+        let addr = with_port
+            .to_socket_addrs()
+            .map_err(|source| ClientError::Resolve { host: text.to_string(), source })?
+            .next()
+            .ok_or_else(bad)?;
+        Ok(Target { name: text.to_string(), addr })
+    }
+}
+
+/// How the client reaches agents.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    pub secret: Option<Vec<u8>>,
+    pub connect_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions { secret: None, connect_timeout: Duration::from_secs(5) }
+    }
+}
+
+fn connect(addr: SocketAddr, timeout: Duration, before: impl FnOnce(&socket2::Socket) -> Result<(), EngineError>) -> Result<TcpStream, ClientError> {
+    let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, Some(socket2::Protocol::TCP))
+        .map_err(|source| ClientError::Connect { peer: addr, source })?;
+    before(&sock)?;
+    match sock.connect_timeout(&addr.into(), timeout) {
+        Ok(()) => Ok(sock.into()),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
+            Err(ClientError::ConnectTimeout { peer: addr, seconds: timeout.as_secs_f64() })
+        }
+        Err(source) => Err(ClientError::Connect { peer: addr, source }),
+    }
+}
+
+/// A control connection that has passed the handshake and had its test accepted.
+pub struct Session {
+    pub target: Target,
+    pub conn: Conn,
+    pub cookie: [u8; COOKIE_LEN],
+    pub host: HostInfo,
+}
+
+/// Connects, exchanges preambles, authenticates and asks for `spec`.
+pub fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> Result<Session, ClientError> {
+    let peer = target.addr;
+    let stream = connect(peer, opts.connect_timeout, |_| Ok(()))?;
+    let mut conn = Conn::new(stream, peer);
+    conn.exchange_preambles(opts.connect_timeout)?;
+    let challenge = match conn.recv(REPLY_TIMEOUT, "waiting for the agent's hello")? {
+        Message::Hello { challenge, .. } => challenge,
+        other => return Err(conn.unexpected("hello", &other).into()),
+    };
+    if let Some(challenge) = challenge {
+        let agent_nonce = proto::from_hex(&challenge).ok_or(ClientError::Malformed { peer, what: "challenge" })?;
+        let secret = opts.secret.as_deref().ok_or(ClientError::NeedSecret { peer })?;
+        let client_nonce = auth::nonce();
+        let mac = auth::client_proof(secret, &agent_nonce, &client_nonce);
+        conn.send(&Message::Auth { client_nonce: proto::to_hex(&client_nonce), mac: proto::to_hex(&mac) })?;
+        match conn.recv(REPLY_TIMEOUT, "authenticating")? {
+            Message::AuthOk { mac } => {
+                let proof = proto::from_hex(&mac).ok_or(ClientError::Malformed { peer, what: "proof" })?;
+                if !auth::verify_agent(secret, &agent_nonce, &client_nonce, &proof) {
+                    return Err(ClientError::AgentProof { peer });
+                }
+            }
+            other => return Err(conn.unexpected("auth_ok", &other).into()),
+        }
+    }
+    conn.send(&Message::Request { spec: spec.clone() })?;
+    match conn.recv(REPLY_TIMEOUT, "waiting for the test to be accepted")? {
+        Message::Accepted { cookie, host } => {
+            let bytes = proto::from_hex(&cookie).ok_or(ClientError::Malformed { peer, what: "cookie" })?;
+            let cookie: [u8; COOKIE_LEN] = bytes.try_into().map_err(|_| ClientError::Malformed { peer, what: "cookie" })?;
+            Ok(Session { target: target.clone(), conn, cookie, host })
+        }
+        other => Err(conn.unexpected("accepted", &other).into()),
+    }
+}
+
+fn now_unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Runs a TCP test against every target at once and returns the joined result. `interrupt`
+/// (Ctrl-C) stops the senders early; what was measured until then is returned, marked partial.
+pub fn run_tcp(
+    spec: &TcpSpec,
+    targets: &[Target],
+    opts: &ClientOptions,
+    sink: &mut dyn Sink,
+    interrupt: &AtomicBool,
+) -> Result<TestResult, ClientError> {
+    let per_agent = spec.streams_per_agent();
+    let total = per_agent * targets.len();
+    if total > usize::from(u16::MAX) {
+        return Err(ClientError::TooManyStreams { streams: total });
+    }
+    crate::engine::pin::check_cpus(&spec.cpus)?;
+    let test = TestSpec::Tcp(spec.clone());
+    let mut sessions = targets.iter().map(|t| open_session(t, &test, opts)).collect::<Result<Vec<_>, _>>()?;
+
+    // Data connections: stream i of agent a is client stream a * per_agent + i.
+    let mut streams = Vec::with_capacity(total);
+    for (a, s) in sessions.iter().enumerate() {
+        let peer = s.target.addr;
+        for i in 0..per_agent {
+            let role = if spec.stream_flows_forward(i) { Role::Send } else { Role::Receive };
+            let mut sock = connect(peer, opts.connect_timeout, |sock| sockopt::before_connect(sock, spec))?;
+            let header = frame::data_header(&s.cookie, i as u16);
+            sock.set_write_timeout(Some(opts.connect_timeout)).map_err(|source| ClientError::Data { peer, source })?;
+            sock.write_all(&header).map_err(|source| ClientError::Data { peer, source })?;
+            let grant = sockopt::configure(&sock, spec, role)?;
+            streams.push(tcp::DataStream { id: (a * per_agent + i) as u16, role, socket: sock, grant });
+        }
+    }
+    for s in &mut sessions {
+        s.conn.send(&Message::Start)?;
+    }
+    for s in &mut sessions {
+        match s.conn.recv(REPLY_TIMEOUT, "waiting for the agent to start")? {
+            Message::Started => {}
+            other => return Err(s.conn.unexpected("started", &other).into()),
+        }
+    }
+
+    let started_unix_ms = now_unix_ms();
+    let control = Control::default();
+    let engine_done = AtomicBool::new(false);
+    let (local, agent_results) = std::thread::scope(|scope| {
+        let watchers: Vec<_> = sessions
+            .iter_mut()
+            .map(|s| {
+                let (control, engine_done) = (&control, &engine_done);
+                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done))
+            })
+            .collect();
+        let local = tcp::run(spec, &spec.cpus, streams, sink, &control);
+        engine_done.store(true, Ordering::Relaxed);
+        let results: Vec<_> = watchers.into_iter().map(|w| w.join().expect("watcher thread does not panic")).collect();
+        (local, results)
+    });
+    let local = local?;
+
+    let mut notes = local.notes.clone();
+    let mut client_parts = Vec::with_capacity(sessions.len());
+    for a in 0..sessions.len() {
+        client_parts.push(part_for_agent(&local, a, per_agent));
+    }
+    let mut reports = Vec::with_capacity(sessions.len());
+    for (s, r) in sessions.iter().zip(agent_results) {
+        match r {
+            Ok(report) => {
+                notes.extend(report.notes.iter().map(|n| format!("agent {}: {n}", s.target.name)));
+                reports.push(Some(report));
+            }
+            Err(e) => {
+                notes.push(format!("agent {}: {e}", s.target.name));
+                reports.push(None);
+            }
+        }
+    }
+    let outcomes: Vec<AgentOutcome<'_>> = sessions
+        .iter()
+        .zip(&reports)
+        .zip(&client_parts)
+        .map(|((s, r), c)| AgentOutcome { name: &s.target.name, host: Some(&s.host), report: r.as_ref(), client: c })
+        .collect();
+    Ok(result::assemble_tcp(spec, HostInfo::read(), &outcomes, started_unix_ms, notes))
+}
+
+/// The client's report cut down to one agent's streams, renumbered from 0.
+fn part_for_agent(local: &SideReport, agent: usize, per_agent: usize) -> SideReport {
+    let range = (agent * per_agent) as u16..((agent + 1) * per_agent) as u16;
+    let base = range.start;
+    let mut part = local.clone();
+    part.streams.retain(|s| range.contains(&s.stream));
+    part.streams.iter_mut().for_each(|s| s.stream -= base);
+    part.intervals.retain(|s| range.contains(&s.stream));
+    part.intervals.iter_mut().for_each(|s| s.stream -= base);
+    part
+}
+
+/// Watches one agent's control connection while the local engine runs: passes on a Ctrl-C as
+/// `stop`, and waits for the agent's result.
+fn watch_agent(conn: &mut Conn, control: &Control, interrupt: &AtomicBool, engine_done: &AtomicBool) -> Result<SideReport, ProtoError> {
+    let mut stop_sent = false;
+    let mut done_at: Option<Instant> = None;
+    loop {
+        if interrupt.load(Ordering::Relaxed) && !stop_sent {
+            control.stop_send();
+            stop_sent = true;
+            conn.send(&Message::Stop)?;
+        }
+        if engine_done.load(Ordering::Relaxed) && done_at.is_none() {
+            done_at = Some(Instant::now());
+        }
+        if done_at.is_some_and(|t| t.elapsed() > RESULT_TIMEOUT) {
+            return Err(ProtoError::Timeout { peer: conn.peer(), what: "waiting for its result", seconds: RESULT_TIMEOUT.as_secs_f64() });
+        }
+        match conn.try_recv(Duration::from_millis(100))? {
+            None => {}
+            Some(Message::Result { report }) => return Ok(*report),
+            Some(Message::Error { kind, message }) => {
+                return Err(ProtoError::Refused { peer: conn.peer(), kind, message });
+            }
+            Some(other) => return Err(conn.unexpected("result", &other)),
+        }
+    }
+}

@@ -1,1 +1,8 @@
+//! linerate-report: result documents in, text out. Every renderer is a function of a
+//! [`linerate_core::result::TestResult`] alone, so a stored document renders again without the
+//! network.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod json;
+pub mod live;
+pub mod text;

@@ -1,0 +1,167 @@
+//! The summary as text, in the layout of the NTttcp reports: a SEND SIDE and a RECEIVE SIDE block
+//! (total MBytes, seconds, Mbit/s, average CPU %), one column per agent when there are several
+//! and a total, then one row per stream.
+
+use linerate_core::result::{SideSummary, TestResult};
+use linerate_core::spec::{Direction, Limit, TestSpec};
+use std::fmt::Write;
+
+/// 1,234,567.891 style: thousands separated, fixed decimals.
+pub fn grouped(v: f64, decimals: usize) -> String {
+    let s = format!("{:.*}", decimals, v.abs());
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(a, b)| (a, Some(b)));
+    let mut out = String::new();
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    if v < 0.0 { format!("-{out}") } else { out }
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |p| format!("{p:.2}%"))
+}
+
+/// A block of rows (label, one value per column).
+fn side_block(out: &mut String, title: &str, columns: &[(String, &SideSummary)], sending: bool) {
+    let label_w = 38;
+    let col_w = columns.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(14) + 2;
+    let _ = write!(out, "{title:<label_w$}");
+    for (name, _) in columns {
+        let _ = write!(out, "{name:>col_w$}");
+    }
+    out.push('\n');
+    let mut row = |label: &str, f: &dyn Fn(&SideSummary) -> String| {
+        let _ = write!(out, "  {label:<w$}", w = label_w - 2);
+        for (_, s) in columns {
+            let _ = write!(out, "{:>col_w$}", f(s));
+        }
+        out.push('\n');
+    };
+    row("Total bytes transferred (MBytes)", &|s| grouped(s.bytes as f64 / 1e6, 3));
+    row("Time (seconds)", &|s| format!("{:.3}", s.seconds));
+    row("Throughput (Mbit/s)", &|s| grouped(s.bits_per_second / 1e6, 3));
+    row("Average CPU utilisation, host", &|s| pct(s.cpu.host_percent));
+    row("Average CPU utilisation, linerate", &|s| pct(s.cpu.process_percent));
+    if sending {
+        row("TCP retransmits (segments)", &|s| s.tcp.map_or("n/a".into(), |t| t.retransmits.to_string()));
+        row("RTT at end (us, mean of streams)", &|s| s.tcp.map_or("n/a".into(), |t| format!("{:.0}", t.rtt_us)));
+        row("cwnd at end (KiB, mean of streams)", &|s| s.tcp.map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes / 1024.0)));
+    }
+}
+
+fn headline(r: &TestResult) -> String {
+    let TestSpec::Tcp(spec) = &r.options;
+    let agents: Vec<&str> = r.summary.agents.iter().map(|a| a.agent.as_str()).collect();
+    let direction = match spec.direction {
+        Direction::Send => "client sends",
+        Direction::Reverse => "agents send (reverse)",
+        Direction::Bidir => "both directions (bidir)",
+    };
+    let limit = match spec.limit {
+        Limit::Seconds(s) => format!("{s} s"),
+        Limit::Buffers(n) => format!("{n} buffers per stream"),
+    };
+    format!(
+        "linerate {} tcp: {} stream(s) per agent, {direction}, {limit}, buffer {}, agents {}\n",
+        r.linerate,
+        spec.streams,
+        spec.buffer_bytes,
+        agents.join(", ")
+    )
+}
+
+/// The whole text summary.
+pub fn render(r: &TestResult) -> String {
+    let mut out = headline(r);
+    out.push('\n');
+    let multi = r.summary.agents.len() > 1;
+    let columns = |sending: bool| -> Vec<(String, &SideSummary)> {
+        let mut cols: Vec<(String, &SideSummary)> = Vec::new();
+        if multi {
+            for a in &r.summary.agents {
+                let s = if sending { &a.sent } else { &a.received };
+                if s.streams > 0 {
+                    cols.push((a.agent.clone(), s));
+                }
+            }
+        }
+        let total = if sending { &r.summary.sent } else { &r.summary.received };
+        let name = if multi { "total".to_string() } else { total.counted_by.join(", ") };
+        cols.push((name, total));
+        cols
+    };
+    match &r.summary.directions {
+        Some(dirs) => {
+            for (name, what) in [("forward", "client -> agents"), ("reverse", "agents -> client")] {
+                if let Some(d) = dirs.get(name) {
+                    let _ = writeln!(out, "{} ({what})", name.to_uppercase());
+                    side_block(&mut out, "SEND SIDE", &[(d.sent.counted_by.join(", "), &d.sent)], true);
+                    side_block(&mut out, "RECEIVE SIDE", &[(d.received.counted_by.join(", "), &d.received)], false);
+                    out.push('\n');
+                }
+            }
+            let _ = writeln!(out, "BOTH DIRECTIONS");
+            side_block(&mut out, "SEND SIDE", &[("total".into(), &r.summary.sent)], true);
+            side_block(&mut out, "RECEIVE SIDE", &[("total".into(), &r.summary.received)], false);
+        }
+        None => {
+            side_block(&mut out, "SEND SIDE", &columns(true), true);
+            side_block(&mut out, "RECEIVE SIDE", &columns(false), false);
+        }
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>10} {:>6} {:>8} {:>9} {:>9} {:>6}",
+        "stream", "agent", "dir", "sent MB", "recv MB", "seconds", "Mbit/s", "retr", "rtt us", "cwnd KiB", "rcvbuf", "mss"
+    );
+    for s in &r.summary.streams {
+        let mb = |c: Option<linerate_core::result::Counted>| c.map_or("n/a".into(), |c| grouped(c.bytes as f64 / 1e6, 3));
+        let recv = s.received.or(s.sent);
+        let _ = writeln!(
+            out,
+            "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>10} {:>6} {:>8} {:>9} {:>9} {:>6}",
+            s.stream,
+            s.agent,
+            s.direction,
+            mb(s.sent),
+            mb(s.received),
+            recv.map_or("n/a".into(), |c| format!("{:.3}", c.seconds)),
+            recv.map_or("n/a".into(), |c| grouped(c.bits_per_second / 1e6, 1)),
+            s.tcp.map_or("n/a".into(), |t| t.retransmits.to_string()),
+            s.tcp.map_or("n/a".into(), |t| t.rtt_us.to_string()),
+            s.tcp.map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes as f64 / 1024.0)),
+            s.receiver_socket.as_ref().map_or("n/a".into(), |g| g.rcvbuf_bytes.to_string()),
+            s.sender_socket.as_ref().map_or("n/a".into(), |g| g.mss_bytes.to_string()),
+        );
+    }
+    out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
+    if r.partial {
+        out.push_str("PARTIAL: the run was cut short; the figures cover what was measured until then.\n");
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_grouped() {
+        assert_eq!(grouped(107_520.0, 3), "107,520.000");
+        assert_eq!(grouped(9858.2281, 3), "9,858.228");
+        assert_eq!(grouped(12.5, 1), "12.5");
+        assert_eq!(grouped(-1234.0, 0), "-1,234");
+        assert_eq!(grouped(999.9996, 3), "1,000.000");
+    }
+}

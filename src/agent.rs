@@ -1,0 +1,316 @@
+//! `linerate serve`: accept, authenticate, run the spec, reply, keep serving.
+//!
+//! One listening port carries both control and data connections; the first four bytes tell them
+//! apart. Every connection gets its own thread with deadlines on every read, so a silent,
+//! half-open or misbehaving client never holds the agent: it is answered with an error message
+//! and the agent goes back to listening. Tests from several clients run at once up to
+//! `max_tests`; past that a client is told "busy" at once.
+
+use linerate_core::engine::{Control, Sink, pin, sockopt, tcp};
+use linerate_core::metrics::host::HostInfo;
+use linerate_core::proto::conn::{Conn, ProtoError};
+use linerate_core::proto::frame::{self, COOKIE_LEN, DATA_HEADER_LEN, PREAMBLE_LEN};
+use linerate_core::proto::{self, ErrorKind, Message, VERSION, auth};
+use linerate_core::result::{IntervalSample, Role};
+use linerate_core::spec::{TcpSpec, TestSpec};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a new connection may take to say what it is.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a control connection may sit idle between set-up messages.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long after `start` the data connections may take to arrive.
+const DATA_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    pub bind: SocketAddr,
+    pub secret: Option<Vec<u8>>,
+    /// Serve without a secret on a non-loopback address.
+    pub no_auth: bool,
+    pub max_tests: usize,
+    /// Connections (control and data) open at once, past which new ones are closed at once.
+    pub max_connections: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(
+        "refusing to serve on {0} without a secret: give --secret-file PATH or LINERATE_SECRET, or --no-auth"
+    )]
+    NeedsSecret(SocketAddr),
+    #[error("cannot listen on {addr}")]
+    Bind { addr: SocketAddr, #[source] source: io::Error },
+}
+
+fn is_loopback(addr: &SocketAddr) -> bool {
+    match addr.ip() {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    }
+}
+
+type Pending = Mutex<HashMap<[u8; COOKIE_LEN], Sender<(u16, TcpStream)>>>;
+
+struct State {
+    config: AgentConfig,
+    host: HostInfo,
+    tests: AtomicUsize,
+    connections: AtomicUsize,
+    pending: Pending,
+}
+
+pub struct Agent {
+    listener: TcpListener,
+    state: Arc<State>,
+}
+
+/// Gives a counted slot back when dropped, however the holder ends.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl<'a> Slot<'a> {
+    fn take(counter: &'a AtomicUsize, max: usize) -> Option<Slot<'a>> {
+        let prev = counter.fetch_add(1, Ordering::SeqCst);
+        let slot = Slot(counter);
+        (prev < max).then_some(slot)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Agent {
+    pub fn bind(config: AgentConfig) -> Result<Agent, AgentError> {
+        if config.secret.is_none() && !config.no_auth && !is_loopback(&config.bind) {
+            return Err(AgentError::NeedsSecret(config.bind));
+        }
+        let listener = TcpListener::bind(config.bind).map_err(|source| AgentError::Bind { addr: config.bind, source })?;
+        let state = State {
+            config,
+            host: HostInfo::read(),
+            tests: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
+            pending: Mutex::new(HashMap::new()),
+        };
+        Ok(Agent { listener, state: Arc::new(state) })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    pub fn auth_required(&self) -> bool {
+        self.state.config.secret.is_some()
+    }
+
+    /// Serves until the process ends.
+    pub fn serve(self) {
+        for conn in self.listener.incoming() {
+            let Ok(stream) = conn else { continue };
+            let state = Arc::clone(&self.state);
+            let spawned = std::thread::Builder::new().name("linerate-conn".into()).spawn(move || {
+                let max = state.config.max_connections;
+                if let Some(_slot) = Slot::take(&state.connections, max) {
+                    handle_connection(&state, stream);
+                }
+            });
+            if spawned.is_err() {
+                // Out of threads: this connection is dropped, the agent keeps listening.
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+fn read_exact_timeout(stream: &mut TcpStream, buf: &mut [u8], timeout: Duration) -> io::Result<()> {
+    stream.set_read_timeout(Some(timeout))?;
+    stream.read_exact(buf)
+}
+
+fn handle_connection(state: &State, mut stream: TcpStream) {
+    let Ok(peer) = stream.peer_addr() else { return };
+    let mut magic = [0u8; 4];
+    if read_exact_timeout(&mut stream, &mut magic, OPEN_TIMEOUT).is_err() {
+        return;
+    }
+    if magic == frame::DATA_MAGIC {
+        let mut rest = [0u8; DATA_HEADER_LEN - 4];
+        if read_exact_timeout(&mut stream, &mut rest, OPEN_TIMEOUT).is_err() {
+            return;
+        }
+        let mut header = [0u8; DATA_HEADER_LEN];
+        header[..4].copy_from_slice(&magic);
+        header[4..].copy_from_slice(&rest);
+        if let Some((cookie, index)) = frame::parse_data_header(&header) {
+            let tx = state.pending.lock().expect("no thread panics holding the lock").get(&cookie).cloned();
+            if let Some(tx) = tx {
+                let _ = tx.send((index, stream));
+            }
+        }
+        // Unknown cookie, or not a data header: dropped.
+        return;
+    }
+    if magic != frame::CONTROL_MAGIC {
+        return;
+    }
+    let mut version = [0u8; PREAMBLE_LEN - 4];
+    if read_exact_timeout(&mut stream, &mut version, OPEN_TIMEOUT).is_err() {
+        return;
+    }
+    if stream.write_all(&frame::preamble(VERSION)).is_err() {
+        return;
+    }
+    let mut conn = Conn::new(stream, peer);
+    let theirs = u16::from_be_bytes([version[0], version[1]]);
+    if theirs != VERSION {
+        conn.send_error(ErrorKind::Version, format!("this agent speaks protocol {VERSION}, the client {theirs}"));
+        return;
+    }
+    if let Err((kind, message)) = control_session(state, &mut conn) {
+        eprintln!("linerate serve: {peer}: {kind}: {message}");
+        conn.send_error(kind, message);
+    }
+}
+
+type Refusal = (ErrorKind, String);
+
+fn proto_refusal(e: ProtoError) -> Refusal {
+    (ErrorKind::Protocol, e.to_string())
+}
+
+fn control_session(state: &State, conn: &mut Conn) -> Result<(), Refusal> {
+    let secret = state.config.secret.as_deref();
+    let nonce = secret.map(|_| auth::nonce());
+    let hello = Message::Hello { software: format!("linerate {}", linerate_core::VERSION), challenge: nonce.map(|n| proto::to_hex(&n)) };
+    conn.send(&hello).map_err(proto_refusal)?;
+    if let (Some(secret), Some(agent_nonce)) = (secret, nonce) {
+        match conn.recv(IDLE_TIMEOUT, "waiting for authentication").map_err(proto_refusal)? {
+            Message::Auth { client_nonce, mac } => {
+                let (Some(cn), Some(mac)) = (proto::from_hex(&client_nonce), proto::from_hex(&mac)) else {
+                    return Err((ErrorKind::Auth, "malformed authentication".into()));
+                };
+                if !auth::verify_client(secret, &agent_nonce, &cn, &mac) {
+                    return Err((ErrorKind::Auth, "wrong secret".into()));
+                }
+                let proof = auth::agent_proof(secret, &agent_nonce, &cn);
+                conn.send(&Message::AuthOk { mac: proto::to_hex(&proof) }).map_err(proto_refusal)?;
+            }
+            other => return Err((ErrorKind::Auth, format!("this agent requires a secret; got '{}'", other.name()))),
+        }
+    }
+    let spec = match conn.recv(IDLE_TIMEOUT, "waiting for a test request").map_err(proto_refusal)? {
+        Message::Request { spec } => spec,
+        other => return Err((ErrorKind::Protocol, format!("expected 'request', got '{}'", other.name()))),
+    };
+    spec.validate().map_err(|e| (ErrorKind::BadSpec, e.to_string()))?;
+    let Some(_test) = Slot::take(&state.tests, state.config.max_tests) else {
+        return Err((ErrorKind::Busy, format!("this agent is running {} test(s), its limit", state.config.max_tests)));
+    };
+    match spec {
+        TestSpec::Tcp(tcp) => run_tcp(state, conn, &tcp),
+    }
+}
+
+/// Removes a test's cookie from the pending table when the test ends, however it ends.
+struct Registration<'a> {
+    pending: &'a Pending,
+    cookie: [u8; COOKIE_LEN],
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut p) = self.pending.lock() {
+            p.remove(&self.cookie);
+        }
+    }
+}
+
+fn collect_streams(rx: &Receiver<(u16, TcpStream)>, wanted: usize) -> Result<Vec<Option<TcpStream>>, Refusal> {
+    let mut got: Vec<Option<TcpStream>> = (0..wanted).map(|_| None).collect();
+    let deadline = Instant::now() + DATA_TIMEOUT;
+    let mut have = 0;
+    while have < wanted {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok((index, stream)) = rx.recv_timeout(left) else {
+            return Err((ErrorKind::Failed, format!("{have} of {wanted} data connections arrived within {} s", DATA_TIMEOUT.as_secs())));
+        };
+        let slot = got.get_mut(usize::from(index)).filter(|s| s.is_none());
+        let Some(slot) = slot else {
+            return Err((ErrorKind::Protocol, format!("data connection for stream {index}, which is not expected")));
+        };
+        *slot = Some(stream);
+        have += 1;
+    }
+    Ok(got)
+}
+
+/// Ignores interval samples: the agent returns them all with its result.
+struct Quiet;
+
+impl Sink for Quiet {
+    fn interval(&mut self, _: &[IntervalSample]) {}
+}
+
+fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal> {
+    pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
+    let cookie: [u8; COOKIE_LEN] = auth::nonce()[..COOKIE_LEN].try_into().expect("nonce is longer than a cookie");
+    let (tx, rx) = mpsc::channel();
+    state.pending.lock().expect("no thread panics holding the lock").insert(cookie, tx);
+    let registration = Registration { pending: &state.pending, cookie };
+    conn.send(&Message::Accepted { cookie: proto::to_hex(&cookie), host: state.host.clone() }).map_err(proto_refusal)?;
+    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
+        Message::Start => {}
+        other => return Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
+    }
+    let sockets = collect_streams(&rx, spec.streams_per_agent())?;
+    drop(registration);
+    let mut streams = Vec::with_capacity(sockets.len());
+    for (i, s) in sockets.into_iter().enumerate() {
+        let socket = s.expect("collect_streams fills every slot");
+        let role = if spec.stream_flows_forward(i) { Role::Receive } else { Role::Send };
+        let grant = sockopt::configure(&socket, spec, role).map_err(|e| (ErrorKind::Failed, format!("{e}: {}", source_of(&e))))?;
+        streams.push(tcp::DataStream { id: i as u16, role, socket, grant });
+    }
+    conn.send(&Message::Started).map_err(proto_refusal)?;
+    let control = Control::default();
+    let engine_done = AtomicBool::new(false);
+    let report = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
+        let report = tcp::run(spec, &spec.peer_cpus, streams, &mut Quiet, &control);
+        engine_done.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        report
+    });
+    let report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
+    // The client may be gone (killed mid-test): then there is no one to tell, and that is fine.
+    let _ = conn.send(&Message::Result { report: Box::new(report) });
+    Ok(())
+}
+
+fn source_of(e: &dyn std::error::Error) -> String {
+    e.source().map(|s| s.to_string()).unwrap_or_default()
+}
+
+/// Reads the control connection while a test runs: `stop` stops the senders; a closed or broken
+/// connection means the client is gone, and the test is aborted at once.
+fn watch_client(conn: &mut Conn, control: &Control, engine_done: &AtomicBool) {
+    while !engine_done.load(Ordering::Relaxed) {
+        match conn.try_recv(Duration::from_millis(100)) {
+            Ok(None) => {}
+            Ok(Some(Message::Stop)) => control.stop_send(),
+            Ok(Some(_)) | Err(_) => {
+                control.abort();
+                return;
+            }
+        }
+    }
+}

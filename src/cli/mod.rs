@@ -1,0 +1,51 @@
+//! The command line: clap derive, one file per subcommand. Each subcommand's arguments turn
+//! into a validated spec (`into_spec`) before anything touches the network.
+
+pub mod quick;
+pub mod serve;
+pub mod tcp;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "linerate", version, about = "Network performance tests: what a host and its network can do, and what it costs")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an agent: the far end of tests
+    Serve(serve::ServeArgs),
+    /// TCP throughput against one or more agents (NTttcp-style)
+    Tcp(tcp::TcpArgs),
+    /// A short TCP test against an agent started on loopback, to see linerate work
+    Quick(quick::QuickArgs),
+}
+
+/// How a client or agent gets the shared secret: `--secret-file`, else `LINERATE_SECRET`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SecretArgs {
+    /// File holding the shared secret (else the LINERATE_SECRET environment variable)
+    #[arg(long, value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
+}
+
+impl SecretArgs {
+    pub fn load(&self) -> anyhow::Result<Option<Vec<u8>>> {
+        let raw = match &self.secret_file {
+            Some(path) => Some(
+                std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read secret file {}: {e}", path.display()))?,
+            ),
+            None => std::env::var_os("LINERATE_SECRET").map(|v| v.into_encoded_bytes()),
+        };
+        let Some(mut secret) = raw else { return Ok(None) };
+        while secret.last().is_some_and(|b| b.is_ascii_whitespace()) {
+            secret.pop();
+        }
+        anyhow::ensure!(!secret.is_empty(), "the shared secret is empty");
+        Ok(Some(secret))
+    }
+}

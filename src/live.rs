@@ -1,0 +1,34 @@
+//! Interval lines while a test runs: one more consumer of samples.
+
+use linerate_core::engine::Sink;
+use linerate_core::result::{IntervalSample, Role};
+use std::io::Write;
+
+/// Prints one line per interval to stdout; stays silent when `quiet`.
+pub struct LiveLines {
+    roles: Vec<Role>,
+    retrans: Vec<u64>,
+    quiet: bool,
+}
+
+impl LiveLines {
+    /// `roles[i]` is what this end does with its stream `i`.
+    pub fn new(roles: Vec<Role>, quiet: bool) -> LiveLines {
+        let retrans = vec![0; roles.len()];
+        LiveLines { roles, retrans, quiet }
+    }
+}
+
+impl Sink for LiveLines {
+    fn interval(&mut self, samples: &[IntervalSample]) {
+        // The last interval of a run can be a sliver (a few ms after the last full one): its
+        // rate is noise on screen, though it stays in the document.
+        let sliver = samples.first().is_none_or(|s| s.end_ns.saturating_sub(s.start_ns) < 50_000_000);
+        if self.quiet || sliver {
+            return;
+        }
+        let line = linerate_report::live::interval_line(samples, &self.roles, &mut self.retrans);
+        // A closed stdout (| head) is not an error; the run goes on and its result still stands.
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    }
+}
