@@ -41,12 +41,14 @@ pub struct AgentConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    #[error(
-        "refusing to serve on {0} without a secret: give --secret-file PATH or LINERATE_SECRET, or --no-auth"
-    )]
+    #[error("refusing to serve on {0} without a secret: give --secret-file PATH or LINERATE_SECRET, or --no-auth")]
     NeedsSecret(SocketAddr),
     #[error("cannot listen on {addr}")]
-    Bind { addr: SocketAddr, #[source] source: io::Error },
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
 }
 
 fn is_loopback(addr: &SocketAddr) -> bool {
@@ -93,7 +95,10 @@ impl Agent {
         if config.secret.is_none() && !config.no_auth && !is_loopback(&config.bind) {
             return Err(AgentError::NeedsSecret(config.bind));
         }
-        let listener = TcpListener::bind(config.bind).map_err(|source| AgentError::Bind { addr: config.bind, source })?;
+        let listener = TcpListener::bind(config.bind).map_err(|source| AgentError::Bind {
+            addr: config.bind,
+            source,
+        })?;
         let state = State {
             config,
             host: HostInfo::read(),
@@ -101,7 +106,10 @@ impl Agent {
             connections: AtomicUsize::new(0),
             pending: Mutex::new(HashMap::new()),
         };
-        Ok(Agent { listener, state: Arc::new(state) })
+        Ok(Agent {
+            listener,
+            state: Arc::new(state),
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -151,7 +159,12 @@ fn handle_connection(state: &State, mut stream: TcpStream) {
         header[..4].copy_from_slice(&magic);
         header[4..].copy_from_slice(&rest);
         if let Some((cookie, index)) = frame::parse_data_header(&header) {
-            let tx = state.pending.lock().expect("no thread panics holding the lock").get(&cookie).cloned();
+            let tx = state
+                .pending
+                .lock()
+                .expect("no thread panics holding the lock")
+                .get(&cookie)
+                .cloned();
             if let Some(tx) = tx {
                 let _ = tx.send((index, stream));
             }
@@ -172,7 +185,10 @@ fn handle_connection(state: &State, mut stream: TcpStream) {
     let mut conn = Conn::new(stream, peer);
     let theirs = u16::from_be_bytes([version[0], version[1]]);
     if theirs != VERSION {
-        conn.send_error(ErrorKind::Version, format!("this agent speaks protocol {VERSION}, the client {theirs}"));
+        conn.send_error(
+            ErrorKind::Version,
+            format!("this agent speaks protocol {VERSION}, the client {theirs}"),
+        );
         return;
     }
     if let Err((kind, message)) = control_session(state, &mut conn) {
@@ -190,10 +206,16 @@ fn proto_refusal(e: ProtoError) -> Refusal {
 fn control_session(state: &State, conn: &mut Conn) -> Result<(), Refusal> {
     let secret = state.config.secret.as_deref();
     let nonce = secret.map(|_| auth::nonce());
-    let hello = Message::Hello { software: format!("linerate {}", linerate_core::VERSION), challenge: nonce.map(|n| proto::to_hex(&n)) };
+    let hello = Message::Hello {
+        software: format!("linerate {}", linerate_core::VERSION),
+        challenge: nonce.map(|n| proto::to_hex(&n)),
+    };
     conn.send(&hello).map_err(proto_refusal)?;
     if let (Some(secret), Some(agent_nonce)) = (secret, nonce) {
-        match conn.recv(IDLE_TIMEOUT, "waiting for authentication").map_err(proto_refusal)? {
+        match conn
+            .recv(IDLE_TIMEOUT, "waiting for authentication")
+            .map_err(proto_refusal)?
+        {
             Message::Auth { client_nonce, mac } => {
                 let (Some(cn), Some(mac)) = (proto::from_hex(&client_nonce), proto::from_hex(&mac)) else {
                     return Err((ErrorKind::Auth, "malformed authentication".into()));
@@ -202,18 +224,37 @@ fn control_session(state: &State, conn: &mut Conn) -> Result<(), Refusal> {
                     return Err((ErrorKind::Auth, "wrong secret".into()));
                 }
                 let proof = auth::agent_proof(secret, &agent_nonce, &cn);
-                conn.send(&Message::AuthOk { mac: proto::to_hex(&proof) }).map_err(proto_refusal)?;
+                conn.send(&Message::AuthOk {
+                    mac: proto::to_hex(&proof),
+                })
+                .map_err(proto_refusal)?;
             }
-            other => return Err((ErrorKind::Auth, format!("this agent requires a secret; got '{}'", other.name()))),
+            other => {
+                return Err((
+                    ErrorKind::Auth,
+                    format!("this agent requires a secret; got '{}'", other.name()),
+                ));
+            }
         }
     }
-    let spec = match conn.recv(IDLE_TIMEOUT, "waiting for a test request").map_err(proto_refusal)? {
+    let spec = match conn
+        .recv(IDLE_TIMEOUT, "waiting for a test request")
+        .map_err(proto_refusal)?
+    {
         Message::Request { spec } => spec,
-        other => return Err((ErrorKind::Protocol, format!("expected 'request', got '{}'", other.name()))),
+        other => {
+            return Err((
+                ErrorKind::Protocol,
+                format!("expected 'request', got '{}'", other.name()),
+            ));
+        }
     };
     spec.validate().map_err(|e| (ErrorKind::BadSpec, e.to_string()))?;
     let Some(_test) = Slot::take(&state.tests, state.config.max_tests) else {
-        return Err((ErrorKind::Busy, format!("this agent is running {} test(s), its limit", state.config.max_tests)));
+        return Err((
+            ErrorKind::Busy,
+            format!("this agent is running {} test(s), its limit", state.config.max_tests),
+        ));
     };
     match spec {
         TestSpec::Tcp(tcp) => run_tcp(state, conn, &tcp),
@@ -241,11 +282,20 @@ fn collect_streams(rx: &Receiver<(u16, TcpStream)>, wanted: usize) -> Result<Vec
     while have < wanted {
         let left = deadline.saturating_duration_since(Instant::now());
         let Ok((index, stream)) = rx.recv_timeout(left) else {
-            return Err((ErrorKind::Failed, format!("{have} of {wanted} data connections arrived within {} s", DATA_TIMEOUT.as_secs())));
+            return Err((
+                ErrorKind::Failed,
+                format!(
+                    "{have} of {wanted} data connections arrived within {} s",
+                    DATA_TIMEOUT.as_secs()
+                ),
+            ));
         };
         let slot = got.get_mut(usize::from(index)).filter(|s| s.is_none());
         let Some(slot) = slot else {
-            return Err((ErrorKind::Protocol, format!("data connection for stream {index}, which is not expected")));
+            return Err((
+                ErrorKind::Protocol,
+                format!("data connection for stream {index}, which is not expected"),
+            ));
         };
         *slot = Some(stream);
         have += 1;
@@ -262,11 +312,24 @@ impl Sink for Quiet {
 
 fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
-    let cookie: [u8; COOKIE_LEN] = auth::nonce()[..COOKIE_LEN].try_into().expect("nonce is longer than a cookie");
+    let cookie: [u8; COOKIE_LEN] = auth::nonce()[..COOKIE_LEN]
+        .try_into()
+        .expect("nonce is longer than a cookie");
     let (tx, rx) = mpsc::channel();
-    state.pending.lock().expect("no thread panics holding the lock").insert(cookie, tx);
-    let registration = Registration { pending: &state.pending, cookie };
-    conn.send(&Message::Accepted { cookie: proto::to_hex(&cookie), host: state.host.clone() }).map_err(proto_refusal)?;
+    state
+        .pending
+        .lock()
+        .expect("no thread panics holding the lock")
+        .insert(cookie, tx);
+    let registration = Registration {
+        pending: &state.pending,
+        cookie,
+    };
+    conn.send(&Message::Accepted {
+        cookie: proto::to_hex(&cookie),
+        host: state.host.clone(),
+    })
+    .map_err(proto_refusal)?;
     match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
         Message::Start => {}
         other => return Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
@@ -276,9 +339,19 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
     let mut streams = Vec::with_capacity(sockets.len());
     for (i, s) in sockets.into_iter().enumerate() {
         let socket = s.expect("collect_streams fills every slot");
-        let role = if spec.stream_flows_forward(i) { Role::Receive } else { Role::Send };
-        let grant = sockopt::configure(&socket, spec, role).map_err(|e| (ErrorKind::Failed, format!("{e}: {}", source_of(&e))))?;
-        streams.push(tcp::DataStream { id: i as u16, role, socket, grant });
+        let role = if spec.stream_flows_forward(i) {
+            Role::Receive
+        } else {
+            Role::Send
+        };
+        let grant = sockopt::configure(&socket, spec, role)
+            .map_err(|e| (ErrorKind::Failed, format!("{e}: {}", source_of(&e))))?;
+        streams.push(tcp::DataStream {
+            id: i as u16,
+            role,
+            socket,
+            grant,
+        });
     }
     conn.send(&Message::Started).map_err(proto_refusal)?;
     let control = Control::default();
@@ -292,7 +365,9 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
     });
     let report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
     // The client may be gone (killed mid-test): then there is no one to tell, and that is fine.
-    let _ = conn.send(&Message::Result { report: Box::new(report) });
+    let _ = conn.send(&Message::Result {
+        report: Box::new(report),
+    });
     Ok(())
 }
 

@@ -23,7 +23,9 @@ impl Sink for LiveLines {
     fn interval(&mut self, samples: &[IntervalSample]) {
         // The last interval of a run can be a sliver (a few ms after the last full one): its
         // rate is noise on screen, though it stays in the document.
-        let sliver = samples.first().is_none_or(|s| s.end_ns.saturating_sub(s.start_ns) < 50_000_000);
+        let sliver = samples
+            .first()
+            .is_none_or(|s| s.end_ns.saturating_sub(s.start_ns) < 50_000_000);
         if self.quiet || sliver {
             return;
         }

@@ -36,7 +36,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            if err.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+            if err
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            {
                 return ExitCode::SUCCESS;
             }
             eprintln!("linerate: {err:#}");
@@ -49,7 +52,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve(&args),
         Command::Tcp(args) => {
-            let spec = args.into_spec()?;
             let targets = args.targets()?;
             let opts = ClientOptions {
                 secret: args.secret.load()?,
@@ -58,10 +60,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .filter(|d| !d.is_zero())
                     .context("--connect-timeout must be a positive number of seconds")?,
             };
+            let json = args.json;
+            let spec = args.into_spec()?;
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
-            let result = tcp_test(&spec, &targets, &opts, args.json)
+            let result = tcp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("tcp test against {}", names.join(", ")))?;
-            print_result(&result, args.json)
+            print_result(&result, json)
         }
         Command::Quick(args) => quick(&args),
     }
@@ -76,14 +80,24 @@ fn tcp_test(spec: &TcpSpec, targets: &[Target], opts: &ClientOptions, json: bool
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
     let per_agent = spec.streams_per_agent();
     let roles = (0..per_agent * targets.len())
-        .map(|i| if spec.stream_flows_forward(i % per_agent) { Role::Send } else { Role::Receive })
+        .map(|i| {
+            if spec.stream_flows_forward(i % per_agent) {
+                Role::Send
+            } else {
+                Role::Receive
+            }
+        })
         .collect();
     let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0);
     Ok(run_tcp(spec, targets, opts, &mut live, &interrupt)?)
 }
 
 fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {
-    let text = if json { linerate_report::json::render(result) } else { format!("\n{}", linerate_report::text::render(result)) };
+    let text = if json {
+        linerate_report::json::render(result)
+    } else {
+        format!("\n{}", linerate_report::text::render(result))
+    };
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
@@ -103,11 +117,18 @@ fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     let agent = match agent::Agent::bind(config.clone()) {
         // No IPv6 on this host: the default `::` falls back to every IPv4 address.
         Err(agent::AgentError::Bind { .. }) if args.bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) => {
-            agent::Agent::bind(agent::AgentConfig { bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), args.port), ..config })?
+            agent::Agent::bind(agent::AgentConfig {
+                bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), args.port),
+                ..config
+            })?
         }
         other => other?,
     };
-    let auth = if agent.auth_required() { "secret required" } else { "open" };
+    let auth = if agent.auth_required() {
+        "secret required"
+    } else {
+        "open"
+    };
     let mut out = std::io::stdout().lock();
     writeln!(out, "linerate agent listening on {} ({auth})", agent.local_addr())?;
     out.flush()?;
@@ -131,9 +152,15 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
     spec.streams = args.streams;
     spec.validate()?;
     if !args.json {
-        println!("linerate quick: {} s of TCP over loopback to an agent started on {addr}", args.time);
+        println!(
+            "linerate quick: {} s of TCP over loopback to an agent started on {addr}",
+            args.time
+        );
     }
-    let target = Target { name: addr.to_string(), addr };
+    let target = Target {
+        name: addr.to_string(),
+        addr,
+    };
     let result = tcp_test(&spec, &[target], &ClientOptions::default(), args.json)?;
     print_result(&result, args.json)
 }

@@ -9,12 +9,19 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "linerate", version, about = "Network performance tests: what a host and its network can do, and what it costs")]
+#[command(
+    name = "linerate",
+    version,
+    args_override_self = true,
+    about = "Network performance tests: what a host and its network can do, and what it costs"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an agent: the far end of tests

@@ -4,10 +4,12 @@ use super::SecretArgs;
 use anyhow::{Context, bail};
 use linerate_core::client::Target;
 use linerate_core::spec::{Direction, Limit, MAX_STREAMS, TcpSpec};
-use linerate_core::units::{ByteSize, parse_cpu_list};
+use linerate_core::units::{ByteSize, CpuList};
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  linerate tcp 10.0.0.2 -P 4 -t 30\n  linerate tcp h2 h3 -l 537600 -n 200000 --window 5376000 --depth 8")]
+#[command(
+    after_help = "Examples:\n  linerate tcp 10.0.0.2 -P 4 -t 30\n  linerate tcp h2 h3 -l 537600 -n 200000 --window 5376000 --depth 8"
+)]
 pub struct TcpArgs {
     /// Agents to test against; several run at once (HOST, HOST:PORT, [V6]:PORT)
     #[arg(value_name = "HOST[:PORT]", required = true)]
@@ -26,12 +28,12 @@ pub struct TcpArgs {
     pub threads: Option<u16>,
 
     /// Pin the client's workers to these CPUs (worker i on the i-th), e.g. 0,2 or 0-3
-    #[arg(long, value_name = "LIST", value_parser = parse_cpu_list)]
-    pub cpus: Option<Vec<usize>>,
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<CpuList>,
 
     /// Pin the agents' workers to these CPUs
-    #[arg(long, value_name = "LIST", value_parser = parse_cpu_list)]
-    pub peer_cpus: Option<Vec<usize>>,
+    #[arg(long, value_name = "LIST")]
+    pub peer_cpus: Option<CpuList>,
 
     /// Bytes per write and read (K = 1024), e.g. 537600, 64K, 1M
     #[arg(short = 'l', long = "length", value_name = "BYTES", default_value = "128K")]
@@ -78,7 +80,12 @@ pub struct TcpArgs {
     pub nodelay: bool,
 
     /// Writes/reads kept in flight per stream (pre-posted buffers, via io_uring)
-    #[arg(long, value_name = "N", default_value_t = 1, long_help = "Writes or reads kept in flight per stream, like NTttcp's pre-posted buffers (-a).\n1 uses plain blocking calls; more submits N operations per stream through io_uring\nand resubmits each as it completes. Where io_uring is unavailable (old kernel,\nseccomp), the run falls back to one call at a time and the result says so.")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        long_help = "Writes or reads kept in flight per stream, like NTttcp's pre-posted buffers (-a).\n1 uses plain blocking calls; more submits N operations per stream through io_uring\nand resubmits each as it completes. Where io_uring is unavailable (old kernel,\nseccomp), the run falls back to one call at a time and the result says so."
+    )]
     pub depth: u32,
 
     /// The agents send, the client receives
@@ -102,7 +109,7 @@ pub struct TcpArgs {
 }
 
 impl TcpArgs {
-    pub fn into_spec(&self) -> anyhow::Result<TcpSpec> {
+    pub fn into_spec(self) -> anyhow::Result<TcpSpec> {
         if self.streams == 0 || self.streams > u32::from(MAX_STREAMS) {
             bail!("-P must be between 1 and {MAX_STREAMS} streams, not {}", self.streams);
         }
@@ -114,8 +121,8 @@ impl TcpArgs {
         let spec = TcpSpec {
             streams: self.streams as u16,
             threads: self.threads.unwrap_or(0),
-            cpus: self.cpus.clone().unwrap_or_default(),
-            peer_cpus: self.peer_cpus.clone().unwrap_or_default(),
+            cpus: self.cpus.map(|c| c.0).unwrap_or_default(),
+            peer_cpus: self.peer_cpus.map(|c| c.0).unwrap_or_default(),
             buffer_bytes: self.length,
             limit,
             warmup_seconds: self.warmup,
@@ -124,7 +131,7 @@ impl TcpArgs {
             window_bytes: self.window,
             sndbuf_bytes: self.sndbuf,
             mss_bytes: self.mss,
-            congestion: self.congestion.clone(),
+            congestion: self.congestion,
             nodelay: self.nodelay,
             depth: self.depth,
             direction: if self.bidir {
@@ -178,10 +185,18 @@ mod tests {
 
     #[test]
     fn length_takes_plain_and_prefixed_sizes() {
-        assert_eq!(spec(&["h", "-l", "537600"]).expect("ok").buffer_bytes, ByteSize(537_600));
+        assert_eq!(
+            spec(&["h", "-l", "537600"]).expect("ok").buffer_bytes,
+            ByteSize(537_600)
+        );
         assert_eq!(spec(&["h", "-l64K"]).expect("ok").buffer_bytes, ByteSize(65_536));
         assert_eq!(spec(&["h", "--length=1M"]).expect("ok").buffer_bytes, ByteSize(1 << 20));
-        assert_eq!(spec(&["h", "-l", "1K", "-l", "2K"]).expect("last one wins").buffer_bytes, ByteSize(2048));
+        assert_eq!(
+            spec(&["h", "-l", "1K", "-l", "2K"])
+                .expect("last one wins")
+                .buffer_bytes,
+            ByteSize(2048)
+        );
         assert!(spec(&["h", "-l", "0"]).is_err());
         assert!(parse(&["h", "-l", "lots"]).is_err());
     }
@@ -217,7 +232,10 @@ mod tests {
 
     #[test]
     fn socket_options() {
-        let s = spec(&["h", "-w", "5376000", "--sndbuf", "1M", "-M", "1400", "-C", "cubic", "-N", "--depth", "8"]).expect("ok");
+        let s = spec(&[
+            "h", "-w", "5376000", "--sndbuf", "1M", "-M", "1400", "-C", "cubic", "-N", "--depth", "8",
+        ])
+        .expect("ok");
         assert_eq!(s.window_bytes, Some(ByteSize(5_376_000)));
         assert_eq!(s.sndbuf_bytes, Some(ByteSize(1 << 20)));
         assert_eq!(s.mss_bytes, Some(1400));

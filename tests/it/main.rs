@@ -1,1 +1,8 @@
+//! Integration tests: the built binary, real agents, real traffic on loopback and across network
+//! namespaces. One test binary; the harness is in util.rs.
 
+mod agent;
+mod cli;
+mod netns;
+mod tcp;
+mod util;

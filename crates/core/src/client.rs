@@ -4,11 +4,11 @@
 
 use crate::engine::{Control, EngineError, Sink, sockopt, tcp};
 use crate::metrics::host::HostInfo;
+#[cfg(doc)]
+use crate::proto::DEFAULT_PORT;
 use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame::{self, COOKIE_LEN};
 use crate::proto::{self, Message, auth};
-#[cfg(doc)]
-use crate::proto::DEFAULT_PORT;
 use crate::result::{self, AgentOutcome, Role, SideReport, TestResult};
 use crate::spec::{TcpSpec, TestSpec};
 use std::io::Write;
@@ -26,9 +26,17 @@ pub enum ClientError {
     #[error("'{0}' is not a host name or address")]
     BadHost(String),
     #[error("cannot resolve '{host}'")]
-    Resolve { host: String, #[source] source: std::io::Error },
+    Resolve {
+        host: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot connect to {peer}")]
-    Connect { peer: SocketAddr, #[source] source: std::io::Error },
+    Connect {
+        peer: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("no answer from {peer} within {seconds} s (connect timeout)")]
     ConnectTimeout { peer: SocketAddr, seconds: f64 },
     #[error(transparent)]
@@ -42,7 +50,11 @@ pub enum ClientError {
     #[error("{streams} streams in all is more than the 65535 one client can number")]
     TooManyStreams { streams: usize },
     #[error("data connection to {peer}")]
-    Data { peer: SocketAddr, #[source] source: std::io::Error },
+    Data {
+        peer: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
@@ -63,10 +75,16 @@ impl Target {
             return Err(bad());
         }
         if let Ok(addr) = text.parse::<SocketAddr>() {
-            return Ok(Target { name: text.to_string(), addr });
+            return Ok(Target {
+                name: text.to_string(),
+                addr,
+            });
         }
         if let Ok(ip) = text.parse::<IpAddr>() {
-            return Ok(Target { name: text.to_string(), addr: SocketAddr::new(ip, default_port) });
+            return Ok(Target {
+                name: text.to_string(),
+                addr: SocketAddr::new(ip, default_port),
+            });
         }
         let with_port = match text.rsplit_once(':') {
             Some((_, port)) if port.parse::<u16>().is_ok() => text.to_string(),
@@ -75,10 +93,16 @@ impl Target {
         };
         let addr = with_port
             .to_socket_addrs()
-            .map_err(|source| ClientError::Resolve { host: text.to_string(), source })?
+            .map_err(|source| ClientError::Resolve {
+                host: text.to_string(),
+                source,
+            })?
             .next()
             .ok_or_else(bad)?;
-        Ok(Target { name: text.to_string(), addr })
+        Ok(Target {
+            name: text.to_string(),
+            addr,
+        })
     }
 }
 
@@ -91,18 +115,32 @@ pub struct ClientOptions {
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        ClientOptions { secret: None, connect_timeout: Duration::from_secs(5) }
+        ClientOptions {
+            secret: None,
+            connect_timeout: Duration::from_secs(5),
+        }
     }
 }
 
-fn connect(addr: SocketAddr, timeout: Duration, before: impl FnOnce(&socket2::Socket) -> Result<(), EngineError>) -> Result<TcpStream, ClientError> {
-    let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, Some(socket2::Protocol::TCP))
-        .map_err(|source| ClientError::Connect { peer: addr, source })?;
+fn connect(
+    addr: SocketAddr,
+    timeout: Duration,
+    before: impl FnOnce(&socket2::Socket) -> Result<(), EngineError>,
+) -> Result<TcpStream, ClientError> {
+    let sock = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .map_err(|source| ClientError::Connect { peer: addr, source })?;
     before(&sock)?;
     match sock.connect_timeout(&addr.into(), timeout) {
         Ok(()) => Ok(sock.into()),
         Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
-            Err(ClientError::ConnectTimeout { peer: addr, seconds: timeout.as_secs_f64() })
+            Err(ClientError::ConnectTimeout {
+                peer: addr,
+                seconds: timeout.as_secs_f64(),
+            })
         }
         Err(source) => Err(ClientError::Connect { peer: addr, source }),
     }
@@ -127,11 +165,17 @@ pub fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> R
         other => return Err(conn.unexpected("hello", &other).into()),
     };
     if let Some(challenge) = challenge {
-        let agent_nonce = proto::from_hex(&challenge).ok_or(ClientError::Malformed { peer, what: "challenge" })?;
+        let agent_nonce = proto::from_hex(&challenge).ok_or(ClientError::Malformed {
+            peer,
+            what: "challenge",
+        })?;
         let secret = opts.secret.as_deref().ok_or(ClientError::NeedSecret { peer })?;
         let client_nonce = auth::nonce();
         let mac = auth::client_proof(secret, &agent_nonce, &client_nonce);
-        conn.send(&Message::Auth { client_nonce: proto::to_hex(&client_nonce), mac: proto::to_hex(&mac) })?;
+        conn.send(&Message::Auth {
+            client_nonce: proto::to_hex(&client_nonce),
+            mac: proto::to_hex(&mac),
+        })?;
         match conn.recv(REPLY_TIMEOUT, "authenticating")? {
             Message::AuthOk { mac } => {
                 let proof = proto::from_hex(&mac).ok_or(ClientError::Malformed { peer, what: "proof" })?;
@@ -146,15 +190,24 @@ pub fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> R
     match conn.recv(REPLY_TIMEOUT, "waiting for the test to be accepted")? {
         Message::Accepted { cookie, host } => {
             let bytes = proto::from_hex(&cookie).ok_or(ClientError::Malformed { peer, what: "cookie" })?;
-            let cookie: [u8; COOKIE_LEN] = bytes.try_into().map_err(|_| ClientError::Malformed { peer, what: "cookie" })?;
-            Ok(Session { target: target.clone(), conn, cookie, host })
+            let cookie: [u8; COOKIE_LEN] = bytes
+                .try_into()
+                .map_err(|_| ClientError::Malformed { peer, what: "cookie" })?;
+            Ok(Session {
+                target: target.clone(),
+                conn,
+                cookie,
+                host,
+            })
         }
         other => Err(conn.unexpected("accepted", &other).into()),
     }
 }
 
 fn now_unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Runs a TCP test against every target at once and returns the joined result. `interrupt`
@@ -173,20 +226,34 @@ pub fn run_tcp(
     }
     crate::engine::pin::check_cpus(&spec.cpus)?;
     let test = TestSpec::Tcp(spec.clone());
-    let mut sessions = targets.iter().map(|t| open_session(t, &test, opts)).collect::<Result<Vec<_>, _>>()?;
+    let mut sessions = targets
+        .iter()
+        .map(|t| open_session(t, &test, opts))
+        .collect::<Result<Vec<_>, _>>()?;
 
     // Data connections: stream i of agent a is client stream a * per_agent + i.
     let mut streams = Vec::with_capacity(total);
     for (a, s) in sessions.iter().enumerate() {
         let peer = s.target.addr;
         for i in 0..per_agent {
-            let role = if spec.stream_flows_forward(i) { Role::Send } else { Role::Receive };
+            let role = if spec.stream_flows_forward(i) {
+                Role::Send
+            } else {
+                Role::Receive
+            };
             let mut sock = connect(peer, opts.connect_timeout, |sock| sockopt::before_connect(sock, spec))?;
             let header = frame::data_header(&s.cookie, i as u16);
-            sock.set_write_timeout(Some(opts.connect_timeout)).map_err(|source| ClientError::Data { peer, source })?;
-            sock.write_all(&header).map_err(|source| ClientError::Data { peer, source })?;
+            sock.set_write_timeout(Some(opts.connect_timeout))
+                .map_err(|source| ClientError::Data { peer, source })?;
+            sock.write_all(&header)
+                .map_err(|source| ClientError::Data { peer, source })?;
             let grant = sockopt::configure(&sock, spec, role)?;
-            streams.push(tcp::DataStream { id: (a * per_agent + i) as u16, role, socket: sock, grant });
+            streams.push(tcp::DataStream {
+                id: (a * per_agent + i) as u16,
+                role,
+                socket: sock,
+                grant,
+            });
         }
     }
     for s in &mut sessions {
@@ -212,7 +279,10 @@ pub fn run_tcp(
             .collect();
         let local = tcp::run(spec, &spec.cpus, streams, sink, &control);
         engine_done.store(true, Ordering::Relaxed);
-        let results: Vec<_> = watchers.into_iter().map(|w| w.join().expect("watcher thread does not panic")).collect();
+        let results: Vec<_> = watchers
+            .into_iter()
+            .map(|w| w.join().expect("watcher thread does not panic"))
+            .collect();
         (local, results)
     });
     let local = local?;
@@ -239,9 +309,20 @@ pub fn run_tcp(
         .iter()
         .zip(&reports)
         .zip(&client_parts)
-        .map(|((s, r), c)| AgentOutcome { name: &s.target.name, host: Some(&s.host), report: r.as_ref(), client: c })
+        .map(|((s, r), c)| AgentOutcome {
+            name: &s.target.name,
+            host: Some(&s.host),
+            report: r.as_ref(),
+            client: c,
+        })
         .collect();
-    Ok(result::assemble_tcp(spec, HostInfo::read(), &outcomes, started_unix_ms, notes))
+    Ok(result::assemble_tcp(
+        spec,
+        HostInfo::read(),
+        &outcomes,
+        started_unix_ms,
+        notes,
+    ))
 }
 
 /// The client's report cut down to one agent's streams, renumbered from 0.
@@ -258,7 +339,12 @@ fn part_for_agent(local: &SideReport, agent: usize, per_agent: usize) -> SideRep
 
 /// Watches one agent's control connection while the local engine runs: passes on a Ctrl-C as
 /// `stop`, and waits for the agent's result.
-fn watch_agent(conn: &mut Conn, control: &Control, interrupt: &AtomicBool, engine_done: &AtomicBool) -> Result<SideReport, ProtoError> {
+fn watch_agent(
+    conn: &mut Conn,
+    control: &Control,
+    interrupt: &AtomicBool,
+    engine_done: &AtomicBool,
+) -> Result<SideReport, ProtoError> {
     let mut stop_sent = false;
     let mut done_at: Option<Instant> = None;
     loop {
@@ -271,13 +357,21 @@ fn watch_agent(conn: &mut Conn, control: &Control, interrupt: &AtomicBool, engin
             done_at = Some(Instant::now());
         }
         if done_at.is_some_and(|t| t.elapsed() > RESULT_TIMEOUT) {
-            return Err(ProtoError::Timeout { peer: conn.peer(), what: "waiting for its result", seconds: RESULT_TIMEOUT.as_secs_f64() });
+            return Err(ProtoError::Timeout {
+                peer: conn.peer(),
+                what: "waiting for its result",
+                seconds: RESULT_TIMEOUT.as_secs_f64(),
+            });
         }
         match conn.try_recv(Duration::from_millis(100))? {
             None => {}
             Some(Message::Result { report }) => return Ok(*report),
             Some(Message::Error { kind, message }) => {
-                return Err(ProtoError::Refused { peer: conn.peer(), kind, message });
+                return Err(ProtoError::Refused {
+                    peer: conn.peer(),
+                    kind,
+                    message,
+                });
             }
             Some(other) => return Err(conn.unexpected("result", &other)),
         }

@@ -202,8 +202,16 @@ pub struct Counted {
 
 impl Counted {
     pub fn new(bytes: u64, seconds: f64) -> Counted {
-        let bits_per_second = if seconds > 0.0 { bytes as f64 * 8.0 / seconds } else { 0.0 };
-        Counted { bytes, seconds, bits_per_second }
+        let bits_per_second = if seconds > 0.0 {
+            bytes as f64 * 8.0 / seconds
+        } else {
+            0.0
+        };
+        Counted {
+            bytes,
+            seconds,
+            bits_per_second,
+        }
     }
 }
 
@@ -351,7 +359,13 @@ pub fn assemble_tcp(
     mut notes: Vec<String>,
 ) -> TestResult {
     let mut hosts = BTreeMap::new();
-    hosts.insert("client".to_string(), HostRecord { role: "client".into(), info: client_host });
+    hosts.insert(
+        "client".to_string(),
+        HostRecord {
+            role: "client".into(),
+            info: client_host,
+        },
+    );
     let mut intervals = Vec::new();
     let mut streams = Vec::new();
     let mut partial = false;
@@ -359,7 +373,13 @@ pub fn assemble_tcp(
     let mut all: Vec<(bool, bool, usize, Entry<'_>)> = Vec::new();
     for (ai, a) in agents.iter().enumerate() {
         if let Some(h) = a.host {
-            hosts.insert(a.name.to_string(), HostRecord { role: "agent".into(), info: h.clone() });
+            hosts.insert(
+                a.name.to_string(),
+                HostRecord {
+                    role: "agent".into(),
+                    info: h.clone(),
+                },
+            );
         }
         partial |= a.client.partial;
         match a.report {
@@ -376,7 +396,16 @@ pub fn assemble_tcp(
             for st in &report.streams {
                 let forward = spec.stream_flows_forward(usize::from(st.stream));
                 let sending = st.role == Role::Send;
-                all.push((forward, sending, ai, Entry { owner, report, stream: st }));
+                all.push((
+                    forward,
+                    sending,
+                    ai,
+                    Entry {
+                        owner,
+                        report,
+                        stream: st,
+                    },
+                ));
             }
             for smp in &report.intervals {
                 let forward = spec.stream_flows_forward(usize::from(smp.stream));
@@ -396,9 +425,18 @@ pub fn assemble_tcp(
         for index in 0..spec.streams_per_agent() {
             let forward = spec.stream_flows_forward(index);
             let find = |r: Option<&'_ SideReport>, role: Role| {
-                r.and_then(|r| r.streams.iter().find(|s| usize::from(s.stream) == index && s.role == role).cloned())
+                r.and_then(|r| {
+                    r.streams
+                        .iter()
+                        .find(|s| usize::from(s.stream) == index && s.role == role)
+                        .cloned()
+                })
             };
-            let (client_role, agent_role) = if forward { (Role::Send, Role::Receive) } else { (Role::Receive, Role::Send) };
+            let (client_role, agent_role) = if forward {
+                (Role::Send, Role::Receive)
+            } else {
+                (Role::Receive, Role::Send)
+            };
             let c = find(Some(a.client), client_role);
             let g = find(a.report, agent_role);
             let (snd, rcv) = if forward { (c, g) } else { (g, c) };
@@ -422,7 +460,11 @@ pub fn assemble_tcp(
     let pick = |f: &dyn Fn(bool, bool, usize) -> bool| -> Vec<Entry<'_>> {
         all.iter()
             .filter(|(fw, snd, ai, _)| f(*fw, *snd, *ai))
-            .map(|(_, _, _, e)| Entry { owner: e.owner, report: e.report, stream: e.stream })
+            .map(|(_, _, _, e)| Entry {
+                owner: e.owner,
+                report: e.report,
+                stream: e.stream,
+            })
             .collect()
     };
     let sent = summarise(&pick(&|_, snd, _| snd), true);
@@ -458,7 +500,13 @@ pub fn assemble_tcp(
         options: TestSpec::Tcp(spec.clone()),
         hosts,
         intervals,
-        summary: Summary { sent, received, directions, agents: per_agent, streams },
+        summary: Summary {
+            sent,
+            received,
+            directions,
+            agents: per_agent,
+            streams,
+        },
         notes,
     }
 }
@@ -477,7 +525,11 @@ mod tests {
             seconds,
             total_bytes: bytes,
             socket: SocketGrant::default(),
-            tcp: (role == Role::Send).then_some(TcpSnapshot { retransmits: 3, rtt_us: 100, ..Default::default() }),
+            tcp: (role == Role::Send).then_some(TcpSnapshot {
+                retransmits: 3,
+                rtt_us: 100,
+                ..Default::default()
+            }),
             errors: ErrorCounts::default(),
             end: StreamEnd::Eof,
         }
@@ -486,7 +538,11 @@ mod tests {
     fn report(streams: Vec<StreamReport>, host_percent: f64) -> SideReport {
         SideReport {
             streams,
-            cpu: CpuUsage { host_percent: Some(host_percent), process_percent: Some(1.0), ..Default::default() },
+            cpu: CpuUsage {
+                host_percent: Some(host_percent),
+                process_percent: Some(1.0),
+                ..Default::default()
+            },
             ..Default::default()
         }
     }
@@ -495,12 +551,29 @@ mod tests {
     fn send_test_attributes_counts_to_who_counted() {
         let mut spec = TcpSpec::new();
         spec.streams = 2;
-        let client = report(vec![stream(0, Role::Send, 1_000_000, 1.0), stream(1, Role::Send, 3_000_000, 1.0)], 10.0);
-        let agent = report(vec![stream(0, Role::Receive, 900_000, 1.0), stream(1, Role::Receive, 2_900_000, 2.0)], 40.0);
+        let client = report(
+            vec![
+                stream(0, Role::Send, 1_000_000, 1.0),
+                stream(1, Role::Send, 3_000_000, 1.0),
+            ],
+            10.0,
+        );
+        let agent = report(
+            vec![
+                stream(0, Role::Receive, 900_000, 1.0),
+                stream(1, Role::Receive, 2_900_000, 2.0),
+            ],
+            40.0,
+        );
         let r = assemble_tcp(
             &spec,
             HostInfo::default(),
-            &[AgentOutcome { name: "a:1", host: None, report: Some(&agent), client: &client }],
+            &[AgentOutcome {
+                name: "a:1",
+                host: None,
+                report: Some(&agent),
+                client: &client,
+            }],
             0,
             vec![],
         );
@@ -523,11 +596,27 @@ mod tests {
     fn bidir_splits_directions_and_missing_agent_marks_partial() {
         let mut spec = TcpSpec::new();
         spec.direction = Direction::Bidir;
-        let client = report(vec![stream(0, Role::Send, 100, 1.0), stream(1, Role::Receive, 50, 1.0)], 10.0);
-        let agent = report(vec![stream(0, Role::Receive, 90, 1.0), stream(1, Role::Send, 60, 1.0)], 20.0);
+        let client = report(
+            vec![stream(0, Role::Send, 100, 1.0), stream(1, Role::Receive, 50, 1.0)],
+            10.0,
+        );
+        let agent = report(
+            vec![stream(0, Role::Receive, 90, 1.0), stream(1, Role::Send, 60, 1.0)],
+            20.0,
+        );
         let outcomes = [
-            AgentOutcome { name: "a", host: None, report: Some(&agent), client: &client },
-            AgentOutcome { name: "b", host: None, report: None, client: &client },
+            AgentOutcome {
+                name: "a",
+                host: None,
+                report: Some(&agent),
+                client: &client,
+            },
+            AgentOutcome {
+                name: "b",
+                host: None,
+                report: None,
+                client: &client,
+            },
         ];
         let r = assemble_tcp(&spec, HostInfo::default(), &outcomes, 0, vec![]);
         let d = r.summary.directions.as_ref().expect("bidir has directions");

@@ -98,7 +98,12 @@ pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SpecError {
     #[error("{name} must be between {min} and {max}, not {got}")]
-    OutOfRange { name: &'static str, min: f64, max: f64, got: f64 },
+    OutOfRange {
+        name: &'static str,
+        min: f64,
+        max: f64,
+        got: f64,
+    },
     #[error("depth x streams x buffer length is {bytes} bytes, over the {max}-byte limit")]
     TooMuchMemory { bytes: u128, max: u64 },
     #[error("warm-up plus cool-down ({total} s) leave nothing of a {seconds} s test")]
@@ -143,7 +148,12 @@ impl TcpSpec {
     pub fn validate(&self) -> Result<(), SpecError> {
         check("streams (-P)", f64::from(self.streams), 1.0, f64::from(MAX_STREAMS))?;
         check("threads", f64::from(self.threads), 0.0, f64::from(MAX_STREAMS))?;
-        check("buffer length (-l)", self.buffer_bytes.0 as f64, 1.0, MAX_BUFFER_BYTES as f64)?;
+        check(
+            "buffer length (-l)",
+            self.buffer_bytes.0 as f64,
+            1.0,
+            MAX_BUFFER_BYTES as f64,
+        )?;
         check("depth", f64::from(self.depth), 1.0, f64::from(MAX_DEPTH))?;
         check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
         check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
@@ -164,7 +174,8 @@ impl TcpSpec {
             check("MSS", f64::from(m), 88.0, 65_535.0)?;
         }
         if let Some(c) = &self.congestion {
-            let ok = !c.is_empty() && c.len() < 16 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            let ok =
+                !c.is_empty() && c.len() < 16 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
             if !ok {
                 return Err(SpecError::Congestion(c.clone()));
             }
@@ -172,7 +183,10 @@ impl TcpSpec {
         let directions: u128 = if self.direction == Direction::Bidir { 2 } else { 1 };
         let memory = u128::from(self.depth) * u128::from(self.streams) * directions * u128::from(self.buffer_bytes.0);
         if memory > u128::from(MAX_BUFFER_MEMORY) {
-            return Err(SpecError::TooMuchMemory { bytes: memory, max: MAX_BUFFER_MEMORY });
+            return Err(SpecError::TooMuchMemory {
+                bytes: memory,
+                max: MAX_BUFFER_MEMORY,
+            });
         }
         match self.limit {
             Limit::Seconds(s) => {
@@ -195,7 +209,11 @@ impl TcpSpec {
     /// Streams per agent, counting both directions.
     pub fn streams_per_agent(&self) -> usize {
         let per = usize::from(self.streams);
-        if self.direction == Direction::Bidir { 2 * per } else { per }
+        if self.direction == Direction::Bidir {
+            2 * per
+        } else {
+            per
+        }
     }
 
     /// Which way stream `index` (0-based, per agent) carries data: streams `0..streams` follow
@@ -228,7 +246,13 @@ mod tests {
     fn rejects_out_of_range_values() {
         let mut s = TcpSpec::new();
         s.buffer_bytes = ByteSize(0);
-        assert!(matches!(s.validate(), Err(SpecError::OutOfRange { name: "buffer length (-l)", .. })));
+        assert!(matches!(
+            s.validate(),
+            Err(SpecError::OutOfRange {
+                name: "buffer length (-l)",
+                ..
+            })
+        ));
         let mut s = TcpSpec::new();
         s.streams = 0;
         assert!(s.validate().is_err());

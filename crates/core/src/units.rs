@@ -27,9 +27,7 @@ pub enum UnitError {
 
 fn split_number(s: &str) -> Option<(f64, &str)> {
     let s = s.trim();
-    let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
+    let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (num, suffix) = s.split_at(end);
     let value: f64 = num.parse().ok()?;
     if !value.is_finite() || value < 0.0 {
@@ -64,7 +62,7 @@ impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const UNITS: [(u64, &str); 4] = [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
         for (size, name) in UNITS {
-            if self.0 >= size && self.0 % size == 0 {
+            if self.0 >= size && self.0.is_multiple_of(size) {
                 return write!(f, "{} {name}", self.0 / size);
             }
         }
@@ -107,6 +105,17 @@ impl fmt::Display for BitRate {
         } else {
             write!(f, "{bps:.0} bit/s")
         }
+    }
+}
+
+/// A list of CPU numbers, as `--cpus` takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+impl FromStr for CpuList {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_cpu_list(s).map(CpuList)
     }
 }
 

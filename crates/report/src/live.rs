@@ -7,7 +7,9 @@ use linerate_core::result::{IntervalSample, Role};
 /// `roles[stream]` says whether this end sent or received each stream; `retrans_before` carries
 /// each stream's retransmit count at the previous interval.
 pub fn interval_line(samples: &[IntervalSample], roles: &[Role], retrans_before: &mut [u64]) -> String {
-    let Some(first) = samples.first() else { return String::new() };
+    let Some(first) = samples.first() else {
+        return String::new();
+    };
     let secs = first.end_ns.saturating_sub(first.start_ns) as f64 / 1e9;
     let (mut sent, mut recv, mut retr, mut rtt, mut cwnd, mut n) = (0u64, 0u64, 0u64, 0f64, 0f64, 0usize);
     let (mut has_sent, mut has_recv) = (false, false);
@@ -35,11 +37,19 @@ pub fn interval_line(samples: &[IntervalSample], roles: &[Role], retrans_before:
         }
     }
     let mbps = |b: u64| if secs > 0.0 { b as f64 * 8.0 / secs / 1e6 } else { 0.0 };
-    let mut line = format!("[{:7.2}-{:7.2} s]", first.start_ns as f64 / 1e9, first.end_ns as f64 / 1e9);
+    let mut line = format!(
+        "[{:7.2}-{:7.2} s]",
+        first.start_ns as f64 / 1e9,
+        first.end_ns as f64 / 1e9
+    );
     if has_sent {
         line += &format!("  sent {:>10.1} Mbit/s", mbps(sent));
         if n > 0 {
-            line += &format!("  retr {retr:>5}  rtt {:>7.0} us  cwnd {:>8.0} KiB", rtt / n as f64, cwnd / n as f64 / 1024.0);
+            line += &format!(
+                "  retr {retr:>5}  rtt {:>7.0} us  cwnd {:>8.0} KiB",
+                rtt / n as f64,
+                cwnd / n as f64 / 1024.0
+            );
         }
     }
     if has_recv {
@@ -55,10 +65,29 @@ mod tests {
 
     #[test]
     fn sums_streams_by_role() {
-        let tcp = Some(TcpSnapshot { retransmits: 5, rtt_us: 100, cwnd_bytes: 10240, ..Default::default() });
+        let tcp = Some(TcpSnapshot {
+            retransmits: 5,
+            rtt_us: 100,
+            cwnd_bytes: 10240,
+            ..Default::default()
+        });
         let samples = [
-            IntervalSample { stream: 0, start_ns: 0, end_ns: 1_000_000_000, bytes: 125_000_000, ops: 1, tcp },
-            IntervalSample { stream: 1, start_ns: 0, end_ns: 1_000_000_000, bytes: 12_500_000, ops: 1, tcp: None },
+            IntervalSample {
+                stream: 0,
+                start_ns: 0,
+                end_ns: 1_000_000_000,
+                bytes: 125_000_000,
+                ops: 1,
+                tcp,
+            },
+            IntervalSample {
+                stream: 1,
+                start_ns: 0,
+                end_ns: 1_000_000_000,
+                bytes: 12_500_000,
+                ops: 1,
+                tcp: None,
+            },
         ];
         let mut before = vec![2, 0];
         let line = interval_line(&samples, &[Role::Send, Role::Receive], &mut before);

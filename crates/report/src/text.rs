@@ -44,15 +44,23 @@ fn side_block(out: &mut String, title: &str, columns: &[(String, &SideSummary)],
         }
         out.push('\n');
     };
-    row("Total bytes transferred (MBytes)", &|s| grouped(s.bytes as f64 / 1e6, 3));
+    row("Total bytes transferred (MBytes)", &|s| {
+        grouped(s.bytes as f64 / 1e6, 3)
+    });
     row("Time (seconds)", &|s| format!("{:.3}", s.seconds));
     row("Throughput (Mbit/s)", &|s| grouped(s.bits_per_second / 1e6, 3));
     row("Average CPU utilisation, host", &|s| pct(s.cpu.host_percent));
     row("Average CPU utilisation, linerate", &|s| pct(s.cpu.process_percent));
     if sending {
-        row("TCP retransmits (segments)", &|s| s.tcp.map_or("n/a".into(), |t| t.retransmits.to_string()));
-        row("RTT at end (us, mean of streams)", &|s| s.tcp.map_or("n/a".into(), |t| format!("{:.0}", t.rtt_us)));
-        row("cwnd at end (KiB, mean of streams)", &|s| s.tcp.map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes / 1024.0)));
+        row("TCP retransmits (segments)", &|s| {
+            s.tcp.map_or("n/a".into(), |t| t.retransmits.to_string())
+        });
+        row("RTT at end (us, mean of streams)", &|s| {
+            s.tcp.map_or("n/a".into(), |t| format!("{:.0}", t.rtt_us))
+        });
+        row("cwnd at end (KiB, mean of streams)", &|s| {
+            s.tcp.map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes / 1024.0))
+        });
     }
 }
 
@@ -93,7 +101,11 @@ pub fn render(r: &TestResult) -> String {
             }
         }
         let total = if sending { &r.summary.sent } else { &r.summary.received };
-        let name = if multi { "total".to_string() } else { total.counted_by.join(", ") };
+        let name = if multi {
+            "total".to_string()
+        } else {
+            total.counted_by.join(", ")
+        };
         cols.push((name, total));
         cols
     };
@@ -103,13 +115,23 @@ pub fn render(r: &TestResult) -> String {
                 if let Some(d) = dirs.get(name) {
                     let _ = writeln!(out, "{} ({what})", name.to_uppercase());
                     side_block(&mut out, "SEND SIDE", &[(d.sent.counted_by.join(", "), &d.sent)], true);
-                    side_block(&mut out, "RECEIVE SIDE", &[(d.received.counted_by.join(", "), &d.received)], false);
+                    side_block(
+                        &mut out,
+                        "RECEIVE SIDE",
+                        &[(d.received.counted_by.join(", "), &d.received)],
+                        false,
+                    );
                     out.push('\n');
                 }
             }
             let _ = writeln!(out, "BOTH DIRECTIONS");
             side_block(&mut out, "SEND SIDE", &[("total".into(), &r.summary.sent)], true);
-            side_block(&mut out, "RECEIVE SIDE", &[("total".into(), &r.summary.received)], false);
+            side_block(
+                &mut out,
+                "RECEIVE SIDE",
+                &[("total".into(), &r.summary.received)],
+                false,
+            );
         }
         None => {
             side_block(&mut out, "SEND SIDE", &columns(true), true);
@@ -120,10 +142,22 @@ pub fn render(r: &TestResult) -> String {
     let _ = writeln!(
         out,
         "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>10} {:>6} {:>8} {:>9} {:>9} {:>6}",
-        "stream", "agent", "dir", "sent MB", "recv MB", "seconds", "Mbit/s", "retr", "rtt us", "cwnd KiB", "rcvbuf", "mss"
+        "stream",
+        "agent",
+        "dir",
+        "sent MB",
+        "recv MB",
+        "seconds",
+        "Mbit/s",
+        "retr",
+        "rtt us",
+        "cwnd KiB",
+        "rcvbuf",
+        "mss"
     );
     for s in &r.summary.streams {
-        let mb = |c: Option<linerate_core::result::Counted>| c.map_or("n/a".into(), |c| grouped(c.bytes as f64 / 1e6, 3));
+        let mb =
+            |c: Option<linerate_core::result::Counted>| c.map_or("n/a".into(), |c| grouped(c.bytes as f64 / 1e6, 3));
         let recv = s.received.or(s.sent);
         let _ = writeln!(
             out,
@@ -137,9 +171,14 @@ pub fn render(r: &TestResult) -> String {
             recv.map_or("n/a".into(), |c| grouped(c.bits_per_second / 1e6, 1)),
             s.tcp.map_or("n/a".into(), |t| t.retransmits.to_string()),
             s.tcp.map_or("n/a".into(), |t| t.rtt_us.to_string()),
-            s.tcp.map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes as f64 / 1024.0)),
-            s.receiver_socket.as_ref().map_or("n/a".into(), |g| g.rcvbuf_bytes.to_string()),
-            s.sender_socket.as_ref().map_or("n/a".into(), |g| g.mss_bytes.to_string()),
+            s.tcp
+                .map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes as f64 / 1024.0)),
+            s.receiver_socket
+                .as_ref()
+                .map_or("n/a".into(), |g| g.rcvbuf_bytes.to_string()),
+            s.sender_socket
+                .as_ref()
+                .map_or("n/a".into(), |g| g.mss_bytes.to_string()),
         );
     }
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");

@@ -54,9 +54,17 @@ pub enum EngineError {
     #[error("CPU {cpu} does not exist here (this host has CPUs {online})")]
     NoSuchCpu { cpu: usize, online: String },
     #[error("pinning a worker to CPU {cpu}")]
-    Pin { cpu: usize, #[source] source: std::io::Error },
+    Pin {
+        cpu: usize,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("setting {option} on a data socket")]
-    SocketOption { option: &'static str, #[source] source: std::io::Error },
+    SocketOption {
+        option: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("setting up io_uring for --depth")]
     Uring(#[source] std::io::Error),
 }

@@ -6,8 +6,12 @@ use nix::unistd::Pid;
 
 /// The CPUs this process may run on now.
 pub fn allowed_cpus() -> Vec<usize> {
-    let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else { return Vec::new() };
-    (0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect()
+    let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else {
+        return Vec::new();
+    };
+    (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect()
 }
 
 /// Checks that every CPU in `cpus` is one this process may use, before any thread starts.
@@ -40,6 +44,9 @@ mod tests {
         std::thread::spawn(move || pin_current_thread(allowed[0]).expect("pin"))
             .join()
             .expect("thread");
-        assert!(matches!(check_cpus(&[4000]), Err(EngineError::NoSuchCpu { cpu: 4000, .. })));
+        assert!(matches!(
+            check_cpus(&[4000]),
+            Err(EngineError::NoSuchCpu { cpu: 4000, .. })
+        ));
     }
 }

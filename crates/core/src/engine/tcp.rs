@@ -76,7 +76,11 @@ impl Shared<'_> {
     }
 
     pub fn stop_reason(&self) -> StreamEnd {
-        if self.deadline_hit.load(Relaxed) { StreamEnd::Deadline } else { StreamEnd::Stopped }
+        if self.deadline_hit.load(Relaxed) {
+            StreamEnd::Deadline
+        } else {
+            StreamEnd::Stopped
+        }
     }
 
     /// Counts a socket error by kind.
@@ -95,7 +99,10 @@ pub(super) fn is_reset(e: &io::Error) -> bool {
 }
 
 fn is_again(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 fn end_from(v: u8) -> StreamEnd {
@@ -105,6 +112,25 @@ fn end_from(v: u8) -> StreamEnd {
         x if x == StreamEnd::Eof as u8 => StreamEnd::Eof,
         x if x == StreamEnd::Error as u8 => StreamEnd::Error,
         _ => StreamEnd::Stopped,
+    }
+}
+
+/// One edge of the measurement window: when, every stream's (bytes, ops), and the CPU clocks.
+struct Edge {
+    ns: u64,
+    counts: Vec<(u64, u64)>,
+    cpu: Option<CpuTimes>,
+    process: ProcessTimes,
+}
+
+impl Edge {
+    fn now(ns: u64, counts: Vec<(u64, u64)>) -> Edge {
+        Edge {
+            ns,
+            counts,
+            cpu: CpuTimes::read(),
+            process: ProcessTimes::read(),
+        }
     }
 }
 
@@ -127,7 +153,12 @@ pub fn run(
 ) -> Result<SideReport, EngineError> {
     pin::check_cpus(cpus)?;
     let n = streams.len();
-    let workers = if spec.threads == 0 { n } else { usize::from(spec.threads).min(n) }.max(1);
+    let workers = if spec.threads == 0 {
+        n
+    } else {
+        usize::from(spec.threads).min(n)
+    }
+    .max(1);
     let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
     let deadline_hit = AtomicBool::new(false);
     let t0 = OnceLock::new();
@@ -153,7 +184,11 @@ pub fn run(
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| i % workers == w)
-                .map(|(idx, s)| WorkerStream { idx, role: s.role, socket: &s.socket })
+                .map(|(idx, s)| WorkerStream {
+                    idx,
+                    role: s.role,
+                    socket: &s.socket,
+                })
                 .collect();
             let cpu = (!cpus.is_empty()).then(|| cpus[w % cpus.len()]);
             let (shared, barrier, pin_failed, uring_failed) = (&shared, &barrier, &pin_failed, &uring_failed);
@@ -188,11 +223,20 @@ pub fn run(
     });
     let mut report = report;
     if pin_failed.load(Relaxed) {
-        report.notes.push("a worker could not be pinned to its CPU and ran unpinned".into());
+        report
+            .notes
+            .push("a worker could not be pinned to its CPU and ran unpinned".into());
     }
-    report.io = if depth > 1 && uring_failed.get().is_none() { "io_uring" } else { "syscall" }.into();
+    report.io = if depth > 1 && uring_failed.get().is_none() {
+        "io_uring"
+    } else {
+        "syscall"
+    }
+    .into();
     if let Some(e) = uring_failed.get() {
-        report.notes.push(format!("io_uring unavailable ({e}): --depth fell back to one blocking call at a time"));
+        report.notes.push(format!(
+            "io_uring unavailable ({e}): --depth fell back to one blocking call at a time"
+        ));
     }
     Ok(report)
 }
@@ -276,8 +320,16 @@ fn polled_streams(mine: &[WorkerStream<'_>], bufs: &mut [Vec<u8>], shared: &Shar
         .iter()
         .map(|s| {
             let _ = s.socket.set_nonblocking(true);
-            let events = if s.role == Role::Send { libc::POLLOUT } else { libc::POLLIN };
-            libc::pollfd { fd: s.socket.as_raw_fd(), events, revents: 0 }
+            let events = if s.role == Role::Send {
+                libc::POLLOUT
+            } else {
+                libc::POLLIN
+            };
+            libc::pollfd {
+                fd: s.socket.as_raw_fd(),
+                events,
+                revents: 0,
+            }
         })
         .collect();
     let mut bytes = vec![0u64; mine.len()];
@@ -305,7 +357,13 @@ fn polled_streams(mine: &[WorkerStream<'_>], bufs: &mut [Vec<u8>], shared: &Shar
             }
         }
         // SAFETY: `fds` is a valid array of pollfd of the given length for the whole call.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_SLICE.as_millis() as i32) };
+        let rc = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                POLL_SLICE.as_millis() as i32,
+            )
+        };
         if rc <= 0 {
             continue;
         }
@@ -373,35 +431,45 @@ fn sample_until_done(
         Limit::Buffers(_) => None,
     };
     let warmup = secs(spec.warmup_seconds);
-    let cooldown_mark = deadline.filter(|_| spec.cooldown_seconds > 0.0).map(|d| d - secs(spec.cooldown_seconds));
+    let cooldown_mark = deadline
+        .filter(|_| spec.cooldown_seconds > 0.0)
+        .map(|d| d - secs(spec.cooldown_seconds));
     let interval = (spec.interval_seconds > 0.0).then(|| secs(spec.interval_seconds));
     let receivers = streams.iter().filter(|s| s.role == Role::Receive).count();
 
     let mut notes = Vec::new();
     let mut intervals: Vec<IntervalSample> = Vec::with_capacity(
-        n * deadline.zip(interval).map_or(64, |(d, i)| (d.as_secs_f64() / i.as_secs_f64()) as usize + 2),
+        n * deadline
+            .zip(interval)
+            .map_or(64, |(d, i)| (d.as_secs_f64() / i.as_secs_f64()) as usize + 2),
     );
     let mut last: Vec<(u64, u64)> = vec![(0, 0); n];
     let mut last_tick_ns = 0u64;
     let mut tick = 1u32;
-    let read_counts = || -> Vec<(u64, u64)> { counters.iter().map(|c| (c.bytes.load(Relaxed), c.ops.load(Relaxed))).collect() };
+    let read_counts = || -> Vec<(u64, u64)> {
+        counters
+            .iter()
+            .map(|c| (c.bytes.load(Relaxed), c.ops.load(Relaxed)))
+            .collect()
+    };
 
     // Time zero: workers are pinned, buffers touched, and waiting at the barrier.
     let start = Instant::now();
     let _ = shared.t0.set(start);
-    let mut window_start: Option<(u64, Vec<(u64, u64)>, Option<CpuTimes>, ProcessTimes)> = None;
-    if warmup.is_zero() {
-        window_start = Some((0, vec![(0, 0); n], CpuTimes::read(), ProcessTimes::read()));
-    }
+    let mut window_start = warmup.is_zero().then(|| Edge::now(0, vec![(0, 0); n]));
     barrier.wait();
 
-    let mut window_end: Option<(u64, Vec<(u64, u64)>, Option<CpuTimes>, ProcessTimes)> = None;
+    let mut window_end: Option<Edge> = None;
     let mut stop_seen: Option<Instant> = None;
     let mut stopped_early = false;
     let mut idle_since = (start, 0u64);
     let done = |c: &Counters| c.end_ns.load(Relaxed) != 0;
 
-    let mut emit = |now_ns: u64, counts: &[(u64, u64)], last: &mut Vec<(u64, u64)>, last_tick_ns: &mut u64, intervals: &mut Vec<IntervalSample>| {
+    let mut emit = |now_ns: u64,
+                    counts: &[(u64, u64)],
+                    last: &mut Vec<(u64, u64)>,
+                    last_tick_ns: &mut u64,
+                    intervals: &mut Vec<IntervalSample>| {
         let first = intervals.len();
         for (i, s) in streams.iter().enumerate() {
             intervals.push(IntervalSample {
@@ -410,7 +478,11 @@ fn sample_until_done(
                 end_ns: now_ns,
                 bytes: counts[i].0 - last[i].0,
                 ops: counts[i].1 - last[i].1,
-                tcp: if s.role == Role::Send { sockopt::tcp_info(&s.socket) } else { None },
+                tcp: if s.role == Role::Send {
+                    sockopt::tcp_info(&s.socket)
+                } else {
+                    None
+                },
             });
         }
         sink.interval(&intervals[first..]);
@@ -426,14 +498,14 @@ fn sample_until_done(
             break;
         }
         if window_start.is_none() && el >= warmup {
-            window_start = Some((el.as_nanos() as u64, read_counts(), CpuTimes::read(), ProcessTimes::read()));
+            window_start = Some(Edge::now(el.as_nanos() as u64, read_counts()));
         }
         if let Some(mark) = cooldown_mark
             && window_end.is_none()
             && el >= mark
             && !control.aborted()
         {
-            window_end = Some((el.as_nanos() as u64, read_counts(), CpuTimes::read(), ProcessTimes::read()));
+            window_end = Some(Edge::now(el.as_nanos() as u64, read_counts()));
         }
         if let Some(d) = deadline
             && el >= d
@@ -452,7 +524,10 @@ fn sample_until_done(
             && now - at >= DRAIN
             && !control.aborted()
         {
-            notes.push(format!("receivers saw no end of stream within {} s of the senders stopping", DRAIN.as_secs()));
+            notes.push(format!(
+                "receivers saw no end of stream within {} s of the senders stopping",
+                DRAIN.as_secs()
+            ));
             control.abort();
         }
         if receivers > 0 {
@@ -465,14 +540,23 @@ fn sample_until_done(
             if got != idle_since.1 {
                 idle_since = (now, got);
             } else if now - idle_since.0 >= IDLE && !control.aborted() {
-                notes.push(format!("no data arrived for {} s: the run was given up", IDLE.as_secs()));
+                notes.push(format!(
+                    "no data arrived for {} s: the run was given up",
+                    IDLE.as_secs()
+                ));
                 control.abort();
             }
         }
         if let Some(iv) = interval {
             let due = iv * tick;
             if el >= due {
-                emit(el.as_nanos() as u64, &read_counts(), &mut last, &mut last_tick_ns, &mut intervals);
+                emit(
+                    el.as_nanos() as u64,
+                    &read_counts(),
+                    &mut last,
+                    &mut last_tick_ns,
+                    &mut intervals,
+                );
                 tick += 1;
             }
         }
@@ -501,25 +585,22 @@ fn sample_until_done(
     if interval.is_none() || final_counts != last {
         emit(end_ns, &final_counts, &mut last, &mut last_tick_ns, &mut intervals);
     }
-    if control.aborted() {
+    // Workers can end on an outside stop before this loop saw the flag.
+    if control.aborted() || (control.sending_stopped() && !shared.deadline_hit.load(Relaxed)) {
         stopped_early = true;
     }
-    let (ws_ns, ws_counts, ws_cpu, ws_proc) = match window_start {
-        Some(w) => w,
-        None => {
-            notes.push("stopped during warm-up: nothing was measured".into());
-            (end_ns, final_counts.clone(), CpuTimes::read(), ProcessTimes::read())
-        }
-    };
-    let (we_ns, we_counts, we_cpu, we_proc) =
-        window_end.unwrap_or_else(|| (end_ns, final_counts.clone(), CpuTimes::read(), ProcessTimes::read()));
+    let ws = window_start.unwrap_or_else(|| {
+        notes.push("stopped during warm-up: nothing was measured".into());
+        Edge::now(end_ns, final_counts.clone())
+    });
+    let we = window_end.unwrap_or_else(|| Edge::now(end_ns, final_counts.clone()));
+    let (ws_ns, we_ns) = (ws.ns, we.ns);
     let window_seconds = we_ns.saturating_sub(ws_ns) as f64 / 1e9;
-    let proc = we_proc.since(&ws_proc);
+    let proc = we.process.since(&ws.process);
     let cpu = CpuUsage {
-        host_percent: we_cpu.zip(ws_cpu).and_then(|(b, a)| b.busy_percent_since(&a)),
-        process_percent: (window_seconds > 0.0).then(|| {
-            100.0 * (proc.user_seconds + proc.system_seconds) / (window_seconds * online_cpus() as f64)
-        }),
+        host_percent: we.cpu.zip(ws.cpu).and_then(|(b, a)| b.busy_percent_since(&a)),
+        process_percent: (window_seconds > 0.0)
+            .then(|| 100.0 * (proc.user_seconds + proc.system_seconds) / (window_seconds * online_cpus() as f64)),
         process_user_seconds: proc.user_seconds,
         process_system_seconds: proc.system_seconds,
     };
@@ -532,13 +613,20 @@ fn sample_until_done(
             StreamReport {
                 stream: s.id,
                 role: s.role,
-                bytes: we_counts[i].0.saturating_sub(ws_counts[i].0),
-                ops: we_counts[i].1.saturating_sub(ws_counts[i].1),
+                bytes: we.counts[i].0.saturating_sub(ws.counts[i].0),
+                ops: we.counts[i].1.saturating_sub(ws.counts[i].1),
                 seconds: stream_end.saturating_sub(ws_ns) as f64 / 1e9,
                 total_bytes: final_counts[i].0,
                 socket: s.grant.clone(),
-                tcp: if s.role == Role::Send { sockopt::tcp_info(&s.socket) } else { None },
-                errors: ErrorCounts { resets: c.resets.load(Relaxed), other: c.other_errors.load(Relaxed) },
+                tcp: if s.role == Role::Send {
+                    sockopt::tcp_info(&s.socket)
+                } else {
+                    None
+                },
+                errors: ErrorCounts {
+                    resets: c.resets.load(Relaxed),
+                    other: c.other_errors.load(Relaxed),
+                },
                 end: end_from(c.end.load(Relaxed)),
             }
         })
@@ -581,8 +669,18 @@ mod tests {
                 let ga = sockopt::configure(&a, spec, Role::Send).expect("configure");
                 let gb = sockopt::configure(&b, spec, Role::Receive).expect("configure");
                 (
-                    DataStream { id: i as u16, role: Role::Send, socket: a, grant: ga },
-                    DataStream { id: i as u16, role: Role::Receive, socket: b, grant: gb },
+                    DataStream {
+                        id: i as u16,
+                        role: Role::Send,
+                        socket: a,
+                        grant: ga,
+                    },
+                    DataStream {
+                        id: i as u16,
+                        role: Role::Receive,
+                        socket: b,
+                        grant: gb,
+                    },
                 )
             })
             .unzip();
@@ -650,7 +748,12 @@ mod tests {
                 thread::sleep(Duration::from_millis(200));
                 control.abort();
             });
-            let streams = vec![DataStream { id: 0, role: Role::Receive, socket: b, grant: g }];
+            let streams = vec![DataStream {
+                id: 0,
+                role: Role::Receive,
+                socket: b,
+                grant: g,
+            }];
             let mut c = TcpSpec::new();
             c.limit = Limit::Buffers(1);
             run(&c, &[], streams, &mut NullSink, &control).expect("run")

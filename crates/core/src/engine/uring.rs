@@ -45,7 +45,9 @@ impl Worker {
     pub fn new(mine: &[WorkerStream<'_>], depth: usize, len: usize) -> io::Result<Worker> {
         let entries = (mine.len() * depth).next_power_of_two().clamp(8, 32_768) as u32;
         let ring = IoUring::new(entries)?;
-        let bufs = (0..mine.len() * depth).map(|_| (0..len).map(|i| i as u8).collect()).collect();
+        let bufs = (0..mine.len() * depth)
+            .map(|_| (0..len).map(|i| i as u8).collect())
+            .collect();
         Ok(Worker { ring, depth, len, bufs })
     }
 
@@ -68,7 +70,13 @@ impl Worker {
     }
 
     pub fn run(&mut self, mine: &[WorkerStream<'_>], shared: &Shared<'_>) {
-        let mut st: Vec<State> = vec![State { offs: vec![0; self.depth], ..Default::default() }; mine.len()];
+        let mut st: Vec<State> = vec![
+            State {
+                offs: vec![0; self.depth],
+                ..Default::default()
+            };
+            mine.len()
+        ];
         for (i, s) in mine.iter().enumerate() {
             for slot in 0..self.depth {
                 if s.role == Role::Send && shared.count.is_some_and(|c| st[i].started >= c) {
@@ -124,7 +132,11 @@ impl Worker {
             }
             match self.ring.submitter().submit_with_args(1, &args) {
                 Ok(_) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                    ) => {}
                 Err(_) => {
                     // The ring itself failed: nothing more will complete; stop everything.
                     control.abort();

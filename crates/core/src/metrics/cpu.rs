@@ -32,7 +32,11 @@ impl CpuTimes {
 /// Parses the first (aggregate) `cpu ` line of /proc/stat.
 pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let fields: Vec<u64> = line.split_whitespace().skip(1).map(|f| f.parse().ok()).collect::<Option<_>>()?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
     // user nice system idle iowait irq softirq steal guest guest_nice; guest time is already
     // inside user and nice, so it is not added again.
     let get = |i: usize| fields.get(i).copied().unwrap_or(0);
@@ -41,7 +45,10 @@ pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
     }
     let idle = get(3) + get(4);
     let busy = get(0) + get(1) + get(2) + get(5) + get(6) + get(7);
-    Some(CpuTimes { busy_ticks: busy, total_ticks: busy + idle })
+    Some(CpuTimes {
+        busy_ticks: busy,
+        total_ticks: busy + idle,
+    })
 }
 
 #[cfg(test)]
@@ -53,15 +60,31 @@ mod tests {
     #[test]
     fn parses_the_aggregate_line() {
         let t = parse_proc_stat(STAT).expect("parses");
-        assert_eq!(t, CpuTimes { busy_ticks: 160, total_ticks: 970 });
+        assert_eq!(
+            t,
+            CpuTimes {
+                busy_ticks: 160,
+                total_ticks: 970
+            }
+        );
     }
 
     #[test]
     fn busy_percent_between_readings() {
-        let a = CpuTimes { busy_ticks: 100, total_ticks: 1000 };
-        let b = CpuTimes { busy_ticks: 150, total_ticks: 1200 };
+        let a = CpuTimes {
+            busy_ticks: 100,
+            total_ticks: 1000,
+        };
+        let b = CpuTimes {
+            busy_ticks: 150,
+            total_ticks: 1200,
+        };
         assert_eq!(b.busy_percent_since(&a), Some(25.0));
-        assert_eq!(a.busy_percent_since(&b), None, "counters going backwards give no figure");
+        assert_eq!(
+            a.busy_percent_since(&b),
+            None,
+            "counters going backwards give no figure"
+        );
         assert_eq!(a.busy_percent_since(&a), None);
     }
 

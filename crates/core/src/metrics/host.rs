@@ -20,7 +20,10 @@ impl HostInfo {
     pub fn read() -> HostInfo {
         let uname = nix::sys::utsname::uname().ok();
         let field = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
-            uname.as_ref().map(|u| f(u).to_string_lossy().into_owned()).unwrap_or_default()
+            uname
+                .as_ref()
+                .map(|u| f(u).to_string_lossy().into_owned())
+                .unwrap_or_default()
         };
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let os_release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();

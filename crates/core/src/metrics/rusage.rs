@@ -16,7 +16,10 @@ impl ProcessTimes {
         // SAFETY: RUSAGE_SELF with a valid pointer cannot fail (getrusage(2)).
         unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
         let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-        ProcessTimes { user_seconds: secs(usage.ru_utime), system_seconds: secs(usage.ru_stime) }
+        ProcessTimes {
+            user_seconds: secs(usage.ru_utime),
+            system_seconds: secs(usage.ru_stime),
+        }
     }
 
     pub fn since(&self, earlier: &ProcessTimes) -> ProcessTimes {

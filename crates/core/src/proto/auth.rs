@@ -26,22 +26,32 @@ fn mac(secret: &[u8], label: &[u8], first: &[u8], second: &[u8]) -> Hmac<Sha256>
 
 /// The client's proof: MAC(secret, label | agent nonce | client nonce).
 pub fn client_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]) -> Vec<u8> {
-    mac(secret, CLIENT_LABEL, agent_nonce, client_nonce).finalize().into_bytes().to_vec()
+    mac(secret, CLIENT_LABEL, agent_nonce, client_nonce)
+        .finalize()
+        .into_bytes()
+        .to_vec()
 }
 
 /// The agent's proof: MAC(secret, label | client nonce | agent nonce).
 pub fn agent_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]) -> Vec<u8> {
-    mac(secret, AGENT_LABEL, client_nonce, agent_nonce).finalize().into_bytes().to_vec()
+    mac(secret, AGENT_LABEL, client_nonce, agent_nonce)
+        .finalize()
+        .into_bytes()
+        .to_vec()
 }
 
 /// Checks a client's proof in constant time.
 pub fn verify_client(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8], proof: &[u8]) -> bool {
-    mac(secret, CLIENT_LABEL, agent_nonce, client_nonce).verify_slice(proof).is_ok()
+    mac(secret, CLIENT_LABEL, agent_nonce, client_nonce)
+        .verify_slice(proof)
+        .is_ok()
 }
 
 /// Checks an agent's proof in constant time.
 pub fn verify_agent(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8], proof: &[u8]) -> bool {
-    mac(secret, AGENT_LABEL, client_nonce, agent_nonce).verify_slice(proof).is_ok()
+    mac(secret, AGENT_LABEL, client_nonce, agent_nonce)
+        .verify_slice(proof)
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -55,7 +65,10 @@ mod tests {
         assert!(verify_client(b"s3cret", &a, &c, &proof));
         let back = agent_proof(b"s3cret", &a, &c);
         assert!(verify_agent(b"s3cret", &a, &c, &back));
-        assert_ne!(proof, back, "the two proofs differ, so one cannot be replayed as the other");
+        assert_ne!(
+            proof, back,
+            "the two proofs differ, so one cannot be replayed as the other"
+        );
     }
 
     #[test]

@@ -14,17 +14,33 @@ pub enum ProtoError {
     #[error("{peer} speaks protocol {theirs}, this build speaks {ours}")]
     Version { peer: SocketAddr, ours: u16, theirs: u16 },
     #[error("{peer} sent nothing for {seconds} s while {what}")]
-    Timeout { peer: SocketAddr, what: &'static str, seconds: f64 },
+    Timeout {
+        peer: SocketAddr,
+        what: &'static str,
+        seconds: f64,
+    },
     #[error("{peer} closed the control connection")]
     Closed { peer: SocketAddr },
     #[error("{peer}: {source}")]
     Frame { peer: SocketAddr, source: FrameError },
     #[error("{peer} refused: {kind}: {message}")]
-    Refused { peer: SocketAddr, kind: ErrorKind, message: String },
+    Refused {
+        peer: SocketAddr,
+        kind: ErrorKind,
+        message: String,
+    },
     #[error("{peer} sent '{got}' where '{expected}' was expected")]
-    Unexpected { peer: SocketAddr, expected: &'static str, got: &'static str },
+    Unexpected {
+        peer: SocketAddr,
+        expected: &'static str,
+        got: &'static str,
+    },
     #[error("control connection to {peer}")]
-    Io { peer: SocketAddr, #[source] source: io::Error },
+    Io {
+        peer: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// One end of a control connection.
@@ -41,7 +57,11 @@ fn is_timeout(e: &io::Error) -> bool {
 impl Conn {
     pub fn new(stream: TcpStream, peer: SocketAddr) -> Conn {
         let _ = stream.set_nodelay(true);
-        Conn { stream, peer, buf: Vec::with_capacity(4096) }
+        Conn {
+            stream,
+            peer,
+            buf: Vec::with_capacity(4096),
+        }
     }
 
     pub fn peer(&self) -> SocketAddr {
@@ -53,29 +73,46 @@ impl Conn {
     }
 
     fn io(&self, source: io::Error) -> ProtoError {
-        ProtoError::Io { peer: self.peer, source }
+        ProtoError::Io {
+            peer: self.peer,
+            source,
+        }
     }
 
     pub fn send(&mut self, msg: &Message) -> Result<(), ProtoError> {
         let bytes = frame::encode(msg);
-        self.stream.set_write_timeout(Some(Duration::from_secs(10))).map_err(|e| self.io(e))?;
+        self.stream
+            .set_write_timeout(Some(Duration::from_secs(10)))
+            .map_err(|e| self.io(e))?;
         self.stream.write_all(&bytes).map_err(|e| self.io(e))
     }
 
     /// Sends an error message and ignores failure: the connection is closing anyway.
     pub fn send_error(&mut self, kind: ErrorKind, message: impl Into<String>) {
-        let _ = self.send(&Message::Error { kind, message: message.into() });
+        let _ = self.send(&Message::Error {
+            kind,
+            message: message.into(),
+        });
     }
 
     /// Sends our preamble and reads the peer's, within `timeout`.
     pub fn exchange_preambles(&mut self, timeout: Duration) -> Result<(), ProtoError> {
         self.stream.set_write_timeout(Some(timeout)).map_err(|e| self.io(e))?;
-        self.stream.write_all(&frame::preamble(VERSION)).map_err(|e| self.io(e))?;
+        self.stream
+            .write_all(&frame::preamble(VERSION))
+            .map_err(|e| self.io(e))?;
         let got = self.read_exact_by(PREAMBLE_LEN, timeout, "opening the control connection")?;
         let bytes: [u8; PREAMBLE_LEN] = got.try_into().expect("read exactly the preamble length");
         match frame::parse_preamble(&bytes) {
-            None => Err(ProtoError::NotAnAgent { peer: self.peer, got: bytes.to_vec() }),
-            Some(v) if v != VERSION => Err(ProtoError::Version { peer: self.peer, ours: VERSION, theirs: v }),
+            None => Err(ProtoError::NotAnAgent {
+                peer: self.peer,
+                got: bytes.to_vec(),
+            }),
+            Some(v) if v != VERSION => Err(ProtoError::Version {
+                peer: self.peer,
+                ours: VERSION,
+                theirs: v,
+            }),
             Some(_) => Ok(()),
         }
     }
@@ -85,10 +122,17 @@ impl Conn {
         while self.buf.len() < n {
             if !self.fill(deadline)? {
                 if self.buf.is_empty() {
-                    return Err(ProtoError::Timeout { peer: self.peer, what, seconds: timeout.as_secs_f64() });
+                    return Err(ProtoError::Timeout {
+                        peer: self.peer,
+                        what,
+                        seconds: timeout.as_secs_f64(),
+                    });
                 }
                 // Something arrived but not enough: whoever it is, it is not an agent.
-                return Err(ProtoError::NotAnAgent { peer: self.peer, got: self.buf.clone() });
+                return Err(ProtoError::NotAnAgent {
+                    peer: self.peer,
+                    got: self.buf.clone(),
+                });
             }
         }
         Ok(self.buf.drain(..n).collect())
@@ -100,7 +144,9 @@ impl Conn {
         if left.is_zero() {
             return Ok(false);
         }
-        self.stream.set_read_timeout(Some(left.max(Duration::from_millis(1)))).map_err(|e| self.io(e))?;
+        self.stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .map_err(|e| self.io(e))?;
         let mut chunk = [0u8; 16 << 10];
         loop {
             match self.stream.read(&mut chunk) {
@@ -108,7 +154,10 @@ impl Conn {
                     if self.buf.is_empty() {
                         return Err(ProtoError::Closed { peer: self.peer });
                     }
-                    return Err(ProtoError::NotAnAgent { peer: self.peer, got: self.buf.clone() });
+                    return Err(ProtoError::NotAnAgent {
+                        peer: self.peer,
+                        got: self.buf.clone(),
+                    });
                 }
                 Ok(n) => {
                     self.buf.extend_from_slice(&chunk[..n]);
@@ -129,7 +178,12 @@ impl Conn {
         let deadline = Instant::now() + timeout;
         loop {
             match frame::decode(&self.buf) {
-                Err(source) => return Err(ProtoError::Frame { peer: self.peer, source }),
+                Err(source) => {
+                    return Err(ProtoError::Frame {
+                        peer: self.peer,
+                        source,
+                    });
+                }
                 Ok(Some((msg, used))) => {
                     self.buf.drain(..used);
                     return Ok(Some(msg));
@@ -147,14 +201,26 @@ impl Conn {
     /// [`ProtoError::Refused`].
     pub fn recv(&mut self, timeout: Duration, what: &'static str) -> Result<Message, ProtoError> {
         match self.try_recv(timeout)? {
-            None => Err(ProtoError::Timeout { peer: self.peer, what, seconds: timeout.as_secs_f64() }),
-            Some(Message::Error { kind, message }) => Err(ProtoError::Refused { peer: self.peer, kind, message }),
+            None => Err(ProtoError::Timeout {
+                peer: self.peer,
+                what,
+                seconds: timeout.as_secs_f64(),
+            }),
+            Some(Message::Error { kind, message }) => Err(ProtoError::Refused {
+                peer: self.peer,
+                kind,
+                message,
+            }),
             Some(m) => Ok(m),
         }
     }
 
     pub fn unexpected(&self, expected: &'static str, got: &Message) -> ProtoError {
-        ProtoError::Unexpected { peer: self.peer, expected, got: got.name() }
+        ProtoError::Unexpected {
+            peer: self.peer,
+            expected,
+            got: got.name(),
+        }
     }
 }
 
@@ -177,7 +243,10 @@ mod tests {
         a.send(&Message::Start).expect("send");
         assert_eq!(b.recv(Duration::from_secs(1), "test").expect("recv"), Message::Start);
         assert_eq!(b.try_recv(Duration::from_millis(20)).expect("no error"), None);
-        assert!(matches!(b.recv(Duration::from_millis(20), "waiting"), Err(ProtoError::Timeout { .. })));
+        assert!(matches!(
+            b.recv(Duration::from_millis(20), "waiting"),
+            Err(ProtoError::Timeout { .. })
+        ));
     }
 
     #[test]
@@ -185,7 +254,10 @@ mod tests {
         let (mut a, b) = pair();
         let mut raw = b.stream;
         raw.write_all(b"SSH-2.0-").expect("write");
-        assert!(matches!(a.exchange_preambles(Duration::from_secs(1)), Err(ProtoError::NotAnAgent { .. })));
+        assert!(matches!(
+            a.exchange_preambles(Duration::from_secs(1)),
+            Err(ProtoError::NotAnAgent { .. })
+        ));
     }
 
     #[test]
@@ -193,13 +265,19 @@ mod tests {
         let (mut a, b) = pair();
         let mut raw = b.stream;
         raw.write_all(&frame::preamble(VERSION + 1)).expect("write");
-        assert!(matches!(a.exchange_preambles(Duration::from_secs(1)), Err(ProtoError::Version { .. })));
+        assert!(matches!(
+            a.exchange_preambles(Duration::from_secs(1)),
+            Err(ProtoError::Version { .. })
+        ));
     }
 
     #[test]
     fn closed_peer_is_reported() {
         let (mut a, b) = pair();
         drop(b);
-        assert!(matches!(a.recv(Duration::from_secs(1), "waiting"), Err(ProtoError::Closed { .. })));
+        assert!(matches!(
+            a.recv(Duration::from_secs(1), "waiting"),
+            Err(ProtoError::Closed { .. })
+        ));
     }
 }

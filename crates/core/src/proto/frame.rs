@@ -26,7 +26,16 @@ pub enum FrameError {
 
 pub fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
     let v = version.to_be_bytes();
-    [CONTROL_MAGIC[0], CONTROL_MAGIC[1], CONTROL_MAGIC[2], CONTROL_MAGIC[3], v[0], v[1], 0, 0]
+    [
+        CONTROL_MAGIC[0],
+        CONTROL_MAGIC[1],
+        CONTROL_MAGIC[2],
+        CONTROL_MAGIC[3],
+        v[0],
+        v[1],
+        0,
+        0,
+    ]
 }
 
 /// The version in a control preamble, or `None` if the bytes are not one.
@@ -65,7 +74,10 @@ pub fn encode(msg: &Message) -> Vec<u8> {
 pub fn body_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
     let len = u32::from_be_bytes(prefix);
     if len > MAX_MESSAGE_BYTES {
-        return Err(FrameError::TooLarge { len, max: MAX_MESSAGE_BYTES });
+        return Err(FrameError::TooLarge {
+            len,
+            max: MAX_MESSAGE_BYTES,
+        });
     }
     Ok(len as usize)
 }
@@ -78,7 +90,9 @@ pub fn decode_body(body: &[u8]) -> Result<Message, FrameError> {
 pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, FrameError> {
     let Some(prefix) = buf.get(..4) else { return Ok(None) };
     let len = body_len(prefix.try_into().expect("slice of four"))?;
-    let Some(body) = buf.get(4..4 + len) else { return Ok(None) };
+    let Some(body) = buf.get(4..4 + len) else {
+        return Ok(None);
+    };
     Ok(Some((decode_body(body)?, 4 + len)))
 }
 
@@ -105,7 +119,10 @@ mod tests {
 
     #[test]
     fn frames_round_trip_and_wait_for_whole_frames() {
-        let msg = Message::Error { kind: ErrorKind::Busy, message: "busy".into() };
+        let msg = Message::Error {
+            kind: ErrorKind::Busy,
+            message: "busy".into(),
+        };
         let mut bytes = encode(&msg);
         bytes.extend(encode(&Message::Start));
         let (first, used) = decode(&bytes).expect("valid").expect("whole");
@@ -120,7 +137,10 @@ mod tests {
 
     #[test]
     fn oversized_and_garbled_frames_are_errors() {
-        assert!(matches!(decode(&[0xff, 0xff, 0xff, 0xff]), Err(FrameError::TooLarge { .. })));
+        assert!(matches!(
+            decode(&[0xff, 0xff, 0xff, 0xff]),
+            Err(FrameError::TooLarge { .. })
+        ));
         let mut garbled = 3u32.to_be_bytes().to_vec();
         garbled.extend(b"{x}");
         assert!(matches!(decode(&garbled), Err(FrameError::Json(_))));

@@ -26,7 +26,10 @@ pub const DEFAULT_PORT: u16 = 5301;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Message {
     /// Agent -> client, first message: who it is and, when it wants a secret, a challenge.
-    Hello { software: String, challenge: Option<String> },
+    Hello {
+        software: String,
+        challenge: Option<String>,
+    },
     /// Client -> agent: the answer to the challenge.
     Auth { client_nonce: String, mac: String },
     /// Agent -> client: the client is authenticated; `mac` proves the agent knows the secret too.
@@ -104,7 +107,7 @@ pub fn to_hex(bytes: &[u8]) -> String {
 
 /// Bytes from lower- or upper-case hex; `None` if the text is not hex.
 pub fn from_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
@@ -131,7 +134,9 @@ mod tests {
     fn messages_carry_a_snake_case_tag() {
         let text = serde_json::to_string(&Message::AuthOk { mac: "00".into() }).expect("serialises");
         assert_eq!(text, r#"{"type":"auth_ok","mac":"00"}"#);
-        let req = Message::Request { spec: TestSpec::Tcp(TcpSpec::new()) };
+        let req = Message::Request {
+            spec: TestSpec::Tcp(TcpSpec::new()),
+        };
         let back: Message = serde_json::from_str(&serde_json::to_string(&req).expect("ok")).expect("parses");
         assert_eq!(back, req);
         assert_eq!(back.name(), "request");

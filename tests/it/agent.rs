@@ -1,0 +1,199 @@
+//! The agent under faults: busy, clients that vanish or send garbage, authentication.
+
+use crate::util::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn busy_agent_answers_at_once() {
+    let agent = Agent::start(&["--max-tests", "1"]);
+    let long = Command::new(BIN)
+        .args(["tcp", &agent.addr, "-t", "20", "-i", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut long = scopeguard(long);
+    std::thread::sleep(Duration::from_millis(800));
+    let start = Instant::now();
+    let out = linerate(&["tcp", &agent.addr, "-t", "1"], LIMIT);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("busy"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "answered in {:?}",
+        start.elapsed()
+    );
+    let _ = long.0.kill();
+}
+
+/// Kills a child on drop.
+struct Guard(std::process::Child);
+fn scopeguard(c: std::process::Child) -> Guard {
+    Guard(c)
+}
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn killed_client_frees_the_agent(direction: &[&str]) {
+    // One test at a time: the next test can only run if the killed one was cleaned up.
+    let agent = Agent::start(&["--max-tests", "1"]);
+    let mut args = vec!["tcp", agent.addr.as_str(), "-t", "30", "-i", "0"];
+    args.extend_from_slice(direction);
+    let mut victim = Command::new(BIN)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1000));
+    victim.kill().expect("kill -9");
+    victim.wait().expect("reap");
+    let killed = Instant::now();
+    std::thread::sleep(Duration::from_millis(900));
+    let mut args = vec!["tcp", agent.addr.as_str(), "-n", "10"];
+    args.extend_from_slice(direction);
+    let out = linerate(&args, LIMIT);
+    assert!(
+        out.status.success(),
+        "next test after a killed client failed: {}",
+        stderr(&out)
+    );
+    assert!(killed.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn killed_sending_client_frees_the_agent_within_a_second() {
+    killed_client_frees_the_agent(&[]);
+}
+
+#[test]
+fn killed_receiving_client_frees_the_agent_within_a_second() {
+    killed_client_frees_the_agent(&["--reverse"]);
+}
+
+#[test]
+fn garbage_and_silence_leave_the_agent_serving() {
+    let agent = Agent::start(&[]);
+    let mut g = TcpStream::connect(&agent.addr).expect("connect");
+    g.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").expect("write");
+    let mut buf = [0u8; 64];
+    g.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    assert_eq!(
+        g.read(&mut buf).unwrap_or(0),
+        0,
+        "a stranger is dropped without an answer"
+    );
+    // A preamble and then garbage frames.
+    let mut p = TcpStream::connect(&agent.addr).expect("connect");
+    p.write_all(b"LNRT\x00\x01\x00\x00\xff\xff\xff\xffjunk").expect("write");
+    // Data connection with an unknown cookie.
+    let mut d = TcpStream::connect(&agent.addr).expect("connect");
+    d.write_all(&[
+        b'L', b'N', b'R', b'D', 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 0, 0, 0, 0,
+    ])
+    .expect("write");
+    // A connection that never says anything is closed by the agent.
+    let mut silent = TcpStream::connect(&agent.addr).expect("connect");
+    silent.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+    let start = Instant::now();
+    assert_eq!(silent.read(&mut buf).unwrap_or(0), 0);
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "silent connection closed after {:?}",
+        start.elapsed()
+    );
+    let v = tcp_json(&[&agent.addr, "-n", "5"], LIMIT);
+    assert_eq!(u(&v, "/summary/received/bytes"), 5 * 131_072);
+}
+
+#[test]
+fn secret_is_required_checked_and_never_needed_on_the_wire() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let right = dir.path().join("right");
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&right, "correct horse\n").expect("write");
+    std::fs::write(&wrong, "battery staple\n").expect("write");
+    let r = right.to_str().expect("utf-8");
+    let agent = Agent::start(&["--secret-file", r]);
+    let out = linerate(&["tcp", &agent.addr, "-n", "5"], LIMIT);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("requires a secret"), "{}", stderr(&out));
+    let out = linerate(
+        &[
+            "tcp",
+            &agent.addr,
+            "-n",
+            "5",
+            "--secret-file",
+            wrong.to_str().expect("utf-8"),
+        ],
+        LIMIT,
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("wrong secret"), "{}", stderr(&out));
+    let v = tcp_json(&[&agent.addr, "-n", "5", "--secret-file", r], LIMIT);
+    assert_eq!(u(&v, "/summary/received/bytes"), 5 * 131_072);
+    let out = run_bounded(
+        Command::new(BIN)
+            .args(["tcp", &agent.addr, "-n", "5", "--json"])
+            .env("LINERATE_SECRET", "correct horse"),
+        LIMIT,
+    );
+    assert!(
+        out.status.success(),
+        "the secret from the environment: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn agent_on_a_public_address_refuses_to_run_open() {
+    let out = linerate(&["serve", "--bind", "0.0.0.0", "--port", "0"], Duration::from_secs(10));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("without a secret") && err.contains("--no-auth"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1);
+    // With --no-auth it starts (and is killed at once; nothing connects to it).
+    let _open = Agent::start_with(&[], &["--bind", "0.0.0.0", "--port", "0", "--no-auth"], &[], &[]);
+}
+
+#[test]
+fn ctrl_c_reports_what_was_measured() {
+    let agent = Agent::start(&[]);
+    for direction in [&[][..], &["--reverse"][..]] {
+        let mut args = vec!["tcp", agent.addr.as_str(), "-t", "30", "--json"];
+        args.extend_from_slice(direction);
+        let child = Command::new(BIN)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let start = Instant::now();
+        let out = wait_bounded(child, Duration::from_secs(20));
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "stopped after {:?}",
+            start.elapsed()
+        );
+        let v = json_of(&out);
+        assert_eq!(v["partial"], true, "{direction:?}");
+        assert!(u(&v, "/summary/received/bytes") > 0, "{direction:?}");
+        let secs = f(&v, "/summary/received/seconds");
+        assert!((1.0..5.0).contains(&secs), "{direction:?}: {secs} s measured");
+    }
+}

@@ -1,0 +1,285 @@
+//! TCP tests on loopback against a real agent: every direction, stream count and limit mode.
+
+use crate::util::*;
+use serde_json::Value;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Bytes counted by `side` ("sent"/"received") in `direction` ("forward"/"reverse"), summed over
+/// streams.
+fn stream_bytes(v: &Value, direction: &str, side: &str) -> u64 {
+    v["summary"]["streams"]
+        .as_array()
+        .expect("streams")
+        .iter()
+        .filter(|s| s["direction"] == direction)
+        .map(|s| s[side]["bytes"].as_u64().expect("bytes"))
+        .sum()
+}
+
+fn run(direction: &[&str], streams: u32, mode: &[&str]) -> Value {
+    let agent = Agent::start(&[]);
+    let p = streams.to_string();
+    let mut args = vec![agent.addr.as_str(), "-P", &p, "-l", "64K", "-i", "0.25"];
+    args.extend_from_slice(direction);
+    args.extend_from_slice(mode);
+    let v = tcp_json(&args, LIMIT);
+    check_document(&v);
+    assert_eq!(v["test"], "tcp");
+    assert_eq!(v["partial"], false, "notes: {}", v["notes"]);
+    assert!(
+        v["hosts"][agent.addr.as_str()]["kernel"].is_string(),
+        "the agent's host is recorded"
+    );
+    v
+}
+
+fn directions_of(flag: &[&str]) -> Vec<&'static str> {
+    match flag {
+        [] => vec!["forward"],
+        ["--reverse"] => vec!["reverse"],
+        _ => vec!["forward", "reverse"],
+    }
+}
+
+/// Count mode: every byte asked for is sent and received, exactly.
+fn count_case(direction: &[&str], streams: u32) {
+    let v = run(direction, streams, &["-n", "40"]);
+    let expect = u64::from(streams) * 40 * 65_536;
+    for d in directions_of(direction) {
+        assert_eq!(stream_bytes(&v, d, "sent"), expect, "{d} sent");
+        assert_eq!(stream_bytes(&v, d, "received"), expect, "{d} received");
+    }
+    let per_dir = if direction == ["--bidir"] { 2 } else { 1 };
+    assert_eq!(
+        v["summary"]["streams"].as_array().map(Vec::len),
+        Some(streams as usize * per_dir)
+    );
+    assert_eq!(u(&v, "/summary/received/bytes"), expect * per_dir as u64);
+    if direction == ["--bidir"] {
+        let d = &v["summary"]["directions"];
+        assert_eq!(u(d, "/forward/received/bytes"), expect);
+        assert_eq!(u(d, "/reverse/received/bytes"), expect);
+        assert_eq!(d["forward"]["sent"]["counted_by"][0], "client");
+        assert_eq!(d["reverse"]["received"]["counted_by"][0], "client");
+    }
+}
+
+/// Time mode: the run lasts as long as asked, and the receivers count all that was sent.
+fn time_case(direction: &[&str], streams: u32) {
+    let v = run(direction, streams, &["-t", "1"]);
+    for d in directions_of(direction) {
+        let (sent, received) = (stream_bytes(&v, d, "sent"), stream_bytes(&v, d, "received"));
+        assert!(received > 0, "{d}: nothing received");
+        assert_eq!(sent, received, "{d}: a graceful close delivers every byte sent");
+    }
+    let secs = f(&v, "/summary/received/seconds");
+    assert!((0.9..2.0).contains(&secs), "received over {secs} s of a 1 s test");
+    assert!(f(&v, "/summary/received/bits_per_second") > 0.0);
+    // Interval samples from both ends, adding up to the totals each end counted over the run.
+    let intervals = v["intervals"].as_array().expect("intervals");
+    assert!(intervals.iter().any(|i| i["counted_by"] == "client"));
+    assert!(intervals.iter().any(|i| i["counted_by"] == "agent"));
+    let received_in_intervals: u64 = intervals
+        .iter()
+        .filter(|i| i["side"] == "received")
+        .map(|i| i["bytes"].as_u64().expect("bytes"))
+        .sum();
+    assert_eq!(received_in_intervals, u(&v, "/summary/received/bytes"));
+    // The sender's TCP_INFO is reported.
+    let s0 = &v["summary"]["streams"][0];
+    assert!(s0["tcp"]["rtt_us"].as_u64().is_some_and(|r| r > 0), "{s0}");
+    assert!(v["summary"]["sent"]["tcp"]["retransmits"].is_u64());
+    assert!(
+        v["summary"]["sent"]["cpu"]["host_percent"]
+            .as_f64()
+            .is_some_and(|p| p > 0.0 && p <= 100.0)
+    );
+    assert!(
+        v["summary"]["received"]["cpu"]["process_percent"]
+            .as_f64()
+            .is_some_and(|p| p > 0.0)
+    );
+}
+
+macro_rules! matrix {
+    ($($name:ident: $kind:ident, $dir:expr, $streams:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            $kind(&$dir, $streams);
+        }
+    )*};
+}
+
+matrix! {
+    send_one_stream_count: count_case, [], 1;
+    send_three_streams_count: count_case, [], 3;
+    reverse_one_stream_count: count_case, ["--reverse"], 1;
+    reverse_three_streams_count: count_case, ["--reverse"], 3;
+    bidir_one_stream_count: count_case, ["--bidir"], 1;
+    bidir_three_streams_count: count_case, ["--bidir"], 3;
+    send_one_stream_time: time_case, [], 1;
+    send_three_streams_time: time_case, [], 3;
+    reverse_one_stream_time: time_case, ["--reverse"], 1;
+    reverse_three_streams_time: time_case, ["--reverse"], 3;
+    bidir_one_stream_time: time_case, ["--bidir"], 1;
+    bidir_three_streams_time: time_case, ["--bidir"], 3;
+}
+
+#[test]
+fn streams_share_threads_and_pin_to_cpus() {
+    let agent = Agent::start(&[]);
+    let v = tcp_json(
+        &[
+            &agent.addr,
+            "-P",
+            "4",
+            "--threads",
+            "2",
+            "--cpus",
+            "0",
+            "--peer-cpus",
+            "0",
+            "-n",
+            "20",
+        ],
+        LIMIT,
+    );
+    assert_eq!(u(&v, "/summary/received/bytes"), 4 * 20 * 131_072);
+    assert_eq!(v["options"]["threads"], 2);
+    assert_eq!(v["options"]["cpus"][0], 0);
+}
+
+#[test]
+fn pre_posted_buffers_through_io_uring() {
+    let agent = Agent::start(&[]);
+    for dir in [&[][..], &["--reverse"][..]] {
+        let mut args = vec![
+            agent.addr.as_str(),
+            "--depth",
+            "4",
+            "-l",
+            "100000",
+            "-n",
+            "64",
+            "-P",
+            "2",
+        ];
+        args.extend_from_slice(dir);
+        let v = tcp_json(&args, LIMIT);
+        assert_eq!(u(&v, "/summary/received/bytes"), 2 * 64 * 100_000, "{dir:?}");
+        assert_eq!(u(&v, "/summary/sent/bytes"), 2 * 64 * 100_000, "{dir:?}");
+        assert_eq!(v["summary"]["sent"]["ops"], 128, "whole buffers only");
+        let notes = v["notes"].to_string();
+        assert!(!notes.contains("io_uring unavailable"), "{notes}");
+    }
+    let v = tcp_json(&[&agent.addr, "--depth", "8", "-t", "1", "--bidir"], LIMIT);
+    assert_eq!(v["partial"], false);
+    assert!(u(&v, "/summary/directions/forward/received/bytes") > 0);
+    assert!(u(&v, "/summary/directions/reverse/received/bytes") > 0);
+}
+
+#[test]
+fn socket_options_are_applied_and_read_back() {
+    let agent = Agent::start(&[]);
+    let v = tcp_json(
+        &[
+            &agent.addr,
+            "-n",
+            "20",
+            "--window",
+            "256K",
+            "--sndbuf",
+            "512K",
+            "--mss",
+            "1200",
+            "-C",
+            "cubic",
+            "--nodelay",
+        ],
+        LIMIT,
+    );
+    let s = &v["summary"]["streams"][0];
+    // Linux doubles SO_RCVBUF/SO_SNDBUF for bookkeeping (socket(7)).
+    assert_eq!(s["receiver_socket"]["rcvbuf_bytes"], 524_288, "{s}");
+    assert_eq!(s["sender_socket"]["sndbuf_bytes"], 1_048_576, "{s}");
+    assert_eq!(s["sender_socket"]["congestion"], "cubic");
+    assert_eq!(s["receiver_socket"]["congestion"], "cubic");
+    assert_eq!(s["sender_socket"]["nodelay"], true);
+    let mss = s["tcp"]["mss_bytes"].as_u64().expect("mss");
+    assert!((1100..=1200).contains(&mss), "MSS {mss} follows --mss 1200");
+}
+
+#[test]
+fn one_client_runs_several_agents_at_once() {
+    let (a, b) = (Agent::start(&[]), Agent::start(&[]));
+    let v = tcp_json(&[&a.addr, &b.addr, "-P", "2", "-n", "30"], LIMIT);
+    let agents = v["summary"]["agents"].as_array().expect("agents");
+    assert_eq!(agents.len(), 2);
+    for (agent, name) in agents.iter().zip([&a.addr, &b.addr]) {
+        assert_eq!(&agent["agent"], name.as_str());
+        assert_eq!(u(agent, "/received/bytes"), 2 * 30 * 131_072);
+        assert_eq!(agent["received"]["counted_by"][0], name.as_str());
+    }
+    assert_eq!(u(&v, "/summary/received/bytes"), 4 * 30 * 131_072);
+    assert_eq!(v["summary"]["received"]["counted_by"].as_array().map(Vec::len), Some(2));
+    // The text summary gives each agent a column and a total.
+    let out = linerate(&["tcp", &a.addr, &b.addr, "-n", "10"], LIMIT);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("SEND SIDE") && text.contains("RECEIVE SIDE"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&a.addr) && l.contains(&b.addr) && l.contains("total")),
+        "{text}"
+    );
+}
+
+#[test]
+fn warmup_and_cooldown_shrink_the_window() {
+    let agent = Agent::start(&[]);
+    let v = tcp_json(&[&agent.addr, "-t", "2", "--warmup", "0.5", "--cooldown", "0.5"], LIMIT);
+    let secs = f(&v, "/summary/sent/seconds");
+    assert!(
+        (0.9..1.3).contains(&secs),
+        "a 2 s run less 1 s of warm-up and cool-down measured {secs} s"
+    );
+    let total: u64 = v["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .filter(|i| i["side"] == "sent")
+        .map(|i| i["bytes"].as_u64().expect("bytes"))
+        .sum();
+    assert!(
+        u(&v, "/summary/sent/bytes") < total,
+        "the window leaves out part of the run"
+    );
+}
+
+#[test]
+fn text_summary_has_the_seed_report_rows() {
+    let agent = Agent::start(&[]);
+    let out = linerate(&["tcp", &agent.addr, "-t", "1", "-i", "0.5"], LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for row in [
+        "SEND SIDE",
+        "RECEIVE SIDE",
+        "Total bytes transferred (MBytes)",
+        "Time (seconds)",
+        "Throughput (Mbit/s)",
+        "Average CPU utilisation, host",
+        "TCP retransmits",
+    ] {
+        assert!(text.contains(row), "missing {row:?} in\n{text}");
+    }
+    assert!(
+        text.lines()
+            .filter(|l| l.starts_with('[') && l.contains("Mbit/s"))
+            .count()
+            >= 2,
+        "live lines\n{text}"
+    );
+}

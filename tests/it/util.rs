@@ -1,0 +1,277 @@
+//! The harness: real agents and clients as processes, every run bounded in time, and network
+//! namespaces (veth pairs, tc) created per test and removed on drop.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+
+/// A `linerate serve` process, killed on drop.
+pub struct Agent {
+    pub child: Child,
+    /// HOST:PORT to give clients.
+    pub addr: String,
+}
+
+impl Agent {
+    /// Starts an agent on 127.0.0.1 with any free port.
+    pub fn start(extra: &[&str]) -> Agent {
+        Agent::start_with(&[], &["--bind", "127.0.0.1", "--port", "0"], extra, &[])
+    }
+
+    /// Starts `prefix... linerate serve ARGS EXTRA` with environment `env` and waits for its
+    /// "listening on" line.
+    pub fn start_with(prefix: &[&str], args: &[&str], extra: &[&str], env: &[(&str, &str)]) -> Agent {
+        let mut cmd = if prefix.is_empty() {
+            Command::new(BIN)
+        } else {
+            let mut c = Command::new(prefix[0]);
+            c.args(&prefix[1..]).arg(BIN);
+            c
+        };
+        cmd.arg("serve")
+            .args(args)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start linerate serve");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("agent printed its address within 10 s");
+        let addr = line
+            .split_whitespace()
+            .find(|w| w.contains(':') && w.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '['))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Agent { child, addr }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a command to completion within `limit`, killing it and failing the test past that.
+pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_bounded(child, limit)
+}
+
+pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    // Read both pipes on threads so a chatty child never blocks on a full pipe.
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut v);
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut err, &mut v);
+        v
+    });
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return Output {
+                status,
+                stdout: o.join().expect("stdout"),
+                stderr: e.join().expect("stderr"),
+            };
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("command ran past its {} s limit", limit.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `linerate ARGS`, bounded.
+pub fn linerate(args: &[&str], limit: Duration) -> Output {
+    run_bounded(Command::new(BIN).args(args), limit)
+}
+
+/// Runs `linerate tcp ... --json`, requires success and returns the document.
+pub fn tcp_json(args: &[&str], limit: Duration) -> Value {
+    let mut full = vec!["tcp", "--json"];
+    full.extend_from_slice(args);
+    json_of(&linerate(&full, limit))
+}
+
+pub fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "linerate failed: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A u64 at a JSON pointer.
+pub fn u(v: &Value, ptr: &str) -> u64 {
+    v.pointer(ptr)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("no integer at {ptr}"))
+}
+
+/// An f64 at a JSON pointer.
+pub fn f(v: &Value, ptr: &str) -> f64 {
+    v.pointer(ptr)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("no number at {ptr}"))
+}
+
+/// Checks the parts of a result document every test relies on (docs/results.md).
+pub fn check_document(v: &Value) {
+    assert_eq!(v["schema"], 1);
+    assert!(v["linerate"].is_string());
+    assert!(v["test"].is_string());
+    assert!(v["options"].is_object());
+    assert!(v["hosts"]["client"]["kernel"].is_string());
+    assert!(v["intervals"].is_array());
+    for side in ["sent", "received"] {
+        let s = &v["summary"][side];
+        for key in ["bytes", "seconds", "bits_per_second"] {
+            assert!(s[key].is_number(), "summary.{side}.{key} missing");
+        }
+        assert!(s["cpu"].get("host_percent").is_some());
+        assert!(s["cpu"].get("process_percent").is_some());
+        let (bytes, secs, bps) = (u(s, "/bytes") as f64, f(s, "/seconds"), f(s, "/bits_per_second"));
+        if secs > 0.0 {
+            assert!(
+                (bps - bytes * 8.0 / secs).abs() <= 1e-6 * bps.max(1.0),
+                "{side}: bits_per_second is bytes x 8 / seconds"
+            );
+        }
+    }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+fn sh(args: &[&str]) {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two network namespaces joined by a veth pair: `a` at 10.231.N.1/24, `b` at 10.231.N.2/24.
+/// These addresses exist only inside the pair. Everything is removed on drop.
+pub struct NsPair {
+    pub a: String,
+    pub b: String,
+    pub dev_a: String,
+    pub dev_b: String,
+    pub addr_a: String,
+    pub addr_b: String,
+}
+
+impl NsPair {
+    pub fn new() -> NsPair {
+        assert!(is_root(), "namespace tests need root (CI runs as root)");
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{}-{n}", std::process::id() % 100_000);
+        let subnet = (std::process::id() as usize * 7 + n as usize) % 250 + 1;
+        let p = NsPair {
+            a: format!("lrt{id}a"),
+            b: format!("lrt{id}b"),
+            dev_a: format!("lrv{id}a"),
+            dev_b: format!("lrv{id}b"),
+            addr_a: format!("10.231.{subnet}.1"),
+            addr_b: format!("10.231.{subnet}.2"),
+        };
+        sh(&["ip", "netns", "add", &p.a]);
+        sh(&["ip", "netns", "add", &p.b]);
+        sh(&[
+            "ip", "link", "add", &p.dev_a, "netns", &p.a, "type", "veth", "peer", "name", &p.dev_b, "netns", &p.b,
+        ]);
+        for (ns, dev, addr) in [(&p.a, &p.dev_a, &p.addr_a), (&p.b, &p.dev_b, &p.addr_b)] {
+            sh(&["ip", "-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev]);
+            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+        }
+        p
+    }
+
+    pub fn set_mtu(&self, mtu: u32) {
+        let m = mtu.to_string();
+        sh(&["ip", "-n", &self.a, "link", "set", &self.dev_a, "mtu", &m]);
+        sh(&["ip", "-n", &self.b, "link", "set", &self.dev_b, "mtu", &m]);
+    }
+
+    /// Limits what `a` sends towards `b` with a token bucket (tbf).
+    pub fn limit_a_to_b(&self, rate: &str) {
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.a,
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            &self.dev_a,
+            "root",
+            "tbf",
+            "rate",
+            rate,
+            "burst",
+            "64kb",
+            "latency",
+            "50ms",
+        ]);
+    }
+}
+
+impl Drop for NsPair {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes its veth end, and the peer with it.
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "pids", ns]).output().map(|o| {
+                for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                    let _ = Command::new("kill").args(["-9", pid]).status();
+                }
+            });
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
