@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The fewest ticks (summed over CPUs, 10 ms each at USER_HZ 100) a CPU figure is given for.
+pub const MIN_TICKS: u64 = 10;
+
 /// One reading of the aggregate `cpu` line of /proc/stat.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuTimes {
@@ -17,12 +20,12 @@ impl CpuTimes {
         parse_proc_stat(&text)
     }
 
-    /// Busy share of all CPUs between two readings, in percent (0-100); `None` if no tick passed
-    /// or a counter went backwards.
+    /// Busy share of all CPUs between two readings, in percent (0-100); `None` if fewer than
+    /// [`MIN_TICKS`] passed (the figure would be noise) or a counter went backwards.
     pub fn busy_percent_since(&self, earlier: &CpuTimes) -> Option<f64> {
         let total = self.total_ticks.checked_sub(earlier.total_ticks)?;
         let busy = self.busy_ticks.checked_sub(earlier.busy_ticks)?;
-        if total == 0 {
+        if total < MIN_TICKS {
             return None;
         }
         Some((100.0 * busy as f64 / total as f64).min(100.0))
@@ -86,6 +89,8 @@ mod tests {
             "counters going backwards give no figure"
         );
         assert_eq!(a.busy_percent_since(&a), None);
+        let c = CpuTimes { busy_ticks: 101, total_ticks: 1005 };
+        assert_eq!(c.busy_percent_since(&a), None, "5 ticks are too few to give a figure");
     }
 
     #[test]
