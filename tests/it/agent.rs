@@ -197,3 +197,31 @@ fn ctrl_c_reports_what_was_measured() {
         assert!((1.0..5.0).contains(&secs), "{direction:?}: {secs} s measured");
     }
 }
+
+#[test]
+fn ipv6_loopback_works() {
+    let agent = Agent::start_with(&[], &["--bind", "::1", "--port", "0"], &[], &[]);
+    assert!(agent.addr.starts_with("[::1]:"), "{}", agent.addr);
+    let v = tcp_json(&[&agent.addr, "-n", "10", "--reverse"], LIMIT);
+    assert_eq!(u(&v, "/summary/received/bytes"), 10 * 131_072);
+}
+
+#[test]
+fn several_clients_are_served_at_once() {
+    let agent = Agent::start(&["--max-tests", "3"]);
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(BIN)
+                .args(["tcp", &agent.addr, "-t", "1.5", "-i", "0", "--json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for c in clients {
+        let v = json_of(&wait_bounded(c, LIMIT));
+        assert_eq!(v["partial"], false);
+        assert!(u(&v, "/summary/received/bytes") > 0);
+    }
+}

@@ -141,14 +141,14 @@ pub fn render(r: &TestResult) -> String {
     out.push('\n');
     let _ = writeln!(
         out,
-        "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>10} {:>6} {:>8} {:>9} {:>9} {:>6}",
+        "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>12} {:>6} {:>8} {:>9} {:>9} {:>6}",
         "stream",
         "agent",
         "dir",
         "sent MB",
         "recv MB",
-        "seconds",
-        "Mbit/s",
+        "recv s",
+        "recv Mbit/s",
         "retr",
         "rtt us",
         "cwnd KiB",
@@ -158,10 +158,10 @@ pub fn render(r: &TestResult) -> String {
     for s in &r.summary.streams {
         let mb =
             |c: Option<linerate_core::result::Counted>| c.map_or("n/a".into(), |c| grouped(c.bytes as f64 / 1e6, 3));
-        let recv = s.received.or(s.sent);
+        let recv = s.received;
         let _ = writeln!(
             out,
-            "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>10} {:>6} {:>8} {:>9} {:>9} {:>6}",
+            "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>12} {:>6} {:>8} {:>9} {:>9} {:>6}",
             s.stream,
             s.agent,
             s.direction,

@@ -89,7 +89,10 @@ mod tests {
             "counters going backwards give no figure"
         );
         assert_eq!(a.busy_percent_since(&a), None);
-        let c = CpuTimes { busy_ticks: 101, total_ticks: 1005 };
+        let c = CpuTimes {
+            busy_ticks: 101,
+            total_ticks: 1005,
+        };
         assert_eq!(c.busy_percent_since(&a), None, "5 ticks are too few to give a figure");
     }
 

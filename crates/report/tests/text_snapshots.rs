@@ -1,0 +1,172 @@
+//! The text summary of hand-built results, compared with reviewed snapshot files in
+//! tests/snapshots/. After an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p linerate-report`
+//! rewrites them; review the diff like code.
+
+use linerate_core::metrics::host::HostInfo;
+use linerate_core::result::{
+    AgentOutcome, CpuUsage, ErrorCounts, Role, SideReport, SocketGrant, StreamEnd, StreamReport, TcpSnapshot,
+    assemble_tcp,
+};
+use linerate_core::spec::{Direction, Limit, TcpSpec};
+use linerate_core::units::ByteSize;
+use std::path::Path;
+
+fn stream(stream: u16, role: Role, bytes: u64, seconds: f64) -> StreamReport {
+    StreamReport {
+        stream,
+        role,
+        bytes,
+        ops: bytes / 537_600,
+        seconds,
+        total_bytes: bytes,
+        socket: SocketGrant {
+            sndbuf_bytes: 425_984,
+            rcvbuf_bytes: 10_752_000,
+            mss_bytes: 8948,
+            congestion: "cubic".into(),
+            nodelay: false,
+        },
+        tcp: (role == Role::Send).then_some(TcpSnapshot {
+            rtt_us: 180,
+            rttvar_us: 20,
+            cwnd_bytes: 1_431_680,
+            retransmits: 2,
+            mss_bytes: 8948,
+            pmtu_bytes: 9000,
+        }),
+        errors: ErrorCounts::default(),
+        end: if role == Role::Send {
+            StreamEnd::Count
+        } else {
+            StreamEnd::Eof
+        },
+    }
+}
+
+fn side(streams: Vec<StreamReport>, host: f64, process: f64) -> SideReport {
+    SideReport {
+        streams,
+        cpu: CpuUsage {
+            host_percent: Some(host),
+            process_percent: Some(process),
+            process_user_seconds: 1.5,
+            process_system_seconds: 20.25,
+        },
+        io: "io_uring".into(),
+        ..Default::default()
+    }
+}
+
+fn spec(direction: Direction) -> TcpSpec {
+    let mut s = TcpSpec::new();
+    s.buffer_bytes = ByteSize(537_600);
+    s.limit = Limit::Buffers(200_000);
+    s.depth = 8;
+    s.window_bytes = Some(ByteSize(5_376_000));
+    s.direction = direction;
+    s
+}
+
+fn host(name: &str) -> HostInfo {
+    HostInfo {
+        hostname: name.into(),
+        kernel: "6.1.0".into(),
+        os: None,
+        cpu_model: Some("AMD Opteron 275".into()),
+        cores: 4,
+    }
+}
+
+fn check(name: &str, text: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, text).expect("write snapshot");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        text, want,
+        "{name} differs from its snapshot (UPDATE_SNAPSHOTS=1 to accept)"
+    );
+}
+
+#[test]
+fn send_to_one_agent_as_the_seed_table() {
+    // The AMD report's Xframe II row: 107,520 MBytes in 87.253 s sent, 87.832 s received.
+    let bytes = 200_000 * 537_600;
+    let client = side(vec![stream(0, Role::Send, bytes, 87.253)], 15.42, 14.9);
+    let agent = side(vec![stream(0, Role::Receive, bytes, 87.832)], 54.34, 50.1);
+    let h = host("system-3390");
+    let outcomes = [AgentOutcome {
+        name: "2.1.1.2:5301",
+        host: Some(&h),
+        report: Some(&agent),
+        client: &client,
+    }];
+    let r = assemble_tcp(&spec(Direction::Send), host("system-3389"), &outcomes, 0, vec![]);
+    check("send_one_agent.txt", &linerate_report::text::render(&r));
+}
+
+#[test]
+fn send_to_two_agents_with_a_lost_report() {
+    let client = side(
+        vec![
+            stream(0, Role::Send, 1_000_000_000, 10.0),
+            stream(1, Role::Send, 900_000_000, 10.0),
+        ],
+        30.0,
+        25.0,
+    );
+    let a = side(vec![stream(0, Role::Receive, 1_000_000_000, 10.01)], 40.0, 35.0);
+    let part = |i: u16| {
+        let mut p = client.clone();
+        p.streams.retain(|s| s.stream == i);
+        p.streams[0].stream = 0;
+        p
+    };
+    let (c0, c1) = (part(0), part(1));
+    let outcomes = [
+        AgentOutcome {
+            name: "h2",
+            host: None,
+            report: Some(&a),
+            client: &c0,
+        },
+        AgentOutcome {
+            name: "h3",
+            host: None,
+            report: None,
+            client: &c1,
+        },
+    ];
+    let r = assemble_tcp(&spec(Direction::Send), host("h1"), &outcomes, 0, vec![]);
+    check("send_two_agents_partial.txt", &linerate_report::text::render(&r));
+}
+
+#[test]
+fn bidirectional_blocks() {
+    let client = side(
+        vec![
+            stream(0, Role::Send, 500_000_000, 5.0),
+            stream(1, Role::Receive, 400_000_000, 5.0),
+        ],
+        60.0,
+        55.0,
+    );
+    let agent = side(
+        vec![
+            stream(0, Role::Receive, 500_000_000, 5.0),
+            stream(1, Role::Send, 400_000_000, 5.0),
+        ],
+        70.0,
+        65.0,
+    );
+    let outcomes = [AgentOutcome {
+        name: "h2",
+        host: None,
+        report: Some(&agent),
+        client: &client,
+    }];
+    let r = assemble_tcp(&spec(Direction::Bidir), host("h1"), &outcomes, 0, vec![]);
+    check("bidir.txt", &linerate_report::text::render(&r));
+}
