@@ -11,7 +11,7 @@ use linerate_core::units::{ByteSize, CpuList};
     after_help = "Examples:\n  linerate tcp 10.0.0.2 -P 4 -t 30\n  linerate tcp h2 h3 -l 537600 -n 200000 --window 5376000 --depth 8"
 )]
 pub struct TcpArgs {
-    /// Agents to test against; several run at once (HOST, HOST:PORT, [V6]:PORT)
+    /// Agents to test against; several run at once (HOST, HOST:PORT, `[V6]:PORT`)
     #[arg(value_name = "HOST[:PORT]", required = true)]
     pub hosts: Vec<String>,
 

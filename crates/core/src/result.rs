@@ -1,7 +1,7 @@
 //! The result document: what one run of a test measured, on every end, with how it was asked for.
 //! docs/results.md is its contract and mirrors these types; a change bumps [`SCHEMA`].
 //!
-//! Each end's engine returns a [`SideReport`] (its own counts, its own clock). [`assemble`] joins
+//! Each end's engine returns a [`SideReport`] (its own counts, its own clock). [`assemble_tcp`] joins
 //! the client's report and each agent's into one [`TestResult`]: counts stay attributed to the side
 //! that counted them (`sent` = the sender's figure, `received` = the receiver's).
 
