@@ -2,6 +2,7 @@
 
 mod agent;
 mod cli;
+mod lab;
 mod live;
 
 use anyhow::Context;
@@ -63,11 +64,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let json = args.json;
             let spec = args.into_spec()?;
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
-            let result = tcp_test(&spec, &targets, &opts, json)
+            let mut result = tcp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("tcp test against {}", names.join(", ")))?;
+            // Inside a lab (`linerate lab exec`), the result records the emulated links.
+            if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
+                && let Ok(state) = lab::load(&name)
+            {
+                result.lab = Some(lab::status_json(&state));
+            }
             print_result(&result, json)
         }
         Command::Quick(args) => quick(&args),
+        Command::Lab(args) => lab_command(args.command),
     }
 }
 
@@ -163,4 +171,57 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
     };
     let result = tcp_test(&spec, &[target], &ClientOptions::default(), args.json)?;
     print_result(&result, args.json)
+}
+
+fn print_text(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
+    use cli::lab::LabCommand as L;
+    match cmd {
+        L::Up {
+            name,
+            hosts,
+            links,
+            no_netem,
+            json,
+        } => {
+            let state = lab::up(&lab::UpOptions {
+                name: name.name,
+                hosts,
+                links,
+                no_netem,
+            })?;
+            let v = lab::status_json(&state);
+            print_text(&if json { format!("{v:#}\n") } else { lab::status_text(&v) })?;
+        }
+        L::Status { name, json } => {
+            let v = lab::status_json(&lab::load(&name.name)?);
+            print_text(&if json { format!("{v:#}\n") } else { lab::status_text(&v) })?;
+        }
+        L::Exec { name, host, command } => return Err(lab::exec(&name.name, &host, &command)),
+        L::Down { name } => {
+            let removed = lab::down(&name.name)?;
+            let text = if removed.is_empty() {
+                format!("lab '{}': nothing to remove\n", name.name)
+            } else {
+                removed.iter().map(|r| format!("removed {r}\n")).collect()
+            };
+            print_text(&text)?;
+        }
+        L::Relay { config } => {
+            let text = std::fs::read_to_string(&config).with_context(|| format!("reading {}", config.display()))?;
+            let config: lab::relay::RelayConfig = serde_json::from_str(&text)?;
+            let stop = Arc::new(AtomicBool::new(false));
+            signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
+            signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
+            lab::relay::run(&config, &stop).context("link relay")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

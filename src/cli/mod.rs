@@ -1,6 +1,7 @@
 //! The command line: clap derive, one file per subcommand. Each subcommand's arguments turn
 //! into a validated spec (`into_spec`) before anything touches the network.
 
+pub mod lab;
 pub mod quick;
 pub mod serve;
 pub mod tcp;
@@ -30,6 +31,8 @@ pub enum Command {
     Tcp(tcp::TcpArgs),
     /// A short TCP test against an agent started on loopback, to see linerate work
     Quick(quick::QuickArgs),
+    /// Emulated hosts and links on this machine (network namespaces; needs root)
+    Lab(lab::LabArgs),
 }
 
 /// How a client or agent gets the shared secret: `--secret-file`, else `LINERATE_SECRET`.

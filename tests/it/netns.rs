@@ -1,27 +1,6 @@
-//! TCP across two network namespaces joined by a veth pair, with the link shaped by tc.
+//! TCP across lab hosts: network namespaces joined by veth, the link shaped by tc.
 
 use crate::util::*;
-use std::time::Duration;
-
-const LIMIT: Duration = Duration::from_secs(60);
-const SECRET: &str = "netns-test-secret";
-
-/// Runs an agent in `b` (bound to its veth address, with a secret) and a client in `a`.
-fn tcp_across(pair: &NsPair, args: &[&str]) -> serde_json::Value {
-    let agent = Agent::start_with(
-        &["ip", "netns", "exec", &pair.b],
-        &["--bind", &pair.addr_b, "--port", "0"],
-        &[],
-        &[("LINERATE_SECRET", SECRET)],
-    );
-    let mut cmd = std::process::Command::new("ip");
-    cmd.args(["netns", "exec", &pair.a, BIN, "tcp", "--json", &agent.addr])
-        .args(args)
-        .env("LINERATE_SECRET", SECRET);
-    let v = json_of(&run_bounded(&mut cmd, LIMIT));
-    check_document(&v);
-    v
-}
 
 /// Goodput a link of `rate` bits/s allows for TCP with timestamps at `mtu`, as tbf counts bytes
 /// on a veth: the Ethernet header (14 bytes) but no preamble, FCS or gap.
@@ -32,9 +11,8 @@ fn tcp_goodput(rate: f64, mtu: f64) -> f64 {
 
 #[test]
 fn rate_limited_link_reports_its_goodput() {
-    let pair = NsPair::new();
-    pair.limit_a_to_b("200mbit");
-    let v = tcp_across(&pair, &["-t", "4", "--warmup", "1"]);
+    let lab = Lab::up(2, &["h1:rate=200mbit"]);
+    let v = lab.tcp("h1", "h2", &["-t", "4", "--warmup", "1"]);
     let got = f(&v, "/summary/received/bits_per_second");
     let want = tcp_goodput(200e6, 1500.0);
     assert!(
@@ -43,14 +21,16 @@ fn rate_limited_link_reports_its_goodput() {
         got / 1e6,
         want / 1e6
     );
+    assert_eq!(
+        v["lab"]["hosts"][0]["backends"]["rate"], "tbf",
+        "the result says what emulated the rate"
+    );
 }
 
 #[test]
 fn jumbo_frames_run_and_use_the_larger_mss() {
-    let pair = NsPair::new();
-    pair.set_mtu(9000);
-    pair.limit_a_to_b("200mbit");
-    let v = tcp_across(&pair, &["-t", "3", "--warmup", "1"]);
+    let lab = Lab::up(2, &["mtu=9000", "h1:rate=200mbit"]);
+    let v = lab.tcp("h1", "h2", &["-t", "3", "--warmup", "1"]);
     let mss = v["summary"]["streams"][0]["tcp"]["mss_bytes"].as_u64().expect("mss");
     assert!(mss > 8000, "MSS {mss} at MTU 9000");
     let got = f(&v, "/summary/received/bits_per_second");
@@ -64,9 +44,9 @@ fn jumbo_frames_run_and_use_the_larger_mss() {
 }
 
 #[test]
-fn reverse_and_bidir_cross_the_namespaces() {
-    let pair = NsPair::new();
-    let v = tcp_across(&pair, &["-n", "50", "--bidir", "-P", "2"]);
+fn reverse_and_bidir_cross_the_lab() {
+    let lab = Lab::up(2, &[]);
+    let v = lab.tcp("h1", "h2", &["-n", "50", "--bidir", "-P", "2"]);
     assert_eq!(u(&v, "/summary/directions/forward/received/bytes"), 2 * 50 * 131_072);
     assert_eq!(u(&v, "/summary/directions/reverse/received/bytes"), 2 * 50 * 131_072);
 }

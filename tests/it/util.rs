@@ -182,96 +182,80 @@ pub fn is_root() -> bool {
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// A `linerate lab` made for one test, with a name no other test uses, taken down on drop.
+pub struct Lab {
+    pub name: String,
+    /// What `lab up --json` printed: hosts, addresses, links, backends.
+    pub status: Value,
 }
 
-/// Two network namespaces joined by a veth pair: `a` at 10.231.N.1/24, `b` at 10.231.N.2/24.
-/// These addresses exist only inside the pair. Everything is removed on drop.
-pub struct NsPair {
-    pub a: String,
-    pub b: String,
-    pub dev_a: String,
-    pub dev_b: String,
-    pub addr_a: String,
-    pub addr_b: String,
-}
-
-impl NsPair {
-    pub fn new() -> NsPair {
-        assert!(is_root(), "namespace tests need root (CI runs as root)");
+impl Lab {
+    /// `linerate lab up --hosts N --link ...`.
+    pub fn up(hosts: usize, links: &[&str]) -> Lab {
+        assert!(is_root(), "lab tests need root (CI runs as root)");
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let id = format!("{}-{n}", std::process::id() % 100_000);
-        let subnet = (std::process::id() as usize * 7 + n as usize) % 250 + 1;
-        let p = NsPair {
-            a: format!("lrt{id}a"),
-            b: format!("lrt{id}b"),
-            dev_a: format!("lrv{id}a"),
-            dev_b: format!("lrv{id}b"),
-            addr_a: format!("10.231.{subnet}.1"),
-            addr_b: format!("10.231.{subnet}.2"),
-        };
-        sh(&["ip", "netns", "add", &p.a]);
-        sh(&["ip", "netns", "add", &p.b]);
-        sh(&[
-            "ip", "link", "add", &p.dev_a, "netns", &p.a, "type", "veth", "peer", "name", &p.dev_b, "netns", &p.b,
-        ]);
-        for (ns, dev, addr) in [(&p.a, &p.dev_a, &p.addr_a), (&p.b, &p.dev_b, &p.addr_b)] {
-            sh(&["ip", "-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev]);
-            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+        let name = format!("it{}-{n}", std::process::id() % 100_000);
+        let hosts_arg = hosts.to_string();
+        let mut args = vec!["lab", "up", "--name", &name, "--hosts", &hosts_arg, "--json"];
+        for l in links {
+            args.extend(["--link", l]);
         }
-        p
+        let out = linerate(&args, Duration::from_secs(60));
+        // The guard exists before anything can fail, so a failed `up` is still taken down.
+        let mut lab = Lab {
+            name,
+            status: Value::Null,
+        };
+        lab.status = json_of(&out);
+        lab
     }
 
-    pub fn set_mtu(&self, mtu: u32) {
-        let m = mtu.to_string();
-        sh(&["ip", "-n", &self.a, "link", "set", &self.dev_a, "mtu", &m]);
-        sh(&["ip", "-n", &self.b, "link", "set", &self.dev_b, "mtu", &m]);
+    pub fn namespace(&self, host: &str) -> String {
+        format!("{}-{host}", self.name)
     }
 
-    /// Limits what `a` sends towards `b` with a token bucket (tbf).
-    pub fn limit_a_to_b(&self, rate: &str) {
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            &self.a,
-            "tc",
-            "qdisc",
-            "add",
-            "dev",
-            &self.dev_a,
-            "root",
-            "tbf",
-            "rate",
-            rate,
-            "burst",
-            "64kb",
-            "latency",
-            "50ms",
-        ]);
+    /// `linerate lab exec HOST -- CMD...`, bounded.
+    pub fn exec(&self, host: &str, cmd: &[&str], limit: Duration) -> Output {
+        let mut args = vec!["lab", "exec", "--name", &self.name, host, "--"];
+        args.extend_from_slice(cmd);
+        linerate(&args, limit)
+    }
+
+    /// `linerate tcp --json TO ARGS` run in host `from`; requires success.
+    pub fn tcp(&self, from: &str, to: &str, args: &[&str]) -> Value {
+        let mut cmd = vec!["linerate", "tcp", "--json", to];
+        cmd.extend_from_slice(args);
+        let v = json_of(&self.exec(from, &cmd, Duration::from_secs(90)));
+        check_document(&v);
+        v
+    }
+
+    pub fn status(&self) -> Value {
+        json_of(&linerate(
+            &["lab", "status", "--name", &self.name, "--json"],
+            Duration::from_secs(30),
+        ))
     }
 }
 
-impl Drop for NsPair {
+impl Drop for Lab {
     fn drop(&mut self) {
-        // Deleting a namespace deletes its veth end, and the peer with it.
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "pids", ns]).output().map(|o| {
-                for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
-                    let _ = Command::new("kill").args(["-9", pid]).status();
-                }
-            });
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        let _ = linerate(&["lab", "down", "--name", &self.name], Duration::from_secs(60));
     }
+}
+
+/// Runs `f` with this thread inside network namespace `ns` (sockets it opens live there).
+pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            // SAFETY: setns on this (scoped, short-lived) thread only; the fd is valid.
+            let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&file), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns {ns}: {}", std::io::Error::last_os_error());
+            f()
+        })
+        .join()
+        .expect("namespace thread")
+    })
 }

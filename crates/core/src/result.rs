@@ -44,6 +44,14 @@ pub struct TcpSnapshot {
     pub mss_bytes: u32,
     /// Path MTU, bytes.
     pub pmtu_bytes: u32,
+    /// The peer's advertised receive window as the sender sees it, bytes (tcpi_snd_wnd).
+    pub snd_wnd_bytes: u32,
+    /// Time the connection had data to send, microseconds (tcpi_busy_time).
+    pub busy_us: u64,
+    /// Of that, time stalled by the receiver's window, microseconds (tcpi_rwnd_limited).
+    pub rwnd_limited_us: u64,
+    /// Of that, time stalled by a full send buffer, microseconds (tcpi_sndbuf_limited).
+    pub sndbuf_limited_us: u64,
 }
 
 /// Counts for one stream over one interval, as the side that counted them saw them.
@@ -164,6 +172,9 @@ pub struct TestResult {
     pub summary: Summary,
     /// Things the reader should know (an agent that failed, a fallback taken).
     pub notes: Vec<String>,
+    /// When measured inside a `linerate lab`: its hosts, links and what emulates each property.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -234,11 +245,24 @@ pub struct SideSummary {
     pub tcp: Option<TcpTotals>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TcpTotals {
     pub retransmits: u64,
     pub rtt_us: f64,
     pub cwnd_bytes: f64,
+    /// Mean over streams of the receive window the sender saw at the end, bytes.
+    pub window_bytes: f64,
+    /// The most the windows allow at the measured RTTs: sum over streams of window x 8 / RTT.
+    pub window_limit_bits_per_second: f64,
+    /// Share of the senders' busy time stalled by the receivers' windows, percent.
+    pub rwnd_limited_percent: f64,
+    /// Share of the senders' busy time stalled by full send buffers, percent.
+    pub sndbuf_limited_percent: f64,
+    /// "receive window" when the receivers' windows stalled the senders over half of their busy
+    /// time or the throughput reached 85 % of `window_limit_bits_per_second`; "send buffer" when
+    /// full send buffers stalled them over half the time: the test then measured the socket
+    /// settings, not the path. None otherwise.
+    pub limited_by: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -316,6 +340,7 @@ fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
     let mut reports: Vec<&SideReport> = Vec::new();
     let mut tcp = TcpTotals::default();
     let mut tcp_n = 0usize;
+    let (mut busy, mut rwnd, mut sndbuf) = (0u64, 0u64, 0u64);
     for e in entries {
         s.bytes += e.stream.bytes;
         s.ops += e.stream.ops;
@@ -325,10 +350,17 @@ fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
             owners.push(e.owner);
             reports.push(e.report);
         }
-        if let (true, Some(t)) = (sending, e.stream.tcp) {
+        if let (true, Some(t)) = (sending, &e.stream.tcp) {
             tcp.retransmits += t.retransmits;
             tcp.rtt_us += f64::from(t.rtt_us);
             tcp.cwnd_bytes += t.cwnd_bytes as f64;
+            tcp.window_bytes += f64::from(t.snd_wnd_bytes);
+            if t.rtt_us > 0 {
+                tcp.window_limit_bits_per_second += f64::from(t.snd_wnd_bytes) * 8.0 / (f64::from(t.rtt_us) / 1e6);
+            }
+            busy += t.busy_us;
+            rwnd += t.rwnd_limited_us;
+            sndbuf += t.sndbuf_limited_us;
             tcp_n += 1;
         }
     }
@@ -345,6 +377,22 @@ fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
     if tcp_n > 0 {
         tcp.rtt_us /= tcp_n as f64;
         tcp.cwnd_bytes /= tcp_n as f64;
+        tcp.window_bytes /= tcp_n as f64;
+        if busy > 0 {
+            tcp.rwnd_limited_percent = 100.0 * rwnd as f64 / busy as f64;
+            tcp.sndbuf_limited_percent = 100.0 * sndbuf as f64 / busy as f64;
+        }
+        // The windows limited the run when the senders stalled on them most of the time, or when
+        // the throughput sits at the ceiling the windows set at the measured RTT.
+        let at_ceiling =
+            tcp.window_limit_bits_per_second > 0.0 && s.bits_per_second >= 0.85 * tcp.window_limit_bits_per_second;
+        tcp.limited_by = if tcp.rwnd_limited_percent >= 50.0 || at_ceiling {
+            Some("receive window".into())
+        } else if tcp.sndbuf_limited_percent >= 50.0 {
+            Some("send buffer".into())
+        } else {
+            None
+        };
         s.tcp = Some(tcp);
     }
     s
@@ -508,6 +556,7 @@ pub fn assemble_tcp(
             streams,
         },
         notes,
+        lab: None,
     }
 }
 
@@ -580,7 +629,7 @@ mod tests {
         assert_eq!(r.summary.sent.bytes, 4_000_000);
         assert_eq!(r.summary.sent.counted_by, ["client"]);
         assert_eq!(r.summary.sent.cpu.host_percent, Some(10.0));
-        assert_eq!(r.summary.sent.tcp.map(|t| t.retransmits), Some(6));
+        assert_eq!(r.summary.sent.tcp.as_ref().map(|t| t.retransmits), Some(6));
         assert_eq!(r.summary.received.bytes, 3_800_000);
         assert_eq!(r.summary.received.seconds, 2.0);
         assert_eq!(r.summary.received.bits_per_second, 3_800_000.0 * 8.0 / 2.0);

@@ -53,13 +53,15 @@ fn side_block(out: &mut String, title: &str, columns: &[(String, &SideSummary)],
     row("Average CPU utilisation, linerate", &|s| pct(s.cpu.process_percent));
     if sending {
         row("TCP retransmits (segments)", &|s| {
-            s.tcp.map_or("n/a".into(), |t| t.retransmits.to_string())
+            s.tcp.as_ref().map_or("n/a".into(), |t| t.retransmits.to_string())
         });
         row("RTT at end (us, mean of streams)", &|s| {
-            s.tcp.map_or("n/a".into(), |t| format!("{:.0}", t.rtt_us))
+            s.tcp.as_ref().map_or("n/a".into(), |t| format!("{:.0}", t.rtt_us))
         });
         row("cwnd at end (KiB, mean of streams)", &|s| {
-            s.tcp.map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes / 1024.0))
+            s.tcp
+                .as_ref()
+                .map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes / 1024.0))
         });
     }
 }
@@ -169,7 +171,7 @@ pub fn render(r: &TestResult) -> String {
             mb(s.received),
             recv.map_or("n/a".into(), |c| format!("{:.3}", c.seconds)),
             recv.map_or("n/a".into(), |c| grouped(c.bits_per_second / 1e6, 1)),
-            s.tcp.map_or("n/a".into(), |t| t.retransmits.to_string()),
+            s.tcp.as_ref().map_or("n/a".into(), |t| t.retransmits.to_string()),
             s.tcp.map_or("n/a".into(), |t| t.rtt_us.to_string()),
             s.tcp
                 .map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes as f64 / 1024.0)),
@@ -182,6 +184,46 @@ pub fn render(r: &TestResult) -> String {
         );
     }
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
+    if let Some(t) = r.summary.sent.tcp.as_ref()
+        && let Some(by) = &t.limited_by
+    {
+        let _ = writeln!(
+            out,
+            "LIMITED BY THE {}: it stalled the senders {:.0}% of their busy time; a window of {} KiB at RTT {:.1} ms allows {} Mbit/s. Raise {} towards the bandwidth-delay product (rate x RTT).",
+            by.to_uppercase(),
+            if by == "receive window" {
+                t.rwnd_limited_percent
+            } else {
+                t.sndbuf_limited_percent
+            },
+            grouped(t.window_bytes / 1024.0, 0),
+            t.rtt_us / 1000.0,
+            grouped(t.window_limit_bits_per_second / 1e6, 1),
+            if by == "receive window" { "--window" } else { "--sndbuf" },
+        );
+    }
+    if let Some(lab) = &r.lab {
+        let links: Vec<String> = lab["hosts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|h| {
+                let by: Vec<String> = h["backends"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(k, b)| b.as_str().map(|b| format!("{k} by {b}")))
+                    .collect();
+                format!(
+                    "{} {} ({})",
+                    h["name"].as_str().unwrap_or("?"),
+                    h["link_text"].as_str().unwrap_or("?"),
+                    by.join(", ")
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "lab {}: {}", lab["name"].as_str().unwrap_or("?"), links.join("; "));
+    }
     if r.partial {
         out.push_str("PARTIAL: the run was cut short; the figures cover what was measured until then.\n");
     }

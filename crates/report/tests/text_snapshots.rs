@@ -33,6 +33,10 @@ fn stream(stream: u16, role: Role, bytes: u64, seconds: f64) -> StreamReport {
             retransmits: 2,
             mss_bytes: 8948,
             pmtu_bytes: 9000,
+            snd_wnd_bytes: 5_376_000,
+            busy_us: 87_000_000,
+            rwnd_limited_us: 1_000_000,
+            sndbuf_limited_us: 0,
         }),
         errors: ErrorCounts::default(),
         end: if role == Role::Send {

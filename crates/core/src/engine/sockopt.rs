@@ -36,11 +36,13 @@ pub fn configure(stream: &TcpStream, spec: &TcpSpec, role: Role) -> Result<Socke
         Role::Receive => {
             if let Some(w) = spec.window_bytes {
                 s.set_recv_buffer_size(w.0 as usize).map_err(opt("SO_RCVBUF"))?;
+                force_past_max(stream, SO_RCVBUFFORCE, w.0, s.recv_buffer_size().unwrap_or(0));
             }
         }
         Role::Send => {
             if let Some(b) = spec.sndbuf_bytes {
                 s.set_send_buffer_size(b.0 as usize).map_err(opt("SO_SNDBUF"))?;
+                force_past_max(stream, SO_SNDBUFFORCE, b.0, s.send_buffer_size().unwrap_or(0));
             }
         }
     }
@@ -54,6 +56,31 @@ pub fn configure(stream: &TcpStream, spec: &TcpSpec, role: Role) -> Result<Socke
     s.set_read_timeout(Some(POLL_SLICE)).map_err(opt("SO_RCVTIMEO"))?;
     s.set_write_timeout(Some(POLL_SLICE)).map_err(opt("SO_SNDTIMEO"))?;
     Ok(grant(stream))
+}
+
+// Not exported by the libc crate for every Linux target; the values are the same on all of them.
+const SO_SNDBUFFORCE: libc::c_int = 32;
+const SO_RCVBUFFORCE: libc::c_int = 33;
+
+/// SO_RCVBUF and SO_SNDBUF stop at net.core.rmem_max / wmem_max (212992 by default), far below
+/// a long path's bandwidth-delay product. Where the kernel granted less than asked (it reports
+/// double the usable size), the *FORCE variant goes past the cap when we have CAP_NET_ADMIN;
+/// without it the grant stays as it was and the result shows what was granted.
+fn force_past_max(stream: &TcpStream, option: libc::c_int, asked: u64, granted: usize) {
+    if (granted as u64) >= asked.saturating_mul(2) {
+        return;
+    }
+    let value = libc::c_int::try_from(asked).unwrap_or(libc::c_int::MAX);
+    // SAFETY: a valid fd and a pointer to an int that lives through the call.
+    unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            option,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
 }
 
 /// What the kernel granted on a socket.
@@ -97,6 +124,10 @@ pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpSnapshot> {
         retransmits: u64::from(info.tcpi_total_retrans),
         mss_bytes: info.tcpi_snd_mss,
         pmtu_bytes: info.tcpi_pmtu,
+        snd_wnd_bytes: info.tcpi_snd_wnd,
+        busy_us: info.tcpi_busy_time,
+        rwnd_limited_us: info.tcpi_rwnd_limited,
+        sndbuf_limited_us: info.tcpi_sndbuf_limited,
     })
 }
 

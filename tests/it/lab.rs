@@ -1,0 +1,225 @@
+//! `linerate lab`: links with a known delay, loss and rate, and what linerate reports across them.
+
+use crate::util::*;
+use std::process::Command;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+/// Round-trip times ping printed, in ms, one per reply.
+fn ping_rtts(lab: &Lab, from: &str, to: &str, count: u32) -> Vec<f64> {
+    let c = count.to_string();
+    let out = lab.exec(from, &["ping", "-n", "-c", &c, "-i", "0.05", to], LIMIT);
+    assert!(out.status.success(), "ping: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.trim_end_matches(" ms").parse().ok())
+        .collect()
+}
+
+#[test]
+fn delay_of_10ms_each_way_gives_a_20ms_ping() {
+    let lab = Lab::up(2, &["delay=10ms"]);
+    assert_eq!(
+        lab.status["netem"], false,
+        "this kernel has no netem; the test is of the fallback"
+    );
+    assert_eq!(lab.status["hosts"][0]["backends"]["delay"], "linerate relay");
+    let rtts = ping_rtts(&lab, "h1", "h2", 30);
+    assert_eq!(rtts.len(), 30, "every ping answered");
+    // The first echo also waits for ARP (itself delayed): leave it out.
+    let mut sorted: Vec<f64> = rtts[1..].to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    assert!(
+        (19.0..=21.0).contains(&median),
+        "median RTT {median} ms, want 20 ± 1: {rtts:?}"
+    );
+    let within = sorted.iter().filter(|r| (19.0..=21.0).contains(*r)).count();
+    assert!(
+        within * 10 >= sorted.len() * 9,
+        "{within} of {} within 20 ± 1 ms: {rtts:?}",
+        sorted.len()
+    );
+}
+
+#[test]
+fn loss_of_1_percent_drops_1_percent_of_100000_packets() {
+    let lab = Lab::up(2, &["h1:loss=1%"]);
+    assert_eq!(lab.status["hosts"][0]["backends"]["loss"], "nftables");
+    let sent = in_netns(&lab.namespace("h1"), || {
+        let s = std::net::UdpSocket::bind("10.211.0.1:0").expect("bind");
+        let mut sent = 0u32;
+        while sent < 100_000 {
+            match s.send_to(&[0u8; 32], "10.211.0.2:9") {
+                Ok(_) => sent += 1,
+                // A full qdisc queue: let it drain.
+                Err(_) => std::thread::sleep(Duration::from_micros(200)),
+            }
+        }
+        sent
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let status = lab.status();
+    let drops = status["hosts"][0]["loss_drops"].as_u64().expect("loss counter");
+    let share = 100.0 * drops as f64 / f64::from(sent);
+    assert!(
+        (0.8..=1.2).contains(&share),
+        "{drops} of {sent} dropped = {share:.3}%, want 1 ± 0.2 %"
+    );
+}
+
+#[test]
+fn rate_of_100mbit_gives_90_to_100_mbit_tcp() {
+    let lab = Lab::up(2, &["rate=100mbit"]);
+    let v = lab.tcp("h1", "h2", &["-t", "4", "--warmup", "1"]);
+    let mbps = f(&v, "/summary/received/bits_per_second") / 1e6;
+    assert!(
+        (90.0..=100.0).contains(&mbps),
+        "{mbps:.1} Mbit/s over a 100 Mbit/s link"
+    );
+}
+
+#[test]
+fn a_window_below_the_bdp_limits_throughput_and_says_so() {
+    // 100 Mbit/s and 100 ms round trip: the bandwidth-delay product is 1.25 MB.
+    let lab = Lab::up(2, &["rate=100mbit,delay=50ms"]);
+    let small = lab.tcp("h1", "h2", &["-t", "5", "--warmup", "2", "--window", "128K", "-i", "0"]);
+    let big = lab.tcp("h1", "h2", &["-t", "5", "--warmup", "2", "--window", "4M", "-i", "0"]);
+    let (s, b) = (
+        f(&small, "/summary/received/bits_per_second"),
+        f(&big, "/summary/received/bits_per_second"),
+    );
+    assert!(
+        b > 3.0 * s,
+        "a BDP-sized window ({:.1} Mbit/s) beats a 128 KiB one ({:.1})",
+        b / 1e6,
+        s / 1e6
+    );
+    assert!(b > 80e6, "{:.1} Mbit/s with the window at the BDP", b / 1e6);
+    assert_eq!(
+        small["summary"]["sent"]["tcp"]["limited_by"], "receive window",
+        "{}",
+        small["summary"]["sent"]["tcp"]
+    );
+    assert!(
+        big["summary"]["sent"]["tcp"]["limited_by"].is_null(),
+        "{}",
+        big["summary"]["sent"]["tcp"]
+    );
+    let rtt = f(&small, "/summary/sent/tcp/rtt_us");
+    assert!((95_000.0..=115_000.0).contains(&rtt), "RTT {rtt} us over 2 x 50 ms");
+    // The text summary names the limit.
+    let out = lab.exec("h1", &["linerate", "tcp", "h2", "-t", "3", "--window", "128K"], LIMIT);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("LIMITED BY THE RECEIVE WINDOW"));
+}
+
+#[test]
+fn three_hosts_through_a_bridge_resolve_each_other_by_name() {
+    let lab = Lab::up(3, &[]);
+    assert_eq!(lab.status["topology"], "bridge");
+    let v = lab.tcp("h3", "h1", &["-n", "20"]);
+    assert_eq!(u(&v, "/summary/received/bytes"), 20 * 131_072);
+    let v = lab.tcp("h1", "h2", &["-n", "20", "--reverse"]);
+    assert_eq!(u(&v, "/summary/received/bytes"), 20 * 131_072);
+}
+
+#[test]
+fn relay_duplicates_and_reorders() {
+    let lab = Lab::up(2, &["h1:delay=1ms,reorder=5%,duplicate=5%"]);
+    let v = lab.tcp("h1", "h2", &["-n", "200"]);
+    assert_eq!(
+        u(&v, "/summary/received/bytes"),
+        200 * 131_072,
+        "TCP delivers everything in order regardless"
+    );
+    std::thread::sleep(Duration::from_millis(1200));
+    let p1 = &lab.status()["relay"]["ports"][0];
+    let frames = p1["frames_in"].as_u64().expect("frames");
+    assert!(frames > 100);
+    for key in ["reordered", "duplicated"] {
+        let n = p1[key].as_u64().expect(key);
+        let share = 100.0 * n as f64 / frames as f64;
+        assert!(
+            (2.0..=9.0).contains(&share),
+            "{key}: {n} of {frames} frames = {share:.1}%"
+        );
+    }
+}
+
+#[test]
+fn lab_down_leaves_nothing() {
+    let lab = Lab::up(3, &["delay=1ms,loss=1%,rate=100mbit"]);
+    let pids: Vec<String> = (1..=3)
+        .flat_map(|h| {
+            let out = Command::new("ip")
+                .args(["netns", "pids", &lab.namespace(&format!("h{h}"))])
+                .output()
+                .expect("ip");
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(!pids.is_empty(), "agents run inside the hosts");
+    let out = linerate(&["lab", "down", "--name", &lab.name], LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list =
+        String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().expect("ip").stdout).into_owned();
+    assert!(!list.contains(&lab.name), "namespaces left: {list}");
+    assert!(!std::path::Path::new(&format!("/run/linerate/labs/{}", lab.name)).exists());
+    assert!(!std::path::Path::new(&format!("/etc/netns/{}-h1", lab.name)).exists());
+    for pid in pids {
+        // Gone, or a zombie waiting for an init that does not reap: nothing runs.
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let running = state.rsplit(") ").next().is_some_and(|s| !s.starts_with('Z'));
+        assert!(state.is_empty() || !running, "process {pid} still runs: {state}");
+    }
+    // A second down is harmless, and up works again under the same name.
+    let again = linerate(&["lab", "down", "--name", &lab.name], LIMIT);
+    assert!(again.status.success());
+}
+
+#[test]
+fn a_crashed_lab_is_cleaned_by_down() {
+    let lab = Lab::up(2, &[]);
+    // Simulate a crash: the state is gone, the namespaces and agents remain.
+    std::fs::remove_dir_all(format!("/run/linerate/labs/{}", lab.name)).expect("remove state");
+    let out = linerate(&["lab", "up", "--name", &lab.name], LIMIT);
+    assert!(
+        !out.status.success() && stderr(&out).contains("left-overs"),
+        "{}",
+        stderr(&out)
+    );
+    let out = linerate(&["lab", "down", "--name", &lab.name], LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list =
+        String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().expect("ip").stdout).into_owned();
+    assert!(!list.contains(&lab.name), "{list}");
+}
+
+#[test]
+fn bad_lab_input_is_one_line() {
+    for (args, needle) in [
+        (&["lab", "up", "--name", "Bad_Name"][..], "lab name"),
+        (&["lab", "up", "--link", "speed=1"][..], "unknown link property"),
+        (&["lab", "up", "--hosts", "1"][..], "--hosts must be between 2"),
+        (
+            &["lab", "up", "--hosts", "3", "--link", "h1-h2:delay=1ms"][..],
+            "need --hosts 2",
+        ),
+        (&["lab", "status", "--name", "nosuchlab"][..], "no lab 'nosuchlab'"),
+        (
+            &["lab", "exec", "--name", "nosuchlab", "h1", "--", "true"][..],
+            "no lab 'nosuchlab'",
+        ),
+    ] {
+        let out = linerate(args, LIMIT);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+}
