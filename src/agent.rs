@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 /// How long a new connection may take to say what it is.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a control connection may sit idle between set-up messages.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long after `start` the data connections may take to arrive.
 const DATA_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -123,16 +123,29 @@ impl Agent {
     /// Serves until the process ends.
     pub fn serve(self) {
         for conn in self.listener.incoming() {
-            let Ok(stream) = conn else { continue };
-            let state = Arc::clone(&self.state);
-            let spawned = std::thread::Builder::new().name("linerate-conn".into()).spawn(move || {
-                let max = state.config.max_connections;
-                if let Some(_slot) = Slot::take(&state.connections, max) {
-                    handle_connection(&state, stream);
+            let stream = match conn {
+                Ok(s) => s,
+                Err(_) => {
+                    // Out of file descriptors or memory: the pending connection stays queued,
+                    // so wait a little instead of spinning on it.
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
                 }
+            };
+            let state = Arc::clone(&self.state);
+            // Over the connection limit: closed at once, before any thread is spent on it.
+            if state.connections.load(Ordering::SeqCst) >= state.config.max_connections {
+                continue;
+            }
+            state.connections.fetch_add(1, Ordering::SeqCst);
+            let spawned = std::thread::Builder::new().name("linerate-conn".into()).spawn(move || {
+                let _slot = Slot(&state.connections);
+                handle_connection(&state, stream);
             });
             if spawned.is_err() {
-                // Out of threads: this connection is dropped, the agent keeps listening.
+                // Out of threads: this connection is dropped (and its slot given back, as the
+                // closure holding it is dropped unrun), the agent keeps listening.
+                self.state.connections.fetch_sub(1, Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
@@ -182,7 +195,7 @@ fn handle_connection(state: &State, mut stream: TcpStream) {
     if stream.write_all(&frame::preamble(VERSION)).is_err() {
         return;
     }
-    let mut conn = Conn::new(stream, peer);
+    let mut conn = Conn::accepted(stream, peer);
     let theirs = u16::from_be_bytes([version[0], version[1]]);
     if theirs != VERSION {
         conn.send_error(

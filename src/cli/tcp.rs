@@ -23,7 +23,7 @@ pub struct TcpArgs {
     #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1)]
     pub streams: u32,
 
-    /// Worker threads on each end, streams spread over them [default: one per stream]
+    /// Worker threads on each end, streams spread over them [default: one per stream, at most 128]
     #[arg(long, value_name = "T")]
     pub threads: Option<u16>,
 

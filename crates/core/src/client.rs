@@ -277,6 +277,15 @@ pub fn run_tcp(
                 scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done))
             })
             .collect();
+        // Ctrl-C reaches the local engine even when every watcher has already returned.
+        scope.spawn(|| {
+            while !engine_done.load(Ordering::Relaxed) {
+                if interrupt.load(Ordering::Relaxed) {
+                    control.stop_send();
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
         let local = tcp::run(spec, &spec.cpus, streams, sink, &control);
         engine_done.store(true, Ordering::Relaxed);
         let results: Vec<_> = watchers
@@ -346,17 +355,23 @@ fn watch_agent(
     engine_done: &AtomicBool,
 ) -> Result<SideReport, ProtoError> {
     let mut stop_sent = false;
-    let mut done_at: Option<Instant> = None;
+    // Since when the agent has sent nothing while the local engine was done: a large result
+    // arriving slowly keeps resetting it.
+    let mut silent_since: Option<(Instant, usize)> = None;
     loop {
         if interrupt.load(Ordering::Relaxed) && !stop_sent {
             control.stop_send();
             stop_sent = true;
             conn.send(&Message::Stop)?;
         }
-        if engine_done.load(Ordering::Relaxed) && done_at.is_none() {
-            done_at = Some(Instant::now());
+        if engine_done.load(Ordering::Relaxed) {
+            let have = conn.buffered();
+            match silent_since {
+                Some((_, n)) if n == have => {}
+                _ => silent_since = Some((Instant::now(), have)),
+            }
         }
-        if done_at.is_some_and(|t| t.elapsed() > RESULT_TIMEOUT) {
+        if silent_since.is_some_and(|(t, _)| t.elapsed() > RESULT_TIMEOUT) {
             return Err(ProtoError::Timeout {
                 peer: conn.peer(),
                 what: "waiting for its result",

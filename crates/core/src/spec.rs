@@ -94,6 +94,8 @@ pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
 pub const MAX_BUFFER_MEMORY: u64 = 4 << 30;
 pub const MAX_DEPTH: u32 = 1024;
 pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+/// The most interval samples one end keeps (each stream each interval is one).
+pub const MAX_INTERVAL_SAMPLES: usize = 200_000;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SpecError {
@@ -108,6 +110,16 @@ pub enum SpecError {
     TooMuchMemory { bytes: u128, max: u64 },
     #[error("warm-up plus cool-down ({total} s) leave nothing of a {seconds} s test")]
     NoWindow { total: f64, seconds: f64 },
+    #[error(
+        "{streams} streams over {seconds} s at one sample per {interval} s make {samples} interval samples, over the {max} limit: raise -i"
+    )]
+    TooManySamples {
+        streams: usize,
+        seconds: f64,
+        interval: f64,
+        samples: f64,
+        max: usize,
+    },
     #[error("--cooldown needs a time limit (-t), not a buffer count (-n)")]
     CooldownWithCount,
     #[error("congestion control name '{0}' is not a kernel module name")]
@@ -195,6 +207,19 @@ impl TcpSpec {
                 if total >= s {
                     return Err(SpecError::NoWindow { total, seconds: s });
                 }
+                if self.interval_seconds > 0.0 {
+                    let streams = self.streams_per_agent();
+                    let samples = streams as f64 * (s / self.interval_seconds).ceil();
+                    if samples > MAX_INTERVAL_SAMPLES as f64 {
+                        return Err(SpecError::TooManySamples {
+                            streams,
+                            seconds: s,
+                            interval: self.interval_seconds,
+                            samples,
+                            max: MAX_INTERVAL_SAMPLES,
+                        });
+                    }
+                }
             }
             Limit::Buffers(n) => {
                 check("buffer count (-n)", n as f64, 1.0, 1e15)?;
@@ -271,6 +296,18 @@ mod tests {
         let mut s = TcpSpec::new();
         s.limit = Limit::Seconds(f64::NAN);
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn rejects_more_interval_samples_than_are_kept() {
+        let mut s = TcpSpec::new();
+        s.streams = 1024;
+        s.direction = Direction::Bidir;
+        s.limit = Limit::Seconds(MAX_SECONDS);
+        s.interval_seconds = 0.01;
+        assert!(matches!(s.validate(), Err(SpecError::TooManySamples { .. })));
+        s.interval_seconds = 0.0;
+        assert_eq!(s.validate(), Ok(()), "no intervals, no samples");
     }
 
     #[test]

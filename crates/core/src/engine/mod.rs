@@ -65,6 +65,8 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    #[error("starting a worker thread")]
+    Spawn(#[source] std::io::Error),
     #[error("setting up io_uring for --depth")]
     Uring(#[source] std::io::Error),
 }

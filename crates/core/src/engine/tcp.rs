@@ -16,8 +16,9 @@ use crate::spec::{Limit, TcpSpec};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
-use std::sync::{Barrier, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
@@ -115,6 +116,45 @@ fn end_from(v: u8) -> StreamEnd {
     }
 }
 
+/// Where workers wait, ready, for the clock to start: the sampler waits until every worker has
+/// arrived, then opens it. Unlike a barrier it can be opened with workers missing (a failed
+/// spawn), so nobody waits forever.
+pub(super) struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+    arrived: AtomicUsize,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        Gate {
+            open: Mutex::new(false),
+            cv: Condvar::new(),
+            arrived: AtomicUsize::new(0),
+        }
+    }
+
+    fn arrive_and_wait(&self, sampler: &Thread) {
+        self.arrived.fetch_add(1, Relaxed);
+        sampler.unpark();
+        let mut open = self.open.lock().expect("no thread panics holding the gate");
+        while !*open {
+            open = self.cv.wait(open).expect("no thread panics holding the gate");
+        }
+    }
+
+    fn open(&self) {
+        *self.open.lock().expect("no thread panics holding the gate") = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Streams per worker thread when the spec leaves the thread count to us: one thread per stream
+/// up to this many threads, then streams share them.
+pub const MAX_DEFAULT_WORKERS: usize = 128;
+/// The most interval samples one end keeps; past it the rest are counted but not stored.
+pub const MAX_SAMPLES: usize = crate::spec::MAX_INTERVAL_SAMPLES;
+
 /// One edge of the measurement window: when, every stream's (bytes, ops), and the CPU clocks.
 struct Edge {
     ns: u64,
@@ -162,7 +202,7 @@ pub fn run(
     let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
     let deadline_hit = AtomicBool::new(false);
     let t0 = OnceLock::new();
-    let barrier = Barrier::new(workers + 1);
+    let gate = Gate::new();
     let pin_failed = AtomicBool::new(false);
     let uring_failed: OnceLock<String> = OnceLock::new();
     let shared = Shared {
@@ -191,8 +231,8 @@ pub fn run(
                 })
                 .collect();
             let cpu = (!cpus.is_empty()).then(|| cpus[w % cpus.len()]);
-            let (shared, barrier, pin_failed, uring_failed) = (&shared, &barrier, &pin_failed, &uring_failed);
-            thread::Builder::new()
+            let (shared, gate, pin_failed, uring_failed) = (&shared, &gate, &pin_failed, &uring_failed);
+            let spawned = thread::Builder::new()
                 .name(format!("linerate-w{w}"))
                 .spawn_scoped(scope, move || {
                     if let Some(cpu) = cpu
@@ -203,25 +243,28 @@ pub fn run(
                     if depth > 1 {
                         match uring::Worker::new(&mine, depth, shared.buffer_bytes) {
                             Ok(mut u) => {
-                                barrier.wait();
+                                gate.arrive_and_wait(&shared.sampler);
                                 u.run(&mine, shared);
                             }
                             Err(e) => {
                                 let _ = uring_failed.set(e.to_string());
-                                barrier.wait();
-                                run_syscall_worker(&mine, shared);
+                                run_syscall_worker(&mine, shared, gate);
                             }
                         }
                     } else {
-                        barrier.wait();
-                        run_syscall_worker(&mine, shared);
+                        run_syscall_worker(&mine, shared, gate);
                     }
-                })
-                .expect("spawning a worker thread");
+                });
+            if let Err(e) = spawned {
+                // The workers already started see the abort as soon as the gate opens.
+                control.abort();
+                gate.open();
+                return Err(EngineError::Spawn(e));
+            }
         }
-        sample_until_done(spec, &streams, &shared, &barrier, sink)
+        Ok(sample_until_done(spec, &streams, &shared, &gate, workers, sink))
     });
-    let mut report = report;
+    let mut report = report?;
     if pin_failed.load(Relaxed) {
         report
             .notes
@@ -242,10 +285,11 @@ pub fn run(
 }
 
 /// Plain blocking (one stream) or poll(2)-driven non-blocking (several streams) calls.
-fn run_syscall_worker(mine: &[WorkerStream<'_>], shared: &Shared<'_>) {
+fn run_syscall_worker(mine: &[WorkerStream<'_>], shared: &Shared<'_>, gate: &Gate) {
     let len = shared.buffer_bytes;
     // Touched before the clock matters: a byte pattern, not zero pages.
     let mut bufs: Vec<Vec<u8>> = mine.iter().map(|_| (0..len).map(|i| i as u8).collect()).collect();
+    gate.arrive_and_wait(&shared.sampler);
     match mine {
         [one] => blocking_stream(one, &mut bufs[0], shared),
         _ => polled_streams(mine, &mut bufs, shared),
@@ -419,7 +463,8 @@ fn sample_until_done(
     spec: &TcpSpec,
     streams: &[DataStream],
     shared: &Shared<'_>,
-    barrier: &Barrier,
+    gate: &Gate,
+    workers: usize,
     sink: &mut dyn Sink,
 ) -> SideReport {
     let n = streams.len();
@@ -435,13 +480,14 @@ fn sample_until_done(
         .filter(|_| spec.cooldown_seconds > 0.0)
         .map(|d| d - secs(spec.cooldown_seconds));
     let interval = (spec.interval_seconds > 0.0).then(|| secs(spec.interval_seconds));
-    let receivers = streams.iter().filter(|s| s.role == Role::Receive).count();
 
     let mut notes = Vec::new();
     let mut intervals: Vec<IntervalSample> = Vec::with_capacity(
-        n * deadline
-            .zip(interval)
-            .map_or(64, |(d, i)| (d.as_secs_f64() / i.as_secs_f64()) as usize + 2),
+        MAX_SAMPLES.min(
+            n * deadline
+                .zip(interval)
+                .map_or(64, |(d, i)| (d.as_secs_f64() / i.as_secs_f64()) as usize + 2),
+        ),
     );
     let mut last: Vec<(u64, u64)> = vec![(0, 0); n];
     let mut last_tick_ns = 0u64;
@@ -453,11 +499,14 @@ fn sample_until_done(
             .collect()
     };
 
-    // Time zero: workers are pinned, buffers touched, and waiting at the barrier.
+    // Time zero: workers are pinned, buffers touched, and waiting at the gate.
+    while gate.arrived.load(Relaxed) < workers {
+        thread::park_timeout(Duration::from_millis(10));
+    }
     let start = Instant::now();
     let _ = shared.t0.set(start);
     let mut window_start = warmup.is_zero().then(|| Edge::now(0, vec![(0, 0); n]));
-    barrier.wait();
+    gate.open();
 
     let mut window_end: Option<Edge> = None;
     let mut stop_seen: Option<Instant> = None;
@@ -465,14 +514,16 @@ fn sample_until_done(
     let mut idle_since = (start, 0u64);
     let done = |c: &Counters| c.end_ns.load(Relaxed) != 0;
 
+    let mut tick_buf: Vec<IntervalSample> = Vec::with_capacity(n);
+    let mut samples_dropped = false;
     let mut emit = |now_ns: u64,
                     counts: &[(u64, u64)],
                     last: &mut Vec<(u64, u64)>,
                     last_tick_ns: &mut u64,
                     intervals: &mut Vec<IntervalSample>| {
-        let first = intervals.len();
+        tick_buf.clear();
         for (i, s) in streams.iter().enumerate() {
-            intervals.push(IntervalSample {
+            tick_buf.push(IntervalSample {
                 stream: s.id,
                 start_ns: *last_tick_ns,
                 end_ns: now_ns,
@@ -485,7 +536,12 @@ fn sample_until_done(
                 },
             });
         }
-        sink.interval(&intervals[first..]);
+        sink.interval(&tick_buf);
+        if intervals.len() + tick_buf.len() <= MAX_SAMPLES {
+            intervals.extend_from_slice(&tick_buf);
+        } else {
+            samples_dropped = true;
+        }
         *last = counts.to_vec();
         *last_tick_ns = now_ns;
     };
@@ -530,22 +586,14 @@ fn sample_until_done(
             ));
             control.abort();
         }
-        if receivers > 0 {
-            let got: u64 = streams
-                .iter()
-                .zip(counters)
-                .filter(|(s, _)| s.role == Role::Receive)
-                .map(|(_, c)| c.bytes.load(Relaxed))
-                .sum();
-            if got != idle_since.1 {
-                idle_since = (now, got);
-            } else if now - idle_since.0 >= IDLE && !control.aborted() {
-                notes.push(format!(
-                    "no data arrived for {} s: the run was given up",
-                    IDLE.as_secs()
-                ));
-                control.abort();
-            }
+        // A peer that neither reads nor sends (gone without closing, or stopped reading)
+        // would hold this run for ever.
+        let moved: u64 = counters.iter().map(|c| c.bytes.load(Relaxed)).sum();
+        if moved != idle_since.1 {
+            idle_since = (now, moved);
+        } else if now - idle_since.0 >= IDLE && !control.aborted() {
+            notes.push(format!("no data moved for {} s: the run was given up", IDLE.as_secs()));
+            control.abort();
         }
         if let Some(iv) = interval {
             let due = iv * tick;
@@ -557,7 +605,9 @@ fn sample_until_done(
                     &mut last_tick_ns,
                     &mut intervals,
                 );
-                tick += 1;
+                // Behind by several intervals (a stalled machine): one longer sample covers
+                // them, and the next boundary is the next one still ahead.
+                tick = (el.as_secs_f64() / iv.as_secs_f64()) as u32 + 1;
             }
         }
         // Sleep to the next event; workers unpark us when a stream ends.
@@ -584,6 +634,11 @@ fn sample_until_done(
     let final_counts = read_counts();
     if interval.is_none() || final_counts != last {
         emit(end_ns, &final_counts, &mut last, &mut last_tick_ns, &mut intervals);
+    }
+    if samples_dropped {
+        notes.push(format!(
+            "only the first {MAX_SAMPLES} interval samples were kept; raise -i for longer runs"
+        ));
     }
     // Workers can end on an outside stop before this loop saw the flag.
     if control.aborted() || (control.sending_stopped() && !shared.deadline_hit.load(Relaxed)) {

@@ -89,6 +89,7 @@ impl Worker {
         }
         let wait = types::Timespec::from(Duration::from_millis(100));
         let args = types::SubmitArgs::new().timespec(&wait);
+        let mut done: Vec<(u64, i32)> = Vec::with_capacity(self.ring.params().cq_entries() as usize);
         loop {
             let control = shared.control;
             for (i, s) in mine.iter().enumerate() {
@@ -138,20 +139,38 @@ impl Worker {
                         Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
                     ) => {}
                 Err(_) => {
-                    // The ring itself failed: nothing more will complete; stop everything.
+                    // The ring itself failed: nothing more will complete, and the kernel may
+                    // still hold pointers into the buffers. End every stream and leak the
+                    // buffers rather than free memory the kernel could write.
                     control.abort();
+                    for (i, s) in mine.iter().enumerate() {
+                        if !st[i].finished {
+                            let _ = s.socket.shutdown(Shutdown::Both);
+                            shared.finish(s.idx, StreamEnd::Error);
+                        }
+                    }
+                    std::mem::forget(std::mem::take(&mut self.bufs));
+                    return;
                 }
             }
-            let done: Vec<(u64, i32)> = self.ring.completion().map(|c| (c.user_data(), c.result())).collect();
-            for (ud, res) in done {
+            done.clear();
+            done.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+            for &(ud, res) in &done {
                 let (i, slot) = ((ud >> 32) as usize, (ud & 0xffff_ffff) as usize);
                 let s = &mine[i];
                 let c = &shared.counters[s.idx];
                 let state = &mut st[i];
                 state.inflight -= 1;
+                if res < 0 && matches!(-res, libc::EINTR | libc::EAGAIN) && state.closing.is_none() {
+                    // Interrupted before anything moved: post the same operation again.
+                    let off = if s.role == Role::Send { state.offs[slot] } else { 0 };
+                    self.push(i, slot, s, off);
+                    state.inflight += 1;
+                    continue;
+                }
                 if res < 0 {
                     let e = io::Error::from_raw_os_error(-res);
-                    if state.closing.is_none() && !matches!(-res, libc::ECANCELED | libc::EINTR) {
+                    if state.closing.is_none() {
                         shared.count_error(s.idx, &e);
                         state.closing = Some(StreamEnd::Error);
                         state.closing_at = Some(Instant::now());

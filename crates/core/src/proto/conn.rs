@@ -48,6 +48,10 @@ pub struct Conn {
     stream: TcpStream,
     peer: SocketAddr,
     buf: Vec<u8>,
+    /// The largest message accepted from the peer.
+    max_message: u32,
+    /// Past the preamble: from here a short read is a closed connection, not a stranger.
+    opened: bool,
 }
 
 fn is_timeout(e: &io::Error) -> bool {
@@ -61,7 +65,22 @@ impl Conn {
             stream,
             peer,
             buf: Vec::with_capacity(4096),
+            max_message: frame::MAX_MESSAGE_BYTES,
+            opened: false,
         }
+    }
+
+    /// An agent's end: the client's preamble was read by the caller; messages are small.
+    pub fn accepted(stream: TcpStream, peer: SocketAddr) -> Conn {
+        let mut c = Conn::new(stream, peer);
+        c.max_message = frame::MAX_REQUEST_BYTES;
+        c.opened = true;
+        c
+    }
+
+    /// Bytes received but not yet part of a whole message (for progress on a long one).
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
     }
 
     pub fn peer(&self) -> SocketAddr {
@@ -80,7 +99,10 @@ impl Conn {
     }
 
     pub fn send(&mut self, msg: &Message) -> Result<(), ProtoError> {
-        let bytes = frame::encode(msg);
+        let bytes = frame::encode(msg).map_err(|source| ProtoError::Frame {
+            peer: self.peer,
+            source,
+        })?;
         self.stream
             .set_write_timeout(Some(Duration::from_secs(10)))
             .map_err(|e| self.io(e))?;
@@ -113,7 +135,10 @@ impl Conn {
                 ours: VERSION,
                 theirs: v,
             }),
-            Some(_) => Ok(()),
+            Some(_) => {
+                self.opened = true;
+                Ok(())
+            }
         }
     }
 
@@ -129,13 +154,17 @@ impl Conn {
                     });
                 }
                 // Something arrived but not enough: whoever it is, it is not an agent.
-                return Err(ProtoError::NotAnAgent {
-                    peer: self.peer,
-                    got: self.buf.clone(),
-                });
+                return Err(self.stranger());
             }
         }
         Ok(self.buf.drain(..n).collect())
+    }
+
+    fn stranger(&self) -> ProtoError {
+        ProtoError::NotAnAgent {
+            peer: self.peer,
+            got: self.buf.iter().take(8).copied().collect(),
+        }
     }
 
     /// Reads what is available until `deadline`; false when the deadline passed with nothing new.
@@ -151,13 +180,10 @@ impl Conn {
         loop {
             match self.stream.read(&mut chunk) {
                 Ok(0) => {
-                    if self.buf.is_empty() {
+                    if self.buf.is_empty() || self.opened {
                         return Err(ProtoError::Closed { peer: self.peer });
                     }
-                    return Err(ProtoError::NotAnAgent {
-                        peer: self.peer,
-                        got: self.buf.clone(),
-                    });
+                    return Err(self.stranger());
                 }
                 Ok(n) => {
                     self.buf.extend_from_slice(&chunk[..n]);
@@ -177,7 +203,7 @@ impl Conn {
     pub fn try_recv(&mut self, timeout: Duration) -> Result<Option<Message>, ProtoError> {
         let deadline = Instant::now() + timeout;
         loop {
-            match frame::decode(&self.buf) {
+            match frame::decode(&self.buf, self.max_message) {
                 Err(source) => {
                     return Err(ProtoError::Frame {
                         peer: self.peer,

@@ -12,9 +12,12 @@ pub const DATA_MAGIC: [u8; 4] = *b"LNRD";
 pub const PREAMBLE_LEN: usize = 8;
 pub const DATA_HEADER_LEN: usize = 24;
 pub const COOKIE_LEN: usize = 16;
-/// The largest message either end accepts: a result with a sample per stream per interval of an
-/// hour-long test fits with room to spare.
-pub const MAX_MESSAGE_BYTES: u32 = 64 << 20;
+/// The largest message a client accepts: an agent's result with the most interval samples it
+/// keeps ([`crate::spec::MAX_INTERVAL_SAMPLES`], about 200 bytes each as JSON) fits.
+pub const MAX_MESSAGE_BYTES: u32 = 128 << 20;
+/// The largest message an agent accepts: requests are small, and whoever sends more before it has
+/// authenticated is not to be buffered.
+pub const MAX_REQUEST_BYTES: u32 = 1 << 20;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
@@ -62,22 +65,26 @@ pub fn parse_data_header(h: &[u8; DATA_HEADER_LEN]) -> Option<([u8; COOKIE_LEN],
 }
 
 /// A message as one frame: length prefix and JSON.
-pub fn encode(msg: &Message) -> Vec<u8> {
+pub fn encode(msg: &Message) -> Result<Vec<u8>, FrameError> {
     let body = serde_json::to_vec(msg).expect("messages are plain data and always serialise");
-    let mut out = Vec::with_capacity(4 + body.len());
-    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    out.extend_from_slice(&body);
-    out
-}
-
-/// The body length announced by a frame's 4-byte prefix, checked against the limit.
-pub fn body_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
-    let len = u32::from_be_bytes(prefix);
+    let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
     if len > MAX_MESSAGE_BYTES {
         return Err(FrameError::TooLarge {
             len,
             max: MAX_MESSAGE_BYTES,
         });
+    }
+    let mut out = Vec::with_capacity(4 + body.len());
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+/// The body length announced by a frame's 4-byte prefix, checked against `max`.
+pub fn body_len(prefix: [u8; 4], max: u32) -> Result<usize, FrameError> {
+    let len = u32::from_be_bytes(prefix);
+    if len > max {
+        return Err(FrameError::TooLarge { len, max });
     }
     Ok(len as usize)
 }
@@ -86,10 +93,11 @@ pub fn decode_body(body: &[u8]) -> Result<Message, FrameError> {
     serde_json::from_slice(body).map_err(|e| FrameError::Json(e.to_string()))
 }
 
-/// Splits one whole frame off the front of `buf`: `Ok(None)` while more bytes are needed.
-pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, FrameError> {
+/// Splits one whole frame of at most `max` bytes off the front of `buf`: `Ok(None)` while more
+/// bytes are needed.
+pub fn decode(buf: &[u8], max: u32) -> Result<Option<(Message, usize)>, FrameError> {
     let Some(prefix) = buf.get(..4) else { return Ok(None) };
-    let len = body_len(prefix.try_into().expect("slice of four"))?;
+    let len = body_len(prefix.try_into().expect("slice of four"), max)?;
     let Some(body) = buf.get(4..4 + len) else {
         return Ok(None);
     };
@@ -123,26 +131,28 @@ mod tests {
             kind: ErrorKind::Busy,
             message: "busy".into(),
         };
-        let mut bytes = encode(&msg);
-        bytes.extend(encode(&Message::Start));
-        let (first, used) = decode(&bytes).expect("valid").expect("whole");
+        let mut bytes = encode(&msg).expect("small");
+        bytes.extend(encode(&Message::Start).expect("small"));
+        let (first, used) = decode(&bytes, MAX_MESSAGE_BYTES).expect("valid").expect("whole");
         assert_eq!(first, msg);
-        let (second, used2) = decode(&bytes[used..]).expect("valid").expect("whole");
+        let (second, used2) = decode(&bytes[used..], MAX_MESSAGE_BYTES)
+            .expect("valid")
+            .expect("whole");
         assert_eq!(second, Message::Start);
         assert_eq!(used + used2, bytes.len());
         for cut in 0..used {
-            assert_eq!(decode(&bytes[..cut]), Ok(None), "truncated at {cut}");
+            assert_eq!(decode(&bytes[..cut], MAX_MESSAGE_BYTES), Ok(None), "truncated at {cut}");
         }
     }
 
     #[test]
     fn oversized_and_garbled_frames_are_errors() {
-        assert!(matches!(
-            decode(&[0xff, 0xff, 0xff, 0xff]),
-            Err(FrameError::TooLarge { .. })
-        ));
+        let huge = decode(&[0xff, 0xff, 0xff, 0xff], MAX_MESSAGE_BYTES);
+        assert!(matches!(huge, Err(FrameError::TooLarge { .. })));
+        let big_request = decode(&[0, 0x20, 0, 0], MAX_REQUEST_BYTES);
+        assert!(matches!(big_request, Err(FrameError::TooLarge { .. })));
         let mut garbled = 3u32.to_be_bytes().to_vec();
         garbled.extend(b"{x}");
-        assert!(matches!(decode(&garbled), Err(FrameError::Json(_))));
+        assert!(matches!(decode(&garbled, MAX_MESSAGE_BYTES), Err(FrameError::Json(_))));
     }
 }
