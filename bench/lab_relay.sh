@@ -27,7 +27,7 @@ err = [x - want for x in r]
 print(f"n={len(r)} median error {statistics.median(err):+.3f} ms, p99 error {err[int(len(err)*0.99)-1]:+.3f} ms, max {err[-1]:+.3f} ms, min {err[0]:+.3f} ms")
 ' "$1"
 }
-tput() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(f"{d[\"summary\"][\"received\"][\"bits_per_second\"]/1e6:.0f} Mbit/s received")'; }
+tput() { python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f Mbit/s received" % (d["summary"]["received"]["bits_per_second"] / 1e6))'; }
 
 $L lab up --name $LAB --link delay=10ms >/dev/null
 echo "# delay=10ms each way (20 ms RTT), idle link, 500 pings 10 ms apart:"

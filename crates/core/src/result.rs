@@ -258,10 +258,10 @@ pub struct TcpTotals {
     pub rwnd_limited_percent: f64,
     /// Share of the senders' busy time stalled by full send buffers, percent.
     pub sndbuf_limited_percent: f64,
-    /// "receive window" when the receivers' windows stalled the senders over half of their busy
-    /// time or the throughput reached 85 % of `window_limit_bits_per_second`; "send buffer" when
-    /// full send buffers stalled them over half the time: the test then measured the socket
-    /// settings, not the path. None otherwise.
+    /// "receive window" when the receivers' windows stalled the senders [`LIMITED_SHARE_PERCENT`]
+    /// of their busy time or more, or the throughput reached 85 % of
+    /// `window_limit_bits_per_second`; "send buffer" when full send buffers stalled them that
+    /// long: the test then measured the socket settings, not the path. None otherwise.
     pub limited_by: Option<String>,
 }
 
@@ -306,6 +306,12 @@ pub struct Summary {
     pub agents: Vec<AgentSummary>,
     pub streams: Vec<StreamSummary>,
 }
+
+/// The share of a sender's busy time stalled on the receive window or on its send buffer from
+/// which the result names it as the limit. On a path-limited run both shares stay near 0 (the
+/// congestion window is the limit there); a quarter of the time stalled costs a quarter or more
+/// of the throughput.
+pub const LIMITED_SHARE_PERCENT: f64 = 25.0;
 
 /// One end's report with its name and whether it is the client.
 pub struct Side<'a> {
@@ -382,13 +388,13 @@ fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
             tcp.rwnd_limited_percent = 100.0 * rwnd as f64 / busy as f64;
             tcp.sndbuf_limited_percent = 100.0 * sndbuf as f64 / busy as f64;
         }
-        // The windows limited the run when the senders stalled on them most of the time, or when
+        // The windows limited the run when the senders stalled on them a quarter of the time, or when
         // the throughput sits at the ceiling the windows set at the measured RTT.
         let at_ceiling =
             tcp.window_limit_bits_per_second > 0.0 && s.bits_per_second >= 0.85 * tcp.window_limit_bits_per_second;
-        tcp.limited_by = if tcp.rwnd_limited_percent >= 50.0 || at_ceiling {
+        tcp.limited_by = if tcp.rwnd_limited_percent >= LIMITED_SHARE_PERCENT || at_ceiling {
             Some("receive window".into())
-        } else if tcp.sndbuf_limited_percent >= 50.0 {
+        } else if tcp.sndbuf_limited_percent >= LIMITED_SHARE_PERCENT {
             Some("send buffer".into())
         } else {
             None
