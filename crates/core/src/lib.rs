@@ -12,6 +12,7 @@ pub mod proto;
 pub mod result;
 pub mod spec;
 pub mod units;
+pub mod wire;
 
 /// The version of this build, as written into every result document.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

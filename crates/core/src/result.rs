@@ -5,8 +5,13 @@
 //! the client's report and each agent's into one [`TestResult`]: counts stay attributed to the side
 //! that counted them (`sent` = the sender's figure, `received` = the receiver's).
 
+use crate::metrics::cpu::CpuSplit;
 use crate::metrics::host::HostInfo;
+use crate::metrics::sample::{
+    HostInterval, HostUsage, InterfaceUsage, InterruptRates, MemoryUsage, SoftirqRate, StackUsage,
+};
 use crate::spec::{TcpSpec, TestSpec};
+use crate::wire::Goodput;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -126,7 +131,7 @@ pub struct StreamReport {
 }
 
 /// CPU use over the measurement window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuUsage {
     /// Busy share of all the host's CPUs, percent (100 = every CPU busy), from /proc/stat.
     pub host_percent: Option<f64>,
@@ -134,6 +139,39 @@ pub struct CpuUsage {
     pub process_percent: Option<f64>,
     pub process_user_seconds: f64,
     pub process_system_seconds: f64,
+    /// Where all CPUs' time went (user, system, irq, softirq, iowait, steal, idle), percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<CpuSplit>,
+    /// The same for each online CPU, under its number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_cpu: Vec<CpuSplit>,
+}
+
+/// What a throughput cost in CPU, from the counting hosts' busy CPU over the window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Efficiency {
+    /// Busy cores: the hosts' busy share x their CPUs, summed over the counting hosts.
+    pub busy_cores: f64,
+    /// Gbit/s (10^9 bits) per busy core.
+    pub gbit_per_core: f64,
+    /// CPU % (100 = one core) per Gbit/s.
+    pub cpu_percent_per_gbit: f64,
+    /// Busy core-seconds x clock (Hz) / bytes; absent when the clock is unknown.
+    pub cycles_per_byte: Option<f64>,
+}
+
+/// The throughput against the most the wire allows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LineRate {
+    /// Link speed, bits/s.
+    pub link_bits_per_second: f64,
+    pub mtu_bytes: u32,
+    /// The largest goodput that link and MTU allow (see `wire`), bits/s.
+    pub limit_bits_per_second: f64,
+    /// This side's bits_per_second as a share of the limit.
+    pub percent: f64,
+    /// "given" (--link-speed, --mtu) or "detected: IF on HOST".
+    pub source: String,
 }
 
 /// Everything one end measured in one run, on its own clock.
@@ -145,6 +183,12 @@ pub struct SideReport {
     pub streams: Vec<StreamReport>,
     pub intervals: Vec<IntervalSample>,
     pub cpu: CpuUsage,
+    /// The host's samplers over the measurement window.
+    #[serde(default)]
+    pub host: Option<HostUsage>,
+    /// The host's samplers at each interval.
+    #[serde(default)]
+    pub timeline: Vec<HostInterval>,
     /// Which I/O path drove the sockets: "syscall" (blocking read/write) or "io_uring".
     pub io: String,
     /// True when the run was cut short (Ctrl-C, a vanished peer).
@@ -185,9 +229,26 @@ pub struct HostRecord {
     pub info: HostInfo,
 }
 
-/// One interval sample, attributed.
+/// One record of the timeline: a stream's counts, or a host's samplers, over one interval.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct IntervalRecord {
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum IntervalRecord {
+    Stream(StreamInterval),
+    Host(HostIntervalRecord),
+}
+
+/// A host's samplers over one interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostIntervalRecord {
+    /// "client" or the agent's name.
+    pub host: String,
+    #[serde(flatten)]
+    pub sample: HostInterval,
+}
+
+/// One interval sample of a stream, attributed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamInterval {
     /// The agent this stream ran with.
     pub agent: String,
     /// "client" or "agent": the end that counted.
@@ -239,8 +300,27 @@ pub struct SideSummary {
     pub streams: usize,
     /// The ends whose counts these are ("client", agent names).
     pub counted_by: Vec<String>,
-    /// Mean over the counting ends of their host CPU; process time summed.
+    /// Mean over the counting ends of their host CPU; process time summed. The split and the
+    /// per-CPU figures are the counting host's (when several hosts counted: their mean split,
+    /// per-CPU figures under `summary.agents`).
     pub cpu: CpuUsage,
+    /// The counting hosts' interrupts (summed over hosts when several).
+    #[serde(default)]
+    pub interrupts_per_second: Option<InterruptRates>,
+    #[serde(default)]
+    pub softirqs_per_second: BTreeMap<String, SoftirqRate>,
+    /// The counting hosts' interfaces that counted anything (named HOST/IF when several hosts).
+    #[serde(default)]
+    pub interfaces: Vec<InterfaceUsage>,
+    /// The counting hosts' stack counters, summed.
+    #[serde(default)]
+    pub stack: Option<StackUsage>,
+    #[serde(default)]
+    pub memory: Option<MemoryUsage>,
+    #[serde(default)]
+    pub efficiency: Option<Efficiency>,
+    #[serde(default)]
+    pub line_rate: Option<LineRate>,
     /// Sent side only: retransmits summed, RTT and cwnd averaged over streams (TCP_INFO at the end).
     pub tcp: Option<TcpTotals>,
 }
@@ -380,6 +460,12 @@ fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
     s.cpu.process_percent = mean(|c| c.process_percent);
     s.cpu.process_user_seconds = reports.iter().map(|r| r.cpu.process_user_seconds).sum();
     s.cpu.process_system_seconds = reports.iter().map(|r| r.cpu.process_system_seconds).sum();
+    let hosts: Vec<(&str, &HostUsage)> = owners
+        .iter()
+        .zip(&reports)
+        .filter_map(|(o, r)| r.host.as_ref().map(|h| (*o, h)))
+        .collect();
+    add_host_usage(&mut s, &hosts);
     if tcp_n > 0 {
         tcp.rtt_us /= tcp_n as f64;
         tcp.cwnd_bytes /= tcp_n as f64;
@@ -402,6 +488,102 @@ fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
         s.tcp = Some(tcp);
     }
     s
+}
+
+/// The counting hosts' samplers into a side's summary: copied for one host; for several, totals
+/// summed, CPU split averaged, interfaces named HOST/IF.
+fn add_host_usage(s: &mut SideSummary, hosts: &[(&str, &HostUsage)]) {
+    if let [(_, h)] = hosts {
+        s.cpu.split = h.cpu;
+        s.cpu.per_cpu = h.per_cpu.clone();
+        s.interrupts_per_second = h.interrupts_per_second.clone();
+        s.softirqs_per_second = h.softirqs_per_second.clone();
+        s.interfaces = h.interfaces.clone();
+        s.stack = h.stack;
+        s.memory = h.memory;
+    } else if !hosts.is_empty() {
+        let splits: Vec<CpuSplit> = hosts.iter().filter_map(|(_, h)| h.cpu).collect();
+        if !splits.is_empty() {
+            let n = splits.len() as f64;
+            let mean = |f: fn(&CpuSplit) -> f64| splits.iter().map(f).sum::<f64>() / n;
+            s.cpu.split = Some(CpuSplit {
+                cpu: None,
+                busy: mean(|c| c.busy),
+                user: mean(|c| c.user),
+                system: mean(|c| c.system),
+                irq: mean(|c| c.irq),
+                softirq: mean(|c| c.softirq),
+                iowait: mean(|c| c.iowait),
+                steal: mean(|c| c.steal),
+                idle: mean(|c| c.idle),
+            });
+        }
+        let mut ints = InterruptRates::default();
+        for (name, h) in hosts {
+            if let Some(i) = &h.interrupts_per_second {
+                ints.total += i.total;
+                for (iface, rate) in &i.per_interface {
+                    ints.per_interface.insert(format!("{name}/{iface}"), *rate);
+                }
+            }
+            for (kind, r) in &h.softirqs_per_second {
+                s.softirqs_per_second.entry(kind.clone()).or_default().total += r.total;
+            }
+            s.interfaces.extend(h.interfaces.iter().map(|i| InterfaceUsage {
+                name: format!("{name}/{}", i.name),
+                ..i.clone()
+            }));
+            if let Some(st) = h.stack {
+                let t = s.stack.get_or_insert_with(StackUsage::default);
+                t.tcp_retransmitted_segments += st.tcp_retransmitted_segments;
+                t.tcp_out_segments += st.tcp_out_segments;
+                t.tcp_in_segments += st.tcp_in_segments;
+                t.udp_in_datagrams += st.udp_in_datagrams;
+                t.udp_out_datagrams += st.udp_out_datagrams;
+                t.udp_receive_buffer_errors += st.udp_receive_buffer_errors;
+                t.udp_send_buffer_errors += st.udp_send_buffer_errors;
+                t.softnet_processed += st.softnet_processed;
+                t.softnet_dropped += st.softnet_dropped;
+                t.softnet_squeezed += st.softnet_squeezed;
+            }
+        }
+        s.interrupts_per_second = Some(ints);
+    }
+    s.efficiency = efficiency(s.bytes, s.bits_per_second, hosts);
+}
+
+/// Throughput per busy core, CPU per Gbit/s and cycles per byte of the counting hosts.
+pub fn efficiency(bytes: u64, bits_per_second: f64, hosts: &[(&str, &HostUsage)]) -> Option<Efficiency> {
+    let mut busy_cores = 0.0;
+    let mut cycles = Some(0.0);
+    for (_, h) in hosts {
+        let cores = h.busy_cores()?;
+        busy_cores += cores;
+        cycles = cycles
+            .zip(h.clock_mhz)
+            .map(|(c, mhz)| c + cores * h.seconds * mhz * 1e6);
+    }
+    let gbit = bits_per_second / 1e9;
+    if hosts.is_empty() || busy_cores <= 0.0 || gbit <= 0.0 || bytes == 0 {
+        return None;
+    }
+    Some(Efficiency {
+        busy_cores,
+        gbit_per_core: gbit / busy_cores,
+        cpu_percent_per_gbit: 100.0 * busy_cores / gbit,
+        cycles_per_byte: cycles.map(|c| c / bytes as f64),
+    })
+}
+
+/// The side's throughput against what the wire allows.
+pub fn line_rate(s: &SideSummary, g: &Goodput, source: &str) -> LineRate {
+    LineRate {
+        link_bits_per_second: g.link_bits_per_second,
+        mtu_bytes: g.mtu_bytes,
+        limit_bits_per_second: g.bits_per_second,
+        percent: 100.0 * s.bits_per_second / g.bits_per_second,
+        source: source.to_string(),
+    }
 }
 
 /// Joins the client's and the agents' reports of one TCP run into the result document.
@@ -466,15 +648,21 @@ pub fn assemble_tcp(
                 let client_sends = forward;
                 let sending = (counted_by == "client") == client_sends;
                 let secs = smp.end_ns.saturating_sub(smp.start_ns) as f64 / 1e9;
-                intervals.push(IntervalRecord {
+                intervals.push(IntervalRecord::Stream(StreamInterval {
                     agent: a.name.to_string(),
                     counted_by: counted_by.to_string(),
                     direction: direction_name(forward).to_string(),
                     side: if sending { "sent" } else { "received" }.to_string(),
                     sample: *smp,
                     bits_per_second: Counted::new(smp.bytes, secs).bits_per_second,
-                });
+                }));
             }
+            intervals.extend(report.timeline.iter().map(|t| {
+                IntervalRecord::Host(HostIntervalRecord {
+                    host: owner.to_string(),
+                    sample: t.clone(),
+                })
+            }));
         }
         for index in 0..spec.streams_per_agent() {
             let forward = spec.stream_flows_forward(index);

@@ -55,6 +55,7 @@ fn side(streams: Vec<StreamReport>, host: f64, process: f64) -> SideReport {
             process_percent: Some(process),
             process_user_seconds: 1.5,
             process_system_seconds: 20.25,
+            ..Default::default()
         },
         io: "io_uring".into(),
         ..Default::default()

@@ -8,9 +8,8 @@
 
 use super::sockopt::{self, POLL_SLICE};
 use super::{Control, EngineError, Sink, pin, uring};
-use crate::metrics::cpu::CpuTimes;
 use crate::metrics::host::online_cpus;
-use crate::metrics::rusage::ProcessTimes;
+use crate::metrics::sample::{HostSnapshot, HostTimeline, HostUsage, IrqGroups, read_clock_mhz};
 use crate::result::{CpuUsage, ErrorCounts, IntervalSample, Role, SideReport, SocketGrant, StreamEnd, StreamReport};
 use crate::spec::{Limit, TcpSpec};
 use std::io::{self, Read, Write};
@@ -155,12 +154,11 @@ pub const MAX_DEFAULT_WORKERS: usize = 128;
 /// The most interval samples one end keeps; past it the rest are counted but not stored.
 pub const MAX_SAMPLES: usize = crate::spec::MAX_INTERVAL_SAMPLES;
 
-/// One edge of the measurement window: when, every stream's (bytes, ops), and the CPU clocks.
+/// One edge of the measurement window: when, every stream's (bytes, ops), and the host's counters.
 struct Edge {
     ns: u64,
     counts: Vec<(u64, u64)>,
-    cpu: Option<CpuTimes>,
-    process: ProcessTimes,
+    host: HostSnapshot,
 }
 
 impl Edge {
@@ -168,8 +166,7 @@ impl Edge {
         Edge {
             ns,
             counts,
-            cpu: CpuTimes::read(),
-            process: ProcessTimes::read(),
+            host: HostSnapshot::read(),
         }
     }
 }
@@ -499,13 +496,24 @@ fn sample_until_done(
             .collect()
     };
 
+    let first = HostSnapshot::read();
+    let groups = IrqGroups::discover(first.interrupts.as_ref(), &first.interfaces);
     // Time zero: workers are pinned, buffers touched, and waiting at the gate.
     while gate.arrived.load(Relaxed) < workers {
         thread::park_timeout(Duration::from_millis(10));
     }
-    let start = Instant::now();
+    let first = HostSnapshot {
+        at: Instant::now(),
+        ..first
+    };
+    let start = first.at;
     let _ = shared.t0.set(start);
-    let mut window_start = warmup.is_zero().then(|| Edge::now(0, vec![(0, 0); n]));
+    let mut window_start = warmup.is_zero().then(|| Edge {
+        ns: 0,
+        counts: vec![(0, 0); n],
+        host: first.clone(),
+    });
+    let mut timeline = HostTimeline::new(first, 0, groups.clone());
     gate.open();
 
     let mut window_end: Option<Edge> = None;
@@ -537,6 +545,7 @@ fn sample_until_done(
             });
         }
         sink.interval(&tick_buf);
+        timeline.tick(now_ns);
         if intervals.len() + tick_buf.len() <= MAX_SAMPLES {
             intervals.extend_from_slice(&tick_buf);
         } else {
@@ -651,13 +660,19 @@ fn sample_until_done(
     let we = window_end.unwrap_or_else(|| Edge::now(end_ns, final_counts.clone()));
     let (ws_ns, we_ns) = (ws.ns, we.ns);
     let window_seconds = we_ns.saturating_sub(ws_ns) as f64 / 1e9;
-    let proc = we.process.since(&ws.process);
+    let proc = we.host.process.since(&ws.host.process);
+    let host = HostUsage {
+        clock_mhz: read_clock_mhz(),
+        ..HostUsage::between(&ws.host, &we.host, &groups, true)
+    };
     let cpu = CpuUsage {
-        host_percent: we.cpu.zip(ws.cpu).and_then(|(b, a)| b.busy_percent_since(&a)),
+        host_percent: host.cpu.map(|c| c.busy),
         process_percent: (window_seconds > 0.0)
             .then(|| 100.0 * (proc.user_seconds + proc.system_seconds) / (window_seconds * online_cpus() as f64)),
         process_user_seconds: proc.user_seconds,
         process_system_seconds: proc.system_seconds,
+        split: host.cpu,
+        per_cpu: host.per_cpu.clone(),
     };
     let stream_reports = streams
         .iter()
@@ -692,6 +707,8 @@ fn sample_until_done(
         streams: stream_reports,
         intervals,
         cpu,
+        host: Some(host),
+        timeline: timeline.into_entries(),
         io: String::new(),
         partial: stopped_early,
         notes,

@@ -1,104 +1,169 @@
-//! Host CPU time from /proc/stat, in clock ticks (USER_HZ), summed over all CPUs.
-//! Busy = user + nice + system + irq + softirq + steal; idle = idle + iowait (proc(5)).
+//! CPU time from /proc/stat, in clock ticks (USER_HZ), for all CPUs together and for each online
+//! CPU under its own number (an offline CPU has no line, so positions are not CPU numbers).
+//! Busy = user + nice + system + irq + softirq + steal; idle = idle + iowait (proc(5)). Guest time
+//! is already inside user and nice and is not added again.
 
 use serde::{Deserialize, Serialize};
 
-/// The fewest ticks (summed over CPUs, 10 ms each at USER_HZ 100) a CPU figure is given for.
+/// The fewest ticks (10 ms each at USER_HZ 100) a CPU figure is given for: fewer is noise.
 pub const MIN_TICKS: u64 = 10;
 
-/// One reading of the aggregate `cpu` line of /proc/stat.
+/// One CPU's (or all CPUs') counters, in ticks since boot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CpuTimes {
-    pub busy_ticks: u64,
-    pub total_ticks: u64,
+pub struct CpuTicks {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
 }
 
-impl CpuTimes {
-    /// Reads /proc/stat now; `None` where it cannot be read (then no host CPU figure is reported).
-    pub fn read() -> Option<CpuTimes> {
-        let text = std::fs::read_to_string("/proc/stat").ok()?;
-        parse_proc_stat(&text)
+impl CpuTicks {
+    pub fn busy(&self) -> u64 {
+        self.user + self.nice + self.system + self.irq + self.softirq + self.steal
     }
 
-    /// Busy share of all CPUs between two readings, in percent (0-100); `None` if fewer than
-    /// [`MIN_TICKS`] passed (the figure would be noise) or a counter went backwards.
-    pub fn busy_percent_since(&self, earlier: &CpuTimes) -> Option<f64> {
-        let total = self.total_ticks.checked_sub(earlier.total_ticks)?;
-        let busy = self.busy_ticks.checked_sub(earlier.busy_ticks)?;
+    pub fn total(&self) -> u64 {
+        self.busy() + self.idle + self.iowait
+    }
+
+    /// The split between two readings in percent of the time that passed; `None` when fewer
+    /// than [`MIN_TICKS`] passed or a counter went backwards (a CPU that went offline and back:
+    /// its idle and iowait can be recounted).
+    pub fn split_since(&self, earlier: &CpuTicks) -> Option<CpuSplit> {
+        let d = |a: u64, b: u64| a.checked_sub(b);
+        let delta = CpuTicks {
+            user: d(self.user, earlier.user)?,
+            nice: d(self.nice, earlier.nice)?,
+            system: d(self.system, earlier.system)?,
+            idle: d(self.idle, earlier.idle)?,
+            iowait: d(self.iowait, earlier.iowait)?,
+            irq: d(self.irq, earlier.irq)?,
+            softirq: d(self.softirq, earlier.softirq)?,
+            steal: d(self.steal, earlier.steal)?,
+        };
+        let total = delta.total();
         if total < MIN_TICKS {
             return None;
         }
-        Some((100.0 * busy as f64 / total as f64).min(100.0))
+        let pct = |t: u64| 100.0 * t as f64 / total as f64;
+        Some(CpuSplit {
+            cpu: None,
+            busy: pct(delta.busy()),
+            user: pct(delta.user + delta.nice),
+            system: pct(delta.system),
+            irq: pct(delta.irq),
+            softirq: pct(delta.softirq),
+            iowait: pct(delta.iowait),
+            steal: pct(delta.steal),
+            idle: pct(delta.idle),
+        })
     }
 }
 
-/// Parses the first (aggregate) `cpu ` line of /proc/stat.
-pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let fields: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|f| f.parse().ok())
-        .collect::<Option<_>>()?;
-    // user nice system idle iowait irq softirq steal guest guest_nice; guest time is already
-    // inside user and nice, so it is not added again.
-    let get = |i: usize| fields.get(i).copied().unwrap_or(0);
-    if fields.len() < 4 {
-        return None;
+/// Where a CPU's time went over an interval, percent of that CPU's time (all add up to 100).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSplit {
+    /// The CPU's number; absent for the all-CPU figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    /// user + system + irq + softirq + steal.
+    pub busy: f64,
+    /// user and nice.
+    pub user: f64,
+    pub system: f64,
+    pub irq: f64,
+    pub softirq: f64,
+    pub iowait: f64,
+    pub steal: f64,
+    pub idle: f64,
+}
+
+/// One reading of /proc/stat's CPU lines.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatReading {
+    pub all: CpuTicks,
+    /// (CPU number, its ticks), online CPUs only.
+    pub per_cpu: Vec<(u32, CpuTicks)>,
+}
+
+impl StatReading {
+    pub fn read() -> Option<StatReading> {
+        parse_stat(&std::fs::read_to_string("/proc/stat").ok()?)
     }
-    let idle = get(3) + get(4);
-    let busy = get(0) + get(1) + get(2) + get(5) + get(6) + get(7);
-    Some(CpuTimes {
-        busy_ticks: busy,
-        total_ticks: busy + idle,
+}
+
+fn parse_ticks(fields: &str) -> Option<CpuTicks> {
+    let mut v = [0u64; 8];
+    let mut n = 0;
+    for (slot, f) in v.iter_mut().zip(fields.split_whitespace()) {
+        *slot = f.parse().ok()?;
+        n += 1;
+    }
+    (n >= 4).then_some(CpuTicks {
+        user: v[0],
+        nice: v[1],
+        system: v[2],
+        idle: v[3],
+        iowait: v[4],
+        irq: v[5],
+        softirq: v[6],
+        steal: v[7],
     })
+}
+
+/// Parses the `cpu` and `cpuN` lines of /proc/stat; `None` without an aggregate line.
+pub fn parse_stat(text: &str) -> Option<StatReading> {
+    let mut all = None;
+    let mut per_cpu = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("cpu") else { continue };
+        let (id, fields) = rest.split_once(char::is_whitespace)?;
+        if id.is_empty() {
+            all = parse_ticks(fields);
+        } else if let (Ok(n), Some(t)) = (id.parse::<u32>(), parse_ticks(fields)) {
+            per_cpu.push((n, t));
+        }
+    }
+    Some(StatReading { all: all?, per_cpu })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const STAT: &str = "cpu  100 5 50 800 10 3 2 0 0 0\ncpu0 50 2 25 400 5 1 1 0 0 0\nintr 1 2 3\n";
+    const STAT: &str =
+        "cpu  100 5 50 800 10 3 2 0 0 0\ncpu0 50 2 25 400 5 1 1 0 0 0\ncpu3 50 3 25 400 5 2 1 0 0 0\nintr 1 2 3\n";
 
     #[test]
-    fn parses_the_aggregate_line() {
-        let t = parse_proc_stat(STAT).expect("parses");
-        assert_eq!(
-            t,
-            CpuTimes {
-                busy_ticks: 160,
-                total_ticks: 970
-            }
-        );
+    fn parses_all_cpus_and_each_under_its_number() {
+        let r = parse_stat(STAT).expect("parses");
+        assert_eq!(r.all.busy(), 160);
+        assert_eq!(r.all.total(), 970);
+        let ids: Vec<u32> = r.per_cpu.iter().map(|(n, _)| *n).collect();
+        assert_eq!(ids, [0, 3], "an offline CPU leaves a gap, not a shift");
+        assert_eq!(r.per_cpu[1].1.irq, 2);
     }
 
     #[test]
-    fn busy_percent_between_readings() {
-        let a = CpuTimes {
-            busy_ticks: 100,
-            total_ticks: 1000,
-        };
-        let b = CpuTimes {
-            busy_ticks: 150,
-            total_ticks: 1200,
-        };
-        assert_eq!(b.busy_percent_since(&a), Some(25.0));
-        assert_eq!(
-            a.busy_percent_since(&b),
-            None,
-            "counters going backwards give no figure"
-        );
-        assert_eq!(a.busy_percent_since(&a), None);
-        let c = CpuTimes {
-            busy_ticks: 101,
-            total_ticks: 1005,
-        };
-        assert_eq!(c.busy_percent_since(&a), None, "5 ticks are too few to give a figure");
+    fn split_between_readings() {
+        let a = parse_ticks("100 0 100 700 100 0 0 0").expect("ticks");
+        let b = parse_ticks("150 10 120 800 100 10 10 0").expect("ticks");
+        let s = b.split_since(&a).expect("enough ticks");
+        assert!((s.busy - 100.0 * 100.0 / 200.0).abs() < 1e-9);
+        assert!((s.user - 30.0).abs() < 1e-9, "user includes nice");
+        assert!((s.idle - 50.0).abs() < 1e-9);
+        assert_eq!(a.split_since(&b), None, "counters going backwards give no figure");
+        assert_eq!(a.split_since(&a), None, "no time passed");
     }
 
     #[test]
     fn reads_this_host() {
-        let t = CpuTimes::read().expect("/proc/stat is readable on Linux");
-        assert!(t.total_ticks >= t.busy_ticks && t.total_ticks > 0);
+        let r = StatReading::read().expect("/proc/stat is readable on Linux");
+        assert!(r.all.total() >= r.all.busy() && r.all.total() > 0);
+        assert!(!r.per_cpu.is_empty());
     }
 }

@@ -1,7 +1,14 @@
-//! Samplers of the host a test runs on: CPU time (`cpu`), the process's own use (`rusage`) and
-//! what the host is (`host`). They read the kernel's counters and return plain values; the
-//! engines decide when to read them (at the edges of the measurement window).
+//! Samplers of the host a test runs on: CPU time (`cpu`), interrupts and softirqs (`irq`),
+//! interfaces (`netdev`), the stack's counters (`snmp`), the process's own use (`rusage`), all
+//! read together and turned into rates by `sample`; and what the host is (`host`: the
+//! configuration), which `doctor` checks against tuning advice. They read the kernel's counters
+//! and return plain values; the engines decide when to read them.
 
 pub mod cpu;
+pub mod doctor;
 pub mod host;
+pub mod irq;
+pub mod netdev;
 pub mod rusage;
+pub mod sample;
+pub mod snmp;

@@ -7,6 +7,11 @@ use serde::{Deserialize, Serialize};
 pub struct ProcessTimes {
     pub user_seconds: f64,
     pub system_seconds: f64,
+    /// Context switches: waits (voluntary) and preemptions (involuntary).
+    #[serde(default)]
+    pub voluntary_context_switches: u64,
+    #[serde(default)]
+    pub involuntary_context_switches: u64,
 }
 
 impl ProcessTimes {
@@ -19,6 +24,8 @@ impl ProcessTimes {
         ProcessTimes {
             user_seconds: secs(usage.ru_utime),
             system_seconds: secs(usage.ru_stime),
+            voluntary_context_switches: usage.ru_nvcsw as u64,
+            involuntary_context_switches: usage.ru_nivcsw as u64,
         }
     }
 
@@ -26,6 +33,12 @@ impl ProcessTimes {
         ProcessTimes {
             user_seconds: (self.user_seconds - earlier.user_seconds).max(0.0),
             system_seconds: (self.system_seconds - earlier.system_seconds).max(0.0),
+            voluntary_context_switches: self
+                .voluntary_context_switches
+                .saturating_sub(earlier.voluntary_context_switches),
+            involuntary_context_switches: self
+                .involuntary_context_switches
+                .saturating_sub(earlier.involuntary_context_switches),
         }
     }
 }

@@ -1,0 +1,1 @@
+//! `linerate doctor`: the host's configuration checked against known tuning advice.
