@@ -76,7 +76,73 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Quick(args) => quick(&args),
         Command::Lab(args) => lab_command(args.command),
+        Command::Sys(args) => sys(&args),
+        Command::Doctor(args) => doctor(&args),
+        Command::Calc(args) => calc(&args),
     }
+}
+
+/// `linerate sys`: a line (or a JSON document) per interval until Ctrl-C or `--count`.
+fn sys(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
+    use linerate_core::metrics::sample::{HostInterval, HostSnapshot, HostUsage, IrqGroups};
+    if args.config {
+        return sys_config(args);
+    }
+    let interval = args.interval()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
+    let mut prev = HostSnapshot::read();
+    let groups = IrqGroups::discover(prev.interrupts.as_ref(), &prev.interfaces);
+    let start = prev.at;
+    let mut lines = 0u64;
+    while args.count.is_none_or(|n| lines < n) {
+        let due = prev.at + interval;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let left = due.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(100)));
+        }
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let now = HostSnapshot::read();
+        let sample = HostInterval {
+            start_ns: prev.at.duration_since(start).as_nanos() as u64,
+            end_ns: now.at.duration_since(start).as_nanos() as u64,
+            usage: HostUsage::between(&prev, &now, &groups, args.json),
+        };
+        let line = if args.json {
+            serde_json::to_string(&sample)?
+        } else {
+            linerate_report::sys::usage_line(&sample, &args.interfaces)
+        };
+        print_text(&format!("{line}\n"))?;
+        prev = now;
+        lines += 1;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `linerate calc goodput`.
+fn calc(args: &cli::sys::CalcArgs) -> anyhow::Result<ExitCode> {
+    use linerate_core::wire::{Transport, goodput};
+    let cli::sys::CalcCommand::Goodput { link, mtu, ipv6, json } = &args.command;
+    anyhow::ensure!(link.0 > 0.0, "--link must be above 0");
+    anyhow::ensure!((68..=65_535).contains(mtu), "--mtu {mtu} is not between 68 and 65535");
+    let rows: Vec<_> = [Transport::Tcp, Transport::Udp]
+        .into_iter()
+        .filter_map(|t| goodput(link.0, *mtu, t, *ipv6))
+        .collect();
+    let text = if *json {
+        format!("{}\n", serde_json::to_string_pretty(&rows)?)
+    } else {
+        linerate_report::sys::goodput_text(&rows)
+    };
+    print_text(&text)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs a TCP test with live lines and Ctrl-C handling.
@@ -224,4 +290,12 @@ fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn sys_config(_args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("TODO config")
+}
+
+fn doctor(_args: &cli::sys::DoctorArgs) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("TODO doctor")
 }

@@ -4,6 +4,7 @@
 pub mod lab;
 pub mod quick;
 pub mod serve;
+pub mod sys;
 pub mod tcp;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,12 @@ pub enum Command {
     Quick(quick::QuickArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)
     Lab(lab::LabArgs),
+    /// This host's samplers live (CPU, interrupts, interfaces, stack), or its configuration
+    Sys(sys::SysArgs),
+    /// Check this host against known tuning advice; prints each finding with its fix, changes nothing
+    Doctor(sys::DoctorArgs),
+    /// Arithmetic of the wire: `calc goodput --link 10G --mtu 9000`
+    Calc(sys::CalcArgs),
 }
 
 /// How a client or agent gets the shared secret: `--secret-file`, else `LINERATE_SECRET`.

@@ -4,7 +4,7 @@ use super::SecretArgs;
 use anyhow::{Context, bail};
 use linerate_core::client::Target;
 use linerate_core::spec::{Direction, Limit, MAX_STREAMS, TcpSpec};
-use linerate_core::units::{ByteSize, CpuList};
+use linerate_core::units::{BitRate, ByteSize, CpuList};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -100,6 +100,15 @@ pub struct TcpArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Link speed to report the throughput against as a share of line rate (10G, 25gbit);
+    /// default: the speed of the interface the test used, where it has one
+    #[arg(long, value_name = "RATE")]
+    pub link_speed: Option<BitRate>,
+
+    /// MTU for the line-rate figure; default: the interface's, else the path MTU
+    #[arg(long, value_name = "BYTES")]
+    pub mtu: Option<u32>,
+
     /// Seconds to wait for an agent to answer a connection
     #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
     pub connect_timeout: f64,
@@ -141,6 +150,8 @@ impl TcpArgs {
             } else {
                 Direction::Send
             },
+            link_speed: self.link_speed,
+            link_mtu_bytes: self.mtu,
         };
         spec.validate()?;
         Ok(spec)

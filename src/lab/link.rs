@@ -27,7 +27,7 @@ pub struct LinkSpec {
     pub limit_packets: Option<u32>,
 }
 
-fn duration_us(v: &str) -> anyhow::Result<u64> {
+pub fn duration_us(v: &str) -> anyhow::Result<u64> {
     let (num, unit) = v.split_at(v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len()));
     let n: f64 = num
         .parse()

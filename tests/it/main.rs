@@ -3,6 +3,7 @@
 
 mod agent;
 mod cli;
+mod cost;
 mod lab;
 mod netns;
 mod tcp;

@@ -325,13 +325,30 @@ pub fn run_tcp(
             client: c,
         })
         .collect();
-    Ok(result::assemble_tcp(
-        spec,
-        HostInfo::read(),
-        &outcomes,
-        started_unix_ms,
-        notes,
-    ))
+    let mut r = result::assemble_tcp(spec, HostInfo::read(), &outcomes, started_unix_ms, notes);
+    let ipv6 = sessions.first().is_some_and(|s| s.target.addr.is_ipv6());
+    add_line_rate(&mut r, spec, ipv6);
+    Ok(r)
+}
+
+/// The line-rate figure: against `--link-speed` (and `--mtu`, else the path MTU the senders saw).
+fn add_line_rate(r: &mut TestResult, spec: &TcpSpec, ipv6: bool) {
+    let path_mtu = r
+        .summary
+        .streams
+        .iter()
+        .find_map(|s| s.tcp.map(|t| t.pmtu_bytes))
+        .filter(|m| *m > 0);
+    let (speed, mtu, source) = match (spec.link_speed, spec.link_mtu_bytes.or(path_mtu)) {
+        (Some(speed), Some(mtu)) => (speed.0, mtu, "given"),
+        _ => return,
+    };
+    match crate::wire::goodput(speed, mtu, crate::wire::Transport::Tcp, ipv6) {
+        Some(g) => result::add_line_rate(r, &g, source),
+        None => r
+            .notes
+            .push(format!("MTU {mtu} leaves no room for TCP payload: no line-rate figure")),
+    }
 }
 
 /// The client's report cut down to one agent's streams, renumbered from 0.

@@ -586,6 +586,26 @@ pub fn line_rate(s: &SideSummary, g: &Goodput, source: &str) -> LineRate {
     }
 }
 
+/// Sets every side's line-rate figure (totals, directions, agents) against `g`.
+pub fn add_line_rate(r: &mut TestResult, g: &Goodput, source: &str) {
+    let mut sides: Vec<&mut SideSummary> = vec![&mut r.summary.sent, &mut r.summary.received];
+    if let Some(d) = r.summary.directions.as_mut() {
+        for v in d.values_mut() {
+            sides.push(&mut v.sent);
+            sides.push(&mut v.received);
+        }
+    }
+    for a in &mut r.summary.agents {
+        sides.push(&mut a.sent);
+        sides.push(&mut a.received);
+    }
+    for s in sides {
+        if s.bytes > 0 {
+            s.line_rate = Some(line_rate(s, g, source));
+        }
+    }
+}
+
 /// Joins the client's and the agents' reports of one TCP run into the result document.
 pub fn assemble_tcp(
     spec: &TcpSpec,

@@ -2,7 +2,7 @@
 //! document under `options`. Engines trust a spec that passed [`TestSpec::validate`]; the agent
 //! validates every spec it receives, because it comes from the network.
 
-use crate::units::ByteSize;
+use crate::units::{BitRate, ByteSize};
 use serde::{Deserialize, Serialize};
 
 /// One test of any kind. The tag (`"test": "tcp"`) is the same word as the result's `test` field.
@@ -83,6 +83,13 @@ pub struct TcpSpec {
     /// blocking calls, more uses io_uring.
     pub depth: u32,
     pub direction: Direction,
+    /// Link speed the line-rate figure is taken against (`--link-speed`); None = the speed of
+    /// the interface the test used, where it has one.
+    #[serde(default)]
+    pub link_speed: Option<BitRate>,
+    /// MTU for the line-rate figure (`--mtu`); None = the interface's, else the path MTU.
+    #[serde(default)]
+    pub link_mtu_bytes: Option<u32>,
 }
 
 /// The most streams per agent and direction: far past what a host sustains, short of exhausting
@@ -154,6 +161,8 @@ impl TcpSpec {
             nodelay: false,
             depth: 1,
             direction: Direction::Send,
+            link_speed: None,
+            link_mtu_bytes: None,
         }
     }
 
@@ -167,6 +176,12 @@ impl TcpSpec {
             MAX_BUFFER_BYTES as f64,
         )?;
         check("depth", f64::from(self.depth), 1.0, f64::from(MAX_DEPTH))?;
+        if let Some(r) = self.link_speed {
+            check("link speed (bit/s)", r.0, 1e3, 1e13)?;
+        }
+        if let Some(m) = self.link_mtu_bytes {
+            check("MTU", f64::from(m), 68.0, 65_535.0)?;
+        }
         check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
         check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
         check("interval seconds", self.interval_seconds, 0.0, MAX_SECONDS)?;

@@ -5,4 +5,5 @@
 
 pub mod json;
 pub mod live;
+pub mod sys;
 pub mod text;

@@ -51,6 +51,41 @@ fn side_block(out: &mut String, title: &str, columns: &[(String, &SideSummary)],
     row("Throughput (Mbit/s)", &|s| grouped(s.bits_per_second / 1e6, 3));
     row("Average CPU utilisation, host", &|s| pct(s.cpu.host_percent));
     row("Average CPU utilisation, linerate", &|s| pct(s.cpu.process_percent));
+    row("  of which usr/sys/irq/softirq (%)", &|s| {
+        s.cpu.split.map_or("n/a".into(), |c| {
+            format!("{:.0}/{:.0}/{:.0}/{:.0}", c.user, c.system, c.irq, c.softirq)
+        })
+    });
+    row("Interrupts (per second, all CPUs)", &|s| {
+        s.interrupts_per_second
+            .as_ref()
+            .map_or("n/a".into(), |i| grouped(i.total, 0))
+    });
+    let kind = if sending { "NET_TX" } else { "NET_RX" };
+    row(&format!("{kind} softirqs (per second)"), &|s| {
+        s.softirqs_per_second
+            .get(kind)
+            .map_or("n/a".into(), |r| grouped(r.total, 0))
+    });
+    row("Throughput per busy core (Gbit/s)", &|s| {
+        s.efficiency.map_or("n/a".into(), |e| format!("{:.3}", e.gbit_per_core))
+    });
+    row("CPU per Gbit/s (% of one core)", &|s| {
+        s.efficiency
+            .map_or("n/a".into(), |e| format!("{:.2}", e.cpu_percent_per_gbit))
+    });
+    row("Cycles per byte", &|s| {
+        s.efficiency
+            .and_then(|e| e.cycles_per_byte)
+            .map_or("n/a".into(), |c| format!("{c:.3}"))
+    });
+    if columns.iter().any(|(_, s)| s.line_rate.is_some()) {
+        row("Share of line rate (%)", &|s| {
+            s.line_rate
+                .as_ref()
+                .map_or("n/a".into(), |l| format!("{:.1}", l.percent))
+        });
+    }
     if sending {
         row("TCP retransmits (segments)", &|s| {
             s.tcp.as_ref().map_or("n/a".into(), |t| t.retransmits.to_string())
@@ -183,7 +218,21 @@ pub fn render(r: &TestResult) -> String {
                 .map_or("n/a".into(), |g| g.mss_bytes.to_string()),
         );
     }
+    interfaces_block(&mut out, r);
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
+    out.push_str("Efficiency counts the counting hosts' busy CPU (all of it, not only linerate's); on one host both ends share it.\n");
+    for (name, side) in [("send", &r.summary.sent), ("receive", &r.summary.received)] {
+        if let Some(l) = &side.line_rate {
+            let _ = writeln!(
+                out,
+                "Line rate ({name} side): {} Mbit/s of goodput at {} Mbit/s, MTU {} ({}).",
+                grouped(l.limit_bits_per_second / 1e6, 1),
+                grouped(l.link_bits_per_second / 1e6, 0),
+                l.mtu_bytes,
+                l.source
+            );
+        }
+    }
     if let Some(t) = r.summary.sent.tcp.as_ref()
         && let Some(by) = &t.limited_by
     {
@@ -231,6 +280,36 @@ pub fn render(r: &TestResult) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out
+}
+
+/// The interfaces each counting side's kernel saw move data over the window.
+fn interfaces_block(out: &mut String, r: &TestResult) {
+    let sides = [("send", &r.summary.sent), ("receive", &r.summary.received)];
+    if sides.iter().all(|(_, s)| s.interfaces.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<8} {:<16} {:<20} {:>12} {:>12} {:>12} {:>12} {:>8} {:>8}",
+        "side", "counted by", "interface", "rx Mbit/s", "rx pkt/s", "tx Mbit/s", "tx pkt/s", "drops", "errors"
+    );
+    for (name, s) in sides {
+        for i in &s.interfaces {
+            let _ = writeln!(
+                out,
+                "{:<8} {:<16} {:<20} {:>12} {:>12} {:>12} {:>12} {:>8} {:>8}",
+                name,
+                s.counted_by.join(","),
+                i.name,
+                grouped(i.rx_bits_per_second / 1e6, 1),
+                grouped(i.rx_packets_per_second, 0),
+                grouped(i.tx_bits_per_second / 1e6, 1),
+                grouped(i.tx_packets_per_second, 0),
+                i.rx_dropped + i.tx_dropped,
+                i.rx_errors + i.tx_errors
+            );
+        }
+    }
 }
 
 #[cfg(test)]

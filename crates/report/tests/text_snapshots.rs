@@ -2,7 +2,9 @@
 //! tests/snapshots/. After an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p linerate-report`
 //! rewrites them; review the diff like code.
 
+use linerate_core::metrics::cpu::CpuSplit;
 use linerate_core::metrics::host::HostInfo;
+use linerate_core::metrics::sample::{HostUsage, InterfaceUsage, InterruptRates, SoftirqRate};
 use linerate_core::result::{
     AgentOutcome, CpuUsage, ErrorCounts, Role, SideReport, SocketGrant, StreamEnd, StreamReport, TcpSnapshot,
     assemble_tcp,
@@ -58,6 +60,54 @@ fn side(streams: Vec<StreamReport>, host: f64, process: f64) -> SideReport {
             ..Default::default()
         },
         io: "io_uring".into(),
+        host: Some(usage(host)),
+        ..Default::default()
+    }
+}
+
+/// Samplers of a 2-CPU host at `busy` % over 10 s, with an eth0 that moved 1 GB each way.
+fn usage(busy: f64) -> HostUsage {
+    let split = |cpu: Option<u32>| CpuSplit {
+        cpu,
+        busy,
+        user: busy / 4.0,
+        system: busy / 2.0,
+        softirq: busy / 4.0,
+        idle: 100.0 - busy,
+        ..Default::default()
+    };
+    let mut softirqs = std::collections::BTreeMap::new();
+    for (kind, rate) in [("NET_RX", 50_000.0), ("NET_TX", 2_000.0)] {
+        softirqs.insert(
+            kind.to_string(),
+            SoftirqRate {
+                total: rate,
+                per_cpu: vec![],
+            },
+        );
+    }
+    HostUsage {
+        seconds: 10.0,
+        cpu: Some(split(None)),
+        per_cpu: vec![split(Some(0)), split(Some(1))],
+        interrupts_per_second: Some(InterruptRates {
+            total: 12_345.0,
+            ..Default::default()
+        }),
+        softirqs_per_second: softirqs,
+        interfaces: vec![InterfaceUsage {
+            name: "eth0".into(),
+            rx_bytes: 1_000_000_000,
+            tx_bytes: 1_000_000_000,
+            rx_packets: 700_000,
+            tx_packets: 700_000,
+            rx_bits_per_second: 800e6,
+            tx_bits_per_second: 800e6,
+            rx_packets_per_second: 70_000.0,
+            tx_packets_per_second: 70_000.0,
+            ..Default::default()
+        }],
+        clock_mhz: Some(2000.0),
         ..Default::default()
     }
 }

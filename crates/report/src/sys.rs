@@ -1,0 +1,134 @@
+//! The host's samplers as text: one line per interval for `linerate sys`, and the wire's
+//! arithmetic for `linerate calc goodput`.
+
+use crate::text::grouped;
+use linerate_core::metrics::sample::{HostInterval, HostUsage, InterfaceUsage};
+use linerate_core::wire::{Goodput, Transport};
+use std::fmt::Write;
+
+/// The interfaces to show: those named, then any other that moved bytes.
+fn shown<'a>(u: &'a HostUsage, names: &[String]) -> Vec<&'a InterfaceUsage> {
+    let mut v: Vec<&InterfaceUsage> = names.iter().filter_map(|n| u.interface(n)).collect();
+    if names.is_empty() {
+        v.extend(u.interfaces.iter().filter(|i| i.rx_bytes + i.tx_bytes > 0));
+    }
+    v
+}
+
+/// One interval: CPU busy and its split, interrupts and network softirqs per second, each
+/// interface's traffic, TCP retransmits, drops and memory in use.
+pub fn usage_line(s: &HostInterval, interfaces: &[String]) -> String {
+    let u = &s.usage;
+    let mut line = format!("[{:7.2}-{:7.2} s]", s.start_ns as f64 / 1e9, s.end_ns as f64 / 1e9);
+    match u.cpu {
+        Some(c) => {
+            let _ = write!(
+                line,
+                "  cpu {:5.1}% (usr {:.1} sys {:.1} irq {:.1} soft {:.1} steal {:.1})",
+                c.busy, c.user, c.system, c.irq, c.softirq, c.steal
+            );
+        }
+        None => line.push_str("  cpu n/a"),
+    }
+    if let Some(i) = &u.interrupts_per_second {
+        let _ = write!(line, "  intr {}/s", grouped(i.total, 0));
+    }
+    for kind in ["NET_RX", "NET_TX"] {
+        if let Some(r) = u.softirqs_per_second.get(kind) {
+            let _ = write!(line, "  {kind} {}/s", grouped(r.total, 0));
+        }
+    }
+    for i in shown(u, interfaces) {
+        let _ = write!(
+            line,
+            "  {} rx {} Mbit/s {} pkt/s tx {} Mbit/s {} pkt/s",
+            i.name,
+            grouped(i.rx_bits_per_second / 1e6, 1),
+            grouped(i.rx_packets_per_second, 0),
+            grouped(i.tx_bits_per_second / 1e6, 1),
+            grouped(i.tx_packets_per_second, 0)
+        );
+        if i.rx_dropped + i.tx_dropped + i.rx_errors + i.tx_errors > 0 {
+            let _ = write!(
+                line,
+                " (drop {}/{} err {}/{})",
+                i.rx_dropped, i.tx_dropped, i.rx_errors, i.tx_errors
+            );
+        }
+    }
+    if let Some(st) = &u.stack {
+        let _ = write!(line, "  retr {}", st.tcp_retransmitted_segments);
+        if st.softnet_dropped + st.udp_receive_buffer_errors > 0 {
+            let _ = write!(
+                line,
+                "  backlog drops {} udp rcvbuf errors {}",
+                st.softnet_dropped, st.udp_receive_buffer_errors
+            );
+        }
+    }
+    if let Some(m) = &u.memory {
+        let _ = write!(line, "  mem {:.2} GiB used", m.used_bytes as f64 / (1u64 << 30) as f64);
+    }
+    for n in &u.notes {
+        let _ = write!(line, "  ({n})");
+    }
+    line
+}
+
+/// `calc goodput`: one line per transport.
+pub fn goodput_text(rows: &[Goodput]) -> String {
+    let mut out = String::new();
+    for g in rows {
+        let what = match g.transport {
+            Transport::Tcp => "TCP with timestamps",
+            Transport::Udp => "UDP",
+        };
+        let _ = writeln!(
+            out,
+            "{:.3} Gbit/s for {what} over IPv{} at {:.3} Gbit/s, MTU {} ({} payload bytes per {} on the wire)",
+            g.bits_per_second / 1e9,
+            if g.ipv6 { 6 } else { 4 },
+            g.link_bits_per_second / 1e9,
+            g.mtu_bytes,
+            g.payload_bytes,
+            g.wire_bytes
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_core::wire::goodput;
+
+    #[test]
+    fn goodput_lines_carry_the_figures() {
+        let g = goodput(10e9, 9000, Transport::Tcp, false).expect("fits");
+        let t = goodput_text(&[g]);
+        assert!(t.starts_with("9.900 Gbit/s for TCP with timestamps"), "{t}");
+        assert!(t.contains("(8948 payload bytes per 9038 on the wire)"), "{t}");
+    }
+
+    #[test]
+    fn a_line_names_cpu_interrupts_and_interfaces() {
+        let s = HostInterval {
+            start_ns: 0,
+            end_ns: 1_000_000_000,
+            usage: HostUsage {
+                seconds: 1.0,
+                interfaces: vec![InterfaceUsage {
+                    name: "eth0".into(),
+                    rx_bytes: 125_000_000,
+                    rx_bits_per_second: 1e9,
+                    rx_packets_per_second: 83_000.0,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        };
+        let l = usage_line(&s, &[]);
+        assert!(l.contains("eth0 rx 1,000.0 Mbit/s 83,000 pkt/s"), "{l}");
+        assert!(l.contains("cpu n/a"));
+    }
+}

@@ -1,0 +1,82 @@
+//! `linerate sys`, `linerate doctor` and `linerate calc`: the host's samplers and configuration
+//! without a test, tuning advice, and the wire's arithmetic.
+
+use linerate_core::units::BitRate;
+
+#[derive(Debug, clap::Args)]
+pub struct SysArgs {
+    /// Seconds between lines
+    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value_t = 1.0)]
+    pub interval: f64,
+
+    /// Stop after this many lines (default: until Ctrl-C)
+    #[arg(short = 'n', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+
+    /// Show these interfaces even when idle (default: those that moved anything)
+    #[arg(long = "iface", value_name = "IF")]
+    pub interfaces: Vec<String>,
+
+    /// Print the host's configuration instead of the samplers
+    #[arg(long)]
+    pub config: bool,
+
+    /// JSON: one document per line (or the configuration as one document)
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl SysArgs {
+    pub fn interval(&self) -> anyhow::Result<std::time::Duration> {
+        anyhow::ensure!(
+            self.interval.is_finite() && (0.01..=3600.0).contains(&self.interval),
+            "--interval {} is not between 0.01 and 3600 seconds",
+            self.interval
+        );
+        Ok(std::time::Duration::from_secs_f64(self.interval))
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Round-trip time of the path to tune for (10ms, 175ms): buffers are checked against the
+    /// bandwidth-delay product
+    #[arg(long, value_name = "TIME")]
+    pub rtt: Option<String>,
+
+    /// Rate of the path (10G); default: the interface's link speed
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<BitRate>,
+
+    /// Interfaces to check (default: every interface with a link speed, and lo)
+    #[arg(long = "iface", value_name = "IF")]
+    pub interfaces: Vec<String>,
+
+    /// Print the findings as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CalcArgs {
+    #[command(subcommand)]
+    pub command: CalcCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum CalcCommand {
+    /// The most TCP and UDP payload a link carries (Ethernet, IP and TCP/UDP headers counted)
+    Goodput {
+        /// Link speed (10G, 25gbit, 100M)
+        #[arg(long = "link", value_name = "RATE")]
+        link: BitRate,
+        /// MTU, bytes
+        #[arg(long, value_name = "BYTES", default_value_t = 1500)]
+        mtu: u32,
+        /// IPv6 headers (40 bytes) instead of IPv4 (20)
+        #[arg(long)]
+        ipv6: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
