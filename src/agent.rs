@@ -7,7 +7,7 @@
 //! `max_tests`; past that a client is told "busy" at once.
 
 use linerate_core::engine::{Control, Sink, pin, sockopt, tcp};
-use linerate_core::metrics::host::HostInfo;
+use linerate_core::metrics::host::{self, HostInfo};
 use linerate_core::proto::conn::{Conn, ProtoError};
 use linerate_core::proto::frame::{self, COOKIE_LEN, DATA_HEADER_LEN, PREAMBLE_LEN};
 use linerate_core::proto::{self, ErrorKind, Message, VERSION, auth};
@@ -366,6 +366,7 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
             grant,
         });
     }
+    let peer = streams.first().and_then(|s| s.socket.peer_addr().ok()).map(|a| a.ip());
     conn.send(&Message::Started).map_err(proto_refusal)?;
     let control = Control::default();
     let engine_done = AtomicBool::new(false);
@@ -376,7 +377,10 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
         let _ = watcher.join();
         report
     });
-    let report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
+    let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
+    // After the window: reading the configuration (netlink, sysfs) costs a few milliseconds.
+    let used: Vec<String> = peer.and_then(host::interface_towards).into_iter().collect();
+    report.config = Some(host::read_config(&used));
     // The client may be gone (killed mid-test): then there is no one to tell, and that is fine.
     let _ = conn.send(&Message::Result {
         report: Box::new(report),

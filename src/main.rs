@@ -292,8 +292,25 @@ fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn sys_config(_args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("TODO config")
+/// `linerate sys --config`: the configuration of this host and of the interfaces named (default:
+/// every interface of this network namespace).
+fn sys_config(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
+    let names: Vec<String> = if args.interfaces.is_empty() {
+        linerate_core::metrics::netdev::read()
+            .into_iter()
+            .map(|i| i.name)
+            .collect()
+    } else {
+        args.interfaces.clone()
+    };
+    let config = linerate_core::metrics::host::read_config(&names);
+    let text = if args.json {
+        format!("{}\n", serde_json::to_string_pretty(&config)?)
+    } else {
+        linerate_report::sys::config_text(&config)
+    };
+    print_text(&text)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn doctor(_args: &cli::sys::DoctorArgs) -> anyhow::Result<ExitCode> {

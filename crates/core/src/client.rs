@@ -294,7 +294,17 @@ pub fn run_tcp(
             .collect();
         (local, results)
     });
-    let local = local?;
+    let mut local = local?;
+    // The interfaces towards the agents, read after the window.
+    let mut used: Vec<String> = Vec::new();
+    for s in &sessions {
+        if let Some(i) = crate::metrics::host::interface_towards(s.target.addr.ip())
+            && !used.contains(&i)
+        {
+            used.push(i);
+        }
+    }
+    local.config = Some(crate::metrics::host::read_config(&used));
 
     let mut notes = local.notes.clone();
     let mut client_parts = Vec::with_capacity(sessions.len());
@@ -339,12 +349,25 @@ fn add_line_rate(r: &mut TestResult, spec: &TcpSpec, ipv6: bool) {
         .iter()
         .find_map(|s| s.tcp.map(|t| t.pmtu_bytes))
         .filter(|m| *m > 0);
-    let (speed, mtu, source) = match (spec.link_speed, spec.link_mtu_bytes.or(path_mtu)) {
-        (Some(speed), Some(mtu)) => (speed.0, mtu, "given"),
-        _ => return,
+    // A physical interface's link speed (a veth's or a bridge's "speed" is made up).
+    let detected = r.hosts.get("client").and_then(|h| h.config.as_ref()).and_then(|c| {
+        c.interfaces
+            .iter()
+            .find(|i| i.kind.is_none() && !i.loopback && i.speed_mbit_per_second.is_some_and(|s| s > 0))
+            .cloned()
+    });
+    let (speed, mtu, source) = match (spec.link_speed, &detected) {
+        (Some(speed), _) => (speed.0, spec.link_mtu_bytes.or(path_mtu), "given".to_string()),
+        (None, Some(i)) => (
+            f64::from(i.speed_mbit_per_second.unwrap_or(0)) * 1e6,
+            spec.link_mtu_bytes.or(i.mtu_bytes).or(path_mtu),
+            format!("detected: {} on client", i.name),
+        ),
+        (None, None) => return,
     };
+    let Some(mtu) = mtu else { return };
     match crate::wire::goodput(speed, mtu, crate::wire::Transport::Tcp, ipv6) {
-        Some(g) => result::add_line_rate(r, &g, source),
+        Some(g) => result::add_line_rate(r, &g, &source),
         None => r
             .notes
             .push(format!("MTU {mtu} leaves no room for TCP payload: no line-rate figure")),

@@ -6,7 +6,7 @@
 //! that counted them (`sent` = the sender's figure, `received` = the receiver's).
 
 use crate::metrics::cpu::CpuSplit;
-use crate::metrics::host::HostInfo;
+use crate::metrics::host::{HostConfig, HostInfo};
 use crate::metrics::sample::{
     HostInterval, HostUsage, InterfaceUsage, InterruptRates, MemoryUsage, SoftirqRate, StackUsage,
 };
@@ -189,6 +189,9 @@ pub struct SideReport {
     /// The host's samplers at each interval.
     #[serde(default)]
     pub timeline: Vec<HostInterval>,
+    /// The host's configuration, read when the run ended (the caller fills it in).
+    #[serde(default)]
+    pub config: Option<HostConfig>,
     /// Which I/O path drove the sockets: "syscall" (blocking read/write) or "io_uring".
     pub io: String,
     /// True when the run was cut short (Ctrl-C, a vanished peer).
@@ -227,11 +230,16 @@ pub struct HostRecord {
     pub role: String,
     #[serde(flatten)]
     pub info: HostInfo,
+    /// The configuration the end reported with its run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<HostConfig>,
 }
 
 /// One record of the timeline: a stream's counts, or a host's samplers, over one interval.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
+// Built once per interval after a run, never on a hot path: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum IntervalRecord {
     Stream(StreamInterval),
     Host(HostIntervalRecord),
@@ -620,6 +628,7 @@ pub fn assemble_tcp(
         HostRecord {
             role: "client".into(),
             info: client_host,
+            config: agents.first().and_then(|a| a.client.config.clone()),
         },
     );
     let mut intervals = Vec::new();
@@ -634,6 +643,7 @@ pub fn assemble_tcp(
                 HostRecord {
                     role: "agent".into(),
                     info: h.clone(),
+                    config: a.report.and_then(|r| r.config.clone()),
                 },
             );
         }
@@ -677,7 +687,13 @@ pub fn assemble_tcp(
                     bits_per_second: Counted::new(smp.bytes, secs).bits_per_second,
                 }));
             }
-            intervals.extend(report.timeline.iter().map(|t| {
+            // The client's part for each agent carries the client's one timeline: keep it once.
+            let timeline = if counted_by == "client" && ai > 0 {
+                &[][..]
+            } else {
+                &report.timeline[..]
+            };
+            intervals.extend(timeline.iter().map(|t| {
                 IntervalRecord::Host(HostIntervalRecord {
                     host: owner.to_string(),
                     sample: t.clone(),

@@ -97,6 +97,102 @@ pub fn goodput_text(rows: &[Goodput]) -> String {
     out
 }
 
+/// `sys --config`: the configuration, a line per item.
+pub fn config_text(c: &linerate_core::metrics::host::HostConfig) -> String {
+    let mut out = String::new();
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "n/a".into());
+    let num = |v: Option<u32>| v.map_or("n/a".into(), |n| n.to_string());
+    let _ = writeln!(
+        out,
+        "host        {} ({}), kernel {}",
+        opt(&c.hostname),
+        opt(&c.distribution),
+        opt(&c.kernel)
+    );
+    let cpu = &c.cpu;
+    let _ = writeln!(
+        out,
+        "cpu         {}: {} socket(s), {} core(s), {} thread(s) online [{}]",
+        opt(&cpu.model),
+        num(cpu.sockets),
+        num(cpu.cores),
+        num(cpu.threads),
+        cpu.online.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    );
+    let _ = writeln!(
+        out,
+        "clock       {} MHz now, {} MHz max, governor {}, driver {}",
+        cpu.current_mhz.map_or("n/a".into(), |m| format!("{m:.0}")),
+        cpu.max_mhz.map_or("n/a".into(), |m| format!("{m:.0}")),
+        opt(&cpu.governor),
+        opt(&cpu.scaling_driver)
+    );
+    let _ = writeln!(
+        out,
+        "memory      {} GiB, {} NUMA node(s), irqbalance {}",
+        c.memory_bytes
+            .map_or("n/a".into(), |b| format!("{:.1}", b as f64 / (1u64 << 30) as f64)),
+        num(c.numa_nodes),
+        match c.irqbalance_running {
+            Some(true) => "running",
+            Some(false) => "not running",
+            None => "n/a",
+        }
+    );
+    for i in &c.interfaces {
+        let _ = writeln!(
+            out,
+            "interface   {}: driver {} {} firmware {} bus {} kind {}",
+            i.name,
+            opt(&i.driver),
+            opt(&i.driver_version),
+            opt(&i.firmware_version),
+            opt(&i.bus_address),
+            opt(&i.kind)
+        );
+        let _ = writeln!(
+            out,
+            "            link {} Mbit/s {} {}, MTU {} (max {}), qdisc {}, NUMA node {}",
+            num(i.speed_mbit_per_second),
+            opt(&i.duplex),
+            opt(&i.operstate),
+            num(i.mtu_bytes),
+            num(i.max_mtu_bytes),
+            opt(&i.qdisc),
+            num(i.numa_node)
+        );
+        let offloads: Vec<String> = i
+            .offloads
+            .iter()
+            .map(|(k, on)| format!("{k} {}", if *on { "on" } else { "off" }))
+            .collect();
+        let _ = writeln!(out, "            offloads {}", offloads.join(", "));
+        let _ = writeln!(
+            out,
+            "            rings rx {}/{} tx {}/{}; channels rx {} tx {} combined {}/{}",
+            num(i.rings.rx),
+            num(i.rings.rx_max),
+            num(i.rings.tx),
+            num(i.rings.tx_max),
+            num(i.channels.rx),
+            num(i.channels.tx),
+            num(i.channels.combined),
+            num(i.channels.combined_max)
+        );
+        for q in &i.irqs {
+            let cpus: Vec<String> = q.cpus.iter().map(u32::to_string).collect();
+            let _ = writeln!(out, "            irq {} {} on CPUs {}", q.irq, q.name, cpus.join(","));
+        }
+    }
+    for (k, v) in &c.sysctls {
+        let _ = writeln!(out, "sysctl      {k} = {v}");
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "note        {n}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

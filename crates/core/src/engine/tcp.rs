@@ -709,6 +709,7 @@ fn sample_until_done(
         cpu,
         host: Some(host),
         timeline: timeline.into_entries(),
+        config: None,
         io: String::new(),
         partial: stopped_early,
         notes,
