@@ -744,3 +744,27 @@ mod tests {
         assert!(u.memory.expect("memory").total_bytes > 0);
     }
 }
+#[cfg(test)]
+mod host_groups {
+    use super::*;
+
+    /// On a host whose NIC has a device under /sys, its queue IRQs are found.
+    #[test]
+    fn this_hosts_nic_irqs_are_grouped() {
+        let snap = HostSnapshot::read();
+        let groups = IrqGroups::discover(snap.interrupts.as_ref(), &snap.interfaces);
+        for i in snap.interfaces.iter().filter(|i| i.name != "lo") {
+            let d = InterfaceDevice::read(&i.name);
+            if d.msi_irqs.is_empty() {
+                continue;
+            }
+            assert!(
+                groups.by_irq.values().any(|n| n == &i.name),
+                "{}: device {:?} with MSI vectors {:?} but no IRQ grouped",
+                i.name,
+                d.devices,
+                d.msi_irqs
+            );
+        }
+    }
+}
