@@ -3,6 +3,7 @@
 //! samples go to a [`Sink`] while it runs. Engines print nothing and know nothing of the protocol.
 
 pub mod pin;
+pub mod sequence;
 pub mod sockopt;
 pub mod tcp;
 mod uring;
