@@ -116,7 +116,7 @@ impl SequenceTracker {
         while seq < end {
             let word = self.seen.get((seq / 64) as usize).copied().unwrap_or(0);
             // Whole words of received datagrams are skipped at once.
-            if seq % 64 == 0 && word == u64::MAX && seq + 64 <= end {
+            if seq.is_multiple_of(64) && word == u64::MAX && seq + 64 <= end {
                 seq += 64;
                 continue;
             }

@@ -1026,7 +1026,8 @@ fn irqs_naming(interrupts: &crate::metrics::irq::Interrupts, name: &str) -> Vec<
 }
 
 /// IRQs of a device from its MSI vectors (the device's `msi_irqs`, or its parent's for a
-/// virtio device); the virtio config-change vector is no queue's and is left out.
+/// virtio device). Vectors named as control ones serve no queue and are left out: virtio's
+/// `virtioN-config`, mlx5's `mlx5_async*`, Intel's `...:misc`.
 fn irqs_of_device(dir: &Path, interrupts: Option<&crate::metrics::irq::Interrupts>) -> Vec<(u32, String)> {
     let msi = [Some(dir), dir.parent()]
         .into_iter()
@@ -1049,9 +1050,13 @@ fn irqs_of_device(dir: &Path, interrupts: Option<&crate::metrics::irq::Interrupt
         .map(|f| format!("{f}-"));
     irqs.into_iter()
         .map(|irq| (irq, name_of(irq)))
-        .filter(|(_, n)| !n.ends_with("-config"))
+        .filter(|(_, n)| !is_control_vector(n))
         .filter(|(_, n)| virtio.as_deref().is_none_or(|v| n.starts_with(v)))
         .collect()
+}
+
+fn is_control_vector(name: &str) -> bool {
+    name.ends_with("-config") || name.contains("async") || name.ends_with("misc")
 }
 
 fn read_irqs(
@@ -2057,6 +2062,26 @@ mod tests {
             irqs_naming(&named, "eth1"),
             [(24, "eth1-TxRx-0".to_string()), (25, "eth1-TxRx-1".to_string())]
         );
+    }
+
+    #[test]
+    fn tells_control_vectors_from_queue_vectors() {
+        for control in [
+            "virtio2-config",
+            "mlx5_async0@pci:0000:3b:00.0",
+            "i40e-0000:3b:00.0:misc",
+            "ice-0000:3b:00.0:misc",
+        ] {
+            assert!(is_control_vector(control), "{control}");
+        }
+        for queue in [
+            "virtio2-input.0",
+            "mlx5_comp3@pci:0000:3b:00.0",
+            "ice-eth1-TxRx-0",
+            "eth0-TxRx-1",
+        ] {
+            assert!(!is_control_vector(queue), "{queue}");
+        }
     }
 
     #[test]
