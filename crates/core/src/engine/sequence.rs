@@ -156,11 +156,14 @@ impl SequenceTracker {
                 let (a, b) = (end * c / columns as u64, end * (c + 1) / columns as u64);
                 let lost = (a..b).filter(|s| !self.has(*s)).count() as f64;
                 let share = if b > a { lost / (b - a) as f64 } else { 0.0 };
-                match share {
-                    s if s == 0.0 => '.',
-                    s if s < 0.01 => '-',
-                    s if s < 0.10 => 'x',
-                    _ => 'X',
+                if lost == 0.0 {
+                    '.'
+                } else if share < 0.01 {
+                    '-'
+                } else if share < 0.10 {
+                    'x'
+                } else {
+                    'X'
                 }
             })
             .collect()
