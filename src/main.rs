@@ -313,6 +313,43 @@ fn sys_config(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn doctor(_args: &cli::sys::DoctorArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("TODO doctor")
+/// `linerate doctor`: this host's configuration against tuning advice. Exits 0 whatever it
+/// finds: the findings are the output.
+fn doctor(args: &cli::sys::DoctorArgs) -> anyhow::Result<ExitCode> {
+    use linerate_core::metrics::doctor::{DoctorInput, check};
+    let rtt = args
+        .rtt
+        .as_deref()
+        .map(|t| lab::link::duration_us(t).map(Duration::from_micros))
+        .transpose()
+        .context("--rtt")?;
+    if let Some(r) = args.rate {
+        anyhow::ensure!(r.0 > 0.0, "--rate must be above 0");
+    }
+    let names: Vec<String> = if args.interfaces.is_empty() {
+        linerate_core::metrics::netdev::read()
+            .into_iter()
+            .map(|i| i.name)
+            .collect()
+    } else {
+        args.interfaces.clone()
+    };
+    let config = linerate_core::metrics::host::read_config(&names);
+    if let Some(missing) = config.interfaces.iter().find(|i| i.ifindex.is_none()) {
+        anyhow::bail!("no interface named '{}' here", missing.name);
+    }
+    let findings = check(
+        &config,
+        &DoctorInput {
+            rtt,
+            rate_bits_per_second: args.rate.map(|r| r.0),
+        },
+    );
+    let text = if args.json {
+        format!("{}\n", serde_json::to_string_pretty(&findings)?)
+    } else {
+        linerate_report::sys::doctor_text(&findings)
+    };
+    print_text(&text)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -155,3 +155,47 @@ fn sys_prints_a_line_per_interval_and_json_documents() {
     assert!(docs[1]["start_ns"].as_u64() == docs[0]["end_ns"].as_u64());
     assert!(docs[0]["per_cpu"].as_array().is_some_and(|a| !a.is_empty()));
 }
+
+#[test]
+fn sys_config_describes_this_host() {
+    let out = linerate(
+        &["sys", "--config", "--json", "--iface", "lo"],
+        std::time::Duration::from_secs(20),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = json_of(&out);
+    assert!(c["cpu"]["threads"].as_u64().is_some_and(|t| t >= 1), "{c:#}");
+    assert!(c["memory_bytes"].as_u64().is_some_and(|m| m > 0));
+    assert_eq!(c["interfaces"][0]["name"], "lo");
+    assert_eq!(c["interfaces"][0]["loopback"], true);
+    assert!(c["sysctls"]["net.ipv4.tcp_congestion_control"].is_string());
+}
+
+#[test]
+fn doctor_checks_buffers_against_the_bandwidth_delay_product() {
+    // 100 Gbit/s x 200 ms = 2.5 GB: past what any default allows, so the buffer checks fire.
+    let out = linerate(
+        &["doctor", "--rtt", "200ms", "--rate", "100G", "--iface", "lo", "--json"],
+        std::time::Duration::from_secs(20),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let findings = json_of(&out);
+    let rmem = findings
+        .as_array()
+        .and_then(|a| a.iter().find(|f| f["check"] == "rmem_max"))
+        .unwrap_or_else(|| panic!("no rmem_max finding: {findings:#}"));
+    assert_eq!(rmem["severity"], "warn", "{rmem}");
+    assert!(
+        rmem["fix"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("sysctl -w net.core.rmem_max="))
+    );
+    let text = linerate(&["doctor", "--iface", "lo"], std::time::Duration::from_secs(20));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("nothing was changed"));
+    let bad = linerate(
+        &["doctor", "--iface", "no-such-if0"],
+        std::time::Duration::from_secs(20),
+    );
+    assert!(!bad.status.success());
+    assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));
+}

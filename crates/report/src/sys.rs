@@ -193,6 +193,26 @@ pub fn config_text(c: &linerate_core::metrics::host::HostConfig) -> String {
     out
 }
 
+/// `doctor`: one line per finding, its fix indented below it.
+pub fn doctor_text(findings: &[linerate_core::metrics::doctor::Finding]) -> String {
+    use linerate_core::metrics::doctor::Severity;
+    let mut out = String::new();
+    for f in findings {
+        let tag = match f.severity {
+            Severity::Warn => "WARN",
+            Severity::Info => "info",
+            Severity::Ok => "ok",
+        };
+        let _ = writeln!(out, "{tag:<5} {:<14} {}", f.check, f.message);
+        if let Some(fix) = &f.fix {
+            let _ = writeln!(out, "{:20} fix: {fix}", "");
+        }
+    }
+    let warnings = findings.iter().filter(|f| f.severity == Severity::Warn).count();
+    let _ = writeln!(out, "{warnings} warning(s); nothing was changed.");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
