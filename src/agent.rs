@@ -6,16 +6,16 @@
 //! and the agent goes back to listening. Tests from several clients run at once up to
 //! `max_tests`; past that a client is told "busy" at once.
 
-use linerate_core::engine::{Control, Sink, pin, sockopt, tcp};
+use linerate_core::engine::{Control, Sink, pin, sockopt, tcp, udp};
 use linerate_core::metrics::host::{self, HostInfo};
 use linerate_core::proto::conn::{Conn, ProtoError};
 use linerate_core::proto::frame::{self, COOKIE_LEN, DATA_HEADER_LEN, PREAMBLE_LEN};
 use linerate_core::proto::{self, ErrorKind, Message, VERSION, auth};
 use linerate_core::result::{IntervalSample, Role};
-use linerate_core::spec::{TcpSpec, TestSpec};
+use linerate_core::spec::{TcpSpec, TestSpec, UdpSpec};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -271,6 +271,7 @@ fn control_session(state: &State, conn: &mut Conn) -> Result<(), Refusal> {
     };
     match spec {
         TestSpec::Tcp(tcp) => run_tcp(state, conn, &tcp),
+        TestSpec::Udp(udp) => run_udp(state, conn, &udp),
     }
 }
 
@@ -341,6 +342,7 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
     conn.send(&Message::Accepted {
         cookie: proto::to_hex(&cookie),
         host: state.host.clone(),
+        udp_ports: Vec::new(),
     })
     .map_err(proto_refusal)?;
     match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
@@ -382,6 +384,91 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
     let used: Vec<String> = peer.and_then(host::interface_towards).into_iter().collect();
     report.config = Some(host::read_config(&used));
     // The client may be gone (killed mid-test): then there is no one to tell, and that is fine.
+    let _ = conn.send(&Message::Result {
+        report: Box::new(report),
+    });
+    Ok(())
+}
+
+/// A UDP test: a socket per stream on the control connection's address, connected to the
+/// client's socket for that stream once the client says which.
+fn run_udp(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), Refusal> {
+    pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
+    let cookie: [u8; COOKIE_LEN] = auth::nonce()[..COOKIE_LEN]
+        .try_into()
+        .expect("nonce is longer than a cookie");
+    let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));
+    let local_ip = conn
+        .stream()
+        .local_addr()
+        .map_err(|e| failed("control socket", e))?
+        .ip();
+    let peer_ip = conn.peer().ip();
+    let per_agent = spec.streams_per_agent();
+    let mut sockets = Vec::with_capacity(per_agent);
+    let mut ports = Vec::with_capacity(per_agent);
+    for _ in 0..per_agent {
+        let s = UdpSocket::bind((local_ip, 0)).map_err(|e| failed("binding a UDP data socket", e))?;
+        ports.push(s.local_addr().map_err(|e| failed("UDP data socket", e))?.port());
+        sockets.push(s);
+    }
+    conn.send(&Message::Accepted {
+        cookie: proto::to_hex(&cookie),
+        host: state.host.clone(),
+        udp_ports: ports,
+    })
+    .map_err(proto_refusal)?;
+    let client_ports = match conn
+        .recv(IDLE_TIMEOUT, "waiting for the client's ports")
+        .map_err(proto_refusal)?
+    {
+        Message::Ports { udp_ports } if udp_ports.len() == per_agent => udp_ports,
+        Message::Ports { udp_ports } => {
+            return Err((
+                ErrorKind::Protocol,
+                format!("{} UDP ports for {per_agent} streams", udp_ports.len()),
+            ));
+        }
+        other => return Err((ErrorKind::Protocol, format!("expected 'ports', got '{}'", other.name()))),
+    };
+    let mut streams = Vec::with_capacity(per_agent);
+    for (i, (socket, port)) in sockets.into_iter().zip(client_ports).enumerate() {
+        socket
+            .connect((peer_ip, port))
+            .map_err(|e| failed("connecting a UDP data socket", e))?;
+        let role = if spec.stream_flows_forward(i) {
+            Role::Receive
+        } else {
+            Role::Send
+        };
+        let grant =
+            udp::configure(&socket, spec, role).map_err(|e| (ErrorKind::Failed, format!("{e}: {}", source_of(&e))))?;
+        streams.push(udp::UdpStream {
+            id: i as u16,
+            wire_id: i as u16,
+            test_id: linerate_core::client::udp_test_id(&cookie),
+            role,
+            socket,
+            grant,
+        });
+    }
+    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
+        Message::Start => {}
+        other => return Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
+    }
+    conn.send(&Message::Started).map_err(proto_refusal)?;
+    let control = Control::default();
+    let engine_done = AtomicBool::new(false);
+    let report = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
+        let report = udp::run(spec, &spec.peer_cpus, streams, &mut Quiet, &control);
+        engine_done.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        report
+    });
+    let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
+    let used: Vec<String> = host::interface_towards(peer_ip).into_iter().collect();
+    report.config = Some(host::read_config(&used));
     let _ = conn.send(&Message::Result {
         report: Box::new(report),
     });

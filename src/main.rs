@@ -74,6 +74,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             print_result(&result, json)
         }
+        Command::Udp(args) => {
+            let targets = args.targets()?;
+            let opts = ClientOptions {
+                secret: args.secret.load()?,
+                connect_timeout: Duration::try_from_secs_f64(args.connect_timeout)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .context("--connect-timeout must be a positive number of seconds")?,
+            };
+            let json = args.json;
+            let spec = args.into_spec()?;
+            let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+            let mut result = udp_test(&spec, &targets, &opts, json)
+                .with_context(|| format!("udp test against {}", names.join(", ")))?;
+            if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
+                && let Ok(state) = lab::load(&name)
+            {
+                result.lab = Some(lab::status_json(&state));
+            }
+            print_result(&result, json)
+        }
         Command::Quick(args) => quick(&args),
         Command::Lab(args) => lab_command(args.command),
         Command::Sys(args) => sys(&args),
@@ -164,6 +185,33 @@ fn tcp_test(spec: &TcpSpec, targets: &[Target], opts: &ClientOptions, json: bool
         .collect();
     let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0);
     Ok(run_tcp(spec, targets, opts, &mut live, &interrupt)?)
+}
+
+/// Runs a UDP test with live lines and Ctrl-C handling.
+fn udp_test(
+    spec: &linerate_core::spec::UdpSpec,
+    targets: &[Target],
+    opts: &ClientOptions,
+    json: bool,
+) -> anyhow::Result<TestResult> {
+    let interrupt = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, Arc::clone(&interrupt))?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
+    let per_agent = spec.streams_per_agent();
+    let roles = (0..per_agent * targets.len())
+        .map(|i| {
+            if spec.stream_flows_forward(i % per_agent) {
+                Role::Send
+            } else {
+                Role::Receive
+            }
+        })
+        .collect();
+    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0);
+    Ok(linerate_core::client::run_udp(
+        spec, targets, opts, &mut live, &interrupt,
+    )?)
 }
 
 fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {

@@ -6,6 +6,7 @@ pub mod quick;
 pub mod serve;
 pub mod sys;
 pub mod tcp;
+pub mod udp;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -30,6 +31,8 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// TCP throughput against one or more agents (NTttcp-style)
     Tcp(tcp::TcpArgs),
+    /// Paced UDP streams: loss, order, arrival spacing, one-way delay (UDPmon-style)
+    Udp(udp::UdpArgs),
     /// A short TCP test against an agent started on loopback, to see linerate work
     Quick(quick::QuickArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)

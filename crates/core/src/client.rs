@@ -2,7 +2,7 @@
 //! open the data connections, start every agent and then the local engine, watch the control
 //! connections while it runs, and join everyone's measurements into one [`TestResult`].
 
-use crate::engine::{Control, EngineError, Sink, sockopt, tcp};
+use crate::engine::{Control, EngineError, Sink, sockopt, tcp, udp};
 use crate::metrics::host::HostInfo;
 #[cfg(doc)]
 use crate::proto::DEFAULT_PORT;
@@ -10,9 +10,9 @@ use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame::{self, COOKIE_LEN};
 use crate::proto::{self, Message, auth};
 use crate::result::{self, AgentOutcome, Role, SideReport, TestResult};
-use crate::spec::{TcpSpec, TestSpec};
+use crate::spec::{TcpSpec, TestSpec, UdpSpec};
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -152,6 +152,8 @@ pub struct Session {
     pub conn: Conn,
     pub cookie: [u8; COOKIE_LEN],
     pub host: HostInfo,
+    /// The agent's UDP data sockets (UDP tests).
+    pub udp_ports: Vec<u16>,
 }
 
 /// Connects, exchanges preambles, authenticates and asks for `spec`.
@@ -188,7 +190,11 @@ pub fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> R
     }
     conn.send(&Message::Request { spec: spec.clone() })?;
     match conn.recv(REPLY_TIMEOUT, "waiting for the test to be accepted")? {
-        Message::Accepted { cookie, host } => {
+        Message::Accepted {
+            cookie,
+            host,
+            udp_ports,
+        } => {
             let bytes = proto::from_hex(&cookie).ok_or(ClientError::Malformed { peer, what: "cookie" })?;
             let cookie: [u8; COOKIE_LEN] = bytes
                 .try_into()
@@ -198,6 +204,7 @@ pub fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> R
                 conn,
                 cookie,
                 host,
+                udp_ports,
             })
         }
         other => Err(conn.unexpected("accepted", &other).into()),
@@ -266,6 +273,93 @@ pub fn run_tcp(
         }
     }
 
+    let mut r = drive(&TestSpec::Tcp(spec.clone()), &mut sessions, interrupt, |control| {
+        tcp::run(spec, &spec.cpus, streams, sink, control)
+    })?;
+    let ipv6 = sessions.first().is_some_and(|s| s.target.addr.is_ipv6());
+    add_line_rate(&mut r, spec, ipv6);
+    Ok(r)
+}
+
+/// The test id UDP datagrams carry: the first 8 bytes of the agent's cookie.
+pub fn udp_test_id(cookie: &[u8; COOKIE_LEN]) -> u64 {
+    u64::from_le_bytes(cookie[..8].try_into().expect("a cookie is 16 bytes"))
+}
+
+/// Runs a UDP test against every target at once and returns the joined result.
+pub fn run_udp(
+    spec: &UdpSpec,
+    targets: &[Target],
+    opts: &ClientOptions,
+    sink: &mut dyn Sink,
+    interrupt: &AtomicBool,
+) -> Result<TestResult, ClientError> {
+    let per_agent = spec.streams_per_agent();
+    let total = per_agent * targets.len();
+    if total > usize::from(u16::MAX) {
+        return Err(ClientError::TooManyStreams { streams: total });
+    }
+    crate::engine::pin::check_cpus(&spec.cpus)?;
+    let test = TestSpec::Udp(spec.clone());
+    let mut sessions = targets
+        .iter()
+        .map(|t| open_session(t, &test, opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut streams = Vec::with_capacity(total);
+    for (a, s) in sessions.iter_mut().enumerate() {
+        let peer = s.target.addr;
+        if s.udp_ports.len() != per_agent {
+            return Err(ClientError::Malformed {
+                peer,
+                what: "list of UDP ports",
+            });
+        }
+        let data = |source| ClientError::Data { peer, source };
+        let local_ip = s.conn.stream().local_addr().map_err(data)?.ip();
+        let mut ports = Vec::with_capacity(per_agent);
+        for (i, port) in s.udp_ports.iter().enumerate() {
+            let socket = UdpSocket::bind((local_ip, 0)).map_err(data)?;
+            socket.connect((peer.ip(), *port)).map_err(data)?;
+            let role = if spec.stream_flows_forward(i) {
+                Role::Send
+            } else {
+                Role::Receive
+            };
+            let grant = udp::configure(&socket, spec, role)?;
+            ports.push(socket.local_addr().map_err(data)?.port());
+            streams.push(udp::UdpStream {
+                id: (a * per_agent + i) as u16,
+                wire_id: i as u16,
+                test_id: udp_test_id(&s.cookie),
+                role,
+                socket,
+                grant,
+            });
+        }
+        s.conn.send(&Message::Ports { udp_ports: ports })?;
+    }
+    for s in &mut sessions {
+        s.conn.send(&Message::Start)?;
+    }
+    for s in &mut sessions {
+        match s.conn.recv(REPLY_TIMEOUT, "waiting for the agent to start")? {
+            Message::Started => {}
+            other => return Err(s.conn.unexpected("started", &other).into()),
+        }
+    }
+    drive(&test, &mut sessions, interrupt, |control| {
+        udp::run(spec, &spec.cpus, streams, sink, control)
+    })
+}
+
+/// Runs the local engine while watching every agent, then joins the reports into the document.
+fn drive(
+    spec: &TestSpec,
+    sessions: &mut [Session],
+    interrupt: &AtomicBool,
+    run_local: impl FnOnce(&Control) -> Result<SideReport, EngineError>,
+) -> Result<TestResult, ClientError> {
+    let per_agent = spec.streams_per_agent();
     let started_unix_ms = now_unix_ms();
     let control = Control::default();
     let engine_done = AtomicBool::new(false);
@@ -286,7 +380,7 @@ pub fn run_tcp(
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        let local = tcp::run(spec, &spec.cpus, streams, sink, &control);
+        let local = run_local(&control);
         engine_done.store(true, Ordering::Relaxed);
         let results: Vec<_> = watchers
             .into_iter()
@@ -297,7 +391,7 @@ pub fn run_tcp(
     let mut local = local?;
     // The interfaces towards the agents, read after the window.
     let mut used: Vec<String> = Vec::new();
-    for s in &sessions {
+    for s in sessions.iter() {
         if let Some(i) = crate::metrics::host::interface_towards(s.target.addr.ip())
             && !used.contains(&i)
         {
@@ -335,10 +429,13 @@ pub fn run_tcp(
             client: c,
         })
         .collect();
-    let mut r = result::assemble_tcp(spec, HostInfo::read(), &outcomes, started_unix_ms, notes);
-    let ipv6 = sessions.first().is_some_and(|s| s.target.addr.is_ipv6());
-    add_line_rate(&mut r, spec, ipv6);
-    Ok(r)
+    Ok(result::assemble(
+        spec,
+        HostInfo::read(),
+        &outcomes,
+        started_unix_ms,
+        notes,
+    ))
 }
 
 /// The line-rate figure: against `--link-speed` (and `--mtu`, else the path MTU the senders saw).

@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod proto;
 pub mod result;
 pub mod spec;
+pub mod udp_summary;
 pub mod units;
 pub mod wire;
 

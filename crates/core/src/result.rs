@@ -5,6 +5,8 @@
 //! the client's report and each agent's into one [`TestResult`]: counts stay attributed to the side
 //! that counted them (`sent` = the sender's figure, `received` = the receiver's).
 
+use crate::engine::pacing::SendSpacing;
+use crate::engine::sequence::LossRange;
 use crate::metrics::cpu::CpuSplit;
 use crate::metrics::host::{HostConfig, HostInfo};
 use crate::metrics::sample::{
@@ -128,6 +130,64 @@ pub struct StreamReport {
     pub tcp: Option<TcpSnapshot>,
     pub errors: ErrorCounts,
     pub end: StreamEnd,
+    /// UDP senders: what was sent and how it was spaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_send: Option<UdpSendReport>,
+    /// UDP receivers: what arrived, when, and what did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_receive: Option<UdpReceiveReport>,
+}
+
+/// What one UDP sender did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpSendReport {
+    /// Datagrams sent (numbered 0..datagrams).
+    pub datagrams: u64,
+    pub spacing: SendSpacing,
+    /// Sent as UDP GSO trains (UDP_SEGMENT).
+    pub gso: bool,
+    /// Sends that failed (ICMP port unreachable, other errors); the stream went on.
+    pub errors: u64,
+}
+
+/// What one UDP receiver saw. Histograms travel as hex of HdrHistogram's V2 encoding, in ns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpReceiveReport {
+    /// Distinct datagrams received.
+    pub datagrams: u64,
+    /// Datagrams never received, of the sender's count (from its end markers) or, without them,
+    /// of those up to the highest number seen.
+    pub lost: u64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    /// One past the highest sequence number seen.
+    pub highest_plus_one: u64,
+    /// The sender's count as its end markers said; None when none arrived.
+    pub end_count: Option<u64>,
+    pub loss_ranges: Vec<LossRange>,
+    pub loss_range_count: u64,
+    /// The stream in 64 columns: `.` nothing lost, `-` under 1 %, `x` under 10 %, `X` more.
+    pub loss_picture: String,
+    /// CLOCK_REALTIME of the first and last data datagram's arrival, ns since the Unix epoch.
+    pub first_arrival_unix_ns: Option<u64>,
+    pub last_arrival_unix_ns: Option<u64>,
+    /// RFC 3550 interarrival jitter at the end, microseconds.
+    pub jitter_us: f64,
+    /// Where arrival times came from: "kernel" (SO_TIMESTAMPNS), "user", or both.
+    pub timestamps: String,
+    /// Arrival spacing, ns.
+    pub spacing_histogram: String,
+    /// One-way delay above its minimum, ns, plus 1 (so that 0 can be stored).
+    pub delay_histogram: String,
+    /// The smallest one-way delay, ns: arrival (receiver's clock) minus send time (sender's).
+    /// Means something only when the clocks are synchronised.
+    pub delay_min_ns: i64,
+    /// Width of `bins`, microseconds.
+    pub bin_us: u32,
+    /// Arrival spacing, linear: [start of bin in µs, count], non-empty bins only.
+    pub bins: Vec<[u64; 2]>,
+    /// Spacings past the last bin.
+    pub bin_overflow: u64,
 }
 
 /// CPU use over the measurement window.
@@ -393,6 +453,9 @@ pub struct Summary {
     pub directions: Option<BTreeMap<String, DirectionSummary>>,
     pub agents: Vec<AgentSummary>,
     pub streams: Vec<StreamSummary>,
+    /// UDP runs: datagrams, loss, order, arrival spacing, one-way delay (flattened into `summary`).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<crate::udp_summary::UdpSummary>,
 }
 
 /// The share of a sender's busy time stalled on the receive window or on its send buffer from
@@ -620,6 +683,24 @@ pub fn assemble_tcp(
     client_host: HostInfo,
     agents: &[AgentOutcome<'_>],
     started_unix_ms: u64,
+    notes: Vec<String>,
+) -> TestResult {
+    assemble(
+        &TestSpec::Tcp(spec.clone()),
+        client_host,
+        agents,
+        started_unix_ms,
+        notes,
+    )
+}
+
+/// Joins the client's and the agents' reports of one run of any kind into the result document;
+/// a UDP run's summary also gets its datagram figures ([`UdpSummary`]).
+pub fn assemble(
+    spec: &TestSpec,
+    client_host: HostInfo,
+    agents: &[AgentOutcome<'_>],
+    started_unix_ms: u64,
     mut notes: Vec<String>,
 ) -> TestResult {
     let mut hosts = BTreeMap::new();
@@ -747,7 +828,7 @@ pub fn assemble_tcp(
     };
     let sent = summarise(&pick(&|_, snd, _| snd), true);
     let received = summarise(&pick(&|_, snd, _| !snd), false);
-    let directions = (spec.direction == crate::spec::Direction::Bidir).then(|| {
+    let directions = (spec.direction() == crate::spec::Direction::Bidir).then(|| {
         let mut m = BTreeMap::new();
         for forward in [true, false] {
             m.insert(
@@ -769,13 +850,17 @@ pub fn assemble_tcp(
             received: summarise(&pick(&|_, snd, ai| ai == i && !snd), false),
         })
         .collect();
+    let udp = match spec {
+        TestSpec::Udp(u) => Some(crate::udp_summary::summarise(u, agents, &received)),
+        TestSpec::Tcp(_) => None,
+    };
     TestResult {
         linerate: crate::VERSION.to_string(),
         schema: SCHEMA,
-        test: "tcp".into(),
+        test: spec.kind().into(),
         started_unix_ms,
         partial,
-        options: TestSpec::Tcp(spec.clone()),
+        options: spec.clone(),
         hosts,
         intervals,
         summary: Summary {
@@ -784,6 +869,7 @@ pub fn assemble_tcp(
             directions,
             agents: per_agent,
             streams,
+            udp,
         },
         notes,
         lab: None,
@@ -811,6 +897,8 @@ mod tests {
             }),
             errors: ErrorCounts::default(),
             end: StreamEnd::Eof,
+            udp_send: None,
+            udp_receive: None,
         }
     }
 

@@ -10,20 +10,178 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "test", rename_all = "lowercase")]
 pub enum TestSpec {
     Tcp(TcpSpec),
+    Udp(UdpSpec),
 }
 
 impl TestSpec {
-    /// The test kind as written in documents: `"tcp"`.
+    /// The test kind as written in documents: `"tcp"`, `"udp"`.
     pub fn kind(&self) -> &'static str {
         match self {
             TestSpec::Tcp(_) => "tcp",
+            TestSpec::Udp(_) => "udp",
         }
     }
 
     pub fn validate(&self) -> Result<(), SpecError> {
         match self {
             TestSpec::Tcp(t) => t.validate(),
+            TestSpec::Udp(u) => u.validate(),
         }
+    }
+
+    /// Streams per agent, both directions counted.
+    pub fn streams_per_agent(&self) -> usize {
+        match self {
+            TestSpec::Tcp(t) => t.streams_per_agent(),
+            TestSpec::Udp(u) => u.streams_per_agent(),
+        }
+    }
+
+    /// Whether stream `index` (per agent) carries data from the client to the agent.
+    pub fn stream_flows_forward(&self, index: usize) -> bool {
+        match self {
+            TestSpec::Tcp(t) => t.stream_flows_forward(index),
+            TestSpec::Udp(u) => u.stream_flows_forward(index),
+        }
+    }
+
+    pub fn direction(&self) -> Direction {
+        match self {
+            TestSpec::Tcp(t) => t.direction,
+            TestSpec::Udp(u) => u.direction,
+        }
+    }
+}
+
+/// The smallest UDP payload: linerate's datagram header (docs/protocol.md).
+pub const UDP_HEADER_BYTES: u32 = 32;
+/// The largest UDP payload over IPv4.
+pub const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
+
+/// A UDP stream test, as UDPmon ran them: datagrams of one size at a regular spacing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UdpSpec {
+    /// Streams per agent and per direction (`-P`), each on its own socket and worker.
+    pub streams: u16,
+    /// CPUs the client's workers are pinned to; empty = unpinned.
+    pub cpus: Vec<usize>,
+    /// CPUs the agents' workers are pinned to.
+    pub peer_cpus: Vec<usize>,
+    /// UDP payload per datagram, bytes (`-l`), linerate's 32-byte header included.
+    pub payload_bytes: u32,
+    /// Datagrams per stream (`-n`) or seconds (`-t`).
+    pub limit: Limit,
+    /// Time between datagrams of a stream, ns; 0 = as fast as possible.
+    pub gap_ns: u64,
+    /// Seconds at the start left out of the summary.
+    pub warmup_seconds: f64,
+    /// Seconds between interval samples; 0 = one for the whole run.
+    pub interval_seconds: f64,
+    /// SO_RCVBUF asked for on receiving sockets; None = linerate's default (4 MiB, forced as root).
+    pub window_bytes: Option<ByteSize>,
+    /// Width of the arrival-spacing histogram's bins, microseconds (`--bin`).
+    pub bin_us: u32,
+    /// The ends' clocks agree (PTP, NTP): report one-way delay as it is, not relative to its minimum.
+    pub synced_clocks: bool,
+    pub direction: Direction,
+}
+
+impl UdpSpec {
+    pub fn new() -> UdpSpec {
+        UdpSpec {
+            streams: 1,
+            cpus: Vec::new(),
+            peer_cpus: Vec::new(),
+            payload_bytes: 1472,
+            limit: Limit::Seconds(10.0),
+            gap_ns: 0,
+            warmup_seconds: 0.0,
+            interval_seconds: 1.0,
+            window_bytes: None,
+            bin_us: 1,
+            synced_clocks: false,
+            direction: Direction::Send,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check("streams (-P)", f64::from(self.streams), 1.0, f64::from(MAX_STREAMS))?;
+        check(
+            "datagram payload (-l)",
+            f64::from(self.payload_bytes),
+            f64::from(UDP_HEADER_BYTES),
+            f64::from(MAX_UDP_PAYLOAD_BYTES),
+        )?;
+        check("gap (ns)", self.gap_ns as f64, 0.0, 60e9)?;
+        check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
+        check("interval seconds", self.interval_seconds, 0.0, MAX_SECONDS)?;
+        if self.interval_seconds > 0.0 {
+            check("interval seconds", self.interval_seconds, 0.01, MAX_SECONDS)?;
+        }
+        check("histogram bin (us)", f64::from(self.bin_us), 1.0, 1e6)?;
+        for cpu in self.cpus.iter().chain(&self.peer_cpus) {
+            check("CPU number", *cpu as f64, 0.0, 4095.0)?;
+        }
+        if let Some(w) = self.window_bytes {
+            check("receive buffer", w.0 as f64, 1.0, i32::MAX as f64)?;
+        }
+        match self.limit {
+            Limit::Seconds(s) => {
+                check("seconds (-t)", s, 0.01, MAX_SECONDS)?;
+                if self.warmup_seconds >= s {
+                    return Err(SpecError::NoWindow {
+                        total: self.warmup_seconds,
+                        seconds: s,
+                    });
+                }
+                if self.interval_seconds > 0.0 {
+                    let streams = self.streams_per_agent();
+                    let samples = streams as f64 * (s / self.interval_seconds).ceil();
+                    if samples > MAX_INTERVAL_SAMPLES as f64 {
+                        return Err(SpecError::TooManySamples {
+                            streams,
+                            seconds: s,
+                            interval: self.interval_seconds,
+                            samples,
+                            max: MAX_INTERVAL_SAMPLES,
+                        });
+                    }
+                }
+            }
+            // 2^32 datagrams is the most a receiver tracks (engine::sequence).
+            Limit::Buffers(n) => check("datagram count (-n)", n as f64, 1.0, 4_294_967_296.0)?,
+        }
+        Ok(())
+    }
+
+    /// Streams per agent, counting both directions.
+    pub fn streams_per_agent(&self) -> usize {
+        let per = usize::from(self.streams);
+        if self.direction == Direction::Bidir {
+            2 * per
+        } else {
+            per
+        }
+    }
+
+    /// Which way stream `index` carries data (as for TCP).
+    pub fn stream_flows_forward(&self, index: usize) -> bool {
+        match self.direction {
+            Direction::Send => true,
+            Direction::Reverse => false,
+            Direction::Bidir => index < usize::from(self.streams),
+        }
+    }
+
+    /// The send rate this spacing makes, per stream, in payload bits/s (None: as fast as possible).
+    pub fn stream_bits_per_second(&self) -> Option<f64> {
+        (self.gap_ns > 0).then(|| f64::from(self.payload_bytes) * 8.0 * 1e9 / self.gap_ns as f64)
+    }
+}
+
+impl Default for UdpSpec {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

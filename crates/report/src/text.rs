@@ -86,7 +86,7 @@ fn side_block(out: &mut String, title: &str, columns: &[(String, &SideSummary)],
                 .map_or("n/a".into(), |l| format!("{:.1}", l.percent))
         });
     }
-    if sending {
+    if sending && columns.iter().any(|(_, s)| s.tcp.is_some()) {
         row("TCP retransmits (segments)", &|s| {
             s.tcp.as_ref().map_or("n/a".into(), |t| t.retransmits.to_string())
         });
@@ -102,24 +102,152 @@ fn side_block(out: &mut String, title: &str, columns: &[(String, &SideSummary)],
 }
 
 fn headline(r: &TestResult) -> String {
-    let TestSpec::Tcp(spec) = &r.options;
     let agents: Vec<&str> = r.summary.agents.iter().map(|a| a.agent.as_str()).collect();
-    let direction = match spec.direction {
+    let direction = match r.options.direction() {
         Direction::Send => "client sends",
         Direction::Reverse => "agents send (reverse)",
         Direction::Bidir => "both directions (bidir)",
     };
-    let limit = match spec.limit {
-        Limit::Seconds(s) => format!("{s} s"),
-        Limit::Buffers(n) => format!("{n} buffers per stream"),
+    match &r.options {
+        TestSpec::Tcp(spec) => {
+            let limit = match spec.limit {
+                Limit::Seconds(s) => format!("{s} s"),
+                Limit::Buffers(n) => format!("{n} buffers per stream"),
+            };
+            format!(
+                "linerate {} tcp: {} stream(s) per agent, {direction}, {limit}, buffer {}, agents {}\n",
+                r.linerate,
+                spec.streams,
+                spec.buffer_bytes,
+                agents.join(", ")
+            )
+        }
+        TestSpec::Udp(spec) => {
+            let limit = match spec.limit {
+                Limit::Seconds(s) => format!("{s} s"),
+                Limit::Buffers(n) => format!("{n} datagrams per stream"),
+            };
+            let pace = match spec.stream_bits_per_second() {
+                Some(bps) => format!(
+                    "one every {} us ({} Mbit/s per stream)",
+                    spec.gap_ns as f64 / 1e3,
+                    grouped(bps / 1e6, 3)
+                ),
+                None => "as fast as possible".into(),
+            };
+            format!(
+                "linerate {} udp: {} stream(s) per agent, {direction}, {limit}, {} bytes per datagram, {pace}, agents {}\n",
+                r.linerate,
+                spec.streams,
+                spec.payload_bytes,
+                agents.join(", ")
+            )
+        }
+    }
+}
+
+/// The UDPmon figures of a UDP run.
+fn udp_block(out: &mut String, r: &TestResult) {
+    let Some(u) = &r.summary.udp else { return };
+    let _ = writeln!(out, "\nUDP (received by {})", r.summary.received.counted_by.join(", "));
+    let mut row = |label: &str, value: String| {
+        let _ = writeln!(out, "  {label:<38}{value}");
     };
-    format!(
-        "linerate {} tcp: {} stream(s) per agent, {direction}, {limit}, buffer {}, agents {}\n",
-        r.linerate,
-        spec.streams,
-        spec.buffer_bytes,
-        agents.join(", ")
-    )
+    row(
+        "Datagrams sent / received",
+        format!(
+            "{} / {}",
+            grouped(u.datagrams_sent as f64, 0),
+            grouped(u.datagrams_received as f64, 0)
+        ),
+    );
+    let runs: u64 = u.loss_ranges.iter().map(|l| l.ranges.len() as u64).sum();
+    row(
+        "Lost",
+        format!(
+            "{} ({:.3} %) in {} run(s) listed",
+            grouped(u.lost as f64, 0),
+            u.loss_percent,
+            runs
+        ),
+    );
+    row(
+        "Out of order / duplicates",
+        format!("{} / {}", u.out_of_order, u.duplicates),
+    );
+    row("Received (datagrams/s)", grouped(u.packets_per_second, 0));
+    if let (Some(a), Some(b)) = (u.first_arrival, u.last_arrival) {
+        row(
+            "First to last arrival (s)",
+            format!("{:.6}", b.saturating_sub(a) as f64 / 1e9),
+        );
+    }
+    if let Some(sp) = &u.arrival_spacing_us {
+        row(
+            "Arrival spacing (us)",
+            format!(
+                "mean {:.2}  stddev {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}",
+                sp.mean, sp.stddev, sp.p50, sp.p99, sp.max
+            ),
+        );
+    }
+    row("Jitter, RFC 3550 (us)", format!("{:.2}", u.jitter_us));
+    if let Some(d) = &u.one_way_delay_us {
+        let what = if d.relative {
+            "One-way delay (us, above its minimum)"
+        } else {
+            "One-way delay (us, synchronised clocks)"
+        };
+        row(
+            what,
+            format!(
+                "min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
+                d.min, d.p50, d.p90, d.p99, d.max
+            ),
+        );
+    }
+    if let Some(s) = &u.send_spacing_us {
+        let asked = if s.requested > 0.0 {
+            format!("asked {:.2}, ", s.requested)
+        } else {
+            "as fast as possible, ".into()
+        };
+        row(
+            "Send spacing (us)",
+            format!(
+                "{asked}achieved mean {:.2} stddev {:.2}, {:.2} % sent late",
+                s.mean, s.stddev, s.late_percent
+            ),
+        );
+    }
+    row("Arrival times from", u.timestamps.clone());
+    for l in u.loss_ranges.iter().take(8) {
+        row(
+            &format!("Loss pattern, {} stream {}", l.agent, l.stream),
+            format!("|{}|", l.picture),
+        );
+    }
+    // The busiest arrival-spacing bins as bars.
+    let max = u.arrival_spacing_histogram.iter().map(|b| b.count).max().unwrap_or(0);
+    if max > 0 {
+        let _ = writeln!(out, "  Arrival spacing histogram (us: count)");
+        let mut bins: Vec<_> = u.arrival_spacing_histogram.iter().collect();
+        bins.sort_by_key(|b| std::cmp::Reverse(b.count));
+        bins.truncate(12);
+        bins.sort_by(|a, b| a.from_us.total_cmp(&b.from_us));
+        for b in bins {
+            let bar = "#".repeat(((b.count as f64 / max as f64) * 40.0).ceil() as usize);
+            let _ = writeln!(out, "    {:>10.0}  {:>10}  {bar}", b.from_us, b.count);
+        }
+    }
+    if !u.one_way_delay_histogram.is_empty() {
+        let max = u.one_way_delay_histogram.iter().map(|b| b.count).max().unwrap_or(1);
+        let _ = writeln!(out, "  One-way delay histogram (us from: count)");
+        for b in &u.one_way_delay_histogram {
+            let bar = "#".repeat(((b.count as f64 / max as f64) * 40.0).ceil() as usize);
+            let _ = writeln!(out, "    {:>10.1}  {:>10}  {bar}", b.from_us, b.count);
+        }
+    }
 }
 
 /// The whole text summary.
@@ -218,6 +346,7 @@ pub fn render(r: &TestResult) -> String {
                 .map_or("n/a".into(), |g| g.mss_bytes.to_string()),
         );
     }
+    udp_block(&mut out, r);
     interfaces_block(&mut out, r);
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
     out.push_str("Efficiency counts the counting hosts' busy CPU (all of it, not only linerate's); on one host both ends share it.\n");

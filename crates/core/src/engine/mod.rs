@@ -2,10 +2,12 @@
 //! from pinned worker threads, and returns what it counted ([`crate::result::SideReport`]); interval
 //! samples go to a [`Sink`] while it runs. Engines print nothing and know nothing of the protocol.
 
+pub mod pacing;
 pub mod pin;
 pub mod sequence;
 pub mod sockopt;
 pub mod tcp;
+pub mod udp;
 mod uring;
 
 use crate::result::IntervalSample;

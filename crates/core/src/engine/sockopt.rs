@@ -59,8 +59,8 @@ pub fn configure(stream: &TcpStream, spec: &TcpSpec, role: Role) -> Result<Socke
 }
 
 // Not exported by the libc crate for every Linux target; the values are the same on all of them.
-const SO_SNDBUFFORCE: libc::c_int = 32;
-const SO_RCVBUFFORCE: libc::c_int = 33;
+pub const SO_SNDBUFFORCE: libc::c_int = 32;
+pub const SO_RCVBUFFORCE: libc::c_int = 33;
 
 /// SO_RCVBUF and SO_SNDBUF stop at net.core.rmem_max / wmem_max (212992 by default), far below
 /// a long path's bandwidth-delay product. Where the kernel granted less than asked (it reports
@@ -81,6 +81,50 @@ fn force_past_max(stream: &TcpStream, option: libc::c_int, asked: u64, granted: 
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
     }
+}
+
+/// Sets a socket buffer (`option` SO_RCVBUF or SO_SNDBUF) to `bytes`, and past the sysctl cap
+/// with `force_option` (SO_RCVBUFFORCE, SO_SNDBUFFORCE) where the process may; the grant is read
+/// back by the caller.
+pub fn set_buffer(
+    fd: std::os::fd::RawFd,
+    option: libc::c_int,
+    force_option: libc::c_int,
+    bytes: usize,
+) -> std::io::Result<()> {
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    let set = |opt: libc::c_int| {
+        // SAFETY: a valid fd and a pointer to an int that lives through the call.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    if set(option) != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut got: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes an int we own, within `len`.
+    unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&mut got as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if (got as u64) < (bytes as u64).saturating_mul(2) {
+        // Without CAP_NET_ADMIN this fails and the capped grant stands.
+        set(force_option);
+    }
+    Ok(())
 }
 
 /// What the kernel granted on a socket.

@@ -105,7 +105,7 @@ fn is_again(e: &io::Error) -> bool {
     )
 }
 
-fn end_from(v: u8) -> StreamEnd {
+pub(super) fn end_from(v: u8) -> StreamEnd {
     match v {
         x if x == StreamEnd::Deadline as u8 => StreamEnd::Deadline,
         x if x == StreamEnd::Count as u8 => StreamEnd::Count,
@@ -121,11 +121,11 @@ fn end_from(v: u8) -> StreamEnd {
 pub(super) struct Gate {
     open: Mutex<bool>,
     cv: Condvar,
-    arrived: AtomicUsize,
+    pub arrived: AtomicUsize,
 }
 
 impl Gate {
-    fn new() -> Gate {
+    pub fn new() -> Gate {
         Gate {
             open: Mutex::new(false),
             cv: Condvar::new(),
@@ -133,7 +133,7 @@ impl Gate {
         }
     }
 
-    fn arrive_and_wait(&self, sampler: &Thread) {
+    pub fn arrive_and_wait(&self, sampler: &Thread) {
         self.arrived.fetch_add(1, Relaxed);
         sampler.unpark();
         let mut open = self.open.lock().expect("no thread panics holding the gate");
@@ -142,7 +142,7 @@ impl Gate {
         }
     }
 
-    fn open(&self) {
+    pub fn open(&self) {
         *self.open.lock().expect("no thread panics holding the gate") = true;
         self.cv.notify_all();
     }
@@ -698,6 +698,8 @@ fn sample_until_done(
                     other: c.other_errors.load(Relaxed),
                 },
                 end: end_from(c.end.load(Relaxed)),
+                udp_send: None,
+                udp_receive: None,
             }
         })
         .collect();

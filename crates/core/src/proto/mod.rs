@@ -36,8 +36,16 @@ pub enum Message {
     AuthOk { mac: String },
     /// Client -> agent: run this test.
     Request { spec: TestSpec },
-    /// Agent -> client: the test is set up; data connections must carry `cookie`.
-    Accepted { cookie: String, host: HostInfo },
+    /// Agent -> client: the test is set up; data connections must carry `cookie`. For UDP,
+    /// `udp_ports` are the agent's data sockets, one per stream in stream order.
+    Accepted {
+        cookie: String,
+        host: HostInfo,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        udp_ports: Vec<u16>,
+    },
+    /// Client -> agent, UDP only, before `start`: the client's data sockets, one per stream.
+    Ports { udp_ports: Vec<u16> },
     /// Client -> agent: all data connections are open; start measuring.
     Start,
     /// Agent -> client: the agent's clock has started (its time zero).
@@ -91,6 +99,7 @@ impl Message {
             Message::AuthOk { .. } => "auth_ok",
             Message::Request { .. } => "request",
             Message::Accepted { .. } => "accepted",
+            Message::Ports { .. } => "ports",
             Message::Start => "start",
             Message::Started => "started",
             Message::Stop => "stop",

@@ -1,0 +1,277 @@
+//! A UDP run's figures over all its streams: datagrams sent and received, loss against the
+//! senders' counts, order, arrival spacing and one-way delay from the receivers' histograms.
+
+use crate::engine::sequence::LossRange;
+use crate::result::{AgentOutcome, Role, SideReport, SideSummary, UdpReceiveReport, UdpSendReport};
+use crate::spec::UdpSpec;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Spacing between arrivals, microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpacingFigures {
+    pub mean: f64,
+    pub stddev: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// One-way delay, microseconds: relative to the smallest seen (`relative`), unless the run said
+/// the clocks are synchronised.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DelayFigures {
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub relative: bool,
+}
+
+/// A histogram bin: [from, to) microseconds and its count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Bin {
+    pub from_us: f64,
+    pub to_us: f64,
+    pub count: u64,
+}
+
+/// Lost datagrams of one stream.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamLoss {
+    pub agent: String,
+    pub stream: u16,
+    pub lost: u64,
+    /// The first runs of lost sequence numbers.
+    pub ranges: Vec<LossRange>,
+    /// The stream in 64 columns: `.` nothing lost, `-` under 1 %, `x` under 10 %, `X` more.
+    pub picture: String,
+}
+
+/// The achieved send spacing, microseconds, over all sending streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendSpacingFigures {
+    pub requested: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub late_percent: f64,
+}
+
+/// What `summary` adds for a UDP run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpSummary {
+    pub datagrams_sent: u64,
+    /// Distinct datagrams received.
+    pub datagrams_received: u64,
+    /// Received datagrams per second of the receivers' window.
+    pub packets_per_second: f64,
+    /// Sent but never received (from each sender's count).
+    pub lost: u64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    /// lost / sent x 100.
+    pub loss_percent: f64,
+    /// RFC 3550 interarrival jitter, microseconds, mean over streams.
+    pub jitter_us: f64,
+    /// CLOCK_REALTIME of the first and last arrival, ns since the Unix epoch.
+    pub first_arrival: Option<u64>,
+    pub last_arrival: Option<u64>,
+    pub arrival_spacing_us: Option<SpacingFigures>,
+    /// Arrival spacing in bins of `--bin` microseconds (non-empty bins; the last may be "and
+    /// longer").
+    pub arrival_spacing_histogram: Vec<Bin>,
+    pub one_way_delay_us: Option<DelayFigures>,
+    /// One-way delay in up to 50 equal bins from its minimum to its maximum.
+    pub one_way_delay_histogram: Vec<Bin>,
+    pub loss_ranges: Vec<StreamLoss>,
+    /// Where arrival times came from: "kernel" (SO_TIMESTAMPNS), "user", or both.
+    pub timestamps: String,
+    pub send_spacing_us: Option<SendSpacingFigures>,
+}
+
+fn decode(hex: &str) -> Option<Histogram<u64>> {
+    let bytes = crate::proto::from_hex(hex)?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .ok()
+}
+
+fn find(r: Option<&SideReport>, stream: usize, role: Role) -> Option<&crate::result::StreamReport> {
+    r?.streams
+        .iter()
+        .find(|s| usize::from(s.stream) == stream && s.role == role)
+}
+
+/// Joins every stream's sender and receiver reports.
+pub fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &SideSummary) -> UdpSummary {
+    let mut u = UdpSummary::default();
+    let mut spacing: Option<Histogram<u64>> = None;
+    let mut delay: Option<Histogram<u64>> = None;
+    let mut delays_relative = !spec.synced_clocks;
+    let mut bins: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    let mut overflow = 0u64;
+    let mut jitter = Vec::new();
+    let mut stamps: Vec<String> = Vec::new();
+    let mut sends: Vec<&UdpSendReport> = Vec::new();
+    for a in agents {
+        for index in 0..spec.streams_per_agent() {
+            let forward = spec.stream_flows_forward(index);
+            let (snd_side, rcv_side) = if forward {
+                (Some(a.client), a.report)
+            } else {
+                (a.report, Some(a.client))
+            };
+            let snd = find(snd_side, index, Role::Send).and_then(|s| s.udp_send.as_ref());
+            let rcv: Option<&UdpReceiveReport> =
+                find(rcv_side, index, Role::Receive).and_then(|s| s.udp_receive.as_ref());
+            if let Some(s) = snd {
+                u.datagrams_sent += s.datagrams;
+                sends.push(s);
+            }
+            let Some(r) = rcv else { continue };
+            u.datagrams_received += r.datagrams;
+            // The sender's own count is the truth for what was sent.
+            let lost = match snd {
+                Some(s) => s.datagrams.saturating_sub(r.datagrams),
+                None => r.lost,
+            };
+            u.lost += lost;
+            u.out_of_order += r.out_of_order;
+            u.duplicates += r.duplicates;
+            jitter.push(r.jitter_us);
+            if !stamps.contains(&r.timestamps) {
+                stamps.push(r.timestamps.clone());
+            }
+            u.first_arrival = match (u.first_arrival, r.first_arrival_unix_ns) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            u.last_arrival = u.last_arrival.max(r.last_arrival_unix_ns);
+            if lost > 0 {
+                u.loss_ranges.push(StreamLoss {
+                    agent: a.name.to_string(),
+                    stream: index as u16,
+                    lost,
+                    ranges: r.loss_ranges.clone(),
+                    picture: r.loss_picture.clone(),
+                });
+            }
+            if let Some(h) = decode(&r.spacing_histogram) {
+                match &mut spacing {
+                    Some(all) => {
+                        let _ = all.add(&h);
+                    }
+                    None => spacing = Some(h),
+                }
+            }
+            if let Some(h) = decode(&r.delay_histogram)
+                && !h.is_empty()
+            {
+                // Relative: each stream above its own minimum (the ends' clocks may differ by
+                // any offset). Synchronised: the absolute delay.
+                let shift = if spec.synced_clocks && r.delay_min_ns >= 0 {
+                    r.delay_min_ns
+                } else {
+                    0
+                };
+                if spec.synced_clocks && r.delay_min_ns < 0 {
+                    delays_relative = true;
+                }
+                let mut shifted = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
+                for v in h.iter_recorded() {
+                    let x = (v.value_iterated_to() as i64 + shift).clamp(1, 60_000_000_000) as u64;
+                    let _ = shifted.record_n(x, v.count_at_value());
+                }
+                match &mut delay {
+                    Some(all) => {
+                        let _ = all.add(&shifted);
+                    }
+                    None => delay = Some(shifted),
+                }
+            }
+            for [from, count] in &r.bins {
+                *bins.entry(*from).or_default() += count;
+            }
+            overflow += r.bin_overflow;
+        }
+    }
+    if u.datagrams_sent > 0 {
+        u.loss_percent = 100.0 * u.lost as f64 / u.datagrams_sent as f64;
+    }
+    if received.seconds > 0.0 {
+        u.packets_per_second = received.ops as f64 / received.seconds;
+    }
+    if !jitter.is_empty() {
+        u.jitter_us = jitter.iter().sum::<f64>() / jitter.len() as f64;
+    }
+    u.timestamps = stamps.join(", ");
+    u.arrival_spacing_us = spacing.filter(|h| !h.is_empty()).map(|h| SpacingFigures {
+        mean: h.mean() / 1e3,
+        stddev: h.stdev() / 1e3,
+        p50: h.value_at_quantile(0.5) as f64 / 1e3,
+        p99: h.value_at_quantile(0.99) as f64 / 1e3,
+        min: h.min() as f64 / 1e3,
+        max: h.max() as f64 / 1e3,
+    });
+    let bin = f64::from(spec.bin_us);
+    u.arrival_spacing_histogram = bins
+        .into_iter()
+        .map(|(from, count)| Bin {
+            from_us: from as f64,
+            to_us: from as f64 + bin,
+            count,
+        })
+        .collect();
+    if overflow > 0 {
+        let from = crate::engine::udp::MAX_BINS as f64 * bin;
+        u.arrival_spacing_histogram.push(Bin {
+            from_us: from,
+            to_us: f64::INFINITY,
+            count: overflow,
+        });
+    }
+    if let Some(h) = delay.filter(|h| !h.is_empty()) {
+        // Relative delays were shifted to start at 1 ns: the minimum is 0.
+        let off = if delays_relative { 1.0 } else { 0.0 };
+        let us = |v: u64| (v as f64 - off) / 1e3;
+        u.one_way_delay_us = Some(DelayFigures {
+            min: us(h.min()),
+            mean: (h.mean() - off) / 1e3,
+            p50: us(h.value_at_quantile(0.5)),
+            p90: us(h.value_at_quantile(0.9)),
+            p99: us(h.value_at_quantile(0.99)),
+            max: us(h.max()),
+            relative: delays_relative,
+        });
+        let (lo, hi) = (h.min(), h.max());
+        let width = ((hi - lo) / 50).max(1);
+        let mut counts = vec![0u64; 51];
+        for v in h.iter_recorded() {
+            let i = ((v.value_iterated_to().clamp(lo, hi) - lo) / width) as usize;
+            counts[i.min(50)] += v.count_at_value();
+        }
+        u.one_way_delay_histogram = counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| Bin {
+                from_us: us(lo + i as u64 * width),
+                to_us: us(lo + (i as u64 + 1) * width),
+                count: *c,
+            })
+            .collect();
+    }
+    if !sends.is_empty() {
+        let n = sends.len() as f64;
+        u.send_spacing_us = Some(SendSpacingFigures {
+            requested: spec.gap_ns as f64 / 1e3,
+            mean: sends.iter().map(|s| s.spacing.mean_us).sum::<f64>() / n,
+            stddev: sends.iter().map(|s| s.spacing.stddev_us).sum::<f64>() / n,
+            late_percent: sends.iter().map(|s| s.spacing.late_percent).sum::<f64>() / n,
+        });
+    }
+    u
+}
