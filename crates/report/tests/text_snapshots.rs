@@ -46,6 +46,8 @@ fn stream(stream: u16, role: Role, bytes: u64, seconds: f64) -> StreamReport {
         } else {
             StreamEnd::Eof
         },
+        udp_send: None,
+        udp_receive: None,
     }
 }
 
