@@ -7,4 +7,5 @@ mod cost;
 mod lab;
 mod netns;
 mod tcp;
+mod udp;
 mod util;

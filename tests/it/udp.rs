@@ -1,0 +1,151 @@
+//! `linerate udp`: datagrams counted, lost, reordered and timed, on loopback and across lab links
+//! with a known loss, reordering and delay.
+
+use crate::util::*;
+use serde_json::Value;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+fn udp_json(args: &[&str]) -> Value {
+    let mut full = vec!["udp", "--json"];
+    full.extend_from_slice(args);
+    let v = json_of(&linerate(&full, LIMIT));
+    check_document(&v);
+    assert_eq!(v["test"], "udp");
+    v
+}
+
+/// `linerate udp --json TO ARGS` run in lab host `from`.
+fn lab_udp(lab: &Lab, from: &str, to: &str, args: &[&str]) -> Value {
+    let mut cmd = vec!["linerate", "udp", "--json", to];
+    cmd.extend_from_slice(args);
+    let v = json_of(&lab.exec(from, &cmd, LIMIT));
+    check_document(&v);
+    v
+}
+
+#[test]
+fn every_datagram_of_a_loopback_count_is_accounted_for() {
+    let agent = Agent::start(&[]);
+    let v = udp_json(&[&agent.addr, "-n", "5000", "--gap", "20", "-l", "1000"]);
+    assert_eq!(u(&v, "/summary/datagrams_sent"), 5000);
+    assert_eq!(u(&v, "/summary/datagrams_received"), 5000);
+    assert_eq!(u(&v, "/summary/lost"), 0);
+    assert_eq!(u(&v, "/summary/out_of_order"), 0);
+    assert_eq!(u(&v, "/summary/duplicates"), 0);
+    assert_eq!(u(&v, "/summary/received/bytes"), 5000 * 1000);
+    assert_eq!(v["summary"]["timestamps"], "kernel");
+    assert!(f(&v, "/summary/packets_per_second") > 0.0);
+    assert!(
+        v["summary"]["arrival_spacing_histogram"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+    );
+    assert!(f(&v, "/summary/send_spacing_us/mean") > 15.0);
+    assert!(v["summary"]["one_way_delay_us"]["p99"].is_number());
+}
+
+#[test]
+fn reverse_and_bidir_on_loopback() {
+    let agent = Agent::start(&[]);
+    let v = udp_json(&[&agent.addr, "-n", "3000", "--gap", "10", "-R"]);
+    assert_eq!(v["summary"]["received"]["counted_by"][0], "client");
+    assert_eq!(u(&v, "/summary/datagrams_received") + u(&v, "/summary/lost"), 3000);
+    let v = udp_json(&[&agent.addr, "-n", "2000", "--gap", "10", "--bidir"]);
+    assert_eq!(u(&v, "/summary/datagrams_sent"), 4000);
+    assert_eq!(
+        u(&v, "/summary/directions/forward/received/ops") + u(&v, "/summary/directions/reverse/received/ops"),
+        u(&v, "/summary/datagrams_received")
+    );
+}
+
+#[test]
+fn bad_udp_options_are_one_line_errors() {
+    for args in [
+        vec!["udp", "127.0.0.1:1", "-l", "16"],
+        vec!["udp", "127.0.0.1:1", "--gap", "-5"],
+        vec!["udp", "127.0.0.1:1", "--gap", "10", "--rate", "1G"],
+    ] {
+        let out = linerate(&args, Duration::from_secs(10));
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert_eq!(stderr(&out).lines().count(), 1, "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn loss_of_1_percent_is_reported_and_matches_the_firewall_counter() {
+    let lab = Lab::up(2, &["h1:loss=1%"]);
+    let before = lab.status()["hosts"][0]["loss_drops"].as_u64().expect("loss counter");
+    let v = lab_udp(&lab, "h1", "h2", &["-n", "200000", "--gap", "10", "-l", "64"]);
+    let drops = lab.status()["hosts"][0]["loss_drops"].as_u64().expect("loss counter") - before;
+    let lost = u(&v, "/summary/lost");
+    let sent = u(&v, "/summary/datagrams_sent");
+    assert_eq!(sent, 200_000);
+    let pct = f(&v, "/summary/loss_percent");
+    assert!((0.7..=1.3).contains(&pct), "loss {pct:.3} %, want 1 ± 0.3 %");
+    // The firewall also counts the few control-connection segments and end markers it dropped.
+    assert!(
+        lost <= drops && drops <= lost + 5,
+        "linerate lost {lost}, the firewall dropped {drops}"
+    );
+    assert_eq!(u(&v, "/summary/out_of_order"), 0);
+    let ranges = v["summary"]["loss_ranges"][0]["ranges"]
+        .as_array()
+        .expect("loss ranges");
+    assert!(!ranges.is_empty());
+}
+
+#[test]
+fn reordered_datagrams_are_out_of_order_not_lost() {
+    let lab = Lab::up(2, &["h1:reorder=2%"]);
+    let v = lab_udp(&lab, "h1", "h2", &["-n", "20000", "--gap", "50", "-l", "200"]);
+    let ooo = u(&v, "/summary/out_of_order");
+    assert!(ooo > 100, "{ooo} out of order of 20000 at 2 % reordering");
+    assert_eq!(u(&v, "/summary/lost"), 0, "a late datagram is not lost");
+    assert_eq!(u(&v, "/summary/datagrams_received"), 20_000);
+}
+
+#[test]
+fn delay_of_5ms_with_1ms_jitter_spreads_the_one_way_delay() {
+    let lab = Lab::up(2, &["h1:delay=5ms,jitter=1ms"]);
+    let v = lab_udp(&lab, "h1", "h2", &["-n", "5000", "--gap", "200", "-l", "200"]);
+    let d = &v["summary"]["one_way_delay_us"];
+    assert_eq!(d["relative"], true, "the hosts' clocks are not declared synchronised");
+    // ±1 ms of jitter spreads the bulk over about 2 ms above the minimum (the relay's own
+    // scheduling adds a tail, docs/lab.md).
+    let (min, p50, p90) = (
+        d["min"].as_f64().expect("min"),
+        d["p50"].as_f64().expect("p50"),
+        d["p90"].as_f64().expect("p90"),
+    );
+    assert!(
+        p90 - min >= 500.0,
+        "p90 - min = {:.0} us with 1 ms of jitter: {d}",
+        p90 - min
+    );
+    assert!(
+        (200.0..=3000.0).contains(&(p50 - min)),
+        "p50 - min = {:.0} us: {d}",
+        p50 - min
+    );
+    let bins = v["summary"]["one_way_delay_histogram"].as_array().expect("histogram");
+    assert!(bins.len() >= 5, "a spread histogram: {bins:?}");
+    assert!(f(&v, "/summary/jitter_us") > 50.0);
+}
+
+#[test]
+fn paced_at_100us_arrives_100us_apart() {
+    let lab = Lab::up(2, &[]);
+    let v = lab_udp(&lab, "h1", "h2", &["-n", "20000", "--gap", "100"]);
+    let mean = f(&v, "/summary/arrival_spacing_us/mean");
+    assert!(
+        (95.0..=105.0).contains(&mean),
+        "mean arrival spacing {mean:.2} us, want 100 ± 5 %"
+    );
+    assert_eq!(u(&v, "/summary/lost"), 0);
+    assert_eq!(u(&v, "/summary/out_of_order"), 0);
+    assert_eq!(u(&v, "/summary/duplicates"), 0);
+    let sent = f(&v, "/summary/send_spacing_us/mean");
+    assert!((95.0..=105.0).contains(&sent), "send spacing {sent:.2} us");
+}
