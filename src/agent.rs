@@ -15,7 +15,7 @@ use linerate_core::result::{IntervalSample, Role};
 use linerate_core::spec::{TcpSpec, TestSpec, UdpSpec};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -37,6 +37,8 @@ pub struct AgentConfig {
     pub max_tests: usize,
     /// Connections (control and data) open at once, past which new ones are closed at once.
     pub max_connections: usize,
+    /// Multicast groups this agent takes part in (`--join`).
+    pub joins: Vec<std::net::IpAddr>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -390,6 +392,29 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
     Ok(())
 }
 
+/// A socket bound to `group:port` that has joined the group on the interface holding `local`.
+fn join_group(group: IpAddr, port: u16, local: IpAddr) -> io::Result<UdpSocket> {
+    let domain = if group.is_ipv4() {
+        socket2::Domain::IPV4
+    } else {
+        socket2::Domain::IPV6
+    };
+    let s = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+    s.set_reuse_address(true)?;
+    s.bind(&SocketAddr::new(group, port).into())?;
+    match (group, local) {
+        (IpAddr::V4(g), IpAddr::V4(l)) => s.join_multicast_v4(&g, &l)?,
+        (IpAddr::V6(g), _) => s.join_multicast_v6(&g, 0)?,
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an IPv4 group needs an IPv4 agent address",
+            ));
+        }
+    }
+    Ok(s.into())
+}
+
 /// A UDP test: a socket per stream on the control connection's address, connected to the
 /// client's socket for that stream once the client says which.
 fn run_udp(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), Refusal> {
@@ -407,11 +432,29 @@ fn run_udp(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), Refusal
     let per_agent = spec.streams_per_agent();
     let mut sockets = Vec::with_capacity(per_agent);
     let mut ports = Vec::with_capacity(per_agent);
-    for _ in 0..per_agent {
-        let s = UdpSocket::bind((local_ip, 0)).map_err(|e| failed("binding a UDP data socket", e))?;
+    for i in 0..per_agent {
+        let s = match &spec.multicast {
+            Some(m) => {
+                if !state.config.joins.contains(&m.group) {
+                    return Err((
+                        ErrorKind::BadSpec,
+                        format!(
+                            "this agent takes no multicast tests to {0} (start it with --join {0})",
+                            m.group
+                        ),
+                    ));
+                }
+                join_group(m.group, m.port + i as u16, local_ip)
+                    .map_err(|e| failed("joining the multicast group", e))?
+            }
+            None => UdpSocket::bind((local_ip, 0)).map_err(|e| failed("binding a UDP data socket", e))?,
+        };
         ports.push(s.local_addr().map_err(|e| failed("UDP data socket", e))?.port());
         sockets.push(s);
     }
+    let test_id = spec
+        .multicast
+        .map_or_else(|| linerate_core::client::udp_test_id(&cookie), |m| m.test_id);
     conn.send(&Message::Accepted {
         cookie: proto::to_hex(&cookie),
         host: state.host.clone(),
@@ -446,7 +489,7 @@ fn run_udp(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), Refusal
         streams.push(udp::UdpStream {
             id: i as u16,
             wire_id: i as u16,
-            test_id: linerate_core::client::udp_test_id(&cookie),
+            test_id,
             role,
             socket,
             grant,

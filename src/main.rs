@@ -84,7 +84,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .context("--connect-timeout must be a positive number of seconds")?,
             };
             let json = args.json;
+            let sweep = args.sweep()?;
             let spec = args.into_spec()?;
+            if let Some(points) = sweep {
+                return udp_sweep(&spec, &points, &targets, &opts, json);
+            }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             let mut result = udp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("udp test against {}", names.join(", ")))?;
@@ -187,6 +191,79 @@ fn tcp_test(spec: &TcpSpec, targets: &[Target], opts: &ClientOptions, json: bool
     Ok(run_tcp(spec, targets, opts, &mut live, &interrupt)?)
 }
 
+/// `linerate udp --sizes ... --gaps ...`: one run per (gap, size), UDPmon's curves: received
+/// throughput and loss against spacing, a column per size. JSON: every point's whole document.
+fn udp_sweep(
+    base: &linerate_core::spec::UdpSpec,
+    points: &[(u32, u64)],
+    targets: &[Target],
+    opts: &ClientOptions,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut sizes: Vec<u32> = Vec::new();
+    let mut gaps: Vec<u64> = Vec::new();
+    for (size, gap) in points {
+        if !sizes.contains(size) {
+            sizes.push(*size);
+        }
+        if !gaps.contains(gap) {
+            gaps.push(*gap);
+        }
+    }
+    if !json {
+        let mut head = format!("{:>10}", "gap us");
+        for s in &sizes {
+            head += &format!("  {:>22}", format!("{s} B: Mbit/s  loss %"));
+        }
+        print_text(&format!("received throughput and loss against spacing\n{head}\n"))?;
+    }
+    let mut out = Vec::with_capacity(points.len());
+    for gap in &gaps {
+        let mut row = format!("{:>10.1}", *gap as f64 / 1e3);
+        for size in &sizes {
+            let mut spec = base.clone();
+            spec.payload_bytes = *size;
+            spec.gap_ns = *gap;
+            spec.interval_seconds = 0.0;
+            spec.validate()?;
+            let r = udp_test(&spec, targets, opts, true)
+                .with_context(|| format!("sweep point {size} bytes, gap {} us", *gap as f64 / 1e3))?;
+            let u = r.summary.udp.clone().unwrap_or_default();
+            let mbps = r.summary.received.bits_per_second / 1e6;
+            row += &format!("  {mbps:>14.1} {:>7.3}", u.loss_percent);
+            out.push(serde_json::json!({
+                "payload_bytes": size,
+                "gap_us": *gap as f64 / 1e3,
+                "received_bits_per_second": r.summary.received.bits_per_second,
+                "packets_per_second": u.packets_per_second,
+                "datagrams_sent": u.datagrams_sent,
+                "lost": u.lost,
+                "loss_percent": u.loss_percent,
+                "out_of_order": u.out_of_order,
+                "result": r,
+            }));
+        }
+        if !json {
+            print_text(&format!("{row}\n"))?;
+        }
+    }
+    if json {
+        let doc = serde_json::json!({
+            "linerate": linerate_core::VERSION,
+            "test": "udp sweep",
+            "sizes_bytes": sizes,
+            "gaps_us": gaps.iter().map(|g| *g as f64 / 1e3).collect::<Vec<_>>(),
+            "points": out,
+        });
+        print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
+    } else {
+        print_text(
+            "Mbit/s = 10^6 bits of payload per second, counted by the receiver; loss against the sender's count.\n",
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs a UDP test with live lines and Ctrl-C handling.
 fn udp_test(
     spec: &linerate_core::spec::UdpSpec,
@@ -235,6 +312,7 @@ fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         no_auth: args.no_auth,
         max_tests: usize::from(args.max_tests),
         max_connections: 256,
+        joins: args.joins.clone(),
     };
     let agent = match agent::Agent::bind(config.clone()) {
         // No IPv6 on this host: the default `::` falls back to every IPv4 address.
@@ -266,6 +344,7 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
         no_auth: false,
         max_tests: 1,
         max_connections: 64,
+        joins: Vec::new(),
     })?;
     let addr = agent.local_addr();
     std::thread::spawn(move || agent.serve());

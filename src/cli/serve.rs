@@ -21,6 +21,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_tests: u16,
 
+    /// Take part in multicast UDP tests to this group (repeatable); others are refused
+    #[arg(long = "join", value_name = "GROUP")]
+    pub joins: Vec<IpAddr>,
+
     #[command(flatten)]
     pub secret: SecretArgs,
 }

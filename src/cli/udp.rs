@@ -68,6 +68,19 @@ pub struct UdpArgs {
     #[arg(long)]
     pub synced_clocks: bool,
 
+    /// Send to this multicast group (stream i to GROUP:PORT+i); every agent named, started
+    /// with `serve --join GROUP`, reports what it received
+    #[arg(long, value_name = "GROUP")]
+    pub multicast: Option<std::net::IpAddr>,
+
+    /// Base port of the multicast group's streams
+    #[arg(long, value_name = "N", default_value_t = 5310)]
+    pub multicast_port: u16,
+
+    /// Multicast TTL (hops)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub ttl: u8,
+
     /// The agents send
     #[arg(short = 'R', long, conflicts_with = "bidir")]
     pub reverse: bool,
@@ -75,6 +88,14 @@ pub struct UdpArgs {
     /// Both directions at once
     #[arg(long)]
     pub bidir: bool,
+
+    /// Sweep payload sizes: a list (64,512,1472,8972) or START:END:STEP, bytes
+    #[arg(long, value_name = "LIST")]
+    pub sizes: Option<String>,
+
+    /// Sweep gaps: a list (0,10,20) or START:END:STEP, microseconds (0: as fast as possible)
+    #[arg(long, value_name = "LIST", conflicts_with = "rate")]
+    pub gaps: Option<String>,
 
     /// Print one JSON document (docs/results.md) instead of text
     #[arg(long)]
@@ -128,9 +149,49 @@ impl UdpArgs {
             } else {
                 Direction::Send
             },
+            multicast: self.multicast.map(|group| linerate_core::spec::Multicast {
+                group,
+                port: self.multicast_port,
+                test_id: rand_test_id(),
+                ttl: self.ttl,
+            }),
         };
         spec.validate()?;
         Ok(spec)
+    }
+
+    /// The sweep's points (payload bytes, gap ns), sizes varying fastest; None without
+    /// `--sizes` or `--gaps`.
+    pub fn sweep(&self) -> anyhow::Result<Option<Vec<(u32, u64)>>> {
+        if self.sizes.is_none() && self.gaps.is_none() {
+            return Ok(None);
+        }
+        let sizes = match &self.sizes {
+            Some(text) => parse_list(text, "--sizes", |v| {
+                let b: ByteSize = v.parse()?;
+                Ok(u32::try_from(b.0)?)
+            })?,
+            None => vec![u32::try_from(self.length.0).context("-l is too large")?],
+        };
+        let gaps = match &self.gaps {
+            Some(text) => parse_list(text, "--gaps", |v| {
+                let us: f64 = v.parse()?;
+                anyhow::ensure!(
+                    us.is_finite() && (0.0..=60e6).contains(&us),
+                    "gap {v} us is out of range"
+                );
+                Ok((us * 1e3).round() as u64)
+            })?,
+            None => vec![self.gap.map_or(0, |g| (g * 1e3).round() as u64)],
+        };
+        anyhow::ensure!(
+            sizes.len() * gaps.len() <= 10_000,
+            "the sweep has {} points, over 10000",
+            sizes.len() * gaps.len()
+        );
+        Ok(Some(
+            gaps.iter().flat_map(|g| sizes.iter().map(move |s| (*s, *g))).collect(),
+        ))
     }
 
     pub fn targets(&self) -> anyhow::Result<Vec<Target>> {
@@ -139,4 +200,30 @@ impl UdpArgs {
             .map(|h| Target::resolve(h, self.port).with_context(|| format!("agent address '{h}'")))
             .collect()
     }
+}
+
+/// `a,b,c` or `START:END:STEP` (END included), each value parsed by `parse`.
+fn parse_list<T: Copy>(text: &str, flag: &str, parse: impl Fn(&str) -> anyhow::Result<T>) -> anyhow::Result<Vec<T>> {
+    let bad = || format!("{flag} '{text}' is not a list (64,512,1472) or a range (0:40:2)");
+    if let [start, end, step] = text.split(':').collect::<Vec<_>>()[..] {
+        let (a, b, st): (f64, f64, f64) = (
+            start.trim().parse().with_context(bad)?,
+            end.trim().parse().with_context(bad)?,
+            step.trim().parse().with_context(bad)?,
+        );
+        anyhow::ensure!(st > 0.0 && b >= a && (b - a) / st <= 10_000.0, "{}", bad());
+        let n = ((b - a) / st + 1e-9).floor() as usize;
+        return (0..=n).map(|i| parse(&format!("{}", a + i as f64 * st))).collect();
+    }
+    text.split(',')
+        .map(|v| parse(v.trim()).with_context(|| format!("{flag}: '{v}'")))
+        .collect()
+}
+
+/// A test id for multicast datagrams, from the clock: distinct between runs, no secret.
+fn rand_test_id() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ (u64::from(std::process::id()) << 32)
 }

@@ -149,3 +149,117 @@ fn paced_at_100us_arrives_100us_apart() {
     let sent = f(&v, "/summary/send_spacing_us/mean");
     assert!((95.0..=105.0).contains(&sent), "send spacing {sent:.2} us");
 }
+
+#[test]
+fn multicast_to_two_lab_hosts_reports_both() {
+    let lab = Lab::up(3, &[]);
+    let group = "239.7.7.7";
+    let joined = |host: &str, addr: &str| {
+        let ns = lab.namespace(host);
+        Agent::start_with(
+            &["ip", "netns", "exec", &ns],
+            &["--bind", addr, "--port", "5400", "--no-auth", "--join", group],
+            &[],
+            &[],
+        )
+    };
+    let _a2 = joined("h2", "10.211.0.2");
+    let _a3 = joined("h3", "10.211.0.3");
+    let out = lab.exec(
+        "h1",
+        &[
+            "linerate",
+            "udp",
+            "--json",
+            "--multicast",
+            group,
+            "10.211.0.2:5400",
+            "10.211.0.3:5400",
+            "-n",
+            "5000",
+            "--gap",
+            "50",
+            "-l",
+            "200",
+        ],
+        LIMIT,
+    );
+    let v = json_of(&out);
+    assert_eq!(u(&v, "/summary/datagrams_sent"), 5000, "one sender for both receivers");
+    let receivers = v["summary"]["receivers"].as_array().expect("receivers");
+    assert_eq!(receivers.len(), 2, "{receivers:?}");
+    for r in receivers {
+        assert_eq!(r["datagrams_received"], 5000, "{r}");
+        assert_eq!(r["lost"], 0, "{r}");
+    }
+    assert_eq!(u(&v, "/summary/datagrams_received"), 10_000);
+}
+
+#[test]
+fn multicast_needs_an_agent_that_joined_the_group() {
+    let agent = Agent::start(&[]);
+    let out = linerate(
+        &["udp", &agent.addr, "--multicast", "239.7.7.8", "-n", "10"],
+        Duration::from_secs(30),
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("--join 239.7.7.8") && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+fn a_sweep_runs_every_size_and_gap() {
+    let agent = Agent::start(&[]);
+    let out = linerate(
+        &[
+            "udp",
+            &agent.addr,
+            "--sizes",
+            "64,1472",
+            "--gaps",
+            "0:20:10",
+            "-n",
+            "2000",
+            "--json",
+        ],
+        LIMIT,
+    );
+    let v = json_of(&out);
+    let points = v["points"].as_array().expect("points");
+    let got: Vec<(u64, f64)> = points
+        .iter()
+        .map(|p| {
+            (
+                p["payload_bytes"].as_u64().expect("size"),
+                p["gap_us"].as_f64().expect("gap"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (64, 0.0),
+            (1472, 0.0),
+            (64, 10.0),
+            (1472, 10.0),
+            (64, 20.0),
+            (1472, 20.0)
+        ],
+        "gaps in order, sizes within each"
+    );
+    for p in points {
+        assert_eq!(p["result"]["test"], "udp");
+        assert_eq!(p["datagrams_sent"], 2000);
+    }
+    let text = linerate(
+        &["udp", &agent.addr, "--sizes", "64,512", "--gaps", "5,10", "-n", "500"],
+        LIMIT,
+    );
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(t.contains("64 B: Mbit/s") && t.contains("512 B: Mbit/s"), "{t}");
+    assert_eq!(
+        t.lines().filter(|l| l.trim_start().starts_with(['5', '1'])).count(),
+        2,
+        "{t}"
+    );
+}

@@ -306,6 +306,7 @@ pub fn run_udp(
         .map(|t| open_session(t, &test, opts))
         .collect::<Result<Vec<_>, _>>()?;
     let mut streams = Vec::with_capacity(total);
+    let mut multicast_ports: Vec<u16> = Vec::new();
     for (a, s) in sessions.iter_mut().enumerate() {
         let peer = s.target.addr;
         if s.udp_ports.len() != per_agent {
@@ -316,6 +317,38 @@ pub fn run_udp(
         }
         let data = |source| ClientError::Data { peer, source };
         let local_ip = s.conn.stream().local_addr().map_err(data)?.ip();
+        if let Some(m) = &spec.multicast {
+            // One sender per stream for every agent: made once, its ports told to each.
+            if a == 0 {
+                for i in 0..per_agent {
+                    let socket = UdpSocket::bind((local_ip, 0)).map_err(data)?;
+                    match local_ip {
+                        IpAddr::V4(l) => {
+                            socket2::SockRef::from(&socket).set_multicast_if_v4(&l).map_err(data)?;
+                            socket.set_multicast_ttl_v4(u32::from(m.ttl)).map_err(data)?;
+                        }
+                        IpAddr::V6(_) => socket2::SockRef::from(&socket)
+                            .set_multicast_hops_v6(u32::from(m.ttl))
+                            .map_err(data)?,
+                    }
+                    socket.connect((m.group, m.port + i as u16)).map_err(data)?;
+                    let grant = udp::configure(&socket, spec, Role::Send)?;
+                    multicast_ports.push(socket.local_addr().map_err(data)?.port());
+                    streams.push(udp::UdpStream {
+                        id: i as u16,
+                        wire_id: i as u16,
+                        test_id: m.test_id,
+                        role: Role::Send,
+                        socket,
+                        grant,
+                    });
+                }
+            }
+            s.conn.send(&Message::Ports {
+                udp_ports: multicast_ports.clone(),
+            })?;
+            continue;
+        }
         let mut ports = Vec::with_capacity(per_agent);
         for (i, port) in s.udp_ports.iter().enumerate() {
             let socket = UdpSocket::bind((local_ip, 0)).map_err(data)?;
@@ -402,8 +435,10 @@ fn drive(
 
     let mut notes = local.notes.clone();
     let mut client_parts = Vec::with_capacity(sessions.len());
+    // A multicast sender's streams serve every agent: each agent's part is the same.
+    let shared = matches!(spec, TestSpec::Udp(u) if u.multicast.is_some());
     for a in 0..sessions.len() {
-        client_parts.push(part_for_agent(&local, a, per_agent));
+        client_parts.push(part_for_agent(&local, if shared { 0 } else { a }, per_agent));
     }
     let mut reports = Vec::with_capacity(sessions.len());
     for (s, r) in sessions.iter().zip(agent_results) {

@@ -84,6 +84,20 @@ pub struct UdpSpec {
     /// The ends' clocks agree (PTP, NTP): report one-way delay as it is, not relative to its minimum.
     pub synced_clocks: bool,
     pub direction: Direction,
+    /// Send to a multicast group instead of each agent: every agent that joined it receives.
+    #[serde(default)]
+    pub multicast: Option<Multicast>,
+}
+
+/// A multicast UDP test's group: stream i goes to `group:port+i`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Multicast {
+    pub group: std::net::IpAddr,
+    pub port: u16,
+    /// Carried in every datagram in place of an agent's cookie (one sender, many receivers).
+    pub test_id: u64,
+    /// IP_MULTICAST_TTL / hop limit.
+    pub ttl: u8,
 }
 
 impl UdpSpec {
@@ -101,6 +115,7 @@ impl UdpSpec {
             bin_us: 1,
             synced_clocks: false,
             direction: Direction::Send,
+            multicast: None,
         }
     }
 
@@ -150,6 +165,22 @@ impl UdpSpec {
             }
             // 2^32 datagrams is the most a receiver tracks (engine::sequence).
             Limit::Buffers(n) => check("datagram count (-n)", n as f64, 1.0, 4_294_967_296.0)?,
+        }
+        if let Some(m) = &self.multicast {
+            if !m.group.is_multicast() {
+                return Err(SpecError::Multicast(format!("{} is not a multicast address", m.group)));
+            }
+            if self.direction != Direction::Send {
+                return Err(SpecError::Multicast(
+                    "multicast runs client to agents only (no -R, --bidir)".into(),
+                ));
+            }
+            check(
+                "multicast port",
+                f64::from(m.port),
+                1024.0,
+                65_535.0 - f64::from(self.streams),
+            )?;
         }
         Ok(())
     }
@@ -289,6 +320,8 @@ pub enum SpecError {
     CooldownWithCount,
     #[error("congestion control name '{0}' is not a kernel module name")]
     Congestion(String),
+    #[error("{0}")]
+    Multicast(String),
 }
 
 fn check(name: &'static str, got: f64, min: f64, max: f64) -> Result<(), SpecError> {

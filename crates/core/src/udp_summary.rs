@@ -90,6 +90,21 @@ pub struct UdpSummary {
     /// Where arrival times came from: "kernel" (SO_TIMESTAMPNS), "user", or both.
     pub timestamps: String,
     pub send_spacing_us: Option<SendSpacingFigures>,
+    /// Each receiving end's own figures (with several agents, and for multicast).
+    pub receivers: Vec<ReceiverFigures>,
+}
+
+/// What one receiving end got.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReceiverFigures {
+    /// The agent whose streams these are ("client" counted them under `--reverse`).
+    pub agent: String,
+    pub counted_by: String,
+    pub datagrams_received: u64,
+    pub lost: u64,
+    pub loss_percent: f64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
 }
 
 fn decode(hex: &str) -> Option<Histogram<u64>> {
@@ -116,7 +131,14 @@ pub fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &SideSum
     let mut jitter = Vec::new();
     let mut stamps: Vec<String> = Vec::new();
     let mut sends: Vec<&UdpSendReport> = Vec::new();
-    for a in agents {
+    // Datagrams the receivers were sent: with multicast each receiver is sent the same ones.
+    let mut expected = 0u64;
+    for (ai, a) in agents.iter().enumerate() {
+        let mut mine = ReceiverFigures {
+            agent: a.name.to_string(),
+            ..Default::default()
+        };
+        let mut mine_expected = 0u64;
         for index in 0..spec.streams_per_agent() {
             let forward = spec.stream_flows_forward(index);
             let (snd_side, rcv_side) = if forward {
@@ -127,17 +149,25 @@ pub fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &SideSum
             let snd = find(snd_side, index, Role::Send).and_then(|s| s.udp_send.as_ref());
             let rcv: Option<&UdpReceiveReport> =
                 find(rcv_side, index, Role::Receive).and_then(|s| s.udp_receive.as_ref());
-            if let Some(s) = snd {
+            if let Some(s) = snd
+                && (spec.multicast.is_none() || ai == 0)
+            {
                 u.datagrams_sent += s.datagrams;
                 sends.push(s);
             }
             let Some(r) = rcv else { continue };
+            mine.counted_by = if forward { a.name.to_string() } else { "client".into() };
             u.datagrams_received += r.datagrams;
             // The sender's own count is the truth for what was sent.
             let lost = match snd {
                 Some(s) => s.datagrams.saturating_sub(r.datagrams),
                 None => r.lost,
             };
+            mine_expected += snd.map_or(r.datagrams + r.lost, |s| s.datagrams);
+            mine.datagrams_received += r.datagrams;
+            mine.lost += lost;
+            mine.out_of_order += r.out_of_order;
+            mine.duplicates += r.duplicates;
             u.lost += lost;
             u.out_of_order += r.out_of_order;
             u.duplicates += r.duplicates;
@@ -197,9 +227,14 @@ pub fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &SideSum
             }
             overflow += r.bin_overflow;
         }
+        if mine_expected > 0 {
+            mine.loss_percent = 100.0 * mine.lost as f64 / mine_expected as f64;
+            expected += mine_expected;
+            u.receivers.push(mine);
+        }
     }
-    if u.datagrams_sent > 0 {
-        u.loss_percent = 100.0 * u.lost as f64 / u.datagrams_sent as f64;
+    if expected > 0 {
+        u.loss_percent = 100.0 * u.lost as f64 / expected as f64;
     }
     if received.seconds > 0.0 {
         u.packets_per_second = received.ops as f64 / received.seconds;
