@@ -188,6 +188,9 @@ pub struct UdpReceiveReport {
     pub bins: Vec<[u64; 2]>,
     /// Spacings past the last bin.
     pub bin_overflow: u64,
+    /// Received through UDP GRO (trains of datagrams per read, one arrival time per train).
+    #[serde(default)]
+    pub gro: bool,
 }
 
 /// CPU use over the measurement window.
