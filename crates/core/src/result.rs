@@ -10,7 +10,7 @@ use crate::engine::sequence::LossRange;
 use crate::metrics::cpu::CpuSplit;
 use crate::metrics::host::{HostConfig, HostInfo};
 use crate::metrics::sample::{
-    HostInterval, HostUsage, InterfaceUsage, InterruptRates, MemoryUsage, SoftirqRate, StackUsage,
+    HostInterval, HostUsage, InterfaceUsage, InterruptRates, MemoryUsage, ProcessUsage, SoftirqRate, StackUsage,
 };
 use crate::spec::{TcpSpec, TestSpec};
 use crate::wire::Goodput;
@@ -388,6 +388,9 @@ pub struct SideSummary {
     pub stack: Option<StackUsage>,
     #[serde(default)]
     pub memory: Option<MemoryUsage>,
+    /// linerate's own use on the counting hosts: CPU seconds and context switches, summed.
+    #[serde(default)]
+    pub process: Option<ProcessUsage>,
     #[serde(default)]
     pub efficiency: Option<Efficiency>,
     #[serde(default)]
@@ -575,6 +578,7 @@ fn add_host_usage(s: &mut SideSummary, hosts: &[(&str, &HostUsage)]) {
         s.interfaces = h.interfaces.clone();
         s.stack = h.stack;
         s.memory = h.memory;
+        s.process = h.process;
     } else if !hosts.is_empty() {
         let splits: Vec<CpuSplit> = hosts.iter().filter_map(|(_, h)| h.cpu).collect();
         if !splits.is_empty() {
@@ -607,6 +611,14 @@ fn add_host_usage(s: &mut SideSummary, hosts: &[(&str, &HostUsage)]) {
                 name: format!("{name}/{}", i.name),
                 ..i.clone()
             }));
+            if let Some(p) = h.process {
+                let t = s.process.get_or_insert_with(ProcessUsage::default);
+                t.user_seconds += p.user_seconds;
+                t.system_seconds += p.system_seconds;
+                t.cpu_percent += p.cpu_percent;
+                t.voluntary_context_switches += p.voluntary_context_switches;
+                t.involuntary_context_switches += p.involuntary_context_switches;
+            }
             if let Some(st) = h.stack {
                 let t = s.stack.get_or_insert_with(StackUsage::default);
                 t.tcp_retransmitted_segments += st.tcp_retransmitted_segments;
