@@ -710,7 +710,7 @@ pub fn assemble_tcp(
 }
 
 /// Joins the client's and the agents' reports of one run of any kind into the result document;
-/// a UDP run's summary also gets its datagram figures ([`UdpSummary`]).
+/// a UDP run's summary also gets its datagram figures ([`crate::udp_summary::UdpSummary`]).
 pub fn assemble(
     spec: &TestSpec,
     client_host: HostInfo,
