@@ -6,13 +6,13 @@
 //! and the agent goes back to listening. Tests from several clients run at once up to
 //! `max_tests`; past that a client is told "busy" at once.
 
-use linerate_core::engine::{Control, Sink, pin, sockopt, tcp, udp};
+use linerate_core::engine::{Control, Sink, pin, rr, sockopt, tcp, udp};
 use linerate_core::metrics::host::{self, HostInfo};
 use linerate_core::proto::conn::{Conn, ProtoError};
 use linerate_core::proto::frame::{self, COOKIE_LEN, DATA_HEADER_LEN, PREAMBLE_LEN};
 use linerate_core::proto::{self, ErrorKind, Message, VERSION, auth};
 use linerate_core::result::{IntervalSample, Role};
-use linerate_core::spec::{TcpSpec, TestSpec, UdpSpec};
+use linerate_core::spec::{RrProto, RrSpec, TcpSpec, TestSpec, UdpSpec};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -274,6 +274,7 @@ fn control_session(state: &State, conn: &mut Conn) -> Result<(), Refusal> {
     match spec {
         TestSpec::Tcp(tcp) => run_tcp(state, conn, &tcp),
         TestSpec::Udp(udp) => run_udp(state, conn, &udp),
+        TestSpec::Rr(rr) => run_rr(state, conn, &rr),
     }
 }
 
@@ -386,6 +387,110 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
     let used: Vec<String> = peer.and_then(host::interface_towards).into_iter().collect();
     report.config = Some(host::read_config(&used));
     // The client may be gone (killed mid-test): then there is no one to tell, and that is fine.
+    let _ = conn.send(&Message::Result {
+        report: Box::new(report),
+    });
+    Ok(())
+}
+
+/// A request-response test: this end answers. TCP streams come as data connections (one each,
+/// or a new one per transaction with `connect`); UDP as for a UDP test.
+fn run_rr(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), Refusal> {
+    pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
+    let cookie: [u8; COOKIE_LEN] = auth::nonce()[..COOKIE_LEN]
+        .try_into()
+        .expect("nonce is longer than a cookie");
+    let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));
+    let per_agent = usize::from(spec.streams);
+    let peer_ip = conn.peer().ip();
+    let (tx, rx) = mpsc::channel();
+    let mut udp_sockets = Vec::new();
+    let mut udp_ports = Vec::new();
+    if spec.proto == RrProto::Udp {
+        let local_ip = conn
+            .stream()
+            .local_addr()
+            .map_err(|e| failed("control socket", e))?
+            .ip();
+        for _ in 0..per_agent {
+            let s = UdpSocket::bind((local_ip, 0)).map_err(|e| failed("binding a UDP data socket", e))?;
+            udp_ports.push(s.local_addr().map_err(|e| failed("UDP data socket", e))?.port());
+            udp_sockets.push(s);
+        }
+    } else {
+        state
+            .pending
+            .lock()
+            .expect("no thread panics holding the lock")
+            .insert(cookie, tx);
+    }
+    // Held for the whole run: TCP_CRR connections keep arriving with this cookie.
+    let _registration = Registration {
+        pending: &state.pending,
+        cookie,
+    };
+    conn.send(&Message::Accepted {
+        cookie: proto::to_hex(&cookie),
+        host: state.host.clone(),
+        udp_ports,
+    })
+    .map_err(proto_refusal)?;
+    if spec.proto == RrProto::Udp {
+        let client_ports = match conn
+            .recv(IDLE_TIMEOUT, "waiting for the client's ports")
+            .map_err(proto_refusal)?
+        {
+            Message::Ports { udp_ports } if udp_ports.len() == per_agent => udp_ports,
+            other => return Err((ErrorKind::Protocol, format!("expected 'ports', got '{}'", other.name()))),
+        };
+        for (s, port) in udp_sockets.iter().zip(client_ports) {
+            s.connect((peer_ip, port))
+                .map_err(|e| failed("connecting a UDP data socket", e))?;
+        }
+    }
+    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
+        Message::Start => {}
+        other => return Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
+    }
+    let mut accept = None;
+    let sockets: Vec<rr::RrSocket> = match (spec.proto, spec.connect) {
+        (RrProto::Udp, _) => udp_sockets.into_iter().map(rr::RrSocket::Udp).collect(),
+        (RrProto::Tcp, false) => collect_streams(&rx, per_agent)?
+            .into_iter()
+            .map(|s| rr::RrSocket::Tcp(s.expect("collect_streams fills every slot")))
+            .collect(),
+        (RrProto::Tcp, true) => {
+            accept = Some(rx);
+            (0..per_agent).map(|_| rr::RrSocket::Accept).collect()
+        }
+    };
+    let mut streams = Vec::with_capacity(per_agent);
+    for (i, socket) in sockets.into_iter().enumerate() {
+        let grant = match rr::raw_fd(&socket) {
+            Some(fd) => rr::configure_socket(fd, spec, spec.proto == RrProto::Tcp)
+                .map_err(|e| (ErrorKind::Failed, format!("{e}: {}", source_of(&e))))?,
+            None => Default::default(),
+        };
+        streams.push(rr::RrStream {
+            id: i as u16,
+            role: Role::Receive,
+            socket,
+            grant,
+        });
+    }
+    conn.send(&Message::Started).map_err(proto_refusal)?;
+    let control = Control::default();
+    let engine_done = AtomicBool::new(false);
+    let report = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
+        let report = rr::run(spec, &spec.peer_cpus, streams, accept, &mut Quiet, &control);
+        engine_done.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        report
+    });
+    let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
+    let used: Vec<String> = host::interface_towards(peer_ip).into_iter().collect();
+    report.config = Some(host::read_config(&used));
     let _ = conn.send(&Message::Result {
         report: Box::new(report),
     });

@@ -2,15 +2,15 @@
 //! open the data connections, start every agent and then the local engine, watch the control
 //! connections while it runs, and join everyone's measurements into one [`TestResult`].
 
-use crate::engine::{Control, EngineError, Sink, sockopt, tcp, udp};
+use crate::engine::{Control, EngineError, Sink, rr, sockopt, tcp, udp};
 use crate::metrics::host::HostInfo;
 #[cfg(doc)]
 use crate::proto::DEFAULT_PORT;
 use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame::{self, COOKIE_LEN};
 use crate::proto::{self, Message, auth};
-use crate::result::{self, AgentOutcome, Role, SideReport, TestResult};
-use crate::spec::{TcpSpec, TestSpec, UdpSpec};
+use crate::result::{self, AgentOutcome, Role, SideReport, SocketGrant, TestResult};
+use crate::spec::{RrProto, RrSpec, TcpSpec, TestSpec, UdpSpec};
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -385,6 +385,85 @@ pub fn run_udp(
     })
 }
 
+/// Runs a request-response test against every target at once and returns the joined result.
+pub fn run_rr(
+    spec: &RrSpec,
+    targets: &[Target],
+    opts: &ClientOptions,
+    sink: &mut dyn Sink,
+    interrupt: &AtomicBool,
+) -> Result<TestResult, ClientError> {
+    let per_agent = usize::from(spec.streams);
+    let total = per_agent * targets.len();
+    if total > usize::from(u16::MAX) {
+        return Err(ClientError::TooManyStreams { streams: total });
+    }
+    crate::engine::pin::check_cpus(&spec.cpus)?;
+    let test = TestSpec::Rr(spec.clone());
+    let mut sessions = targets
+        .iter()
+        .map(|t| open_session(t, &test, opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut streams = Vec::with_capacity(total);
+    for (a, s) in sessions.iter_mut().enumerate() {
+        let peer = s.target.addr;
+        let data = |source| ClientError::Data { peer, source };
+        let mut udp_ports = Vec::new();
+        for i in 0..per_agent {
+            let id = (a * per_agent + i) as u16;
+            let header = frame::data_header(&s.cookie, i as u16);
+            let socket = match (spec.proto, spec.connect) {
+                (RrProto::Tcp, true) => rr::RrSocket::Connect { addr: peer, header },
+                (RrProto::Tcp, false) => {
+                    let mut sock = connect(peer, opts.connect_timeout, |_| Ok(()))?;
+                    sock.set_write_timeout(Some(opts.connect_timeout)).map_err(data)?;
+                    sock.write_all(&header).map_err(data)?;
+                    rr::RrSocket::Tcp(sock)
+                }
+                (RrProto::Udp, _) => {
+                    let port = *s.udp_ports.get(i).ok_or(ClientError::Malformed {
+                        peer,
+                        what: "list of UDP ports",
+                    })?;
+                    let local_ip = s.conn.stream().local_addr().map_err(data)?.ip();
+                    let u = UdpSocket::bind((local_ip, 0)).map_err(data)?;
+                    u.connect((peer.ip(), port)).map_err(data)?;
+                    udp_ports.push(u.local_addr().map_err(data)?.port());
+                    rr::RrSocket::Udp(u)
+                }
+            };
+            let grant = match rr::raw_fd(&socket) {
+                Some(fd) => rr::configure_socket(fd, spec, spec.proto == RrProto::Tcp)?,
+                None => SocketGrant {
+                    nodelay: true,
+                    ..Default::default()
+                },
+            };
+            streams.push(rr::RrStream {
+                id,
+                role: Role::Send,
+                socket,
+                grant,
+            });
+        }
+        if spec.proto == RrProto::Udp {
+            s.conn.send(&Message::Ports { udp_ports })?;
+        }
+    }
+    for s in &mut sessions {
+        s.conn.send(&Message::Start)?;
+    }
+    for s in &mut sessions {
+        match s.conn.recv(REPLY_TIMEOUT, "waiting for the agent to start")? {
+            Message::Started => {}
+            other => return Err(s.conn.unexpected("started", &other).into()),
+        }
+    }
+    drive(&test, &mut sessions, interrupt, |control| {
+        rr::run(spec, &spec.cpus, streams, None, sink, control)
+    })
+}
+
 /// Runs the local engine while watching every agent, then joins the reports into the document.
 fn drive(
     spec: &TestSpec,
@@ -393,6 +472,8 @@ fn drive(
     run_local: impl FnOnce(&Control) -> Result<SideReport, EngineError>,
 ) -> Result<TestResult, ClientError> {
     let per_agent = spec.streams_per_agent();
+    // An answering agent does not know when the asking is over: it is told.
+    let stop_when_done = matches!(spec, TestSpec::Rr(_));
     let started_unix_ms = now_unix_ms();
     let control = Control::default();
     let engine_done = AtomicBool::new(false);
@@ -401,7 +482,7 @@ fn drive(
             .iter_mut()
             .map(|s| {
                 let (control, engine_done) = (&control, &engine_done);
-                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done))
+                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done))
             })
             .collect();
         // Ctrl-C reaches the local engine even when every watcher has already returned.
@@ -525,6 +606,7 @@ fn watch_agent(
     control: &Control,
     interrupt: &AtomicBool,
     engine_done: &AtomicBool,
+    stop_when_done: bool,
 ) -> Result<SideReport, ProtoError> {
     let mut stop_sent = false;
     // Since when the agent has sent nothing while the local engine was done: a large result
@@ -533,6 +615,10 @@ fn watch_agent(
     loop {
         if interrupt.load(Ordering::Relaxed) && !stop_sent {
             control.stop_send();
+            stop_sent = true;
+            conn.send(&Message::Stop)?;
+        }
+        if stop_when_done && engine_done.load(Ordering::Relaxed) && !stop_sent {
             stop_sent = true;
             conn.send(&Message::Stop)?;
         }

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod metrics;
 pub mod proto;
 pub mod result;
+pub mod rr_summary;
 pub mod spec;
 pub mod udp_summary;
 pub mod units;

@@ -136,6 +136,31 @@ pub struct StreamReport {
     /// UDP receivers: what arrived, when, and what did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_receive: Option<UdpReceiveReport>,
+    /// Request-response streams: transactions and their round trips.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<RrStreamReport>,
+}
+
+/// One request-response stream, as its end saw it. Histograms are hex of HdrHistogram's V2
+/// encoding, in ns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RrStreamReport {
+    /// Transactions completed (asking end: timed round trips; answering end: answered).
+    pub transactions: u64,
+    /// UDP requests that got no answer within the timeout.
+    pub lost: u64,
+    /// Answers that came after their request had timed out.
+    pub stale: u64,
+    /// Failed transactions (a refused connect, a reset).
+    pub errors: u64,
+    /// Round-trip times (asking end).
+    pub latency_histogram: String,
+    /// TCP_CRR: connect times.
+    pub connect_histogram: Option<String>,
+    /// Open loop: the rate asked for, transactions/s per stream.
+    pub requested_rate: Option<f64>,
+    /// Open loop: the mean spacing achieved between requests, microseconds.
+    pub achieved_spacing_us: Option<f64>,
 }
 
 /// What one UDP sender did.
@@ -462,6 +487,9 @@ pub struct Summary {
     /// UDP runs: datagrams, loss, order, arrival spacing, one-way delay (flattened into `summary`).
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<crate::udp_summary::UdpSummary>,
+    /// Request-response runs: transactions/s, latency, histogram, peaks (flattened into `summary`).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<crate::rr_summary::RrSummary>,
 }
 
 /// The share of a sender's busy time stalled on the receive window or on its send buffer from
@@ -867,7 +895,11 @@ pub fn assemble(
         .collect();
     let udp = match spec {
         TestSpec::Udp(u) => Some(crate::udp_summary::summarise(u, agents, &received)),
-        TestSpec::Tcp(_) => None,
+        _ => None,
+    };
+    let rr = match spec {
+        TestSpec::Rr(r) => Some(crate::rr_summary::summarise(r, agents, &sent)),
+        _ => None,
     };
     TestResult {
         linerate: crate::VERSION.to_string(),
@@ -885,6 +917,7 @@ pub fn assemble(
             agents: per_agent,
             streams,
             udp,
+            rr,
         },
         notes,
         lab: None,
@@ -914,6 +947,7 @@ mod tests {
             end: StreamEnd::Eof,
             udp_send: None,
             udp_receive: None,
+            rr: None,
         }
     }
 

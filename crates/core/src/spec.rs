@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 pub enum TestSpec {
     Tcp(TcpSpec),
     Udp(UdpSpec),
+    Rr(RrSpec),
 }
 
 impl TestSpec {
@@ -19,6 +20,7 @@ impl TestSpec {
         match self {
             TestSpec::Tcp(_) => "tcp",
             TestSpec::Udp(_) => "udp",
+            TestSpec::Rr(_) => "rr",
         }
     }
 
@@ -26,6 +28,7 @@ impl TestSpec {
         match self {
             TestSpec::Tcp(t) => t.validate(),
             TestSpec::Udp(u) => u.validate(),
+            TestSpec::Rr(r) => r.validate(),
         }
     }
 
@@ -34,6 +37,7 @@ impl TestSpec {
         match self {
             TestSpec::Tcp(t) => t.streams_per_agent(),
             TestSpec::Udp(u) => u.streams_per_agent(),
+            TestSpec::Rr(r) => usize::from(r.streams),
         }
     }
 
@@ -42,6 +46,8 @@ impl TestSpec {
         match self {
             TestSpec::Tcp(t) => t.stream_flows_forward(index),
             TestSpec::Udp(u) => u.stream_flows_forward(index),
+            // The client asks, the agent answers: counted as forward.
+            TestSpec::Rr(_) => true,
         }
     }
 
@@ -49,7 +55,112 @@ impl TestSpec {
         match self {
             TestSpec::Tcp(t) => t.direction,
             TestSpec::Udp(u) => u.direction,
+            TestSpec::Rr(_) => Direction::Send,
         }
+    }
+}
+
+/// The transport of a request-response test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RrProto {
+    Tcp,
+    Udp,
+}
+
+/// A request-response (latency) test, as netperf's TCP_RR / UDP_RR / TCP_CRR and UDPmon's
+/// latency runs: one request, one response, the round trip timed, again and again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RrSpec {
+    pub proto: RrProto,
+    /// Concurrent transaction streams (`-P`), each its own socket and worker.
+    pub streams: u16,
+    pub cpus: Vec<usize>,
+    pub peer_cpus: Vec<usize>,
+    pub request_bytes: u32,
+    pub response_bytes: u32,
+    /// Transactions per stream (`-n`) or seconds (`-t`).
+    pub limit: Limit,
+    /// Open loop: transactions per second per stream, each timed from its scheduled start.
+    /// None = closed loop (the next request when the response is in).
+    pub rate: Option<f64>,
+    /// A new TCP connection per transaction (netperf's TCP_CRR): connect, request, response,
+    /// close.
+    pub connect: bool,
+    /// SO_BUSY_POLL on the sockets, microseconds; None = off.
+    pub busy_poll_us: Option<u32>,
+    /// UDP: how long to wait for a response before the transaction counts as lost, ms.
+    pub timeout_ms: u32,
+    pub warmup_seconds: f64,
+    pub interval_seconds: f64,
+}
+
+impl RrSpec {
+    pub fn new() -> RrSpec {
+        RrSpec {
+            proto: RrProto::Tcp,
+            streams: 1,
+            cpus: Vec::new(),
+            peer_cpus: Vec::new(),
+            request_bytes: 1,
+            response_bytes: 1,
+            limit: Limit::Seconds(10.0),
+            rate: None,
+            connect: false,
+            busy_poll_us: None,
+            timeout_ms: 200,
+            warmup_seconds: 0.0,
+            interval_seconds: 1.0,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check("streams (-P)", f64::from(self.streams), 1.0, f64::from(MAX_STREAMS))?;
+        let max = match self.proto {
+            RrProto::Udp => f64::from(MAX_UDP_PAYLOAD_BYTES),
+            RrProto::Tcp => 16.0 * 1024.0 * 1024.0,
+        };
+        check("request bytes", f64::from(self.request_bytes), 1.0, max)?;
+        check("response bytes", f64::from(self.response_bytes), 1.0, max)?;
+        if let Some(r) = self.rate {
+            check("rate (transactions/s)", r, 0.001, 10e6)?;
+        }
+        if let Some(b) = self.busy_poll_us {
+            check("busy poll (us)", f64::from(b), 0.0, 1e6)?;
+        }
+        check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 60_000.0)?;
+        check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
+        check("interval seconds", self.interval_seconds, 0.0, MAX_SECONDS)?;
+        if self.interval_seconds > 0.0 {
+            check("interval seconds", self.interval_seconds, 0.01, MAX_SECONDS)?;
+        }
+        for cpu in self.cpus.iter().chain(&self.peer_cpus) {
+            check("CPU number", *cpu as f64, 0.0, 4095.0)?;
+        }
+        if self.connect && self.proto == RrProto::Udp {
+            return Err(SpecError::Multicast(
+                "--connect is a TCP mode (netperf's TCP_CRR)".into(),
+            ));
+        }
+        match self.limit {
+            Limit::Seconds(s) => {
+                check("seconds (-t)", s, 0.01, MAX_SECONDS)?;
+                if self.warmup_seconds >= s {
+                    return Err(SpecError::NoWindow {
+                        total: self.warmup_seconds,
+                        seconds: s,
+                    });
+                }
+            }
+            Limit::Buffers(n) => check("transaction count (-n)", n as f64, 1.0, 1e12)?,
+        }
+        Ok(())
+    }
+}
+
+impl Default for RrSpec {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -320,6 +431,7 @@ pub enum SpecError {
     CooldownWithCount,
     #[error("congestion control name '{0}' is not a kernel module name")]
     Congestion(String),
+    /// An option that does not fit with another (multicast, --connect).
     #[error("{0}")]
     Multicast(String),
 }

@@ -48,6 +48,7 @@ fn stream(stream: u16, role: Role, bytes: u64, seconds: f64) -> StreamReport {
         },
         udp_send: None,
         udp_receive: None,
+        rr: None,
     }
 }
 

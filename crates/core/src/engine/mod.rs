@@ -4,6 +4,7 @@
 
 pub mod pacing;
 pub mod pin;
+pub mod rr;
 pub mod sequence;
 pub mod sockopt;
 pub mod tcp;

@@ -700,6 +700,7 @@ fn sample_until_done(
                 end: end_from(c.end.load(Relaxed)),
                 udp_send: None,
                 udp_receive: None,
+                rr: None,
             }
         })
         .collect();

@@ -183,22 +183,38 @@ fn enable_gso(socket: &UdpSocket, size: u16) -> bool {
     set_udp_int(socket, libc::UDP_SEGMENT, libc::c_int::from(size))
 }
 
-struct Shared<'a> {
-    counters: &'a [Counters],
-    control: &'a Control,
-    t0: &'a std::sync::OnceLock<Instant>,
-    sampler: thread::Thread,
-    deadline_hit: &'a AtomicBool,
+/// What the workers of a datagram or transaction engine (UDP, request-response) share.
+pub(super) struct Shared<'a> {
+    pub counters: &'a [Counters],
+    pub control: &'a Control,
+    pub t0: &'a std::sync::OnceLock<Instant>,
+    pub sampler: thread::Thread,
+    pub deadline_hit: &'a AtomicBool,
     /// Datagrams a receiver saw that were not this test's (stray traffic), all streams.
-    stray: &'a AtomicU64,
+    pub stray: &'a AtomicU64,
+}
+
+/// When a run's window and intervals fall, for [`sample_until_done`].
+pub(super) struct Plan {
+    pub warmup: Duration,
+    /// The senders' time limit; None for a count.
+    pub deadline: Option<Duration>,
+    pub interval: Option<Duration>,
+}
+
+/// What the sampler reports of each stream.
+pub(super) struct StreamInfo {
+    pub id: u16,
+    pub role: Role,
+    pub grant: SocketGrant,
 }
 
 impl Shared<'_> {
-    fn now_ns(&self) -> u64 {
+    pub fn now_ns(&self) -> u64 {
         self.t0.get().map_or(0, |t| t.elapsed().as_nanos() as u64).max(1)
     }
 
-    fn finish(&self, idx: usize, end: StreamEnd) {
+    pub fn finish(&self, idx: usize, end: StreamEnd) {
         let c = &self.counters[idx];
         c.end.store(end as u8, Relaxed);
         c.end_ns.store(self.now_ns(), Relaxed);
@@ -264,7 +280,23 @@ pub fn run(
                 }
             }
         }
-        let report = sample_until_done(spec, &streams, &shared, &gate, sink);
+        let plan = Plan {
+            warmup: Duration::from_secs_f64(spec.warmup_seconds),
+            deadline: match spec.limit {
+                Limit::Seconds(s) => Some(Duration::from_secs_f64(s)),
+                Limit::Buffers(_) => None,
+            },
+            interval: (spec.interval_seconds > 0.0).then(|| Duration::from_secs_f64(spec.interval_seconds)),
+        };
+        let infos: Vec<StreamInfo> = streams
+            .iter()
+            .map(|s| StreamInfo {
+                id: s.id,
+                role: s.role,
+                grant: s.grant.clone(),
+            })
+            .collect();
+        let report = sample_until_done(&plan, &infos, &shared, &gate, sink);
         let outcomes: Vec<Option<Outcome>> = handles.into_iter().map(|h| h.join().ok()).collect();
         (Ok(report), outcomes)
     });
@@ -292,21 +324,16 @@ pub fn run(
 }
 
 /// The sampling thread: starts the clock, takes interval samples and the window's edges.
-fn sample_until_done(
-    spec: &UdpSpec,
-    streams: &[UdpStream],
+pub(super) fn sample_until_done(
+    plan: &Plan,
+    streams: &[StreamInfo],
     shared: &Shared<'_>,
     gate: &Gate,
     sink: &mut dyn Sink,
 ) -> SideReport {
     let n = streams.len();
     let counters = shared.counters;
-    let warmup = Duration::from_secs_f64(spec.warmup_seconds);
-    let deadline = match spec.limit {
-        Limit::Seconds(s) => Some(Duration::from_secs_f64(s)),
-        Limit::Buffers(_) => None,
-    };
-    let interval = (spec.interval_seconds > 0.0).then(|| Duration::from_secs_f64(spec.interval_seconds));
+    let (warmup, deadline, interval) = (plan.warmup, plan.deadline, plan.interval);
     let read_counts = || -> Vec<(u64, u64)> {
         counters
             .iter()
@@ -442,6 +469,7 @@ fn sample_until_done(
                 end: end_from(c.end.load(Relaxed)),
                 udp_send: None,
                 udp_receive: None,
+                rr: None,
             }
         })
         .collect();

@@ -1,0 +1,522 @@
+//! Request-response: the client (the *asking* end) sends a request of `request_bytes` and waits
+//! for the whole response of `response_bytes` before the next (closed loop), or starts each
+//! request on a schedule and times it from that moment (open loop, no coordinated omission); the
+//! agent (the *answering* end) answers each request. Every round trip goes into an HDR histogram
+//! (3 significant digits, no sampling); nothing in the loop allocates.
+//!
+//! TCP keeps one connection per stream; `connect` opens a new one per transaction (netperf's
+//! TCP_CRR) and also times the handshake. UDP tags each request with its number in its first
+//! bytes (up to 8; the answer echoes them), so a late answer is told from the current one; a
+//! request unanswered within the timeout counts as lost and the stream goes on.
+
+use super::pacing::Pacer;
+use super::tcp::{Counters, Gate};
+use super::udp::{Plan, Shared, StreamInfo, sample_until_done};
+use super::{Control, EngineError, Sink, pin};
+use crate::proto::frame::DATA_HEADER_LEN;
+use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
+use crate::spec::{Limit, RrSpec};
+use hdrhistogram::Histogram;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long a blocked call waits before the worker looks at its flags again.
+const POLL: Duration = Duration::from_millis(50);
+/// A TCP_CRR connect gives up after this long.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// An answering end with nothing to answer for this long after the asker's time is up stops.
+const IDLE_AFTER_END: Duration = Duration::from_secs(2);
+const HIST_MAX_NS: u64 = 60_000_000_000;
+
+/// How a stream reaches its peer.
+pub enum RrSocket {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+    /// TCP_CRR, asking end: a new connection to `addr` per transaction, opening with `header`.
+    Connect {
+        addr: SocketAddr,
+        header: [u8; DATA_HEADER_LEN],
+    },
+    /// TCP_CRR, answering end: connections arrive on this channel (shared by the streams).
+    Accept,
+}
+
+pub struct RrStream {
+    pub id: u16,
+    /// Send: this end asks; Receive: this end answers.
+    pub role: Role,
+    pub socket: RrSocket,
+    pub grant: SocketGrant,
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid bounds")
+}
+
+fn hex(h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    let _ = hdrhistogram::serialization::Serializer::serialize(
+        &mut hdrhistogram::serialization::V2Serializer::new(),
+        h,
+        &mut bytes,
+    );
+    crate::proto::to_hex(&bytes)
+}
+
+/// Sets TCP_NODELAY (TCP), SO_BUSY_POLL (when asked) and a short receive timeout.
+pub fn configure_socket(fd: std::os::fd::RawFd, spec: &RrSpec, tcp: bool) -> Result<SocketGrant, EngineError> {
+    let set = |level: libc::c_int, option: libc::c_int, value: libc::c_int| {
+        // SAFETY: setsockopt reads an int we own for its stated length.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                option,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    if tcp && set(libc::IPPROTO_TCP, libc::TCP_NODELAY, 1) != 0 {
+        return Err(EngineError::SocketOption {
+            option: "TCP_NODELAY",
+            source: io::Error::last_os_error(),
+        });
+    }
+    if let Some(us) = spec.busy_poll_us
+        && set(libc::SOL_SOCKET, libc::SO_BUSY_POLL, us as libc::c_int) != 0
+    {
+        return Err(EngineError::SocketOption {
+            option: "SO_BUSY_POLL (needs CAP_NET_ADMIN above net.core.busy_read)",
+            source: io::Error::last_os_error(),
+        });
+    }
+    let tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: POLL.as_micros() as libc::suseconds_t,
+    };
+    // SAFETY: as above, with a timeval.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    Ok(SocketGrant {
+        nodelay: tcp,
+        ..Default::default()
+    })
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+/// Runs the streams: askers until their limit, answerers until the askers are done. `accept`
+/// carries TCP_CRR connections to the answering end.
+pub fn run(
+    spec: &RrSpec,
+    cpus: &[usize],
+    streams: Vec<RrStream>,
+    accept: Option<mpsc::Receiver<(u16, TcpStream)>>,
+    sink: &mut dyn Sink,
+    control: &Control,
+) -> Result<SideReport, EngineError> {
+    pin::check_cpus(cpus)?;
+    let n = streams.len();
+    let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
+    let t0 = std::sync::OnceLock::new();
+    let gate = Gate::new();
+    let deadline_hit = AtomicBool::new(false);
+    let stray = AtomicU64::new(0);
+    let shared = Shared {
+        counters: &counters,
+        control,
+        t0: &t0,
+        sampler: thread::current(),
+        deadline_hit: &deadline_hit,
+        stray: &stray,
+    };
+    let accept = accept.map(Mutex::new);
+    let plan = Plan {
+        warmup: Duration::from_secs_f64(spec.warmup_seconds),
+        deadline: match spec.limit {
+            Limit::Seconds(s) => Some(Duration::from_secs_f64(s)),
+            Limit::Buffers(_) => None,
+        },
+        interval: (spec.interval_seconds > 0.0).then(|| Duration::from_secs_f64(spec.interval_seconds)),
+    };
+    let infos: Vec<StreamInfo> = streams
+        .iter()
+        .map(|s| StreamInfo {
+            id: s.id,
+            role: s.role,
+            grant: s.grant.clone(),
+        })
+        .collect();
+    let (report, outcomes) = thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(n);
+        for (idx, s) in streams.iter().enumerate() {
+            let cpu = (!cpus.is_empty()).then(|| cpus[idx % cpus.len()]);
+            let (shared, gate, accept) = (&shared, &gate, &accept);
+            let spawned = thread::Builder::new()
+                .name(format!("linerate-r{idx}"))
+                .spawn_scoped(scope, move || {
+                    if let Some(cpu) = cpu {
+                        let _ = pin::pin_current_thread(cpu);
+                    }
+                    match s.role {
+                        Role::Send => ask(spec, idx, s, shared, gate),
+                        Role::Receive => answer(spec, idx, s, accept.as_ref(), shared, gate),
+                    }
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    control.abort();
+                    gate.open();
+                    return (Err(EngineError::Spawn(e)), Vec::new());
+                }
+            }
+        }
+        let report = sample_until_done(&plan, &infos, &shared, &gate, sink);
+        let outcomes: Vec<Option<RrStreamReport>> = handles.into_iter().map(|h| h.join().ok()).collect();
+        (Ok(report), outcomes)
+    });
+    let mut report = report?;
+    for (r, o) in report.streams.iter_mut().zip(outcomes) {
+        match o {
+            Some(o) => r.rr = Some(o),
+            None => r.end = StreamEnd::Error,
+        }
+    }
+    report.io = "syscall".into();
+    Ok(report)
+}
+
+/// Writes the transaction's number into the first bytes of a request (at most 8).
+fn tag(buf: &mut [u8], seq: u64) {
+    let k = buf.len().min(8);
+    buf[..k].copy_from_slice(&seq.to_le_bytes()[..k]);
+}
+
+/// One asking stream.
+fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate) -> RrStreamReport {
+    let req = spec.request_bytes as usize;
+    let resp = spec.response_bytes as usize;
+    let mut request = vec![0x5a_u8; req];
+    let mut response = vec![0u8; resp.max(65_536)];
+    let mut rtt = histogram();
+    let mut connect_hist = histogram();
+    let (mut lost, mut stale, mut errors) = (0u64, 0u64, 0u64);
+    let limit = match spec.limit {
+        Limit::Buffers(n) => Some(n),
+        Limit::Seconds(_) => None,
+    };
+    let deadline_ns = match spec.limit {
+        Limit::Seconds(sec) => Some((sec * 1e9) as u64),
+        Limit::Buffers(_) => None,
+    };
+    let timeout = Duration::from_millis(u64::from(spec.timeout_ms));
+    let counter = &shared.counters[idx];
+    gate.arrive_and_wait(&shared.sampler);
+    let start = *shared.t0.get().expect("time zero is set before the gate opens");
+    let gap_ns = spec.rate.map_or(0, |r| (1e9 / r) as u64);
+    let mut pacer = Pacer::new(start, gap_ns);
+    let mut seq = 0u64;
+    let end = loop {
+        if shared.control.aborted() || shared.control.sending_stopped() {
+            break StreamEnd::Stopped;
+        }
+        if limit.is_some_and(|l| seq >= l) {
+            break StreamEnd::Count;
+        }
+        // Open loop: wait for this transaction's moment; it is timed from that moment.
+        let scheduled = if gap_ns > 0 {
+            if pacer.wait(1, deadline_ns) == 0 {
+                break StreamEnd::Deadline;
+            }
+            Some(seq * gap_ns)
+        } else {
+            None
+        };
+        let begin = start.elapsed().as_nanos() as u64;
+        if deadline_ns.is_some_and(|d| begin >= d) {
+            break StreamEnd::Deadline;
+        }
+        tag(&mut request, seq);
+        let done: io::Result<bool> = match &s.socket {
+            RrSocket::Tcp(t) => transact_tcp(t, &request, &mut response[..resp], shared).map(|()| true),
+            RrSocket::Udp(u) => transact_udp(u, &request, &mut response, timeout, &mut stale, shared).map(|answered| {
+                if !answered {
+                    lost += 1;
+                }
+                answered
+            }),
+            RrSocket::Connect { addr, header } => {
+                let c0 = Instant::now();
+                match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
+                    Ok(t) => {
+                        let _ = connect_hist.record((c0.elapsed().as_nanos() as u64).clamp(1, HIST_MAX_NS));
+                        let _ = t.set_nodelay(true);
+                        let _ = t.set_read_timeout(Some(POLL));
+                        // Closed with a reset: no TIME_WAIT left behind per transaction.
+                        let _ = socket2::SockRef::from(&t).set_linger(Some(Duration::ZERO));
+                        let r = (&t)
+                            .write_all(header)
+                            .and_then(|()| transact_tcp(&t, &request, &mut response[..resp], shared));
+                        r.map(|()| true)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            RrSocket::Accept => Ok(false),
+        };
+        match done {
+            Ok(true) => {
+                let now = start.elapsed().as_nanos() as u64;
+                let from = scheduled.unwrap_or(begin);
+                let _ = rtt.record(now.saturating_sub(from).clamp(1, HIST_MAX_NS));
+                counter
+                    .bytes
+                    .store(counter.bytes.load(Relaxed) + (req + resp) as u64, Relaxed);
+            }
+            Ok(false) => {}
+            Err(e) if shared.control.aborted() || shared.control.sending_stopped() => {
+                let _ = e;
+                break StreamEnd::Stopped;
+            }
+            Err(_) => {
+                errors += 1;
+                counter.other_errors.store(errors, Relaxed);
+                if !matches!(s.socket, RrSocket::Connect { .. }) {
+                    break StreamEnd::Error;
+                }
+            }
+        }
+        seq += 1;
+        pacer.sent(1, begin);
+        counter.ops.store(seq, Relaxed);
+    };
+    if end == StreamEnd::Deadline {
+        shared.deadline_hit.store(true, Relaxed);
+    }
+    if let RrSocket::Tcp(t) = &s.socket {
+        let _ = t.shutdown(std::net::Shutdown::Write);
+    }
+    shared.finish(idx, end);
+    RrStreamReport {
+        transactions: rtt.len(),
+        lost,
+        stale,
+        errors,
+        latency_histogram: hex(&rtt),
+        connect_histogram: (!connect_hist.is_empty()).then(|| hex(&connect_hist)),
+        requested_rate: spec.rate,
+        achieved_spacing_us: (gap_ns > 0).then(|| pacer.spacing().mean_us),
+    }
+}
+
+/// Writes a request and reads the whole response on a TCP connection.
+fn transact_tcp(mut t: &TcpStream, request: &[u8], response: &mut [u8], shared: &Shared<'_>) -> io::Result<()> {
+    t.write_all(request)?;
+    let mut got = 0;
+    while got < response.len() {
+        match t.read(&mut response[got..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(k) => got += k,
+            Err(e) if is_timeout(&e) => {
+                if shared.control.aborted() {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Sends a request datagram and waits up to `timeout` for its answer; Ok(false) when none came.
+fn transact_udp(
+    u: &UdpSocket,
+    request: &[u8],
+    response: &mut [u8],
+    timeout: Duration,
+    stale: &mut u64,
+    shared: &Shared<'_>,
+) -> io::Result<bool> {
+    u.send(request)?;
+    let until = Instant::now() + timeout;
+    let k = request.len().min(8);
+    loop {
+        match u.recv(response) {
+            Ok(n) => {
+                let m = k.min(n);
+                if response[..m] == request[..m] {
+                    return Ok(true);
+                }
+                // The answer to an earlier request that timed out.
+                *stale += 1;
+            }
+            Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
+            Err(e) => return Err(e),
+        }
+        if Instant::now() >= until || shared.control.aborted() {
+            return Ok(false);
+        }
+    }
+}
+
+/// One answering stream (or, for TCP_CRR, one of the threads answering new connections).
+fn answer(
+    spec: &RrSpec,
+    idx: usize,
+    s: &RrStream,
+    accept: Option<&Mutex<mpsc::Receiver<(u16, TcpStream)>>>,
+    shared: &Shared<'_>,
+    gate: &Gate,
+) -> RrStreamReport {
+    let req = spec.request_bytes as usize;
+    let resp = spec.response_bytes as usize;
+    let mut request = vec![0u8; req.max(65_536)];
+    let mut response = vec![0xa5_u8; resp];
+    let counter = &shared.counters[idx];
+    let deadline = match spec.limit {
+        Limit::Seconds(sec) => Some(Duration::from_secs_f64(sec)),
+        Limit::Buffers(_) => None,
+    };
+    gate.arrive_and_wait(&shared.sampler);
+    let start = *shared.t0.get().expect("time zero is set before the gate opens");
+    let (mut served, mut errors) = (0u64, 0u64);
+    let mut last = Instant::now();
+    // The asker is done: it said so (stop), or its time is up and nothing comes.
+    let asker_done = |last: Instant| {
+        shared.control.aborted()
+            || shared.control.sending_stopped()
+            || (deadline.is_some_and(|d| start.elapsed() >= d) && last.elapsed() >= IDLE_AFTER_END)
+    };
+    let end = match &s.socket {
+        RrSocket::Tcp(t) => loop {
+            match serve_tcp(t, &mut request[..req], &response, &asker_done, &mut last) {
+                Ok(true) => {
+                    served += 1;
+                    counter.ops.store(served, Relaxed);
+                    counter
+                        .bytes
+                        .store(counter.bytes.load(Relaxed) + (req + resp) as u64, Relaxed);
+                }
+                Ok(false) => break StreamEnd::Eof,
+                Err(_) if asker_done(last) => break StreamEnd::Stopped,
+                Err(_) => {
+                    errors += 1;
+                    break StreamEnd::Error;
+                }
+            }
+        },
+        RrSocket::Udp(u) => loop {
+            if asker_done(last) {
+                break StreamEnd::Eof;
+            }
+            match u.recv(&mut request) {
+                Ok(n) => {
+                    last = Instant::now();
+                    let k = n.min(8).min(resp);
+                    response[..k].copy_from_slice(&request[..k]);
+                    if u.send(&response).is_ok() {
+                        served += 1;
+                        counter.ops.store(served, Relaxed);
+                        counter
+                            .bytes
+                            .store(counter.bytes.load(Relaxed) + (n + resp) as u64, Relaxed);
+                    } else {
+                        errors += 1;
+                    }
+                }
+                Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
+                Err(_) => {
+                    errors += 1;
+                    break StreamEnd::Error;
+                }
+            }
+        },
+        RrSocket::Accept => loop {
+            if asker_done(last) {
+                break StreamEnd::Eof;
+            }
+            let next = accept.and_then(|a| a.lock().ok().and_then(|rx| rx.recv_timeout(POLL).ok()));
+            let Some((_, t)) = next else { continue };
+            last = Instant::now();
+            let _ = t.set_nodelay(true);
+            let _ = t.set_read_timeout(Some(POLL));
+            // One transaction per connection; the asker closes it.
+            match serve_tcp(&t, &mut request[..req], &response, &asker_done, &mut last) {
+                Ok(true) => {
+                    served += 1;
+                    counter.ops.store(served, Relaxed);
+                    counter
+                        .bytes
+                        .store(counter.bytes.load(Relaxed) + (req + resp) as u64, Relaxed);
+                }
+                Ok(false) => {}
+                Err(_) => errors += 1,
+            }
+        },
+        RrSocket::Connect { .. } => StreamEnd::Error,
+    };
+    counter.other_errors.store(errors, Relaxed);
+    shared.finish(idx, end);
+    RrStreamReport {
+        transactions: served,
+        errors,
+        ..Default::default()
+    }
+}
+
+/// Reads one whole request and writes the response; Ok(false) at end of stream.
+fn serve_tcp(
+    mut t: &TcpStream,
+    request: &mut [u8],
+    response: &[u8],
+    asker_done: &dyn Fn(Instant) -> bool,
+    last: &mut Instant,
+) -> io::Result<bool> {
+    let mut got = 0;
+    while got < request.len() {
+        match t.read(&mut request[got..]) {
+            Ok(0) => return Ok(false),
+            Ok(k) => {
+                got += k;
+                *last = Instant::now();
+            }
+            Err(e) if is_timeout(&e) => {
+                if asker_done(*last) {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    t.write_all(response)?;
+    Ok(true)
+}
+
+/// The fd of a stream's socket, for options.
+pub fn raw_fd(s: &RrSocket) -> Option<std::os::fd::RawFd> {
+    match s {
+        RrSocket::Tcp(t) => Some(t.as_raw_fd()),
+        RrSocket::Udp(u) => Some(u.as_raw_fd()),
+        _ => None,
+    }
+}

@@ -1,0 +1,319 @@
+//! A request-response run's figures: transactions per second, round-trip percentiles from the
+//! merged histograms of every asking stream, the histogram itself with its peaks (UDPmon's
+//! "double peak, 3-4 µs apart"), connect times for TCP_CRR, and the least-squares fit of latency
+//! against size for sweeps.
+
+use crate::result::{AgentOutcome, Role, SideSummary};
+use crate::spec::RrSpec;
+use crate::udp_summary::Bin;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Round-trip (or connect) times, microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyFigures {
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub stddev: f64,
+}
+
+/// A peak of the latency histogram.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Peak {
+    /// Where it is: the centre of its bin, microseconds.
+    pub at_us: f64,
+    pub count: u64,
+}
+
+/// The least-squares line through (size in bytes, latency in µs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    pub slope_us_per_byte: f64,
+    pub intercept_us: f64,
+    /// Coefficient of determination (1 = every point on the line).
+    pub r2: f64,
+    pub points: usize,
+}
+
+/// Open loop: what was asked and what was done, transactions per second over all streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateFigures {
+    pub requested_per_second: f64,
+    pub achieved_per_second: f64,
+}
+
+/// TCP_CRR: new connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectFigures {
+    pub connections_per_second: f64,
+    pub connect_us: LatencyFigures,
+}
+
+/// What `summary` adds for a request-response run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RrSummary {
+    /// Timed round trips, all asking streams.
+    pub transactions: u64,
+    pub transactions_per_second: f64,
+    /// UDP requests unanswered within the timeout.
+    pub lost: u64,
+    /// Answers that came after their request timed out.
+    pub stale: u64,
+    pub errors: u64,
+    pub latency_us: Option<LatencyFigures>,
+    /// The round-trip histogram in up to 100 equal bins from its 0.1th to its 99.9th
+    /// percentile (microseconds); the rest lie outside.
+    pub histogram: Vec<Bin>,
+    pub peaks: Vec<Peak>,
+    /// Distances between neighbouring peaks, microseconds.
+    pub peak_separations_us: Vec<f64>,
+    pub rate: Option<RateFigures>,
+    pub connect: Option<ConnectFigures>,
+    /// Sweeps: latency (p50) against request size.
+    pub fit: Option<Fit>,
+}
+
+fn decode(hex: &str) -> Option<Histogram<u64>> {
+    let bytes = crate::proto::from_hex(hex)?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .ok()
+}
+
+/// Percentiles of a histogram of ns, in µs.
+pub fn figures(h: &Histogram<u64>) -> LatencyFigures {
+    let us = |v: u64| v as f64 / 1e3;
+    LatencyFigures {
+        min: us(h.min()),
+        mean: h.mean() / 1e3,
+        p50: us(h.value_at_quantile(0.5)),
+        p90: us(h.value_at_quantile(0.9)),
+        p99: us(h.value_at_quantile(0.99)),
+        p999: us(h.value_at_quantile(0.999)),
+        max: us(h.max()),
+        stddev: h.stdev() / 1e3,
+    }
+}
+
+/// Up to 100 equal bins (none finer than the histogram resolves) between the 0.1th and 99.9th percentiles, and the peaks among them: a
+/// bin (3-bin moving average) higher than its neighbours, at least a tenth of the highest, and
+/// parted from the next peak by a valley under 70 % of the lower of the two.
+pub fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
+    if h.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let lo = h.value_at_quantile(0.001);
+    let hi = h.value_at_quantile(0.999).max(lo + 1);
+    // No bin narrower than the histogram's own resolution there, or the bins alias into combs.
+    let width = ((hi - lo) / 100).max(h.equivalent_range(hi)).max(1);
+    let n = ((hi - lo) / width + 1) as usize;
+    let mut counts = vec![0u64; n];
+    for v in h.iter_recorded() {
+        let x = v.value_iterated_to();
+        if x < lo || x > hi {
+            continue;
+        }
+        counts[(((x - lo) / width) as usize).min(n - 1)] += v.count_at_value();
+    }
+    let us = |v: u64| v as f64 / 1e3;
+    let bins: Vec<Bin> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Bin {
+            from_us: us(lo + i as u64 * width),
+            to_us: us(lo + (i as u64 + 1) * width),
+            count: *c,
+        })
+        .collect();
+    let smooth: Vec<f64> = (0..n)
+        .map(|i| {
+            let a = i.saturating_sub(1);
+            let b = (i + 1).min(n - 1);
+            counts[a..=b].iter().sum::<u64>() as f64 / (b - a + 1) as f64
+        })
+        .collect();
+    let top = smooth.iter().cloned().fold(0.0, f64::max);
+    let mut candidates: Vec<usize> = (0..n)
+        .filter(|&i| {
+            let left = if i > 0 { smooth[i - 1] } else { -1.0 };
+            let right = if i + 1 < n { smooth[i + 1] } else { -1.0 };
+            smooth[i] >= left && smooth[i] > right && smooth[i] >= 0.1 * top
+        })
+        .collect();
+    // Neighbouring candidates without a real valley between them are one peak (the higher).
+    let mut i = 0;
+    while i + 1 < candidates.len() {
+        let (a, b) = (candidates[i], candidates[i + 1]);
+        let valley = smooth[a..=b].iter().cloned().fold(f64::MAX, f64::min);
+        if valley >= 0.7 * smooth[a].min(smooth[b]) {
+            let drop = if smooth[a] >= smooth[b] { i + 1 } else { i };
+            candidates.remove(drop);
+        } else {
+            i += 1;
+        }
+    }
+    let peaks = candidates
+        .into_iter()
+        .map(|i| Peak {
+            at_us: (bins[i].from_us + bins[i].to_us) / 2.0,
+            count: counts[i],
+        })
+        .collect();
+    (bins, peaks)
+}
+
+/// The least-squares line through `points` (x, y); None for fewer than two distinct x.
+pub fn fit(points: &[(f64, f64)]) -> Option<Fit> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let syy: f64 = points.iter().map(|p| (p.1 - my).powi(2)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let intercept = my - slope * mx;
+    let r2 = if syy == 0.0 { 1.0 } else { (sxy * sxy) / (sxx * syy) };
+    Some(Fit {
+        slope_us_per_byte: slope,
+        intercept_us: intercept,
+        r2,
+        points: points.len(),
+    })
+}
+
+/// The slope the data path should give, µs per byte: the sum over its stages of 1 / bandwidth
+/// (bits/s), for bytes crossing once.
+pub fn expected_slope(stage_bits_per_second: &[f64]) -> f64 {
+    stage_bits_per_second.iter().map(|b| 8.0 * 1e6 / b).sum()
+}
+
+/// Joins every asking stream's histograms.
+pub fn summarise(spec: &RrSpec, agents: &[AgentOutcome<'_>], sent: &SideSummary) -> RrSummary {
+    let mut s = RrSummary::default();
+    let mut rtt: Option<Histogram<u64>> = None;
+    let mut connect: Option<Histogram<u64>> = None;
+    let merge = |all: &mut Option<Histogram<u64>>, h: Histogram<u64>| match all {
+        Some(a) => {
+            let _ = a.add(&h);
+        }
+        None => *all = Some(h),
+    };
+    let mut achieved = 0.0;
+    for a in agents {
+        for st in a.client.streams.iter().filter(|st| st.role == Role::Send) {
+            let Some(r) = &st.rr else { continue };
+            s.lost += r.lost;
+            s.stale += r.stale;
+            s.errors += r.errors;
+            if let Some(h) = decode(&r.latency_histogram) {
+                merge(&mut rtt, h);
+            }
+            if let Some(h) = r.connect_histogram.as_deref().and_then(decode) {
+                merge(&mut connect, h);
+            }
+            if let Some(gap) = r.achieved_spacing_us.filter(|g| *g > 0.0) {
+                achieved += 1e6 / gap;
+            }
+        }
+    }
+    let streams = (spec.streams as usize * agents.len()) as f64;
+    if let Some(h) = rtt.filter(|h| !h.is_empty()) {
+        s.transactions = h.len();
+        if sent.seconds > 0.0 {
+            s.transactions_per_second = h.len() as f64 / sent.seconds;
+        }
+        s.latency_us = Some(figures(&h));
+        let (bins, peaks) = bins_and_peaks(&h);
+        s.histogram = bins;
+        s.peak_separations_us = peaks.windows(2).map(|w| w[1].at_us - w[0].at_us).collect();
+        s.peaks = peaks;
+    }
+    if let Some(h) = connect.filter(|h| !h.is_empty()) {
+        s.connect = Some(ConnectFigures {
+            connections_per_second: s.transactions_per_second,
+            connect_us: figures(&h),
+        });
+    }
+    if let Some(r) = spec.rate {
+        s.rate = Some(RateFigures {
+            requested_per_second: r * streams,
+            achieved_per_second: if sent.seconds > 0.0 {
+                sent.ops as f64 / sent.seconds
+            } else {
+                achieved
+            },
+        });
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_is_exact_on_a_line() {
+        let pts: Vec<(f64, f64)> = (0..10)
+            .map(|i| (64.0 + 256.0 * i as f64, 12.5 + 0.00268 * (64.0 + 256.0 * i as f64)))
+            .collect();
+        let f = fit(&pts).expect("fits");
+        assert!((f.slope_us_per_byte - 0.00268).abs() < 1e-12, "{f:?}");
+        assert!((f.intercept_us - 12.5).abs() < 1e-9, "{f:?}");
+        assert!((f.r2 - 1.0).abs() < 1e-12);
+        assert_eq!(f.points, 10);
+        assert_eq!(fit(&[(1.0, 2.0)]), None);
+        assert_eq!(fit(&[(1.0, 2.0), (1.0, 3.0)]), None, "one x: no line");
+    }
+
+    #[test]
+    fn r2_falls_with_scatter() {
+        let pts = [(0.0, 0.0), (1.0, 3.0), (2.0, 1.0), (3.0, 4.0)];
+        let f = fit(&pts).expect("fits");
+        assert!(f.r2 > 0.0 && f.r2 < 1.0, "{f:?}");
+    }
+
+    #[test]
+    fn expected_slope_sums_the_stages() {
+        // 8 bits per byte over 10 Gbit/s is 0.0008 us/byte; two stages add up.
+        assert!((expected_slope(&[10e9]) - 0.0008).abs() < 1e-12);
+        assert!((expected_slope(&[10e9, 8.5e9]) - (0.0008 + 8.0 / 8.5e3)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn finds_a_double_peak_and_its_separation() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+        // Two humps, around 20 µs and 24 µs.
+        for (centre, n) in [(20_000u64, 5000u64), (24_000, 3000)] {
+            for d in 0..600u64 {
+                let w = 600 - d;
+                let _ = h.record_n(centre + d, n * w / 600 / 10 + 1);
+                let _ = h.record_n(centre - d, n * w / 600 / 10 + 1);
+            }
+        }
+        let (bins, peaks) = bins_and_peaks(&h);
+        assert!(!bins.is_empty() && bins.len() <= 101);
+        assert_eq!(peaks.len(), 2, "{peaks:?}");
+        let sep = peaks[1].at_us - peaks[0].at_us;
+        assert!((sep - 4.0).abs() < 0.3, "separation {sep}");
+    }
+
+    #[test]
+    fn one_hump_is_one_peak() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+        for d in 0..2000u64 {
+            let _ = h.record_n(50_000 + d, 2000 - d.abs_diff(1000));
+        }
+        assert_eq!(bins_and_peaks(&h).1.len(), 1);
+    }
+}
