@@ -9,13 +9,26 @@ pub struct LiveLines {
     roles: Vec<Role>,
     retrans: Vec<u64>,
     quiet: bool,
+    /// Request-response: transactions/s instead of Mbit/s.
+    transactions: bool,
 }
 
 impl LiveLines {
     /// `roles[i]` is what this end does with its stream `i`.
     pub fn new(roles: Vec<Role>, quiet: bool) -> LiveLines {
         let retrans = vec![0; roles.len()];
-        LiveLines { roles, retrans, quiet }
+        LiveLines {
+            roles,
+            retrans,
+            quiet,
+            transactions: false,
+        }
+    }
+
+    /// Lines of transactions per second (request-response runs).
+    pub fn transactions(mut self) -> LiveLines {
+        self.transactions = true;
+        self
     }
 }
 
@@ -29,7 +42,11 @@ impl Sink for LiveLines {
         if self.quiet || sliver {
             return;
         }
-        let line = linerate_report::live::interval_line(samples, &self.roles, &mut self.retrans);
+        let line = if self.transactions {
+            linerate_report::live::transactions_line(samples, &self.roles)
+        } else {
+            linerate_report::live::interval_line(samples, &self.roles, &mut self.retrans)
+        };
         // A closed stdout (| head) is not an error; the run goes on and its result still stands.
         let _ = writeln!(std::io::stdout().lock(), "{line}");
     }

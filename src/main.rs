@@ -29,7 +29,14 @@ fn main() -> ExitCode {
             }
             // One line naming the problem, not clap's usage block.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut first = lines.next().unwrap_or("bad arguments").to_string();
+            // "the following required arguments were not provided:" names them on the next line.
+            if first.ends_with(':')
+                && let Some(next) = lines.next()
+            {
+                first = format!("{first} {next}");
+            }
             eprintln!("linerate: {} (see --help)", first.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
@@ -92,6 +99,39 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             let mut result = udp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("udp test against {}", names.join(", ")))?;
+            if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
+                && let Ok(state) = lab::load(&name)
+            {
+                result.lab = Some(lab::status_json(&state));
+            }
+            print_result(&result, json)
+        }
+        Command::Rr(args) => {
+            let targets = args.targets()?;
+            let opts = ClientOptions {
+                secret: args.secret.load()?,
+                connect_timeout: Duration::try_from_secs_f64(args.connect_timeout)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .context("--connect-timeout must be a positive number of seconds")?,
+            };
+            let json = args.json;
+            let sizes = args.sizes()?;
+            let both = args.sweep == cli::rr::SweepWhat::Both;
+            let expect: Vec<f64> = args.expect.iter().map(|r| r.0).collect();
+            anyhow::ensure!(expect.iter().all(|b| *b > 0.0), "--expect bandwidths must be above 0");
+            let spec = args.into_spec()?;
+            if let Some(sizes) = sizes {
+                let sweep = RrSweep {
+                    sizes: &sizes,
+                    both,
+                    expect: &expect,
+                };
+                return rr_sweep(&spec, &sweep, &targets, &opts, json);
+            }
+            let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+            let mut result = rr_test(&spec, &targets, &opts, json)
+                .with_context(|| format!("rr test against {}", names.join(", ")))?;
             if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
                 && let Ok(state) = lab::load(&name)
             {
@@ -289,6 +329,234 @@ fn udp_test(
     Ok(linerate_core::client::run_udp(
         spec, targets, opts, &mut live, &interrupt,
     )?)
+}
+
+/// Runs a request-response test with live lines and Ctrl-C handling.
+fn rr_test(
+    spec: &linerate_core::spec::RrSpec,
+    targets: &[Target],
+    opts: &ClientOptions,
+    json: bool,
+) -> anyhow::Result<TestResult> {
+    let interrupt = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, Arc::clone(&interrupt))?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
+    let roles = vec![Role::Send; usize::from(spec.streams) * targets.len()];
+    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).transactions();
+    Ok(linerate_core::client::run_rr(
+        spec, targets, opts, &mut live, &interrupt,
+    )?)
+}
+
+/// What a size sweep varies and what it is compared with.
+struct RrSweep<'a> {
+    sizes: &'a [u32],
+    /// Responses grow with the requests.
+    both: bool,
+    /// Bandwidths of the path's stages, bits/s; empty: the link speed toward the first agent.
+    expect: &'a [f64],
+}
+
+/// `linerate rr --sizes ...`: one run per size, in the order given; latency against size, its
+/// least-squares line (through each point's p50) and the slope the data path should give.
+/// A point that fails is reported and the sweep goes on.
+fn rr_sweep(
+    base: &linerate_core::spec::RrSpec,
+    sweep: &RrSweep<'_>,
+    targets: &[Target],
+    opts: &ClientOptions,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    use linerate_core::rr_summary::{expected_slope, fit};
+    use linerate_core::spec::RrProto;
+    let first = targets.first().context("no agent named")?;
+    let towards = linerate_core::metrics::host::interface_towards(first.addr.ip());
+    let iface = towards.as_ref().and_then(|n| {
+        linerate_core::metrics::host::read_config(std::slice::from_ref(n))
+            .interfaces
+            .pop()
+    });
+    let mtu = iface.as_ref().and_then(|i| i.mtu_bytes);
+    let (stages, expected_from): (Vec<f64>, String) = if sweep.expect.is_empty() {
+        match iface
+            .as_ref()
+            .and_then(|i| i.speed_mbit_per_second.map(|s| (i.name.clone(), s)))
+        {
+            Some((name, mbit)) => (vec![f64::from(mbit) * 1e6], format!("link speed of {name}")),
+            None => (Vec::new(), String::new()),
+        }
+    } else {
+        (sweep.expect.to_vec(), "--expect".to_string())
+    };
+    let crossings = if sweep.both { 2.0 } else { 1.0 };
+    let expected = (!stages.is_empty()).then(|| crossings * expected_slope(&stages));
+    let proto = match base.proto {
+        RrProto::Tcp => "tcp",
+        RrProto::Udp => "udp",
+    };
+    if !json {
+        print_text(&format!(
+            "{proto} request-response against size ({}), {}\n{:>9} {:>9} {:>12} {:>10} {:>10} {:>10} {:>10} {:>8}  note\n",
+            if sweep.both { "request and response" } else { "request" },
+            match mtu {
+                Some(m) => format!("MTU {m} B toward {}", towards.as_deref().unwrap_or("?")),
+                None => "MTU unknown".to_string(),
+            },
+            "request B",
+            "reply B",
+            "trans/s",
+            "min us",
+            "p50 us",
+            "mean us",
+            "p99 us",
+            "lost"
+        ))?;
+    }
+    let mut points = Vec::with_capacity(sweep.sizes.len());
+    let mut line = Vec::new();
+    for &size in sweep.sizes {
+        let mut spec = base.clone();
+        spec.request_bytes = size;
+        if sweep.both {
+            spec.response_bytes = size;
+        }
+        spec.interval_seconds = 0.0;
+        let mut note = mtu.and_then(|m| over_mtu_note(base.proto, size, m)).unwrap_or_default();
+        let outcome = spec
+            .validate()
+            .map_err(anyhow::Error::from)
+            .and_then(|()| rr_test(&spec, targets, opts, true));
+        let (row, point) = match outcome {
+            Ok(r) => {
+                let s = r.summary.rr.clone().unwrap_or_default();
+                if r.partial {
+                    note = join_note(&note, "interrupted");
+                }
+                let row = match &s.latency_us {
+                    Some(l) => {
+                        line.push((f64::from(size), l.p50));
+                        format!(
+                            "{:>12.1} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>8}",
+                            s.transactions_per_second, l.min, l.p50, l.mean, l.p99, s.lost
+                        )
+                    }
+                    None => {
+                        note = join_note(&note, "no transaction completed");
+                        format!(
+                            "{:>12} {:>10} {:>10} {:>10} {:>10} {:>8}",
+                            "-", "-", "-", "-", "-", s.lost
+                        )
+                    }
+                };
+                let point = serde_json::json!({
+                    "request_bytes": spec.request_bytes,
+                    "response_bytes": spec.response_bytes,
+                    "transactions_per_second": s.transactions_per_second,
+                    "latency_us": s.latency_us,
+                    "lost": s.lost,
+                    "note": note,
+                    "result": r,
+                });
+                let stop = r.partial;
+                (row, (point, stop))
+            }
+            Err(e) => {
+                note = join_note(&note, &format!("failed: {e:#}"));
+                let row = format!("{:>12} {:>10} {:>10} {:>10} {:>10} {:>8}", "-", "-", "-", "-", "-", "-");
+                let point = serde_json::json!({
+                    "request_bytes": spec.request_bytes,
+                    "response_bytes": spec.response_bytes,
+                    "error": format!("{e:#}"),
+                    "note": note,
+                });
+                (row, (point, false))
+            }
+        };
+        if !json {
+            print_text(&format!(
+                "{:>9} {:>9} {row}  {note}\n",
+                spec.request_bytes, spec.response_bytes
+            ))?;
+        }
+        let (point, stop) = point;
+        points.push(point);
+        if stop {
+            break;
+        }
+    }
+    let fitted = fit(&line);
+    if json {
+        let doc = serde_json::json!({
+            "linerate": linerate_core::VERSION,
+            "test": "rr sweep",
+            "proto": proto,
+            "sweep": if sweep.both { "both" } else { "request" },
+            "sizes_bytes": sweep.sizes,
+            "mtu_bytes": mtu,
+            "points": points,
+            "summary": {
+                "fit": fitted,
+                "fit_of": "p50",
+                "expected_slope_us_per_byte": expected,
+                "expected_from": if expected.is_some() { serde_json::json!(expected_from) } else { serde_json::Value::Null },
+                "expected_stages_bits_per_second": stages,
+            },
+        });
+        print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
+    } else {
+        let mut text = String::new();
+        match fitted {
+            Some(f) => {
+                text += &format!(
+                    "fit of p50 against size: slope {:.6} us/byte, intercept {:.2} us, R^2 {:.4} over {} points\n",
+                    f.slope_us_per_byte, f.intercept_us, f.r2, f.points
+                );
+                match expected {
+                    Some(e) => {
+                        text += &format!(
+                            "expected slope {e:.6} us/byte (sum of 8/bandwidth over {} stage(s), {expected_from}{}): measured / expected {:.2}\n",
+                            stages.len(),
+                            if sweep.both { ", bytes crossing twice" } else { "" },
+                            f.slope_us_per_byte / e
+                        );
+                    }
+                    None => {
+                        text += "no expected slope: the interface has no link speed (loopback, veth); give --expect\n"
+                    }
+                }
+            }
+            None => text += "no fit: fewer than two sizes gave round trips\n",
+        }
+        text += "us = microseconds of round trip (request sent to response received), per transaction; trans/s over all streams.\n";
+        print_text(&text)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn join_note(a: &str, b: &str) -> String {
+    if a.is_empty() {
+        b.to_string()
+    } else {
+        format!("{a}; {b}")
+    }
+}
+
+/// A request larger than one packet: how the stack splits it.
+fn over_mtu_note(proto: linerate_core::spec::RrProto, size: u32, mtu: u32) -> Option<String> {
+    use linerate_core::spec::RrProto;
+    match proto {
+        RrProto::Udp if size + 28 > mtu => {
+            // Every fragment but the last carries a multiple of 8 bytes after its 20-byte IP header.
+            let per = (mtu.saturating_sub(20) / 8 * 8).max(8);
+            Some(format!("over MTU {mtu}: {} IP fragments", (size + 8).div_ceil(per)))
+        }
+        RrProto::Tcp if size + 40 > mtu => Some(format!(
+            "over MTU {mtu}: ~{} TCP segments",
+            size.div_ceil(mtu.saturating_sub(52).max(1))
+        )),
+        _ => None,
+    }
 }
 
 fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {

@@ -3,6 +3,7 @@
 
 pub mod lab;
 pub mod quick;
+pub mod rr;
 pub mod serve;
 pub mod sys;
 pub mod tcp;
@@ -33,6 +34,8 @@ pub enum Command {
     Tcp(tcp::TcpArgs),
     /// Paced UDP streams: loss, order, arrival spacing, one-way delay (UDPmon-style)
     Udp(udp::UdpArgs),
+    /// Request-response round trips: latency percentiles, histogram, size sweeps (netperf TCP_RR/UDP_RR/TCP_CRR, UDPmon)
+    Rr(rr::RrArgs),
     /// A short TCP test against an agent started on loopback, to see linerate work
     Quick(quick::QuickArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)

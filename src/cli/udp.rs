@@ -203,7 +203,11 @@ impl UdpArgs {
 }
 
 /// `a,b,c` or `START:END:STEP` (END included), each value parsed by `parse`.
-fn parse_list<T: Copy>(text: &str, flag: &str, parse: impl Fn(&str) -> anyhow::Result<T>) -> anyhow::Result<Vec<T>> {
+pub(super) fn parse_list<T: Copy>(
+    text: &str,
+    flag: &str,
+    parse: impl Fn(&str) -> anyhow::Result<T>,
+) -> anyhow::Result<Vec<T>> {
     let bad = || format!("{flag} '{text}' is not a list (64,512,1472) or a range (0:40:2)");
     if let [start, end, step] = text.split(':').collect::<Vec<_>>()[..] {
         let (a, b, st): (f64, f64, f64) = (

@@ -6,6 +6,7 @@ mod cli;
 mod cost;
 mod lab;
 mod netns;
+mod rr;
 mod tcp;
 mod udp;
 mod util;

@@ -898,7 +898,7 @@ pub fn assemble(
         _ => None,
     };
     let rr = match spec {
-        TestSpec::Rr(r) => Some(crate::rr_summary::summarise(r, agents, &sent)),
+        TestSpec::Rr(r) => Some(crate::rr_summary::summarise(r, agents, &sent, &received)),
         _ => None,
     };
     TestResult {

@@ -74,8 +74,18 @@ pub struct RrSummary {
     pub peak_separations_us: Vec<f64>,
     pub rate: Option<RateFigures>,
     pub connect: Option<ConnectFigures>,
+    /// Busy CPU time per transaction, microseconds of one core (netperf's service demand): the
+    /// client's host and the agents' hosts, over the window. On one host both count the same CPU.
+    pub cpu_us_per_transaction: Option<CpuPerTransaction>,
     /// Sweeps: latency (p50) against request size.
     pub fit: Option<Fit>,
+}
+
+/// Busy CPU per transaction, microseconds of one core.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuPerTransaction {
+    pub client: Option<f64>,
+    pub agents: Option<f64>,
 }
 
 fn decode(hex: &str) -> Option<Histogram<u64>> {
@@ -199,7 +209,7 @@ pub fn expected_slope(stage_bits_per_second: &[f64]) -> f64 {
 }
 
 /// Joins every asking stream's histograms.
-pub fn summarise(spec: &RrSpec, agents: &[AgentOutcome<'_>], sent: &SideSummary) -> RrSummary {
+pub fn summarise(spec: &RrSpec, agents: &[AgentOutcome<'_>], sent: &SideSummary, received: &SideSummary) -> RrSummary {
     let mut s = RrSummary::default();
     let mut rtt: Option<Histogram<u64>> = None;
     let mut connect: Option<Histogram<u64>> = None;
@@ -238,6 +248,16 @@ pub fn summarise(spec: &RrSpec, agents: &[AgentOutcome<'_>], sent: &SideSummary)
         s.histogram = bins;
         s.peak_separations_us = peaks.windows(2).map(|w| w[1].at_us - w[0].at_us).collect();
         s.peaks = peaks;
+    }
+    if s.transactions > 0 {
+        let per = |side: &SideSummary| {
+            side.efficiency
+                .map(|e| e.busy_cores * side.seconds * 1e6 / s.transactions as f64)
+        };
+        s.cpu_us_per_transaction = Some(CpuPerTransaction {
+            client: per(sent),
+            agents: per(received),
+        });
     }
     if let Some(h) = connect.filter(|h| !h.is_empty()) {
         s.connect = Some(ConnectFigures {

@@ -138,7 +138,7 @@ impl RrSpec {
             check("CPU number", *cpu as f64, 0.0, 4095.0)?;
         }
         if self.connect && self.proto == RrProto::Udp {
-            return Err(SpecError::Multicast(
+            return Err(SpecError::Conflict(
                 "--connect is a TCP mode (netperf's TCP_CRR)".into(),
             ));
         }
@@ -279,10 +279,10 @@ impl UdpSpec {
         }
         if let Some(m) = &self.multicast {
             if !m.group.is_multicast() {
-                return Err(SpecError::Multicast(format!("{} is not a multicast address", m.group)));
+                return Err(SpecError::Conflict(format!("{} is not a multicast address", m.group)));
             }
             if self.direction != Direction::Send {
-                return Err(SpecError::Multicast(
+                return Err(SpecError::Conflict(
                     "multicast runs client to agents only (no -R, --bidir)".into(),
                 ));
             }
@@ -433,7 +433,7 @@ pub enum SpecError {
     Congestion(String),
     /// An option that does not fit with another (multicast, --connect).
     #[error("{0}")]
-    Multicast(String),
+    Conflict(String),
 }
 
 fn check(name: &'static str, got: f64, min: f64, max: f64) -> Result<(), SpecError> {

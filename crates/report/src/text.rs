@@ -29,7 +29,14 @@ fn pct(v: Option<f64>) -> String {
 }
 
 /// A block of rows (label, one value per column).
-fn side_block(out: &mut String, title: &str, columns: &[(String, &SideSummary)], sending: bool) {
+/// `transactions`: a request-response run, whose cost is CPU per transaction, not per Gbit.
+fn side_block(
+    out: &mut String,
+    title: &str,
+    columns: &[(String, &SideSummary)],
+    sending: bool,
+    transactions: Option<u64>,
+) {
     let label_w = 38;
     let col_w = columns.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(14) + 2;
     let _ = write!(out, "{title:<label_w$}");
@@ -67,18 +74,26 @@ fn side_block(out: &mut String, title: &str, columns: &[(String, &SideSummary)],
             .get(kind)
             .map_or("n/a".into(), |r| grouped(r.total, 0))
     });
-    row("Throughput per busy core (Gbit/s)", &|s| {
-        s.efficiency.map_or("n/a".into(), |e| format!("{:.3}", e.gbit_per_core))
-    });
-    row("CPU per Gbit/s (% of one core)", &|s| {
-        s.efficiency
-            .map_or("n/a".into(), |e| format!("{:.2}", e.cpu_percent_per_gbit))
-    });
-    row("Cycles per byte", &|s| {
-        s.efficiency
-            .and_then(|e| e.cycles_per_byte)
-            .map_or("n/a".into(), |c| format!("{c:.3}"))
-    });
+    if let Some(n) = transactions.filter(|n| *n > 0) {
+        row("CPU per transaction (us of one core)", &|s| {
+            s.efficiency.map_or("n/a".into(), |e| {
+                format!("{:.2}", e.busy_cores * s.seconds * 1e6 / n as f64)
+            })
+        });
+    } else {
+        row("Throughput per busy core (Gbit/s)", &|s| {
+            s.efficiency.map_or("n/a".into(), |e| format!("{:.3}", e.gbit_per_core))
+        });
+        row("CPU per Gbit/s (% of one core)", &|s| {
+            s.efficiency
+                .map_or("n/a".into(), |e| format!("{:.2}", e.cpu_percent_per_gbit))
+        });
+        row("Cycles per byte", &|s| {
+            s.efficiency
+                .and_then(|e| e.cycles_per_byte)
+                .map_or("n/a".into(), |c| format!("{c:.3}"))
+        });
+    }
     if columns.iter().any(|(_, s)| s.line_rate.is_some()) {
         row("Share of line rate (%)", &|s| {
             s.line_rate
@@ -362,6 +377,7 @@ pub fn render(r: &TestResult) -> String {
     let mut out = headline(r);
     out.push('\n');
     let multi = r.summary.agents.len() > 1;
+    let transactions = r.summary.rr.as_ref().map(|x| x.transactions);
     let columns = |sending: bool| -> Vec<(String, &SideSummary)> {
         let mut cols: Vec<(String, &SideSummary)> = Vec::new();
         if multi {
@@ -386,72 +402,46 @@ pub fn render(r: &TestResult) -> String {
             for (name, what) in [("forward", "client -> agents"), ("reverse", "agents -> client")] {
                 if let Some(d) = dirs.get(name) {
                     let _ = writeln!(out, "{} ({what})", name.to_uppercase());
-                    side_block(&mut out, "SEND SIDE", &[(d.sent.counted_by.join(", "), &d.sent)], true);
+                    side_block(
+                        &mut out,
+                        "SEND SIDE",
+                        &[(d.sent.counted_by.join(", "), &d.sent)],
+                        true,
+                        transactions,
+                    );
                     side_block(
                         &mut out,
                         "RECEIVE SIDE",
                         &[(d.received.counted_by.join(", "), &d.received)],
                         false,
+                        transactions,
                     );
                     out.push('\n');
                 }
             }
             let _ = writeln!(out, "BOTH DIRECTIONS");
-            side_block(&mut out, "SEND SIDE", &[("total".into(), &r.summary.sent)], true);
+            side_block(
+                &mut out,
+                "SEND SIDE",
+                &[("total".into(), &r.summary.sent)],
+                true,
+                transactions,
+            );
             side_block(
                 &mut out,
                 "RECEIVE SIDE",
                 &[("total".into(), &r.summary.received)],
                 false,
+                transactions,
             );
         }
         None => {
-            side_block(&mut out, "SEND SIDE", &columns(true), true);
-            side_block(&mut out, "RECEIVE SIDE", &columns(false), false);
+            side_block(&mut out, "SEND SIDE", &columns(true), true, transactions);
+            side_block(&mut out, "RECEIVE SIDE", &columns(false), false, transactions);
         }
     }
-    out.push('\n');
-    let _ = writeln!(
-        out,
-        "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>12} {:>6} {:>8} {:>9} {:>9} {:>6}",
-        "stream",
-        "agent",
-        "dir",
-        "sent MB",
-        "recv MB",
-        "recv s",
-        "recv Mbit/s",
-        "retr",
-        "rtt us",
-        "cwnd KiB",
-        "rcvbuf",
-        "mss"
-    );
-    for s in &r.summary.streams {
-        let mb =
-            |c: Option<linerate_core::result::Counted>| c.map_or("n/a".into(), |c| grouped(c.bytes as f64 / 1e6, 3));
-        let recv = s.received;
-        let _ = writeln!(
-            out,
-            "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>12} {:>6} {:>8} {:>9} {:>9} {:>6}",
-            s.stream,
-            s.agent,
-            s.direction,
-            mb(s.sent),
-            mb(s.received),
-            recv.map_or("n/a".into(), |c| format!("{:.3}", c.seconds)),
-            recv.map_or("n/a".into(), |c| grouped(c.bits_per_second / 1e6, 1)),
-            s.tcp.as_ref().map_or("n/a".into(), |t| t.retransmits.to_string()),
-            s.tcp.map_or("n/a".into(), |t| t.rtt_us.to_string()),
-            s.tcp
-                .map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes as f64 / 1024.0)),
-            s.receiver_socket
-                .as_ref()
-                .map_or("n/a".into(), |g| g.rcvbuf_bytes.to_string()),
-            s.sender_socket
-                .as_ref()
-                .map_or("n/a".into(), |g| g.mss_bytes.to_string()),
-        );
+    if r.summary.rr.is_none() {
+        stream_table(&mut out, r);
     }
     udp_block(&mut out, r);
     rr_block(&mut out, r);
@@ -546,6 +536,53 @@ fn interfaces_block(out: &mut String, r: &TestResult) {
                 i.rx_errors + i.tx_errors
             );
         }
+    }
+}
+
+/// One row per stream: bytes each way, TCP state at the end.
+fn stream_table(out: &mut String, r: &TestResult) {
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>12} {:>6} {:>8} {:>9} {:>9} {:>6}",
+        "stream",
+        "agent",
+        "dir",
+        "sent MB",
+        "recv MB",
+        "recv s",
+        "recv Mbit/s",
+        "retr",
+        "rtt us",
+        "cwnd KiB",
+        "rcvbuf",
+        "mss"
+    );
+    for s in &r.summary.streams {
+        let mb =
+            |c: Option<linerate_core::result::Counted>| c.map_or("n/a".into(), |c| grouped(c.bytes as f64 / 1e6, 3));
+        let recv = s.received;
+        let _ = writeln!(
+            out,
+            "{:>6} {:<22} {:<8} {:>12} {:>12} {:>8} {:>12} {:>6} {:>8} {:>9} {:>9} {:>6}",
+            s.stream,
+            s.agent,
+            s.direction,
+            mb(s.sent),
+            mb(s.received),
+            recv.map_or("n/a".into(), |c| format!("{:.3}", c.seconds)),
+            recv.map_or("n/a".into(), |c| grouped(c.bits_per_second / 1e6, 1)),
+            s.tcp.as_ref().map_or("n/a".into(), |t| t.retransmits.to_string()),
+            s.tcp.map_or("n/a".into(), |t| t.rtt_us.to_string()),
+            s.tcp
+                .map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes as f64 / 1024.0)),
+            s.receiver_socket
+                .as_ref()
+                .map_or("n/a".into(), |g| g.rcvbuf_bytes.to_string()),
+            s.sender_socket
+                .as_ref()
+                .map_or("n/a".into(), |g| g.mss_bytes.to_string()),
+        );
     }
 }
 

@@ -196,6 +196,10 @@ pub fn run(
         (Ok(report), outcomes)
     });
     let mut report = report?;
+    // An answering side ends when told the asking is over: that is the normal end, not a cut.
+    if streams.iter().all(|s| s.role == Role::Receive) {
+        report.partial = control.aborted();
+    }
     for (r, o) in report.streams.iter_mut().zip(outcomes) {
         match o {
             Some(o) => r.rr = Some(o),
@@ -230,6 +234,8 @@ fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate
         Limit::Buffers(_) => None,
     };
     let timeout = Duration::from_millis(u64::from(spec.timeout_ms));
+    // Transactions begun in the warm-up are done but not timed into the figures.
+    let warmup_ns = (spec.warmup_seconds * 1e9) as u64;
     let counter = &shared.counters[idx];
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
@@ -260,7 +266,7 @@ fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate
         let done: io::Result<bool> = match &s.socket {
             RrSocket::Tcp(t) => transact_tcp(t, &request, &mut response[..resp], shared).map(|()| true),
             RrSocket::Udp(u) => transact_udp(u, &request, &mut response, timeout, &mut stale, shared).map(|answered| {
-                if !answered {
+                if !answered && begin >= warmup_ns {
                     lost += 1;
                 }
                 answered
@@ -285,6 +291,11 @@ fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate
             RrSocket::Accept => Ok(false),
         };
         match done {
+            Ok(true) if begin < warmup_ns => {
+                counter
+                    .bytes
+                    .store(counter.bytes.load(Relaxed) + (req + resp) as u64, Relaxed);
+            }
             Ok(true) => {
                 let now = start.elapsed().as_nanos() as u64;
                 let from = scheduled.unwrap_or(begin);

@@ -1,0 +1,251 @@
+//! `linerate rr`: request-response round trips timed on loopback and across lab links with a
+//! known delay and loss; size sweeps and their fitted line; TCP_CRR.
+
+use crate::util::*;
+use serde_json::Value;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn rr_json(args: &[&str]) -> Value {
+    let mut full = vec!["rr", "--json"];
+    full.extend_from_slice(args);
+    let v = json_of(&linerate(&full, LIMIT));
+    check_document(&v);
+    assert_eq!(v["test"], "rr");
+    v
+}
+
+/// `linerate rr --json TO ARGS` run in lab host `from`.
+fn lab_rr(lab: &Lab, from: &str, to: &str, args: &[&str]) -> Value {
+    let mut cmd = vec!["linerate", "rr", "--json", to];
+    cmd.extend_from_slice(args);
+    json_of(&lab.exec(from, &cmd, LIMIT))
+}
+
+/// The latency figures are ordered and the histogram holds the transactions it summarises.
+fn check_latency(v: &Value) {
+    let l = &v["summary"]["latency_us"];
+    let at = |k: &str| l[k].as_f64().unwrap_or_else(|| panic!("latency_us.{k} in {l}"));
+    assert!(at("min") > 0.0);
+    for (a, b) in [
+        ("min", "p50"),
+        ("p50", "p90"),
+        ("p90", "p99"),
+        ("p99", "p999"),
+        ("p999", "max"),
+    ] {
+        assert!(at(a) <= at(b), "{a} {} > {b} {}", at(a), at(b));
+    }
+    assert!(at("min") <= at("mean") && at("mean") <= at("max"));
+    let bins = v["summary"]["histogram"].as_array().expect("histogram bins");
+    assert!(!bins.is_empty() && bins.len() <= 101, "{} bins", bins.len());
+    let binned: u64 = bins.iter().map(|b| b["count"].as_u64().expect("count")).sum();
+    let n = u(v, "/summary/transactions");
+    // The bins span the 0.1th to the 99.9th percentile.
+    assert!(binned <= n && binned * 1000 >= n * 990, "{binned} binned of {n}");
+    assert!(!v["summary"]["peaks"].as_array().expect("peaks").is_empty());
+}
+
+#[test]
+fn tcp_and_udp_round_trips_on_loopback_are_each_timed() {
+    let agent = Agent::start(&[]);
+    for proto in ["tcp", "udp"] {
+        let v = rr_json(&[
+            &agent.addr,
+            "--proto",
+            proto,
+            "-n",
+            "15000",
+            "--request",
+            "100",
+            "--response",
+            "200",
+        ]);
+        assert_eq!(
+            u(&v, "/summary/transactions") + u(&v, "/summary/lost"),
+            15_000,
+            "{proto}"
+        );
+        assert_eq!(u(&v, "/summary/errors"), 0);
+        assert!(f(&v, "/summary/transactions_per_second") > 0.0);
+        check_latency(&v);
+        // Every transaction carried 100 bytes out and 200 back.
+        let done = u(&v, "/summary/transactions");
+        assert_eq!(u(&v, "/summary/sent/bytes"), done * 300, "{proto}");
+        // Long enough (about a second) for the CPU counters' ticks to count.
+        let cpu = &v["summary"]["cpu_us_per_transaction"]["client"];
+        assert!(
+            cpu.as_f64().is_some_and(|c| c > 0.0),
+            "{proto}: CPU per transaction {cpu}"
+        );
+    }
+}
+
+#[test]
+fn a_count_over_several_streams_and_an_open_loop_rate() {
+    let agent = Agent::start(&[]);
+    let v = rr_json(&[&agent.addr, "-P", "3", "-n", "500"]);
+    assert_eq!(u(&v, "/summary/transactions"), 1500);
+    // Open loop: 2000 transactions/s asked for 1 s, each timed from its scheduled start.
+    let v = rr_json(&[&agent.addr, "--proto", "udp", "--rate", "2000", "-t", "1"]);
+    let rate = &v["summary"]["rate"];
+    assert_eq!(rate["requested_per_second"], 2000.0);
+    let achieved = rate["achieved_per_second"].as_f64().expect("achieved rate");
+    assert!((1800.0..=2100.0).contains(&achieved), "achieved {achieved}/s of 2000");
+    check_latency(&v);
+}
+
+#[test]
+fn connect_mode_times_connections() {
+    let agent = Agent::start(&[]);
+    let v = rr_json(&[&agent.addr, "--connect", "-n", "400", "-P", "2"]);
+    assert_eq!(u(&v, "/summary/transactions"), 800);
+    let c = &v["summary"]["connect"];
+    assert!(c["connections_per_second"].as_f64().is_some_and(|r| r > 0.0), "{c}");
+    let p50 = c["connect_us"]["p50"].as_f64().expect("connect p50");
+    assert!(p50 > 0.0 && p50 <= f(&v, "/summary/latency_us/p50"), "{c}");
+}
+
+#[test]
+fn bad_rr_options_are_one_line_errors() {
+    for args in [
+        vec!["rr", "127.0.0.1:1", "--proto", "udp", "--connect"],
+        vec!["rr", "127.0.0.1:1", "--request", "0"],
+        vec!["rr", "127.0.0.1:1", "--proto", "udp", "--request", "70000"],
+        vec!["rr", "127.0.0.1:1", "--rate", "0"],
+        vec!["rr", "127.0.0.1:1", "--sizes", "1:x:3"],
+        vec!["rr", "127.0.0.1:1", "--expect", "1G"],
+        vec!["rr", "127.0.0.1:1", "--sizes", "64", "--expect", "0"],
+        vec!["rr", "127.0.0.1:1", "--timeout", "0"],
+    ] {
+        let out = linerate(&args, Duration::from_secs(10));
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert_eq!(stderr(&out).lines().count(), 1, "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_loopback_sweep_rises_with_size_and_fits_a_line() {
+    let agent = Agent::start(&[]);
+    // Both ends on one CPU: no cross-CPU wake-up in the round trip, so the copies show.
+    let out = linerate(
+        &[
+            "rr",
+            &agent.addr,
+            "--json",
+            "--sizes",
+            "1K,256K,512K,1M",
+            "--sweep",
+            "both",
+            "-t",
+            "0.5",
+            "--cpus",
+            "0",
+            "--peer-cpus",
+            "0",
+        ],
+        LIMIT,
+    );
+    let v = json_of(&out);
+    assert_eq!(v["test"], "rr sweep");
+    let points = v["points"].as_array().expect("points");
+    let sizes: Vec<u64> = points
+        .iter()
+        .map(|p| p["request_bytes"].as_u64().expect("size"))
+        .collect();
+    assert_eq!(sizes, [1024, 262_144, 524_288, 1_048_576], "in the order given");
+    for p in points {
+        assert_eq!(p["request_bytes"], p["response_bytes"]);
+        check_document(&p["result"]);
+    }
+    let fit = &v["summary"]["fit"];
+    let slope = fit["slope_us_per_byte"].as_f64().expect("slope");
+    let r2 = fit["r2"].as_f64().expect("r2");
+    assert!(slope > 0.0, "latency grows with size: {fit}");
+    assert!((0.0..=1.0).contains(&r2), "{fit}");
+    assert_eq!(fit["points"], 4);
+    // No link speed on loopback: nothing to expect unless told.
+    assert!(v["summary"]["expected_slope_us_per_byte"].is_null());
+}
+
+#[test]
+fn a_lab_link_with_2ms_each_way_gives_a_4ms_round_trip() {
+    let lab = Lab::up(2, &["delay=2ms"]);
+    for proto in ["tcp", "udp"] {
+        let v = lab_rr(&lab, "h1", "h2", &["--proto", proto, "-t", "3"]);
+        check_document(&v);
+        let p50 = f(&v, "/summary/latency_us/p50");
+        assert!(
+            (4000.0..=4600.0).contains(&p50),
+            "{proto}: p50 round trip {p50} us, want 4.0 to 4.6 ms"
+        );
+        assert!(u(&v, "/summary/transactions") > 300, "{proto}: about 240 a second");
+    }
+}
+
+#[test]
+fn udp_round_trips_over_a_lossy_link_finish_with_the_losses_counted() {
+    let lab = Lab::up(2, &["loss=5%"]);
+    let before: u64 = (0..2)
+        .map(|h| lab.status()["hosts"][h]["loss_drops"].as_u64().unwrap_or(0))
+        .sum();
+    let v = lab_rr(&lab, "h1", "h2", &["--proto", "udp", "-n", "2000", "--timeout", "20"]);
+    check_document(&v);
+    let drops: u64 = (0..2)
+        .map(|h| lab.status()["hosts"][h]["loss_drops"].as_u64().unwrap_or(0))
+        .sum::<u64>()
+        - before;
+    let (done, lost) = (u(&v, "/summary/transactions"), u(&v, "/summary/lost"));
+    assert_eq!(done + lost, 2000);
+    // 5 % each way loses about 10 % of the transactions; each lost one is a dropped request or
+    // a dropped answer (the firewall also counts control-connection segments it dropped).
+    assert!((100..=320).contains(&lost), "{lost} lost of 2000 at 5 % each way");
+    assert!(lost <= drops, "lost {lost}, the firewall dropped {drops}");
+    assert_eq!(v["partial"], false);
+}
+
+#[test]
+fn a_sweep_past_the_mtu_goes_on_and_says_so() {
+    let lab = Lab::up(2, &[]);
+    for proto in ["udp", "tcp"] {
+        let cmd = [
+            "linerate",
+            "rr",
+            "--json",
+            "h2",
+            "--proto",
+            proto,
+            "--sizes",
+            "1000,3000,9000",
+            "-t",
+            "0.5",
+        ];
+        let v = json_of(&lab.exec("h1", &cmd, LIMIT));
+        assert_eq!(v["mtu_bytes"], 1500);
+        let points = v["points"].as_array().expect("points");
+        assert_eq!(points.len(), 3);
+        for p in points {
+            assert!(
+                p["result"]["summary"]["transactions"].as_u64().is_some_and(|n| n > 0),
+                "{proto} {}: {}",
+                p["request_bytes"],
+                p["note"]
+            );
+        }
+        assert_eq!(points[0]["note"], "");
+        let note = points[2]["note"].as_str().expect("note");
+        assert!(note.contains("over MTU 1500"), "{proto}: {note}");
+        // The veth has no link speed: no expected slope without --expect.
+        assert!(v["summary"]["fit"]["slope_us_per_byte"].is_number());
+    }
+    // With the stages given, the expected slope is the sum of 8/bandwidth.
+    let cmd = [
+        "linerate", "rr", "--json", "h2", "--sizes", "100,1000", "-t", "0.3", "--expect", "10G,8.5G",
+    ];
+    let v = json_of(&lab.exec("h1", &cmd, LIMIT));
+    let e = v["summary"]["expected_slope_us_per_byte"]
+        .as_f64()
+        .expect("expected slope");
+    assert!((e - (8.0 / 10e3 + 8.0 / 8.5e3)).abs() < 1e-9, "{e}");
+}
