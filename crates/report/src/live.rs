@@ -58,6 +58,26 @@ pub fn interval_line(samples: &[IntervalSample], roles: &[Role], retrans_before:
     line
 }
 
+/// A request-response interval: transactions completed per second by the asking streams.
+pub fn transactions_line(samples: &[IntervalSample], roles: &[Role]) -> String {
+    let Some(first) = samples.first() else {
+        return String::new();
+    };
+    let secs = first.end_ns.saturating_sub(first.start_ns) as f64 / 1e9;
+    let done: u64 = samples
+        .iter()
+        .filter(|s| roles.get(usize::from(s.stream)) == Some(&Role::Send))
+        .map(|s| s.ops)
+        .sum();
+    let rate = if secs > 0.0 { done as f64 / secs } else { 0.0 };
+    format!(
+        "[{:7.2}-{:7.2} s]  {:>12} transactions/s",
+        first.start_ns as f64 / 1e9,
+        first.end_ns as f64 / 1e9,
+        crate::text::grouped(rate, 1)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,24 +117,4 @@ mod tests {
         );
         assert_eq!(before, [5, 0]);
     }
-}
-
-/// A request-response interval: transactions completed per second by the asking streams.
-pub fn transactions_line(samples: &[IntervalSample], roles: &[Role]) -> String {
-    let Some(first) = samples.first() else {
-        return String::new();
-    };
-    let secs = first.end_ns.saturating_sub(first.start_ns) as f64 / 1e9;
-    let done: u64 = samples
-        .iter()
-        .filter(|s| roles.get(usize::from(s.stream)) == Some(&Role::Send))
-        .map(|s| s.ops)
-        .sum();
-    let rate = if secs > 0.0 { done as f64 / secs } else { 0.0 };
-    format!(
-        "[{:7.2}-{:7.2} s]  {:>12} transactions/s",
-        first.start_ns as f64 / 1e9,
-        first.end_ns as f64 / 1e9,
-        crate::text::grouped(rate, 1)
-    )
 }

@@ -265,12 +265,13 @@ fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate
         tag(&mut request, seq);
         let done: io::Result<bool> = match &s.socket {
             RrSocket::Tcp(t) => transact_tcp(t, &request, &mut response[..resp], shared).map(|()| true),
-            RrSocket::Udp(u) => transact_udp(u, &request, &mut response, timeout, &mut stale, shared).map(|answered| {
-                if !answered && begin >= warmup_ns {
-                    lost += 1;
-                }
-                answered
-            }),
+            RrSocket::Udp(u) => {
+                transact_udp(u, &request, &mut response, timeout, &mut stale, shared).inspect(|answered| {
+                    if !answered && begin >= warmup_ns {
+                        lost += 1;
+                    }
+                })
+            }
             RrSocket::Connect { addr, header } => {
                 let c0 = Instant::now();
                 match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""linerate rr beside sockperf ping-pong: closed-loop round trips per second and their p50 / p99,
+TCP and UDP, on loopback, interleaved rounds.
+
+Both tools run one closed loop (the next request when the answer is in) for the same time, with
+14-byte messages each way (sockperf's smallest; linerate also at 1 byte for the record). sockperf
+prints half round trips ("latency"): its percentiles are doubled here to give round trips.
+Two placements: the OS's choice (ends on different CPUs: the round trip includes the cross-CPU
+wake-ups) and both ends pinned to CPU 1 (taskset for sockperf, --cpus/--peer-cpus for linerate).
+Run as root on a quiet machine:
+
+    python3 bench/rr_vs_sockperf.py [--seconds 5] [--rounds 3]
+
+Re-runs itself in a session of its own (setsid) with a raised autogroup priority. Installs
+sockperf (Debian) when missing. Sends traffic to 127.0.0.1 only. (netperf, the issue's other
+peer, is not packaged by Debian and its source is not reachable from here.)
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LINERATE = os.path.join(ROOT, "target", "release", "linerate")
+
+
+def own_session():
+    if os.environ.get("LINERATE_BENCH_SESSION") != "1":
+        env = dict(os.environ, LINERATE_BENCH_SESSION="1")
+        os.execvpe("setsid", ["setsid", "--wait", sys.executable] + sys.argv, env)
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("-10")
+    except OSError as e:
+        print(f"note: could not raise autogroup priority: {e}", file=sys.stderr)
+
+
+def linerate(proto, size, seconds, port, pinned):
+    srv = subprocess.Popen([LINERATE, "serve", "--bind", "127.0.0.1", "--port", str(port)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    cmd = [LINERATE, "rr", f"127.0.0.1:{port}", "--proto", proto, "--request", str(size),
+           "--response", str(size), "-t", str(seconds), "-i", "0", "--json"]
+    if pinned:
+        cmd += ["--cpus", "1", "--peer-cpus", "1"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+        if out.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+        s = json.loads(out.stdout)["summary"]
+    finally:
+        srv.kill()
+        srv.wait()
+    return s["transactions_per_second"], s["latency_us"]["p50"], s["latency_us"]["p99"]
+
+
+def sockperf(proto, size, seconds, port, pinned):
+    pin = ["taskset", "-c", "1"] if pinned else []
+    tcp = ["--tcp"] if proto == "tcp" else []
+    srv = subprocess.Popen(pin + ["sockperf", "server", "-i", "127.0.0.1", "-p", str(port)] + tcp,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    cmd = pin + ["sockperf", "ping-pong", "-i", "127.0.0.1", "-p", str(port), "-m", str(size),
+                 "-t", str(seconds)] + tcp
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    finally:
+        srv.kill()
+        srv.wait()
+    text = out.stdout + out.stderr
+    m = re.search(r"RunTime=([\d.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)", text)
+    if not m:
+        raise SystemExit(f"{' '.join(cmd)}: no summary in its output:\n{text}")
+    rate = int(m.group(3)) / float(m.group(1))
+
+    def pct(p):
+        return 2 * float(re.search(rf"percentile {p} =\s+([\d.]+)", text).group(1))
+
+    return rate, pct("50.000"), pct("99.000")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    own_session()
+    if shutil.which("sockperf") is None:
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "sockperf"], check=True)
+    subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
+    version = subprocess.run(["sockperf", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    print(f"# {version.strip()}; {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
+    print(f"{'round':>5} {'proto':<5} {'placement':<10} {'bytes':>5} {'tool':<9} {'round trips/s':>14} {'p50 us':>8} {'p99 us':>8}")
+    cases = [(proto, pinned) for pinned in (False, True) for proto in ("tcp", "udp")]
+    results = {}
+    port = 5560
+    for rnd in range(1, args.rounds + 1):
+        for proto, pinned in cases:
+            runs = [("linerate", linerate, 14), ("sockperf", sockperf, 14), ("linerate", linerate, 1)]
+            if rnd % 2 == 0:
+                runs.reverse()
+            for name, fn, size in runs:
+                port += 1
+                rate, p50, p99 = fn(proto, size, args.seconds, port, pinned)
+                place = "cpu 1" if pinned else "os"
+                results.setdefault((proto, place, name, size), []).append((rate, p50, p99))
+                print(f"{rnd:>5} {proto:<5} {place:<10} {size:>5} {name:<9} {rate:>14,.0f} {p50:>8.2f} {p99:>8.2f}", flush=True)
+                time.sleep(0.5)
+    print()
+    print(f"{'proto':<5} {'placement':<10} {'linerate rt/s':>14} {'sockperf':>10} {'ratio':>6}   "
+          f"{'p50 us lr/sp':>14}   {'p99 us lr/sp':>15}   {'linerate 1 B rt/s':>17}")
+    for proto, pinned in cases:
+        place = "cpu 1" if pinned else "os"
+        lr, sp, one = (results[(proto, place, "linerate", 14)], results[(proto, place, "sockperf", 14)],
+                       results[(proto, place, "linerate", 1)])
+        med = lambda xs, i: statistics.median(x[i] for x in xs)  # noqa: E731
+        print(f"{proto:<5} {place:<10} {med(lr, 0):>14,.0f} {med(sp, 0):>10,.0f} {med(lr, 0) / med(sp, 0):>6.3f}   "
+              f"{med(lr, 1):>6.2f}/{med(sp, 1):<7.2f}   {med(lr, 2):>7.2f}/{med(sp, 2):<7.2f}   {med(one, 0):>17,.0f}")
+    print("# medians; round trips = closed-loop transactions completed per second; target: >= 0.95x sockperf "
+          "with the same or lower p50 and p99")
+
+
+if __name__ == "__main__":
+    main()
