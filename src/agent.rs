@@ -275,6 +275,7 @@ fn control_session(state: &State, conn: &mut Conn) -> Result<(), Refusal> {
         TestSpec::Tcp(tcp) => run_tcp(state, conn, &tcp),
         TestSpec::Udp(udp) => run_udp(state, conn, &udp),
         TestSpec::Rr(rr) => run_rr(state, conn, &rr),
+        TestSpec::Http(http) => run_http(state, conn, &http),
     }
 }
 
@@ -490,6 +491,40 @@ fn run_rr(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), Refusal> 
     });
     let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
     let used: Vec<String> = host::interface_towards(peer_ip).into_iter().collect();
+    report.config = Some(host::read_config(&used));
+    let _ = conn.send(&Message::Result {
+        report: Box::new(report),
+    });
+    Ok(())
+}
+
+/// An HTTP test: the client loads an HTTP server on this host; the agent samples the host from
+/// `started` until the client says the run is over.
+fn run_http(state: &State, conn: &mut Conn, spec: &linerate_core::spec::HttpSpec) -> Result<(), Refusal> {
+    let cookie: [u8; COOKIE_LEN] = auth::nonce()[..COOKIE_LEN]
+        .try_into()
+        .expect("nonce is longer than a cookie");
+    conn.send(&Message::Accepted {
+        cookie: proto::to_hex(&cookie),
+        host: state.host.clone(),
+        udp_ports: Vec::new(),
+    })
+    .map_err(proto_refusal)?;
+    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
+        Message::Start => {}
+        other => return Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
+    }
+    conn.send(&Message::Started).map_err(proto_refusal)?;
+    let control = Control::default();
+    let engine_done = AtomicBool::new(false);
+    let mut report = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
+        let report = linerate_core::engine::http::sample_host(spec, &mut Quiet, &control);
+        engine_done.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        report
+    });
+    let used: Vec<String> = host::interface_towards(conn.peer().ip()).into_iter().collect();
     report.config = Some(host::read_config(&used));
     let _ = conn.send(&Message::Result {
         report: Box::new(report),

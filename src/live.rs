@@ -9,8 +9,9 @@ pub struct LiveLines {
     roles: Vec<Role>,
     retrans: Vec<u64>,
     quiet: bool,
-    /// Request-response: transactions/s instead of Mbit/s.
-    transactions: bool,
+    /// Request-response and HTTP: what completes per second ("transactions", "responses")
+    /// instead of Mbit/s.
+    per_second: Option<&'static str>,
 }
 
 impl LiveLines {
@@ -21,13 +22,13 @@ impl LiveLines {
             roles,
             retrans,
             quiet,
-            transactions: false,
+            per_second: None,
         }
     }
 
-    /// Lines of transactions per second (request-response runs).
-    pub fn transactions(mut self) -> LiveLines {
-        self.transactions = true;
+    /// Lines of `what` completed per second (request-response and HTTP runs).
+    pub fn per_second(mut self, what: &'static str) -> LiveLines {
+        self.per_second = Some(what);
         self
     }
 }
@@ -42,8 +43,8 @@ impl Sink for LiveLines {
         if self.quiet || sliver {
             return;
         }
-        let line = if self.transactions {
-            linerate_report::live::transactions_line(samples, &self.roles)
+        let line = if let Some(what) = self.per_second {
+            linerate_report::live::completed_line(samples, &self.roles, what)
         } else {
             linerate_report::live::interval_line(samples, &self.roles, &mut self.retrans)
         };

@@ -139,6 +139,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             print_result(&result, json)
         }
+        Command::Http(args) => http_command(&args),
         Command::Quick(args) => quick(&args),
         Command::Lab(args) => lab_command(args.command),
         Command::Sys(args) => sys(&args),
@@ -343,10 +344,233 @@ fn rr_test(
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
     let roles = vec![Role::Send; usize::from(spec.streams) * targets.len()];
-    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).transactions();
+    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("transactions");
     Ok(linerate_core::client::run_rr(
         spec, targets, opts, &mut live, &interrupt,
     )?)
+}
+
+/// Runs an HTTP load with live lines and Ctrl-C handling.
+fn http_test(
+    spec: &linerate_core::spec::HttpSpec,
+    targets: &[linerate_core::engine::http::HttpTarget],
+    agent: Option<linerate_core::client::HttpAgent>,
+    opts: &ClientOptions,
+    json: bool,
+) -> anyhow::Result<TestResult> {
+    let interrupt = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, Arc::clone(&interrupt))?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
+    let roles = vec![Role::Send; 1024];
+    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("responses");
+    Ok(linerate_core::client::run_http(
+        spec, targets, agent, opts, &mut live, &interrupt,
+    )?)
+}
+
+/// Resolves the URLs into targets with their requests.
+fn http_targets(
+    urls: &[linerate_core::engine::http::HttpUrl],
+    keepalive: bool,
+) -> anyhow::Result<Vec<linerate_core::engine::http::HttpTarget>> {
+    use std::net::ToSocketAddrs;
+    urls.iter()
+        .map(|u| {
+            let addr = (u.host.as_str(), u.port)
+                .to_socket_addrs()
+                .with_context(|| format!("resolving '{}'", u.host))?
+                .next()
+                .with_context(|| format!("'{}' has no address", u.host))?;
+            Ok(linerate_core::engine::http::HttpTarget::new(u, addr, keepalive))
+        })
+        .collect()
+}
+
+/// Fetches a URL once (5 s at most) and returns its body's length.
+fn probe_body_bytes(target: &linerate_core::engine::http::HttpTarget) -> anyhow::Result<u64> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect_timeout(&target.addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(&target.request)?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = s.read(&mut buf)?;
+        anyhow::ensure!(n > 0, "closed before the response head");
+        head.extend_from_slice(&buf[..n]);
+        if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            let text = String::from_utf8_lossy(&head[..i]).to_ascii_lowercase();
+            let len = text
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .context("the response has no Content-Length")?;
+            return Ok(len);
+        }
+        anyhow::ensure!(head.len() < 65536, "response head over 64 KiB");
+    }
+}
+
+/// `--baseline`: this client against linerate's own server on this host with the same users and
+/// object size; (responses/s, bits/s in).
+fn http_baseline(
+    spec: &linerate_core::spec::HttpSpec,
+    targets: &[linerate_core::engine::http::HttpTarget],
+    opts: &ClientOptions,
+) -> anyhow::Result<(f64, f64, u64)> {
+    use linerate_core::httpd::{Httpd, HttpdConfig};
+    let mut sizes = Vec::new();
+    for t in targets {
+        sizes.push(probe_body_bytes(t).with_context(|| format!("fetching {} once for --baseline", t.addr))?);
+    }
+    let size = sizes.iter().sum::<u64>() / sizes.len().max(1) as u64;
+    let server = Httpd::bind(
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+        HttpdConfig::default(),
+    )?
+    .spawn()?;
+    let url = linerate_core::engine::http::HttpUrl::parse(&format!("http://{}/bytes/{size}", server.local_addr()))
+        .map_err(anyhow::Error::msg)?;
+    let mut b = spec.clone();
+    b.urls = vec![format!("http://{}/bytes/{size}", server.local_addr())];
+    b.ramp_seconds = 0.0;
+    b.duration_seconds = spec.duration_seconds.min(5.0);
+    b.interval_seconds = 0.0;
+    let local = http_targets(std::slice::from_ref(&url), spec.keepalive)?;
+    let r = http_test(&b, &local, None, opts, true)?;
+    let h = r.summary.http.unwrap_or_default();
+    Ok((h.responses_per_second, h.bits_per_second_in, size))
+}
+
+/// `linerate http`: one run, or a sweep over user counts with the optimum.
+fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
+    let urls = args.parsed_urls()?;
+    let counts = args.user_counts()?;
+    let base = args.spec_for(counts[0])?;
+    let opts = ClientOptions {
+        secret: args.secret.load()?,
+        connect_timeout: Duration::try_from_secs_f64(args.connect_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--connect-timeout must be a positive number of seconds")?,
+    };
+    let targets = http_targets(&urls, args.keepalive)?;
+    let baseline = if args.baseline {
+        let b = http_baseline(&base, &targets, &opts).context("--baseline")?;
+        if !args.json {
+            print_text(&format!(
+                "baseline: {} responses/s, {} Mbit/s in against linerate's own server on this host ({} B objects, {} users)\n",
+                linerate_report::text::grouped(b.0, 1),
+                linerate_report::text::grouped(b.1 / 1e6, 1),
+                b.2,
+                base.users
+            ))?;
+        }
+        Some(b)
+    } else {
+        None
+    };
+    let with_baseline = |r: &mut TestResult| {
+        let (Some((rps, bps, _)), Some(h)) = (baseline, r.summary.http.as_mut()) else {
+            return;
+        };
+        let share = if rps > 0.0 { h.responses_per_second / rps } else { 0.0 };
+        h.baseline = Some(linerate_core::http_summary::Baseline {
+            responses_per_second: rps,
+            bits_per_second_in: bps,
+            share_percent: 100.0 * share,
+        });
+        if share >= 0.9 {
+            r.notes.push(format!(
+                "the load generator may be the bottleneck: this run reached {:.0} % of the {:.0} responses/s this client drives against linerate's own server on this host",
+                100.0 * share,
+                rps
+            ));
+        }
+    };
+    let sweep = args.find_optimum || counts.len() > 1;
+    if !sweep {
+        let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, args.json)
+            .with_context(|| format!("http test against {}", args.urls.join(" ")))?;
+        with_baseline(&mut result);
+        if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
+            && let Ok(state) = lab::load(&name)
+        {
+            result.lab = Some(lab::status_json(&state));
+        }
+        return print_result(&result, args.json);
+    }
+    if !args.json {
+        print_text(&format!(
+            "{:>7} {:>13} {:>12} {:>12} {:>12} {:>9}\n",
+            "users", "responses/s", "Mbit/s in", "mean rt us", "p99 rt us", "errors"
+        ))?;
+    }
+    let mut points = Vec::new();
+    let mut power = Vec::new();
+    let mut users = if args.find_optimum { 8 } else { counts[0] };
+    let mut k = 0;
+    loop {
+        let spec = args.spec_for(users)?;
+        let mut r = http_test(&spec, &targets, args.agent(&urls)?, &opts, true)
+            .with_context(|| format!("http sweep point of {users} users"))?;
+        with_baseline(&mut r);
+        let h = r.summary.http.clone().unwrap_or_default();
+        let rt = h.response_time_us.unwrap_or_default();
+        power.push((users, h.responses_per_second, h.bits_per_second_in, rt.mean));
+        if !args.json {
+            print_text(&format!(
+                "{users:>7} {:>13} {:>12} {:>12.1} {:>12.1} {:>9}\n",
+                linerate_report::text::grouped(h.responses_per_second, 1),
+                linerate_report::text::grouped(h.bits_per_second_in / 1e6, 1),
+                rt.mean,
+                rt.p99,
+                h.errors.total
+            ))?;
+        }
+        let partial = r.partial;
+        points.push(r);
+        if partial {
+            break;
+        }
+        k += 1;
+        if args.find_optimum {
+            // Doubling stops once two doublings in a row added under 5 % of throughput.
+            let n = power.len();
+            let flat = |i: usize| power[i].1 < 1.05 * power[i - 1].1;
+            if (n >= 3 && flat(n - 1) && flat(n - 2)) || users >= 16_384 {
+                break;
+            }
+            users *= 2;
+        } else {
+            match counts.get(k) {
+                Some(n) => users = *n,
+                None => break,
+            }
+        }
+    }
+    let best = linerate_core::http_summary::optimum(&power);
+    if args.json {
+        let doc = serde_json::json!({
+            "linerate": linerate_core::VERSION,
+            "test": "http sweep",
+            "users": power.iter().map(|p| p.0).collect::<Vec<_>>(),
+            "points": points,
+            "summary": { "optimum": best },
+        });
+        print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
+    } else if let Some(o) = best {
+        print_text(&format!(
+            "optimum: {} users ({} responses/s, {} Mbit/s in, mean response time {:.1} us): {}\n",
+            o.users,
+            linerate_report::text::grouped(o.responses_per_second, 1),
+            linerate_report::text::grouped(o.bits_per_second_in / 1e6, 1),
+            o.response_time_mean_us,
+            o.rule
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What a size sweep varies and what it is compared with.
@@ -597,11 +821,35 @@ fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         "open"
     };
+    // `--http-port`: the HTTP server runs beside the agent, on the same address, as long as it.
+    let http = match args.http_port {
+        None => None,
+        Some(port) => {
+            use linerate_core::httpd::{Httpd, HttpdConfig, HttpdError};
+            let config = HttpdConfig {
+                files: args.files.clone(),
+                ..HttpdConfig::default()
+            };
+            let httpd = match Httpd::bind(SocketAddr::new(args.bind, port), config.clone()) {
+                Err(HttpdError::Bind { .. }) if args.bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) => {
+                    Httpd::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port), config)?
+                }
+                other => other?,
+            };
+            Some(httpd.spawn()?)
+        }
+    };
+    // One write for both lines: a reader that stops after the first sees the second too.
+    let mut lines = format!("linerate agent listening on {} ({auth})\n", agent.local_addr());
+    if let Some(http) = &http {
+        lines += &format!("linerate http server listening on {}\n", http.local_addr());
+    }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "linerate agent listening on {} ({auth})", agent.local_addr())?;
+    out.write_all(lines.as_bytes())?;
     out.flush()?;
     drop(out);
     agent.serve();
+    drop(http);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,6 +1,7 @@
 //! The command line: clap derive, one file per subcommand. Each subcommand's arguments turn
 //! into a validated spec (`into_spec`) before anything touches the network.
 
+pub mod http;
 pub mod lab;
 pub mod quick;
 pub mod rr;
@@ -36,6 +37,8 @@ pub enum Command {
     Udp(udp::UdpArgs),
     /// Request-response round trips: latency percentiles, histogram, size sweeps (netperf TCP_RR/UDP_RR/TCP_CRR, UDPmon)
     Rr(rr::RrArgs),
+    /// HTTP load: simulated users or a request rate against any HTTP/1.1 server (Avalanche-style)
+    Http(http::HttpArgs),
     /// A short TCP test against an agent started on loopback, to see linerate work
     Quick(quick::QuickArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)

@@ -2,6 +2,7 @@
 
 use super::SecretArgs;
 use std::net::{IpAddr, Ipv6Addr};
+use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -24,6 +25,20 @@ pub struct ServeArgs {
     /// Take part in multicast UDP tests to this group (repeatable); others are refused
     #[arg(long = "join", value_name = "GROUP")]
     pub joins: Vec<IpAddr>,
+
+    /// Answer HTTP/1.1 on this port too: GET /bytes/N and /files/NAME
+    ///
+    /// Off unless given. `GET /bytes/N` returns N bytes (up to 2^40) from memory; `--file PATH`
+    /// is served at /files/BASENAME with sendfile. Keep-alive as HTTP/1.1 says; 0 = any free
+    /// port, printed at start. Example: --http-port 8080
+    #[arg(long, value_name = "N")]
+    pub http_port: Option<u16>,
+
+    /// Serve this file at /files/BASENAME on the HTTP port (repeatable)
+    ///
+    /// Opened once at start; its size then is the Content-Length. Example: --file /srv/512k.bin
+    #[arg(long = "file", value_name = "PATH", requires = "http_port")]
+    pub files: Vec<PathBuf>,
 
     #[command(flatten)]
     pub secret: SecretArgs,

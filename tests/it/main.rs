@@ -4,6 +4,8 @@
 mod agent;
 mod cli;
 mod cost;
+mod http;
+mod httpd;
 mod lab;
 mod netns;
 mod rr;

@@ -14,6 +14,8 @@ pub struct Agent {
     pub child: Child,
     /// HOST:PORT to give clients.
     pub addr: String,
+    /// HOST:PORT of the HTTP server, when started with `--http-port`.
+    pub http_addr: Option<String>,
 }
 
 impl Agent {
@@ -43,21 +45,34 @@ impl Agent {
         let mut child = cmd.spawn().expect("start linerate serve");
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, rx) = std::sync::mpsc::channel();
+        // Reads stdout to its end, so the agent never writes into a closed pipe.
         std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
         });
         let line = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("agent printed its address within 10 s");
-        let addr = line
-            .split_whitespace()
-            .find(|w| w.contains(':') && w.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '['))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Agent { child, addr }
+        let addr = address_in(&line);
+        let http_addr = args.iter().chain(extra).any(|a| *a == "--http-port").then(|| {
+            let line = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("agent printed its http address within 10 s");
+            assert!(line.contains("http server listening on"), "{line:?}");
+            address_in(&line)
+        });
+        Agent { child, addr, http_addr }
     }
+}
+
+/// The HOST:PORT in a "listening on" line.
+fn address_in(line: &str) -> String {
+    line.split_whitespace()
+        .find(|w| w.contains(':') && w.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '['))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string()
 }
 
 impl Drop for Agent {

@@ -10,7 +10,7 @@ use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame::{self, COOKIE_LEN};
 use crate::proto::{self, Message, auth};
 use crate::result::{self, AgentOutcome, Role, SideReport, SocketGrant, TestResult};
-use crate::spec::{RrProto, RrSpec, TcpSpec, TestSpec, UdpSpec};
+use crate::spec::{HttpSpec, RrProto, RrSpec, TcpSpec, TestSpec, UdpSpec};
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -462,6 +462,116 @@ pub fn run_rr(
     drive(&test, &mut sessions, interrupt, |control| {
         rr::run(spec, &spec.cpus, streams, None, sink, control)
     })
+}
+
+/// The agent beside an HTTP server: where, and whether its absence is an error.
+pub struct HttpAgent {
+    pub target: Target,
+    /// Named by the user (`--agent`): failing to reach it is an error. Otherwise the client
+    /// tried the URL's host and goes on without the server side, with a note.
+    pub required: bool,
+}
+
+/// Runs an HTTP load against `targets`; an agent on the server's host, when reached, samples it
+/// over the same window.
+pub fn run_http(
+    spec: &HttpSpec,
+    targets: &[crate::engine::http::HttpTarget],
+    agent: Option<HttpAgent>,
+    opts: &ClientOptions,
+    sink: &mut dyn Sink,
+    interrupt: &AtomicBool,
+) -> Result<TestResult, ClientError> {
+    crate::engine::pin::check_cpus(&spec.cpus)?;
+    let test = TestSpec::Http(spec.clone());
+    let mut notes = Vec::new();
+    let mut session = match agent {
+        None => None,
+        Some(a) => {
+            let try_opts = if a.required {
+                opts.clone()
+            } else {
+                ClientOptions {
+                    connect_timeout: opts.connect_timeout.min(Duration::from_secs(1)),
+                    ..opts.clone()
+                }
+            };
+            match open_session(&a.target, &test, &try_opts) {
+                Ok(s) => Some(s),
+                Err(e) if a.required => return Err(e),
+                Err(e) => {
+                    notes.push(format!(
+                        "no linerate agent reached at {} ({e}): the server host is not measured; start `linerate serve` there or give --agent",
+                        a.target.name
+                    ));
+                    None
+                }
+            }
+        }
+    };
+    if let Some(s) = &mut session {
+        s.conn.send(&Message::Start)?;
+        match s.conn.recv(REPLY_TIMEOUT, "waiting for the agent to start")? {
+            Message::Started => {}
+            other => return Err(s.conn.unexpected("started", &other).into()),
+        }
+    }
+    let started_unix_ms = now_unix_ms();
+    let control = Control::default();
+    let engine_done = AtomicBool::new(false);
+    let (local, agent_result) = std::thread::scope(|scope| {
+        let watcher = session.as_mut().map(|s| {
+            let (control, engine_done) = (&control, &engine_done);
+            scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, true))
+        });
+        scope.spawn(|| {
+            while !engine_done.load(Ordering::Relaxed) {
+                if interrupt.load(Ordering::Relaxed) {
+                    control.stop_send();
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let local = crate::engine::http::run(spec, targets, sink, &control);
+        engine_done.store(true, Ordering::Relaxed);
+        let agent_result = watcher.map(|w| w.join().expect("watcher thread does not panic"));
+        (local, agent_result)
+    });
+    let (mut local, run) = local?;
+    let mut used: Vec<String> = Vec::new();
+    for t in targets {
+        if let Some(i) = crate::metrics::host::interface_towards(t.addr.ip())
+            && !used.contains(&i)
+        {
+            used.push(i);
+        }
+    }
+    local.config = Some(crate::metrics::host::read_config(&used));
+    notes.extend(local.notes.iter().cloned());
+    let agent_report = match agent_result {
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            if let Some(s) = &session {
+                notes.push(format!("agent {}: {e}", s.target.name));
+            }
+            None
+        }
+        None => None,
+    };
+    let server = session.as_ref().map(|s| crate::http_summary::ServerSide {
+        name: &s.target.name,
+        host: &s.host,
+        report: agent_report.as_ref(),
+    });
+    Ok(crate::http_summary::assemble(
+        spec,
+        HostInfo::read(),
+        &local,
+        &run,
+        server,
+        started_unix_ms,
+        notes,
+    ))
 }
 
 /// Runs the local engine while watching every agent, then joins the reports into the document.

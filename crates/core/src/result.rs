@@ -331,6 +331,8 @@ pub struct HostRecord {
 pub enum IntervalRecord {
     Stream(StreamInterval),
     Host(HostIntervalRecord),
+    /// HTTP runs: what the users did in the interval.
+    Http(crate::http_summary::HttpIntervalRecord),
 }
 
 /// A host's samplers over one interval.
@@ -490,6 +492,12 @@ pub struct Summary {
     /// Request-response runs: transactions/s, latency, histogram, peaks (flattened into `summary`).
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub rr: Option<crate::rr_summary::RrSummary>,
+    /// HTTP runs: responses, bits/s, response times, connections, errors (flattened into `summary`).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<crate::http_summary::HttpSummary>,
+    /// HTTP runs with an agent on the server's host: that host's samplers over the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<SideSummary>,
 }
 
 /// The share of a sender's busy time stalled on the receive window or on its send buffer from
@@ -592,6 +600,31 @@ fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
         };
         s.tcp = Some(tcp);
     }
+    s
+}
+
+/// A side counted by one host alone (an HTTP client, an HTTP server's agent): given counts over
+/// `seconds`, with that host's samplers over its window.
+pub(crate) fn host_side_summary(
+    owner: &str,
+    report: &SideReport,
+    bytes: u64,
+    ops: u64,
+    streams: usize,
+    seconds: f64,
+) -> SideSummary {
+    let mut s = SideSummary {
+        bytes,
+        seconds,
+        bits_per_second: Counted::new(bytes, seconds).bits_per_second,
+        ops,
+        streams,
+        counted_by: vec![owner.to_string()],
+        cpu: report.cpu.clone(),
+        ..Default::default()
+    };
+    let hosts: Vec<(&str, &HostUsage)> = report.host.iter().map(|h| (owner, h)).collect();
+    add_host_usage(&mut s, &hosts);
     s
 }
 
@@ -918,6 +951,8 @@ pub fn assemble(
             streams,
             udp,
             rr,
+            http: None,
+            server: None,
         },
         notes,
         lab: None,

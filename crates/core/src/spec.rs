@@ -12,6 +12,7 @@ pub enum TestSpec {
     Tcp(TcpSpec),
     Udp(UdpSpec),
     Rr(RrSpec),
+    Http(HttpSpec),
 }
 
 impl TestSpec {
@@ -21,6 +22,7 @@ impl TestSpec {
             TestSpec::Tcp(_) => "tcp",
             TestSpec::Udp(_) => "udp",
             TestSpec::Rr(_) => "rr",
+            TestSpec::Http(_) => "http",
         }
     }
 
@@ -29,6 +31,7 @@ impl TestSpec {
             TestSpec::Tcp(t) => t.validate(),
             TestSpec::Udp(u) => u.validate(),
             TestSpec::Rr(r) => r.validate(),
+            TestSpec::Http(h) => h.validate(),
         }
     }
 
@@ -38,6 +41,8 @@ impl TestSpec {
             TestSpec::Tcp(t) => t.streams_per_agent(),
             TestSpec::Udp(u) => u.streams_per_agent(),
             TestSpec::Rr(r) => usize::from(r.streams),
+            // The agent beside an HTTP server only samples its host.
+            TestSpec::Http(_) => 0,
         }
     }
 
@@ -47,7 +52,7 @@ impl TestSpec {
             TestSpec::Tcp(t) => t.stream_flows_forward(index),
             TestSpec::Udp(u) => u.stream_flows_forward(index),
             // The client asks, the agent answers: counted as forward.
-            TestSpec::Rr(_) => true,
+            TestSpec::Rr(_) | TestSpec::Http(_) => true,
         }
     }
 
@@ -55,8 +60,58 @@ impl TestSpec {
         match self {
             TestSpec::Tcp(t) => t.direction,
             TestSpec::Udp(u) => u.direction,
-            TestSpec::Rr(_) => Direction::Send,
+            TestSpec::Rr(_) | TestSpec::Http(_) => Direction::Send,
         }
+    }
+}
+
+/// An HTTP load test (Avalanche's simulated users): the client fetches the URLs from any HTTP
+/// server; an agent on the server's host, when there is one, samples that host over the same
+/// window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HttpSpec {
+    /// `http://HOST[:PORT]/PATH`, fetched in turn by each user.
+    pub urls: Vec<String>,
+    /// Simulated users (closed loop), or the most requests in flight (open loop).
+    pub users: u32,
+    /// A closed-loop user's pause between a response and its next request, ms.
+    pub think_ms: f64,
+    /// Keep connections open between requests; false: a new connection per request.
+    pub keepalive: bool,
+    /// Users start evenly over this many seconds; the figures leave it out.
+    pub ramp_seconds: f64,
+    /// Full load after the ramp, seconds: the measurement window.
+    pub duration_seconds: f64,
+    /// Open loop: requests per second in all, each timed from its scheduled start.
+    pub rate: Option<f64>,
+    /// A request not answered in full this long after it started is a timeout, ms.
+    pub timeout_ms: u32,
+    /// Worker threads on the client; 0 = one per online CPU (at most one per user).
+    pub threads: u16,
+    pub cpus: Vec<usize>,
+    pub interval_seconds: f64,
+}
+
+impl HttpSpec {
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check("URLs", self.urls.len() as f64, 1.0, 1024.0)?;
+        check("users", f64::from(self.users), 1.0, 100_000.0)?;
+        check("think time (ms)", self.think_ms, 0.0, 3.6e6)?;
+        check("ramp seconds", self.ramp_seconds, 0.0, MAX_SECONDS)?;
+        check("duration seconds", self.duration_seconds, 0.01, MAX_SECONDS)?;
+        if let Some(r) = self.rate {
+            check("rate (requests/s)", r, 0.001, 10e6)?;
+        }
+        check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 3.6e6)?;
+        check("threads", f64::from(self.threads), 0.0, 1024.0)?;
+        check("interval seconds", self.interval_seconds, 0.0, MAX_SECONDS)?;
+        if self.interval_seconds > 0.0 {
+            check("interval seconds", self.interval_seconds, 0.01, MAX_SECONDS)?;
+        }
+        for cpu in &self.cpus {
+            check("CPU number", *cpu as f64, 0.0, 4095.0)?;
+        }
+        Ok(())
     }
 }
 

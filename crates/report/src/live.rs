@@ -58,23 +58,26 @@ pub fn interval_line(samples: &[IntervalSample], roles: &[Role], retrans_before:
     line
 }
 
-/// A request-response interval: transactions completed per second by the asking streams.
-pub fn transactions_line(samples: &[IntervalSample], roles: &[Role]) -> String {
+/// A request-response or HTTP interval: `what` completed per second by the asking streams.
+pub fn completed_line(samples: &[IntervalSample], roles: &[Role], what: &str) -> String {
     let Some(first) = samples.first() else {
         return String::new();
     };
     let secs = first.end_ns.saturating_sub(first.start_ns) as f64 / 1e9;
-    let done: u64 = samples
-        .iter()
-        .filter(|s| roles.get(usize::from(s.stream)) == Some(&Role::Send))
-        .map(|s| s.ops)
-        .sum();
-    let rate = if secs > 0.0 { done as f64 / secs } else { 0.0 };
+    let asking = || {
+        samples
+            .iter()
+            .filter(|s| roles.get(usize::from(s.stream)) == Some(&Role::Send))
+    };
+    let done: u64 = asking().map(|s| s.ops).sum();
+    let bytes: u64 = asking().map(|s| s.bytes).sum();
+    let per_s = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
     format!(
-        "[{:7.2}-{:7.2} s]  {:>12} transactions/s",
+        "[{:7.2}-{:7.2} s]  {:>12} {what}/s  {:>10} Mbit/s",
         first.start_ns as f64 / 1e9,
         first.end_ns as f64 / 1e9,
-        crate::text::grouped(rate, 1)
+        crate::text::grouped(per_s(done as f64), 1),
+        crate::text::grouped(per_s(bytes as f64 * 8.0) / 1e6, 1)
     )
 }
 

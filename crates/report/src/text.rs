@@ -160,6 +160,24 @@ fn headline(r: &TestResult) -> String {
                 agents.join(", ")
             )
         }
+        TestSpec::Http(spec) => {
+            let mode = match spec.rate {
+                Some(r) => format!("open loop at {r} requests/s, at most {} in flight", spec.users),
+                None => format!("{} users, think {} ms", spec.users, spec.think_ms),
+            };
+            format!(
+                "linerate {} http: {mode}, {}, ramp {} s then {} s, {}\n",
+                r.linerate,
+                if spec.keepalive {
+                    "keep-alive"
+                } else {
+                    "a new connection per request"
+                },
+                spec.ramp_seconds,
+                spec.duration_seconds,
+                spec.urls.join(" ")
+            )
+        }
         TestSpec::Udp(spec) => {
             let limit = match spec.limit {
                 Limit::Seconds(s) => format!("{s} s"),
@@ -373,7 +391,141 @@ fn udp_block(out: &mut String, r: &TestResult) {
 }
 
 /// The whole text summary.
+/// An HTTP run: the users' figures, the client's and the server's cost, the timeline.
+fn render_http(r: &TestResult) -> String {
+    let mut out = headline(r);
+    let Some(h) = &r.summary.http else { return out };
+    out.push('\n');
+    let row = |out: &mut String, label: &str, value: String| {
+        let _ = writeln!(out, "  {label:<38}{value}");
+    };
+    let _ = writeln!(
+        out,
+        "HTTP (steady state, {:.3} s; the ramp is left out)",
+        h.steady_seconds
+    );
+    row(
+        &mut out,
+        "Responses",
+        format!(
+            "{} ({} per second)",
+            grouped(h.responses as f64, 0),
+            grouped(h.responses_per_second, 1)
+        ),
+    );
+    row(
+        &mut out,
+        "Throughput in / out (Mbit/s)",
+        format!(
+            "{} / {}",
+            grouped(h.bits_per_second_in / 1e6, 3),
+            grouped(h.bits_per_second_out / 1e6, 3)
+        ),
+    );
+    let lat = |l: &Option<linerate_core::rr_summary::LatencyFigures>| match l {
+        Some(l) => format!(
+            "mean {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
+            l.mean, l.p50, l.p90, l.p99, l.max
+        ),
+        None => "n/a".into(),
+    };
+    row(&mut out, "Response time (us)", lat(&h.response_time_us));
+    row(&mut out, "Time to first byte (us)", lat(&h.ttfb_us));
+    if h.connect_us.is_some() {
+        row(&mut out, "Connect (us)", lat(&h.connect_us));
+    }
+    let c = &h.connections;
+    row(
+        &mut out,
+        "Connections attempted / ok / failed",
+        format!(
+            "{} / {} / {} ({} / {} / {} per second)",
+            c.attempted,
+            c.successful,
+            c.unsuccessful,
+            grouped(c.per_second.attempted, 1),
+            grouped(c.per_second.successful, 1),
+            grouped(c.per_second.unsuccessful, 1)
+        ),
+    );
+    let e = &h.errors.by_class;
+    row(
+        &mut out,
+        "Errors",
+        format!(
+            "{} (refused {}, reset {}, timeout {}, bad status {}, short body {}, bad response {}, other {})",
+            h.errors.total, e.refused, e.reset, e.timeout, e.bad_status, e.short_body, e.bad_response, e.other
+        ),
+    );
+    let status: Vec<String> = h.status.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    row(&mut out, "Responses by status", status.join(", "));
+    if let Some(rate) = &h.rate {
+        row(
+            &mut out,
+            "Rate (requests/s)",
+            format!(
+                "asked {}, achieved {}; {} started late for want of a connection",
+                grouped(rate.requested_per_second, 1),
+                grouped(rate.achieved_per_second, 1),
+                h.queued_late
+            ),
+        );
+    }
+    row(
+        &mut out,
+        "In flight at the end (not counted)",
+        h.in_flight_at_end.to_string(),
+    );
+    out.push('\n');
+    let mut cols: Vec<(String, &SideSummary)> = vec![("client (in)".into(), &r.summary.received)];
+    if let Some(s) = &r.summary.server {
+        cols.push((format!("server {}", s.counted_by.join(", ")), s));
+    }
+    side_block(&mut out, "COST", &cols, false, None);
+    let timeline: Vec<&linerate_core::http_summary::HttpIntervalRecord> = r
+        .intervals
+        .iter()
+        .filter_map(|i| match i {
+            linerate_core::result::IntervalRecord::Http(h) => Some(h),
+            _ => None,
+        })
+        .collect();
+    if timeline.len() > 1 {
+        let _ = writeln!(
+            out,
+            "\n{:>17} {:>6} {:>12} {:>14} {:>10} {:>8} {:>12}",
+            "interval s", "users", "responses/s", "Mbit/s in", "conn/s", "errors", "mean rt us"
+        );
+        for t in timeline {
+            let _ = writeln!(
+                out,
+                "{:>8.2}-{:>8.2} {:>6} {:>12} {:>14} {:>10} {:>8} {:>12}{}",
+                t.start_ns as f64 / 1e9,
+                t.end_ns as f64 / 1e9,
+                t.users,
+                grouped(t.responses_per_second, 1),
+                grouped(t.bits_per_second_in / 1e6, 3),
+                grouped(t.connections_per_second, 1),
+                t.errors,
+                t.response_time_mean_us.map_or("-".into(), |v| format!("{v:.1}")),
+                if t.ramp { "  ramp" } else { "" }
+            );
+        }
+    }
+    out.push_str("\nMbit/s = 10^6 bits per second of HTTP bytes (heads and bodies) read by the client; response time from each request's intended start to its last byte.\n");
+    for n in &r.notes {
+        let _ = writeln!(out, "Note: {n}");
+    }
+    if r.partial {
+        out.push_str("PARTIAL: the run was cut short; the figures cover what was measured until then.\n");
+    }
+    out
+}
+
 pub fn render(r: &TestResult) -> String {
+    if r.summary.http.is_some() {
+        return render_http(r);
+    }
     let mut out = headline(r);
     out.push('\n');
     let multi = r.summary.agents.len() > 1;

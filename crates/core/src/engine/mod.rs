@@ -2,6 +2,7 @@
 //! from pinned worker threads, and returns what it counted ([`crate::result::SideReport`]); interval
 //! samples go to a [`Sink`] while it runs. Engines print nothing and know nothing of the protocol.
 
+pub mod http;
 pub mod pacing;
 pub mod pin;
 pub mod rr;
@@ -73,4 +74,10 @@ pub enum EngineError {
     Spawn(#[source] std::io::Error),
     #[error("setting up io_uring for --depth")]
     Uring(#[source] std::io::Error),
+    #[error("{what}")]
+    Io {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
 }

@@ -1,0 +1,342 @@
+//! An HTTP load run's document: what the users counted over the steady state (the ramp left
+//! out), the client's samplers, and the server host's samplers when an agent ran there.
+
+use crate::engine::http::{HttpErrors, HttpRun};
+use crate::metrics::host::HostInfo;
+use crate::result::{
+    HostIntervalRecord, HostRecord, IntervalRecord, SCHEMA, SideReport, Summary, TestResult, host_side_summary,
+};
+use crate::rr_summary::{LatencyFigures, RateFigures, figures};
+use crate::spec::{HttpSpec, TestSpec};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Connections over the window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionCounts {
+    pub attempted: u64,
+    pub successful: u64,
+    pub unsuccessful: u64,
+    pub per_second: ConnectionRates,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionRates {
+    pub attempted: f64,
+    pub successful: f64,
+    pub unsuccessful: f64,
+}
+
+/// Failed requests by class, and their sum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorSummary {
+    #[serde(flatten)]
+    pub by_class: HttpErrors,
+    pub total: u64,
+}
+
+/// A user-count sweep's choice: the point of most "power" (responses per second divided by the
+/// mean response time, Kleinrock's knee): past it, adding users adds more waiting than work.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Optimum {
+    pub users: u32,
+    pub responses_per_second: f64,
+    pub bits_per_second_in: f64,
+    pub response_time_mean_us: f64,
+    /// How it was chosen.
+    pub rule: String,
+}
+
+/// What `summary` adds for an HTTP run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpSummary {
+    pub users: u32,
+    /// The steady-state window the figures cover, seconds.
+    pub steady_seconds: f64,
+    /// Complete responses (any status) in the window.
+    pub responses: u64,
+    pub responses_per_second: f64,
+    pub requests_started: u64,
+    /// Bytes read (response heads and bodies) and written (requests) x 8 / window.
+    pub bits_per_second_in: f64,
+    pub bits_per_second_out: f64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Body bytes of complete responses (each checked against its Content-Length).
+    pub body_bytes: u64,
+    /// From each request's intended start to its last byte, microseconds.
+    pub response_time_us: Option<LatencyFigures>,
+    /// From each request's intended start to the first byte of its response.
+    pub ttfb_us: Option<LatencyFigures>,
+    /// connect() to established, for new connections.
+    pub connect_us: Option<LatencyFigures>,
+    pub connections: ConnectionCounts,
+    pub errors: ErrorSummary,
+    /// Responses by status class ("2xx", "4xx", ...).
+    pub status: BTreeMap<String, u64>,
+    /// Requests unanswered when the time was up (neither responses nor errors).
+    pub in_flight_at_end: u64,
+    /// Open loop: requested and achieved requests per second.
+    pub rate: Option<RateFigures>,
+    /// Open loop: requests that started over a millisecond late for want of a free connection.
+    pub queued_late: u64,
+    /// Sweeps (`--users a,b,c`): the chosen user count.
+    pub optimum: Option<Optimum>,
+    /// `--baseline`: this client against linerate's own server on this host.
+    pub baseline: Option<Baseline>,
+}
+
+/// What the client drives against linerate's own server on its own host, same users and size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub responses_per_second: f64,
+    pub bits_per_second_in: f64,
+    /// This run's responses/s as a share of the baseline's.
+    pub share_percent: f64,
+}
+
+/// One interval of the HTTP timeline (ramp included).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpIntervalRecord {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Users started by the interval's end (closed loop).
+    pub users: u32,
+    /// Whether the interval lies in the ramp (left out of the summary).
+    pub ramp: bool,
+    pub responses: u64,
+    pub responses_per_second: f64,
+    pub bits_per_second_in: f64,
+    pub bits_per_second_out: f64,
+    pub connections_per_second: f64,
+    pub errors: u64,
+    pub response_time_mean_us: Option<f64>,
+    pub response_time_max_us: Option<f64>,
+}
+
+/// The server's host as its agent saw it over the window.
+pub struct ServerSide<'a> {
+    pub name: &'a str,
+    pub host: &'a HostInfo,
+    pub report: Option<&'a SideReport>,
+}
+
+/// The users' figures over the window.
+pub fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
+    let secs = run.window_seconds;
+    let per_s = |n: f64| if secs > 0.0 { n / secs } else { 0.0 };
+    let lat = |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| figures(h));
+    let mut status = BTreeMap::new();
+    for (i, n) in run.status.iter().enumerate() {
+        if *n > 0 {
+            let key = if i == 0 { "other".to_string() } else { format!("{i}xx") };
+            status.insert(key, *n);
+        }
+    }
+    HttpSummary {
+        users: spec.users,
+        steady_seconds: secs,
+        responses: run.responses,
+        responses_per_second: per_s(run.responses as f64),
+        requests_started: run.requests_started,
+        bits_per_second_in: per_s(run.bytes_in as f64 * 8.0),
+        bits_per_second_out: per_s(run.bytes_out as f64 * 8.0),
+        bytes_in: run.bytes_in,
+        bytes_out: run.bytes_out,
+        body_bytes: run.body_bytes,
+        response_time_us: lat(&run.response_time),
+        ttfb_us: lat(&run.ttfb),
+        connect_us: lat(&run.connect),
+        connections: ConnectionCounts {
+            attempted: run.connections_attempted,
+            successful: run.connections_successful,
+            unsuccessful: run.connections_unsuccessful,
+            per_second: ConnectionRates {
+                attempted: per_s(run.connections_attempted as f64),
+                successful: per_s(run.connections_successful as f64),
+                unsuccessful: per_s(run.connections_unsuccessful as f64),
+            },
+        },
+        errors: ErrorSummary {
+            by_class: run.errors,
+            total: run.errors.total(),
+        },
+        status,
+        in_flight_at_end: run.in_flight_at_end,
+        rate: spec.rate.map(|r| RateFigures {
+            requested_per_second: r,
+            achieved_per_second: per_s(run.requests_started as f64),
+        }),
+        queued_late: run.queued_late,
+        optimum: None,
+        baseline: None,
+    }
+}
+
+/// The timeline of the run in intervals, ramp included.
+pub fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpIntervalRecord> {
+    let ramp_ns = (spec.ramp_seconds * 1e9) as u64;
+    let iv = run.interval_ns.max(1);
+    let mut out = Vec::new();
+    for (i, b) in run.timeline.iter().enumerate() {
+        let start = i as u64 * iv;
+        if start >= end_ns {
+            break;
+        }
+        let stop = (start + iv).min(end_ns);
+        let secs = (stop - start) as f64 / 1e9;
+        if secs <= 0.0 {
+            continue;
+        }
+        let users = if spec.rate.is_some() || ramp_ns == 0 {
+            spec.users
+        } else {
+            // User k starts at ramp x k / users: those with k / users <= t / ramp.
+            ((stop as f64 / ramp_ns as f64 * f64::from(spec.users)).floor() as u32 + 1).min(spec.users)
+        };
+        out.push(HttpIntervalRecord {
+            start_ns: start,
+            end_ns: stop,
+            users,
+            ramp: start < ramp_ns,
+            responses: b.responses,
+            responses_per_second: b.responses as f64 / secs,
+            bits_per_second_in: b.bytes_in as f64 * 8.0 / secs,
+            bits_per_second_out: b.bytes_out as f64 * 8.0 / secs,
+            connections_per_second: b.connections as f64 / secs,
+            errors: b.errors,
+            response_time_mean_us: (b.responses > 0).then(|| b.response_time_sum_ns as f64 / b.responses as f64 / 1e3),
+            response_time_max_us: (b.responses > 0).then(|| b.response_time_max_ns as f64 / 1e3),
+        });
+    }
+    out
+}
+
+/// Kleinrock's knee over sweep points (users, responses/s, bits/s in, mean response time µs).
+pub fn optimum(points: &[(u32, f64, f64, f64)]) -> Option<Optimum> {
+    points
+        .iter()
+        .filter(|p| p.1 > 0.0 && p.3 > 0.0)
+        .max_by(|a, b| (a.1 / a.3).total_cmp(&(b.1 / b.3)))
+        .map(|p| Optimum {
+            users: p.0,
+            responses_per_second: p.1,
+            bits_per_second_in: p.2,
+            response_time_mean_us: p.3,
+            rule: "most responses per second per microsecond of mean response time (the knee)".into(),
+        })
+}
+
+/// The result document of an HTTP run.
+pub fn assemble(
+    spec: &HttpSpec,
+    client_host: HostInfo,
+    client: &SideReport,
+    run: &HttpRun,
+    server: Option<ServerSide<'_>>,
+    started_unix_ms: u64,
+    mut notes: Vec<String>,
+) -> TestResult {
+    let mut hosts = BTreeMap::new();
+    hosts.insert(
+        "client".to_string(),
+        HostRecord {
+            role: "client".into(),
+            info: client_host,
+            config: client.config.clone(),
+        },
+    );
+    let secs = run.window_seconds;
+    let sent = host_side_summary(
+        "client",
+        client,
+        run.bytes_out,
+        run.requests_started,
+        spec.users as usize,
+        secs,
+    );
+    let received = host_side_summary("client", client, run.bytes_in, run.responses, spec.users as usize, secs);
+    let planned_ns = ((spec.ramp_seconds + spec.duration_seconds) * 1e9) as u64;
+    let mut intervals: Vec<IntervalRecord> = timeline(spec, run, client.window_end_ns.min(planned_ns))
+        .into_iter()
+        .map(IntervalRecord::Http)
+        .collect();
+    intervals.extend(client.timeline.iter().map(|t| {
+        IntervalRecord::Host(HostIntervalRecord {
+            host: "client".into(),
+            sample: t.clone(),
+        })
+    }));
+    let mut partial = client.partial;
+    let mut server_summary = None;
+    if let Some(s) = server {
+        hosts.insert(
+            s.name.to_string(),
+            HostRecord {
+                role: "agent".into(),
+                info: s.host.clone(),
+                config: s.report.and_then(|r| r.config.clone()),
+            },
+        );
+        match s.report {
+            Some(r) => {
+                partial |= r.partial;
+                // The server sent what the client read, and read what it wrote.
+                server_summary = Some(host_side_summary(s.name, r, run.bytes_in, run.responses, 0, secs));
+                intervals.extend(r.timeline.iter().map(|t| {
+                    IntervalRecord::Host(HostIntervalRecord {
+                        host: s.name.to_string(),
+                        sample: t.clone(),
+                    })
+                }));
+                notes.extend(r.notes.iter().map(|n| format!("agent {}: {n}", s.name)));
+            }
+            None => notes.push(format!(
+                "agent {}: no report received; the server side is missing",
+                s.name
+            )),
+        }
+    }
+    TestResult {
+        linerate: crate::VERSION.to_string(),
+        schema: SCHEMA,
+        test: "http".into(),
+        started_unix_ms,
+        partial,
+        options: TestSpec::Http(spec.clone()),
+        hosts,
+        intervals,
+        summary: Summary {
+            sent,
+            received,
+            directions: None,
+            agents: Vec::new(),
+            streams: Vec::new(),
+            udp: None,
+            rr: None,
+            http: Some(summarise(spec, run)),
+            server: server_summary,
+        },
+        notes,
+        lab: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_knee_is_the_most_power() {
+        // Throughput flattens at 240 users while the response time keeps growing.
+        let pts = [
+            (16, 1000.0, 0.0, 16_000.0),
+            (64, 3900.0, 0.0, 16_400.0),
+            (240, 9000.0, 0.0, 26_000.0),
+            (480, 9100.0, 0.0, 52_000.0),
+        ];
+        let o = optimum(&pts).expect("an optimum");
+        assert_eq!(o.users, 240);
+        assert_eq!(optimum(&[(8, 0.0, 0.0, 0.0)]), None);
+    }
+}

@@ -1,0 +1,188 @@
+//! `linerate http URL...`: simulated users (closed loop) or a request rate (open loop) against
+//! any HTTP/1.1 server, Avalanche's method.
+
+use super::SecretArgs;
+use anyhow::{Context, bail};
+use linerate_core::client::Target;
+use linerate_core::engine::http::HttpUrl;
+use linerate_core::spec::HttpSpec;
+use linerate_core::units::CpuList;
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  linerate http http://10.0.0.2/bytes/524288 --users 240 --ramp 10s --duration 4m\n  linerate http http://10.0.0.2/index.html --users 16,32,64,128,240,480 --keepalive\n  linerate http http://10.0.0.2/bytes/1024 --rate 5000 --keepalive"
+)]
+pub struct HttpArgs {
+    /// URLs to fetch (http://HOST[:PORT]/PATH); each user takes them in turn
+    #[arg(value_name = "URL", required = true)]
+    pub urls: Vec<String>,
+
+    /// Simulated users, or a list to sweep (16,32,64): each waits for its whole response
+    /// before its next request. Open loop (--rate): the most requests in flight
+    #[arg(short = 'u', long, value_name = "N[,N...]", default_value = "64")]
+    pub users: String,
+
+    /// Sweep the user count by doubling from 8 until the throughput stops growing, and report
+    /// the optimum
+    #[arg(long, conflicts_with = "rate")]
+    pub find_optimum: bool,
+
+    /// A user's pause between a response and its next request (500ms, 1s)
+    #[arg(long, value_name = "DURATION", default_value = "0")]
+    pub think: String,
+
+    /// Keep connections open between requests (default: a new connection per request)
+    #[arg(short = 'k', long)]
+    pub keepalive: bool,
+
+    /// Users start evenly over this time; the figures leave it out (10s)
+    #[arg(long, value_name = "DURATION", default_value = "0")]
+    pub ramp: String,
+
+    /// Full load after the ramp: the measurement window (30s, 4m)
+    #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s")]
+    pub duration: String,
+
+    /// Open loop: requests per second in all, each timed from its scheduled start
+    #[arg(long, value_name = "PER_SECOND")]
+    pub rate: Option<f64>,
+
+    /// A request not answered in full within this time is a timeout
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub timeout: String,
+
+    /// Client worker threads (default: one per CPU)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub threads: u16,
+
+    /// Pin the client's workers to these CPUs
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<CpuList>,
+
+    /// Seconds between timeline entries; 0 for none
+    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value_t = 1.0)]
+    pub interval: f64,
+
+    /// A linerate agent on the server's host, to sample it (default: try the first URL's host)
+    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "no_agent")]
+    pub agent: Option<String>,
+
+    /// Do not look for an agent on the server's host
+    #[arg(long)]
+    pub no_agent: bool,
+
+    /// First measure this client against linerate's own server on this host, and warn when the
+    /// result comes within 10 % of it (the load generator may be the bottleneck)
+    #[arg(long)]
+    pub baseline: bool,
+
+    /// Print one JSON document (docs/results.md) instead of text
+    #[arg(long)]
+    pub json: bool,
+
+    /// Seconds to wait for the agent to answer a connection
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub connect_timeout: f64,
+
+    #[command(flatten)]
+    pub secret: SecretArgs,
+}
+
+/// `500ms`, `10s`, `4m`, `1h`, or bare seconds.
+pub fn parse_duration(text: &str, flag: &str) -> anyhow::Result<f64> {
+    let t = text.trim();
+    let (num, scale) = if let Some(v) = t.strip_suffix("ms") {
+        (v, 1e-3)
+    } else if let Some(v) = t.strip_suffix("us") {
+        (v, 1e-6)
+    } else if let Some(v) = t.strip_suffix('s') {
+        (v, 1.0)
+    } else if let Some(v) = t.strip_suffix('m') {
+        (v, 60.0)
+    } else if let Some(v) = t.strip_suffix('h') {
+        (v, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+        .with_context(|| format!("{flag} '{text}' is not a duration (500ms, 10s, 4m)"))?;
+    Ok(v * scale)
+}
+
+impl HttpArgs {
+    /// The user counts asked for: one, a list, or None for --find-optimum.
+    pub fn user_counts(&self) -> anyhow::Result<Vec<u32>> {
+        let counts: Vec<u32> = self
+            .users
+            .split(',')
+            .map(|v| {
+                v.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=100_000).contains(n))
+                    .with_context(|| format!("--users '{v}' is not a count from 1 to 100000"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        if counts.len() > 1 && self.rate.is_some() {
+            bail!("--users takes one count with --rate (the most requests in flight)");
+        }
+        Ok(counts)
+    }
+
+    pub fn parsed_urls(&self) -> anyhow::Result<Vec<HttpUrl>> {
+        self.urls
+            .iter()
+            .map(|u| HttpUrl::parse(u).map_err(anyhow::Error::msg))
+            .collect()
+    }
+
+    pub fn spec_for(&self, users: u32) -> anyhow::Result<HttpSpec> {
+        let spec = HttpSpec {
+            urls: self.urls.clone(),
+            users,
+            think_ms: parse_duration(&self.think, "--think")? * 1e3,
+            keepalive: self.keepalive,
+            ramp_seconds: parse_duration(&self.ramp, "--ramp")?,
+            duration_seconds: parse_duration(&self.duration, "--duration")?,
+            rate: self.rate,
+            timeout_ms: (parse_duration(&self.timeout, "--timeout")? * 1e3).round() as u32,
+            threads: self.threads,
+            cpus: self.cpus.clone().map(|c| c.0).unwrap_or_default(),
+            interval_seconds: self.interval,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// The agent to ask for the server side: --agent, else the first URL's host (not required).
+    pub fn agent(&self, urls: &[HttpUrl]) -> anyhow::Result<Option<linerate_core::client::HttpAgent>> {
+        if self.no_agent {
+            return Ok(None);
+        }
+        let port = linerate_core::proto::DEFAULT_PORT;
+        match &self.agent {
+            Some(a) => Ok(Some(linerate_core::client::HttpAgent {
+                target: Target::resolve(a, port).with_context(|| format!("agent address '{a}'"))?,
+                required: true,
+            })),
+            None => {
+                let host = &urls[0].host;
+                let text = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host.clone()
+                };
+                Ok(Target::resolve(&text, port)
+                    .ok()
+                    .map(|target| linerate_core::client::HttpAgent {
+                        target,
+                        required: false,
+                    }))
+            }
+        }
+    }
+}

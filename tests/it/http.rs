@@ -1,0 +1,423 @@
+//! `linerate http`: simulated users against linerate's own server, a real nginx (its access log
+//! is the referee), a misbehaving server, a ramp, and a lab link limited to 100 Mbit/s.
+
+use crate::util::*;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn http_json(args: &[&str]) -> Value {
+    let mut full = vec!["http", "--json"];
+    full.extend_from_slice(args);
+    let out = linerate(&full, LIMIT);
+    let v = json_of(&out);
+    check_document(&v);
+    assert_eq!(v["test"], "http");
+    v
+}
+
+fn http_agent() -> Agent {
+    Agent::start(&["--http-port", "0"])
+}
+
+#[test]
+fn users_against_linerates_server_are_counted_with_the_server_side() {
+    let agent = http_agent();
+    let url = format!(
+        "http://{}/bytes/10000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    for keepalive in [false, true] {
+        let mut args = vec![url.as_str(), "--users", "8", "-d", "1s", "--agent", &agent.addr];
+        if keepalive {
+            args.push("--keepalive");
+        }
+        let v = http_json(&args);
+        let s = &v["summary"];
+        let responses = u(&v, "/summary/responses");
+        assert!(responses > 100, "{responses} responses");
+        assert_eq!(u(&v, "/summary/body_bytes"), responses * 10_000);
+        assert_eq!(s["status"]["2xx"].as_u64(), Some(responses));
+        assert_eq!(u(&v, "/summary/errors/total"), 0);
+        let conns = u(&v, "/summary/connections/attempted");
+        if keepalive {
+            assert!(conns <= 8, "{conns} connections for 8 keep-alive users");
+        } else {
+            // A connection per request: as many as responses, give or take those in flight.
+            assert!(conns >= responses && conns <= responses + 8, "{conns} for {responses}");
+        }
+        assert_eq!(u(&v, "/summary/connections/unsuccessful"), 0);
+        for k in ["p50", "p90", "p99", "max", "mean"] {
+            assert!(s["response_time_us"][k].as_f64().is_some_and(|x| x > 0.0), "{k}");
+        }
+        assert!(f(&v, "/summary/ttfb_us/p50") <= f(&v, "/summary/response_time_us/p50"));
+        let bits = f(&v, "/summary/bits_per_second_in");
+        assert!((bits - f(&v, "/summary/received/bits_per_second")).abs() < 1e-6 * bits);
+        // The agent on the server's host sampled it over the same window.
+        assert!(s["server"]["cpu"]["host_percent"].is_number(), "{}", s["server"]);
+        assert!(s["server"]["interfaces"].as_array().is_some_and(|a| !a.is_empty()));
+    }
+}
+
+/// nginx on 127.0.0.1:PORT serving a 512 KiB file, logging each request's status and bytes.
+struct Nginx {
+    child: Child,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Nginx {
+    fn start() -> Nginx {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("www");
+        std::fs::create_dir(&root).expect("www");
+        let body: Vec<u8> = (0..512 * 1024).map(|i| (i % 251) as u8).collect();
+        std::fs::write(root.join("512k.bin"), &body).expect("file");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let d = dir.path().display();
+        let conf = format!(
+            "user root;\nworker_processes 2;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\ndaemon off;\n\
+             events {{ worker_connections 4096; }}\n\
+             http {{\n  log_format counts '$status $bytes_sent $body_bytes_sent';\n  access_log {d}/access.log counts;\n\
+               sendfile on;\n  keepalive_requests 1000000;\n  client_body_temp_path {d};\n  proxy_temp_path {d};\n  fastcgi_temp_path {d};\n  uwsgi_temp_path {d};\n  scgi_temp_path {d};\n\
+               server {{ listen 127.0.0.1:{port}; root {}; }}\n}}\n",
+            root.display()
+        );
+        let conf_path = dir.path().join("nginx.conf");
+        std::fs::write(&conf_path, conf).expect("conf");
+        let child = Command::new("nginx")
+            .args(["-p", &d.to_string(), "-c"])
+            .arg(&conf_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx (Debian: apt-get install nginx-light)");
+        let n = Nginx { child, dir, port };
+        let until = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < until,
+                "nginx did not start: {:?}",
+                std::fs::read_to_string(n.dir.path().join("error.log"))
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        n
+    }
+
+    /// (requests logged with status 200, their bytes sent in all, their body bytes).
+    fn log(&self) -> (u64, u64, u64) {
+        let text = std::fs::read_to_string(self.dir.path().join("access.log")).unwrap_or_default();
+        let mut out = (0, 0, 0);
+        for line in text.lines() {
+            let f: Vec<u64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            if let [200, sent, body] = f[..] {
+                out.0 += 1;
+                out.1 += sent;
+                out.2 += body;
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // The workers outlive a killed master: ask them by the pid file's group.
+        let _ = Command::new("pkill")
+            .args(["-f", &self.dir.path().display().to_string()])
+            .status();
+    }
+}
+
+#[test]
+fn counts_match_nginxs_access_log() {
+    let nginx = Nginx::start();
+    let url = format!("http://127.0.0.1:{}/512k.bin", nginx.port);
+    let v = http_json(&[&url, "--users", "16", "-d", "2s", "--no-agent"]);
+    // nginx logs a request when it is done with it, including those the client left in flight.
+    std::thread::sleep(Duration::from_millis(500));
+    let (logged, bytes_sent, body_sent) = nginx.log();
+    let responses = u(&v, "/summary/responses");
+    let in_flight = u(&v, "/summary/in_flight_at_end");
+    assert!(responses > 50, "{responses} responses");
+    assert!(
+        logged >= responses && logged <= responses + in_flight,
+        "nginx logged {logged}, linerate counted {responses} (+{in_flight} in flight)"
+    );
+    assert_eq!(u(&v, "/summary/body_bytes"), responses * 512 * 1024);
+    let bytes_in = u(&v, "/summary/bytes_in");
+    let slack = (in_flight + 1) * (512 * 1024 + 512);
+    assert!(
+        bytes_sent >= bytes_in && bytes_sent <= bytes_in + slack,
+        "nginx sent {bytes_sent} bytes, linerate read {bytes_in} (slack {slack})"
+    );
+    assert!(body_sent >= responses * 512 * 1024);
+    assert_eq!(u(&v, "/summary/errors/total"), 0);
+    assert!(v["summary"].get("server").is_none(), "no agent was asked for");
+}
+
+/// A server that misbehaves by turns: reset, stall, 500, short body, then a good answer.
+fn bad_server(stop: Arc<AtomicBool>) -> (u16, std::thread::JoinHandle<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.set_nonblocking(true).expect("nonblocking");
+    let port = l.local_addr().expect("addr").port();
+    let h = std::thread::spawn(move || {
+        let n = AtomicU64::new(0);
+        let mut stalled = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let Ok((mut s, _)) = l.accept() else {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            let _ = s.set_nonblocking(false);
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 4096];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => got.extend_from_slice(&buf[..k]),
+                }
+            }
+            match n.fetch_add(1, Ordering::Relaxed) % 5 {
+                0 => {
+                    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+                }
+                1 => stalled.push(s),
+                2 => {
+                    let _ = s.write_all(b"HTTP/1.1 500 Oops\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno");
+                }
+                3 => {
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nhalf");
+                }
+                _ => {
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+                }
+            }
+        }
+    });
+    (port, h)
+}
+
+#[test]
+fn a_misbehaving_server_gives_errors_by_class_and_the_run_ends_on_time() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (port, server) = bad_server(Arc::clone(&stop));
+    // Nothing listens on the second URL's port: refused.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let good = format!("http://127.0.0.1:{port}/x");
+    let refused = format!("http://127.0.0.1:{closed}/x");
+    let t = Instant::now();
+    let v = http_json(&[
+        &good,
+        &refused,
+        "--users",
+        "4",
+        "-d",
+        "3s",
+        "--timeout",
+        "500ms",
+        "--no-agent",
+    ]);
+    let took = t.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let _ = server.join();
+    assert!(took < Duration::from_secs(8), "took {took:?} for a 3 s run");
+    let e = &v["summary"]["errors"];
+    for class in ["refused", "reset", "timeout", "bad_status", "short_body"] {
+        assert!(e[class].as_u64().is_some_and(|n| n > 0), "no {class} in {e}");
+    }
+    assert!(u(&v, "/summary/status/2xx") > 0, "the good answers were counted");
+    assert_eq!(u(&v, "/summary/status/5xx"), e["bad_status"].as_u64().expect("n"));
+    assert!(u(&v, "/summary/connections/unsuccessful") >= e["refused"].as_u64().expect("n"));
+    assert_eq!(v["partial"], false);
+}
+
+#[test]
+fn the_ramp_is_in_the_timeline_only() {
+    let agent = http_agent();
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    let v = http_json(&[
+        &url,
+        "--users",
+        "8",
+        "--ramp",
+        "2s",
+        "-d",
+        "2s",
+        "--think",
+        "20ms",
+        "--keepalive",
+        "--no-agent",
+    ]);
+    assert!((f(&v, "/summary/steady_seconds") - 2.0).abs() < 0.1);
+    let timeline: Vec<&Value> = v["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .filter(|i| i["kind"] == "http")
+        .collect();
+    assert_eq!(timeline.len(), 4, "{timeline:?}");
+    let ramp: Vec<&&Value> = timeline.iter().filter(|i| i["ramp"] == true).collect();
+    assert_eq!(ramp.len(), 2);
+    // Users come in over the ramp: fewer in its first second than at full load.
+    assert!(u(ramp[0], "/users") < 8 && u(timeline[3], "/users") == 8);
+    let in_ramp: u64 = ramp.iter().map(|i| u(i, "/responses")).sum();
+    let steady: u64 = timeline
+        .iter()
+        .filter(|i| i["ramp"] == false)
+        .map(|i| u(i, "/responses"))
+        .sum();
+    assert!(in_ramp > 0);
+    let counted = u(&v, "/summary/responses");
+    assert!(
+        counted <= steady + 8 && counted + 8 >= steady,
+        "summary {counted}, steady intervals {steady}"
+    );
+    // With a 20 ms think time each user makes at most 50 requests a second.
+    assert!(f(&v, "/summary/responses_per_second") <= 8.0 * 50.0 + 1.0);
+}
+
+#[test]
+fn bad_http_options_are_one_line_errors() {
+    for args in [
+        vec!["http", "https://127.0.0.1/"],
+        vec!["http", "http://127.0.0.1:1/", "--users", "0"],
+        vec!["http", "http://127.0.0.1:1/", "--users", "8,x"],
+        vec!["http", "http://127.0.0.1:1/", "--ramp", "soon"],
+        vec!["http", "http://127.0.0.1:1/", "--rate", "10", "--users", "1,2"],
+        vec!["http", "http://127.0.0.1:1/", "--agent", "127.0.0.1:1", "-d", "1s"],
+    ] {
+        let out = linerate(&args, Duration::from_secs(20));
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert_eq!(stderr(&out).lines().count(), 1, "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_user_sweep_reports_an_optimum() {
+    let agent = http_agent();
+    let url = format!(
+        "http://{}/bytes/2000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    let out = linerate(
+        &[
+            "http",
+            "--json",
+            &url,
+            "--users",
+            "1,4,16",
+            "-d",
+            "0.5s",
+            "--think",
+            "10ms",
+            "--no-agent",
+        ],
+        LIMIT,
+    );
+    let v = json_of(&out);
+    assert_eq!(v["test"], "http sweep");
+    assert_eq!(v["users"], serde_json::json!([1, 4, 16]));
+    let o = &v["summary"]["optimum"];
+    assert!([1, 4, 16].contains(&o["users"].as_u64().expect("users")), "{o}");
+    // Think time bounds each user: more users, more responses.
+    let rps: Vec<f64> = v["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .map(|p| p["summary"]["responses_per_second"].as_f64().expect("rps"))
+        .collect();
+    assert!(rps[0] < rps[1] && rps[1] < rps[2], "{rps:?}");
+}
+
+#[test]
+fn open_loop_keeps_its_rate() {
+    let agent = http_agent();
+    let url = format!("http://{}/bytes/100", agent.http_addr.as_deref().expect("http address"));
+    let v = http_json(&[
+        &url,
+        "--rate",
+        "500",
+        "--users",
+        "32",
+        "-d",
+        "2s",
+        "--keepalive",
+        "--no-agent",
+    ]);
+    let r = &v["summary"]["rate"];
+    let achieved = r["achieved_per_second"].as_f64().expect("achieved");
+    assert!((450.0..=550.0).contains(&achieved), "{r}");
+    assert!((900..=1100).contains(&u(&v, "/summary/responses")));
+}
+
+#[test]
+fn a_100mbit_lab_link_carries_90_to_100_mbit_of_http() {
+    let lab = Lab::up(2, &["rate=100mbit"]);
+    let ns = lab.namespace("h2");
+    let server = Agent::start_with(
+        &["ip", "netns", "exec", &ns],
+        &[
+            "--bind",
+            "0.0.0.0",
+            "--port",
+            "5311",
+            "--no-auth",
+            "--http-port",
+            "8080",
+        ],
+        &[],
+        &[],
+    );
+    let h2 = lab.status["hosts"][1]["address"]
+        .as_str()
+        .expect("h2 address")
+        .to_string();
+    let url = format!("http://{h2}:8080/bytes/524288");
+    let agent = format!("{h2}:5311");
+    let cmd = [
+        "linerate",
+        "http",
+        "--json",
+        &url,
+        "--users",
+        "16",
+        "--ramp",
+        "1s",
+        "-d",
+        "3s",
+        "--keepalive",
+        "--agent",
+        &agent,
+    ];
+    let v = json_of(&lab.exec("h1", &cmd, LIMIT));
+    check_document(&v);
+    let mbit = f(&v, "/summary/bits_per_second_in") / 1e6;
+    assert!((90.0..=100.0).contains(&mbit), "{mbit} Mbit/s over a 100 Mbit/s link");
+    assert!(
+        v["summary"]["server"]["interfaces"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+    );
+    drop(server);
+}
