@@ -703,7 +703,7 @@ fn http_date(secs: u64) -> [u8; DATE_BYTES] {
     ];
     let days = secs / 86_400;
     let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's days_from_civil, inverted).
+    // Civil date from days since 1970-01-01: Howard Hinnant's civil_from_days algorithm.
     let z = days as i64 + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
