@@ -152,6 +152,11 @@ fn counts_match_nginxs_access_log() {
     let responses = u(&v, "/summary/responses");
     let in_flight = u(&v, "/summary/in_flight_at_end");
     assert!(responses > 50, "{responses} responses");
+    // Every request begun is a response, an error or still in flight at the end.
+    assert_eq!(
+        u(&v, "/summary/requests_started"),
+        responses + u(&v, "/summary/errors/total") + in_flight
+    );
     assert!(
         logged >= responses && logged <= responses + in_flight,
         "nginx logged {logged}, linerate counted {responses} (+{in_flight} in flight)"

@@ -7,11 +7,11 @@
 
 pub mod client;
 pub mod engine;
+pub mod http_summary;
 pub mod httpd;
 pub mod metrics;
 pub mod proto;
 pub mod result;
-pub mod http_summary;
 pub mod rr_summary;
 pub mod spec;
 pub mod udp_summary;

@@ -236,6 +236,8 @@ struct User {
     close_after: bool,
     /// The connection carried a response before (keep-alive).
     reused: bool,
+    /// When the request in flight times out; u64::MAX when none is.
+    deadline_ns: u64,
 }
 
 /// How a request ended.
@@ -263,6 +265,9 @@ struct Worker<'a> {
     out: HttpRun,
     total_in: u64,
     total_responses: u64,
+    /// The clock when the worker last woke: for counting bytes into intervals. Response
+    /// times, first bytes and connects read the clock themselves.
+    tick: u64,
 }
 
 impl Worker<'_> {
@@ -292,7 +297,7 @@ impl Worker<'_> {
 
     /// Starts user `u`'s next request, meant to start at `intended`.
     fn begin(&mut self, u: usize, intended: u64) {
-        let now = self.now();
+        let now = self.tick;
         let target = self.next_target;
         self.next_target = (self.next_target + 1) % self.targets.len();
         {
@@ -311,7 +316,9 @@ impl Worker<'_> {
         if self.in_window(now) {
             self.out.requests_started += 1;
         }
-        self.set_timer(u, intended.max(now) + self.timeout_ns);
+        // Timeouts are found by a scan every few ms, not by timers: a timer per request would
+        // leave the heap full of stale entries.
+        self.users[u].deadline_ns = intended.max(now) + self.timeout_ns;
         if self.users[u].conn.is_some() {
             self.users[u].state = State::Writing;
             self.write(u);
@@ -348,7 +355,7 @@ impl Worker<'_> {
     }
 
     fn fail_connect(&mut self, u: usize, class: fn(&mut HttpErrors) -> &mut u64) {
-        if self.in_window(self.now()) {
+        if self.in_window(self.tick) {
             self.out.connections_unsuccessful += 1;
         }
         self.finish(u, End::Failed(class));
@@ -402,7 +409,7 @@ impl Worker<'_> {
                 }
                 Ok(n) => {
                     user.written += n;
-                    let now = self.now();
+                    let now = self.tick;
                     if self.in_window(now) {
                         self.out.bytes_out += n as u64;
                     }
@@ -439,7 +446,7 @@ impl Worker<'_> {
                     return;
                 }
                 Ok(n) => {
-                    let now = self.now();
+                    let now = self.tick;
                     self.total_in += n as u64;
                     if self.in_window(now) {
                         self.out.bytes_in += n as u64;
@@ -450,6 +457,7 @@ impl Worker<'_> {
                     let user = &mut self.users[u];
                     if !user.got_first_byte {
                         user.got_first_byte = true;
+                        let now = self.start.elapsed().as_nanos() as u64;
                         if now >= self.window_ns && now <= self.end_ns {
                             let _ = self
                                 .out
@@ -458,15 +466,29 @@ impl Worker<'_> {
                         }
                     }
                     if user.head_len.is_none() {
+                        // The usual case: the whole head in the first read, parsed where it lies.
+                        let whole = user.head.is_empty();
                         let room = MAX_HEAD - user.head.len();
-                        user.head.extend_from_slice(&self.scratch[..n.min(room)]);
-                        match parse_head(&user.head) {
+                        let parsed = if whole {
+                            parse_head(&self.scratch[..n])
+                        } else {
+                            user.head.extend_from_slice(&self.scratch[..n.min(room)]);
+                            parse_head(&user.head)
+                        };
+                        if whole && matches!(parsed, Ok(None)) {
+                            user.head.extend_from_slice(&self.scratch[..n.min(room)]);
+                        }
+                        match parsed {
                             Ok(Some(h)) => {
                                 user.head_len = Some(h.len);
                                 user.status = h.status;
                                 user.content_length = h.content_length;
                                 user.close_after |= h.close;
-                                user.body = (user.head.len() - h.len) as u64 + (n - n.min(room)) as u64;
+                                user.body = if whole {
+                                    (n - h.len) as u64
+                                } else {
+                                    (user.head.len() - h.len) as u64 + (n - n.min(room)) as u64
+                                };
                                 if h.chunked {
                                     self.finish(u, End::Failed(|e| &mut e.bad_response));
                                     return;
@@ -515,7 +537,13 @@ impl Worker<'_> {
     fn finish(&mut self, u: usize, end: End) {
         let now = self.now();
         self.cancel_timer(u);
+        self.users[u].deadline_ns = u64::MAX;
         let in_window = self.in_window(now);
+        if now > self.end_ns {
+            // Done (or failed) after the time was up, in the last batch of events: it was in
+            // flight at the end.
+            self.out.in_flight_at_end += 1;
+        }
         let mut failed = false;
         match end {
             End::Done => {
@@ -582,9 +610,17 @@ impl Worker<'_> {
     }
 
     fn timer(&mut self, u: usize, due: u64) {
-        match self.users[u].state {
-            State::Waiting => self.begin(u, due),
-            _ => self.finish(u, End::Failed(|e| &mut e.timeout)),
+        if self.users[u].state == State::Waiting {
+            self.begin(u, due);
+        }
+    }
+
+    /// Ends every request past its deadline as a timeout.
+    fn expire(&mut self, now: u64) {
+        for u in 0..self.users.len() {
+            if self.users[u].deadline_ns <= now {
+                self.finish(u, End::Failed(|e| &mut e.timeout));
+            }
         }
     }
 
@@ -859,6 +895,7 @@ fn work(
                 status: 0,
                 close_after: false,
                 reused: false,
+                deadline_ns: u64::MAX,
             })
             .collect(),
         timers: BinaryHeap::with_capacity(mine.len() * 4 + 16),
@@ -875,6 +912,7 @@ fn work(
         out: empty_run(buckets, interval_ns),
         total_in: 0,
         total_responses: 0,
+        tick: 0,
     };
     let mut events = Events::with_capacity(1024);
     gate.arrive_and_wait(&shared.sampler);
@@ -896,8 +934,11 @@ fn work(
         }
     };
     let counter = &shared.counters[w];
+    let scan_every = (wk.timeout_ns / 10).clamp(1_000_000, 10_000_000);
+    let mut next_scan = scan_every;
     let end = loop {
         let now = wk.now();
+        wk.tick = now;
         if shared.control.aborted() || shared.control.sending_stopped() {
             break StreamEnd::Stopped;
         }
@@ -921,7 +962,11 @@ fn work(
             }
         }
         let now = wk.now();
-        let mut wake = end_ns.min(next_due);
+        if now >= next_scan {
+            wk.expire(now);
+            next_scan = now + scan_every;
+        }
+        let mut wake = end_ns.min(next_due).min(next_scan);
         if let Some(Reverse((due, _, _))) = wk.timers.peek() {
             wake = wake.min(*due);
         }
@@ -932,6 +977,7 @@ fn work(
             shared.finish(w, StreamEnd::Error);
             return Err(e);
         }
+        wk.tick = wk.now();
         for ev in events.iter() {
             let Token(u) = ev.token();
             wk.event(
@@ -943,7 +989,7 @@ fn work(
         counter.bytes.store(wk.total_in, Relaxed);
         counter.ops.store(wk.total_responses, Relaxed);
     };
-    wk.out.in_flight_at_end = wk.users.iter().filter(|u| u.state != State::Waiting).count() as u64;
+    wk.out.in_flight_at_end += wk.users.iter().filter(|u| u.state != State::Waiting).count() as u64;
     counter.bytes.store(wk.total_in, Relaxed);
     counter.ops.store(wk.total_responses, Relaxed);
     shared.finish(w, end);

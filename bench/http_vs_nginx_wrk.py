@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""linerate http beside wrk, and linerate's HTTP server beside nginx, on loopback.
+
+Client (same nginx, keep-alive, interleaved rounds):
+  1 KiB objects, 64 users: responses/s, linerate http --users 64 --keepalive vs wrk -c 64;
+  512 KiB objects, 240 users: Gbit/s of responses read, linerate vs wrk -c 240.
+Server (the same client, wrk -c 240, for both servers):
+  512 KiB objects: Gbit/s served and the server processes' CPU per Gbit/s (utime + stime from
+  /proc/PID/stat of every server process, over the run), linerate serve --http-port vs nginx.
+
+Run as root on a quiet machine:
+
+    python3 bench/http_vs_nginx_wrk.py [--seconds 5] [--rounds 3]
+
+Re-runs itself in a session of its own (setsid) with a raised autogroup priority. Installs nginx
+and wrk (Debian) when missing; writes nginx's config in a temporary directory. Sends traffic to
+127.0.0.1 only.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LINERATE = os.path.join(ROOT, "target", "release", "linerate")
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def own_session():
+    if os.environ.get("LINERATE_BENCH_SESSION") != "1":
+        env = dict(os.environ, LINERATE_BENCH_SESSION="1")
+        os.execvpe("setsid", ["setsid", "--wait", sys.executable] + sys.argv, env)
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("-10")
+    except OSError as e:
+        print(f"note: could not raise autogroup priority: {e}", file=sys.stderr)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port):
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+def cpu_seconds(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total / HZ
+
+
+def tree(pid):
+    """pid and its children (nginx workers)."""
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    return [pid] + [int(p) for p in out]
+
+
+class Nginx:
+    def __init__(self, root):
+        self.dir = tempfile.mkdtemp(prefix="lrbench-nginx-")
+        self.port = free_port()
+        d = self.dir
+        conf = f"""user root; worker_processes 2; pid {d}/nginx.pid; error_log {d}/error.log; daemon off;
+events {{ worker_connections 8192; }}
+http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000000;
+  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};
+  server {{ listen 127.0.0.1:{self.port} reuseport; root {root}; }} }}
+"""
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write(conf)
+        self.proc = subprocess.Popen(["nginx", "-p", d, "-c", os.path.join(d, "nginx.conf")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+        time.sleep(0.3)
+        self.pids = tree(self.proc.pid)
+
+    def url(self, name):
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    def stop(self):
+        subprocess.run(["kill", "-QUIT", str(self.proc.pid)])
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class LinerateServer:
+    def __init__(self, root):
+        self.port = free_port()
+        self.proc = subprocess.Popen([LINERATE, "serve", "--bind", "127.0.0.1", "--port", str(free_port()),
+                                      "--http-port", str(self.port), "--file", os.path.join(root, "512k.bin"),
+                                      "--file", os.path.join(root, "1k.bin")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+        self.pids = [self.proc.pid]
+
+    def url(self, name):
+        return f"http://127.0.0.1:{self.port}/files/{name}"
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def wrk(url, conns, seconds):
+    out = subprocess.run(["wrk", "-t", "2", "-c", str(conns), "-d", f"{seconds}s", url],
+                         capture_output=True, text=True, timeout=seconds + 60).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)", out)
+    return rps, (errors.group(0) if errors else "")
+
+
+def linerate_http(url, users, seconds):
+    out = subprocess.run([LINERATE, "http", url, "--users", str(users), "--keepalive", "-d", f"{seconds}s",
+                          "-i", "0", "--no-agent", "--json"], capture_output=True, text=True, timeout=seconds + 60)
+    if out.returncode != 0:
+        raise SystemExit(f"linerate http failed: {out.stderr.strip()}")
+    s = json.loads(out.stdout)["summary"]
+    return s["responses_per_second"], s["bits_per_second_in"], s["errors"]["total"]
+
+
+def response_bytes(url):
+    """Head plus body of one response, as the wire carries it."""
+    host, rest = url[len("http://"):].split("/", 1)
+    h, p = host.split(":")
+    s = socket.create_connection((h, int(p)))
+    s.sendall(f"GET /{rest} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+    n = 0
+    while True:
+        b = s.recv(1 << 20)
+        if not b:
+            return n
+        n += len(b)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    own_session()
+    if shutil.which("nginx") is None or shutil.which("wrk") is None:
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "nginx-light", "wrk"], check=True)
+        subprocess.run(["pkill", "-x", "nginx"])
+    subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
+    root = tempfile.mkdtemp(prefix="lrbench-www-")
+    os.chmod(root, 0o755)
+    with open(os.path.join(root, "1k.bin"), "wb") as f:
+        f.write(os.urandom(1024))
+    with open(os.path.join(root, "512k.bin"), "wb") as f:
+        f.write(os.urandom(512 * 1024))
+    nginx_version = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
+    wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.splitlines()[0]
+    print(f"# {nginx_version}; {wrk_version}; {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
+    res = {}
+    nginx = Nginx(root)
+    try:
+        size_1k = response_bytes(nginx.url("1k.bin"))
+        size_512k = response_bytes(nginx.url("512k.bin"))
+        print("# client: against nginx, keep-alive")
+        for rnd in range(1, args.rounds + 1):
+            for name, users, size in (("1k.bin", 64, size_1k), ("512k.bin", 240, size_512k)):
+                order = ["linerate", "wrk"] if rnd % 2 else ["wrk", "linerate"]
+                for tool in order:
+                    if tool == "wrk":
+                        rps, err = wrk(nginx.url(name), users, args.seconds)
+                        gbps = rps * size * 8 / 1e9
+                    else:
+                        rps, bps, nerr = linerate_http(nginx.url(name), users, args.seconds)
+                        gbps, err = bps / 1e9, (f"errors {nerr}" if nerr else "")
+                    res.setdefault(("client", name, tool), []).append((rps, gbps))
+                    print(f"{rnd:>3} {name:<9} {users:>4} users {tool:<9} {rps:>12,.0f} responses/s {gbps:>8.3f} Gbit/s {err}",
+                          flush=True)
+                    time.sleep(0.5)
+    finally:
+        nginx.stop()
+    print("# server: wrk -c 240 -t 2 fetching 512 KiB, keep-alive")
+    for rnd in range(1, args.rounds + 1):
+        order = [("linerate", LinerateServer), ("nginx", Nginx)]
+        if rnd % 2 == 0:
+            order.reverse()
+        for name, cls in order:
+            srv = cls(root)
+            try:
+                before = cpu_seconds(srv.pids)
+                t = time.time()
+                rps, err = wrk(srv.url("512k.bin"), 240, args.seconds)
+                wall = time.time() - t
+                cpu = cpu_seconds(srv.pids) - before
+            finally:
+                srv.stop()
+            gbps = rps * size_512k * 8 / 1e9
+            # CPU % of one core per Gbit/s, over the wrk run.
+            per_gbit = 100 * cpu / wall / gbps if gbps > 0 else float("nan")
+            res.setdefault(("server", name), []).append((gbps, per_gbit))
+            print(f"{rnd:>3} server {name:<9} {gbps:>8.3f} Gbit/s  {per_gbit:>7.2f} % of a core per Gbit/s {err}", flush=True)
+            time.sleep(0.5)
+    shutil.rmtree(root, ignore_errors=True)
+    med = lambda xs, i: statistics.median(x[i] for x in xs)  # noqa: E731
+    print()
+    for name, what in (("1k.bin", 0), ("512k.bin", 1)):
+        lr, wk = res[("client", name, "linerate")], res[("client", name, "wrk")]
+        unit = "responses/s" if what == 0 else "Gbit/s"
+        print(f"client {name:<9} linerate {med(lr, what):>12,.3f} {unit}  wrk {med(wk, what):>12,.3f}  ratio {med(lr, what) / med(wk, what):.3f}")
+    lr, ng = res[("server", "linerate")], res[("server", "nginx")]
+    print(f"server 512k.bin  linerate {med(lr, 0):.3f} Gbit/s, {med(lr, 1):.2f} %core/Gbit/s; "
+          f"nginx {med(ng, 0):.3f} Gbit/s, {med(ng, 1):.2f} %core/Gbit/s; "
+          f"throughput ratio {med(lr, 0) / med(ng, 0):.3f}, CPU per Gbit ratio {med(lr, 1) / med(ng, 1):.3f}")
+    print("# medians; targets: client >= 1.0x wrk (both cases); server >= 1.0x nginx throughput at no more CPU per Gbit")
+
+
+if __name__ == "__main__":
+    main()
