@@ -397,9 +397,9 @@ impl Worker<'_> {
             let user = &mut self.users[u];
             let Some(s) = user.conn.as_mut() else { return };
             if user.written >= req.len() {
+                // The answer comes as a new readable edge: the last response was read to its
+                // end, so nothing is left unread on the socket (no read to EAGAIN here).
                 user.state = State::Reading;
-                // A keep-alive connection may hold the answer already (edge-triggered).
-                self.read(u);
                 return;
             }
             match s.write(&req[user.written..]) {
