@@ -35,8 +35,8 @@ pub struct ErrorSummary {
     pub total: u64,
 }
 
-/// A user-count sweep's choice: the point of most "power" (responses per second divided by the
-/// mean response time, Kleinrock's knee): past it, adding users adds more waiting than work.
+/// A user-count sweep's choice: the fewest users that reach 95 % of the best throughput (the
+/// knee: past it, more users add waiting, not work).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Optimum {
     pub users: u32,
@@ -212,20 +212,30 @@ pub fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpInterval
     out
 }
 
-/// Kleinrock's knee over sweep points (users, responses/s, bits/s in, mean response time µs).
+/// The knee over sweep points (users, responses/s, bits/s in, mean response time µs): the
+/// fewest users reaching 95 % of the sweep's most responses per second. Past it, more users
+/// buy little throughput and a longer response time.
 pub fn optimum(points: &[(u32, f64, f64, f64)]) -> Option<Optimum> {
-    points
-        .iter()
-        .filter(|p| p.1 > 0.0 && p.3 > 0.0)
-        .max_by(|a, b| (a.1 / a.3).total_cmp(&(b.1 / b.3)))
-        .map(|p| Optimum {
-            users: p.0,
-            responses_per_second: p.1,
-            bits_per_second_in: p.2,
-            response_time_mean_us: p.3,
-            rule: "most responses per second per microsecond of mean response time (the knee)".into(),
-        })
+    let best = points.iter().map(|p| p.1).fold(0.0, f64::max);
+    if best <= 0.0 {
+        return None;
+    }
+    let mut sorted: Vec<&(u32, f64, f64, f64)> = points.iter().collect();
+    sorted.sort_by_key(|p| p.0);
+    sorted.into_iter().find(|p| p.1 >= KNEE_SHARE * best).map(|p| Optimum {
+        users: p.0,
+        responses_per_second: p.1,
+        bits_per_second_in: p.2,
+        response_time_mean_us: p.3,
+        rule: format!(
+            "the fewest users reaching {:.0} % of the sweep's most responses per second ({best:.1})",
+            KNEE_SHARE * 100.0
+        ),
+    })
 }
+
+/// The share of the best throughput that counts as reaching it, for [`optimum`].
+pub const KNEE_SHARE: f64 = 0.95;
 
 /// The result document of an HTTP run.
 pub fn assemble(
@@ -327,7 +337,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_knee_is_the_most_power() {
+    fn the_knee_is_where_throughput_stops_growing() {
         // Throughput flattens at 240 users while the response time keeps growing.
         let pts = [
             (16, 1000.0, 0.0, 16_000.0),
@@ -338,5 +348,8 @@ mod tests {
         let o = optimum(&pts).expect("an optimum");
         assert_eq!(o.users, 240);
         assert_eq!(optimum(&[(8, 0.0, 0.0, 0.0)]), None);
+        // Flat from the start: the fewest users.
+        let flat = [(8, 100.0, 0.0, 10.0), (16, 101.0, 0.0, 20.0)];
+        assert_eq!(optimum(&flat).map(|o| o.users), Some(8));
     }
 }
