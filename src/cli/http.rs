@@ -13,7 +13,7 @@ use linerate_core::units::CpuList;
     after_help = "Examples:\n  linerate http http://10.0.0.2/bytes/524288 --users 240 --ramp 10s --duration 4m\n  linerate http http://10.0.0.2/index.html --users 16,32,64,128,240,480 --keepalive\n  linerate http http://10.0.0.2/bytes/1024 --rate 5000 --keepalive"
 )]
 pub struct HttpArgs {
-    /// URLs to fetch (http://HOST[:PORT]/PATH); each user takes them in turn
+    /// URLs to fetch (`http://HOST[:PORT]/PATH`); each user takes them in turn
     #[arg(value_name = "URL", required = true)]
     pub urls: Vec<String>,
 
