@@ -100,12 +100,13 @@ pub struct HttpTarget {
 
 impl HttpTarget {
     pub fn new(url: &HttpUrl, addr: SocketAddr, keepalive: bool) -> HttpTarget {
-        let connection = if keepalive { "keep-alive" } else { "close" };
+        // As short as HTTP/1.1 allows (keep-alive is its default): every header is work for the
+        // server under test.
+        let connection = if keepalive { "" } else { "Connection: close\r\n" };
         let request = format!(
-            "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: linerate/{}\r\nAccept: */*\r\nConnection: {connection}\r\n\r\n",
+            "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: linerate\r\n{connection}\r\n",
             url.path,
             url.authority(),
-            crate::VERSION
         )
         .into_bytes();
         HttpTarget { addr, request }
