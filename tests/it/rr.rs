@@ -249,3 +249,25 @@ fn a_sweep_past_the_mtu_goes_on_and_says_so() {
         .expect("expected slope");
     assert!((e - (8.0 / 10e3 + 8.0 / 8.5e3)).abs() < 1e-9, "{e}");
 }
+
+#[test]
+fn a_peer_that_goes_silent_does_not_hang_the_run() {
+    let agent = Agent::start(&[]);
+    let pid = agent.child.id().to_string();
+    let child = std::process::Command::new(BIN)
+        .args(["rr", "--json", &agent.addr, "-t", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(700));
+    // The agent stops answering mid-run without closing anything.
+    let _ = std::process::Command::new("kill").args(["-STOP", &pid]).status();
+    let t = std::time::Instant::now();
+    let out = wait_bounded(child, Duration::from_secs(60));
+    let _ = std::process::Command::new("kill").args(["-CONT", &pid]).status();
+    assert!(t.elapsed() < Duration::from_secs(40), "took {:?}", t.elapsed());
+    let v = json_of(&out);
+    assert!(u(&v, "/summary/transactions") > 0, "what came before the silence is kept");
+    assert_eq!(v["partial"], true, "the agent's report is missing");
+}

@@ -69,7 +69,7 @@ fn hex(h: &Histogram<u64>) -> String {
     crate::proto::to_hex(&bytes)
 }
 
-/// Sets TCP_NODELAY (TCP), SO_BUSY_POLL (when asked) and a short receive timeout.
+/// Sets TCP_NODELAY (TCP), SO_BUSY_POLL (when asked) and, for UDP, a short receive timeout.
 pub fn configure_socket(fd: std::os::fd::RawFd, spec: &RrSpec, tcp: bool) -> Result<SocketGrant, EngineError> {
     let set = |level: libc::c_int, option: libc::c_int, value: libc::c_int| {
         // SAFETY: setsockopt reads an int we own for its stated length.
@@ -97,20 +97,25 @@ pub fn configure_socket(fd: std::os::fd::RawFd, spec: &RrSpec, tcp: bool) -> Res
             source: io::Error::last_os_error(),
         });
     }
-    let tv = libc::timeval {
-        tv_sec: 0,
-        tv_usec: POLL.as_micros() as libc::suseconds_t,
-    };
-    // SAFETY: as above, with a timeval.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
+    // TCP reads block without a timeout (a timer armed per blocking read costs ~2 % of the
+    // round trips): a guard thread shuts the sockets down when the run is stopped or stalls.
+    // UDP keeps a short timeout: it is how a lost request is noticed.
+    if !tcp {
+        let tv = libc::timeval {
+            tv_sec: 0,
+            tv_usec: POLL.as_micros() as libc::suseconds_t,
+        };
+        // SAFETY: as above, with a timeval.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&tv as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+    }
     Ok(SocketGrant {
         nodelay: tcp,
         ..Default::default()
@@ -166,6 +171,14 @@ pub fn run(
             grant: s.grant.clone(),
         })
         .collect();
+    let tcp_fds: Vec<std::os::fd::RawFd> = streams
+        .iter()
+        .filter_map(|s| match &s.socket {
+            RrSocket::Tcp(t) => Some(t.as_raw_fd()),
+            _ => None,
+        })
+        .collect();
+    let guard_done = AtomicBool::new(false);
     let (report, outcomes) = thread::scope(|scope| {
         let mut handles = Vec::with_capacity(n);
         for (idx, s) in streams.iter().enumerate() {
@@ -191,8 +204,15 @@ pub fn run(
                 }
             }
         }
+        if !tcp_fds.is_empty() {
+            let (shared, guard_done, tcp_fds) = (&shared, &guard_done, &tcp_fds);
+            let streams = &streams;
+            let answering = streams.iter().all(|s| s.role == Role::Receive);
+            scope.spawn(move || guard_tcp(spec, shared, guard_done, tcp_fds, answering));
+        }
         let report = sample_until_done(&plan, &infos, &shared, &gate, sink);
         let outcomes: Vec<Option<RrStreamReport>> = handles.into_iter().map(|h| h.join().ok()).collect();
+        guard_done.store(true, Relaxed);
         (Ok(report), outcomes)
     });
     let mut report = report?;
@@ -208,6 +228,40 @@ pub fn run(
     }
     report.io = "syscall".into();
     Ok(report)
+}
+
+/// Wakes TCP streams blocked in a read (they have no receive timeout) by shutting their
+/// sockets down: at once when the run is aborted; when an answering side is told the asking is
+/// over; a second after an asking side is told to stop; and when the time is up and no
+/// transaction has moved for [`IDLE_AFTER_END`] (a peer gone silent).
+fn guard_tcp(spec: &RrSpec, shared: &Shared<'_>, done: &AtomicBool, fds: &[std::os::fd::RawFd], answering: bool) {
+    let deadline = match spec.limit {
+        Limit::Seconds(sec) => Some(Duration::from_secs_f64(sec)),
+        Limit::Buffers(_) => None,
+    };
+    let ops = || shared.counters.iter().map(|c| c.ops.load(Relaxed)).sum::<u64>();
+    let (mut last, mut moved) = (ops(), Instant::now());
+    let mut stop_seen: Option<Instant> = None;
+    while !done.load(Relaxed) {
+        thread::sleep(Duration::from_millis(20));
+        let now_ops = ops();
+        if now_ops != last {
+            (last, moved) = (now_ops, Instant::now());
+        }
+        if shared.control.sending_stopped() && stop_seen.is_none() {
+            stop_seen = Some(Instant::now());
+        }
+        let stopped = stop_seen.is_some_and(|t| answering || t.elapsed() >= Duration::from_secs(1));
+        let past = deadline.is_some_and(|d| shared.t0.get().is_some_and(|t0| t0.elapsed() >= d));
+        if shared.control.aborted() || stopped || (past && moved.elapsed() >= IDLE_AFTER_END) {
+            for fd in fds {
+                // SAFETY: shutdown on a socket fd the streams own for the whole run; they are
+                // closed only after this thread has returned.
+                unsafe { libc::shutdown(*fd, libc::SHUT_RDWR) };
+            }
+            return;
+        }
+    }
 }
 
 /// Writes the transaction's number into the first bytes of a request (at most 8).
@@ -319,7 +373,9 @@ fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate
             }
         }
         seq += 1;
-        pacer.sent(1, begin);
+        if gap_ns > 0 {
+            pacer.sent(1, begin);
+        }
         counter.ops.store(seq, Relaxed);
     };
     if end == StreamEnd::Deadline {
@@ -508,10 +564,9 @@ fn serve_tcp(
     while got < request.len() {
         match t.read(&mut request[got..]) {
             Ok(0) => return Ok(false),
-            Ok(k) => {
-                got += k;
-                *last = Instant::now();
-            }
+            // (No clock read per request: TCP reads block until data or the guard's shutdown,
+            // so `last` is only for the UDP and CRR paths.)
+            Ok(k) => got += k,
             Err(e) if is_timeout(&e) => {
                 if asker_done(*last) {
                     return Err(e);
