@@ -268,6 +268,9 @@ fn a_peer_that_goes_silent_does_not_hang_the_run() {
     let _ = std::process::Command::new("kill").args(["-CONT", &pid]).status();
     assert!(t.elapsed() < Duration::from_secs(40), "took {:?}", t.elapsed());
     let v = json_of(&out);
-    assert!(u(&v, "/summary/transactions") > 0, "what came before the silence is kept");
+    assert!(
+        u(&v, "/summary/transactions") > 0,
+        "what came before the silence is kept"
+    );
     assert_eq!(v["partial"], true, "the agent's report is missing");
 }
