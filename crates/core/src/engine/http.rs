@@ -266,6 +266,8 @@ struct Worker<'a> {
     out: HttpRun,
     total_in: u64,
     total_responses: u64,
+    /// Users whose next request goes out at the end of this wake-up (closed loop, no think).
+    ready: Vec<usize>,
     /// The clock when the worker last woke: for counting bytes into intervals. Response
     /// times, first bytes and connects read the clock themselves.
     tick: u64,
@@ -597,7 +599,9 @@ impl Worker<'_> {
             // A failure with no think time waits a millisecond: a refusing server is not
             // hammered at the speed of the loop.
             None if failed => self.set_timer(u, now + 1_000_000),
-            None => self.begin(u, now),
+            // The next request goes out once this wake-up's events are all read: the server
+            // then gets the batch's requests together, not one wake-up each.
+            None => self.ready.push(u),
             Some(_) => match self.queue.pop_front() {
                 Some(at) => {
                     if at + 1_000_000 < now {
@@ -914,6 +918,7 @@ fn work(
         total_in: 0,
         total_responses: 0,
         tick: 0,
+        ready: Vec::with_capacity(mine.len()),
     };
     let mut events = Events::with_capacity(1024);
     gate.arrive_and_wait(&shared.sampler);
@@ -986,6 +991,17 @@ fn work(
                 ev.is_readable() || ev.is_read_closed() || ev.is_error(),
                 ev.is_writable() || ev.is_error(),
             );
+        }
+        while !wk.ready.is_empty() {
+            let now = wk.now();
+            let mut batch = std::mem::take(&mut wk.ready);
+            for &u in &batch {
+                wk.begin(u, now);
+            }
+            batch.clear();
+            // Anything a begin pushed goes round again; the buffer is kept.
+            batch.append(&mut wk.ready);
+            wk.ready = batch;
         }
         counter.bytes.store(wk.total_in, Relaxed);
         counter.ops.store(wk.total_responses, Relaxed);
