@@ -61,35 +61,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(&args),
         Command::Tcp(args) => {
             let targets = args.targets()?;
-            let opts = ClientOptions {
-                secret: args.secret.load()?,
-                connect_timeout: Duration::try_from_secs_f64(args.connect_timeout)
-                    .ok()
-                    .filter(|d| !d.is_zero())
-                    .context("--connect-timeout must be a positive number of seconds")?,
-            };
+            let opts = client_options(&args.secret, args.connect_timeout)?;
             let json = args.json;
             let spec = args.into_spec()?;
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             let mut result = tcp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("tcp test against {}", names.join(", ")))?;
-            // Inside a lab (`linerate lab exec`), the result records the emulated links.
-            if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
-                && let Ok(state) = lab::load(&name)
-            {
-                result.lab = Some(lab::status_json(&state));
-            }
+            record_lab(&mut result);
             print_result(&result, json)
         }
         Command::Udp(args) => {
             let targets = args.targets()?;
-            let opts = ClientOptions {
-                secret: args.secret.load()?,
-                connect_timeout: Duration::try_from_secs_f64(args.connect_timeout)
-                    .ok()
-                    .filter(|d| !d.is_zero())
-                    .context("--connect-timeout must be a positive number of seconds")?,
-            };
+            let opts = client_options(&args.secret, args.connect_timeout)?;
             let json = args.json;
             let sweep = args.sweep()?;
             let spec = args.into_spec()?;
@@ -99,22 +82,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             let mut result = udp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("udp test against {}", names.join(", ")))?;
-            if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
-                && let Ok(state) = lab::load(&name)
-            {
-                result.lab = Some(lab::status_json(&state));
-            }
+            record_lab(&mut result);
             print_result(&result, json)
         }
         Command::Rr(args) => {
             let targets = args.targets()?;
-            let opts = ClientOptions {
-                secret: args.secret.load()?,
-                connect_timeout: Duration::try_from_secs_f64(args.connect_timeout)
-                    .ok()
-                    .filter(|d| !d.is_zero())
-                    .context("--connect-timeout must be a positive number of seconds")?,
-            };
+            let opts = client_options(&args.secret, args.connect_timeout)?;
             let json = args.json;
             let sizes = args.sizes()?;
             let both = args.sweep == cli::rr::SweepWhat::Both;
@@ -132,11 +105,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             let mut result = rr_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("rr test against {}", names.join(", ")))?;
-            if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
-                && let Ok(state) = lab::load(&name)
-            {
-                result.lab = Some(lab::status_json(&state));
-            }
+            record_lab(&mut result);
             print_result(&result, json)
         }
         Command::Http(args) => http_command(&args),
@@ -211,23 +180,60 @@ fn calc(args: &cli::sys::CalcArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs a TCP test with live lines and Ctrl-C handling.
-fn tcp_test(spec: &TcpSpec, targets: &[Target], opts: &ClientOptions, json: bool) -> anyhow::Result<TestResult> {
+/// How the client reaches agents, from the flags every test command shares.
+fn client_options(secret: &cli::SecretArgs, connect_timeout: f64) -> anyhow::Result<ClientOptions> {
+    Ok(ClientOptions {
+        secret: secret.load()?,
+        connect_timeout: Duration::try_from_secs_f64(connect_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--connect-timeout must be a positive number of seconds")?,
+    })
+}
+
+/// The process's Ctrl-C flag, registered once (sweeps run many tests): the first Ctrl-C (or
+/// SIGTERM) stops the run and reports what was measured; a second one while stopping exits now.
+fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    if let Some(f) = FLAG.get() {
+        return Ok(Arc::clone(f));
+    }
     let interrupt = Arc::new(AtomicBool::new(false));
-    // First Ctrl-C: stop and report what was measured. A second one while stopping: exit now.
     signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, Arc::clone(&interrupt))?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
-    let per_agent = spec.streams_per_agent();
-    let roles = (0..per_agent * targets.len())
+    Ok(Arc::clone(FLAG.get_or_init(|| interrupt)))
+}
+
+/// Inside a lab (`linerate lab exec`), the result records the emulated links.
+fn record_lab(result: &mut TestResult) {
+    if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
+        && let Ok(state) = lab::load(&name)
+    {
+        result.lab = Some(lab::status_json(&state));
+    }
+}
+
+/// What this end does with each stream, for the live lines: `per_agent` streams per agent,
+/// stream i sent by the client when `forward(i)`.
+fn stream_roles(per_agent: usize, agents: usize, forward: impl Fn(usize) -> bool) -> Vec<Role> {
+    (0..per_agent * agents)
         .map(|i| {
-            if spec.stream_flows_forward(i % per_agent) {
+            if forward(i % per_agent) {
                 Role::Send
             } else {
                 Role::Receive
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Runs a TCP test with live lines and Ctrl-C handling.
+fn tcp_test(spec: &TcpSpec, targets: &[Target], opts: &ClientOptions, json: bool) -> anyhow::Result<TestResult> {
+    let interrupt = interrupt_flag()?;
+    let roles = stream_roles(spec.streams_per_agent(), targets.len(), |i| {
+        spec.stream_flows_forward(i)
+    });
     let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0);
     Ok(run_tcp(spec, targets, opts, &mut live, &interrupt)?)
 }
@@ -312,20 +318,10 @@ fn udp_test(
     opts: &ClientOptions,
     json: bool,
 ) -> anyhow::Result<TestResult> {
-    let interrupt = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, Arc::clone(&interrupt))?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
-    let per_agent = spec.streams_per_agent();
-    let roles = (0..per_agent * targets.len())
-        .map(|i| {
-            if spec.stream_flows_forward(i % per_agent) {
-                Role::Send
-            } else {
-                Role::Receive
-            }
-        })
-        .collect();
+    let interrupt = interrupt_flag()?;
+    let roles = stream_roles(spec.streams_per_agent(), targets.len(), |i| {
+        spec.stream_flows_forward(i)
+    });
     let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0);
     Ok(linerate_core::client::run_udp(
         spec, targets, opts, &mut live, &interrupt,
@@ -339,10 +335,7 @@ fn rr_test(
     opts: &ClientOptions,
     json: bool,
 ) -> anyhow::Result<TestResult> {
-    let interrupt = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, Arc::clone(&interrupt))?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
+    let interrupt = interrupt_flag()?;
     let roles = vec![Role::Send; usize::from(spec.streams) * targets.len()];
     let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("transactions");
     Ok(linerate_core::client::run_rr(
@@ -358,10 +351,7 @@ fn http_test(
     opts: &ClientOptions,
     json: bool,
 ) -> anyhow::Result<TestResult> {
-    let interrupt = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, Arc::clone(&interrupt))?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
+    let interrupt = interrupt_flag()?;
     let roles = vec![Role::Send; 1024];
     let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("responses");
     Ok(linerate_core::client::run_http(
@@ -448,13 +438,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     let urls = args.parsed_urls()?;
     let counts = args.user_counts()?;
     let base = args.spec_for(counts[0])?;
-    let opts = ClientOptions {
-        secret: args.secret.load()?,
-        connect_timeout: Duration::try_from_secs_f64(args.connect_timeout)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .context("--connect-timeout must be a positive number of seconds")?,
-    };
+    let opts = client_options(&args.secret, args.connect_timeout)?;
     let targets = http_targets(&urls, args.keepalive)?;
     let baseline = if args.baseline {
         let b = http_baseline(&base, &targets, &opts).context("--baseline")?;
@@ -494,11 +478,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
         let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, args.json)
             .with_context(|| format!("http test against {}", args.urls.join(" ")))?;
         with_baseline(&mut result);
-        if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
-            && let Ok(state) = lab::load(&name)
-        {
-            result.lab = Some(lab::status_json(&state));
-        }
+        record_lab(&mut result);
         return print_result(&result, args.json);
     }
     if !args.json {

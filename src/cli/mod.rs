@@ -51,6 +51,15 @@ pub enum Command {
     Calc(sys::CalcArgs),
 }
 
+/// Agent addresses as given (HOST, HOST:PORT, `[V6]:PORT`), `port` where none is given.
+pub fn resolve_targets(hosts: &[String], port: u16) -> anyhow::Result<Vec<linerate_core::client::Target>> {
+    use anyhow::Context;
+    hosts
+        .iter()
+        .map(|h| linerate_core::client::Target::resolve(h, port).with_context(|| format!("agent address '{h}'")))
+        .collect()
+}
+
 /// How a client or agent gets the shared secret: `--secret-file`, else `LINERATE_SECRET`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SecretArgs {

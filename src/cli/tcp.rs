@@ -1,7 +1,7 @@
 //! `linerate tcp HOST[:PORT]...`: flags, and their translation into a [`TcpSpec`].
 
 use super::SecretArgs;
-use anyhow::{Context, bail};
+use anyhow::bail;
 use linerate_core::client::Target;
 use linerate_core::spec::{Direction, Limit, MAX_STREAMS, TcpSpec};
 use linerate_core::units::{BitRate, ByteSize, CpuList};
@@ -158,10 +158,7 @@ impl TcpArgs {
     }
 
     pub fn targets(&self) -> anyhow::Result<Vec<Target>> {
-        self.hosts
-            .iter()
-            .map(|h| Target::resolve(h, self.port).with_context(|| format!("agent address '{h}'")))
-            .collect()
+        super::resolve_targets(&self.hosts, self.port)
     }
 }
 

@@ -195,10 +195,7 @@ impl UdpArgs {
     }
 
     pub fn targets(&self) -> anyhow::Result<Vec<Target>> {
-        self.hosts
-            .iter()
-            .map(|h| Target::resolve(h, self.port).with_context(|| format!("agent address '{h}'")))
-            .collect()
+        super::resolve_targets(&self.hosts, self.port)
     }
 }
 
