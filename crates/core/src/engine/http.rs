@@ -6,8 +6,8 @@
 //! are built once per URL before the clock starts; response bodies are read into one scratch
 //! buffer per worker and counted, not kept.
 
-use super::tcp::{Counters, Gate};
-use super::udp::{Plan, Shared, StreamInfo, sample_until_done};
+use super::tcp::Gate;
+use super::udp::{Plan, RunState, Shared, StreamInfo, sample_until_done};
 use super::{Control, EngineError, Sink, pin};
 use crate::result::{Role, SideReport, StreamEnd};
 use crate::spec::HttpSpec;
@@ -20,7 +20,6 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -235,8 +234,6 @@ struct User {
     body: u64,
     status: u16,
     close_after: bool,
-    /// The connection carried a response before (keep-alive).
-    reused: bool,
     /// When the request in flight times out; u64::MAX when none is.
     deadline_ns: u64,
 }
@@ -327,7 +324,6 @@ impl Worker<'_> {
             self.write(u);
             return;
         }
-        self.users[u].reused = false;
         if self.in_window(now) {
             self.out.connections_attempted += 1;
         }
@@ -529,7 +525,7 @@ impl Worker<'_> {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     let class = classify(&e);
-                    self.finish(u, class_end(class));
+                    self.finish(u, End::Failed(class));
                     return;
                 }
             }
@@ -572,7 +568,6 @@ impl Worker<'_> {
                         b.errors += 1;
                     }
                 }
-                self.users[u].reused = true;
             }
             End::Failed(class) => {
                 failed = true;
@@ -640,10 +635,6 @@ impl Worker<'_> {
             _ => {}
         }
     }
-}
-
-fn class_end(class: fn(&mut HttpErrors) -> &mut u64) -> End {
-    End::Failed(class)
 }
 
 /// Which error class an I/O error falls in.
@@ -728,19 +719,9 @@ pub fn run(
         t => usize::from(t),
     }
     .clamp(1, users);
-    let counters: Vec<Counters> = (0..threads).map(|_| Counters::default()).collect();
-    let t0 = std::sync::OnceLock::new();
+    let state = RunState::new(threads);
     let gate = Gate::new();
-    let deadline_hit = AtomicBool::new(false);
-    let stray = AtomicU64::new(0);
-    let shared = Shared {
-        counters: &counters,
-        control,
-        t0: &t0,
-        sampler: thread::current(),
-        deadline_hit: &deadline_hit,
-        stray: &stray,
-    };
+    let shared = state.shared(control);
     let ramp_ns = (spec.ramp_seconds * 1e9) as u64;
     let end_ns = ramp_ns + (spec.duration_seconds * 1e9) as u64;
     let interval_ns = if spec.interval_seconds > 0.0 {
@@ -868,9 +849,8 @@ fn work(
     gate: &Gate,
 ) -> io::Result<HttpRun> {
     let mine: Vec<usize> = (w..spec.users as usize).step_by(threads).collect();
-    let poll = Poll::new();
     let buckets = (end_ns / interval_ns) as usize + 2;
-    let poll = match poll {
+    let poll = match Poll::new() {
         Ok(p) => p,
         Err(e) => {
             gate.arrive_and_wait(&shared.sampler);
@@ -899,7 +879,6 @@ fn work(
                 body: 0,
                 status: 0,
                 close_after: false,
-                reused: false,
                 deadline_ns: u64::MAX,
             })
             .collect(),
@@ -1016,19 +995,9 @@ fn work(
 /// The far side of an HTTP test: an agent on the server's host samples it from `started` until
 /// the client says the run is over; the window leaves out the ramp.
 pub fn sample_host(spec: &HttpSpec, sink: &mut dyn Sink, control: &Control) -> SideReport {
-    let counters = [Counters::default()];
-    let t0 = std::sync::OnceLock::new();
+    let state = RunState::new(1);
     let gate = Gate::new();
-    let deadline_hit = AtomicBool::new(false);
-    let stray = AtomicU64::new(0);
-    let shared = Shared {
-        counters: &counters,
-        control,
-        t0: &t0,
-        sampler: thread::current(),
-        deadline_hit: &deadline_hit,
-        stray: &stray,
-    };
+    let shared = state.shared(control);
     let plan = Plan {
         warmup: Duration::from_secs_f64(spec.ramp_seconds),
         deadline: None,

@@ -10,8 +10,8 @@
 //! request unanswered within the timeout counts as lost and the stream goes on.
 
 use super::pacing::Pacer;
-use super::tcp::{Counters, Gate};
-use super::udp::{Plan, Shared, StreamInfo, sample_until_done};
+use super::tcp::Gate;
+use super::udp::{Plan, RunState, Shared, StreamInfo, sample_until_done};
 use super::{Control, EngineError, Sink, pin};
 use crate::proto::frame::DATA_HEADER_LEN;
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
@@ -20,8 +20,8 @@ use hdrhistogram::Histogram;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -141,19 +141,9 @@ pub fn run(
 ) -> Result<SideReport, EngineError> {
     pin::check_cpus(cpus)?;
     let n = streams.len();
-    let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
-    let t0 = std::sync::OnceLock::new();
+    let state = RunState::new(n);
     let gate = Gate::new();
-    let deadline_hit = AtomicBool::new(false);
-    let stray = AtomicU64::new(0);
-    let shared = Shared {
-        counters: &counters,
-        control,
-        t0: &t0,
-        sampler: thread::current(),
-        deadline_hit: &deadline_hit,
-        stray: &stray,
-    };
+    let shared = state.shared(control);
     let accept = accept.map(Mutex::new);
     let plan = Plan {
         warmup: Duration::from_secs_f64(spec.warmup_seconds),
@@ -346,22 +336,18 @@ fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate
             RrSocket::Accept => Ok(false),
         };
         match done {
-            Ok(true) if begin < warmup_ns => {
-                counter
-                    .bytes
-                    .store(counter.bytes.load(Relaxed) + (req + resp) as u64, Relaxed);
-            }
             Ok(true) => {
-                let now = start.elapsed().as_nanos() as u64;
-                let from = scheduled.unwrap_or(begin);
-                let _ = rtt.record(now.saturating_sub(from).clamp(1, HIST_MAX_NS));
+                if begin >= warmup_ns {
+                    let now = start.elapsed().as_nanos() as u64;
+                    let from = scheduled.unwrap_or(begin);
+                    let _ = rtt.record(now.saturating_sub(from).clamp(1, HIST_MAX_NS));
+                }
                 counter
                     .bytes
                     .store(counter.bytes.load(Relaxed) + (req + resp) as u64, Relaxed);
             }
             Ok(false) => {}
-            Err(e) if shared.control.aborted() || shared.control.sending_stopped() => {
-                let _ = e;
+            Err(_) if shared.control.aborted() || shared.control.sending_stopped() => {
                 break StreamEnd::Stopped;
             }
             Err(_) => {
@@ -468,6 +454,12 @@ fn answer(
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
     let (mut served, mut errors) = (0u64, 0u64);
+    // One transaction answered: the sampler reads both counters (this worker alone writes them).
+    let count = |served: &mut u64, bytes: u64| {
+        *served += 1;
+        counter.ops.store(*served, Relaxed);
+        counter.bytes.store(counter.bytes.load(Relaxed) + bytes, Relaxed);
+    };
     let mut last = Instant::now();
     // The asker is done: it said so (stop), or its time is up and nothing comes.
     let asker_done = |last: Instant| {
@@ -478,13 +470,7 @@ fn answer(
     let end = match &s.socket {
         RrSocket::Tcp(t) => loop {
             match serve_tcp(t, &mut request[..req], &response, &asker_done, &mut last) {
-                Ok(true) => {
-                    served += 1;
-                    counter.ops.store(served, Relaxed);
-                    counter
-                        .bytes
-                        .store(counter.bytes.load(Relaxed) + (req + resp) as u64, Relaxed);
-                }
+                Ok(true) => count(&mut served, (req + resp) as u64),
                 Ok(false) => break StreamEnd::Eof,
                 Err(_) if asker_done(last) => break StreamEnd::Stopped,
                 Err(_) => {
@@ -503,11 +489,7 @@ fn answer(
                     let k = n.min(8).min(resp);
                     response[..k].copy_from_slice(&request[..k]);
                     if u.send(&response).is_ok() {
-                        served += 1;
-                        counter.ops.store(served, Relaxed);
-                        counter
-                            .bytes
-                            .store(counter.bytes.load(Relaxed) + (n + resp) as u64, Relaxed);
+                        count(&mut served, (n + resp) as u64);
                     } else {
                         errors += 1;
                     }
@@ -530,13 +512,7 @@ fn answer(
             let _ = t.set_read_timeout(Some(POLL));
             // One transaction per connection; the asker closes it.
             match serve_tcp(&t, &mut request[..req], &response, &asker_done, &mut last) {
-                Ok(true) => {
-                    served += 1;
-                    counter.ops.store(served, Relaxed);
-                    counter
-                        .bytes
-                        .store(counter.bytes.load(Relaxed) + (req + resp) as u64, Relaxed);
-                }
+                Ok(true) => count(&mut served, (req + resp) as u64),
                 Ok(false) => {}
                 Err(_) => errors += 1,
             }

@@ -194,6 +194,38 @@ pub(super) struct Shared<'a> {
     pub stray: &'a AtomicU64,
 }
 
+/// What a run's [`Shared`] points at, owned by the sampling thread for the run.
+pub(super) struct RunState {
+    counters: Vec<Counters>,
+    t0: std::sync::OnceLock<Instant>,
+    deadline_hit: AtomicBool,
+    stray: AtomicU64,
+}
+
+impl RunState {
+    /// Counters for `streams` streams (or workers).
+    pub fn new(streams: usize) -> RunState {
+        RunState {
+            counters: (0..streams).map(|_| Counters::default()).collect(),
+            t0: std::sync::OnceLock::new(),
+            deadline_hit: AtomicBool::new(false),
+            stray: AtomicU64::new(0),
+        }
+    }
+
+    /// The view the workers share; the calling thread is the sampler they wake.
+    pub fn shared<'a>(&'a self, control: &'a Control) -> Shared<'a> {
+        Shared {
+            counters: &self.counters,
+            control,
+            t0: &self.t0,
+            sampler: thread::current(),
+            deadline_hit: &self.deadline_hit,
+            stray: &self.stray,
+        }
+    }
+}
+
 /// When a run's window and intervals fall, for [`sample_until_done`].
 pub(super) struct Plan {
     pub warmup: Duration,
@@ -239,19 +271,9 @@ pub fn run(
 ) -> Result<SideReport, EngineError> {
     pin::check_cpus(cpus)?;
     let n = streams.len();
-    let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
-    let t0 = std::sync::OnceLock::new();
+    let state = RunState::new(n);
     let gate = Gate::new();
-    let deadline_hit = AtomicBool::new(false);
-    let stray = AtomicU64::new(0);
-    let shared = Shared {
-        counters: &counters,
-        control,
-        t0: &t0,
-        sampler: thread::current(),
-        deadline_hit: &deadline_hit,
-        stray: &stray,
-    };
+    let shared = state.shared(control);
     let pin_failed = AtomicBool::new(false);
     let (report, outcomes) = thread::scope(|scope| {
         let mut handles = Vec::with_capacity(n);
@@ -308,7 +330,7 @@ pub fn run(
             None => r.end = StreamEnd::Error,
         }
     }
-    let strays = stray.load(Relaxed);
+    let strays = shared.stray.load(Relaxed);
     if strays > 0 {
         report
             .notes
