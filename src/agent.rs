@@ -324,15 +324,53 @@ fn collect_streams(rx: &Receiver<(u16, TcpStream)>, wanted: usize) -> Result<Vec
 /// Ignores interval samples: the agent returns them all with its result.
 struct Quiet;
 
+fn new_cookie() -> [u8; COOKIE_LEN] {
+    auth::nonce()[..COOKIE_LEN]
+        .try_into()
+        .expect("nonce is longer than a cookie")
+}
+
+fn await_start(conn: &mut Conn) -> Result<(), Refusal> {
+    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
+        Message::Start => Ok(()),
+        other => Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
+    }
+}
+
+/// Runs this end's engine while watching the client's control connection, then sends the
+/// report with the configuration of the interface toward `peer`, read after the window
+/// (netlink and sysfs cost a few milliseconds). The client may be gone (killed mid-test): then
+/// there is no one to tell, and that is fine.
+fn run_and_report(
+    conn: &mut Conn,
+    peer: Option<IpAddr>,
+    run: impl FnOnce(&Control) -> Result<linerate_core::result::SideReport, linerate_core::engine::EngineError>,
+) -> Result<(), Refusal> {
+    let control = Control::default();
+    let engine_done = AtomicBool::new(false);
+    let report = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
+        let report = run(&control);
+        engine_done.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        report
+    });
+    let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
+    let used: Vec<String> = peer.and_then(host::interface_towards).into_iter().collect();
+    report.config = Some(host::read_config(&used));
+    let _ = conn.send(&Message::Result {
+        report: Box::new(report),
+    });
+    Ok(())
+}
+
 impl Sink for Quiet {
     fn interval(&mut self, _: &[IntervalSample]) {}
 }
 
 fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
-    let cookie: [u8; COOKIE_LEN] = auth::nonce()[..COOKIE_LEN]
-        .try_into()
-        .expect("nonce is longer than a cookie");
+    let cookie = new_cookie();
     let (tx, rx) = mpsc::channel();
     state
         .pending
@@ -349,10 +387,7 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
         udp_ports: Vec::new(),
     })
     .map_err(proto_refusal)?;
-    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
-        Message::Start => {}
-        other => return Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
-    }
+    await_start(conn)?;
     let sockets = collect_streams(&rx, spec.streams_per_agent())?;
     drop(registration);
     let mut streams = Vec::with_capacity(sockets.len());
@@ -374,33 +409,16 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
     }
     let peer = streams.first().and_then(|s| s.socket.peer_addr().ok()).map(|a| a.ip());
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    let control = Control::default();
-    let engine_done = AtomicBool::new(false);
-    let report = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
-        let report = tcp::run(spec, &spec.peer_cpus, streams, &mut Quiet, &control);
-        engine_done.store(true, Ordering::Relaxed);
-        let _ = watcher.join();
-        report
-    });
-    let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
-    // After the window: reading the configuration (netlink, sysfs) costs a few milliseconds.
-    let used: Vec<String> = peer.and_then(host::interface_towards).into_iter().collect();
-    report.config = Some(host::read_config(&used));
-    // The client may be gone (killed mid-test): then there is no one to tell, and that is fine.
-    let _ = conn.send(&Message::Result {
-        report: Box::new(report),
-    });
-    Ok(())
+    run_and_report(conn, peer, |control| {
+        tcp::run(spec, &spec.peer_cpus, streams, &mut Quiet, control)
+    })
 }
 
 /// A request-response test: this end answers. TCP streams come as data connections (one each,
 /// or a new one per transaction with `connect`); UDP as for a UDP test.
 fn run_rr(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
-    let cookie: [u8; COOKIE_LEN] = auth::nonce()[..COOKIE_LEN]
-        .try_into()
-        .expect("nonce is longer than a cookie");
+    let cookie = new_cookie();
     let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));
     let per_agent = usize::from(spec.streams);
     let peer_ip = conn.peer().ip();
@@ -449,10 +467,7 @@ fn run_rr(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), Refusal> 
                 .map_err(|e| failed("connecting a UDP data socket", e))?;
         }
     }
-    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
-        Message::Start => {}
-        other => return Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
-    }
+    await_start(conn)?;
     let mut accept = None;
     let sockets: Vec<rr::RrSocket> = match (spec.proto, spec.connect) {
         (RrProto::Udp, _) => udp_sockets.into_iter().map(rr::RrSocket::Udp).collect(),
@@ -480,56 +495,26 @@ fn run_rr(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), Refusal> 
         });
     }
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    let control = Control::default();
-    let engine_done = AtomicBool::new(false);
-    let report = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
-        let report = rr::run(spec, &spec.peer_cpus, streams, accept, &mut Quiet, &control);
-        engine_done.store(true, Ordering::Relaxed);
-        let _ = watcher.join();
-        report
-    });
-    let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
-    let used: Vec<String> = host::interface_towards(peer_ip).into_iter().collect();
-    report.config = Some(host::read_config(&used));
-    let _ = conn.send(&Message::Result {
-        report: Box::new(report),
-    });
-    Ok(())
+    run_and_report(conn, Some(peer_ip), |control| {
+        rr::run(spec, &spec.peer_cpus, streams, accept, &mut Quiet, control)
+    })
 }
 
 /// An HTTP test: the client loads an HTTP server on this host; the agent samples the host from
 /// `started` until the client says the run is over.
 fn run_http(state: &State, conn: &mut Conn, spec: &linerate_core::spec::HttpSpec) -> Result<(), Refusal> {
-    let cookie: [u8; COOKIE_LEN] = auth::nonce()[..COOKIE_LEN]
-        .try_into()
-        .expect("nonce is longer than a cookie");
+    let cookie = new_cookie();
     conn.send(&Message::Accepted {
         cookie: proto::to_hex(&cookie),
         host: state.host.clone(),
         udp_ports: Vec::new(),
     })
     .map_err(proto_refusal)?;
-    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
-        Message::Start => {}
-        other => return Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
-    }
+    await_start(conn)?;
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    let control = Control::default();
-    let engine_done = AtomicBool::new(false);
-    let mut report = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
-        let report = linerate_core::engine::http::sample_host(spec, &mut Quiet, &control);
-        engine_done.store(true, Ordering::Relaxed);
-        let _ = watcher.join();
-        report
-    });
-    let used: Vec<String> = host::interface_towards(conn.peer().ip()).into_iter().collect();
-    report.config = Some(host::read_config(&used));
-    let _ = conn.send(&Message::Result {
-        report: Box::new(report),
-    });
-    Ok(())
+    run_and_report(conn, Some(conn.peer().ip()), |control| {
+        Ok(linerate_core::engine::http::sample_host(spec, &mut Quiet, control))
+    })
 }
 
 /// A socket bound to `group:port` that has joined the group on the interface holding `local`.
@@ -559,9 +544,7 @@ fn join_group(group: IpAddr, port: u16, local: IpAddr) -> io::Result<UdpSocket> 
 /// client's socket for that stream once the client says which.
 fn run_udp(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
-    let cookie: [u8; COOKIE_LEN] = auth::nonce()[..COOKIE_LEN]
-        .try_into()
-        .expect("nonce is longer than a cookie");
+    let cookie = new_cookie();
     let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));
     let local_ip = conn
         .stream()
@@ -635,27 +618,11 @@ fn run_udp(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), Refusal
             grant,
         });
     }
-    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
-        Message::Start => {}
-        other => return Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
-    }
+    await_start(conn)?;
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    let control = Control::default();
-    let engine_done = AtomicBool::new(false);
-    let report = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
-        let report = udp::run(spec, &spec.peer_cpus, streams, &mut Quiet, &control);
-        engine_done.store(true, Ordering::Relaxed);
-        let _ = watcher.join();
-        report
-    });
-    let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
-    let used: Vec<String> = host::interface_towards(peer_ip).into_iter().collect();
-    report.config = Some(host::read_config(&used));
-    let _ = conn.send(&Message::Result {
-        report: Box::new(report),
-    });
-    Ok(())
+    run_and_report(conn, Some(peer_ip), |control| {
+        udp::run(spec, &spec.peer_cpus, streams, &mut Quiet, control)
+    })
 }
 
 fn source_of(e: &dyn std::error::Error) -> String {
