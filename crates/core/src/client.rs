@@ -226,17 +226,10 @@ pub fn run_tcp(
     sink: &mut dyn Sink,
     interrupt: &AtomicBool,
 ) -> Result<TestResult, ClientError> {
-    let per_agent = spec.streams_per_agent();
-    let total = per_agent * targets.len();
-    if total > usize::from(u16::MAX) {
-        return Err(ClientError::TooManyStreams { streams: total });
-    }
-    crate::engine::pin::check_cpus(&spec.cpus)?;
     let test = TestSpec::Tcp(spec.clone());
-    let mut sessions = targets
-        .iter()
-        .map(|t| open_session(t, &test, opts))
-        .collect::<Result<Vec<_>, _>>()?;
+    let per_agent = test.streams_per_agent();
+    let total = per_agent * targets.len();
+    let mut sessions = open_sessions(&test, &spec.cpus, targets, opts)?;
 
     // Data connections: stream i of agent a is client stream a * per_agent + i.
     let mut streams = Vec::with_capacity(total);
@@ -263,15 +256,7 @@ pub fn run_tcp(
             });
         }
     }
-    for s in &mut sessions {
-        s.conn.send(&Message::Start)?;
-    }
-    for s in &mut sessions {
-        match s.conn.recv(REPLY_TIMEOUT, "waiting for the agent to start")? {
-            Message::Started => {}
-            other => return Err(s.conn.unexpected("started", &other).into()),
-        }
-    }
+    start_all(&mut sessions)?;
 
     let mut r = drive(&TestSpec::Tcp(spec.clone()), &mut sessions, interrupt, |control| {
         tcp::run(spec, &spec.cpus, streams, sink, control)
@@ -294,17 +279,10 @@ pub fn run_udp(
     sink: &mut dyn Sink,
     interrupt: &AtomicBool,
 ) -> Result<TestResult, ClientError> {
-    let per_agent = spec.streams_per_agent();
-    let total = per_agent * targets.len();
-    if total > usize::from(u16::MAX) {
-        return Err(ClientError::TooManyStreams { streams: total });
-    }
-    crate::engine::pin::check_cpus(&spec.cpus)?;
     let test = TestSpec::Udp(spec.clone());
-    let mut sessions = targets
-        .iter()
-        .map(|t| open_session(t, &test, opts))
-        .collect::<Result<Vec<_>, _>>()?;
+    let per_agent = test.streams_per_agent();
+    let total = per_agent * targets.len();
+    let mut sessions = open_sessions(&test, &spec.cpus, targets, opts)?;
     let mut streams = Vec::with_capacity(total);
     let mut multicast_ports: Vec<u16> = Vec::new();
     for (a, s) in sessions.iter_mut().enumerate() {
@@ -371,15 +349,7 @@ pub fn run_udp(
         }
         s.conn.send(&Message::Ports { udp_ports: ports })?;
     }
-    for s in &mut sessions {
-        s.conn.send(&Message::Start)?;
-    }
-    for s in &mut sessions {
-        match s.conn.recv(REPLY_TIMEOUT, "waiting for the agent to start")? {
-            Message::Started => {}
-            other => return Err(s.conn.unexpected("started", &other).into()),
-        }
-    }
+    start_all(&mut sessions)?;
     drive(&test, &mut sessions, interrupt, |control| {
         udp::run(spec, &spec.cpus, streams, sink, control)
     })
@@ -393,17 +363,10 @@ pub fn run_rr(
     sink: &mut dyn Sink,
     interrupt: &AtomicBool,
 ) -> Result<TestResult, ClientError> {
-    let per_agent = usize::from(spec.streams);
-    let total = per_agent * targets.len();
-    if total > usize::from(u16::MAX) {
-        return Err(ClientError::TooManyStreams { streams: total });
-    }
-    crate::engine::pin::check_cpus(&spec.cpus)?;
     let test = TestSpec::Rr(spec.clone());
-    let mut sessions = targets
-        .iter()
-        .map(|t| open_session(t, &test, opts))
-        .collect::<Result<Vec<_>, _>>()?;
+    let per_agent = test.streams_per_agent();
+    let total = per_agent * targets.len();
+    let mut sessions = open_sessions(&test, &spec.cpus, targets, opts)?;
     let mut streams = Vec::with_capacity(total);
     for (a, s) in sessions.iter_mut().enumerate() {
         let peer = s.target.addr;
@@ -450,15 +413,7 @@ pub fn run_rr(
             s.conn.send(&Message::Ports { udp_ports })?;
         }
     }
-    for s in &mut sessions {
-        s.conn.send(&Message::Start)?;
-    }
-    for s in &mut sessions {
-        match s.conn.recv(REPLY_TIMEOUT, "waiting for the agent to start")? {
-            Message::Started => {}
-            other => return Err(s.conn.unexpected("started", &other).into()),
-        }
-    }
+    start_all(&mut sessions)?;
     drive(&test, &mut sessions, interrupt, |control| {
         rr::run(spec, &spec.cpus, streams, None, sink, control)
     })
@@ -510,11 +465,7 @@ pub fn run_http(
         }
     };
     if let Some(s) = &mut session {
-        s.conn.send(&Message::Start)?;
-        match s.conn.recv(REPLY_TIMEOUT, "waiting for the agent to start")? {
-            Message::Started => {}
-            other => return Err(s.conn.unexpected("started", &other).into()),
-        }
+        start_all(std::slice::from_mut(s))?;
     }
     let started_unix_ms = now_unix_ms();
     let control = Control::default();
@@ -524,29 +475,14 @@ pub fn run_http(
             let (control, engine_done) = (&control, &engine_done);
             scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, true))
         });
-        scope.spawn(|| {
-            while !engine_done.load(Ordering::Relaxed) {
-                if interrupt.load(Ordering::Relaxed) {
-                    control.stop_send();
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
+        scope.spawn(|| forward_interrupt(interrupt, &control, &engine_done));
         let local = crate::engine::http::run(spec, targets, sink, &control);
         engine_done.store(true, Ordering::Relaxed);
         let agent_result = watcher.map(|w| w.join().expect("watcher thread does not panic"));
         (local, agent_result)
     });
     let (mut local, run) = local?;
-    let mut used: Vec<String> = Vec::new();
-    for t in targets {
-        if let Some(i) = crate::metrics::host::interface_towards(t.addr.ip())
-            && !used.contains(&i)
-        {
-            used.push(i);
-        }
-    }
-    local.config = Some(crate::metrics::host::read_config(&used));
+    local.config = Some(config_towards(targets.iter().map(|t| t.addr.ip())));
     notes.extend(local.notes.iter().cloned());
     let agent_report = match agent_result {
         Some(Ok(r)) => Some(r),
@@ -574,6 +510,58 @@ pub fn run_http(
     ))
 }
 
+/// Opens a session with every target for `test`, after checking what can be checked here.
+fn open_sessions(
+    test: &TestSpec,
+    cpus: &[usize],
+    targets: &[Target],
+    opts: &ClientOptions,
+) -> Result<Vec<Session>, ClientError> {
+    let total = test.streams_per_agent() * targets.len();
+    if total > usize::from(u16::MAX) {
+        return Err(ClientError::TooManyStreams { streams: total });
+    }
+    crate::engine::pin::check_cpus(cpus)?;
+    targets.iter().map(|t| open_session(t, test, opts)).collect()
+}
+
+/// Tells every agent to start, then waits until each has.
+fn start_all(sessions: &mut [Session]) -> Result<(), ClientError> {
+    for s in sessions.iter_mut() {
+        s.conn.send(&Message::Start)?;
+    }
+    for s in sessions.iter_mut() {
+        match s.conn.recv(REPLY_TIMEOUT, "waiting for the agent to start")? {
+            Message::Started => {}
+            other => return Err(s.conn.unexpected("started", &other).into()),
+        }
+    }
+    Ok(())
+}
+
+/// Ctrl-C reaches the local engine while it runs, even when no watcher is left to pass it on.
+fn forward_interrupt(interrupt: &AtomicBool, control: &Control, engine_done: &AtomicBool) {
+    while !engine_done.load(Ordering::Relaxed) {
+        if interrupt.load(Ordering::Relaxed) {
+            control.stop_send();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// This host's configuration with the interfaces toward `peers` (read after the window).
+fn config_towards(peers: impl Iterator<Item = IpAddr>) -> crate::metrics::host::HostConfig {
+    let mut used: Vec<String> = Vec::new();
+    for p in peers {
+        if let Some(i) = crate::metrics::host::interface_towards(p)
+            && !used.contains(&i)
+        {
+            used.push(i);
+        }
+    }
+    crate::metrics::host::read_config(&used)
+}
+
 /// Runs the local engine while watching every agent, then joins the reports into the document.
 fn drive(
     spec: &TestSpec,
@@ -596,14 +584,7 @@ fn drive(
             })
             .collect();
         // Ctrl-C reaches the local engine even when every watcher has already returned.
-        scope.spawn(|| {
-            while !engine_done.load(Ordering::Relaxed) {
-                if interrupt.load(Ordering::Relaxed) {
-                    control.stop_send();
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
+        scope.spawn(|| forward_interrupt(interrupt, &control, &engine_done));
         let local = run_local(&control);
         engine_done.store(true, Ordering::Relaxed);
         let results: Vec<_> = watchers
@@ -614,15 +595,7 @@ fn drive(
     });
     let mut local = local?;
     // The interfaces towards the agents, read after the window.
-    let mut used: Vec<String> = Vec::new();
-    for s in sessions.iter() {
-        if let Some(i) = crate::metrics::host::interface_towards(s.target.addr.ip())
-            && !used.contains(&i)
-        {
-            used.push(i);
-        }
-    }
-    local.config = Some(crate::metrics::host::read_config(&used));
+    local.config = Some(config_towards(sessions.iter().map(|s| s.target.addr.ip())));
 
     let mut notes = local.notes.clone();
     let mut client_parts = Vec::with_capacity(sessions.len());
