@@ -24,24 +24,14 @@ import shutil
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LINERATE = os.path.join(ROOT, "target", "release", "linerate")
+import benchlib
+
+ROOT = benchlib.ROOT
+LINERATE = benchlib.LINERATE
 HZ = os.sysconf("SC_CLK_TCK")
-
-
-def own_session():
-    if os.environ.get("LINERATE_BENCH_SESSION") != "1":
-        env = dict(os.environ, LINERATE_BENCH_SESSION="1")
-        os.execvpe("setsid", ["setsid", "--wait", sys.executable] + sys.argv, env)
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("-10")
-    except OSError as e:
-        print(f"note: could not raise autogroup priority: {e}", file=sys.stderr)
 
 
 def free_port():
@@ -165,12 +155,10 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    own_session()
-    if shutil.which("nginx") is None or shutil.which("wrk") is None:
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "nginx-light", "wrk"], check=True)
-        subprocess.run(["pkill", "-x", "nginx"])
-    subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
+    benchlib.own_session()
+    benchlib.ensure_tools(["nginx", "wrk"], ["nginx-light", "wrk"])
+    subprocess.run(["pkill", "-x", "nginx"])  # the package may start its own
+    benchlib.build_release()
     root = tempfile.mkdtemp(prefix="lrbench-www-")
     os.chmod(root, 0o755)
     with open(os.path.join(root, "1k.bin"), "wb") as f:

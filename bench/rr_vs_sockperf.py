@@ -19,25 +19,14 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LINERATE = os.path.join(ROOT, "target", "release", "linerate")
+import benchlib
 
-
-def own_session():
-    if os.environ.get("LINERATE_BENCH_SESSION") != "1":
-        env = dict(os.environ, LINERATE_BENCH_SESSION="1")
-        os.execvpe("setsid", ["setsid", "--wait", sys.executable] + sys.argv, env)
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("-10")
-    except OSError as e:
-        print(f"note: could not raise autogroup priority: {e}", file=sys.stderr)
+ROOT = benchlib.ROOT
+LINERATE = benchlib.LINERATE
 
 
 def linerate(proto, size, seconds, port, pinned):
@@ -89,11 +78,9 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    own_session()
-    if shutil.which("sockperf") is None:
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "sockperf"], check=True)
-    subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
+    benchlib.own_session()
+    benchlib.ensure_tools(["sockperf"], ["sockperf"])
+    benchlib.build_release()
     version = subprocess.run(["sockperf", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     print(f"# {version.strip()}; {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
     print(f"{'round':>5} {'proto':<5} {'placement':<10} {'bytes':>5} {'tool':<9} {'round trips/s':>14} {'p50 us':>8} {'p99 us':>8}")

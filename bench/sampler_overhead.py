@@ -14,19 +14,10 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LINERATE = os.path.join(ROOT, "target", "release", "linerate")
+import benchlib
 
-
-def own_session():
-    if os.environ.get("LINERATE_BENCH_SESSION") != "1":
-        env = dict(os.environ, LINERATE_BENCH_SESSION="1")
-        os.execvpe("setsid", ["setsid", "--wait", sys.executable] + sys.argv, env)
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("-10")
-    except OSError as e:
-        print(f"note: could not raise autogroup priority: {e}", file=sys.stderr)
+ROOT = benchlib.ROOT
+LINERATE = benchlib.LINERATE
 
 
 def main():
@@ -34,7 +25,7 @@ def main():
     p.add_argument("--seconds", type=int, default=60)
     p.add_argument("--interval", type=int, default=1, help="whole seconds (vmstat takes no fractions)")
     a = p.parse_args()
-    own_session()
+    benchlib.own_session()
     if not os.path.exists(LINERATE):
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     n = a.seconds // a.interval

@@ -15,26 +15,15 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LINERATE = os.path.join(ROOT, "target", "release", "linerate")
+import benchlib
+
+ROOT = benchlib.ROOT
+LINERATE = benchlib.LINERATE
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def own_session():
-    if os.environ.get("LINERATE_BENCH_SESSION") != "1":
-        env = dict(os.environ, LINERATE_BENCH_SESSION="1")
-        os.execvpe("setsid", ["setsid", "--wait", sys.executable] + sys.argv, env)
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("-10")
-    except OSError as e:
-        print(f"note: could not raise autogroup priority: {e}", file=sys.stderr)
 
 
 def proc_cpu_seconds(pid):
@@ -114,11 +103,9 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    own_session()
-    if shutil.which("iperf3") is None:
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "iperf3"], check=True)
-    subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
+    benchlib.own_session()
+    benchlib.ensure_tools(["iperf3"], ["iperf3"])
+    benchlib.build_release()
     version = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"# {version}; linerate {subprocess.run([LINERATE, '--version'], capture_output=True, text=True).stdout.strip()}")
     print(f"# loopback, {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")

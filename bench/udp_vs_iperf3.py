@@ -16,26 +16,15 @@ traffic to 127.0.0.1 and inside the lab only.
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LINERATE = os.path.join(ROOT, "target", "release", "linerate")
+import benchlib
+
+ROOT = benchlib.ROOT
+LINERATE = benchlib.LINERATE
 LAB = "ubench"
-
-
-def own_session():
-    if os.environ.get("LINERATE_BENCH_SESSION") != "1":
-        env = dict(os.environ, LINERATE_BENCH_SESSION="1")
-        os.execvpe("setsid", ["setsid", "--wait", sys.executable] + sys.argv, env)
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("-10")
-    except OSError as e:
-        print(f"note: could not raise autogroup priority: {e}", file=sys.stderr)
 
 
 def ns(where, host):
@@ -94,11 +83,9 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    own_session()
-    if shutil.which("iperf3") is None:
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "iperf3"], check=True)
-    subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
+    benchlib.own_session()
+    benchlib.ensure_tools(["iperf3"], ["iperf3"])
+    benchlib.build_release()
     subprocess.run([LINERATE, "lab", "down", "--name", LAB], capture_output=True)
     subprocess.run([LINERATE, "lab", "up", "--name", LAB, "--hosts", "2"], check=True, capture_output=True)
     version = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
