@@ -104,13 +104,8 @@ impl HttpSpec {
         }
         check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 3.6e6)?;
         check("threads", f64::from(self.threads), 0.0, 1024.0)?;
-        check("interval seconds", self.interval_seconds, 0.0, MAX_SECONDS)?;
-        if self.interval_seconds > 0.0 {
-            check("interval seconds", self.interval_seconds, 0.01, MAX_SECONDS)?;
-        }
-        for cpu in &self.cpus {
-            check("CPU number", *cpu as f64, 0.0, 4095.0)?;
-        }
+        check_interval(self.interval_seconds)?;
+        check_cpus(&self.cpus)?;
         Ok(())
     }
 }
@@ -185,13 +180,8 @@ impl RrSpec {
         }
         check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 60_000.0)?;
         check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
-        check("interval seconds", self.interval_seconds, 0.0, MAX_SECONDS)?;
-        if self.interval_seconds > 0.0 {
-            check("interval seconds", self.interval_seconds, 0.01, MAX_SECONDS)?;
-        }
-        for cpu in self.cpus.iter().chain(&self.peer_cpus) {
-            check("CPU number", *cpu as f64, 0.0, 4095.0)?;
-        }
+        check_interval(self.interval_seconds)?;
+        check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
         if self.connect && self.proto == RrProto::Udp {
             return Err(SpecError::Conflict(
                 "--connect is a TCP mode (netperf's TCP_CRR)".into(),
@@ -295,14 +285,9 @@ impl UdpSpec {
         )?;
         check("gap (ns)", self.gap_ns as f64, 0.0, 60e9)?;
         check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
-        check("interval seconds", self.interval_seconds, 0.0, MAX_SECONDS)?;
-        if self.interval_seconds > 0.0 {
-            check("interval seconds", self.interval_seconds, 0.01, MAX_SECONDS)?;
-        }
+        check_interval(self.interval_seconds)?;
         check("histogram bin (us)", f64::from(self.bin_us), 1.0, 1e6)?;
-        for cpu in self.cpus.iter().chain(&self.peer_cpus) {
-            check("CPU number", *cpu as f64, 0.0, 4095.0)?;
-        }
+        check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
         if let Some(w) = self.window_bytes {
             check("receive buffer", w.0 as f64, 1.0, i32::MAX as f64)?;
         }
@@ -491,6 +476,22 @@ pub enum SpecError {
     Conflict(String),
 }
 
+/// Seconds between interval samples: 0 (none) or from 10 ms.
+fn check_interval(seconds: f64) -> Result<(), SpecError> {
+    check("interval seconds", seconds, 0.0, MAX_SECONDS)?;
+    if seconds > 0.0 {
+        check("interval seconds", seconds, 0.01, MAX_SECONDS)?;
+    }
+    Ok(())
+}
+
+fn check_cpus<'a>(cpus: impl IntoIterator<Item = &'a usize>) -> Result<(), SpecError> {
+    for cpu in cpus {
+        check("CPU number", *cpu as f64, 0.0, 4095.0)?;
+    }
+    Ok(())
+}
+
 fn check(name: &'static str, got: f64, min: f64, max: f64) -> Result<(), SpecError> {
     if got.is_finite() && got >= min && got <= max {
         Ok(())
@@ -542,13 +543,8 @@ impl TcpSpec {
         }
         check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
         check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
-        check("interval seconds", self.interval_seconds, 0.0, MAX_SECONDS)?;
-        if self.interval_seconds > 0.0 {
-            check("interval seconds", self.interval_seconds, 0.01, MAX_SECONDS)?;
-        }
-        for cpu in self.cpus.iter().chain(&self.peer_cpus) {
-            check("CPU number", *cpu as f64, 0.0, 4095.0)?;
-        }
+        check_interval(self.interval_seconds)?;
+        check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
         if let Some(w) = self.window_bytes {
             check("window", w.0 as f64, 1.0, i32::MAX as f64)?;
         }

@@ -116,6 +116,14 @@ fn side_block(
     }
 }
 
+/// A run's limit as the headline says it: seconds, or `n UNIT per stream`.
+fn limit_text(limit: Limit, unit: &str) -> String {
+    match limit {
+        Limit::Seconds(s) => format!("{s} s"),
+        Limit::Buffers(n) => format!("{n} {unit} per stream"),
+    }
+}
+
 fn headline(r: &TestResult) -> String {
     let agents: Vec<&str> = r.summary.agents.iter().map(|a| a.agent.as_str()).collect();
     let direction = match r.options.direction() {
@@ -125,10 +133,7 @@ fn headline(r: &TestResult) -> String {
     };
     match &r.options {
         TestSpec::Tcp(spec) => {
-            let limit = match spec.limit {
-                Limit::Seconds(s) => format!("{s} s"),
-                Limit::Buffers(n) => format!("{n} buffers per stream"),
-            };
+            let limit = limit_text(spec.limit, "buffers");
             format!(
                 "linerate {} tcp: {} stream(s) per agent, {direction}, {limit}, buffer {}, agents {}\n",
                 r.linerate,
@@ -138,10 +143,7 @@ fn headline(r: &TestResult) -> String {
             )
         }
         TestSpec::Rr(spec) => {
-            let limit = match spec.limit {
-                Limit::Seconds(s) => format!("{s} s"),
-                Limit::Buffers(n) => format!("{n} transactions per stream"),
-            };
+            let limit = limit_text(spec.limit, "transactions");
             let proto = match (spec.proto, spec.connect) {
                 (linerate_core::spec::RrProto::Tcp, true) => "tcp, a connection per transaction",
                 (linerate_core::spec::RrProto::Tcp, false) => "tcp",
@@ -179,10 +181,7 @@ fn headline(r: &TestResult) -> String {
             )
         }
         TestSpec::Udp(spec) => {
-            let limit = match spec.limit {
-                Limit::Seconds(s) => format!("{s} s"),
-                Limit::Buffers(n) => format!("{n} datagrams per stream"),
-            };
+            let limit = limit_text(spec.limit, "datagrams");
             let pace = match spec.stream_bits_per_second() {
                 Some(bps) => format!(
                     "one every {} us ({} Mbit/s per stream)",
