@@ -309,13 +309,19 @@ fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate
         tag(&mut request, seq);
         let done: io::Result<bool> = match &s.socket {
             RrSocket::Tcp(t) => transact_tcp(t, &request, &mut response[..resp], shared).map(|()| true),
-            RrSocket::Udp(u) => {
-                transact_udp(u, &request, &mut response, timeout, &mut stale, shared).inspect(|answered| {
-                    if !answered && begin >= warmup_ns {
-                        lost += 1;
-                    }
-                })
-            }
+            RrSocket::Udp(u) => transact_udp(
+                u,
+                &request,
+                &mut response,
+                start + Duration::from_nanos(begin) + timeout,
+                &mut stale,
+                shared,
+            )
+            .inspect(|answered| {
+                if !answered && begin >= warmup_ns {
+                    lost += 1;
+                }
+            }),
             RrSocket::Connect { addr, header } => {
                 let c0 = Instant::now();
                 match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
@@ -402,17 +408,17 @@ fn transact_tcp(mut t: &TcpStream, request: &[u8], response: &mut [u8], shared: 
     Ok(())
 }
 
-/// Sends a request datagram and waits up to `timeout` for its answer; Ok(false) when none came.
+/// Sends a request datagram and waits for its answer until `until` (the transaction's start
+/// plus the timeout; the clock is read only once a wait runs out); Ok(false) when none came.
 fn transact_udp(
     u: &UdpSocket,
     request: &[u8],
     response: &mut [u8],
-    timeout: Duration,
+    until: Instant,
     stale: &mut u64,
     shared: &Shared<'_>,
 ) -> io::Result<bool> {
     u.send(request)?;
-    let until = Instant::now() + timeout;
     let k = request.len().min(8);
     loop {
         match u.recv(response) {
