@@ -473,7 +473,15 @@ pub fn run_http(
     let (local, agent_result) = std::thread::scope(|scope| {
         let watcher = session.as_mut().map(|s| {
             let (control, engine_done) = (&control, &engine_done);
-            scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, true))
+            scope.spawn(move || {
+                watch_agent(
+                    &mut s.conn,
+                    control,
+                    interrupt,
+                    engine_done,
+                    test.agent_waits_for_stop(),
+                )
+            })
         });
         scope.spawn(|| forward_interrupt(interrupt, &control, &engine_done));
         let local = crate::engine::http::run(spec, targets, sink, &control);
@@ -570,8 +578,7 @@ fn drive(
     run_local: impl FnOnce(&Control) -> Result<SideReport, EngineError>,
 ) -> Result<TestResult, ClientError> {
     let per_agent = spec.streams_per_agent();
-    // An answering agent does not know when the asking is over: it is told.
-    let stop_when_done = matches!(spec, TestSpec::Rr(_));
+    let stop_when_done = spec.agent_waits_for_stop();
     let started_unix_ms = now_unix_ms();
     let control = Control::default();
     let engine_done = AtomicBool::new(false);

@@ -56,6 +56,12 @@ impl TestSpec {
         }
     }
 
+    /// Whether the agent keeps going until the client says the run is over (it answers or
+    /// samples, and cannot tell when the asking ends), so the client sends `stop` when done.
+    pub fn agent_waits_for_stop(&self) -> bool {
+        matches!(self, TestSpec::Rr(_) | TestSpec::Http(_))
+    }
+
     pub fn direction(&self) -> Direction {
         match self {
             TestSpec::Tcp(t) => t.direction,

@@ -733,6 +733,7 @@ pub fn run(
         warmup: Duration::from_nanos(ramp_ns),
         deadline: Some(Duration::from_nanos(end_ns)),
         interval: (spec.interval_seconds > 0.0).then(|| Duration::from_nanos(interval_ns)),
+        ends_on_stop: false,
     };
     let infos: Vec<StreamInfo> = (0..threads)
         .map(|i| StreamInfo {
@@ -1002,6 +1003,7 @@ pub fn sample_host(spec: &HttpSpec, sink: &mut dyn Sink, control: &Control) -> S
         warmup: Duration::from_secs_f64(spec.ramp_seconds),
         deadline: None,
         interval: (spec.interval_seconds > 0.0).then(|| Duration::from_secs_f64(spec.interval_seconds)),
+        ends_on_stop: true,
     };
     let infos = [StreamInfo {
         id: 0,
@@ -1021,7 +1023,6 @@ pub fn sample_host(spec: &HttpSpec, sink: &mut dyn Sink, control: &Control) -> S
             shared.finish(0, StreamEnd::Stopped);
         });
         let mut report = sample_until_done(&plan, &infos, shared, gate, sink);
-        report.partial = control.aborted();
         report.streams.clear();
         report.intervals.clear();
         report.io = "none".into();

@@ -145,13 +145,10 @@ pub fn run(
     let gate = Gate::new();
     let shared = state.shared(control);
     let accept = accept.map(Mutex::new);
+    // An answering side ends when told the asking is over: that is the normal end, not a cut.
     let plan = Plan {
-        warmup: Duration::from_secs_f64(spec.warmup_seconds),
-        deadline: match spec.limit {
-            Limit::Seconds(s) => Some(Duration::from_secs_f64(s)),
-            Limit::Buffers(_) => None,
-        },
-        interval: (spec.interval_seconds > 0.0).then(|| Duration::from_secs_f64(spec.interval_seconds)),
+        ends_on_stop: streams.iter().all(|s| s.role == Role::Receive),
+        ..Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds)
     };
     let infos: Vec<StreamInfo> = streams
         .iter()
@@ -206,10 +203,6 @@ pub fn run(
         (Ok(report), outcomes)
     });
     let mut report = report?;
-    // An answering side ends when told the asking is over: that is the normal end, not a cut.
-    if streams.iter().all(|s| s.role == Role::Receive) {
-        report.partial = control.aborted();
-    }
     for (r, o) in report.streams.iter_mut().zip(outcomes) {
         match o {
             Some(o) => r.rr = Some(o),

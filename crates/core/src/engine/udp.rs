@@ -232,6 +232,24 @@ pub(super) struct Plan {
     /// The senders' time limit; None for a count.
     pub deadline: Option<Duration>,
     pub interval: Option<Duration>,
+    /// This side ends when the client says the run is over (an answering or sampling agent):
+    /// that stop is its normal end, not a cut, so only an abort makes the report partial.
+    pub ends_on_stop: bool,
+}
+
+impl Plan {
+    /// From a spec's warm-up, limit and interval, seconds.
+    pub fn from_spec(warmup_seconds: f64, limit: Limit, interval_seconds: f64) -> Plan {
+        Plan {
+            warmup: Duration::from_secs_f64(warmup_seconds),
+            deadline: match limit {
+                Limit::Seconds(s) => Some(Duration::from_secs_f64(s)),
+                Limit::Buffers(_) => None,
+            },
+            interval: (interval_seconds > 0.0).then(|| Duration::from_secs_f64(interval_seconds)),
+            ends_on_stop: false,
+        }
+    }
 }
 
 /// What the sampler reports of each stream.
@@ -302,14 +320,7 @@ pub fn run(
                 }
             }
         }
-        let plan = Plan {
-            warmup: Duration::from_secs_f64(spec.warmup_seconds),
-            deadline: match spec.limit {
-                Limit::Seconds(s) => Some(Duration::from_secs_f64(s)),
-                Limit::Buffers(_) => None,
-            },
-            interval: (spec.interval_seconds > 0.0).then(|| Duration::from_secs_f64(spec.interval_seconds)),
-        };
+        let plan = Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds);
         let infos: Vec<StreamInfo> = streams
             .iter()
             .map(|s| StreamInfo {
@@ -505,7 +516,7 @@ pub(super) fn sample_until_done(
         timeline: timeline.into_entries(),
         config: None,
         io: String::new(),
-        partial: shared.control.aborted() || shared.control.sending_stopped(),
+        partial: shared.control.aborted() || (!plan.ends_on_stop && shared.control.sending_stopped()),
         notes,
     }
 }
