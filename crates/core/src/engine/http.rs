@@ -7,7 +7,7 @@
 //! buffer per worker and counted, not kept.
 
 use super::tcp::Gate;
-use super::udp::{Plan, RunState, Shared, StreamInfo, sample_until_done};
+use super::udp::{Plan, RunState, Shared, StreamInfo, sample_until_done, spawn_worker};
 use super::{Control, EngineError, Sink, pin};
 use crate::result::{Role, SideReport, StreamEnd};
 use crate::spec::HttpSpec;
@@ -747,14 +747,9 @@ pub fn run(
         for w in 0..threads {
             let cpu = (!spec.cpus.is_empty()).then(|| spec.cpus[w % spec.cpus.len()]);
             let (shared, gate) = (&shared, &gate);
-            let spawned = thread::Builder::new()
-                .name(format!("linerate-h{w}"))
-                .spawn_scoped(scope, move || {
-                    if let Some(cpu) = cpu {
-                        let _ = pin::pin_current_thread(cpu);
-                    }
-                    work(spec, targets, w, threads, ramp_ns, end_ns, interval_ns, shared, gate)
-                });
+            let spawned = spawn_worker(scope, format!("linerate-h{w}"), cpu, None, move || {
+                work(spec, targets, w, threads, ramp_ns, end_ns, interval_ns, shared, gate)
+            });
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(e) => {

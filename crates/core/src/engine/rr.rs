@@ -11,7 +11,7 @@
 
 use super::pacing::Pacer;
 use super::tcp::Gate;
-use super::udp::{Plan, RunState, Shared, StreamInfo, sample_until_done};
+use super::udp::{Plan, RunState, Shared, StreamInfo, sample_until_done, spawn_worker};
 use super::{Control, EngineError, Sink, pin};
 use crate::proto::frame::DATA_HEADER_LEN;
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
@@ -171,17 +171,10 @@ pub fn run(
         for (idx, s) in streams.iter().enumerate() {
             let cpu = (!cpus.is_empty()).then(|| cpus[idx % cpus.len()]);
             let (shared, gate, accept) = (&shared, &gate, &accept);
-            let spawned = thread::Builder::new()
-                .name(format!("linerate-r{idx}"))
-                .spawn_scoped(scope, move || {
-                    if let Some(cpu) = cpu {
-                        let _ = pin::pin_current_thread(cpu);
-                    }
-                    match s.role {
-                        Role::Send => ask(spec, idx, s, shared, gate),
-                        Role::Receive => answer(spec, idx, s, accept.as_ref(), shared, gate),
-                    }
-                });
+            let spawned = spawn_worker(scope, format!("linerate-r{idx}"), cpu, None, move || match s.role {
+                Role::Send => ask(spec, idx, s, shared, gate),
+                Role::Receive => answer(spec, idx, s, accept.as_ref(), shared, gate),
+            });
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(e) => {

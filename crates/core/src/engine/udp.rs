@@ -194,6 +194,26 @@ pub(super) struct Shared<'a> {
     pub stray: &'a AtomicU64,
 }
 
+/// Starts a worker thread named `name` in `scope`, pinned to `cpu` when given; a pin that
+/// fails is flagged in `pin_failed` (when given) and the worker runs unpinned.
+pub(super) fn spawn_worker<'scope, T: Send + 'scope>(
+    scope: &'scope thread::Scope<'scope, '_>,
+    name: String,
+    cpu: Option<usize>,
+    pin_failed: Option<&'scope AtomicBool>,
+    work: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<thread::ScopedJoinHandle<'scope, T>> {
+    thread::Builder::new().name(name).spawn_scoped(scope, move || {
+        if let Some(cpu) = cpu
+            && pin::pin_current_thread(cpu).is_err()
+            && let Some(flag) = pin_failed
+        {
+            flag.store(true, Relaxed);
+        }
+        work()
+    })
+}
+
 /// What a run's [`Shared`] points at, owned by the sampling thread for the run.
 pub(super) struct RunState {
     counters: Vec<Counters>,
@@ -297,20 +317,17 @@ pub fn run(
         let mut handles = Vec::with_capacity(n);
         for (idx, s) in streams.iter().enumerate() {
             let cpu = (!cpus.is_empty()).then(|| cpus[idx % cpus.len()]);
-            let (shared, gate, pin_failed) = (&shared, &gate, &pin_failed);
-            let spawned = thread::Builder::new()
-                .name(format!("linerate-u{idx}"))
-                .spawn_scoped(scope, move || {
-                    if let Some(cpu) = cpu
-                        && pin::pin_current_thread(cpu).is_err()
-                    {
-                        pin_failed.store(true, Relaxed);
-                    }
-                    match s.role {
-                        Role::Send => Outcome::Sent(send_stream(spec, idx, s, shared, gate)),
-                        Role::Receive => Outcome::Received(Box::new(receive_stream(spec, idx, s, shared, gate))),
-                    }
-                });
+            let (shared, gate) = (&shared, &gate);
+            let spawned = spawn_worker(
+                scope,
+                format!("linerate-u{idx}"),
+                cpu,
+                Some(&pin_failed),
+                move || match s.role {
+                    Role::Send => Outcome::Sent(send_stream(spec, idx, s, shared, gate)),
+                    Role::Receive => Outcome::Received(Box::new(receive_stream(spec, idx, s, shared, gate))),
+                },
+            );
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(e) => {
