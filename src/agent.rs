@@ -330,6 +330,29 @@ fn new_cookie() -> [u8; COOKIE_LEN] {
         .expect("nonce is longer than a cookie")
 }
 
+/// Data connections that arrive with `cookie` go to `tx` (until the registration drops).
+fn expect_streams(state: &State, cookie: [u8; COOKIE_LEN], tx: Sender<(u16, TcpStream)>) {
+    state
+        .pending
+        .lock()
+        .expect("no thread panics holding the lock")
+        .insert(cookie, tx);
+}
+
+fn send_accepted(
+    conn: &mut Conn,
+    state: &State,
+    cookie: &[u8; COOKIE_LEN],
+    udp_ports: Vec<u16>,
+) -> Result<(), Refusal> {
+    conn.send(&Message::Accepted {
+        cookie: proto::to_hex(cookie),
+        host: state.host.clone(),
+        udp_ports,
+    })
+    .map_err(proto_refusal)
+}
+
 fn await_start(conn: &mut Conn) -> Result<(), Refusal> {
     match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
         Message::Start => Ok(()),
@@ -372,21 +395,12 @@ fn run_tcp(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
     let cookie = new_cookie();
     let (tx, rx) = mpsc::channel();
-    state
-        .pending
-        .lock()
-        .expect("no thread panics holding the lock")
-        .insert(cookie, tx);
+    expect_streams(state, cookie, tx);
     let registration = Registration {
         pending: &state.pending,
         cookie,
     };
-    conn.send(&Message::Accepted {
-        cookie: proto::to_hex(&cookie),
-        host: state.host.clone(),
-        udp_ports: Vec::new(),
-    })
-    .map_err(proto_refusal)?;
+    send_accepted(conn, state, &cookie, Vec::new())?;
     await_start(conn)?;
     let sockets = collect_streams(&rx, spec.streams_per_agent())?;
     drop(registration);
@@ -437,23 +451,14 @@ fn run_rr(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), Refusal> 
             udp_sockets.push(s);
         }
     } else {
-        state
-            .pending
-            .lock()
-            .expect("no thread panics holding the lock")
-            .insert(cookie, tx);
+        expect_streams(state, cookie, tx);
     }
     // Held for the whole run: TCP_CRR connections keep arriving with this cookie.
     let _registration = Registration {
         pending: &state.pending,
         cookie,
     };
-    conn.send(&Message::Accepted {
-        cookie: proto::to_hex(&cookie),
-        host: state.host.clone(),
-        udp_ports,
-    })
-    .map_err(proto_refusal)?;
+    send_accepted(conn, state, &cookie, udp_ports)?;
     if spec.proto == RrProto::Udp {
         let client_ports = match conn
             .recv(IDLE_TIMEOUT, "waiting for the client's ports")
@@ -504,12 +509,7 @@ fn run_rr(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), Refusal> 
 /// `started` until the client says the run is over.
 fn run_http(state: &State, conn: &mut Conn, spec: &linerate_core::spec::HttpSpec) -> Result<(), Refusal> {
     let cookie = new_cookie();
-    conn.send(&Message::Accepted {
-        cookie: proto::to_hex(&cookie),
-        host: state.host.clone(),
-        udp_ports: Vec::new(),
-    })
-    .map_err(proto_refusal)?;
+    send_accepted(conn, state, &cookie, Vec::new())?;
     await_start(conn)?;
     conn.send(&Message::Started).map_err(proto_refusal)?;
     run_and_report(conn, Some(conn.peer().ip()), |control| {
@@ -578,12 +578,7 @@ fn run_udp(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), Refusal
     let test_id = spec
         .multicast
         .map_or_else(|| linerate_core::client::udp_test_id(&cookie), |m| m.test_id);
-    conn.send(&Message::Accepted {
-        cookie: proto::to_hex(&cookie),
-        host: state.host.clone(),
-        udp_ports: ports,
-    })
-    .map_err(proto_refusal)?;
+    send_accepted(conn, state, &cookie, ports)?;
     let client_ports = match conn
         .recv(IDLE_TIMEOUT, "waiting for the client's ports")
         .map_err(proto_refusal)?

@@ -61,7 +61,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(&args),
         Command::Tcp(args) => {
             let targets = args.targets()?;
-            let opts = client_options(&args.secret, args.connect_timeout)?;
+            let opts = args.reach.options()?;
             let json = args.json;
             let spec = args.into_spec()?;
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
@@ -72,7 +72,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Udp(args) => {
             let targets = args.targets()?;
-            let opts = client_options(&args.secret, args.connect_timeout)?;
+            let opts = args.reach.options()?;
             let json = args.json;
             let sweep = args.sweep()?;
             let spec = args.into_spec()?;
@@ -87,7 +87,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Rr(args) => {
             let targets = args.targets()?;
-            let opts = client_options(&args.secret, args.connect_timeout)?;
+            let opts = args.reach.options()?;
             let json = args.json;
             let sizes = args.sizes()?;
             let both = args.sweep == cli::rr::SweepWhat::Both;
@@ -178,17 +178,6 @@ fn calc(args: &cli::sys::CalcArgs) -> anyhow::Result<ExitCode> {
     };
     print_text(&text)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// How the client reaches agents, from the flags every test command shares.
-fn client_options(secret: &cli::SecretArgs, connect_timeout: f64) -> anyhow::Result<ClientOptions> {
-    Ok(ClientOptions {
-        secret: secret.load()?,
-        connect_timeout: Duration::try_from_secs_f64(connect_timeout)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .context("--connect-timeout must be a positive number of seconds")?,
-    })
 }
 
 /// The process's Ctrl-C flag, registered once (sweeps run many tests): the first Ctrl-C (or
@@ -438,7 +427,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     let urls = args.parsed_urls()?;
     let counts = args.user_counts()?;
     let base = args.spec_for(counts[0])?;
-    let opts = client_options(&args.secret, args.connect_timeout)?;
+    let opts = args.reach.options()?;
     let targets = http_targets(&urls, args.keepalive)?;
     let baseline = if args.baseline {
         let b = http_baseline(&base, &targets, &opts).context("--baseline")?;

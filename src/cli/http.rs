@@ -1,7 +1,6 @@
 //! `linerate http URL...`: simulated users (closed loop) or a request rate (open loop) against
 //! any HTTP/1.1 server, Avalanche's method.
 
-use super::SecretArgs;
 use anyhow::{Context, bail};
 use linerate_core::client::Target;
 use linerate_core::engine::http::HttpUrl;
@@ -80,12 +79,8 @@ pub struct HttpArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Seconds to wait for the agent to answer a connection
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
-    pub connect_timeout: f64,
-
     #[command(flatten)]
-    pub secret: SecretArgs,
+    pub reach: super::ConnectArgs,
 }
 
 /// `500ms`, `10s`, `4m`, `1h`, or bare seconds.

@@ -60,6 +60,30 @@ pub fn resolve_targets(hosts: &[String], port: u16) -> anyhow::Result<Vec<linera
         .collect()
 }
 
+/// How a test command reaches its agents: `--connect-timeout` and the secret.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectArgs {
+    /// Seconds to wait for an agent to answer a connection
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub connect_timeout: f64,
+
+    #[command(flatten)]
+    pub secret: SecretArgs,
+}
+
+impl ConnectArgs {
+    pub fn options(&self) -> anyhow::Result<linerate_core::client::ClientOptions> {
+        use anyhow::Context;
+        Ok(linerate_core::client::ClientOptions {
+            secret: self.secret.load()?,
+            connect_timeout: std::time::Duration::try_from_secs_f64(self.connect_timeout)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .context("--connect-timeout must be a positive number of seconds")?,
+        })
+    }
+}
+
 /// How a client or agent gets the shared secret: `--secret-file`, else `LINERATE_SECRET`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SecretArgs {

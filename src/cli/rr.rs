@@ -1,7 +1,6 @@
 //! `linerate rr HOST[:PORT]`: request-response round trips (netperf's TCP_RR, UDP_RR, TCP_CRR;
 //! UDPmon's latency against frame size).
 
-use super::SecretArgs;
 use anyhow::{Context, bail};
 use linerate_core::client::Target;
 use linerate_core::spec::{Limit, MAX_STREAMS, RrProto, RrSpec};
@@ -96,12 +95,8 @@ pub struct RrArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Seconds to wait for an agent to answer a connection
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
-    pub connect_timeout: f64,
-
     #[command(flatten)]
-    pub secret: SecretArgs,
+    pub reach: super::ConnectArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

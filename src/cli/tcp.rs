@@ -1,6 +1,5 @@
 //! `linerate tcp HOST[:PORT]...`: flags, and their translation into a [`TcpSpec`].
 
-use super::SecretArgs;
 use anyhow::bail;
 use linerate_core::client::Target;
 use linerate_core::spec::{Direction, Limit, MAX_STREAMS, TcpSpec};
@@ -109,12 +108,8 @@ pub struct TcpArgs {
     #[arg(long, value_name = "BYTES")]
     pub mtu: Option<u32>,
 
-    /// Seconds to wait for an agent to answer a connection
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
-    pub connect_timeout: f64,
-
     #[command(flatten)]
-    pub secret: SecretArgs,
+    pub reach: super::ConnectArgs,
 }
 
 impl TcpArgs {

@@ -1,6 +1,5 @@
 //! `linerate udp`: paced UDP streams, UDPmon's method.
 
-use super::SecretArgs;
 use anyhow::{Context, bail};
 use linerate_core::client::Target;
 use linerate_core::spec::{Direction, Limit, MAX_STREAMS, UdpSpec};
@@ -101,12 +100,8 @@ pub struct UdpArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Seconds to wait for an agent to answer a connection
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
-    pub connect_timeout: f64,
-
     #[command(flatten)]
-    pub secret: SecretArgs,
+    pub reach: super::ConnectArgs,
 }
 
 impl UdpArgs {
