@@ -17,7 +17,7 @@
 //! only when its `ifindex` and `address` match the interface this namespace has under that name.
 //! The `ethtool` program is run only when netlink fails.
 //!
-//! One file per job: [`info`] and [`config`] hold the types, `system` and `cpu` the /proc and /sys
+//! One file per job: `info` and `config` hold the types, `system` and `cpu` the /proc and /sys
 //! parsers, `offloads` the offload names; `interface` assembles one interface from `rtnl`
 //! (rtnetlink), `ethnl` (ethtool generic netlink), `ioctl` (SIOCETHTOOL), `ethtool_program` (the
 //! fallback) and `irq` (IRQs and their affinity).

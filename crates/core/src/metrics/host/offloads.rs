@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-/// An offload as [`InterfaceConfig::offloads`] names it.
+/// An offload as [`InterfaceConfig::offloads`](super::InterfaceConfig::offloads) names it.
 pub(super) struct Offload {
-    /// The key in [`InterfaceConfig::offloads`].
+    /// The key in [`InterfaceConfig::offloads`](super::InterfaceConfig::offloads).
     pub(super) key: &'static str,
     /// The name `ethtool -K` takes.
     pub(super) switch: &'static str,
@@ -85,7 +85,7 @@ pub(super) const OFFLOADS_TABLE: &[Offload] = &[
     },
 ];
 
-/// The keys [`InterfaceConfig::offloads`] may hold.
+/// The keys [`InterfaceConfig::offloads`](super::InterfaceConfig::offloads) may hold.
 pub const OFFLOADS: &[&str] = &[
     "tso",
     "gso",
