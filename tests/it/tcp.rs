@@ -153,6 +153,9 @@ fn streams_share_threads_and_pin_to_cpus() {
 
 #[test]
 fn pre_posted_buffers_through_io_uring() {
+    if !can_run(&[Need::IoUring]) {
+        return;
+    }
     let agent = Agent::start(&[]);
     for dir in [&[][..], &["--reverse"][..]] {
         let mut args = vec![
