@@ -73,7 +73,7 @@ fn unreachable_host_fails_fast_without_leaving_the_machine() {
     // Inside a fresh network namespace with no route, no packet can leave: connect(2) fails with
     // "network is unreachable" at once.
     if !can_run(&[
-        Need::Root,
+        Need::Root { why: NAMESPACES },
         Need::Program {
             name: "ip",
             package: "iproute2",

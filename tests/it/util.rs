@@ -195,11 +195,15 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Why lab tests need root.
+pub const NAMESPACES: &str = "to create network namespaces, veth pairs and qdiscs";
+
 /// What a test needs of the machine beyond Linux and the built binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Need {
-    /// Root: network namespaces, veth pairs, tc and nftables need CAP_NET_ADMIN and CAP_SYS_ADMIN.
-    Root,
+    /// Root, `why` saying for what (network namespaces, veth pairs, tc and nftables need
+    /// CAP_NET_ADMIN and CAP_SYS_ADMIN).
+    Root { why: &'static str },
     /// A program on PATH, named with the Debian package that has it.
     Program { name: &'static str, package: &'static str },
     /// io_uring: a kernel may be built without it or have it switched off
@@ -218,7 +222,7 @@ pub struct Machine<'a> {
 /// test can run.
 pub fn unmet(needs: &[Need], machine: &Machine<'_>) -> Option<String> {
     needs.iter().find_map(|n| match *n {
-        Need::Root if !machine.root => Some("needs root to create network namespaces, veth and tc".to_string()),
+        Need::Root { why } if !machine.root => Some(format!("needs root {why}")),
         Need::Program { name, package } if !(machine.on_path)(name) => {
             Some(format!("needs '{name}' on PATH (Debian: apt-get install {package})"))
         }
@@ -332,7 +336,7 @@ impl Lab {
 
     fn make(hosts: usize, links: &[&str], netem: bool) -> Option<Lab> {
         let mut needs = vec![
-            Need::Root,
+            Need::Root { why: NAMESPACES },
             Need::Program {
                 name: "ip",
                 package: "iproute2",
@@ -433,7 +437,7 @@ fn a_test_says_what_it_lacks() {
         io_uring: &ring,
     };
     let needs = [
-        Need::Root,
+        Need::Root { why: NAMESPACES },
         Need::Program {
             name: "nginx",
             package: "nginx-light",
