@@ -18,7 +18,9 @@ fn busy_agent_answers_at_once() {
         .spawn()
         .expect("spawn");
     let mut long = scopeguard(long);
-    std::thread::sleep(Duration::from_millis(800));
+    // The long test holds the agent's one slot once its data flows.
+    let port = port_of(&agent.addr);
+    poll_until(LIMIT, "the long test's data to flow", || data_segments_at(port) > 100);
     let start = Instant::now();
     let out = linerate(&["tcp", &agent.addr, "-t", "1"], LIMIT);
     assert!(!out.status.success());
@@ -56,18 +58,31 @@ fn killed_client_frees_the_agent(direction: &[&str]) {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
-    std::thread::sleep(Duration::from_millis(1000));
+    let port = port_of(&agent.addr);
+    poll_until(LIMIT, "the victim's data to flow", || data_segments_at(port) > 100);
     victim.kill().expect("kill -9");
     victim.wait().expect("reap");
     let killed = Instant::now();
-    std::thread::sleep(Duration::from_millis(900));
     let mut args = vec!["tcp", agent.addr.as_str(), "-n", "10"];
     args.extend_from_slice(direction);
-    let out = linerate(&args, LIMIT);
+    // The agent is free when a new test is no longer turned away as busy.
+    let (out, began) = loop {
+        let began = Instant::now();
+        let out = linerate(&args, LIMIT);
+        if !stderr(&out).contains("busy") || killed.elapsed() > Duration::from_secs(5) {
+            break (out, began);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert!(
         out.status.success(),
         "next test after a killed client failed: {}",
         stderr(&out)
+    );
+    assert!(
+        began - killed < Duration::from_secs(1),
+        "the agent stayed busy for {:?} after its client died",
+        began - killed
     );
     assert!(killed.elapsed() < Duration::from_secs(5));
 }
@@ -180,7 +195,11 @@ fn ctrl_c_reports_what_was_measured() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
-        std::thread::sleep(Duration::from_millis(1500));
+        let port = port_of(&agent.addr);
+        poll_until(LIMIT, "the test's data to flow", || data_segments_at(port) > 100);
+        // Not a wait for the test to reach a state: the run has to measure over a second
+        // before the interrupt, as the check of its measured seconds below asks.
+        std::thread::sleep(Duration::from_millis(1300));
         // SAFETY: kill(2) on our own child's pid.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let start = Instant::now();

@@ -5,6 +5,7 @@ use crate::util::*;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -66,6 +67,8 @@ fn users_against_linerates_server_are_counted_with_the_server_side() {
 }
 
 /// nginx on 127.0.0.1:PORT serving a 512 KiB file, logging each request's status and bytes.
+/// It runs in the foreground (`daemon off;`) as the leader of its own process group, which its
+/// workers join; dropping it stops the whole group and waits for it.
 struct Nginx {
     child: Child,
     dir: tempfile::TempDir,
@@ -73,7 +76,14 @@ struct Nginx {
 }
 
 impl Nginx {
-    fn start() -> Nginx {
+    /// `None`, after saying why, where nginx is not installed.
+    fn start() -> Option<Nginx> {
+        if !can_run(&[Need::Program {
+            name: "nginx",
+            package: "nginx-light",
+        }]) {
+            return None;
+        }
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("www");
         std::fs::create_dir(&root).expect("www");
@@ -97,6 +107,7 @@ impl Nginx {
         let child = Command::new("nginx")
             .args(["-p", &d.to_string(), "-c"])
             .arg(&conf_path)
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -111,7 +122,12 @@ impl Nginx {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        n
+        Some(n)
+    }
+
+    /// The process group of the master and its workers.
+    fn group(&self) -> i32 {
+        self.child.id() as i32
     }
 
     /// (requests logged with status 200, their bytes sent in all, their body bytes).
@@ -132,24 +148,52 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SIGTERM is nginx's fast shutdown: the master stops its workers, waits for them and
+        // exits. A killed master would leave its workers running (issue 13).
+        // SAFETY: kill(2) on the process group this test made for nginx.
+        unsafe { libc::kill(-self.group(), libc::SIGTERM) };
+        let until = Instant::now() + Duration::from_secs(10);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Whatever is left of the group, master or workers, after that.
+        // SAFETY: as above.
+        unsafe { libc::kill(-self.group(), libc::SIGKILL) };
         let _ = self.child.wait();
-        // The workers outlive a killed master: ask them by the pid file's group.
-        let _ = Command::new("pkill")
-            .args(["-f", &self.dir.path().display().to_string()])
-            .status();
     }
+}
+
+/// Processes of group `pgid` that still run (zombies, which run nothing, left out).
+fn running_in_group(pgid: i32) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            // pid (comm) state ppid pgrp ...; comm may hold spaces, so split after the ')'.
+            let rest: Vec<&str> = stat
+                .rsplit_once(") ")
+                .map_or(Vec::new(), |(_, r)| r.split(' ').collect());
+            rest.len() > 2 && rest[0] != "Z" && rest[2] == pgid.to_string()
+        })
+        .collect()
 }
 
 #[test]
 fn counts_match_nginxs_access_log() {
-    let nginx = Nginx::start();
+    let Some(nginx) = Nginx::start() else { return };
     let url = format!("http://127.0.0.1:{}/512k.bin", nginx.port);
     let v = http_json(&[&url, "--users", "16", "-d", "2s", "--no-agent"]);
-    // nginx logs a request when it is done with it, including those the client left in flight.
-    std::thread::sleep(Duration::from_millis(500));
-    let (logged, bytes_sent, body_sent) = nginx.log();
     let responses = u(&v, "/summary/responses");
+    let bytes_in = u(&v, "/summary/bytes_in");
+    // nginx logs a request when it is done with it, including those the client left in flight:
+    // wait until the log holds every response linerate counted and every byte it read.
+    poll_until(Duration::from_secs(10), "nginx to log the run", || {
+        let (logged, bytes_sent, _) = nginx.log();
+        logged >= responses && bytes_sent >= bytes_in
+    });
+    let (logged, bytes_sent, body_sent) = nginx.log();
     let in_flight = u(&v, "/summary/in_flight_at_end");
     assert!(responses > 50, "{responses} responses");
     // Every request begun is a response, an error or still in flight at the end.
@@ -162,7 +206,6 @@ fn counts_match_nginxs_access_log() {
         "nginx logged {logged}, linerate counted {responses} (+{in_flight} in flight)"
     );
     assert_eq!(u(&v, "/summary/body_bytes"), responses * 512 * 1024);
-    let bytes_in = u(&v, "/summary/bytes_in");
     let slack = (in_flight + 1) * (512 * 1024 + 512);
     assert!(
         bytes_sent >= bytes_in && bytes_sent <= bytes_in + slack,
@@ -171,6 +214,10 @@ fn counts_match_nginxs_access_log() {
     assert!(body_sent >= responses * 512 * 1024);
     assert_eq!(u(&v, "/summary/errors/total"), 0);
     assert!(v["summary"].get("server").is_none(), "no agent was asked for");
+    let group = nginx.group();
+    drop(nginx);
+    let left = running_in_group(group);
+    assert!(left.is_empty(), "nginx processes left after the test: {left:?}");
 }
 
 /// A server that misbehaves by turns: reset, stall, 500, short body, then a good answer.
@@ -380,7 +427,9 @@ fn open_loop_keeps_its_rate() {
 
 #[test]
 fn a_100mbit_lab_link_carries_90_to_100_mbit_of_http() {
-    let lab = Lab::up(2, &["rate=100mbit"]);
+    let Some(lab) = Lab::up(2, &["rate=100mbit"]) else {
+        return;
+    };
     let ns = lab.namespace("h2");
     let server = Agent::start_with(
         &["ip", "netns", "exec", &ns],

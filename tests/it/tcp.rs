@@ -153,6 +153,9 @@ fn streams_share_threads_and_pin_to_cpus() {
 
 #[test]
 fn pre_posted_buffers_through_io_uring() {
+    if !can_run(&[Need::IoUring]) {
+        return;
+    }
     let agent = Agent::start(&[]);
     for dir in [&[][..], &["--reverse"][..]] {
         let mut args = vec![
@@ -182,6 +185,13 @@ fn pre_posted_buffers_through_io_uring() {
 
 #[test]
 fn socket_options_are_applied_and_read_back() {
+    // A user may set only the algorithms in net.ipv4.tcp_allowed_congestion_control, and buffers
+    // up to net.core.rmem_max and wmem_max (socket(7)).
+    if !can_run(&[Need::Root {
+        why: "to choose cubic and buffers past the sysctl limits",
+    }]) {
+        return;
+    }
     let agent = Agent::start(&[]);
     let v = tcp_json(
         &[

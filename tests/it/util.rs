@@ -195,6 +195,123 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Why lab tests need root.
+pub const NAMESPACES: &str = "to create network namespaces, veth pairs and qdiscs";
+
+/// What a test needs of the machine beyond Linux and the built binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Root, `why` saying for what (network namespaces, veth pairs, tc and nftables need
+    /// CAP_NET_ADMIN and CAP_SYS_ADMIN).
+    Root { why: &'static str },
+    /// A program on PATH, named with the Debian package that has it.
+    Program { name: &'static str, package: &'static str },
+    /// io_uring: a kernel may be built without it or have it switched off
+    /// (`kernel.io_uring_disabled`, seccomp in containers).
+    IoUring,
+}
+
+/// What the machine offers, as [`unmet`] asks it.
+pub struct Machine<'a> {
+    pub root: bool,
+    pub on_path: &'a dyn Fn(&str) -> bool,
+    pub io_uring: &'a dyn Fn() -> bool,
+}
+
+/// The first of `needs` that `machine` does not meet, as the reason to print; `None` when the
+/// test can run.
+pub fn unmet(needs: &[Need], machine: &Machine<'_>) -> Option<String> {
+    needs.iter().find_map(|n| match *n {
+        Need::Root { why } if !machine.root => Some(format!("needs root {why}")),
+        Need::Program { name, package } if !(machine.on_path)(name) => {
+            Some(format!("needs '{name}' on PATH (Debian: apt-get install {package})"))
+        }
+        Need::IoUring if !(machine.io_uring)() => Some("needs io_uring, which this kernel refuses".to_string()),
+        _ => None,
+    })
+}
+
+/// Whether the test can run here. When it cannot, prints `skipped: REASON` and returns false
+/// (the caller returns at once), so a developer's `cargo test` as a user passes. CI runs as root
+/// with every package installed, so nothing skips there; with `LINERATE_TEST_NO_SKIP=1` in the
+/// environment a skip fails the test instead, so CI can make sure of it.
+pub fn can_run(needs: &[Need]) -> bool {
+    let machine = Machine {
+        root: is_root(),
+        on_path: &on_path,
+        io_uring: &io_uring_works,
+    };
+    let Some(reason) = unmet(needs, &machine) else {
+        return true;
+    };
+    assert!(
+        std::env::var_os("LINERATE_TEST_NO_SKIP").is_none(),
+        "LINERATE_TEST_NO_SKIP is set but this test {reason}"
+    );
+    eprintln!("skipped: {reason}");
+    false
+}
+
+/// Whether an executable `program` is in a directory of PATH.
+pub fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(program)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Whether this process may set up an io_uring instance (one entry, closed at once).
+pub fn io_uring_works() -> bool {
+    // struct io_uring_params is 120 bytes; zeroed asks for nothing special.
+    let mut params = [0u8; 120];
+    // SAFETY: io_uring_setup(2) reads and writes `params`, which is 120 bytes as the kernel expects.
+    let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr()) };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: `fd` is the ring this call just made and nothing else holds.
+    unsafe { libc::close(fd as i32) };
+    true
+}
+
+/// Polls `ready` every 20 ms until it holds, failing the test after `limit`: tests wait for
+/// state they can observe, never for a guessed time.
+pub fn poll_until(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) {
+    let until = Instant::now() + limit;
+    while !ready() {
+        assert!(Instant::now() < until, "waited {limit:?} for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// TCP data segments in and out of the established sockets whose local port is `port` (as
+/// `ss -ti` counts them): on an agent's port, whether a test's data is flowing.
+pub fn data_segments_at(port: u16) -> u64 {
+    let filter = format!("( sport = :{port} )");
+    let out = Command::new("ss")
+        .args(["-tinH", "state", "established", &filter])
+        .output()
+        .expect("ss (Debian: apt-get install iproute2)");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|w| {
+            w.strip_prefix("data_segs_in:")
+                .or_else(|| w.strip_prefix("data_segs_out:"))
+        })
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
+}
+
+/// The port of a HOST:PORT address.
+pub fn port_of(addr: &str) -> u16 {
+    addr.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {addr}"))
+}
+
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// A `linerate lab` made for one test, with a name no other test uses, taken down on drop.
@@ -205,15 +322,48 @@ pub struct Lab {
 }
 
 impl Lab {
-    /// `linerate lab up --hosts N --link ...`.
-    pub fn up(hosts: usize, links: &[&str]) -> Lab {
-        assert!(is_root(), "lab tests need root (CI runs as root)");
+    /// `linerate lab up --hosts N --link ... --no-netem`: linerate's own emulation (tbf, nftables,
+    /// the relay) whether or not the kernel has netem, so a test's backends do not depend on the
+    /// kernel. `None`, after printing why, where a lab cannot be made (see [`can_run`]).
+    pub fn up(hosts: usize, links: &[&str]) -> Option<Lab> {
+        Lab::make(hosts, links, false)
+    }
+
+    /// `linerate lab up` letting the lab use netem where the kernel has it.
+    pub fn up_netem(hosts: usize, links: &[&str]) -> Option<Lab> {
+        Lab::make(hosts, links, true)
+    }
+
+    fn make(hosts: usize, links: &[&str], netem: bool) -> Option<Lab> {
+        let mut needs = vec![
+            Need::Root { why: NAMESPACES },
+            Need::Program {
+                name: "ip",
+                package: "iproute2",
+            },
+            Need::Program {
+                name: "tc",
+                package: "iproute2",
+            },
+        ];
+        if links.iter().any(|l| l.contains("loss=")) {
+            needs.push(Need::Program {
+                name: "nft",
+                package: "nftables",
+            });
+        }
+        if !can_run(&needs) {
+            return None;
+        }
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let name = format!("it{}-{n}", std::process::id() % 100_000);
         let hosts_arg = hosts.to_string();
         let mut args = vec!["lab", "up", "--name", &name, "--hosts", &hosts_arg, "--json"];
         for l in links {
             args.extend(["--link", l]);
+        }
+        if !netem {
+            args.push("--no-netem");
         }
         let out = linerate(&args, Duration::from_secs(60));
         // The guard exists before anything can fail, so a failed `up` is still taken down.
@@ -222,7 +372,7 @@ impl Lab {
             status: Value::Null,
         };
         lab.status = json_of(&out);
-        lab
+        Some(lab)
     }
 
     pub fn namespace(&self, host: &str) -> String {
@@ -273,4 +423,56 @@ pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
         .join()
         .expect("namespace thread")
     })
+}
+
+#[test]
+fn a_test_says_what_it_lacks() {
+    let yes = |_: &str| true;
+    let no = |_: &str| false;
+    let ring = || true;
+    let no_ring = || false;
+    let all = Machine {
+        root: true,
+        on_path: &yes,
+        io_uring: &ring,
+    };
+    let needs = [
+        Need::Root { why: NAMESPACES },
+        Need::Program {
+            name: "nginx",
+            package: "nginx-light",
+        },
+        Need::IoUring,
+    ];
+    assert_eq!(unmet(&needs, &all), None);
+    assert_eq!(
+        unmet(
+            &[],
+            &Machine {
+                root: false,
+                on_path: &no,
+                io_uring: &no_ring
+            }
+        ),
+        None
+    );
+    let user = Machine { root: false, ..all };
+    assert!(unmet(&needs, &user).is_some_and(|r| r.contains("root")));
+    let bare = Machine {
+        root: true,
+        on_path: &no,
+        io_uring: &ring,
+    };
+    assert_eq!(
+        unmet(&needs, &bare).as_deref(),
+        Some("needs 'nginx' on PATH (Debian: apt-get install nginx-light)")
+    );
+    let old = Machine {
+        root: true,
+        on_path: &yes,
+        io_uring: &no_ring,
+    };
+    assert!(unmet(&needs, &old).is_some_and(|r| r.contains("io_uring")));
+    assert!(on_path("sh") && !on_path("linerate-no-such-program"));
+    assert_eq!(port_of("[::1]:5201"), 5201);
 }

@@ -1,0 +1,454 @@
+//! The HTTP/1.1 server of `linerate serve --http-port`: the far end of HTTP load tests.
+//!
+//! In: an address, the files to serve (`--file`) and a thread count. Out: responses on the wire
+//! and [`HttpdStats`]. `GET`/`HEAD /bytes/N` answers N bytes of [`BODY_PATTERN`] from memory;
+//! `/files/NAME` answers a file opened at bind time; anything else is 404, other methods 405.
+//! What a test measures with these responses is the client's business ([`crate::engine`]).
+//!
+//! One worker thread per CPU, each with its own epoll instance (`mio`) and its own listening
+//! socket on the same address (`SO_REUSEPORT`, so the kernel spreads connections over the
+//! workers without a shared accept lock); every socket is non-blocking and edge-triggered, read
+//! and write interest registered once at accept. In the loop a worker allocates nothing: each
+//! connection owns a read buffer (allocated at accept; its size is also the request head limit)
+//! and a response head buffer formatted in place. Bodies are never copied per request: small
+//! ones go out of one shared pattern buffer with the head in a single `sendmsg`, large ones and
+//! files by `sendfile(2)` from the page cache (a memfd holds the pattern), as nginx serves files.
+//! Counters are plain integers owned by the worker, published to atomics every 100 ms.
+//!
+//! Keep-alive follows RFC 9112 §9.3: HTTP/1.1 persists unless `Connection: close`, HTTP/1.0
+//! only with `Connection: keep-alive`. A connection that is closed after a response first shuts
+//! down its write side and reads until the client closes (at most [`LINGER`]), so the client is
+//! not reset before it has read the response. Idle connections are closed after [`IDLE`].
+//!
+//! One file per job: `setup` binds and opens what the workers share, `worker` is one worker's
+//! event loop, `conn` one connection's state machine, `parser` reads request heads, `router` maps
+//! a target to what answers it, `response` formats heads, `date` the Date header, `body` sends
+//! bodies (`sendmsg` from the pattern, `sendfile` from the memfd or a file).
+
+mod body;
+mod conn;
+mod date;
+mod parser;
+mod response;
+mod router;
+mod setup;
+mod worker;
+
+use crate::metrics::host::online_cpus;
+use date::DATE_BYTES;
+use mio::net::TcpListener;
+use mio::{Interest, Poll, Waker};
+use setup::{ignore_sigpipe, listen, open_files, pattern_memfd, raise_open_files_limit};
+use std::fs::File;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use worker::{LISTENER, WAKER, Worker};
+
+/// The body of `/bytes/N`: byte `i` is `BODY_PATTERN[i % 64]` (63 printable characters and a
+/// newline, so a body read by eye is lines of equal length and a shift shows).
+pub const BODY_PATTERN: &[u8; 64] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-\n";
+/// The largest N `/bytes/N` answers (1 TiB); past it the request is a 400.
+pub const MAX_BODY_BYTES: u64 = 1 << 40;
+/// Per-connection read buffer, allocated at accept. A request head that does not fit is a 431.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// An idle keep-alive connection (or one whose client stopped reading) is closed after this.
+pub const IDLE: Duration = Duration::from_secs(60);
+/// After a closing response, how long the client may take to close its side.
+pub const LINGER: Duration = Duration::from_secs(2);
+
+/// The pattern buffer (memory and memfd); a multiple of the pattern's 64 bytes.
+const PATTERN_BYTES: usize = 1 << 20;
+/// What to serve and with how many threads.
+#[derive(Clone, Debug)]
+pub struct HttpdConfig {
+    /// Served at `/files/BASENAME`, opened at bind; their size then is their Content-Length.
+    pub files: Vec<PathBuf>,
+    /// Worker threads; 0 = one per online CPU.
+    pub threads: usize,
+    /// Connections open at once over all workers; past it new ones are closed at accept
+    /// (0 = no limit). The soft open-files limit is raised toward it, up to the hard limit.
+    pub max_connections: usize,
+}
+
+impl Default for HttpdConfig {
+    fn default() -> Self {
+        HttpdConfig {
+            files: Vec::new(),
+            threads: 0,
+            max_connections: 65_536,
+        }
+    }
+}
+
+/// What the server counted since it started, summed over its workers (each publishes at most
+/// 100 ms late; exact after [`HttpdHandle::stop`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HttpdStats {
+    /// Connections accepted and served (not those refused past `max_connections`).
+    pub connections_accepted: u64,
+    /// Request heads answered, including malformed (400) and oversized (431) ones.
+    pub requests: u64,
+    /// Responses written in full, by status class: index = status / 100 (2 = 200, 4 = 4xx).
+    pub responses_by_status: [u64; 6],
+    /// Body bytes of 200 responses handed to the kernel (heads and error texts not included).
+    pub body_bytes: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpdError {
+    #[error("cannot listen for http on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot serve {}", path.display())]
+    File {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} is not a regular file with a name", path.display())]
+    NotAFile { path: PathBuf },
+    #[error("{} and {} would both be /files/{name}", first.display(), second.display())]
+    SameName {
+        name: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    #[error("cannot start the http workers")]
+    Start {
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// A bound server, not yet serving: [`Httpd::spawn`] starts it.
+pub struct Httpd {
+    addr: SocketAddr,
+    listeners: Vec<std::net::TcpListener>,
+    shared: Arc<Shared>,
+}
+
+/// Running workers; [`HttpdHandle::stop`] or drop ends and joins them.
+pub struct HttpdHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    wakers: Vec<Waker>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// One `--file`, open for the life of the server.
+struct ServedFile {
+    file: File,
+    bytes: u64,
+}
+
+/// What every worker reads (and the counter slots each writes its own of).
+struct Shared {
+    stop: AtomicBool,
+    /// Connections open over all workers.
+    open: AtomicUsize,
+    max_connections: usize,
+    /// The part of `/files/NAME` after `/files/`, parallel to `files`.
+    names: Box<[Box<[u8]>]>,
+    files: Box<[ServedFile]>,
+    /// `PATTERN_BYTES` of the body pattern.
+    pattern: Box<[u8]>,
+    /// The same bytes in a memfd, for `sendfile`; None where memfd is not available.
+    pattern_file: Option<File>,
+    slots: Box<[Slot]>,
+}
+
+/// One worker's published counters, on a cache line no other worker writes.
+#[repr(align(128))]
+#[derive(Default)]
+struct Slot {
+    accepted: AtomicU64,
+    requests: AtomicU64,
+    responses: [AtomicU64; 6],
+    body_bytes: AtomicU64,
+    accept_errors: AtomicU64,
+}
+
+/// One worker's counters, plain integers: only it writes them.
+#[derive(Default)]
+struct Counts {
+    accepted: u64,
+    requests: u64,
+    responses: [u64; 6],
+    body_bytes: u64,
+    accept_errors: u64,
+}
+
+impl Httpd {
+    /// Opens the files and binds one listening socket per worker on `addr` (port 0: a free
+    /// port, the same for every worker; see [`Httpd::local_addr`]).
+    pub fn bind(addr: SocketAddr, config: HttpdConfig) -> Result<Httpd, HttpdError> {
+        let (names, files) = open_files(&config.files)?;
+        let threads = if config.threads == 0 {
+            online_cpus()
+        } else {
+            config.threads
+        };
+        let max_connections = if config.max_connections == 0 {
+            usize::MAX
+        } else {
+            config.max_connections
+        };
+        raise_open_files_limit(max_connections.saturating_add(1024));
+        // Every socket of a SO_REUSEPORT group shares the port's traffic, so a second server
+        // of the same user would silently take half of it. A socket without the option is
+        // refused while anyone listens there: bind one first to find out (and to learn the
+        // port when asked for 0), then bind the group.
+        let probe = listen(addr, false).map_err(|source| HttpdError::Bind { addr, source })?;
+        let addr = probe.local_addr().map_err(|source| HttpdError::Bind { addr, source })?;
+        drop(probe);
+        let listeners = (0..threads)
+            .map(|_| listen(addr, true))
+            .collect::<io::Result<Vec<_>>>()
+            .map_err(|source| HttpdError::Bind { addr, source })?;
+        let pattern: Box<[u8]> = (0..PATTERN_BYTES)
+            .map(|i| BODY_PATTERN[i % BODY_PATTERN.len()])
+            .collect();
+        // Without a memfd (old kernel, seccomp), large bodies are written from memory instead.
+        let pattern_file = pattern_memfd(&pattern).ok();
+        let shared = Shared {
+            stop: AtomicBool::new(false),
+            open: AtomicUsize::new(0),
+            max_connections,
+            names,
+            files,
+            pattern,
+            pattern_file,
+            slots: (0..threads).map(|_| Slot::default()).collect(),
+        };
+        Ok(Httpd {
+            addr,
+            listeners,
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// Where it listens, with the port chosen when 0 was asked for.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Starts the workers and returns at once.
+    pub fn spawn(self) -> Result<HttpdHandle, HttpdError> {
+        ignore_sigpipe();
+        let Httpd {
+            addr,
+            listeners,
+            shared,
+        } = self;
+        let start = |source| HttpdError::Start { source };
+        // Built up as workers start, so a failure part-way stops the ones already running.
+        let mut handle = HttpdHandle {
+            addr,
+            shared: Arc::clone(&shared),
+            wakers: Vec::with_capacity(listeners.len()),
+            threads: Vec::with_capacity(listeners.len()),
+        };
+        for (index, listener) in listeners.into_iter().enumerate() {
+            let poll = Poll::new().map_err(start)?;
+            let mut listener = TcpListener::from_std(listener);
+            poll.registry()
+                .register(&mut listener, LISTENER, Interest::READABLE)
+                .map_err(start)?;
+            let waker = Waker::new(poll.registry(), WAKER).map_err(start)?;
+            let worker = Worker {
+                index,
+                poll,
+                listener,
+                shared: Arc::clone(&shared),
+                conns: Vec::new(),
+                free: Vec::new(),
+                counts: Counts::default(),
+                date: [0; DATE_BYTES],
+                date_secs: u64::MAX,
+                accept_paused_until: None,
+            };
+            let thread = std::thread::Builder::new()
+                .name(format!("linerate-http-{index}"))
+                .spawn(move || worker.run())
+                .map_err(start)?;
+            handle.wakers.push(waker);
+            handle.threads.push(thread);
+        }
+        Ok(handle)
+    }
+}
+
+impl HttpdHandle {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The counts published so far (each worker's at most 100 ms old).
+    pub fn stats(&self) -> HttpdStats {
+        let mut stats = HttpdStats::default();
+        for slot in &self.shared.slots {
+            stats.connections_accepted += slot.accepted.load(Relaxed);
+            stats.requests += slot.requests.load(Relaxed);
+            for (sum, n) in stats.responses_by_status.iter_mut().zip(&slot.responses) {
+                *sum += n.load(Relaxed);
+            }
+            stats.body_bytes += slot.body_bytes.load(Relaxed);
+        }
+        stats
+    }
+
+    /// Accept failures (EMFILE and the like) and connections refused past `max_connections`.
+    pub fn accept_errors(&self) -> u64 {
+        self.shared.slots.iter().map(|s| s.accept_errors.load(Relaxed)).sum()
+    }
+
+    /// Stops the workers, closes every connection, and returns the final counts.
+    pub fn stop(mut self) -> HttpdStats {
+        self.shutdown();
+        self.stats()
+    }
+
+    fn shutdown(&mut self) {
+        self.shared.stop.store(true, Relaxed);
+        for waker in &self.wakers {
+            // A worker that cannot be woken still sees the flag within one poll timeout.
+            let _ = waker.wake();
+        }
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for HttpdHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The served file names the parser and router tests use.
+#[cfg(test)]
+fn names() -> Vec<Box<[u8]>> {
+    vec![b"a.bin".to_vec().into(), b"b c".to_vec().into()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::{Ipv4Addr, Shutdown, TcpStream as StdStream};
+    use std::time::Instant;
+
+    /// One request on a new connection; returns head and body.
+    fn fetch(addr: SocketAddr, request: &str) -> (String, Vec<u8>) {
+        let mut s = StdStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        s.write_all(request.as_bytes()).expect("send");
+        let mut all = Vec::new();
+        s.read_to_end(&mut all).expect("read to the server's close");
+        let end = all.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 4;
+        let body = all.split_off(end);
+        (String::from_utf8(all).expect("ascii head"), body)
+    }
+
+    #[test]
+    fn serves_memory_and_sendfile_bodies_counts_and_stops_promptly() {
+        let path = std::env::temp_dir().join(format!("linerate-httpd-test-{}.bin", std::process::id()));
+        let content: Vec<u8> = (0..100_003u32).map(|i| (i * 7 % 256) as u8).collect();
+        std::fs::write(&path, &content).expect("write the file");
+        let config = HttpdConfig {
+            files: vec![path.clone()],
+            threads: 2,
+            ..HttpdConfig::default()
+        };
+        let server = Httpd::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config).expect("bind");
+        std::fs::remove_file(&path).expect("remove");
+        let addr = server.local_addr();
+        assert_ne!(addr.port(), 0);
+        let handle = server.spawn().expect("spawn");
+        let name = path.file_name().and_then(|n| n.to_str()).expect("name");
+        // 100 bytes from memory, 200 000 through the memfd (a wrap of its 1 MiB is in the
+        // integration tests), the file through sendfile.
+        for n in [100u64, 200_000] {
+            let (head, body) = fetch(addr, &format!("GET /bytes/{n} HTTP/1.1\r\nConnection: close\r\n\r\n"));
+            assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+            assert!(head.contains(&format!("\r\nContent-Length: {n}\r\n")), "{head}");
+            assert_eq!(body.len() as u64, n);
+            assert!(body.iter().enumerate().all(|(i, b)| *b == BODY_PATTERN[i % 64]));
+        }
+        let (head, body) = fetch(addr, &format!("GET /files/{name} HTTP/1.0\r\n\r\n"));
+        assert!(head.contains("\r\nContent-Length: 100003\r\n"), "{head}");
+        assert!(body == content, "file body differs");
+        let (head, body) = fetch(addr, "DELETE /bytes/1 HTTP/1.0\r\n\r\n");
+        assert!(
+            head.starts_with("HTTP/1.1 405 ") && body == b"only GET and HEAD\n",
+            "{head}"
+        );
+        let t = Instant::now();
+        let stats = handle.stop();
+        assert!(t.elapsed() < Duration::from_millis(500), "stopped in {:?}", t.elapsed());
+        assert_eq!(stats.connections_accepted, 4);
+        assert_eq!(stats.requests, 4);
+        assert_eq!(stats.responses_by_status, [0, 0, 3, 0, 1, 0]);
+        assert_eq!(stats.body_bytes, 100 + 200_000 + 100_003);
+        assert!(StdStream::connect(addr).is_err(), "still listening after stop");
+    }
+
+    #[test]
+    fn a_fin_that_came_with_the_request_is_seen() {
+        // Request and FIN both queued before the worker starts: one event carries both, and
+        // the read that takes the request comes back short with the FIN still unread.
+        let server = Httpd::bind(
+            SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            HttpdConfig {
+                threads: 1,
+                ..HttpdConfig::default()
+            },
+        )
+        .expect("bind");
+        let mut s = StdStream::connect(server.local_addr()).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        s.write_all(b"GET /bytes/3 HTTP/1.1\r\n\r\n").expect("send");
+        s.shutdown(Shutdown::Write).expect("shutdown");
+        std::thread::sleep(Duration::from_millis(50));
+        let _handle = server.spawn().expect("spawn");
+        let mut all = Vec::new();
+        s.read_to_end(&mut all)
+            .expect("the response, then the server's close, within 5 s");
+        assert!(all.starts_with(b"HTTP/1.1 200 OK\r\n") && all.ends_with(b"\r\n\r\n012"));
+    }
+
+    #[test]
+    fn bind_errors_name_the_address_or_the_file() {
+        let missing = PathBuf::from("/nonexistent/linerate-test-file");
+        let config = HttpdConfig {
+            files: vec![missing],
+            ..HttpdConfig::default()
+        };
+        let err = Httpd::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config)
+            .err()
+            .expect("an error");
+        assert_eq!(err.to_string(), "cannot serve /nonexistent/linerate-test-file");
+        let config = HttpdConfig {
+            files: vec!["/".into()],
+            ..HttpdConfig::default()
+        };
+        let err = Httpd::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config)
+            .err()
+            .expect("an error");
+        assert!(matches!(err, HttpdError::NotAFile { .. }), "{err}");
+        // A port already served (here by another server) is refused, not shared.
+        let first = Httpd::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), HttpdConfig::default()).expect("bind");
+        let taken = first.local_addr();
+        let err = Httpd::bind(taken, HttpdConfig::default()).err().expect("an error");
+        assert_eq!(err.to_string(), format!("cannot listen for http on {taken}"));
+    }
+}

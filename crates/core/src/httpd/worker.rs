@@ -1,0 +1,184 @@
+//! One worker thread's event loop: its own epoll instance (`mio`) and listening socket, accept,
+//! drive connections on readiness, sweep idle ones, refresh the date, publish counters.
+
+use super::conn::{Conn, Next, Ready, Turn};
+use super::date::{DATE_BYTES, http_date};
+use super::{Counts, Shared};
+use mio::net::TcpListener;
+use mio::{Events, Interest, Poll, Token};
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Poll timeout: how often a worker looks at the stop flag, publishes counters, dates.
+pub(super) const TICK: Duration = Duration::from_millis(100);
+/// How often idle and lingering connections are looked for.
+pub(super) const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// After an accept failure (EMFILE, ENFILE, ENOBUFS), wait this long before trying again.
+pub(super) const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+pub(super) const EVENTS: usize = 1024;
+pub(super) const LISTENER: Token = Token(usize::MAX - 1);
+pub(super) const WAKER: Token = Token(usize::MAX);
+
+pub(super) struct Worker {
+    pub(super) index: usize,
+    pub(super) poll: Poll,
+    pub(super) listener: TcpListener,
+    pub(super) shared: Arc<Shared>,
+    /// Connection i is registered as Token(i).
+    pub(super) conns: Vec<Option<Conn>>,
+    pub(super) free: Vec<usize>,
+    pub(super) counts: Counts,
+    pub(super) date: [u8; DATE_BYTES],
+    pub(super) date_secs: u64,
+    pub(super) accept_paused_until: Option<Instant>,
+}
+
+impl Worker {
+    pub(super) fn run(mut self) {
+        let mut events = Events::with_capacity(EVENTS);
+        let mut last_tick = Instant::now();
+        let mut last_sweep = last_tick;
+        self.refresh_date();
+        while !self.shared.stop.load(Relaxed) {
+            if let Err(e) = self.poll.poll(&mut events, Some(TICK))
+                && e.kind() != io::ErrorKind::Interrupted
+            {
+                // epoll_wait fails only on bad arguments; do not spin if it ever does.
+                std::thread::sleep(TICK);
+                continue;
+            }
+            // One clock read per batch of events: deadlines need no finer grain.
+            let now = Instant::now();
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept(now),
+                    WAKER => {}
+                    Token(i) => {
+                        // An error or hang-up shows in the next read or write.
+                        let ready = Ready {
+                            readable: event.is_readable() || event.is_error(),
+                            writable: event.is_writable() || event.is_write_closed() || event.is_error(),
+                            read_closed: event.is_read_closed(),
+                        };
+                        self.drive(i, ready, now);
+                    }
+                }
+            }
+            if self.accept_paused_until.is_some_and(|t| now >= t) {
+                self.accept(now);
+            }
+            if now.duration_since(last_tick) >= TICK {
+                last_tick = now;
+                self.refresh_date();
+                self.publish();
+            }
+            if now.duration_since(last_sweep) >= SWEEP_EVERY {
+                last_sweep = now;
+                self.sweep(now);
+            }
+        }
+        self.publish();
+    }
+
+    pub(super) fn accept(&mut self, now: Instant) {
+        self.accept_paused_until = None;
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if self.shared.open.fetch_add(1, Relaxed) >= self.shared.max_connections {
+                        self.shared.open.fetch_sub(1, Relaxed);
+                        self.counts.accept_errors += 1;
+                        continue;
+                    }
+                    // Without it the last segment of a body can wait for the ACK of the one
+                    // before (Nagle), a round trip per response on keep-alive connections.
+                    let _ = stream.set_nodelay(true);
+                    let i = self.free.pop().unwrap_or_else(|| {
+                        self.conns.push(None);
+                        self.conns.len() - 1
+                    });
+                    let mut conn = Conn::new(stream, now);
+                    // Both interests once, edge-triggered: no epoll_ctl as the state changes.
+                    let registered = self.poll.registry().register(
+                        &mut conn.stream,
+                        Token(i),
+                        Interest::READABLE | Interest::WRITABLE,
+                    );
+                    if registered.is_err() {
+                        self.free.push(i);
+                        self.shared.open.fetch_sub(1, Relaxed);
+                        self.counts.accept_errors += 1;
+                        continue;
+                    }
+                    self.conns[i] = Some(conn);
+                    self.counts.accepted += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {}
+                Err(_) => {
+                    // Out of descriptors or memory. The connection stays queued, and under
+                    // edge triggering nothing would report it again: try later.
+                    self.counts.accept_errors += 1;
+                    self.accept_paused_until = Some(now + ACCEPT_PAUSE);
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn drive(&mut self, i: usize, ready: Ready, now: Instant) {
+        let Some(Some(conn)) = self.conns.get_mut(i) else {
+            return;
+        };
+        let mut turn = Turn {
+            shared: &self.shared,
+            counts: &mut self.counts,
+            now,
+            date: &self.date,
+        };
+        if let Next::Close = conn.drive(ready, &mut turn) {
+            self.close(i);
+        }
+    }
+
+    pub(super) fn close(&mut self, i: usize) {
+        // Dropping the socket closes it, which also takes it out of the epoll set.
+        if self.conns[i].take().is_some() {
+            self.free.push(i);
+            self.shared.open.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Closes connections idle past [`IDLE`] and lingering past [`LINGER`].
+    pub(super) fn sweep(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            if self.conns[i].as_ref().is_some_and(|c| c.deadline <= now) {
+                self.close(i);
+            }
+        }
+    }
+
+    pub(super) fn refresh_date(&mut self) {
+        let secs = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if secs != self.date_secs {
+            self.date_secs = secs;
+            self.date = http_date(secs);
+        }
+    }
+
+    pub(super) fn publish(&self) {
+        let slot = &self.shared.slots[self.index];
+        let c = &self.counts;
+        slot.accepted.store(c.accepted, Relaxed);
+        slot.requests.store(c.requests, Relaxed);
+        for (a, n) in slot.responses.iter().zip(c.responses) {
+            a.store(n, Relaxed);
+        }
+        slot.body_bytes.store(c.body_bytes, Relaxed);
+        slot.accept_errors.store(c.accept_errors, Relaxed);
+    }
+}
