@@ -104,7 +104,7 @@ const PROBE_HEAD_MAX: usize = 65536;
 
 /// Fetches a target once (5 s at most per step) and returns its body's length, from the
 /// response's Content-Length.
-pub fn probe_body_bytes(target: &HttpTarget) -> Result<u64, ProbeError> {
+fn probe_body_bytes(target: &HttpTarget) -> Result<u64, ProbeError> {
     let mut s = TcpStream::connect_timeout(&target.addr, Duration::from_secs(5))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     s.write_all(&target.request)?;

@@ -150,15 +150,6 @@ impl Sweep {
             points: Vec::new(),
         }
     }
-
-    /// The kind as written in `test`: `"udp sweep"`, `"rr sweep"`, `"http sweep"`.
-    pub fn test(&self) -> &'static str {
-        match self.kind {
-            SweepKind::Udp => "udp sweep",
-            SweepKind::Rr(_) => "rr sweep",
-            SweepKind::Http(_) => "http sweep",
-        }
-    }
 }
 
 impl SweepPoint {
