@@ -9,8 +9,10 @@ use anyhow::Context;
 use clap::Parser;
 use cli::{Cli, Command};
 use linerate_core::client::{ClientOptions, Target, run_tcp};
+use linerate_core::engine::http::HttpTarget;
 use linerate_core::result::{Role, TestResult};
-use linerate_core::spec::TcpSpec;
+use linerate_core::spec::{HttpSpec, RrSpec, TcpSpec, UdpSpec};
+use linerate_core::sweep::Sweep;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
@@ -76,8 +78,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let json = args.json;
             let sweep = args.sweep()?;
             let spec = args.into_spec()?;
-            if let Some(points) = sweep {
-                return udp_sweep(&spec, &points, &targets, &opts, json);
+            if let Some(plan) = sweep {
+                let run = |spec: &UdpSpec| {
+                    spec.validate()?;
+                    udp_test(spec, &targets, &opts, true).with_context(|| {
+                        format!(
+                            "sweep point {} bytes, gap {} us",
+                            spec.payload_bytes,
+                            spec.gap_ns as f64 / 1e3
+                        )
+                    })
+                };
+                let sweep = linerate_core::sweep::udp::sweep(&spec, &plan, run, |s| show_sweep(s, json))?;
+                return print_sweep(&sweep, json);
             }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             let mut result = udp_test(&spec, &targets, &opts, json)
@@ -95,12 +108,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             anyhow::ensure!(expect.iter().all(|b| *b > 0.0), "--expect bandwidths must be above 0");
             let spec = args.into_spec()?;
             if let Some(sizes) = sizes {
-                let sweep = RrSweep {
-                    sizes: &sizes,
-                    both,
-                    expect: &expect,
+                use linerate_core::sweep::{RrVaries, rr};
+                let first = targets.first().context("no agent named")?;
+                let plan = rr::RrPlan {
+                    sizes_bytes: sizes,
+                    varies: if both { RrVaries::Both } else { RrVaries::Request },
+                    expect_bits_per_second: expect,
+                    path: rr::PathToward::read(first.addr.ip()),
                 };
-                return rr_sweep(&spec, &sweep, &targets, &opts, json);
+                let run = |spec: &RrSpec| {
+                    spec.validate()?;
+                    rr_test(spec, &targets, &opts, true)
+                };
+                let sweep = rr::sweep(&spec, &plan, run, |s| show_sweep(s, json))?;
+                return print_sweep(&sweep, json);
             }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             let mut result = rr_test(&spec, &targets, &opts, json)
@@ -227,79 +248,6 @@ fn tcp_test(spec: &TcpSpec, targets: &[Target], opts: &ClientOptions, json: bool
     Ok(run_tcp(spec, targets, opts, &mut live, &interrupt)?)
 }
 
-/// `linerate udp --sizes ... --gaps ...`: one run per (gap, size), UDPmon's curves: received
-/// throughput and loss against spacing, a column per size. JSON: every point's whole document.
-fn udp_sweep(
-    base: &linerate_core::spec::UdpSpec,
-    points: &[(u32, u64)],
-    targets: &[Target],
-    opts: &ClientOptions,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let mut sizes: Vec<u32> = Vec::new();
-    let mut gaps: Vec<u64> = Vec::new();
-    for (size, gap) in points {
-        if !sizes.contains(size) {
-            sizes.push(*size);
-        }
-        if !gaps.contains(gap) {
-            gaps.push(*gap);
-        }
-    }
-    if !json {
-        let mut head = format!("{:>10}", "gap us");
-        for s in &sizes {
-            head += &format!("  {:>22}", format!("{s} B: Mbit/s  loss %"));
-        }
-        print_text(&format!("received throughput and loss against spacing\n{head}\n"))?;
-    }
-    let mut out = Vec::with_capacity(points.len());
-    for gap in &gaps {
-        let mut row = format!("{:>10.1}", *gap as f64 / 1e3);
-        for size in &sizes {
-            let mut spec = base.clone();
-            spec.payload_bytes = *size;
-            spec.gap_ns = *gap;
-            spec.interval_seconds = 0.0;
-            spec.validate()?;
-            let r = udp_test(&spec, targets, opts, true)
-                .with_context(|| format!("sweep point {size} bytes, gap {} us", *gap as f64 / 1e3))?;
-            let u = r.summary.udp.clone().unwrap_or_default();
-            let mbps = r.summary.received.bits_per_second / 1e6;
-            row += &format!("  {mbps:>14.1} {:>7.3}", u.loss_percent);
-            out.push(serde_json::json!({
-                "payload_bytes": size,
-                "gap_us": *gap as f64 / 1e3,
-                "received_bits_per_second": r.summary.received.bits_per_second,
-                "packets_per_second": u.packets_per_second,
-                "datagrams_sent": u.datagrams_sent,
-                "lost": u.lost,
-                "loss_percent": u.loss_percent,
-                "out_of_order": u.out_of_order,
-                "result": r,
-            }));
-        }
-        if !json {
-            print_text(&format!("{row}\n"))?;
-        }
-    }
-    if json {
-        let doc = serde_json::json!({
-            "linerate": linerate_core::VERSION,
-            "test": "udp sweep",
-            "sizes_bytes": sizes,
-            "gaps_us": gaps.iter().map(|g| *g as f64 / 1e3).collect::<Vec<_>>(),
-            "points": out,
-        });
-        print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
-    } else {
-        print_text(
-            "Mbit/s = 10^6 bits of payload per second, counted by the receiver; loss against the sender's count.\n",
-        )?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Runs a UDP test with live lines and Ctrl-C handling.
 fn udp_test(
     spec: &linerate_core::spec::UdpSpec,
@@ -366,390 +314,66 @@ fn http_targets(
         .collect()
 }
 
-/// Fetches a URL once (5 s at most) and returns its body's length.
-fn probe_body_bytes(target: &linerate_core::engine::http::HttpTarget) -> anyhow::Result<u64> {
-    use std::io::Read;
-    let mut s = std::net::TcpStream::connect_timeout(&target.addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.write_all(&target.request)?;
-    let mut head = Vec::new();
-    let mut buf = [0u8; 65536];
-    loop {
-        let n = s.read(&mut buf)?;
-        anyhow::ensure!(n > 0, "closed before the response head");
-        head.extend_from_slice(&buf[..n]);
-        if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            let text = String::from_utf8_lossy(&head[..i]).to_ascii_lowercase();
-            let len = text
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .context("the response has no Content-Length")?;
-            return Ok(len);
-        }
-        anyhow::ensure!(head.len() < 65536, "response head over 64 KiB");
-    }
-}
-
-/// `--baseline`: this client against linerate's own server on this host with the same users and
-/// object size; (responses/s, bits/s in).
-fn http_baseline(
-    spec: &linerate_core::spec::HttpSpec,
-    targets: &[linerate_core::engine::http::HttpTarget],
-    opts: &ClientOptions,
-) -> anyhow::Result<(f64, f64, u64)> {
-    use linerate_core::httpd::{Httpd, HttpdConfig};
-    let mut sizes = Vec::new();
-    for t in targets {
-        sizes.push(probe_body_bytes(t).with_context(|| format!("fetching {} once for --baseline", t.addr))?);
-    }
-    let size = sizes.iter().sum::<u64>() / sizes.len().max(1) as u64;
-    let server = Httpd::bind(
-        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
-        HttpdConfig::default(),
-    )?
-    .spawn()?;
-    let url = linerate_core::engine::http::HttpUrl::parse(&format!("http://{}/bytes/{size}", server.local_addr()))
-        .map_err(anyhow::Error::msg)?;
-    let mut b = spec.clone();
-    b.urls = vec![format!("http://{}/bytes/{size}", server.local_addr())];
-    b.ramp_seconds = 0.0;
-    b.duration_seconds = spec.duration_seconds.min(5.0);
-    b.interval_seconds = 0.0;
-    let local = http_targets(std::slice::from_ref(&url), spec.keepalive)?;
-    let r = http_test(&b, &local, None, opts, true)?;
-    let h = r.summary.http.unwrap_or_default();
-    Ok((h.responses_per_second, h.bits_per_second_in, size))
-}
-
 /// `linerate http`: one run, or a sweep over user counts with the optimum.
 fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
+    use linerate_core::sweep::http::{HttpPlan, Users, baseline, sweep};
     let urls = args.parsed_urls()?;
     let counts = args.user_counts()?;
     let base = args.spec_for(counts[0])?;
     let opts = args.reach.options()?;
     let targets = http_targets(&urls, args.keepalive)?;
     let baseline = if args.baseline {
-        let b = http_baseline(&base, &targets, &opts).context("--baseline")?;
+        let run = |spec: &HttpSpec, local: &[HttpTarget]| http_test(spec, local, None, &opts, true);
+        let b = baseline(&base, &targets, run).context("--baseline")?;
         if !args.json {
-            print_text(&format!(
-                "baseline: {} responses/s, {} Mbit/s in against linerate's own server on this host ({} B objects, {} users)\n",
-                linerate_report::text::grouped(b.0, 1),
-                linerate_report::text::grouped(b.1 / 1e6, 1),
-                b.2,
-                base.users
-            ))?;
+            print_text(&linerate_report::sweep::baseline_line(&b, base.users))?;
         }
         Some(b)
     } else {
         None
     };
-    let with_baseline = |r: &mut TestResult| {
-        let (Some((rps, bps, _)), Some(h)) = (baseline, r.summary.http.as_mut()) else {
-            return;
-        };
-        let share = if rps > 0.0 { h.responses_per_second / rps } else { 0.0 };
-        h.baseline = Some(linerate_core::http_summary::Baseline {
-            responses_per_second: rps,
-            bits_per_second_in: bps,
-            share_percent: 100.0 * share,
-        });
-        if share >= 0.9 {
-            r.notes.push(format!(
-                "the load generator may be the bottleneck: this run reached {:.0} % of the {:.0} responses/s this client drives against linerate's own server on this host",
-                100.0 * share,
-                rps
-            ));
-        }
-    };
-    let sweep = args.find_optimum || counts.len() > 1;
-    if !sweep {
+    if !args.find_optimum && counts.len() == 1 {
         let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, args.json)
             .with_context(|| format!("http test against {}", args.urls.join(" ")))?;
-        with_baseline(&mut result);
+        if let Some(b) = &baseline {
+            b.apply(&mut result);
+        }
         record_lab(&mut result);
         return print_result(&result, args.json);
     }
-    if !args.json {
-        print_text(&format!(
-            "{:>7} {:>13} {:>12} {:>12} {:>12} {:>9}\n",
-            "users", "responses/s", "Mbit/s in", "mean rt us", "p99 rt us", "errors"
-        ))?;
-    }
-    let mut points = Vec::new();
-    let mut power = Vec::new();
-    let mut users = if args.find_optimum { 8 } else { counts[0] };
-    let mut k = 0;
-    loop {
-        let spec = args.spec_for(users)?;
-        let mut r = http_test(&spec, &targets, args.agent(&urls)?, &opts, true)
-            .with_context(|| format!("http sweep point of {users} users"))?;
-        with_baseline(&mut r);
-        let h = r.summary.http.clone().unwrap_or_default();
-        let rt = h.response_time_us.unwrap_or_default();
-        power.push((users, h.responses_per_second, h.bits_per_second_in, rt.mean));
-        if !args.json {
-            print_text(&format!(
-                "{users:>7} {:>13} {:>12} {:>12.1} {:>12.1} {:>9}\n",
-                linerate_report::text::grouped(h.responses_per_second, 1),
-                linerate_report::text::grouped(h.bits_per_second_in / 1e6, 1),
-                rt.mean,
-                rt.p99,
-                h.errors.total
-            ))?;
-        }
-        let partial = r.partial;
-        points.push(r);
-        if partial {
-            break;
-        }
-        k += 1;
-        if args.find_optimum {
-            // Doubling stops once two doublings in a row added under 5 % of throughput.
-            let n = power.len();
-            let flat = |i: usize| power[i].1 < 1.05 * power[i - 1].1;
-            if (n >= 3 && flat(n - 1) && flat(n - 2)) || users >= 16_384 {
-                break;
-            }
-            users *= 2;
+    let plan = HttpPlan {
+        users: if args.find_optimum {
+            Users::FindOptimum
         } else {
-            match counts.get(k) {
-                Some(n) => users = *n,
-                None => break,
-            }
-        }
-    }
-    let best = linerate_core::http_summary::optimum(&power);
-    if args.json {
-        let doc = serde_json::json!({
-            "linerate": linerate_core::VERSION,
-            "test": "http sweep",
-            "users": power.iter().map(|p| p.0).collect::<Vec<_>>(),
-            "points": points,
-            "summary": { "optimum": best },
-        });
-        print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
-    } else if let Some(o) = best {
-        print_text(&format!(
-            "optimum: {} users ({} responses/s, {} Mbit/s in, mean response time {:.1} us): {}\n",
-            o.users,
-            linerate_report::text::grouped(o.responses_per_second, 1),
-            linerate_report::text::grouped(o.bits_per_second_in / 1e6, 1),
-            o.response_time_mean_us,
-            o.rule
-        ))?;
-    }
-    Ok(ExitCode::SUCCESS)
+            Users::List(counts)
+        },
+        baseline,
+    };
+    let run = |spec: &HttpSpec| {
+        spec.validate()?;
+        http_test(spec, &targets, args.agent(&urls)?, &opts, true)
+            .with_context(|| format!("http sweep point of {} users", spec.users))
+    };
+    let sweep = sweep(&base, &plan, run, |s| show_sweep(s, args.json))?;
+    print_sweep(&sweep, args.json)
 }
 
-/// What a size sweep varies and what it is compared with.
-struct RrSweep<'a> {
-    sizes: &'a [u32],
-    /// Responses grow with the requests.
-    both: bool,
-    /// Bandwidths of the path's stages, bits/s; empty: the link speed toward the first agent.
-    expect: &'a [f64],
-}
-
-/// `linerate rr --sizes ...`: one run per size, in the order given; latency against size, its
-/// least-squares line (through each point's p50) and the slope the data path should give.
-/// A point that fails is reported and the sweep goes on.
-fn rr_sweep(
-    base: &linerate_core::spec::RrSpec,
-    sweep: &RrSweep<'_>,
-    targets: &[Target],
-    opts: &ClientOptions,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    use linerate_core::rr_summary::{expected_slope, fit};
-    use linerate_core::spec::RrProto;
-    let first = targets.first().context("no agent named")?;
-    let towards = linerate_core::metrics::host::interface_towards(first.addr.ip());
-    let iface = towards.as_ref().and_then(|n| {
-        linerate_core::metrics::host::read_config(std::slice::from_ref(n))
-            .interfaces
-            .pop()
-    });
-    let mtu = iface.as_ref().and_then(|i| i.mtu_bytes);
-    let (stages, expected_from): (Vec<f64>, String) = if sweep.expect.is_empty() {
-        match iface
-            .as_ref()
-            .and_then(|i| i.speed_mbit_per_second.map(|s| (i.name.clone(), s)))
-        {
-            Some((name, mbit)) => (vec![f64::from(mbit) * 1e6], format!("link speed of {name}")),
-            None => (Vec::new(), String::new()),
-        }
-    } else {
-        (sweep.expect.to_vec(), "--expect".to_string())
-    };
-    let crossings = if sweep.both { 2.0 } else { 1.0 };
-    let expected = (!stages.is_empty()).then(|| crossings * expected_slope(&stages));
-    let proto = match base.proto {
-        RrProto::Tcp => "tcp",
-        RrProto::Udp => "udp",
-    };
-    if !json {
-        print_text(&format!(
-            "{proto} request-response against size ({}), {}\n{:>9} {:>9} {:>12} {:>10} {:>10} {:>10} {:>10} {:>8}  note\n",
-            if sweep.both { "request and response" } else { "request" },
-            match mtu {
-                Some(m) => format!("MTU {m} B toward {}", towards.as_deref().unwrap_or("?")),
-                None => "MTU unknown".to_string(),
-            },
-            "request B",
-            "reply B",
-            "trans/s",
-            "min us",
-            "p50 us",
-            "mean us",
-            "p99 us",
-            "lost"
-        ))?;
-    }
-    let mut points = Vec::with_capacity(sweep.sizes.len());
-    let mut line = Vec::new();
-    for &size in sweep.sizes {
-        let mut spec = base.clone();
-        spec.request_bytes = size;
-        if sweep.both {
-            spec.response_bytes = size;
-        }
-        spec.interval_seconds = 0.0;
-        let mut note = mtu.and_then(|m| over_mtu_note(base.proto, size, m)).unwrap_or_default();
-        let outcome = spec
-            .validate()
-            .map_err(anyhow::Error::from)
-            .and_then(|()| rr_test(&spec, targets, opts, true));
-        let (row, point) = match outcome {
-            Ok(r) => {
-                let s = r.summary.rr.clone().unwrap_or_default();
-                if r.partial {
-                    note = join_note(&note, "interrupted");
-                }
-                let row = match &s.latency_us {
-                    Some(l) => {
-                        line.push((f64::from(size), l.p50));
-                        format!(
-                            "{:>12.1} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>8}",
-                            s.transactions_per_second, l.min, l.p50, l.mean, l.p99, s.lost
-                        )
-                    }
-                    None => {
-                        note = join_note(&note, "no transaction completed");
-                        format!(
-                            "{:>12} {:>10} {:>10} {:>10} {:>10} {:>8}",
-                            "-", "-", "-", "-", "-", s.lost
-                        )
-                    }
-                };
-                let point = serde_json::json!({
-                    "request_bytes": spec.request_bytes,
-                    "response_bytes": spec.response_bytes,
-                    "transactions_per_second": s.transactions_per_second,
-                    "latency_us": s.latency_us,
-                    "lost": s.lost,
-                    "note": note,
-                    "result": r,
-                });
-                let stop = r.partial;
-                (row, (point, stop))
-            }
-            Err(e) => {
-                note = join_note(&note, &format!("failed: {e:#}"));
-                let row = format!("{:>12} {:>10} {:>10} {:>10} {:>10} {:>8}", "-", "-", "-", "-", "-", "-");
-                let point = serde_json::json!({
-                    "request_bytes": spec.request_bytes,
-                    "response_bytes": spec.response_bytes,
-                    "error": format!("{e:#}"),
-                    "note": note,
-                });
-                (row, (point, false))
-            }
-        };
-        if !json {
-            print_text(&format!(
-                "{:>9} {:>9} {row}  {note}\n",
-                spec.request_bytes, spec.response_bytes
-            ))?;
-        }
-        let (point, stop) = point;
-        points.push(point);
-        if stop {
-            break;
-        }
-    }
-    let fitted = fit(&line);
+/// A running sweep's table as it grows (nothing with `--json`: the document comes at the end).
+fn show_sweep(sweep: &Sweep, json: bool) -> anyhow::Result<()> {
     if json {
-        let doc = serde_json::json!({
-            "linerate": linerate_core::VERSION,
-            "test": "rr sweep",
-            "proto": proto,
-            "sweep": if sweep.both { "both" } else { "request" },
-            "sizes_bytes": sweep.sizes,
-            "mtu_bytes": mtu,
-            "points": points,
-            "summary": {
-                "fit": fitted,
-                "fit_of": "p50",
-                "expected_slope_us_per_byte": expected,
-                "expected_from": if expected.is_some() { serde_json::json!(expected_from) } else { serde_json::Value::Null },
-                "expected_stages_bits_per_second": stages,
-            },
-        });
-        print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
-    } else {
-        let mut text = String::new();
-        match fitted {
-            Some(f) => {
-                text += &format!(
-                    "fit of p50 against size: slope {:.6} us/byte, intercept {:.2} us, R^2 {:.4} over {} points\n",
-                    f.slope_us_per_byte, f.intercept_us, f.r2, f.points
-                );
-                match expected {
-                    Some(e) => {
-                        text += &format!(
-                            "expected slope {e:.6} us/byte (sum of 8/bandwidth over {} stage(s), {expected_from}{}): measured / expected {:.2}\n",
-                            stages.len(),
-                            if sweep.both { ", bytes crossing twice" } else { "" },
-                            f.slope_us_per_byte / e
-                        );
-                    }
-                    None => {
-                        text += "no expected slope: the interface has no link speed (loopback, veth); give --expect\n"
-                    }
-                }
-            }
-            None => text += "no fit: fewer than two sizes gave round trips\n",
-        }
-        text += "us = microseconds of round trip (request sent to response received), per transaction; trans/s over all streams.\n";
-        print_text(&text)?;
+        return Ok(());
     }
+    print_text(&linerate_report::sweep::progress(sweep))
+}
+
+/// A finished sweep: the document, or the end of its table.
+fn print_sweep(sweep: &Sweep, json: bool) -> anyhow::Result<ExitCode> {
+    print_text(&if json {
+        linerate_report::sweep::json(sweep)
+    } else {
+        linerate_report::sweep::tail(sweep)
+    })?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn join_note(a: &str, b: &str) -> String {
-    if a.is_empty() {
-        b.to_string()
-    } else {
-        format!("{a}; {b}")
-    }
-}
-
-/// A request larger than one packet: how the stack splits it.
-fn over_mtu_note(proto: linerate_core::spec::RrProto, size: u32, mtu: u32) -> Option<String> {
-    use linerate_core::spec::RrProto;
-    match proto {
-        RrProto::Udp if size + 28 > mtu => {
-            // Every fragment but the last carries a multiple of 8 bytes after its 20-byte IP header.
-            let per = (mtu.saturating_sub(20) / 8 * 8).max(8);
-            Some(format!("over MTU {mtu}: {} IP fragments", (size + 8).div_ceil(per)))
-        }
-        RrProto::Tcp if size + 40 > mtu => Some(format!(
-            "over MTU {mtu}: ~{} TCP segments",
-            size.div_ceil(mtu.saturating_sub(52).max(1))
-        )),
-        _ => None,
-    }
 }
 
 fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {

@@ -155,9 +155,9 @@ impl UdpArgs {
         Ok(spec)
     }
 
-    /// The sweep's points (payload bytes, gap ns), sizes varying fastest; None without
+    /// The sweep's sizes and gaps (sizes varying fastest); None without
     /// `--sizes` or `--gaps`.
-    pub fn sweep(&self) -> anyhow::Result<Option<Vec<(u32, u64)>>> {
+    pub fn sweep(&self) -> anyhow::Result<Option<linerate_core::sweep::udp::UdpPlan>> {
         if self.sizes.is_none() && self.gaps.is_none() {
             return Ok(None);
         }
@@ -184,9 +184,7 @@ impl UdpArgs {
             "the sweep has {} points, over 10000",
             sizes.len() * gaps.len()
         );
-        Ok(Some(
-            gaps.iter().flat_map(|g| sizes.iter().map(move |s| (*s, *g))).collect(),
-        ))
+        Ok(Some(linerate_core::sweep::udp::UdpPlan::new(&sizes, &gaps)))
     }
 
     pub fn targets(&self) -> anyhow::Result<Vec<Target>> {

@@ -389,17 +389,26 @@ fn a_user_sweep_reports_an_optimum() {
     );
     let v = json_of(&out);
     assert_eq!(v["test"], "http sweep");
-    assert_eq!(v["users"], serde_json::json!([1, 4, 16]));
+    assert_eq!(v["parameters"][0]["name"], "users");
+    assert_eq!(v["parameters"][0]["values"], serde_json::json!([1.0, 4.0, 16.0]));
+    assert_eq!(v["partial"], false);
     let o = &v["summary"]["optimum"];
     // Think time bounds each user, so the throughput still grows at 16: the knee is not reached
     // before it.
     assert_eq!(o["users"], 16, "{o}");
     // Think time bounds each user: more users, more responses.
+    let users: Vec<u64> = v["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .map(|p| p["users"].as_u64().expect("users"))
+        .collect();
+    assert_eq!(users, [1, 4, 16]);
     let rps: Vec<f64> = v["points"]
         .as_array()
         .expect("points")
         .iter()
-        .map(|p| p["summary"]["responses_per_second"].as_f64().expect("rps"))
+        .map(|p| p["result"]["summary"]["responses_per_second"].as_f64().expect("rps"))
         .collect();
     assert!(rps[0] < rps[1] && rps[1] < rps[2], "{rps:?}");
 }

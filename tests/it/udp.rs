@@ -229,6 +229,9 @@ fn a_sweep_runs_every_size_and_gap() {
         LIMIT,
     );
     let v = json_of(&out);
+    assert_eq!(v["test"], "udp sweep");
+    assert_eq!(v["schema"], 2);
+    assert_eq!(v["partial"], false);
     let points = v["points"].as_array().expect("points");
     let got: Vec<(u64, f64)> = points
         .iter()
@@ -253,7 +256,7 @@ fn a_sweep_runs_every_size_and_gap() {
     );
     for p in points {
         assert_eq!(p["result"]["test"], "udp");
-        assert_eq!(p["datagrams_sent"], 2000);
+        assert_eq!(p["result"]["summary"]["datagrams_sent"], 2000);
     }
     let text = linerate(
         &["udp", &agent.addr, "--sizes", "64,512", "--gaps", "5,10", "-n", "500"],

@@ -80,7 +80,7 @@ pub struct HttpSummary {
     pub rate: Option<RateFigures>,
     /// Open loop: requests that started over a millisecond late for want of a free connection.
     pub queued_late: u64,
-    /// Sweeps (`--users a,b,c`): the chosen user count.
+    /// Always absent from a single run: a sweep's optimum is in its sweep document ([`crate::sweep`]).
     pub optimum: Option<Optimum>,
     /// `--baseline`: this client against linerate's own server on this host.
     pub baseline: Option<Baseline>,
@@ -212,31 +212,6 @@ pub fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpInterval
     out
 }
 
-/// The knee over sweep points (users, responses/s, bits/s in, mean response time µs): the
-/// fewest users reaching 95 % of the sweep's most responses per second. Past it, more users
-/// buy little throughput and a longer response time.
-pub fn optimum(points: &[(u32, f64, f64, f64)]) -> Option<Optimum> {
-    let best = points.iter().map(|p| p.1).fold(0.0, f64::max);
-    if best <= 0.0 {
-        return None;
-    }
-    let mut sorted: Vec<&(u32, f64, f64, f64)> = points.iter().collect();
-    sorted.sort_by_key(|p| p.0);
-    sorted.into_iter().find(|p| p.1 >= KNEE_SHARE * best).map(|p| Optimum {
-        users: p.0,
-        responses_per_second: p.1,
-        bits_per_second_in: p.2,
-        response_time_mean_us: p.3,
-        rule: format!(
-            "the fewest users reaching {:.0} % of the sweep's most responses per second ({best:.1})",
-            KNEE_SHARE * 100.0
-        ),
-    })
-}
-
-/// The share of the best throughput that counts as reaching it, for [`optimum`].
-pub const KNEE_SHARE: f64 = 0.95;
-
 /// The result document of an HTTP run.
 pub fn assemble(
     spec: &HttpSpec,
@@ -329,27 +304,5 @@ pub fn assemble(
         },
         notes,
         lab: None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_knee_is_where_throughput_stops_growing() {
-        // Throughput flattens at 240 users while the response time keeps growing.
-        let pts = [
-            (16, 1000.0, 0.0, 16_000.0),
-            (64, 3900.0, 0.0, 16_400.0),
-            (240, 9000.0, 0.0, 26_000.0),
-            (480, 9100.0, 0.0, 52_000.0),
-        ];
-        let o = optimum(&pts).expect("an optimum");
-        assert_eq!(o.users, 240);
-        assert_eq!(optimum(&[(8, 0.0, 0.0, 0.0)]), None);
-        // Flat from the start: the fewest users.
-        let flat = [(8, 100.0, 0.0, 10.0), (16, 101.0, 0.0, 20.0)];
-        assert_eq!(optimum(&flat).map(|o| o.users), Some(8));
     }
 }

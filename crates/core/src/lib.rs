@@ -14,6 +14,7 @@ pub mod proto;
 pub mod result;
 pub mod rr_summary;
 pub mod spec;
+pub mod sweep;
 pub mod udp_summary;
 pub mod units;
 pub mod wire;

@@ -77,7 +77,7 @@ pub struct RrSummary {
     /// Busy CPU time per transaction, microseconds of one core (netperf's service demand): the
     /// client's host and the agents' hosts, over the window. On one host both count the same CPU.
     pub cpu_us_per_transaction: Option<CpuPerTransaction>,
-    /// Sweeps: latency (p50) against request size.
+    /// Always absent from a single run: a size sweep's fit is in its sweep document ([`crate::sweep`]).
     pub fit: Option<Fit>,
 }
 
@@ -177,37 +177,6 @@ pub fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
     (bins, peaks)
 }
 
-/// The least-squares line through `points` (x, y); None for fewer than two distinct x.
-pub fn fit(points: &[(f64, f64)]) -> Option<Fit> {
-    let n = points.len() as f64;
-    if points.len() < 2 {
-        return None;
-    }
-    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let syy: f64 = points.iter().map(|p| (p.1 - my).powi(2)).sum();
-    if sxx == 0.0 {
-        return None;
-    }
-    let slope = sxy / sxx;
-    let intercept = my - slope * mx;
-    let r2 = if syy == 0.0 { 1.0 } else { (sxy * sxy) / (sxx * syy) };
-    Some(Fit {
-        slope_us_per_byte: slope,
-        intercept_us: intercept,
-        r2,
-        points: points.len(),
-    })
-}
-
-/// The slope the data path should give, µs per byte: the sum over its stages of 1 / bandwidth
-/// (bits/s), for bytes crossing once.
-pub fn expected_slope(stage_bits_per_second: &[f64]) -> f64 {
-    stage_bits_per_second.iter().map(|b| 8.0 * 1e6 / b).sum()
-}
-
 /// Joins every asking stream's histograms.
 pub fn summarise(spec: &RrSpec, agents: &[AgentOutcome<'_>], sent: &SideSummary, received: &SideSummary) -> RrSummary {
     let mut s = RrSummary::default();
@@ -281,34 +250,6 @@ pub fn summarise(spec: &RrSpec, agents: &[AgentOutcome<'_>], sent: &SideSummary,
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fit_is_exact_on_a_line() {
-        let pts: Vec<(f64, f64)> = (0..10)
-            .map(|i| (64.0 + 256.0 * i as f64, 12.5 + 0.00268 * (64.0 + 256.0 * i as f64)))
-            .collect();
-        let f = fit(&pts).expect("fits");
-        assert!((f.slope_us_per_byte - 0.00268).abs() < 1e-12, "{f:?}");
-        assert!((f.intercept_us - 12.5).abs() < 1e-9, "{f:?}");
-        assert!((f.r2 - 1.0).abs() < 1e-12);
-        assert_eq!(f.points, 10);
-        assert_eq!(fit(&[(1.0, 2.0)]), None);
-        assert_eq!(fit(&[(1.0, 2.0), (1.0, 3.0)]), None, "one x: no line");
-    }
-
-    #[test]
-    fn r2_falls_with_scatter() {
-        let pts = [(0.0, 0.0), (1.0, 3.0), (2.0, 1.0), (3.0, 4.0)];
-        let f = fit(&pts).expect("fits");
-        assert!(f.r2 > 0.0 && f.r2 < 1.0, "{f:?}");
-    }
-
-    #[test]
-    fn expected_slope_sums_the_stages() {
-        // 8 bits per byte over 10 Gbit/s is 0.0008 us/byte; two stages add up.
-        assert!((expected_slope(&[10e9]) - 0.0008).abs() < 1e-12);
-        assert!((expected_slope(&[10e9, 8.5e9]) - (0.0008 + 8.0 / 8.5e3)).abs() < 1e-12);
-    }
 
     #[test]
     fn finds_a_double_peak_and_its_separation() {

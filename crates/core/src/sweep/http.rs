@@ -1,0 +1,413 @@
+//! The HTTP user sweep (`--users a,b,c`, or `--find-optimum` doubling from 8), its optimum, and
+//! `--baseline`: the same users against linerate's own server on this host, to tell a slow
+//! server from a load generator at its limit.
+//!
+//! In: a base [`HttpSpec`], an [`HttpPlan`] and a closure that runs one spec. Out: a [`Sweep`]
+//! of kind [`SweepKind::Http`]; an [`HttpBaseline`] that [`HttpBaseline::apply`] writes into a
+//! result. The one-shot probe for the object size parses the response head with httparse, as
+//! the engine does; the engine's own parser is private to `engine::http`.
+
+use super::{At, HttpSweep, HttpSweepSummary, Parameter, Sweep, SweepKind, SweepPoint, UserLoad, optimum, push};
+use crate::engine::http::{HttpTarget, HttpUrl};
+use crate::http_summary::Baseline;
+use crate::httpd::{Httpd, HttpdConfig, HttpdError};
+use crate::result::TestResult;
+use crate::spec::HttpSpec;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// The user counts a sweep runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Users {
+    /// These counts, in order.
+    List(Vec<u32>),
+    /// From 8, doubling until two doublings in a row add under 5 % to the responses per
+    /// second (or 16,384 users).
+    FindOptimum,
+}
+
+/// What a user sweep runs and what it compares each point with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpPlan {
+    pub users: Users,
+    /// `--baseline`, measured before the sweep: written into every point's result.
+    pub baseline: Option<HttpBaseline>,
+}
+
+/// What this client drives against linerate's own server on this host (`--baseline`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HttpBaseline {
+    pub responses_per_second: f64,
+    pub bits_per_second_in: f64,
+    /// The object size served: the mean body length of the URLs under test.
+    pub object_bytes: u64,
+}
+
+/// The share of the baseline from which a note says the client may be the bottleneck.
+const GENERATOR_BOUND_SHARE: f64 = 0.9;
+
+impl HttpBaseline {
+    /// Writes the baseline and this run's share of it into an HTTP result, with a note when the
+    /// run came close to what the client can drive at all.
+    pub fn apply(&self, result: &mut TestResult) {
+        let Some(h) = result.summary.http.as_mut() else {
+            return;
+        };
+        let rps = self.responses_per_second;
+        let share = if rps > 0.0 { h.responses_per_second / rps } else { 0.0 };
+        h.baseline = Some(Baseline {
+            responses_per_second: rps,
+            bits_per_second_in: self.bits_per_second_in,
+            share_percent: 100.0 * share,
+        });
+        if share >= GENERATOR_BOUND_SHARE {
+            result.notes.push(format!(
+                "the load generator may be the bottleneck: this run reached {:.0} % of the {:.0} responses/s this client drives against linerate's own server on this host",
+                100.0 * share,
+                rps
+            ));
+        }
+    }
+}
+
+/// Why `--baseline` could not be measured.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    #[error("fetching {addr} once")]
+    Probe {
+        addr: SocketAddr,
+        #[source]
+        source: ProbeError,
+    },
+    #[error("starting linerate's own server")]
+    Server(#[source] HttpdError),
+}
+
+/// Why fetching a URL once gave no body length.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("request")]
+    Io(#[from] io::Error),
+    #[error("closed before the response head")]
+    Closed,
+    #[error("response head over 64 KiB")]
+    HeadTooLarge,
+    #[error("unparseable response head")]
+    BadHead(#[source] httparse::Error),
+    #[error("the response has no Content-Length")]
+    NoLength,
+}
+
+/// The longest response head the probe reads.
+const PROBE_HEAD_MAX: usize = 65536;
+
+/// Fetches a target once (5 s at most per step) and returns its body's length, from the
+/// response's Content-Length.
+fn probe_body_bytes(target: &HttpTarget) -> Result<u64, ProbeError> {
+    let mut s = TcpStream::connect_timeout(&target.addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(&target.request)?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 16384];
+    loop {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Err(ProbeError::Closed);
+        }
+        head.extend_from_slice(&buf[..n]);
+        if let Some(len) = content_length(&head)? {
+            return len.ok_or(ProbeError::NoLength);
+        }
+        if head.len() >= PROBE_HEAD_MAX {
+            return Err(ProbeError::HeadTooLarge);
+        }
+    }
+}
+
+/// The Content-Length of a complete response head at the start of `bytes`: None while the head
+/// is incomplete, Some(None) when it has none.
+fn content_length(bytes: &[u8]) -> Result<Option<Option<u64>>, ProbeError> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut response = httparse::Response::new(&mut headers);
+    match response.parse(bytes).map_err(ProbeError::BadHead)? {
+        httparse::Status::Partial => Ok(None),
+        httparse::Status::Complete(_) => Ok(Some(
+            response
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok()),
+        )),
+    }
+}
+
+/// `--baseline`: fetches each target once for its size, starts linerate's own server on
+/// loopback serving that many bytes, and runs `run` against it with the same users (5 s at
+/// most, no ramp).
+pub fn baseline<E: From<BaselineError>>(
+    spec: &HttpSpec,
+    targets: &[HttpTarget],
+    run: impl FnOnce(&HttpSpec, &[HttpTarget]) -> Result<TestResult, E>,
+) -> Result<HttpBaseline, E> {
+    let mut sizes = Vec::with_capacity(targets.len());
+    for t in targets {
+        let bytes = probe_body_bytes(t).map_err(|source| BaselineError::Probe { addr: t.addr, source })?;
+        sizes.push(bytes);
+    }
+    let object_bytes = sizes.iter().sum::<u64>() / sizes.len().max(1) as u64;
+    let server = Httpd::bind(
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+        HttpdConfig::default(),
+    )
+    .and_then(Httpd::spawn)
+    .map_err(BaselineError::Server)?;
+    let text = format!("http://{}/bytes/{object_bytes}", server.local_addr());
+    let url = HttpUrl::parse(&text).expect("an IPv4 address and a path make a URL");
+    let mut b = spec.clone();
+    b.urls = vec![text];
+    b.ramp_seconds = 0.0;
+    b.duration_seconds = spec.duration_seconds.min(5.0);
+    b.interval_seconds = 0.0;
+    let local = [HttpTarget::new(&url, server.local_addr(), spec.keepalive)];
+    let r = run(&b, &local)?;
+    drop(server);
+    let h = r.summary.http.unwrap_or_default();
+    Ok(HttpBaseline {
+        responses_per_second: h.responses_per_second,
+        bits_per_second_in: h.bits_per_second_in,
+        object_bytes,
+    })
+}
+
+/// The most users `--find-optimum` tries.
+const FIND_OPTIMUM_MAX_USERS: u32 = 16_384;
+
+/// Runs the user counts of the plan through `run` (which validates and runs one spec),
+/// calling `progress` once before the first point and after each. A point that fails ends the
+/// sweep with its error; one cut short ends it as partial, without an optimum.
+pub fn sweep<E>(
+    base: &HttpSpec,
+    plan: &HttpPlan,
+    mut run: impl FnMut(&HttpSpec) -> Result<TestResult, E>,
+    mut progress: impl FnMut(&Sweep) -> Result<(), E>,
+) -> Result<Sweep, E> {
+    let asked = match &plan.users {
+        Users::List(counts) => counts.iter().map(|n| f64::from(*n)).collect(),
+        Users::FindOptimum => Vec::new(),
+    };
+    let mut sweep = Sweep::new(
+        SweepKind::Http(HttpSweep {
+            summary: HttpSweepSummary { optimum: None },
+        }),
+        vec![Parameter {
+            name: "users".into(),
+            unit: "users".into(),
+            values: asked,
+        }],
+    );
+    progress(&sweep)?;
+    let mut loads: Vec<UserLoad> = Vec::new();
+    let mut users = match &plan.users {
+        Users::List(counts) => match counts.first() {
+            Some(n) => *n,
+            None => return Ok(sweep),
+        },
+        Users::FindOptimum => 8,
+    };
+    let mut k = 0;
+    loop {
+        let mut spec = base.clone();
+        spec.users = users;
+        let mut r = run(&spec)?;
+        if let Some(b) = &plan.baseline {
+            b.apply(&mut r);
+        }
+        let h = r.summary.http.clone().unwrap_or_default();
+        loads.push(UserLoad {
+            users,
+            responses_per_second: h.responses_per_second,
+            bits_per_second_in: h.bits_per_second_in,
+            response_time_mean_us: h.response_time_us.unwrap_or_default().mean,
+        });
+        if plan.users == Users::FindOptimum {
+            sweep.parameters[0].values.push(f64::from(users));
+        }
+        if push(
+            &mut sweep,
+            SweepPoint::ran(At::Http { users }, String::new(), r),
+            &mut progress,
+        )? {
+            return Ok(sweep);
+        }
+        k += 1;
+        match &plan.users {
+            Users::FindOptimum => {
+                let n = loads.len();
+                let flat = |i: usize| loads[i].responses_per_second < 1.05 * loads[i - 1].responses_per_second;
+                if (n >= 3 && flat(n - 1) && flat(n - 2)) || users >= FIND_OPTIMUM_MAX_USERS {
+                    break;
+                }
+                users *= 2;
+            }
+            Users::List(counts) => match counts.get(k) {
+                Some(n) => users = *n,
+                None => break,
+            },
+        }
+    }
+    if let SweepKind::Http(h) = &mut sweep.kind {
+        h.summary.optimum = optimum(&loads);
+    }
+    Ok(sweep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http_summary::{HttpSummary, Optimum};
+    use crate::result::Summary;
+    use crate::spec::TestSpec;
+    use crate::sweep::stub_result;
+
+    /// A server that saturates at 1000 responses/s: each user adds 100 until then.
+    fn saturating(spec: &HttpSpec) -> TestResult {
+        let summary = Summary {
+            http: Some(HttpSummary {
+                users: spec.users,
+                responses_per_second: (100.0 * f64::from(spec.users)).min(1000.0),
+                ..HttpSummary::default()
+            }),
+            ..Summary::default()
+        };
+        stub_result(TestSpec::Http(spec.clone()), summary)
+    }
+
+    fn spec() -> HttpSpec {
+        HttpSpec {
+            urls: vec!["http://127.0.0.1:1/".into()],
+            users: 1,
+            think_ms: 0.0,
+            keepalive: true,
+            ramp_seconds: 0.0,
+            duration_seconds: 1.0,
+            rate: None,
+            timeout_ms: 1000,
+            threads: 0,
+            cpus: Vec::new(),
+            interval_seconds: 0.0,
+        }
+    }
+
+    fn optimum_of(s: &Sweep) -> Option<&Optimum> {
+        match &s.kind {
+            SweepKind::Http(h) => h.summary.optimum.as_ref(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn users_of(s: &Sweep) -> Vec<At> {
+        s.points.iter().map(|p| p.at).collect()
+    }
+
+    #[test]
+    fn a_list_runs_in_order_and_finds_the_knee() {
+        let plan = HttpPlan {
+            users: Users::List(vec![16, 4, 8]),
+            baseline: None,
+        };
+        let s = sweep(&spec(), &plan, |s| Ok::<_, String>(saturating(s)), |_| Ok(())).expect("runs");
+        assert_eq!(users_of(&s), [16, 4, 8].map(|users| At::Http { users }));
+        assert_eq!(s.parameters[0].values, [16.0, 4.0, 8.0]);
+        assert_eq!(
+            optimum_of(&s).map(|o| o.users),
+            Some(16),
+            "4 and 8 fall short of 95 % of 1000"
+        );
+        // The document as printed: the paths readers use, and it reads back whole.
+        let v = serde_json::to_value(&s).expect("serialises");
+        assert_eq!(v["test"], "http sweep");
+        assert_eq!(v["schema"], crate::result::SCHEMA);
+        assert_eq!(v["summary"]["optimum"]["users"], 16);
+        assert_eq!(v["points"][0]["users"], 16);
+        assert_eq!(v["points"][0]["result"]["summary"]["responses_per_second"], 1000.0);
+        // A result's rr or http summary does not read back through serde (the udp summary,
+        // flattened before it into `summary`, takes the fields they share, `lost` and `errors`,
+        // and fails): compare the sweep less its results.
+        let mut bare = s.clone();
+        bare.points.iter_mut().for_each(|p| p.result = None);
+        assert_eq!(crate::sweep::read_back_without_results(v), bare);
+    }
+
+    #[test]
+    fn find_optimum_doubles_until_flat() {
+        let plan = HttpPlan {
+            users: Users::FindOptimum,
+            baseline: None,
+        };
+        let s = sweep(&spec(), &plan, |s| Ok::<_, String>(saturating(s)), |_| Ok(())).expect("runs");
+        // 800/s at 8 users, 1000/s from 16 on: the doublings to 32 and 64 add nothing, so it
+        // stops at 64, and 16 is the fewest users at the top.
+        assert_eq!(users_of(&s), [8, 16, 32, 64].map(|users| At::Http { users }));
+        assert_eq!(s.parameters[0].values, [8.0, 16.0, 32.0, 64.0]);
+        assert_eq!(optimum_of(&s).map(|o| o.users), Some(16));
+    }
+
+    #[test]
+    fn a_partial_sweep_has_no_optimum() {
+        let plan = HttpPlan {
+            users: Users::List(vec![4, 8, 16]),
+            baseline: None,
+        };
+        let s = sweep(
+            &spec(),
+            &plan,
+            |s| {
+                let mut r = saturating(s);
+                r.partial = s.users == 8;
+                Ok::<_, String>(r)
+            },
+            |_| Ok(()),
+        )
+        .expect("runs");
+        assert!(s.partial);
+        assert_eq!(s.points.len(), 2);
+        assert_eq!(optimum_of(&s), None);
+    }
+
+    #[test]
+    fn the_baseline_goes_into_each_point_with_a_note_near_it() {
+        let plan = HttpPlan {
+            users: Users::List(vec![4, 16]),
+            baseline: Some(HttpBaseline {
+                responses_per_second: 1000.0,
+                bits_per_second_in: 8e6,
+                object_bytes: 1000,
+            }),
+        };
+        let s = sweep(&spec(), &plan, |s| Ok::<_, String>(saturating(s)), |_| Ok(())).expect("runs");
+        let result = |i: usize| s.points[i].result.as_ref().expect("ran");
+        let share = |i: usize| {
+            result(i)
+                .summary
+                .http
+                .as_ref()
+                .and_then(|h| h.baseline)
+                .map(|b| b.share_percent)
+        };
+        assert_eq!(share(0), Some(40.0));
+        assert_eq!(share(1), Some(100.0));
+        assert!(result(0).notes.is_empty());
+        assert!(result(1).notes[0].starts_with("the load generator may be the bottleneck"));
+    }
+
+    #[test]
+    fn the_probe_reads_content_length_from_a_complete_head() {
+        let head = b"HTTP/1.1 200 OK\r\nServer: x\r\ncontent-LENGTH:  524288 \r\n\r\nbody";
+        assert_eq!(content_length(head).ok(), Some(Some(Some(524_288))));
+        assert_eq!(content_length(&head[..20]).ok(), Some(None), "partial head");
+        let none = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(content_length(none).ok(), Some(Some(None)));
+        assert!(content_length(b"NOT HTTP\r\n\r\n").is_err());
+    }
+}

@@ -1,0 +1,258 @@
+//! The sweep tables of hand-built sweep documents, compared with reviewed snapshot files in
+//! tests/snapshots/. After an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p linerate-report`
+//! rewrites them; review the diff like code.
+
+use linerate_core::http_summary::{HttpSummary, Optimum};
+use linerate_core::result::{Summary, TestResult};
+use linerate_core::rr_summary::{Fit, LatencyFigures, RrSummary};
+use linerate_core::spec::{HttpSpec, RrProto, RrSpec, TestSpec, UdpSpec};
+use linerate_core::sweep::{
+    At, HttpSweep, HttpSweepSummary, Parameter, RrSweep, RrSweepSummary, RrVaries, Sweep, SweepKind, SweepPoint,
+};
+use linerate_core::udp_summary::UdpSummary;
+use linerate_report::sweep;
+use std::path::Path;
+
+fn check(name: &str, text: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, text).expect("write snapshot");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        text, want,
+        "{name} differs from its snapshot (UPDATE_SNAPSHOTS=1 to accept)"
+    );
+}
+
+fn result(options: TestSpec, summary: Summary) -> TestResult {
+    TestResult {
+        linerate: "0.1.0".into(),
+        schema: linerate_core::result::SCHEMA,
+        test: options.kind().into(),
+        started_unix_ms: 1_700_000_000_000,
+        partial: false,
+        options,
+        hosts: Default::default(),
+        intervals: Vec::new(),
+        summary,
+        notes: Vec::new(),
+        lab: None,
+    }
+}
+
+fn parameter(name: &str, unit: &str, values: &[f64]) -> Parameter {
+    Parameter {
+        name: name.into(),
+        unit: unit.into(),
+        values: values.to_vec(),
+    }
+}
+
+/// Shows the table as a running sweep does, point by point, and checks it against the whole.
+fn shown_as_it_runs(whole: &Sweep) -> String {
+    let mut growing = Sweep {
+        points: Vec::new(),
+        ..whole.clone()
+    };
+    let mut out = sweep::progress(&growing);
+    for p in &whole.points {
+        growing.points.push(p.clone());
+        out += &sweep::progress(&growing);
+    }
+    out += &sweep::tail(&growing);
+    assert_eq!(
+        out,
+        sweep::text(whole),
+        "shown point by point or at once: the same table"
+    );
+    out
+}
+
+fn udp_sweep(partial: bool) -> Sweep {
+    let mut s = Sweep::new(
+        SweepKind::Udp,
+        vec![
+            parameter("gap_us", "us", &[0.0, 12.5]),
+            parameter("payload_bytes", "bytes", &[64.0, 1472.0]),
+        ],
+    );
+    let runs = [
+        (64, 0.0, 912.4e6, 0.0),
+        (1472, 0.0, 9_412.0e6, 0.125),
+        (64, 12.5, 40.96e6, 0.0),
+    ];
+    for (size, gap_us, bits, loss) in runs {
+        let mut spec = UdpSpec::new();
+        spec.payload_bytes = size;
+        spec.gap_ns = (gap_us * 1e3) as u64;
+        let mut summary = Summary {
+            udp: Some(UdpSummary {
+                loss_percent: loss,
+                ..UdpSummary::default()
+            }),
+            ..Summary::default()
+        };
+        summary.received.bits_per_second = bits;
+        s.points.push(SweepPoint::ran(
+            At::Udp {
+                payload_bytes: size,
+                gap_us,
+            },
+            String::new(),
+            result(TestSpec::Udp(spec), summary),
+        ));
+    }
+    if !partial {
+        s.points.push(SweepPoint {
+            at: At::Udp {
+                payload_bytes: 1472,
+                gap_us: 12.5,
+            },
+            note: String::new(),
+            result: None,
+            error: Some("no answer".into()),
+        });
+    }
+    s.partial = partial;
+    s
+}
+
+#[test]
+fn a_udp_sweep_is_a_row_per_gap_and_a_column_per_size() {
+    check("sweep_udp.txt", &shown_as_it_runs(&udp_sweep(false)));
+}
+
+#[test]
+fn a_partial_udp_sweep_ends_its_last_row_and_says_it_was_cut_short() {
+    check("sweep_udp_partial.txt", &shown_as_it_runs(&udp_sweep(true)));
+}
+
+#[test]
+fn an_rr_sweep_shows_latency_against_size_and_the_fit() {
+    let mut s = Sweep::new(
+        SweepKind::Rr(RrSweep {
+            proto: RrProto::Udp,
+            sweep: RrVaries::Both,
+            interface: Some("eth1".into()),
+            mtu_bytes: Some(1500),
+            summary: RrSweepSummary {
+                fit: Some(Fit {
+                    slope_us_per_byte: 0.0017,
+                    intercept_us: 30.25,
+                    r2: 0.9987,
+                    points: 2,
+                }),
+                fit_of: "p50".into(),
+                expected_slope_us_per_byte: Some(0.0016),
+                expected_from: Some("--expect".into()),
+                expected_stages_bits_per_second: vec![10e9],
+            },
+        }),
+        vec![parameter("request_bytes", "bytes", &[64.0, 9000.0, 60000.0])],
+    );
+    for (size, p50, note) in [(64, 30.36, ""), (9000, 45.55, "over MTU 1500: 7 IP fragments")] {
+        let mut spec = RrSpec::new();
+        spec.proto = RrProto::Udp;
+        spec.request_bytes = size;
+        spec.response_bytes = size;
+        let summary = Summary {
+            rr: Some(RrSummary {
+                transactions_per_second: 1e6 / p50,
+                lost: u64::from(size / 3000),
+                latency_us: Some(LatencyFigures {
+                    min: p50 - 2.0,
+                    mean: p50 + 1.5,
+                    p50,
+                    p99: p50 * 2.0,
+                    ..LatencyFigures::default()
+                }),
+                ..RrSummary::default()
+            }),
+            ..Summary::default()
+        };
+        s.points.push(SweepPoint::ran(
+            At::Rr {
+                request_bytes: size,
+                response_bytes: size,
+            },
+            note.into(),
+            result(TestSpec::Rr(spec), summary),
+        ));
+    }
+    s.points.push(SweepPoint {
+        at: At::Rr {
+            request_bytes: 60000,
+            response_bytes: 60000,
+        },
+        note: "over MTU 1500: 42 IP fragments; failed: message too long".into(),
+        result: None,
+        error: Some("message too long".into()),
+    });
+    check("sweep_rr.txt", &shown_as_it_runs(&s));
+}
+
+#[test]
+fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
+    let mut s = Sweep::new(
+        SweepKind::Http(HttpSweep {
+            summary: HttpSweepSummary {
+                optimum: Some(Optimum {
+                    users: 64,
+                    responses_per_second: 9600.0,
+                    bits_per_second_in: 80.5e6,
+                    response_time_mean_us: 6600.0,
+                    rule: "the fewest users reaching 95 % of the sweep's most responses per second (9800.0)".into(),
+                }),
+            },
+        }),
+        vec![parameter("users", "users", &[16.0, 64.0, 256.0])],
+    );
+    for (users, rps, mean, p99, errors) in [
+        (16, 4100.0, 3900.0, 7100.0, 0),
+        (64, 9600.0, 6600.0, 15_000.0, 2),
+        (256, 9800.0, 26_100.0, 61_000.0, 17),
+    ] {
+        let spec = HttpSpec {
+            urls: vec!["http://10.0.0.2/index.html".into()],
+            users,
+            think_ms: 0.0,
+            keepalive: true,
+            ramp_seconds: 2.0,
+            duration_seconds: 10.0,
+            rate: None,
+            timeout_ms: 10_000,
+            threads: 0,
+            cpus: Vec::new(),
+            interval_seconds: 1.0,
+        };
+        let mut http = HttpSummary {
+            users,
+            responses_per_second: rps,
+            bits_per_second_in: rps * 8.0 * 1048.0,
+            response_time_us: Some(LatencyFigures {
+                mean,
+                p99,
+                ..LatencyFigures::default()
+            }),
+            ..HttpSummary::default()
+        };
+        http.errors.total = errors;
+        let summary = Summary {
+            http: Some(http),
+            ..Summary::default()
+        };
+        s.points.push(SweepPoint::ran(
+            At::Http { users },
+            String::new(),
+            result(TestSpec::Http(spec), summary),
+        ));
+    }
+    check("sweep_http.txt", &shown_as_it_runs(&s));
+    // The JSON is the document itself.
+    let v: serde_json::Value = serde_json::from_str(&sweep::json(&s)).expect("JSON");
+    assert_eq!(v["test"], "http sweep");
+    assert_eq!(v["summary"]["optimum"]["users"], 64);
+    assert_eq!(v["points"][2]["result"]["summary"]["errors"]["total"], 17);
+}
