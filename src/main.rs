@@ -2,7 +2,6 @@
 
 mod agent;
 mod cli;
-mod lab;
 mod live;
 
 use anyhow::Context;
@@ -197,9 +196,9 @@ fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
 /// Inside a lab (`linerate lab exec`), the result records the emulated links.
 fn record_lab(result: &mut TestResult) {
     if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
-        && let Ok(state) = lab::load(&name)
+        && let Ok(state) = linerate_lab::load(&name)
     {
-        result.lab = Some(lab::status_json(&state));
+        result.lab = Some(linerate_lab::status(&state));
     }
 }
 
@@ -861,6 +860,14 @@ fn print_text(text: &str) -> anyhow::Result<()> {
 
 fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
     use cli::lab::LabCommand as L;
+    use linerate_lab as lab;
+    let show = |record: &lab::LabRecord, json: bool| -> anyhow::Result<()> {
+        print_text(&if json {
+            format!("{}\n", serde_json::to_string_pretty(record)?)
+        } else {
+            linerate_report::lab::status_text(record, lab::SUBNET)
+        })
+    };
     match cmd {
         L::Up {
             name,
@@ -875,14 +882,10 @@ fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
                 links,
                 no_netem,
             })?;
-            let v = lab::status_json(&state);
-            print_text(&if json { format!("{v:#}\n") } else { lab::status_text(&v) })?;
+            show(&lab::status(&state), json)?;
         }
-        L::Status { name, json } => {
-            let v = lab::status_json(&lab::load(&name.name)?);
-            print_text(&if json { format!("{v:#}\n") } else { lab::status_text(&v) })?;
-        }
-        L::Exec { name, host, command } => return Err(lab::exec(&name.name, &host, &command)),
+        L::Status { name, json } => show(&lab::status(&lab::load(&name.name)?), json)?,
+        L::Exec { name, host, command } => return Err(lab::exec(&name.name, &host, &command).into()),
         L::Down { name } => {
             let removed = lab::down(&name.name)?;
             let text = if removed.is_empty() {
@@ -929,12 +932,7 @@ fn sys_config(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
 /// finds: the findings are the output.
 fn doctor(args: &cli::sys::DoctorArgs) -> anyhow::Result<ExitCode> {
     use linerate_core::metrics::doctor::{DoctorInput, check};
-    let rtt = args
-        .rtt
-        .as_deref()
-        .map(|t| lab::link::duration_us(t).map(Duration::from_micros))
-        .transpose()
-        .context("--rtt")?;
+    let rtt = args.rtt.map(Duration::from);
     if let Some(r) = args.rate {
         anyhow::ensure!(r.0 > 0.0, "--rate must be above 0");
     }

@@ -1,7 +1,7 @@
 //! `linerate sys`, `linerate doctor` and `linerate calc`: the host's samplers and configuration
 //! without a test, tuning advice, and the wire's arithmetic.
 
-use linerate_core::units::BitRate;
+use linerate_core::units::{BitRate, TimeSpan};
 
 #[derive(Debug, clap::Args)]
 pub struct SysArgs {
@@ -39,10 +39,10 @@ impl SysArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
-    /// Round-trip time of the path to tune for (10ms, 175ms): buffers are checked against the
-    /// bandwidth-delay product
+    /// Round-trip time of the path to tune for (10ms, 175ms; a bare number is seconds): buffers
+    /// are checked against the bandwidth-delay product
     #[arg(long, value_name = "TIME")]
-    pub rtt: Option<String>,
+    pub rtt: Option<TimeSpan>,
 
     /// Rate of the path (10G); default: the interface's link speed
     #[arg(long, value_name = "RATE")]

@@ -285,7 +285,19 @@ mod tests {
 
     #[test]
     fn bad_times_are_one_line_errors() {
-        for bad in ["", "soon", "ms", "-1", "-1s", "10 parsecs", "10ks", "inf", "NaN", "1e400", "10d"] {
+        for bad in [
+            "",
+            "soon",
+            "ms",
+            "-1",
+            "-1s",
+            "10 parsecs",
+            "10ks",
+            "inf",
+            "NaN",
+            "1e400",
+            "10d",
+        ] {
             let e = bad.parse::<TimeSpan>().expect_err(bad).to_string();
             assert!(e.contains("is not a time"), "{bad}: {e}");
             assert_eq!(e.lines().count(), 1, "{bad}: {e}");
