@@ -59,9 +59,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve(&args),
         Command::Tcp(args) => {
-            let targets = args.targets()?;
+            let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
-            let json = args.json;
+            let json = args.output.json;
             let spec = args.into_spec()?;
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             let mut result = tcp_test(&spec, &targets, &opts, json)
@@ -70,9 +70,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print_result(&result, json)
         }
         Command::Udp(args) => {
-            let targets = args.targets()?;
+            let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
-            let json = args.json;
+            let json = args.output.json;
             let sweep = args.sweep()?;
             let spec = args.into_spec()?;
             if let Some(points) = sweep {
@@ -85,9 +85,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print_result(&result, json)
         }
         Command::Rr(args) => {
-            let targets = args.targets()?;
+            let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
-            let json = args.json;
+            let json = args.output.json;
             let sizes = args.sizes()?;
             let both = args.sweep == cli::rr::SweepWhat::Both;
             let expect: Vec<f64> = args.expect.iter().map(|r| r.0).collect();
@@ -430,7 +430,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     let targets = http_targets(&urls, args.keepalive)?;
     let baseline = if args.baseline {
         let b = http_baseline(&base, &targets, &opts).context("--baseline")?;
-        if !args.json {
+        if !args.output.json {
             print_text(&format!(
                 "baseline: {} responses/s, {} Mbit/s in against linerate's own server on this host ({} B objects, {} users)\n",
                 linerate_report::text::grouped(b.0, 1),
@@ -463,13 +463,13 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     };
     let sweep = args.find_optimum || counts.len() > 1;
     if !sweep {
-        let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, args.json)
+        let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, args.output.json)
             .with_context(|| format!("http test against {}", args.urls.join(" ")))?;
         with_baseline(&mut result);
         record_lab(&mut result);
-        return print_result(&result, args.json);
+        return print_result(&result, args.output.json);
     }
-    if !args.json {
+    if !args.output.json {
         print_text(&format!(
             "{:>7} {:>13} {:>12} {:>12} {:>12} {:>9}\n",
             "users", "responses/s", "Mbit/s in", "mean rt us", "p99 rt us", "errors"
@@ -487,7 +487,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
         let h = r.summary.http.clone().unwrap_or_default();
         let rt = h.response_time_us.unwrap_or_default();
         power.push((users, h.responses_per_second, h.bits_per_second_in, rt.mean));
-        if !args.json {
+        if !args.output.json {
             print_text(&format!(
                 "{users:>7} {:>13} {:>12} {:>12.1} {:>12.1} {:>9}\n",
                 linerate_report::text::grouped(h.responses_per_second, 1),
@@ -519,7 +519,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let best = linerate_core::http_summary::optimum(&power);
-    if args.json {
+    if args.output.json {
         let doc = serde_json::json!({
             "linerate": linerate_core::VERSION,
             "test": "http sweep",
@@ -833,12 +833,12 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
     let addr = agent.local_addr();
     std::thread::spawn(move || agent.serve());
     let mut spec = TcpSpec::new();
-    spec.limit = linerate_core::spec::Limit::Seconds(args.time);
+    spec.limit = linerate_core::spec::Limit::Seconds(args.time.as_secs_f64());
     spec.streams = args.streams;
     spec.validate()?;
     if !args.json {
         println!(
-            "linerate quick: {} s of TCP over loopback to an agent started on {addr}",
+            "linerate quick: {} of TCP over loopback to an agent started on {addr}",
             args.time
         );
     }

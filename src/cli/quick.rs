@@ -3,8 +3,8 @@
 #[derive(Debug, clap::Args)]
 pub struct QuickArgs {
     /// Seconds to send
-    #[arg(short = 't', long = "time", value_name = "SECONDS", default_value_t = 3.0)]
-    pub time: f64,
+    #[arg(short = 't', long = "time", value_name = "SECONDS", default_value = "3")]
+    pub time: linerate_core::units::TimeSpan,
 
     /// Streams
     #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1)]
