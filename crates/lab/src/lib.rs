@@ -10,8 +10,9 @@
 //!
 //! Link specs in ([`link`]), a [`LabState`] out ([`up`]), its status as the result document's
 //! [`LabRecord`] ([`status`]); the binary prints, this crate does not. Rooms: [`link`] parses
-//! specs, `topology` sets up and removes, `shape` is tc, `loss` is nftables, `daemons` are the
-//! agents and the relay process, [`relay`] is the relay itself, `state` the state file.
+//! specs, `topology` sets up and removes, `net` is the veth wiring, `shape` is tc, `loss` is
+//! nftables, `daemons` are the agents and the relay process, [`relay`] is the relay itself,
+//! `state` the state file, `exec` runs a command in a host.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod cmd;
@@ -20,6 +21,7 @@ mod error;
 mod exec;
 pub mod link;
 mod loss;
+mod net;
 pub mod relay;
 mod shape;
 mod state;

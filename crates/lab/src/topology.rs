@@ -7,6 +7,7 @@ use crate::cmd::{lab_namespaces, need_root_and_ip, run, which};
 use crate::daemons::{alive, kill_and_wait, start_agent, start_relay};
 use crate::link::{self, LinkSpec};
 use crate::loss::drop_in_kernel;
+use crate::net;
 use crate::shape::shape_egress;
 use crate::state::{LabHost, LabState, check_name, file_error, load, save, state_dir, write_secret};
 use crate::{AGENT_PORT, LabError, SUBNET};
@@ -100,97 +101,12 @@ fn build(opts: &UpOptions, specs: Vec<LinkSpec>) -> Result<LabState, LabError> {
         run(&["ip", "-n", &h.namespace, "link", "set", "lo", "up"])?;
     }
     let max_mtu = specs.iter().filter_map(|s| s.mtu).max();
-    if topology == "point-to-point" {
-        run(&[
-            "ip",
-            "link",
-            "add",
-            "eth0",
-            "netns",
-            &hosts[0].namespace,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            &hosts[1].namespace,
-        ])?;
-    } else {
-        let sw = format!("{name}-sw");
-        run(&["ip", "netns", "add", &sw])?;
-        state.switch_namespace = Some(sw.clone());
-        save(&state)?;
-        // The switch forwards frames and nothing else: no addresses, no IPv6 chatter.
-        run(&[
-            "ip",
-            "netns",
-            "exec",
-            &sw,
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-            "net.ipv6.conf.default.disable_ipv6=1",
-        ])?;
-        if topology == "bridge" {
-            run(&["ip", "-n", &sw, "link", "add", "br0", "type", "bridge"])?;
-        }
-        for (i, h) in hosts.iter().enumerate() {
-            let port = format!("p{}", i + 1);
-            run(&[
-                "ip",
-                "link",
-                "add",
-                "eth0",
-                "netns",
-                &h.namespace,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &port,
-                "netns",
-                &sw,
-            ])?;
-            if let Some(m) = max_mtu {
-                run(&["ip", "-n", &sw, "link", "set", &port, "mtu", &m.to_string()])?;
-            }
-            if topology == "bridge" {
-                run(&["ip", "-n", &sw, "link", "set", &port, "master", "br0"])?;
-            } else {
-                run(&["ip", "-n", &sw, "link", "set", &port, "promisc", "on"])?;
-            }
-            run(&["ip", "-n", &sw, "link", "set", &port, "up"])?;
-        }
-        if topology == "bridge" {
-            if let Some(m) = max_mtu {
-                run(&["ip", "-n", &sw, "link", "set", "br0", "mtu", &m.to_string()])?;
-            }
-            run(&["ip", "-n", &sw, "link", "set", "br0", "up"])?;
-        }
-    }
+    net::join_hosts(name, topology, &hosts, max_mtu, |sw| {
+        state.switch_namespace = Some(sw.to_string());
+        save(&state)
+    })?;
     for h in hosts.iter_mut() {
-        let ns = h.namespace.clone();
-        run(&["ip", "-n", &ns, "link", "set", "eth0", "address", &h.mac])?;
-        if let Some(m) = h.link.mtu {
-            run(&["ip", "-n", &ns, "link", "set", "eth0", "mtu", &m.to_string()])?;
-            h.backends.mtu = Some("ip link".into());
-        }
-        if !netem && h.link.loss_percent.is_some_and(|p| p > 0.0) {
-            // One wire packet per skb, so that loss drops packets, not 64 KiB offload bursts.
-            run(&["ip", "-n", &ns, "link", "set", "eth0", "gso_max_segs", "1"])?;
-        }
-        run(&[
-            "ip",
-            "-n",
-            &ns,
-            "addr",
-            "add",
-            &format!("{}/24", h.address),
-            "dev",
-            "eth0",
-        ])?;
-        run(&["ip", "-n", &ns, "link", "set", "eth0", "up"])?;
+        net::configure_eth0(h, netem)?;
         shape_egress(h, netem)?;
     }
     if topology == "point-to-point"
