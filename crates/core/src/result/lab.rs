@@ -177,3 +177,70 @@ pub struct LabRecord {
     /// None when no relay runs.
     pub relay: Option<RelayRecord>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The record keeps the shape the untyped status had (docs/results.md, `lab`).
+    #[test]
+    fn lab_record_serializes_as_the_status_did() {
+        let link = LinkSpec {
+            rate_bits_per_second: Some(1e8),
+            delay_us: Some(250),
+            ..LinkSpec::default()
+        };
+        let record = LabRecord {
+            name: "t".into(),
+            topology: "relay".into(),
+            netem: false,
+            hosts: vec![LabHostRecord {
+                name: "h1".into(),
+                namespace: "t-h1".into(),
+                address: "10.211.0.1".into(),
+                agent: "10.211.0.1:5301".into(),
+                agent_running: true,
+                link_text: link.describe(),
+                link,
+                backends: Backends {
+                    rate: Some("tbf".into()),
+                    delay: Some("linerate relay".into()),
+                    ..Backends::default()
+                },
+                loss_drops: None,
+            }],
+            relay: Some(RelayRecord {
+                pid: 7,
+                running: false,
+                ports: None,
+            }),
+        };
+        let v = serde_json::to_value(&record).expect("serializes");
+        let want = json!({
+            "name": "t", "topology": "relay", "netem": false,
+            "hosts": [{
+                "name": "h1", "namespace": "t-h1", "address": "10.211.0.1", "agent": "10.211.0.1:5301",
+                "agent_running": true,
+                "link": {
+                    "rate_bits_per_second": 1e8, "delay_us": 250, "jitter_us": null, "loss_percent": null,
+                    "reorder_percent": null, "duplicate_percent": null, "mtu": null, "limit_packets": null
+                },
+                "link_text": "rate=100.000Mbit/s,delay=0.25ms",
+                "backends": {
+                    "rate": "tbf", "delay": "linerate relay", "jitter": null, "loss": null,
+                    "reorder": null, "duplicate": null, "mtu": null
+                },
+                "loss_drops": null
+            }],
+            "relay": {"pid": 7, "running": false, "ports": null}
+        });
+        assert_eq!(v, want);
+        let back: LabRecord = serde_json::from_value(v).expect("reads back");
+        assert_eq!(back, record);
+        assert_eq!(
+            back.hosts[0].backends.used(),
+            [("delay", "linerate relay"), ("rate", "tbf")]
+        );
+    }
+}
