@@ -836,7 +836,7 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
     spec.limit = linerate_core::spec::Limit::Seconds(args.time.as_secs_f64());
     spec.streams = args.streams;
     spec.validate()?;
-    if !args.json {
+    if !args.output.json {
         println!(
             "linerate quick: {} of TCP over loopback to an agent started on {addr}",
             args.time
@@ -846,8 +846,8 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
         name: addr.to_string(),
         addr,
     };
-    let result = tcp_test(&spec, &[target], &ClientOptions::default(), args.json)?;
-    print_result(&result, args.json)
+    let result = tcp_test(&spec, &[target], &ClientOptions::default(), args.output.json)?;
+    print_result(&result, args.output.json)
 }
 
 fn print_text(text: &str) -> anyhow::Result<()> {

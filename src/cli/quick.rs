@@ -10,7 +10,6 @@ pub struct QuickArgs {
     #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1)]
     pub streams: u16,
 
-    /// Print one JSON document instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::common::OutputArgs,
 }
