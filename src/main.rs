@@ -2,7 +2,6 @@
 
 mod agent;
 mod cli;
-mod lab;
 mod live;
 
 use anyhow::Context;
@@ -62,9 +61,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve(&args),
         Command::Tcp(args) => {
-            let targets = args.targets()?;
+            let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
-            let json = args.json;
+            let json = args.output.json;
             let spec = args.into_spec()?;
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             let mut result = tcp_test(&spec, &targets, &opts, json)
@@ -73,9 +72,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print_result(&result, json)
         }
         Command::Udp(args) => {
-            let targets = args.targets()?;
+            let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
-            let json = args.json;
+            let json = args.output.json;
             let sweep = args.sweep()?;
             let spec = args.into_spec()?;
             if let Some(plan) = sweep {
@@ -99,9 +98,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print_result(&result, json)
         }
         Command::Rr(args) => {
-            let targets = args.targets()?;
+            let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
-            let json = args.json;
+            let json = args.output.json;
             let sizes = args.sizes()?;
             let both = args.sweep == cli::rr::SweepWhat::Both;
             let expect: Vec<f64> = args.expect.iter().map(|r| r.0).collect();
@@ -218,9 +217,9 @@ fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
 /// Inside a lab (`linerate lab exec`), the result records the emulated links.
 fn record_lab(result: &mut TestResult) {
     if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
-        && let Ok(state) = lab::load(&name)
+        && let Ok(state) = linerate_lab::load(&name)
     {
-        result.lab = Some(lab::status_json(&state));
+        result.lab = Some(linerate_lab::status(&state));
     }
 }
 
@@ -325,7 +324,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     let baseline = if args.baseline {
         let run = |spec: &HttpSpec, local: &[HttpTarget]| http_test(spec, local, None, &opts, true);
         let b = baseline(&base, &targets, run).context("--baseline")?;
-        if !args.json {
+        if !args.output.json {
             print_text(&linerate_report::sweep::baseline_line(&b, base.users))?;
         }
         Some(b)
@@ -333,13 +332,13 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
         None
     };
     if !args.find_optimum && counts.len() == 1 {
-        let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, args.json)
+        let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, args.output.json)
             .with_context(|| format!("http test against {}", args.urls.join(" ")))?;
         if let Some(b) = &baseline {
             b.apply(&mut result);
         }
         record_lab(&mut result);
-        return print_result(&result, args.json);
+        return print_result(&result, args.output.json);
     }
     let plan = HttpPlan {
         users: if args.find_optimum {
@@ -354,8 +353,8 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
         http_test(spec, &targets, args.agent(&urls)?, &opts, true)
             .with_context(|| format!("http sweep point of {} users", spec.users))
     };
-    let sweep = sweep(&base, &plan, run, |s| show_sweep(s, args.json))?;
-    print_sweep(&sweep, args.json)
+    let sweep = sweep(&base, &plan, run, |s| show_sweep(s, args.output.json))?;
+    print_sweep(&sweep, args.output.json)
 }
 
 /// A running sweep's table as it grows (nothing with `--json`: the document comes at the end).
@@ -458,12 +457,12 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
     let addr = agent.local_addr();
     std::thread::spawn(move || agent.serve());
     let mut spec = TcpSpec::new();
-    spec.limit = linerate_core::spec::Limit::Seconds(args.time);
+    spec.limit = linerate_core::spec::Limit::Seconds(args.time.as_secs_f64());
     spec.streams = args.streams;
     spec.validate()?;
-    if !args.json {
+    if !args.output.json {
         println!(
-            "linerate quick: {} s of TCP over loopback to an agent started on {addr}",
+            "linerate quick: {} of TCP over loopback to an agent started on {addr}",
             args.time
         );
     }
@@ -471,8 +470,8 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
         name: addr.to_string(),
         addr,
     };
-    let result = tcp_test(&spec, &[target], &ClientOptions::default(), args.json)?;
-    print_result(&result, args.json)
+    let result = tcp_test(&spec, &[target], &ClientOptions::default(), args.output.json)?;
+    print_result(&result, args.output.json)
 }
 
 fn print_text(text: &str) -> anyhow::Result<()> {
@@ -485,6 +484,14 @@ fn print_text(text: &str) -> anyhow::Result<()> {
 
 fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
     use cli::lab::LabCommand as L;
+    use linerate_lab as lab;
+    let show = |record: &lab::LabRecord, json: bool| -> anyhow::Result<()> {
+        print_text(&if json {
+            format!("{}\n", serde_json::to_string_pretty(record)?)
+        } else {
+            linerate_report::lab::status_text(record, lab::SUBNET)
+        })
+    };
     match cmd {
         L::Up {
             name,
@@ -499,14 +506,10 @@ fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
                 links,
                 no_netem,
             })?;
-            let v = lab::status_json(&state);
-            print_text(&if json { format!("{v:#}\n") } else { lab::status_text(&v) })?;
+            show(&lab::status(&state), json)?;
         }
-        L::Status { name, json } => {
-            let v = lab::status_json(&lab::load(&name.name)?);
-            print_text(&if json { format!("{v:#}\n") } else { lab::status_text(&v) })?;
-        }
-        L::Exec { name, host, command } => return Err(lab::exec(&name.name, &host, &command)),
+        L::Status { name, json } => show(&lab::status(&lab::load(&name.name)?), json)?,
+        L::Exec { name, host, command } => return Err(lab::exec(&name.name, &host, &command).into()),
         L::Down { name } => {
             let removed = lab::down(&name.name)?;
             let text = if removed.is_empty() {
@@ -553,12 +556,7 @@ fn sys_config(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
 /// finds: the findings are the output.
 fn doctor(args: &cli::sys::DoctorArgs) -> anyhow::Result<ExitCode> {
     use linerate_core::metrics::doctor::{DoctorInput, check};
-    let rtt = args
-        .rtt
-        .as_deref()
-        .map(|t| lab::link::duration_us(t).map(Duration::from_micros))
-        .transpose()
-        .context("--rtt")?;
+    let rtt = args.rtt.map(Duration::from);
     if let Some(r) = args.rate {
         anyhow::ensure!(r.0 > 0.0, "--rate must be above 0");
     }

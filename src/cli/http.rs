@@ -1,11 +1,12 @@
 //! `linerate http URL...`: simulated users (closed loop) or a request rate (open loop) against
 //! any HTTP/1.1 server, Avalanche's method.
 
+use super::common::{CpuArgs, IntervalArgs, OutputArgs};
 use anyhow::{Context, bail};
 use linerate_core::client::Target;
 use linerate_core::engine::http::HttpUrl;
 use linerate_core::spec::HttpSpec;
-use linerate_core::units::CpuList;
+use linerate_core::units::TimeSpan;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -28,7 +29,7 @@ pub struct HttpArgs {
 
     /// A user's pause between a response and its next request (500ms, 1s)
     #[arg(long, value_name = "DURATION", default_value = "0")]
-    pub think: String,
+    pub think: TimeSpan,
 
     /// Keep connections open between requests (default: a new connection per request)
     #[arg(short = 'k', long)]
@@ -36,11 +37,11 @@ pub struct HttpArgs {
 
     /// Users start evenly over this time; the figures leave it out (10s)
     #[arg(long, value_name = "DURATION", default_value = "0")]
-    pub ramp: String,
+    pub ramp: TimeSpan,
 
     /// Full load after the ramp: the measurement window (30s, 4m)
     #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s")]
-    pub duration: String,
+    pub duration: TimeSpan,
 
     /// Open loop: requests per second in all, each timed from its scheduled start
     #[arg(long, value_name = "PER_SECOND")]
@@ -48,19 +49,17 @@ pub struct HttpArgs {
 
     /// A request not answered in full within this time is a timeout
     #[arg(long, value_name = "DURATION", default_value = "10s")]
-    pub timeout: String,
+    pub timeout: TimeSpan,
 
     /// Client worker threads (default: one per CPU)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: u16,
 
-    /// Pin the client's workers to these CPUs
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<CpuList>,
+    #[command(flatten)]
+    pub cpus: CpuArgs,
 
-    /// Seconds between timeline entries; 0 for none
-    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value_t = 1.0)]
-    pub interval: f64,
+    #[command(flatten)]
+    pub interval: IntervalArgs,
 
     /// A linerate agent on the server's host, to sample it (default: try the first URL's host)
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "no_agent")]
@@ -75,37 +74,11 @@ pub struct HttpArgs {
     #[arg(long)]
     pub baseline: bool,
 
-    /// Print one JSON document (docs/results.md) instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 
     #[command(flatten)]
     pub reach: super::ConnectArgs,
-}
-
-/// `500ms`, `10s`, `4m`, `1h`, or bare seconds.
-pub fn parse_duration(text: &str, flag: &str) -> anyhow::Result<f64> {
-    let t = text.trim();
-    let (num, scale) = if let Some(v) = t.strip_suffix("ms") {
-        (v, 1e-3)
-    } else if let Some(v) = t.strip_suffix("us") {
-        (v, 1e-6)
-    } else if let Some(v) = t.strip_suffix('s') {
-        (v, 1.0)
-    } else if let Some(v) = t.strip_suffix('m') {
-        (v, 60.0)
-    } else if let Some(v) = t.strip_suffix('h') {
-        (v, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-        .with_context(|| format!("{flag} '{text}' is not a duration (500ms, 10s, 4m)"))?;
-    Ok(v * scale)
 }
 
 impl HttpArgs {
@@ -139,15 +112,16 @@ impl HttpArgs {
         let spec = HttpSpec {
             urls: self.urls.clone(),
             users,
-            think_ms: parse_duration(&self.think, "--think")? * 1e3,
+            think_ms: self.think.as_secs_f64() * 1e3,
             keepalive: self.keepalive,
-            ramp_seconds: parse_duration(&self.ramp, "--ramp")?,
-            duration_seconds: parse_duration(&self.duration, "--duration")?,
+            ramp_seconds: self.ramp.as_secs_f64(),
+            duration_seconds: self.duration.as_secs_f64(),
             rate: self.rate,
-            timeout_ms: (parse_duration(&self.timeout, "--timeout")? * 1e3).round() as u32,
+            // Saturates: the spec's check names a timeout out of range.
+            timeout_ms: (self.timeout.as_secs_f64() * 1e3).round() as u32,
             threads: self.threads,
-            cpus: self.cpus.clone().map(|c| c.0).unwrap_or_default(),
-            interval_seconds: self.interval,
+            cpus: self.cpus.list(),
+            interval_seconds: self.interval.interval.as_secs_f64(),
         };
         spec.validate()?;
         Ok(spec)

@@ -12,7 +12,7 @@ pub struct LabArgs {
 #[derive(Debug, Args)]
 pub struct NameArg {
     /// The lab's name; its hosts are network namespaces NAME-h1 .. NAME-hN
-    #[arg(long, value_name = "LAB", default_value = crate::lab::DEFAULT_NAME)]
+    #[arg(long, value_name = "LAB", default_value = linerate_lab::DEFAULT_NAME)]
     pub name: String,
 }
 
@@ -20,7 +20,7 @@ pub struct NameArg {
 pub enum LabCommand {
     /// Create hosts and links, and start an agent in each host
     #[command(
-        after_help = "Link properties: rate=1gbit delay=10ms jitter=1ms loss=0.5% reorder=1% duplicate=0.1%\n  mtu=9000 limit=1000 (packets). Each shapes what a host sends, so delay=10ms is 10 ms\n  each way (20 ms round trip). Examples:\n  linerate lab up --hosts 2 --link rate=100mbit,delay=10ms\n  linerate lab up --hosts 3 --link rate=1gbit --link h2:delay=50ms,loss=1%"
+        after_help = "Link properties: rate=1gbit delay=10ms jitter=1ms loss=0.5% reorder=1% duplicate=0.1%\n  mtu=9000 limit=1000 (packets). Each shapes what a host sends, so delay=10ms is 10 ms\n  each way (20 ms round trip). Times take a unit (10ms, 250us); a bare number is seconds.\n  Examples:\n  linerate lab up --hosts 2 --link rate=100mbit,delay=10ms\n  linerate lab up --hosts 3 --link rate=1gbit --link h2:delay=50ms,loss=1%"
     )]
     Up {
         #[command(flatten)]

@@ -1,6 +1,7 @@
 //! The command line: clap derive, one file per subcommand. Each subcommand's arguments turn
 //! into a validated spec (`into_spec`) before anything touches the network.
 
+pub mod common;
 pub mod http;
 pub mod lab;
 pub mod quick;
@@ -64,8 +65,8 @@ pub fn resolve_targets(hosts: &[String], port: u16) -> anyhow::Result<Vec<linera
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConnectArgs {
     /// Seconds to wait for an agent to answer a connection
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
-    pub connect_timeout: f64,
+    #[arg(long, value_name = "SECONDS", default_value = "5")]
+    pub connect_timeout: linerate_core::units::TimeSpan,
 
     #[command(flatten)]
     pub secret: SecretArgs,
@@ -76,8 +77,7 @@ impl ConnectArgs {
         use anyhow::Context;
         Ok(linerate_core::client::ClientOptions {
             secret: self.secret.load()?,
-            connect_timeout: std::time::Duration::try_from_secs_f64(self.connect_timeout)
-                .ok()
+            connect_timeout: Some(self.connect_timeout.0)
                 .filter(|d| !d.is_zero())
                 .context("--connect-timeout must be a positive number of seconds")?,
         })

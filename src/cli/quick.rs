@@ -3,14 +3,13 @@
 #[derive(Debug, clap::Args)]
 pub struct QuickArgs {
     /// Seconds to send
-    #[arg(short = 't', long = "time", value_name = "SECONDS", default_value_t = 3.0)]
-    pub time: f64,
+    #[arg(short = 't', long = "time", value_name = "SECONDS", default_value = "3")]
+    pub time: linerate_core::units::TimeSpan,
 
     /// Streams
     #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1)]
     pub streams: u16,
 
-    /// Print one JSON document instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::common::OutputArgs,
 }

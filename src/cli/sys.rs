@@ -1,13 +1,13 @@
 //! `linerate sys`, `linerate doctor` and `linerate calc`: the host's samplers and configuration
 //! without a test, tuning advice, and the wire's arithmetic.
 
-use linerate_core::units::BitRate;
+use linerate_core::units::{BitRate, TimeSpan};
 
 #[derive(Debug, clap::Args)]
 pub struct SysArgs {
     /// Seconds between lines
-    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value_t = 1.0)]
-    pub interval: f64,
+    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value = "1")]
+    pub interval: TimeSpan,
 
     /// Stop after this many lines (default: until Ctrl-C)
     #[arg(short = 'n', long = "count", value_name = "N")]
@@ -28,21 +28,21 @@ pub struct SysArgs {
 
 impl SysArgs {
     pub fn interval(&self) -> anyhow::Result<std::time::Duration> {
+        let seconds = self.interval.as_secs_f64();
         anyhow::ensure!(
-            self.interval.is_finite() && (0.01..=3600.0).contains(&self.interval),
-            "--interval {} is not between 0.01 and 3600 seconds",
-            self.interval
+            (0.01..=3600.0).contains(&seconds),
+            "--interval {seconds} is not between 0.01 and 3600 seconds"
         );
-        Ok(std::time::Duration::from_secs_f64(self.interval))
+        Ok(self.interval.0)
     }
 }
 
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
-    /// Round-trip time of the path to tune for (10ms, 175ms): buffers are checked against the
-    /// bandwidth-delay product
+    /// Round-trip time of the path to tune for (10ms, 175ms; a bare number is seconds): buffers
+    /// are checked against the bandwidth-delay product
     #[arg(long, value_name = "TIME")]
-    pub rtt: Option<String>,
+    pub rtt: Option<TimeSpan>,
 
     /// Rate of the path (10G); default: the interface's link speed
     #[arg(long, value_name = "RATE")]

@@ -1,62 +1,37 @@
 //! `linerate tcp HOST[:PORT]...`: flags, and their translation into a [`TcpSpec`].
 
-use anyhow::bail;
-use linerate_core::client::Target;
-use linerate_core::spec::{Direction, Limit, MAX_STREAMS, TcpSpec};
-use linerate_core::units::{BitRate, ByteSize, CpuList};
+use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs};
+use linerate_core::spec::{Direction, TcpSpec};
+use linerate_core::units::{BitRate, ByteSize, TimeSpan};
 
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  linerate tcp 10.0.0.2 -P 4 -t 30\n  linerate tcp h2 h3 -l 537600 -n 200000 --window 5376000 --depth 8"
 )]
 pub struct TcpArgs {
-    /// Agents to test against; several run at once (HOST, HOST:PORT, `[V6]:PORT`)
-    #[arg(value_name = "HOST[:PORT]", required = true)]
-    pub hosts: Vec<String>,
+    #[command(flatten)]
+    pub hosts: HostArgs,
 
-    /// Port for hosts given without one
-    #[arg(short = 'p', long, value_name = "N", default_value_t = linerate_core::proto::DEFAULT_PORT)]
-    pub port: u16,
-
-    /// Streams per agent (and per direction with --bidir)
-    #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1)]
-    pub streams: u32,
+    #[command(flatten)]
+    pub streams: StreamArgs,
 
     /// Worker threads on each end, streams spread over them [default: one per stream, at most 128]
     #[arg(long, value_name = "T")]
     pub threads: Option<u16>,
 
-    /// Pin the client's workers to these CPUs (worker i on the i-th), e.g. 0,2 or 0-3
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<CpuList>,
-
-    /// Pin the agents' workers to these CPUs
-    #[arg(long, value_name = "LIST")]
-    pub peer_cpus: Option<CpuList>,
-
     /// Bytes per write and read (K = 1024), e.g. 537600, 64K, 1M
     #[arg(short = 'l', long = "length", value_name = "BYTES", default_value = "128K")]
     pub length: ByteSize,
 
-    /// Buffers to send per stream, then stop (instead of -t)
-    #[arg(short = 'n', long = "count", value_name = "COUNT", conflicts_with = "time")]
-    pub count: Option<u64>,
-
-    /// Seconds to send [default: 10]
-    #[arg(short = 't', long = "time", value_name = "SECONDS")]
-    pub time: Option<f64>,
-
-    /// Seconds at the start left out of the figures
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
-    pub warmup: f64,
+    #[command(flatten)]
+    pub run: RunArgs,
 
     /// Seconds at the end left out of the figures (needs -t)
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
-    pub cooldown: f64,
+    #[arg(long, value_name = "SECONDS", default_value = "0")]
+    pub cooldown: TimeSpan,
 
-    /// Seconds between interval lines; 0 for none
-    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value_t = 1.0)]
-    pub interval: f64,
+    #[command(flatten)]
+    pub interval: IntervalArgs,
 
     /// Receive socket buffer (SO_RCVBUF, the TCP window) on receiving sockets
     #[arg(short = 'w', long, value_name = "BYTES")]
@@ -95,9 +70,8 @@ pub struct TcpArgs {
     #[arg(long)]
     pub bidir: bool,
 
-    /// Print one JSON document (docs/results.md) instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 
     /// Link speed to report the throughput against as a share of line rate (10G, 25gbit);
     /// default: the speed of the interface the test used, where it has one
@@ -114,24 +88,16 @@ pub struct TcpArgs {
 
 impl TcpArgs {
     pub fn into_spec(self) -> anyhow::Result<TcpSpec> {
-        if self.streams == 0 || self.streams > u32::from(MAX_STREAMS) {
-            bail!("-P must be between 1 and {MAX_STREAMS} streams, not {}", self.streams);
-        }
-        let limit = match (self.count, self.time) {
-            (Some(n), _) => Limit::Buffers(n),
-            (None, Some(t)) => Limit::Seconds(t),
-            (None, None) => Limit::Seconds(10.0),
-        };
         let spec = TcpSpec {
-            streams: self.streams as u16,
+            streams: self.streams.count()?,
             threads: self.threads.unwrap_or(0),
-            cpus: self.cpus.map(|c| c.0).unwrap_or_default(),
-            peer_cpus: self.peer_cpus.map(|c| c.0).unwrap_or_default(),
+            cpus: self.streams.cpus.list(),
+            peer_cpus: self.streams.peer_cpus(),
             buffer_bytes: self.length,
-            limit,
-            warmup_seconds: self.warmup,
-            cooldown_seconds: self.cooldown,
-            interval_seconds: self.interval,
+            limit: self.run.limit(10.0),
+            warmup_seconds: self.run.warmup.as_secs_f64(),
+            cooldown_seconds: self.cooldown.as_secs_f64(),
+            interval_seconds: self.interval.interval.as_secs_f64(),
             window_bytes: self.window,
             sndbuf_bytes: self.sndbuf,
             mss_bytes: self.mss,
@@ -151,10 +117,6 @@ impl TcpArgs {
         spec.validate()?;
         Ok(spec)
     }
-
-    pub fn targets(&self) -> anyhow::Result<Vec<Target>> {
-        super::resolve_targets(&self.hosts, self.port)
-    }
 }
 
 #[cfg(test)]
@@ -162,6 +124,7 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
+    use linerate_core::spec::Limit;
 
     fn parse(args: &[&str]) -> Result<TcpArgs, clap::Error> {
         let mut full = vec!["linerate", "tcp"];
@@ -220,6 +183,15 @@ mod tests {
     fn count_and_time_conflict() {
         assert_eq!(spec(&["h", "-n", "200000"]).expect("ok").limit, Limit::Buffers(200_000));
         assert_eq!(spec(&["h", "-t", "2.5"]).expect("ok").limit, Limit::Seconds(2.5));
+        assert_eq!(spec(&["h", "-t", "1500ms"]).expect("ok").limit, Limit::Seconds(1.5));
+        assert_eq!(spec(&["h", "-t", "2m"]).expect("ok").limit, Limit::Seconds(120.0));
+        let s = spec(&["h", "-t", "3", "--warmup", "500ms", "--cooldown=1s", "-i", "250ms"]).expect("ok");
+        assert_eq!(
+            (s.warmup_seconds, s.cooldown_seconds, s.interval_seconds),
+            (0.5, 1.0, 0.25)
+        );
+        let e = parse(&["h", "-t", "soon"]).expect_err("not a time").to_string();
+        assert!(e.contains("'soon' is not a time"), "{e}");
         assert!(parse(&["h", "-n", "5", "-t", "3"]).is_err());
         assert!(spec(&["h", "-n", "5", "--cooldown", "1"]).is_err());
         assert!(spec(&["h", "-t", "2", "--warmup", "1", "--cooldown", "1"]).is_err());
@@ -252,7 +224,7 @@ mod tests {
     #[test]
     fn hosts_resolve_with_default_port() {
         let a = parse(&["127.0.0.1", "[::1]:7000", "-p", "6000"]).expect("ok");
-        let t = a.targets().expect("resolve");
+        let t = a.hosts.targets().expect("resolve");
         assert_eq!(t[0].addr.to_string(), "127.0.0.1:6000");
         assert_eq!(t[1].addr.to_string(), "[::1]:7000");
         assert!(parse(&[]).is_err(), "a host is required");

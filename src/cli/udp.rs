@@ -1,43 +1,24 @@
 //! `linerate udp`: paced UDP streams, UDPmon's method.
 
+use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs};
 use anyhow::{Context, bail};
-use linerate_core::client::Target;
-use linerate_core::spec::{Direction, Limit, MAX_STREAMS, UdpSpec};
-use linerate_core::units::{BitRate, ByteSize, CpuList};
+use linerate_core::spec::{Direction, UdpSpec};
+use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]
 pub struct UdpArgs {
-    /// Agents to test against
-    #[arg(value_name = "HOST[:PORT]", required = true)]
-    pub hosts: Vec<String>,
+    #[command(flatten)]
+    pub hosts: HostArgs,
 
-    /// Agent port when HOST gives none
-    #[arg(short = 'p', long, value_name = "N", default_value_t = linerate_core::proto::DEFAULT_PORT)]
-    pub port: u16,
-
-    /// Streams per agent (each its own socket and thread)
-    #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1)]
-    pub streams: u32,
-
-    /// Pin the client's workers to these CPUs (0,2 or 1-3)
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<CpuList>,
-
-    /// Pin the agents' workers to these CPUs
-    #[arg(long, value_name = "LIST")]
-    pub peer_cpus: Option<CpuList>,
+    #[command(flatten)]
+    pub streams: StreamArgs,
 
     /// UDP payload per datagram, bytes (32 to 65507; linerate's 32-byte header included)
     #[arg(short = 'l', long = "length", value_name = "BYTES", default_value = "1472")]
     pub length: ByteSize,
 
-    /// Datagrams per stream
-    #[arg(short = 'n', long = "count", value_name = "COUNT", conflicts_with = "time")]
-    pub count: Option<u64>,
-
-    /// Seconds to send (default 10)
-    #[arg(short = 't', long = "time", value_name = "SECONDS")]
-    pub time: Option<f64>,
+    #[command(flatten)]
+    pub run: RunArgs,
 
     /// Microseconds between datagrams of a stream (0: as fast as possible)
     #[arg(long, value_name = "MICROSECONDS", conflicts_with = "rate")]
@@ -47,13 +28,8 @@ pub struct UdpArgs {
     #[arg(short = 'b', long, value_name = "RATE")]
     pub rate: Option<BitRate>,
 
-    /// Seconds at the start left out of the throughput figures
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
-    pub warmup: f64,
-
-    /// Seconds between interval lines; 0 for none
-    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value_t = 1.0)]
-    pub interval: f64,
+    #[command(flatten)]
+    pub interval: IntervalArgs,
 
     /// Receive socket buffer (SO_RCVBUF) on receivers (default 4M)
     #[arg(short = 'w', long, value_name = "BYTES")]
@@ -96,9 +72,8 @@ pub struct UdpArgs {
     #[arg(long, value_name = "LIST", conflicts_with = "rate")]
     pub gaps: Option<String>,
 
-    /// Print one JSON document (docs/results.md) instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 
     #[command(flatten)]
     pub reach: super::ConnectArgs,
@@ -106,15 +81,7 @@ pub struct UdpArgs {
 
 impl UdpArgs {
     pub fn into_spec(self) -> anyhow::Result<UdpSpec> {
-        if self.streams == 0 || self.streams > u32::from(MAX_STREAMS) {
-            bail!("-P must be between 1 and {MAX_STREAMS} streams, not {}", self.streams);
-        }
         let payload = u32::try_from(self.length.0).context("-l is too large")?;
-        let limit = match (self.count, self.time) {
-            (Some(n), _) => Limit::Buffers(n),
-            (None, Some(t)) => Limit::Seconds(t),
-            (None, None) => Limit::Seconds(10.0),
-        };
         let gap_ns = match (self.gap, self.rate) {
             (Some(g), _) => {
                 if !(g.is_finite() && (0.0..=60e6).contains(&g)) {
@@ -126,14 +93,14 @@ impl UdpArgs {
             _ => 0,
         };
         let spec = UdpSpec {
-            streams: self.streams as u16,
-            cpus: self.cpus.map(|c| c.0).unwrap_or_default(),
-            peer_cpus: self.peer_cpus.map(|c| c.0).unwrap_or_default(),
+            streams: self.streams.count()?,
+            cpus: self.streams.cpus.list(),
+            peer_cpus: self.streams.peer_cpus(),
             payload_bytes: payload,
-            limit,
+            limit: self.run.limit(10.0),
             gap_ns,
-            warmup_seconds: self.warmup,
-            interval_seconds: self.interval,
+            warmup_seconds: self.run.warmup.as_secs_f64(),
+            interval_seconds: self.interval.interval.as_secs_f64(),
             window_bytes: self.window,
             bin_us: self.bin,
             synced_clocks: self.synced_clocks,
@@ -185,10 +152,6 @@ impl UdpArgs {
             sizes.len() * gaps.len()
         );
         Ok(Some(linerate_core::sweep::udp::UdpPlan::new(&sizes, &gaps)))
-    }
-
-    pub fn targets(&self) -> anyhow::Result<Vec<Target>> {
-        super::resolve_targets(&self.hosts, self.port)
     }
 }
 

@@ -5,6 +5,8 @@
 //! the client's report and each agent's into one [`TestResult`]: counts stay attributed to the side
 //! that counted them (`sent` = the sender's figure, `received` = the receiver's).
 
+pub mod lab;
+
 use crate::engine::pacing::SendSpacing;
 use crate::engine::sequence::LossRange;
 use crate::metrics::cpu::CpuSplit;
@@ -309,7 +311,7 @@ pub struct TestResult {
     pub notes: Vec<String>,
     /// When measured inside a `linerate lab`: its hosts, links and what emulates each property.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lab: Option<serde_json::Value>,
+    pub lab: Option<lab::LabRecord>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,9 +1,11 @@
-//! Units that users type and read: byte sizes (binary prefixes, K = 1024) and bit rates
-//! (decimal prefixes, k = 1000, 1 Mbit = 10^6 bits). Parsing and display live here only.
+//! Units that users type and read: byte sizes (binary prefixes, K = 1024), bit rates
+//! (decimal prefixes, k = 1000, 1 Mbit = 10^6 bits) and spans of time (a bare number is
+//! seconds, everywhere). Parsing and display live here only.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 /// A number of bytes. Parses `537600`, `64K`, `64KiB`, `1M`, `1.5M`, `2G` (K = 1024).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -23,6 +25,72 @@ pub enum UnitError {
     Rate(String),
     #[error("'{0}' is not a CPU list (examples: 0, 0,2, 1-3)")]
     CpuList(String),
+    #[error("'{0}' is not a time (examples: 10 or 10s, 250ms, 100us, 5m, 1.5h; a bare number is seconds)")]
+    Time(String),
+}
+
+/// A span of time as users type it: `10` (a bare number is seconds), `10s`, `250ms`, `100us` or
+/// `100µs`, `5m`, `1.5h`. Never negative; nanosecond resolution.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TimeSpan(pub Duration);
+
+impl TimeSpan {
+    pub fn as_secs_f64(self) -> f64 {
+        self.0.as_secs_f64()
+    }
+
+    pub fn as_micros(self) -> u128 {
+        self.0.as_micros()
+    }
+}
+
+impl From<TimeSpan> for Duration {
+    fn from(t: TimeSpan) -> Duration {
+        t.0
+    }
+}
+
+impl FromStr for TimeSpan {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || UnitError::Time(s.to_string());
+        let t = s.trim();
+        // The unit is the trailing letters; what is before them is the number (`1e3` stays whole).
+        let num = t.trim_end_matches(|c: char| c.is_alphabetic());
+        let unit = &t[num.len()..];
+        let scale = match unit {
+            "" | "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(err()),
+        };
+        let n: f64 = num.trim().parse().map_err(|_| err())?;
+        if !n.is_finite() || n < 0.0 {
+            return Err(err());
+        }
+        Duration::try_from_secs_f64(n * scale).map(TimeSpan).map_err(|_| err())
+    }
+}
+
+impl fmt::Display for TimeSpan {
+    /// In the largest unit the span reaches (`10 s`, `1.5 s`, `250 ms`, `100 us`), with three
+    /// decimals at most.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0.as_nanos();
+        let (value, unit) = if ns >= 1_000_000_000 || ns == 0 {
+            (self.0.as_secs_f64(), "s")
+        } else if ns >= 1_000_000 {
+            (ns as f64 / 1e6, "ms")
+        } else {
+            (ns as f64 / 1e3, "us")
+        };
+        // Three decimals at most, trailing zeros dropped: 1.5 s, 0.25 ms, 10 s.
+        let text = format!("{value:.3}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        write!(f, "{text} {unit}")
+    }
 }
 
 fn split_number(s: &str) -> Option<(f64, &str)> {
@@ -188,6 +256,65 @@ mod tests {
     fn rates_display_with_unit() {
         assert_eq!(BitRate(9_858_228_000.0).to_string(), "9.858 Gbit/s");
         assert_eq!(BitRate(191_300_000.0).to_string(), "191.300 Mbit/s");
+    }
+
+    fn time(s: &str) -> Result<Duration, UnitError> {
+        s.parse::<TimeSpan>().map(|t| t.0)
+    }
+
+    #[test]
+    fn times_parse_every_suffix() {
+        assert_eq!(time("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(time("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(time("32.5ms"), Ok(Duration::from_micros(32_500)));
+        assert_eq!(time("100us"), Ok(Duration::from_micros(100)));
+        assert_eq!(time("100µs"), Ok(Duration::from_micros(100)));
+        assert_eq!(time("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(time("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(time(" 2s "), Ok(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn a_bare_number_is_seconds() {
+        assert_eq!(time("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(time("2.5"), Ok(Duration::from_millis(2500)));
+        assert_eq!(time("0"), Ok(Duration::ZERO));
+        assert_eq!(time("1e3"), Ok(Duration::from_secs(1000)));
+        assert_eq!(time("0.3").map(|d| d.as_secs_f64()), Ok(0.3));
+    }
+
+    #[test]
+    fn bad_times_are_one_line_errors() {
+        for bad in [
+            "",
+            "soon",
+            "ms",
+            "-1",
+            "-1s",
+            "10 parsecs",
+            "10ks",
+            "inf",
+            "NaN",
+            "1e400",
+            "10d",
+        ] {
+            let e = bad.parse::<TimeSpan>().expect_err(bad).to_string();
+            assert!(e.contains("is not a time"), "{bad}: {e}");
+            assert_eq!(e.lines().count(), 1, "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn times_display_in_a_fitting_unit() {
+        let show = |s: &str| s.parse::<TimeSpan>().expect(s).to_string();
+        assert_eq!(show("10"), "10 s");
+        assert_eq!(show("1.5s"), "1.5 s");
+        assert_eq!(show("250ms"), "250 ms");
+        assert_eq!(show("500us"), "500 us");
+        assert_eq!(show("100us"), "100 us");
+        assert_eq!(show("1.5us"), "1.5 us");
+        assert_eq!(show("0"), "0 s");
+        assert_eq!(show("4m"), "240 s");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod json;
+pub mod lab;
 pub mod live;
 pub mod sweep;
 pub mod sys;

@@ -630,26 +630,15 @@ pub fn render(r: &TestResult) -> String {
         );
     }
     if let Some(lab) = &r.lab {
-        let links: Vec<String> = lab["hosts"]
-            .as_array()
-            .into_iter()
-            .flatten()
+        let links: Vec<String> = lab
+            .hosts
+            .iter()
             .map(|h| {
-                let by: Vec<String> = h["backends"]
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|(k, b)| b.as_str().map(|b| format!("{k} by {b}")))
-                    .collect();
-                format!(
-                    "{} {} ({})",
-                    h["name"].as_str().unwrap_or("?"),
-                    h["link_text"].as_str().unwrap_or("?"),
-                    by.join(", ")
-                )
+                let by: Vec<String> = h.backends.used().iter().map(|(k, b)| format!("{k} by {b}")).collect();
+                format!("{} {} ({})", h.name, h.link_text, by.join(", "))
             })
             .collect();
-        let _ = writeln!(out, "lab {}: {}", lab["name"].as_str().unwrap_or("?"), links.join("; "));
+        let _ = writeln!(out, "lab {}: {}", lab.name, links.join("; "));
     }
     if r.partial {
         out.push_str("PARTIAL: the run was cut short; the figures cover what was measured until then.\n");

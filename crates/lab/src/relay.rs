@@ -9,7 +9,8 @@
 //! its source port's byte ring. Release times follow an absolute schedule and the loop sleeps
 //! in ppoll(2) with nanosecond timeouts until the next one is due.
 
-use super::link::LinkSpec;
+use linerate_core::result::lab::LinkSpec;
+pub use linerate_core::result::lab::PortStats;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -44,21 +45,6 @@ pub struct RelayConfig {
     pub stats_path: PathBuf,
     /// Bytes each port's queue may hold.
     pub queue_bytes: usize,
-}
-
-/// Counters of one port (the frames its host sent).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct PortStats {
-    pub port: String,
-    pub frames_in: u64,
-    pub bytes_in: u64,
-    pub frames_out: u64,
-    pub delayed: u64,
-    pub reordered: u64,
-    pub duplicated: u64,
-    /// Frames dropped because the queue (limit=, or its byte ring) was full.
-    pub queue_drops: u64,
-    pub send_errors: u64,
 }
 
 #[derive(Clone, Copy)]

@@ -1,0 +1,247 @@
+//! Link specs: `rate=1gbit,delay=10ms,jitter=1ms,loss=0.5%,reorder=1%,duplicate=0.1%,mtu=9000,
+//! limit=1000`, and where they apply (`--link SPEC`, `--link h2:SPEC`, `--link h1-h2:SPEC`).
+//! Text in, [`LinkSpec`] per host out (the type is the result document's, so a result records
+//! the spec as parsed); what emulates it is the set-up's business.
+//!
+//! Every property is emulated at the egress of a host: a link spec on h1 shapes what h1 sends.
+//! A spec for all links or for the pair h1-h2 applies to both ends' egress, so `delay=10ms`
+//! gives a one-way delay of 10 ms each way and a round trip of 20 ms. Times follow the one rule
+//! of [`TimeSpan`]: a bare number is seconds (`delay=0.01`), so write the unit (`delay=10ms`).
+
+pub use linerate_core::result::lab::LinkSpec;
+use linerate_core::units::{BitRate, TimeSpan, UnitError};
+
+/// A `--link` that cannot be applied, named by what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("'{0}' is not key=value")]
+    NotKeyValue(String),
+    #[error("unknown link property '{0}' (rate, delay, jitter, loss, reorder, duplicate, mtu, limit)")]
+    Unknown(String),
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+    #[error("rate '{0}' is below 8 kbit/s")]
+    RateTooLow(String),
+    #[error("'{0}' is not a time from 0 to 60 s")]
+    TimeRange(String),
+    #[error("'{0}' is not a percentage (example: 0.5%)")]
+    Percent(String),
+    #[error("'{0}' is not a percentage from 0 to 100")]
+    PercentRange(String),
+    #[error("mtu '{0}' is not a number")]
+    Mtu(String),
+    #[error("mtu {0} is not between 576 and 65535")]
+    MtuRange(u32),
+    #[error("limit '{0}' is not a packet count")]
+    Limit(String),
+    #[error("limit must be at least 1 packet")]
+    LimitZero,
+    #[error("jitter needs a delay (delay=10ms,jitter=1ms)")]
+    JitterWithoutDelay,
+    #[error("'{name}' is not a lab host (h1..h{hosts})")]
+    NoHost { name: String, hosts: usize },
+    #[error("'{0}' joins a host to itself")]
+    SamePair(String),
+    #[error("per-pair links ({0}) need --hosts 2; with a bridge use per-host hX:SPEC")]
+    PairNeedsTwoHosts(String),
+}
+
+/// A delay or jitter in microseconds: a [`TimeSpan`] (`10ms`, `250us`, `0.01`) up to 60 s.
+pub fn duration_us(v: &str) -> Result<u64, LinkError> {
+    let t: TimeSpan = v.parse()?;
+    if t.0 > std::time::Duration::from_secs(60) {
+        return Err(LinkError::TimeRange(v.to_string()));
+    }
+    // At most 60 s, so the microseconds fit; rounded to the nearest, as tc rounds.
+    Ok(((t.0.as_nanos() + 500) / 1000) as u64)
+}
+
+fn percent(v: &str) -> Result<f64, LinkError> {
+    let n: f64 = v
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| LinkError::Percent(v.to_string()))?;
+    if !(0.0..=100.0).contains(&n) {
+        return Err(LinkError::PercentRange(v.to_string()));
+    }
+    Ok(n)
+}
+
+/// Parses `key=value,key=value`.
+pub fn parse(text: &str) -> Result<LinkSpec, LinkError> {
+    let mut s = LinkSpec::default();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| LinkError::NotKeyValue(part.to_string()))?;
+        match key {
+            "rate" => {
+                let r: BitRate = value.parse()?;
+                if r.0 < 8000.0 {
+                    return Err(LinkError::RateTooLow(value.to_string()));
+                }
+                s.rate_bits_per_second = Some(r.0);
+            }
+            "delay" => s.delay_us = Some(duration_us(value)?),
+            "jitter" => s.jitter_us = Some(duration_us(value)?),
+            "loss" => s.loss_percent = Some(percent(value)?),
+            "reorder" => s.reorder_percent = Some(percent(value)?),
+            "duplicate" => s.duplicate_percent = Some(percent(value)?),
+            "mtu" => {
+                let m: u32 = value.parse().map_err(|_| LinkError::Mtu(value.to_string()))?;
+                if !(576..=65_535).contains(&m) {
+                    return Err(LinkError::MtuRange(m));
+                }
+                s.mtu = Some(m);
+            }
+            "limit" => {
+                let l: u32 = value.parse().map_err(|_| LinkError::Limit(value.to_string()))?;
+                if l < 1 {
+                    return Err(LinkError::LimitZero);
+                }
+                s.limit_packets = Some(l);
+            }
+            _ => return Err(LinkError::Unknown(key.to_string())),
+        }
+    }
+    if s.jitter_us.is_some_and(|j| j > 0) && s.delay_us.is_none() {
+        return Err(LinkError::JitterWithoutDelay);
+    }
+    Ok(s)
+}
+
+/// Where a `--link` applies.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scope {
+    All,
+    /// One host's egress.
+    Host(usize),
+    /// Both ends of the link between two hosts (two-host labs).
+    Pair(usize, usize),
+}
+
+/// Parses `SPEC`, `hX:SPEC` or `hX-hY:SPEC`.
+pub fn parse_link_arg(arg: &str, hosts: usize) -> Result<(Scope, LinkSpec), LinkError> {
+    let host = |name: &str| -> Result<usize, LinkError> {
+        name.strip_prefix('h')
+            .and_then(|n| n.parse().ok())
+            .filter(|n| (1..=hosts).contains(n))
+            .ok_or_else(|| LinkError::NoHost {
+                name: name.to_string(),
+                hosts,
+            })
+    };
+    if let Some((scope, spec)) = arg.split_once(':')
+        && !scope.contains('=')
+    {
+        let spec = parse(spec)?;
+        if let Some((a, b)) = scope.split_once('-') {
+            let (a, b) = (host(a)?, host(b)?);
+            if a == b {
+                return Err(LinkError::SamePair(scope.to_string()));
+            }
+            if hosts != 2 {
+                return Err(LinkError::PairNeedsTwoHosts(scope.to_string()));
+            }
+            return Ok((Scope::Pair(a, b), spec));
+        }
+        return Ok((Scope::Host(host(scope)?), spec));
+    }
+    Ok((Scope::All, parse(arg)?))
+}
+
+/// Each host's egress spec after applying every `--link` in order (later ones win); an error
+/// names the `--link` it came from.
+pub fn resolve(args: &[String], hosts: usize) -> Result<Vec<LinkSpec>, crate::LabError> {
+    let mut per_host = vec![LinkSpec::default(); hosts];
+    for arg in args {
+        let (scope, spec) = parse_link_arg(arg, hosts).map_err(|source| crate::LabError::Link {
+            arg: arg.clone(),
+            source,
+        })?;
+        match scope {
+            Scope::All => per_host.iter_mut().for_each(|h| *h = h.overlay(&spec)),
+            Scope::Host(h) => per_host[h - 1] = per_host[h - 1].overlay(&spec),
+            Scope::Pair(a, b) => {
+                for h in [a, b] {
+                    per_host[h - 1] = per_host[h - 1].overlay(&spec);
+                }
+            }
+        }
+    }
+    Ok(per_host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_property() {
+        let s = parse("rate=1gbit,delay=10ms,jitter=1ms,loss=0.5%,reorder=1%,duplicate=0.1%,mtu=9000,limit=1000")
+            .expect("valid");
+        assert_eq!(s.rate_bits_per_second, Some(1e9));
+        assert_eq!(s.delay_us, Some(10_000));
+        assert_eq!(s.jitter_us, Some(1_000));
+        assert_eq!(s.loss_percent, Some(0.5));
+        assert_eq!(s.reorder_percent, Some(1.0));
+        assert_eq!(s.duplicate_percent, Some(0.1));
+        assert_eq!(s.mtu, Some(9000));
+        assert_eq!(s.limit_packets, Some(1000));
+        assert!(s.needs_relay());
+        assert_eq!(parse("delay=250us").expect("ok").delay_us, Some(250));
+        assert!(!parse("rate=100mbit,loss=1%").expect("ok").needs_relay());
+        assert_eq!(parse("delay=32.5ms").expect("ok").delay_us, Some(32_500));
+        assert_eq!(parse("delay=100µs").expect("ok").delay_us, Some(100));
+    }
+
+    #[test]
+    fn a_bare_delay_is_seconds() {
+        // Until issue 12 a bare number here meant milliseconds; now it is seconds, as everywhere.
+        assert_eq!(parse("delay=0.01").expect("ok").delay_us, Some(10_000));
+        assert_eq!(parse("delay=2,jitter=0.5").expect("ok").jitter_us, Some(500_000));
+        let e = parse("delay=61").expect_err("over 60 s").to_string();
+        assert!(e.contains("from 0 to 60 s"), "{e}");
+        assert_eq!(parse("delay=60").expect("60 s is the limit").delay_us, Some(60_000_000));
+    }
+
+    #[test]
+    fn rejects_bad_specs_by_name() {
+        for (bad, needle) in [
+            ("speed=1", "unknown link property 'speed'"),
+            ("loss=120%", "percentage from 0 to 100"),
+            ("delay=fast", "not a time"),
+            ("rate=x", "not a rate"),
+            ("mtu=100", "between 576"),
+            ("jitter=1ms", "jitter needs a delay"),
+            ("delay", "not key=value"),
+            ("delay=-1ms", "not a time"),
+            ("limit=0", "at least 1 packet"),
+        ] {
+            let e = parse(bad).expect_err(bad).to_string();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn overrides_apply_per_host_and_pair() {
+        let links = ["delay=10ms,rate=100mbit".to_string(), "h2:delay=50ms".to_string()];
+        let r = resolve(&links, 3).expect("valid");
+        assert_eq!(r[0].delay_us, Some(10_000));
+        assert_eq!(r[1].delay_us, Some(50_000));
+        assert_eq!(r[1].rate_bits_per_second, Some(100e6));
+        let r = resolve(&["h1-h2:loss=1%".to_string()], 2).expect("valid");
+        assert_eq!(r[0].loss_percent, Some(1.0));
+        assert_eq!(r[1].loss_percent, Some(1.0));
+        assert!(resolve(&["h1-h2:loss=1%".to_string()], 3).is_err());
+        let e = resolve(&["h4:loss=1%".to_string()], 3).expect_err("no h4");
+        assert_eq!(e.to_string(), "--link h4:loss=1%");
+        assert!(std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("'h4' is not a lab host")));
+    }
+
+    #[test]
+    fn describes_itself_as_typed() {
+        let s = parse("rate=100mbit,delay=10ms,loss=1%").expect("valid");
+        assert_eq!(s.describe(), "rate=100.000Mbit/s,delay=10ms,loss=1%");
+    }
+}

@@ -1,0 +1,209 @@
+//! Making and removing a lab: namespaces, veth pairs, the switch (a bridge or the relay's
+//! ports), addresses, hosts files, the egress shaping of each host and its agent. Options in, a
+//! [`LabState`] out (saved after each step); [`down`] removes whatever a lab left, state file or
+//! not.
+
+use crate::cmd::{lab_namespaces, need_root_and_ip, run, which};
+use crate::daemons::{alive, kill_and_wait, start_agent, start_relay};
+use crate::link::{self, LinkSpec};
+use crate::loss::drop_in_kernel;
+use crate::net;
+use crate::shape::shape_egress;
+use crate::state::{LabHost, LabState, check_name, file_error, load, save, state_dir, write_secret};
+use crate::{AGENT_PORT, LabError, SUBNET};
+use linerate_core::result::lab::Backends;
+use std::path::Path;
+
+/// Whether the kernel has sch_netem: tried on the loopback of a throwaway namespace.
+fn kernel_has_netem(name: &str) -> bool {
+    let probe = format!("{name}-probe");
+    if run(&["ip", "netns", "add", &probe]).is_err() {
+        return false;
+    }
+    let ok = run(&["ip", "-n", &probe, "link", "set", "lo", "up"]).is_ok()
+        && run(&[
+            "tc", "-n", &probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms",
+        ])
+        .is_ok();
+    let _ = run(&["ip", "netns", "del", &probe]);
+    ok
+}
+
+pub struct UpOptions {
+    pub name: String,
+    pub hosts: usize,
+    pub links: Vec<String>,
+    /// Refuse netem even where the kernel has it (to exercise the fallback).
+    pub no_netem: bool,
+}
+
+/// Creates a lab. On any failure, whatever was made is removed again.
+pub fn up(opts: &UpOptions) -> Result<LabState, LabError> {
+    check_name(&opts.name)?;
+    if !(2..=200).contains(&opts.hosts) {
+        return Err(LabError::Hosts(opts.hosts));
+    }
+    let specs = link::resolve(&opts.links, opts.hosts)?;
+    need_root_and_ip()?;
+    if specs.iter().any(|s| s.loss_percent.is_some_and(|p| p > 0.0)) && which("nft").is_none() {
+        return Err(LabError::NoNft);
+    }
+    if state_dir(&opts.name).exists() || !lab_namespaces(&opts.name).is_empty() {
+        return Err(LabError::Exists(opts.name.clone()));
+    }
+    let result = build(opts, specs);
+    if result.is_err() {
+        let _ = down(&opts.name);
+    }
+    result
+}
+
+fn build(opts: &UpOptions, specs: Vec<LinkSpec>) -> Result<LabState, LabError> {
+    let name = &opts.name;
+    let dir = state_dir(name);
+    std::fs::create_dir_all(&dir).map_err(file_error("creating", &dir))?;
+    let secret_file = dir.join("secret");
+    write_secret(&secret_file)?;
+    let netem = !opts.no_netem && kernel_has_netem(name);
+    let relay = !netem && specs.iter().any(LinkSpec::needs_relay);
+    let n = opts.hosts;
+    let topology = if relay {
+        "relay"
+    } else if n == 2 {
+        "point-to-point"
+    } else {
+        "bridge"
+    };
+    let mut hosts: Vec<LabHost> = (1..=n)
+        .map(|x| LabHost {
+            name: format!("h{x}"),
+            namespace: format!("{name}-h{x}"),
+            address: format!("{SUBNET}.{x}"),
+            mac: format!("02:4c:52:00:{:02x}:{:02x}", x / 256, x % 256),
+            link: specs[x - 1].clone(),
+            backends: Backends::default(),
+            agent: format!("{SUBNET}.{x}:{AGENT_PORT}"),
+            agent_pid: None,
+        })
+        .collect();
+    let mut state = LabState {
+        name: name.clone(),
+        topology: topology.into(),
+        hosts: hosts.clone(),
+        switch_namespace: None,
+        relay_pid: None,
+        secret_file: secret_file.clone(),
+        netem,
+    };
+    save(&state)?;
+    for h in &hosts {
+        run(&["ip", "netns", "add", &h.namespace])?;
+        run(&["ip", "-n", &h.namespace, "link", "set", "lo", "up"])?;
+    }
+    let max_mtu = specs.iter().filter_map(|s| s.mtu).max();
+    net::join_hosts(name, topology, &hosts, max_mtu, |sw| {
+        state.switch_namespace = Some(sw.to_string());
+        save(&state)
+    })?;
+    for h in hosts.iter_mut() {
+        net::configure_eth0(h, netem)?;
+        shape_egress(h, netem)?;
+    }
+    if topology == "point-to-point"
+        && let Some(m) = max_mtu
+    {
+        // Both ends must carry the larger frames for either to send them.
+        for h in &hosts {
+            if h.link.mtu.is_none() {
+                run(&["ip", "-n", &h.namespace, "link", "set", "eth0", "mtu", &m.to_string()])?;
+            }
+        }
+    }
+    if !netem {
+        drop_in_kernel(&mut hosts)?;
+    }
+    state.hosts = hosts.clone();
+    save(&state)?;
+    if relay {
+        state.relay_pid = Some(start_relay(&state)?);
+        for h in state.hosts.iter_mut() {
+            let b = &mut h.backends;
+            let l = &h.link;
+            let by_relay = Some("linerate relay".to_string());
+            if l.delay_us.is_some_and(|d| d > 0) {
+                b.delay = by_relay.clone();
+            }
+            if l.jitter_us.is_some_and(|d| d > 0) {
+                b.jitter = by_relay.clone();
+            }
+            if l.reorder_percent.is_some_and(|p| p > 0.0) {
+                b.reorder = by_relay.clone();
+            }
+            if l.duplicate_percent.is_some_and(|p| p > 0.0) {
+                b.duplicate = by_relay;
+            }
+        }
+        save(&state)?;
+    }
+    write_hosts_files(&state)?;
+    for i in 0..state.hosts.len() {
+        let pid = start_agent(&state, i)?;
+        state.hosts[i].agent_pid = Some(pid);
+        save(&state)?;
+    }
+    Ok(state)
+}
+
+fn write_hosts_files(state: &LabState) -> Result<(), LabError> {
+    let mut text = String::from("127.0.0.1\tlocalhost\n::1\tlocalhost\n");
+    for h in &state.hosts {
+        text += &format!("{}\t{}\n", h.address, h.name);
+    }
+    for h in &state.hosts {
+        let dir = Path::new("/etc/netns").join(&h.namespace);
+        std::fs::create_dir_all(&dir).map_err(file_error("creating", &dir))?;
+        let path = dir.join("hosts");
+        std::fs::write(&path, &text).map_err(file_error("writing", &path))?;
+    }
+    Ok(())
+}
+
+/// Removes everything a lab made, whether or not its state file survived. Returns what it
+/// removed, one line each.
+pub fn down(name: &str) -> Result<Vec<String>, LabError> {
+    check_name(name)?;
+    need_root_and_ip()?;
+    let mut removed = Vec::new();
+    if let Ok(state) = load(name) {
+        for pid in state.hosts.iter().filter_map(|h| h.agent_pid).chain(state.relay_pid) {
+            if alive(pid) {
+                kill_and_wait(pid);
+                removed.push(format!("process {pid}"));
+            }
+        }
+    }
+    for ns in lab_namespaces(name) {
+        // Anything still running inside (agents of a crashed lab, commands from lab exec).
+        for pid in run(&["ip", "netns", "pids", &ns])
+            .unwrap_or_default()
+            .split_whitespace()
+        {
+            if let Ok(pid) = pid.parse::<u32>() {
+                kill_and_wait(pid);
+                removed.push(format!("process {pid} in {ns}"));
+            }
+        }
+        run(&["ip", "netns", "del", &ns])?;
+        removed.push(format!("namespace {ns} (and its veth ends)"));
+        let etc = Path::new("/etc/netns").join(&ns);
+        if etc.exists() {
+            let _ = std::fs::remove_dir_all(&etc);
+        }
+    }
+    let dir = state_dir(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(file_error("removing", &dir))?;
+        removed.push(format!("state {}", dir.display()));
+    }
+    Ok(removed)
+}
