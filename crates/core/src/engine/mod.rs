@@ -6,6 +6,7 @@ pub mod http;
 pub mod pacing;
 pub mod pin;
 pub mod rr;
+mod run;
 pub mod sequence;
 pub mod sockopt;
 pub mod tcp;
