@@ -2,7 +2,7 @@
 //!
 //! Before the clock starts, workers are pinned and their buffers allocated and touched. In the
 //! loop a worker does one read or write, adds to counters only it writes (each on its own cache
-//! line), and looks at two flags. The runner ([`super::run`]) on the caller's thread samples the
+//! line), and looks at two flags. The runner (`engine::run`) on the caller's thread samples the
 //! counters, reads CPU and (through this engine's hook) TCP_INFO, and stops the senders at the
 //! deadline; workers never lock, allocate or format.
 

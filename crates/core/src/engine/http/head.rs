@@ -49,7 +49,6 @@ pub(super) fn parse_head(buf: &[u8]) -> Result<Option<Head>, ()> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,9 +6,9 @@
 //! are built once per URL before the clock starts; response bodies are read into one scratch
 //! buffer per worker and counted, not kept.
 //!
-//! Here: the run (on the one runner, [`super::run`]) and what it returns; the URLs in [`url`],
-//! the users' state machine in [`worker`], response heads in [`head`], and the agent-side host
-//! sampler in [`sampler`].
+//! Here: the run (on the one runner, `engine::run`) and what it returns; the URLs in `url`,
+//! the users' state machine in `worker`, response heads in `head`, and the agent-side host
+//! sampler in `sampler`.
 
 mod head;
 mod sampler;
@@ -246,4 +246,3 @@ fn merge(t: &mut HttpRun, o: &HttpRun) {
         a.add(b);
     }
 }
-

@@ -616,4 +616,3 @@ pub(super) fn work(
     shared.finish(w, end);
     Ok(wk.out)
 }
-

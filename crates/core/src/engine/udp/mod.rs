@@ -13,9 +13,8 @@
 //! receiver stops when the count has arrived, when markers came and nothing more for a moment,
 //! or when nothing arrives for a while after the sender's time was up.
 //!
-//! Here: the stream type, socket setup and the run (on the one runner, [`super::run`]); the
-//! datagram header in [`header`], the sender in [`send`], the receiver in [`receive`].
-
+//! Here: the stream type, socket setup and the run (on the one runner, `engine::run`); the
+//! datagram header in `header`, the sender in `send`, the receiver in `receive`.
 
 mod header;
 mod receive;
@@ -59,13 +58,8 @@ pub fn configure(socket: &UdpSocket, spec: &UdpSpec, role: Role) -> Result<Socke
     let opt = |option: &'static str| move |source| EngineError::SocketOption { option, source };
     if role == Role::Receive {
         let want = spec.window_bytes.map_or(4 << 20, |w| w.0) as usize;
-        sockopt::set_buffer(
-            socket.as_raw_fd(),
-            libc::SO_RCVBUF,
-            sockopt::SO_RCVBUFFORCE,
-            want,
-        )
-        .map_err(opt("SO_RCVBUF"))?;
+        sockopt::set_buffer(socket.as_raw_fd(), libc::SO_RCVBUF, sockopt::SO_RCVBUFFORCE, want)
+            .map_err(opt("SO_RCVBUF"))?;
         sock.set_read_timeout(Some(RECV_POLL)).map_err(opt("SO_RCVTIMEO"))?;
         let on: libc::c_int = 1;
         // SAFETY: setsockopt reads an int we own for its stated length.
@@ -84,13 +78,8 @@ pub fn configure(socket: &UdpSocket, spec: &UdpSpec, role: Role) -> Result<Socke
         }
     } else {
         let want = (4usize << 20).max(spec.payload_bytes as usize * BATCH * 4);
-        sockopt::set_buffer(
-            socket.as_raw_fd(),
-            libc::SO_SNDBUF,
-            sockopt::SO_SNDBUFFORCE,
-            want,
-        )
-        .map_err(opt("SO_SNDBUF"))?;
+        sockopt::set_buffer(socket.as_raw_fd(), libc::SO_SNDBUF, sockopt::SO_SNDBUFFORCE, want)
+            .map_err(opt("SO_SNDBUF"))?;
     }
     Ok(SocketGrant {
         sndbuf_bytes: sock.send_buffer_size().map_err(opt("SO_SNDBUF"))? as u64,
@@ -307,7 +296,11 @@ mod tests {
         let st = &sent.streams[0];
         let s = st.udp_send.as_ref().expect("send report");
         if !s.gso && !sent.notes.iter().any(|n| n.contains("GSO")) {
-            println!("skipped: this kernel has no UDP GSO (UDP_SEGMENT was refused)");
+            // A test says why it skips (the library itself never prints).
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("skipped: this kernel has no UDP GSO (UDP_SEGMENT was refused)");
+            }
             return;
         }
         assert_ne!(st.end, StreamEnd::Error, "{st:?}");

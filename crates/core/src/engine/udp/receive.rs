@@ -195,7 +195,13 @@ fn stamps(hdr: &libc::msghdr) -> (Option<u64>, Option<usize>) {
 }
 
 /// One receiving stream, until its end.
-pub(super) fn receive_stream(spec: &UdpSpec, idx: usize, s: &UdpStream, shared: &Shared<'_>, gate: &Gate) -> UdpReceiveReport {
+pub(super) fn receive_stream(
+    spec: &UdpSpec,
+    idx: usize,
+    s: &UdpStream,
+    shared: &Shared<'_>,
+    gate: &Gate,
+) -> UdpReceiveReport {
     // As fast as possible, UDP GRO hands up trains of datagrams in one message (each segment
     // keeps its own header; the train shares one arrival time).
     let gro = spec.gap_ns == 0 && set_udp_int(&s.socket, libc::UDP_GRO, 1);
