@@ -297,7 +297,7 @@ impl Runner<'_> {
 
 /// Starts a worker thread named `name` in `scope`, pinned to `cpu` when given; a pin that
 /// fails is flagged in `pin_failed` (when given) and the worker runs unpinned.
-pub(crate) fn spawn_worker<'scope, T: Send + 'scope>(
+fn spawn_worker<'scope, T: Send + 'scope>(
     scope: &'scope thread::Scope<'scope, '_>,
     name: String,
     cpu: Option<usize>,

@@ -237,3 +237,49 @@ fn cpu_over_a_window_counts_this_process() {
     assert!(cpu.process_percent.is_some_and(|p| p > 0.0 && p <= 100.0), "{cpu:?}");
     assert_eq!(cpu.host_percent, host.cpu.map(|c| c.busy));
 }
+
+/// Whether `text` names module `name` as a path segment after `prefix` (`super::udp::X`,
+/// `engine::udp`, but not `engine::udp_summary`).
+fn names(text: &str, prefix: &str, name: &str) -> bool {
+    let needle = format!("{prefix}{name}");
+    text.match_indices(&needle).any(|(i, _)| {
+        let after = text[i + needle.len()..].chars().next();
+        let before = text[..i].chars().next_back();
+        !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+#[test]
+fn issue_12_no_engine_imports_another() {
+    assert!(names("use super::tcp::Gate;", "super::", "tcp"));
+    assert!(names("use super::{Control, tcp};", "", "tcp"));
+    assert!(!names("use crate::engine::udp_summary;", "engine::", "udp"));
+    let engines = ["tcp", "udp", "rr", "http"];
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let mut checked = 0;
+    for own in engines {
+        let mut files = vec![root.join(format!("{own}.rs"))];
+        if let Ok(dir) = std::fs::read_dir(root.join(own)) {
+            files.extend(dir.filter_map(|e| e.ok()).map(|e| e.path()));
+        }
+        for file in files.iter().filter(|f| f.is_file()) {
+            let text = std::fs::read_to_string(file).expect("readable source");
+            checked += 1;
+            for other in engines.iter().filter(|o| **o != own) {
+                for prefix in ["super::", "engine::"] {
+                    assert!(
+                        !names(&text, prefix, other),
+                        "{} names the {other} engine ({prefix}{other}): share it through engine::run or the base",
+                        file.display()
+                    );
+                }
+                // A grouped import: `use super::{Control, tcp};`.
+                for line in text.lines().filter(|l| l.trim_start().starts_with("use super::{")) {
+                    assert!(!names(line, "", other), "{}: {line}", file.display());
+                }
+            }
+        }
+    }
+    assert!(checked >= 4, "the engines' sources were found ({checked} files)");
+}
