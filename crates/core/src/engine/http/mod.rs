@@ -21,7 +21,7 @@ pub use url::{HttpTarget, HttpUrl};
 use super::run::{Gate, Plan, RunState, Runner, StreamInfo};
 use super::{Control, EngineError, Sink, pin};
 use crate::result::{Role, SideReport};
-use crate::spec::{HttpSpec, Limit};
+use crate::spec::HttpSpec;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -162,7 +162,7 @@ pub fn run(
             warmup: Duration::from_nanos(ramp_ns),
             deadline: Some(Duration::from_nanos(end_ns)),
             interval: (spec.interval_seconds > 0.0).then(|| Duration::from_nanos(interval_ns)),
-            ..Plan::from_spec(0.0, Limit::Buffers(0), 0.0)
+            ..Plan::new()
         },
         // The runner samples workers: one "stream" each.
         streams: (0..threads)

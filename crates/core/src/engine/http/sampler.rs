@@ -23,7 +23,7 @@ pub fn sample_host(spec: &HttpSpec, sink: &mut dyn Sink, control: &Control) -> S
             ends_on_stop: true,
             // Nothing moves here by design: the client's users move the data.
             idle: None,
-            ..Plan::from_spec(0.0, crate::spec::Limit::Buffers(0), 0.0)
+            ..Plan::new()
         },
         streams: vec![StreamInfo {
             id: 0,

@@ -208,7 +208,23 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// From a spec's warm-up, limit and interval, seconds; the runner's rules at their defaults.
+    /// No warm-up, no deadline, no interval samples; the runner's rules at their defaults.
+    pub fn new() -> Plan {
+        Plan {
+            warmup: Duration::ZERO,
+            deadline: None,
+            cooldown: Duration::ZERO,
+            interval: None,
+            deadline_stops_senders: false,
+            ends_on_stop: false,
+            drain: DRAIN,
+            idle: Some(IDLE),
+            gate_timeout: GATE_TIMEOUT,
+            max_samples: MAX_SAMPLES,
+        }
+    }
+
+    /// From a spec's warm-up, limit and interval, seconds.
     pub fn from_spec(warmup_seconds: f64, limit: Limit, interval_seconds: f64) -> Plan {
         Plan {
             warmup: Duration::from_secs_f64(warmup_seconds),
@@ -216,14 +232,8 @@ impl Plan {
                 Limit::Seconds(s) => Some(Duration::from_secs_f64(s)),
                 Limit::Buffers(_) => None,
             },
-            cooldown: Duration::ZERO,
             interval: (interval_seconds > 0.0).then(|| Duration::from_secs_f64(interval_seconds)),
-            deadline_stops_senders: false,
-            ends_on_stop: false,
-            drain: DRAIN,
-            idle: Some(IDLE),
-            gate_timeout: GATE_TIMEOUT,
-            max_samples: MAX_SAMPLES,
+            ..Plan::new()
         }
     }
 }
