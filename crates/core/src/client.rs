@@ -8,7 +8,7 @@ use crate::metrics::host::HostInfo;
 use crate::proto::DEFAULT_PORT;
 use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame::{self, COOKIE_LEN};
-use crate::proto::{self, Message, auth};
+use crate::proto::{Message, auth};
 use crate::result::{self, AgentOutcome, Role, SideReport, SocketGrant, TestResult};
 use crate::spec::{HttpSpec, RrProto, RrSpec, TcpSpec, TestSpec, UdpSpec};
 use std::io::Write;
@@ -167,7 +167,7 @@ pub fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> R
         other => return Err(conn.unexpected("hello", &other).into()),
     };
     if let Some(challenge) = challenge {
-        let agent_nonce = proto::from_hex(&challenge).ok_or(ClientError::Malformed {
+        let agent_nonce = crate::codec::from_hex(&challenge).ok_or(ClientError::Malformed {
             peer,
             what: "challenge",
         })?;
@@ -175,12 +175,12 @@ pub fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> R
         let client_nonce = auth::nonce();
         let mac = auth::client_proof(secret, &agent_nonce, &client_nonce);
         conn.send(&Message::Auth {
-            client_nonce: proto::to_hex(&client_nonce),
-            mac: proto::to_hex(&mac),
+            client_nonce: crate::codec::to_hex(&client_nonce),
+            mac: crate::codec::to_hex(&mac),
         })?;
         match conn.recv(REPLY_TIMEOUT, "authenticating")? {
             Message::AuthOk { mac } => {
-                let proof = proto::from_hex(&mac).ok_or(ClientError::Malformed { peer, what: "proof" })?;
+                let proof = crate::codec::from_hex(&mac).ok_or(ClientError::Malformed { peer, what: "proof" })?;
                 if !auth::verify_agent(secret, &agent_nonce, &client_nonce, &proof) {
                     return Err(ClientError::AgentProof { peer });
                 }
@@ -195,7 +195,7 @@ pub fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> R
             host,
             udp_ports,
         } => {
-            let bytes = proto::from_hex(&cookie).ok_or(ClientError::Malformed { peer, what: "cookie" })?;
+            let bytes = crate::codec::from_hex(&cookie).ok_or(ClientError::Malformed { peer, what: "cookie" })?;
             let cookie: [u8; COOKIE_LEN] = bytes
                 .try_into()
                 .map_err(|_| ClientError::Malformed { peer, what: "cookie" })?;

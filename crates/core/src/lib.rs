@@ -6,6 +6,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod client;
+pub mod codec;
 pub mod engine;
 pub mod http_summary;
 pub mod httpd;

@@ -89,10 +89,7 @@ pub struct CpuPerTransaction {
 }
 
 fn decode(hex: &str) -> Option<Histogram<u64>> {
-    let bytes = crate::proto::from_hex(hex)?;
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut std::io::Cursor::new(bytes))
-        .ok()
+    crate::codec::histogram_from_hex(hex)
 }
 
 /// Percentiles of a histogram of ns, in µs.

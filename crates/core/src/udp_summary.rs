@@ -108,10 +108,7 @@ pub struct ReceiverFigures {
 }
 
 fn decode(hex: &str) -> Option<Histogram<u64>> {
-    let bytes = crate::proto::from_hex(hex)?;
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut std::io::Cursor::new(bytes))
-        .ok()
+    crate::codec::histogram_from_hex(hex)
 }
 
 fn find(r: Option<&SideReport>, stream: usize, role: Role) -> Option<&crate::result::StreamReport> {

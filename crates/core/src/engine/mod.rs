@@ -1,11 +1,17 @@
 //! The measuring engines. An engine is handed connected sockets and a validated spec, drives them
 //! from pinned worker threads, and returns what it counted ([`crate::result::SideReport`]); interval
 //! samples go to a [`Sink`] while it runs. Engines print nothing and know nothing of the protocol.
+//!
+//! Every engine ([`tcp`], [`udp`], [`rr`], [`http`]) runs on the one runner (`run`: workers, the
+//! start gate, sampling, the window, the stop rules) and uses the base here (this module's
+//! [`Control`], [`Sink`] and [`EngineError`], [`sockopt`], [`pin`], [`pacing`], [`sequence`],
+//! `uring`); none imports another.
 
 pub mod http;
 pub mod pacing;
 pub mod pin;
 pub mod rr;
+mod run;
 pub mod sequence;
 pub mod sockopt;
 pub mod tcp;

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 /// The last stretch before a send is spun, not slept: a sleep's wake-up is late by up to this
 /// much on a loaded virtual machine, even with a timer slack of 1 ns.
-pub const SPIN: Duration = Duration::from_micros(200);
+pub(crate) const SPIN: Duration = Duration::from_micros(200);
 
 /// Gaps shorter than this are below the cost of one send: datagrams that fall due together go
 /// out in one batch.
-pub const MIN_UNBATCHED_GAP_NS: u64 = 5_000;
+pub(crate) const MIN_UNBATCHED_GAP_NS: u64 = 5_000;
 
 /// The spacing a sender achieved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -29,7 +29,7 @@ pub struct SendSpacing {
 }
 
 /// The schedule of one stream.
-pub struct Pacer {
+pub(crate) struct Pacer {
     start: Instant,
     gap_ns: u64,
     /// The next datagram's number.

@@ -5,7 +5,7 @@ use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
 
 /// The CPUs this process may run on now.
-pub fn allowed_cpus() -> Vec<usize> {
+pub(crate) fn allowed_cpus() -> Vec<usize> {
     let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else {
         return Vec::new();
     };
@@ -27,7 +27,7 @@ pub fn check_cpus(cpus: &[usize]) -> Result<(), EngineError> {
 }
 
 /// Pins the calling thread to one CPU.
-pub fn pin_current_thread(cpu: usize) -> Result<(), EngineError> {
+pub(crate) fn pin_current_thread(cpu: usize) -> Result<(), EngineError> {
     let mut set = CpuSet::new();
     set.set(cpu).map_err(|e| EngineError::Pin { cpu, source: e.into() })?;
     sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| EngineError::Pin { cpu, source: e.into() })

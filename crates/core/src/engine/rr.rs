@@ -10,10 +10,9 @@
 //! request unanswered within the timeout counts as lost and the stream goes on.
 
 use super::pacing::Pacer;
-use super::tcp::Gate;
-use super::udp::{Plan, RunState, Shared, StreamInfo, sample_until_done, spawn_worker};
+use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
 use super::{Control, EngineError, Sink, pin};
-use crate::proto::frame::DATA_HEADER_LEN;
+use crate::codec::DATA_HEADER_LEN;
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
 use crate::spec::{Limit, RrSpec};
 use hdrhistogram::Histogram;
@@ -60,13 +59,7 @@ fn histogram() -> Histogram<u64> {
 }
 
 fn hex(h: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    let _ = hdrhistogram::serialization::Serializer::serialize(
-        &mut hdrhistogram::serialization::V2Serializer::new(),
-        h,
-        &mut bytes,
-    );
-    crate::proto::to_hex(&bytes)
+    crate::codec::histogram_to_hex(h)
 }
 
 /// Sets TCP_NODELAY (TCP), SO_BUSY_POLL (when asked) and, for UDP, a short receive timeout.
@@ -145,19 +138,27 @@ pub fn run(
     let gate = Gate::new();
     let shared = state.shared(control);
     let accept = accept.map(Mutex::new);
-    // An answering side ends when told the asking is over: that is the normal end, not a cut.
-    let plan = Plan {
-        ends_on_stop: streams.iter().all(|s| s.role == Role::Receive),
-        ..Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds)
+    let answering = streams.iter().all(|s| s.role == Role::Receive);
+    let runner = Runner {
+        // An answering side ends when told the asking is over: that is the normal end, not a cut.
+        plan: Plan {
+            ends_on_stop: answering,
+            ..Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds)
+        },
+        streams: streams
+            .iter()
+            .map(|s| StreamInfo {
+                id: s.id,
+                role: s.role,
+                grant: s.grant.clone(),
+            })
+            .collect(),
+        // One worker per stream.
+        workers: n,
+        name: "linerate-r",
+        cpus,
+        tcp_info: None,
     };
-    let infos: Vec<StreamInfo> = streams
-        .iter()
-        .map(|s| StreamInfo {
-            id: s.id,
-            role: s.role,
-            grant: s.grant.clone(),
-        })
-        .collect();
     let tcp_fds: Vec<std::os::fd::RawFd> = streams
         .iter()
         .filter_map(|s| match &s.socket {
@@ -166,36 +167,21 @@ pub fn run(
         })
         .collect();
     let guard_done = AtomicBool::new(false);
-    let (report, outcomes) = thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(n);
-        for (idx, s) in streams.iter().enumerate() {
-            let cpu = (!cpus.is_empty()).then(|| cpus[idx % cpus.len()]);
-            let (shared, gate, accept) = (&shared, &gate, &accept);
-            let spawned = spawn_worker(scope, format!("linerate-r{idx}"), cpu, None, move || match s.role {
-                Role::Send => ask(spec, idx, s, shared, gate),
-                Role::Receive => answer(spec, idx, s, accept.as_ref(), shared, gate),
-            });
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    control.abort();
-                    gate.open();
-                    return (Err(EngineError::Spawn(e)), Vec::new());
-                }
-            }
-        }
+    let (mut report, outcomes) = thread::scope(|scope| {
         if !tcp_fds.is_empty() {
             let (shared, guard_done, tcp_fds) = (&shared, &guard_done, &tcp_fds);
-            let streams = &streams;
-            let answering = streams.iter().all(|s| s.role == Role::Receive);
             scope.spawn(move || guard_tcp(spec, shared, guard_done, tcp_fds, answering));
         }
-        let report = sample_until_done(&plan, &infos, &shared, &gate, sink);
-        let outcomes: Vec<Option<RrStreamReport>> = handles.into_iter().map(|h| h.join().ok()).collect();
+        let ran = runner.drive(&shared, &gate, sink, |idx| {
+            let s = &streams[idx];
+            match s.role {
+                Role::Send => ask(spec, idx, s, &shared, &gate),
+                Role::Receive => answer(spec, idx, s, accept.as_ref(), &shared, &gate),
+            }
+        });
         guard_done.store(true, Relaxed);
-        (Ok(report), outcomes)
-    });
-    let mut report = report?;
+        ran
+    })?;
     for (r, o) in report.streams.iter_mut().zip(outcomes) {
         match o {
             Some(o) => r.rr = Some(o),

@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 
 /// The most sequence numbers tracked (2^32 datagrams, a 512 MiB bitmap): past it, datagrams are
 /// counted but not placed.
-pub const MAX_TRACKED: u64 = 1 << 32;
+pub(crate) const MAX_TRACKED: u64 = 1 << 32;
 
 /// The receiver's per-stream sequence state.
 #[derive(Clone, Debug, Default)]
-pub struct SequenceTracker {
+pub(crate) struct SequenceTracker {
     seen: Vec<u64>,
     /// One past the highest sequence number seen.
     next: u64,
@@ -35,7 +35,7 @@ pub struct LossRange {
 
 /// What the tracker concluded once the sender's count is known.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SequenceSummary {
+pub(crate) struct SequenceSummary {
     /// Distinct datagrams received.
     pub received: u64,
     /// Datagrams sent that never arrived.

@@ -1,6 +1,6 @@
 //! Socket options for data connections: set what the spec asks, read back what the kernel
 //! granted, and read TCP_INFO. Everything here runs before the clock starts, except
-//! [`tcp_info`], which the sampling thread calls once per interval.
+//! `tcp_info`, which the sampling thread calls once per interval.
 
 use super::EngineError;
 use crate::result::{Role, SocketGrant, TcpSnapshot};
@@ -11,7 +11,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 /// How long a blocking read or write waits before the worker looks at its stop flags again.
-pub const POLL_SLICE: Duration = Duration::from_millis(100);
+pub(crate) const POLL_SLICE: Duration = Duration::from_millis(100);
 
 fn opt(option: &'static str) -> impl FnOnce(std::io::Error) -> EngineError {
     move |source| EngineError::SocketOption { option, source }
@@ -59,8 +59,8 @@ pub fn configure(stream: &TcpStream, spec: &TcpSpec, role: Role) -> Result<Socke
 }
 
 // Not exported by the libc crate for every Linux target; the values are the same on all of them.
-pub const SO_SNDBUFFORCE: libc::c_int = 32;
-pub const SO_RCVBUFFORCE: libc::c_int = 33;
+pub(crate) const SO_SNDBUFFORCE: libc::c_int = 32;
+pub(crate) const SO_RCVBUFFORCE: libc::c_int = 33;
 
 /// SO_RCVBUF and SO_SNDBUF stop at net.core.rmem_max / wmem_max (212992 by default), far below
 /// a long path's bandwidth-delay product. Where the kernel granted less than asked (it reports
@@ -86,7 +86,7 @@ fn force_past_max(stream: &TcpStream, option: libc::c_int, asked: u64, granted: 
 /// Sets a socket buffer (`option` SO_RCVBUF or SO_SNDBUF) to `bytes`, and past the sysctl cap
 /// with `force_option` (SO_RCVBUFFORCE, SO_SNDBUFFORCE) where the process may; the grant is read
 /// back by the caller.
-pub fn set_buffer(
+pub(crate) fn set_buffer(
     fd: std::os::fd::RawFd,
     option: libc::c_int,
     force_option: libc::c_int,
@@ -128,7 +128,7 @@ pub fn set_buffer(
 }
 
 /// What the kernel granted on a socket.
-pub fn grant(stream: &TcpStream) -> SocketGrant {
+pub(crate) fn grant(stream: &TcpStream) -> SocketGrant {
     let s = SockRef::from(stream);
     let congestion = s
         .tcp_congestion()
@@ -144,7 +144,7 @@ pub fn grant(stream: &TcpStream) -> SocketGrant {
 }
 
 /// TCP_INFO now, or None where the kernel refuses it.
-pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpSnapshot> {
+pub(crate) fn tcp_info(fd: &impl AsRawFd) -> Option<TcpSnapshot> {
     // SAFETY: tcp_info is plain data; zeroed is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;

@@ -2,29 +2,21 @@
 //!
 //! Before the clock starts, workers are pinned and their buffers allocated and touched. In the
 //! loop a worker does one read or write, adds to counters only it writes (each on its own cache
-//! line), and looks at two flags. This thread (the caller's) samples the counters at interval
-//! boundaries and at the edges of the measurement window, reads CPU and TCP_INFO there, and
-//! decides when senders stop; workers never lock, allocate or format.
+//! line), and looks at two flags. The runner (`engine::run`) on the caller's thread samples the
+//! counters, reads CPU and (through this engine's hook) TCP_INFO, and stops the senders at the
+//! deadline; workers never lock, allocate or format.
 
+use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
 use super::sockopt::{self, POLL_SLICE};
 use super::{Control, EngineError, Sink, pin, uring};
-use crate::metrics::host::online_cpus;
-use crate::metrics::sample::{HostSnapshot, HostTimeline, HostUsage, IrqGroups, read_clock_mhz};
-use crate::result::{CpuUsage, ErrorCounts, IntervalSample, Role, SideReport, SocketGrant, StreamEnd, StreamReport};
+use crate::result::{Role, SideReport, SocketGrant, StreamEnd};
 use crate::spec::{Limit, TcpSpec};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
-use std::sync::{Condvar, Mutex, OnceLock};
-use std::thread::{self, Thread};
-use std::time::{Duration, Instant};
-
-/// After senders stop, how long receivers may take to see the end of their streams.
-const DRAIN: Duration = Duration::from_secs(10);
-/// How long receivers may see no byte at all before the run is given up.
-const IDLE: Duration = Duration::from_secs(30);
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
 
 /// One connected data socket and what this end does with it.
 pub struct DataStream {
@@ -36,68 +28,6 @@ pub struct DataStream {
     pub grant: SocketGrant,
 }
 
-/// Counters of one stream, written by its worker only, read by the sampling thread.
-#[repr(align(128))]
-#[derive(Default)]
-pub(super) struct Counters {
-    pub bytes: AtomicU64,
-    pub ops: AtomicU64,
-    /// Nanoseconds since time zero when the stream ended; 0 while it runs.
-    pub end_ns: AtomicU64,
-    pub end: AtomicU8,
-    pub resets: AtomicU64,
-    pub other_errors: AtomicU64,
-}
-
-/// What every worker shares.
-pub(super) struct Shared<'a> {
-    pub counters: &'a [Counters],
-    pub control: &'a Control,
-    /// Set (before `stop_send`) when the time limit, not a user, stopped the senders.
-    pub deadline_hit: &'a AtomicBool,
-    pub t0: &'a OnceLock<Instant>,
-    pub sampler: Thread,
-    pub buffer_bytes: usize,
-    /// Buffers per stream in count mode.
-    pub count: Option<u64>,
-}
-
-impl Shared<'_> {
-    pub fn now_ns(&self) -> u64 {
-        self.t0.get().map_or(0, |t| t.elapsed().as_nanos() as u64).max(1)
-    }
-
-    /// The end of a stream: record when and why, and wake the sampler.
-    pub fn finish(&self, idx: usize, end: StreamEnd) {
-        let c = &self.counters[idx];
-        c.end.store(end as u8, Relaxed);
-        c.end_ns.store(self.now_ns(), Relaxed);
-        self.sampler.unpark();
-    }
-
-    pub fn stop_reason(&self) -> StreamEnd {
-        if self.deadline_hit.load(Relaxed) {
-            StreamEnd::Deadline
-        } else {
-            StreamEnd::Stopped
-        }
-    }
-
-    /// Counts a socket error by kind.
-    pub fn count_error(&self, idx: usize, e: &io::Error) {
-        let c = &self.counters[idx];
-        let counter = if is_reset(e) { &c.resets } else { &c.other_errors };
-        counter.store(counter.load(Relaxed) + 1, Relaxed);
-    }
-}
-
-pub(super) fn is_reset(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted
-    )
-}
-
 fn is_again(e: &io::Error) -> bool {
     matches!(
         e.kind(),
@@ -105,72 +35,9 @@ fn is_again(e: &io::Error) -> bool {
     )
 }
 
-pub(super) fn end_from(v: u8) -> StreamEnd {
-    match v {
-        x if x == StreamEnd::Deadline as u8 => StreamEnd::Deadline,
-        x if x == StreamEnd::Count as u8 => StreamEnd::Count,
-        x if x == StreamEnd::Eof as u8 => StreamEnd::Eof,
-        x if x == StreamEnd::Error as u8 => StreamEnd::Error,
-        _ => StreamEnd::Stopped,
-    }
-}
-
-/// Where workers wait, ready, for the clock to start: the sampler waits until every worker has
-/// arrived, then opens it. Unlike a barrier it can be opened with workers missing (a failed
-/// spawn), so nobody waits forever.
-pub(super) struct Gate {
-    open: Mutex<bool>,
-    cv: Condvar,
-    pub arrived: AtomicUsize,
-}
-
-impl Gate {
-    pub fn new() -> Gate {
-        Gate {
-            open: Mutex::new(false),
-            cv: Condvar::new(),
-            arrived: AtomicUsize::new(0),
-        }
-    }
-
-    pub fn arrive_and_wait(&self, sampler: &Thread) {
-        self.arrived.fetch_add(1, Relaxed);
-        sampler.unpark();
-        let mut open = self.open.lock().expect("no thread panics holding the gate");
-        while !*open {
-            open = self.cv.wait(open).expect("no thread panics holding the gate");
-        }
-    }
-
-    pub fn open(&self) {
-        *self.open.lock().expect("no thread panics holding the gate") = true;
-        self.cv.notify_all();
-    }
-}
-
 /// Streams per worker thread when the spec leaves the thread count to us: one thread per stream
 /// up to this many threads, then streams share them.
 pub const MAX_DEFAULT_WORKERS: usize = 128;
-/// The most interval samples one end keeps; past it the rest are counted but not stored.
-pub const MAX_SAMPLES: usize = crate::spec::MAX_INTERVAL_SAMPLES;
-
-/// One edge of the measurement window: when, every stream's (bytes, ops), and the host's counters.
-struct Edge {
-    ns: u64,
-    counts: Vec<(u64, u64)>,
-    host: HostSnapshot,
-}
-
-impl Edge {
-    fn now(ns: u64, counts: Vec<(u64, u64)>) -> Edge {
-        Edge {
-            ns,
-            counts,
-            host: HostSnapshot::read(),
-        }
-    }
-}
-
 /// A stream as a worker holds it.
 pub(super) struct WorkerStream<'a> {
     /// Index into the counters and the plan's streams.
@@ -196,77 +63,69 @@ pub fn run(
         usize::from(spec.threads).min(n)
     }
     .max(1);
-    let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
-    let deadline_hit = AtomicBool::new(false);
-    let t0 = OnceLock::new();
+    let state = RunState::new(n);
     let gate = Gate::new();
-    let pin_failed = AtomicBool::new(false);
     let uring_failed: OnceLock<String> = OnceLock::new();
     let shared = Shared {
-        counters: &counters,
-        control,
-        deadline_hit: &deadline_hit,
-        t0: &t0,
-        sampler: thread::current(),
         buffer_bytes: spec.buffer_bytes.0 as usize,
         count: match spec.limit {
             Limit::Buffers(b) => Some(b),
             Limit::Seconds(_) => None,
         },
+        ..state.shared(control)
     };
     let depth = spec.depth as usize;
-    let report = thread::scope(|scope| {
-        for w in 0..workers {
-            let mine: Vec<WorkerStream<'_>> = streams
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| i % workers == w)
-                .map(|(idx, s)| WorkerStream {
-                    idx,
-                    role: s.role,
-                    socket: &s.socket,
-                })
-                .collect();
-            let cpu = (!cpus.is_empty()).then(|| cpus[w % cpus.len()]);
-            let (shared, gate, pin_failed, uring_failed) = (&shared, &gate, &pin_failed, &uring_failed);
-            let spawned = thread::Builder::new()
-                .name(format!("linerate-w{w}"))
-                .spawn_scoped(scope, move || {
-                    if let Some(cpu) = cpu
-                        && pin::pin_current_thread(cpu).is_err()
-                    {
-                        pin_failed.store(true, Relaxed);
-                    }
-                    if depth > 1 {
-                        match uring::Worker::new(&mine, depth, shared.buffer_bytes) {
-                            Ok(mut u) => {
-                                gate.arrive_and_wait(&shared.sampler);
-                                u.run(&mine, shared);
-                            }
-                            Err(e) => {
-                                let _ = uring_failed.set(e.to_string());
-                                run_syscall_worker(&mine, shared, gate);
-                            }
-                        }
-                    } else {
-                        run_syscall_worker(&mine, shared, gate);
-                    }
-                });
-            if let Err(e) = spawned {
-                // The workers already started see the abort as soon as the gate opens.
-                control.abort();
-                gate.open();
-                return Err(EngineError::Spawn(e));
+    // Senders report TCP_INFO (cwnd, RTT, retransmits) in each interval and at the end.
+    let tcp_info = |i: usize| {
+        let s: &DataStream = &streams[i];
+        (s.role == Role::Send).then(|| sockopt::tcp_info(&s.socket)).flatten()
+    };
+    let runner = Runner {
+        plan: Plan {
+            cooldown: Duration::from_secs_f64(spec.cooldown_seconds),
+            deadline_stops_senders: true,
+            ..Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds)
+        },
+        streams: streams
+            .iter()
+            .map(|s| StreamInfo {
+                id: s.id,
+                role: s.role,
+                grant: s.grant.clone(),
+            })
+            .collect(),
+        workers,
+        name: "linerate-w",
+        cpus,
+        tcp_info: Some(&tcp_info),
+    };
+    let (mut report, _) = runner.drive(&shared, &gate, sink, |w| {
+        let mine: Vec<WorkerStream<'_>> = streams
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % workers == w)
+            .map(|(idx, s)| WorkerStream {
+                idx,
+                role: s.role,
+                socket: &s.socket,
+            })
+            .collect();
+        let (shared, gate, uring_failed) = (&shared, &gate, &uring_failed);
+        if depth > 1 {
+            match uring::Worker::new(&mine, depth, shared.buffer_bytes) {
+                Ok(mut u) => {
+                    gate.arrive_and_wait(&shared.sampler);
+                    u.run(&mine, shared);
+                }
+                Err(e) => {
+                    let _ = uring_failed.set(e.to_string());
+                    run_syscall_worker(&mine, shared, gate);
+                }
             }
+        } else {
+            run_syscall_worker(&mine, shared, gate);
         }
-        Ok(sample_until_done(spec, &streams, &shared, &gate, workers, sink))
-    });
-    let mut report = report?;
-    if pin_failed.load(Relaxed) {
-        report
-            .notes
-            .push("a worker could not be pinned to its CPU and ran unpinned".into());
-    }
+    })?;
     report.io = if depth > 1 && uring_failed.get().is_none() {
         "io_uring"
     } else {
@@ -454,277 +313,14 @@ fn polled_streams(mine: &[WorkerStream<'_>], bufs: &mut [Vec<u8>], shared: &Shar
     }
 }
 
-/// The sampling thread: starts the clock, takes interval samples and the window's edges, stops
-/// senders at the deadline, and gives up on receivers that stall.
-fn sample_until_done(
-    spec: &TcpSpec,
-    streams: &[DataStream],
-    shared: &Shared<'_>,
-    gate: &Gate,
-    workers: usize,
-    sink: &mut dyn Sink,
-) -> SideReport {
-    let n = streams.len();
-    let counters = shared.counters;
-    let control = shared.control;
-    let secs = |s: f64| Duration::from_secs_f64(s);
-    let deadline = match spec.limit {
-        Limit::Seconds(s) => Some(secs(s)),
-        Limit::Buffers(_) => None,
-    };
-    let warmup = secs(spec.warmup_seconds);
-    let cooldown_mark = deadline
-        .filter(|_| spec.cooldown_seconds > 0.0)
-        .map(|d| d - secs(spec.cooldown_seconds));
-    let interval = (spec.interval_seconds > 0.0).then(|| secs(spec.interval_seconds));
-
-    let mut notes = Vec::new();
-    let mut intervals: Vec<IntervalSample> = Vec::with_capacity(
-        MAX_SAMPLES.min(
-            n * deadline
-                .zip(interval)
-                .map_or(64, |(d, i)| (d.as_secs_f64() / i.as_secs_f64()) as usize + 2),
-        ),
-    );
-    let mut last: Vec<(u64, u64)> = vec![(0, 0); n];
-    let mut last_tick_ns = 0u64;
-    let mut tick = 1u32;
-    let read_counts = || -> Vec<(u64, u64)> {
-        counters
-            .iter()
-            .map(|c| (c.bytes.load(Relaxed), c.ops.load(Relaxed)))
-            .collect()
-    };
-
-    let first = HostSnapshot::read();
-    let groups = IrqGroups::discover(first.interrupts.as_ref(), &first.interfaces);
-    // Time zero: workers are pinned, buffers touched, and waiting at the gate.
-    while gate.arrived.load(Relaxed) < workers {
-        thread::park_timeout(Duration::from_millis(10));
-    }
-    let first = HostSnapshot {
-        at: Instant::now(),
-        ..first
-    };
-    let start = first.at;
-    let _ = shared.t0.set(start);
-    let mut window_start = warmup.is_zero().then(|| Edge {
-        ns: 0,
-        counts: vec![(0, 0); n],
-        host: first.clone(),
-    });
-    let mut timeline = HostTimeline::new(first, 0, groups.clone());
-    gate.open();
-
-    let mut window_end: Option<Edge> = None;
-    let mut stop_seen: Option<Instant> = None;
-    let mut stopped_early = false;
-    let mut idle_since = (start, 0u64);
-    let done = |c: &Counters| c.end_ns.load(Relaxed) != 0;
-
-    let mut tick_buf: Vec<IntervalSample> = Vec::with_capacity(n);
-    let mut samples_dropped = false;
-    let mut emit = |now_ns: u64,
-                    counts: &[(u64, u64)],
-                    last: &mut Vec<(u64, u64)>,
-                    last_tick_ns: &mut u64,
-                    intervals: &mut Vec<IntervalSample>| {
-        tick_buf.clear();
-        for (i, s) in streams.iter().enumerate() {
-            tick_buf.push(IntervalSample {
-                stream: s.id,
-                start_ns: *last_tick_ns,
-                end_ns: now_ns,
-                bytes: counts[i].0 - last[i].0,
-                ops: counts[i].1 - last[i].1,
-                tcp: if s.role == Role::Send {
-                    sockopt::tcp_info(&s.socket)
-                } else {
-                    None
-                },
-            });
-        }
-        sink.interval(&tick_buf);
-        timeline.tick(now_ns);
-        if intervals.len() + tick_buf.len() <= MAX_SAMPLES {
-            intervals.extend_from_slice(&tick_buf);
-        } else {
-            samples_dropped = true;
-        }
-        *last = counts.to_vec();
-        *last_tick_ns = now_ns;
-    };
-
-    loop {
-        let now = Instant::now();
-        let el = now - start;
-        let all_done = counters.iter().all(done);
-        if all_done {
-            break;
-        }
-        if window_start.is_none() && el >= warmup {
-            window_start = Some(Edge::now(el.as_nanos() as u64, read_counts()));
-        }
-        if let Some(mark) = cooldown_mark
-            && window_end.is_none()
-            && el >= mark
-            && !control.aborted()
-        {
-            window_end = Some(Edge::now(el.as_nanos() as u64, read_counts()));
-        }
-        if let Some(d) = deadline
-            && el >= d
-            && !shared.deadline_hit.load(Relaxed)
-        {
-            shared.deadline_hit.store(true, Relaxed);
-            control.stop_send();
-        }
-        if stop_seen.is_none() && control.sending_stopped() {
-            stop_seen = Some(now);
-            if !shared.deadline_hit.load(Relaxed) {
-                stopped_early = true;
-            }
-        }
-        if let Some(at) = stop_seen
-            && now - at >= DRAIN
-            && !control.aborted()
-        {
-            notes.push(format!(
-                "receivers saw no end of stream within {} s of the senders stopping",
-                DRAIN.as_secs()
-            ));
-            control.abort();
-        }
-        // A peer that neither reads nor sends (gone without closing, or stopped reading)
-        // would hold this run for ever.
-        let moved: u64 = counters.iter().map(|c| c.bytes.load(Relaxed)).sum();
-        if moved != idle_since.1 {
-            idle_since = (now, moved);
-        } else if now - idle_since.0 >= IDLE && !control.aborted() {
-            notes.push(format!("no data moved for {} s: the run was given up", IDLE.as_secs()));
-            control.abort();
-        }
-        if let Some(iv) = interval {
-            let due = iv * tick;
-            if el >= due {
-                emit(
-                    el.as_nanos() as u64,
-                    &read_counts(),
-                    &mut last,
-                    &mut last_tick_ns,
-                    &mut intervals,
-                );
-                // Behind by several intervals (a stalled machine): one longer sample covers
-                // them, and the next boundary is the next one still ahead.
-                tick = (el.as_secs_f64() / iv.as_secs_f64()) as u32 + 1;
-            }
-        }
-        // Sleep to the next event; workers unpark us when a stream ends.
-        let mut next = el + Duration::from_secs(1);
-        if let Some(iv) = interval {
-            next = next.min(iv * tick);
-        }
-        if window_start.is_none() {
-            next = next.min(warmup);
-        }
-        if let (Some(m), None) = (cooldown_mark, &window_end) {
-            next = next.min(m);
-        }
-        if let Some(d) = deadline.filter(|_| !shared.deadline_hit.load(Relaxed)) {
-            next = next.min(d);
-        }
-        let wait = next.saturating_sub(start.elapsed()).min(POLL_SLICE);
-        if !wait.is_zero() {
-            thread::park_timeout(wait);
-        }
-    }
-
-    let end_ns = start.elapsed().as_nanos() as u64;
-    let final_counts = read_counts();
-    if interval.is_none() || final_counts != last {
-        emit(end_ns, &final_counts, &mut last, &mut last_tick_ns, &mut intervals);
-    }
-    if samples_dropped {
-        notes.push(format!(
-            "only the first {MAX_SAMPLES} interval samples were kept; raise -i for longer runs"
-        ));
-    }
-    // Workers can end on an outside stop before this loop saw the flag.
-    if control.aborted() || (control.sending_stopped() && !shared.deadline_hit.load(Relaxed)) {
-        stopped_early = true;
-    }
-    let ws = window_start.unwrap_or_else(|| {
-        notes.push("stopped during warm-up: nothing was measured".into());
-        Edge::now(end_ns, final_counts.clone())
-    });
-    let we = window_end.unwrap_or_else(|| Edge::now(end_ns, final_counts.clone()));
-    let (ws_ns, we_ns) = (ws.ns, we.ns);
-    let window_seconds = we_ns.saturating_sub(ws_ns) as f64 / 1e9;
-    let proc = we.host.process.since(&ws.host.process);
-    let host = HostUsage {
-        clock_mhz: read_clock_mhz(),
-        ..HostUsage::between(&ws.host, &we.host, &groups, true)
-    };
-    let cpu = CpuUsage {
-        host_percent: host.cpu.map(|c| c.busy),
-        process_percent: (window_seconds > 0.0)
-            .then(|| 100.0 * (proc.user_seconds + proc.system_seconds) / (window_seconds * online_cpus() as f64)),
-        process_user_seconds: proc.user_seconds,
-        process_system_seconds: proc.system_seconds,
-        split: host.cpu,
-        per_cpu: host.per_cpu.clone(),
-    };
-    let stream_reports = streams
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let c = &counters[i];
-            let stream_end = c.end_ns.load(Relaxed).min(we_ns);
-            StreamReport {
-                stream: s.id,
-                role: s.role,
-                bytes: we.counts[i].0.saturating_sub(ws.counts[i].0),
-                ops: we.counts[i].1.saturating_sub(ws.counts[i].1),
-                seconds: stream_end.saturating_sub(ws_ns) as f64 / 1e9,
-                total_bytes: final_counts[i].0,
-                socket: s.grant.clone(),
-                tcp: if s.role == Role::Send {
-                    sockopt::tcp_info(&s.socket)
-                } else {
-                    None
-                },
-                errors: ErrorCounts {
-                    resets: c.resets.load(Relaxed),
-                    other: c.other_errors.load(Relaxed),
-                },
-                end: end_from(c.end.load(Relaxed)),
-                udp_send: None,
-                udp_receive: None,
-                rr: None,
-            }
-        })
-        .collect();
-    SideReport {
-        window_start_ns: ws_ns,
-        window_end_ns: we_ns,
-        streams: stream_reports,
-        intervals,
-        cpu,
-        host: Some(host),
-        timeline: timeline.into_entries(),
-        config: None,
-        io: String::new(),
-        partial: stopped_early,
-        notes,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::NullSink;
     use crate::units::ByteSize;
     use std::net::TcpListener;
+    use std::thread;
+    use std::time::Instant;
 
     /// `n` connected pairs on loopback: (sending end, receiving end).
     fn pairs(n: usize) -> Vec<(TcpStream, TcpStream)> {

@@ -10,7 +10,7 @@ use super::Message;
 pub const CONTROL_MAGIC: [u8; 4] = *b"LNRT";
 pub const DATA_MAGIC: [u8; 4] = *b"LNRD";
 pub const PREAMBLE_LEN: usize = 8;
-pub const DATA_HEADER_LEN: usize = 24;
+pub use crate::codec::DATA_HEADER_LEN;
 pub const COOKIE_LEN: usize = 16;
 /// The largest message a client accepts: an agent's result with the most interval samples it
 /// keeps ([`crate::spec::MAX_INTERVAL_SAMPLES`], about 200 bytes each as JSON) fits.

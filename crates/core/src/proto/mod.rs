@@ -109,35 +109,13 @@ impl Message {
     }
 }
 
-/// Lower-case hex of `bytes`.
-pub fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Bytes from lower- or upper-case hex; `None` if the text is not hex.
-pub fn from_hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
+/// Hex text for nonces, proofs and cookies (the codec lives below the engines and the protocol).
+pub use crate::codec::{from_hex, to_hex};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::spec::TcpSpec;
-
-    #[test]
-    fn hex_round_trips() {
-        let bytes = [0u8, 1, 0xab, 0xff];
-        assert_eq!(to_hex(&bytes), "0001abff");
-        assert_eq!(from_hex("0001ABff").as_deref(), Some(&bytes[..]));
-        assert_eq!(from_hex("abc"), None);
-        assert_eq!(from_hex("zz"), None);
-    }
 
     #[test]
     fn messages_carry_a_snake_case_tag() {

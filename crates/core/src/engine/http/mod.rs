@@ -1,0 +1,248 @@
+//! HTTP/1.1 load: simulated users (closed loop, Avalanche's method) or a request rate (open
+//! loop, each request timed from its scheduled start), on a few event-driven workers.
+//!
+//! Each worker owns its users, its sockets (mio, edge-triggered), its histograms and counters;
+//! nothing is shared in the loop but one relaxed store of its running totals per wake-up. Requests
+//! are built once per URL before the clock starts; response bodies are read into one scratch
+//! buffer per worker and counted, not kept.
+//!
+//! Here: the run (on the one runner, `engine::run`) and what it returns; the URLs in `url`,
+//! the users' state machine in `worker`, response heads in `head`, and the agent-side host
+//! sampler in `sampler`.
+
+mod head;
+mod sampler;
+mod url;
+mod worker;
+
+pub use sampler::sample_host;
+pub use url::{HttpTarget, HttpUrl};
+
+use super::run::{Gate, Plan, RunState, Runner, StreamInfo};
+use super::{Control, EngineError, Sink, pin};
+use crate::result::{Role, SideReport};
+use crate::spec::HttpSpec;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::time::Duration;
+
+const HIST_MAX_NS: u64 = 3_600_000_000_000;
+
+/// Failed requests by what went wrong.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpErrors {
+    /// The connection was refused (nothing listening, or the backlog full).
+    pub refused: u64,
+    /// Reset, or closed before the response's head came.
+    pub reset: u64,
+    /// Not answered in full within the timeout (connect included).
+    pub timeout: u64,
+    /// A response with a status other than 2xx.
+    pub bad_status: u64,
+    /// Closed before Content-Length bytes of body came.
+    pub short_body: u64,
+    /// A head that did not parse, too large, or a body form not supported (chunked).
+    pub bad_response: u64,
+    /// Any other socket error.
+    pub other: u64,
+}
+
+impl HttpErrors {
+    pub fn total(&self) -> u64 {
+        self.refused + self.reset + self.timeout + self.bad_status + self.short_body + self.bad_response + self.other
+    }
+
+    fn add(&mut self, o: &HttpErrors) {
+        self.refused += o.refused;
+        self.reset += o.reset;
+        self.timeout += o.timeout;
+        self.bad_status += o.bad_status;
+        self.short_body += o.short_body;
+        self.bad_response += o.bad_response;
+        self.other += o.other;
+    }
+}
+
+/// Counts over one interval of the run (by the time each event happened).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpBucket {
+    pub responses: u64,
+    pub errors: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub connections: u64,
+    pub response_time_sum_ns: u64,
+    pub response_time_max_ns: u64,
+}
+
+impl HttpBucket {
+    fn add(&mut self, o: &HttpBucket) {
+        self.responses += o.responses;
+        self.errors += o.errors;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.connections += o.connections;
+        self.response_time_sum_ns += o.response_time_sum_ns;
+        self.response_time_max_ns = self.response_time_max_ns.max(o.response_time_max_ns);
+    }
+}
+
+/// What the client counted, inside the steady-state window unless said otherwise.
+#[derive(Clone, Debug)]
+pub struct HttpRun {
+    /// Complete responses (any status).
+    pub responses: u64,
+    /// By status class: index = status / 100 (1xx to 5xx; 0 = other).
+    pub status: [u64; 6],
+    pub requests_started: u64,
+    /// Bytes read (heads and bodies) and written (requests).
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Body bytes of complete responses.
+    pub body_bytes: u64,
+    pub connections_attempted: u64,
+    pub connections_successful: u64,
+    pub connections_unsuccessful: u64,
+    pub errors: HttpErrors,
+    /// Round trip of each complete response: from the request's intended start to its last byte.
+    pub response_time: Histogram<u64>,
+    /// From the request's intended start to the response's first byte.
+    pub ttfb: Histogram<u64>,
+    /// connect() to established, new connections.
+    pub connect: Histogram<u64>,
+    /// Requests still unanswered when the time was up (not errors).
+    pub in_flight_at_end: u64,
+    /// Open loop: requests that waited for a free connection past their scheduled start.
+    pub queued_late: u64,
+    /// The window: from the end of the ramp to the end, seconds.
+    pub window_seconds: f64,
+    /// Every interval of the run, ramp included, `interval_seconds` long.
+    pub timeline: Vec<HttpBucket>,
+    pub interval_ns: u64,
+}
+
+pub(super) fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid bounds")
+}
+
+/// The online CPUs (at least 1).
+fn online_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs the load: users start evenly over the ramp, then the window runs for the duration.
+/// Returns this host's report (samplers over the window, per-worker counts) and what the users
+/// measured.
+pub fn run(
+    spec: &HttpSpec,
+    targets: &[HttpTarget],
+    sink: &mut dyn Sink,
+    control: &Control,
+) -> Result<(SideReport, HttpRun), EngineError> {
+    pin::check_cpus(&spec.cpus)?;
+    let users = spec.users as usize;
+    let threads = match spec.threads {
+        0 => online_cpus(),
+        t => usize::from(t),
+    }
+    .clamp(1, users);
+    let state = RunState::new(threads);
+    let gate = Gate::new();
+    let shared = state.shared(control);
+    let ramp_ns = (spec.ramp_seconds * 1e9) as u64;
+    let end_ns = ramp_ns + (spec.duration_seconds * 1e9) as u64;
+    let interval_ns = if spec.interval_seconds > 0.0 {
+        (spec.interval_seconds * 1e9) as u64
+    } else {
+        end_ns.max(1)
+    };
+    let runner = Runner {
+        plan: Plan {
+            warmup: Duration::from_nanos(ramp_ns),
+            deadline: Some(Duration::from_nanos(end_ns)),
+            interval: (spec.interval_seconds > 0.0).then(|| Duration::from_nanos(interval_ns)),
+            ..Plan::new()
+        },
+        // The runner samples workers: one "stream" each.
+        streams: (0..threads)
+            .map(|i| StreamInfo {
+                id: i as u16,
+                role: Role::Send,
+                grant: Default::default(),
+            })
+            .collect(),
+        workers: threads,
+        name: "linerate-h",
+        cpus: &spec.cpus,
+        tcp_info: None,
+    };
+    let (mut report, outs) = runner.drive(&shared, &gate, sink, |w| {
+        worker::work(spec, targets, w, threads, ramp_ns, end_ns, interval_ns, &shared, &gate)
+    })?;
+    let outs = outs
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| Err(io::Error::other("worker panicked"))));
+    report.io = "epoll".into();
+    let mut total: Option<HttpRun> = None;
+    for o in outs {
+        let o = o.map_err(|e| EngineError::Io {
+            what: "HTTP worker",
+            source: e,
+        })?;
+        match &mut total {
+            None => total = Some(o),
+            Some(t) => merge(t, &o),
+        }
+    }
+    let mut total = total.unwrap_or_else(|| empty_run(0, interval_ns));
+    let end = report.window_end_ns.min(end_ns);
+    total.window_seconds = end.saturating_sub(ramp_ns.min(end)) as f64 / 1e9;
+    Ok((report, total))
+}
+
+pub(super) fn empty_run(buckets: usize, interval_ns: u64) -> HttpRun {
+    HttpRun {
+        responses: 0,
+        status: [0; 6],
+        requests_started: 0,
+        bytes_in: 0,
+        bytes_out: 0,
+        body_bytes: 0,
+        connections_attempted: 0,
+        connections_successful: 0,
+        connections_unsuccessful: 0,
+        errors: HttpErrors::default(),
+        response_time: histogram(),
+        ttfb: histogram(),
+        connect: histogram(),
+        in_flight_at_end: 0,
+        queued_late: 0,
+        window_seconds: 0.0,
+        timeline: vec![HttpBucket::default(); buckets],
+        interval_ns,
+    }
+}
+
+fn merge(t: &mut HttpRun, o: &HttpRun) {
+    t.responses += o.responses;
+    for (a, b) in t.status.iter_mut().zip(o.status) {
+        *a += b;
+    }
+    t.requests_started += o.requests_started;
+    t.bytes_in += o.bytes_in;
+    t.bytes_out += o.bytes_out;
+    t.body_bytes += o.body_bytes;
+    t.connections_attempted += o.connections_attempted;
+    t.connections_successful += o.connections_successful;
+    t.connections_unsuccessful += o.connections_unsuccessful;
+    t.errors.add(&o.errors);
+    let _ = t.response_time.add(&o.response_time);
+    let _ = t.ttfb.add(&o.ttfb);
+    let _ = t.connect.add(&o.connect);
+    t.in_flight_at_end += o.in_flight_at_end;
+    t.queued_late += o.queued_late;
+    for (a, b) in t.timeline.iter_mut().zip(&o.timeline) {
+        a.add(b);
+    }
+}

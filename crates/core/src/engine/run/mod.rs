@@ -1,0 +1,326 @@
+//! The one engine runner: every engine (tcp, udp, rr, http) hands it its streams, a [`Plan`] and
+//! a worker function, and gets back this end's [`SideReport`] and what each worker returned.
+//!
+//! It owns what the engines share: the per-stream [`Counters`] workers write and the sampler
+//! reads, the start [`Gate`] where pinned workers wait for time zero, worker threads (named,
+//! pinned), and the sampling thread ([`sampler`]): interval samples, the measurement window
+//! (warm-up, cool-down), the deadline, and the stop rules every kind follows alike (a gate that
+//! gives up, a drain after the senders stop, an idle run given up, a cap on kept samples), each
+//! noted in the report when it acts. What is particular to a kind (TCP_INFO, datagram and
+//! transaction reports) stays with its engine, passed in as a hook or added after the run.
+
+mod sampler;
+#[cfg(test)]
+mod tests;
+
+use super::{Control, EngineError, Sink, pin};
+use crate::result::{Role, SideReport, SocketGrant, StreamEnd, TcpSnapshot};
+use crate::spec::Limit;
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+/// The most interval samples one end keeps; past it the rest are counted but not stored.
+pub(crate) const MAX_SAMPLES: usize = crate::spec::MAX_INTERVAL_SAMPLES;
+/// After senders stop, how long receivers may take to see the end of their streams.
+pub(crate) const DRAIN: Duration = Duration::from_secs(10);
+/// How long a run may move no byte at all before it is given up.
+pub(crate) const IDLE: Duration = Duration::from_secs(30);
+/// How long the sampler waits for every worker to be ready at the start gate.
+pub(crate) const GATE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Counters of one stream, written by its worker only, read by the sampling thread.
+#[repr(align(128))]
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub bytes: AtomicU64,
+    pub ops: AtomicU64,
+    /// Nanoseconds since time zero when the stream ended; 0 while it runs.
+    pub end_ns: AtomicU64,
+    pub end: AtomicU8,
+    pub resets: AtomicU64,
+    pub other_errors: AtomicU64,
+}
+
+/// The [`StreamEnd`] stored in [`Counters::end`].
+pub(crate) fn end_from(v: u8) -> StreamEnd {
+    match v {
+        x if x == StreamEnd::Deadline as u8 => StreamEnd::Deadline,
+        x if x == StreamEnd::Count as u8 => StreamEnd::Count,
+        x if x == StreamEnd::Eof as u8 => StreamEnd::Eof,
+        x if x == StreamEnd::Error as u8 => StreamEnd::Error,
+        _ => StreamEnd::Stopped,
+    }
+}
+
+/// Whether a socket error means the peer reset or closed the connection.
+pub(crate) fn is_reset(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted
+    )
+}
+
+/// What every worker of a run shares.
+pub(crate) struct Shared<'a> {
+    pub counters: &'a [Counters],
+    pub control: &'a Control,
+    /// Set when the time limit, not a user, ended the sending (by the runner for TCP, by the
+    /// senders themselves for the kinds that watch the clock).
+    pub deadline_hit: &'a AtomicBool,
+    pub t0: &'a OnceLock<Instant>,
+    /// The sampling thread: workers unpark it when a stream ends.
+    pub sampler: Thread,
+    /// TCP: bytes per read or write.
+    pub buffer_bytes: usize,
+    /// TCP: buffers per stream in count mode.
+    pub count: Option<u64>,
+    /// Datagrams a receiver saw that were not this test's (stray traffic), all streams.
+    pub stray: &'a AtomicU64,
+}
+
+impl Shared<'_> {
+    /// Nanoseconds since time zero (at least 1, so 0 can mean "not yet").
+    pub fn now_ns(&self) -> u64 {
+        self.t0.get().map_or(0, |t| t.elapsed().as_nanos() as u64).max(1)
+    }
+
+    /// The end of a stream: record when and why, and wake the sampler.
+    pub fn finish(&self, idx: usize, end: StreamEnd) {
+        let c = &self.counters[idx];
+        c.end.store(end as u8, Relaxed);
+        c.end_ns.store(self.now_ns(), Relaxed);
+        self.sampler.unpark();
+    }
+
+    /// Why a sender stopped when told to: the time limit, or someone else.
+    pub fn stop_reason(&self) -> StreamEnd {
+        if self.deadline_hit.load(Relaxed) {
+            StreamEnd::Deadline
+        } else {
+            StreamEnd::Stopped
+        }
+    }
+
+    /// Counts a socket error by kind.
+    pub fn count_error(&self, idx: usize, e: &io::Error) {
+        let c = &self.counters[idx];
+        let counter = if is_reset(e) { &c.resets } else { &c.other_errors };
+        counter.store(counter.load(Relaxed) + 1, Relaxed);
+    }
+}
+
+/// What a run's [`Shared`] points at, owned by the sampling thread for the run.
+pub(crate) struct RunState {
+    counters: Vec<Counters>,
+    t0: OnceLock<Instant>,
+    deadline_hit: AtomicBool,
+    stray: AtomicU64,
+}
+
+impl RunState {
+    /// Counters for `streams` streams (or workers, where the runner samples workers).
+    pub fn new(streams: usize) -> RunState {
+        RunState {
+            counters: (0..streams).map(|_| Counters::default()).collect(),
+            t0: OnceLock::new(),
+            deadline_hit: AtomicBool::new(false),
+            stray: AtomicU64::new(0),
+        }
+    }
+
+    /// The view the workers share; the calling thread is the sampler they wake.
+    pub fn shared<'a>(&'a self, control: &'a Control) -> Shared<'a> {
+        Shared {
+            counters: &self.counters,
+            control,
+            deadline_hit: &self.deadline_hit,
+            t0: &self.t0,
+            sampler: thread::current(),
+            buffer_bytes: 0,
+            count: None,
+            stray: &self.stray,
+        }
+    }
+}
+
+/// Where workers wait, ready, for the clock to start: the sampler waits until every worker has
+/// arrived, then opens it. Unlike a barrier it can be opened with workers missing (a failed
+/// spawn, a worker that never got ready), so nobody waits forever.
+pub(crate) struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+    pub arrived: AtomicUsize,
+}
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate {
+            open: Mutex::new(false),
+            cv: Condvar::new(),
+            arrived: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn arrive_and_wait(&self, sampler: &Thread) {
+        self.arrived.fetch_add(1, Relaxed);
+        sampler.unpark();
+        let mut open = self.open.lock().expect("no thread panics holding the gate");
+        while !*open {
+            open = self.cv.wait(open).expect("no thread panics holding the gate");
+        }
+    }
+
+    pub fn open(&self) {
+        *self.open.lock().expect("no thread panics holding the gate") = true;
+        self.cv.notify_all();
+    }
+}
+
+/// When a run's window and intervals fall, and when the runner steps in.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// From time zero to the window's start.
+    pub warmup: Duration,
+    /// The senders' time limit; None for a count.
+    pub deadline: Option<Duration>,
+    /// The window ends this long before the deadline (TCP's cool-down); zero: at the run's end.
+    pub cooldown: Duration,
+    pub interval: Option<Duration>,
+    /// At the deadline the runner tells the senders to stop (TCP: its workers do not read the
+    /// clock); otherwise senders watch the deadline themselves.
+    pub deadline_stops_senders: bool,
+    /// This side ends when the client says the run is over (an answering or sampling agent):
+    /// that stop is its normal end, not a cut, so only an abort makes the report partial.
+    pub ends_on_stop: bool,
+    /// After the senders stop, how long the streams may take to end before the run is aborted.
+    pub drain: Duration,
+    /// How long no byte may move before the run is aborted; None for a run with no data of its
+    /// own (a host sampler).
+    pub idle: Option<Duration>,
+    /// How long the sampler waits for the workers at the start gate before it gives up.
+    pub gate_timeout: Duration,
+    /// The most interval samples kept.
+    pub max_samples: usize,
+}
+
+impl Plan {
+    /// No warm-up, no deadline, no interval samples; the runner's rules at their defaults.
+    pub fn new() -> Plan {
+        Plan {
+            warmup: Duration::ZERO,
+            deadline: None,
+            cooldown: Duration::ZERO,
+            interval: None,
+            deadline_stops_senders: false,
+            ends_on_stop: false,
+            drain: DRAIN,
+            idle: Some(IDLE),
+            gate_timeout: GATE_TIMEOUT,
+            max_samples: MAX_SAMPLES,
+        }
+    }
+
+    /// From a spec's warm-up, limit and interval, seconds.
+    pub fn from_spec(warmup_seconds: f64, limit: Limit, interval_seconds: f64) -> Plan {
+        Plan {
+            warmup: Duration::from_secs_f64(warmup_seconds),
+            deadline: match limit {
+                Limit::Seconds(s) => Some(Duration::from_secs_f64(s)),
+                Limit::Buffers(_) => None,
+            },
+            interval: (interval_seconds > 0.0).then(|| Duration::from_secs_f64(interval_seconds)),
+            ..Plan::new()
+        }
+    }
+}
+
+/// What the sampler reports of each stream.
+pub(crate) struct StreamInfo {
+    pub id: u16,
+    pub role: Role,
+    pub grant: SocketGrant,
+}
+
+/// TCP_INFO of stream `idx` now: the TCP engine's hook, read for its interval samples and its
+/// report.
+pub(crate) type TcpInfoHook<'a> = &'a (dyn Fn(usize) -> Option<TcpSnapshot> + Sync);
+
+/// One run as the runner drives it: the plan, the streams it reports, and the workers.
+pub(crate) struct Runner<'a> {
+    pub plan: Plan,
+    pub streams: Vec<StreamInfo>,
+    /// Worker threads; each arrives at the gate once.
+    pub workers: usize,
+    /// Thread names: this prefix and the worker's number.
+    pub name: &'static str,
+    /// Worker `w` is pinned to `cpus[w % cpus.len()]`; empty: unpinned.
+    pub cpus: &'a [usize],
+    pub tcp_info: Option<TcpInfoHook<'a>>,
+}
+
+impl Runner<'_> {
+    /// Starts the workers (`work(w)` on worker `w`), samples until every stream has ended, and
+    /// returns this end's report and each worker's return value (None where it panicked). A
+    /// worker that cannot be started aborts the run.
+    pub fn drive<T: Send>(
+        &self,
+        shared: &Shared<'_>,
+        gate: &Gate,
+        sink: &mut dyn Sink,
+        work: impl Fn(usize) -> T + Sync,
+    ) -> Result<(SideReport, Vec<Option<T>>), EngineError> {
+        let pin_failed = AtomicBool::new(false);
+        let (report, outcomes) = thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(self.workers);
+            for w in 0..self.workers {
+                let cpu = (!self.cpus.is_empty()).then(|| self.cpus[w % self.cpus.len()]);
+                let work = &work;
+                match spawn_worker(scope, format!("{}{w}", self.name), cpu, Some(&pin_failed), move || {
+                    work(w)
+                }) {
+                    Ok(h) => handles.push(h),
+                    Err(e) => {
+                        // The workers already started see the abort as soon as the gate opens.
+                        shared.control.abort();
+                        gate.open();
+                        return (Err(EngineError::Spawn(e)), Vec::new());
+                    }
+                }
+            }
+            let report = sampler::sample_until_done(self, shared, gate, sink);
+            let outcomes: Vec<Option<T>> = handles.into_iter().map(|h| h.join().ok()).collect();
+            (Ok(report), outcomes)
+        });
+        let mut report = report?;
+        if pin_failed.load(Relaxed) {
+            report
+                .notes
+                .push("a worker could not be pinned to its CPU and ran unpinned".into());
+        }
+        Ok((report, outcomes))
+    }
+}
+
+/// Starts a worker thread named `name` in `scope`, pinned to `cpu` when given; a pin that
+/// fails is flagged in `pin_failed` (when given) and the worker runs unpinned.
+fn spawn_worker<'scope, T: Send + 'scope>(
+    scope: &'scope thread::Scope<'scope, '_>,
+    name: String,
+    cpu: Option<usize>,
+    pin_failed: Option<&'scope AtomicBool>,
+    work: impl FnOnce() -> T + Send + 'scope,
+) -> io::Result<thread::ScopedJoinHandle<'scope, T>> {
+    thread::Builder::new().name(name).spawn_scoped(scope, move || {
+        if let Some(cpu) = cpu
+            && pin::pin_current_thread(cpu).is_err()
+            && let Some(flag) = pin_failed
+        {
+            flag.store(true, Relaxed);
+        }
+        work()
+    })
+}

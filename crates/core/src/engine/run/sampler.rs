@@ -1,0 +1,313 @@
+//! The sampling thread of a run, the same for every kind: waits for the workers at the gate and
+//! starts the clock, takes interval samples and the window's edges, stops the senders at the
+//! deadline where the plan says so, and steps in (with a note) when workers never get ready,
+//! when the streams do not end after the senders stopped, or when no byte moves. At the end it
+//! reads CPU over the window ([`cpu_over`]) and builds the report's streams.
+//!
+//! In: a [`Runner`] (plan, streams, hooks), the workers' [`Shared`] counters and the [`Gate`].
+//! Out: a [`SideReport`]; samples also go to the [`Sink`] as they are taken.
+
+use super::{Counters, Gate, Runner, Shared, end_from};
+use crate::engine::Sink;
+use crate::engine::sockopt::POLL_SLICE;
+use crate::metrics::host::online_cpus;
+use crate::metrics::sample::{HostSnapshot, HostTimeline, HostUsage, IrqGroups, read_clock_mhz};
+use crate::result::{CpuUsage, ErrorCounts, IntervalSample, SideReport, StreamReport};
+use std::sync::atomic::Ordering::Relaxed;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// One edge of the measurement window: when, every stream's (bytes, ops), and the host's counters.
+struct Edge {
+    ns: u64,
+    counts: Vec<(u64, u64)>,
+    host: HostSnapshot,
+}
+
+impl Edge {
+    fn now(ns: u64, counts: Vec<(u64, u64)>) -> Edge {
+        Edge {
+            ns,
+            counts,
+            host: HostSnapshot::read(),
+        }
+    }
+}
+
+/// Process and host CPU between two snapshots `window_seconds` apart: the one place a run's
+/// [`CpuUsage`] (and the host's usage it comes from) is computed.
+pub(crate) fn cpu_over(
+    start: &HostSnapshot,
+    end: &HostSnapshot,
+    groups: &IrqGroups,
+    window_seconds: f64,
+) -> (CpuUsage, HostUsage) {
+    let proc = end.process.since(&start.process);
+    let host = HostUsage {
+        clock_mhz: read_clock_mhz(),
+        ..HostUsage::between(start, end, groups, true)
+    };
+    let cpu = CpuUsage {
+        host_percent: host.cpu.map(|c| c.busy),
+        process_percent: (window_seconds > 0.0)
+            .then(|| 100.0 * (proc.user_seconds + proc.system_seconds) / (window_seconds * online_cpus() as f64)),
+        process_user_seconds: proc.user_seconds,
+        process_system_seconds: proc.system_seconds,
+        split: host.cpu,
+        per_cpu: host.per_cpu.clone(),
+    };
+    (cpu, host)
+}
+
+/// Starts the clock, samples until every stream has ended, and reports.
+pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Gate, sink: &mut dyn Sink) -> SideReport {
+    let plan = &run.plan;
+    let streams = &run.streams;
+    let n = streams.len();
+    let counters = shared.counters;
+    let control = shared.control;
+    let (warmup, deadline, interval) = (plan.warmup, plan.deadline, plan.interval);
+    let cooldown_mark = deadline.filter(|_| !plan.cooldown.is_zero()).map(|d| d - plan.cooldown);
+    let max_samples = plan.max_samples;
+
+    let mut notes = Vec::new();
+    let mut intervals: Vec<IntervalSample> = Vec::with_capacity(
+        max_samples.min(
+            n * deadline
+                .zip(interval)
+                .map_or(64, |(d, i)| (d.as_secs_f64() / i.as_secs_f64()) as usize + 2),
+        ),
+    );
+    let mut last: Vec<(u64, u64)> = vec![(0, 0); n];
+    let mut last_tick_ns = 0u64;
+    let mut tick = 1u32;
+    let read_counts = || -> Vec<(u64, u64)> {
+        counters
+            .iter()
+            .map(|c| (c.bytes.load(Relaxed), c.ops.load(Relaxed)))
+            .collect()
+    };
+
+    let first = HostSnapshot::read();
+    let groups = IrqGroups::discover(first.interrupts.as_ref(), &first.interfaces);
+    // Time zero: workers are pinned, buffers touched, and waiting at the gate. A worker that
+    // never gets there (stuck in setup) must not hold the run, nor the others, for ever.
+    let gate_given_up = Instant::now() + plan.gate_timeout;
+    while gate.arrived.load(Relaxed) < run.workers {
+        if Instant::now() >= gate_given_up {
+            notes.push(format!(
+                "{} of {} workers were not ready within {} s: the run was given up",
+                run.workers - gate.arrived.load(Relaxed).min(run.workers),
+                run.workers,
+                plan.gate_timeout.as_secs_f64()
+            ));
+            control.abort();
+            break;
+        }
+        thread::park_timeout(Duration::from_millis(10));
+    }
+    let first = HostSnapshot {
+        at: Instant::now(),
+        ..first
+    };
+    let start = first.at;
+    let _ = shared.t0.set(start);
+    let mut window_start = warmup.is_zero().then(|| Edge {
+        ns: 0,
+        counts: vec![(0, 0); n],
+        host: first.clone(),
+    });
+    let mut timeline = HostTimeline::new(first, 0, groups.clone());
+    gate.open();
+
+    let mut window_end: Option<Edge> = None;
+    // When the senders were seen stopped, and whether it was the runner's own deadline stop.
+    let mut stop_seen: Option<Instant> = None;
+    let mut stopped_by_runner = false;
+    let mut stopped_early = false;
+    let mut idle_since = (start, 0u64);
+    let done = |c: &Counters| c.end_ns.load(Relaxed) != 0;
+
+    let mut tick_buf: Vec<IntervalSample> = Vec::with_capacity(n);
+    let mut samples_dropped = false;
+    let mut emit = |now_ns: u64,
+                    counts: &[(u64, u64)],
+                    last: &mut Vec<(u64, u64)>,
+                    last_tick_ns: &mut u64,
+                    intervals: &mut Vec<IntervalSample>| {
+        tick_buf.clear();
+        for (i, s) in streams.iter().enumerate() {
+            tick_buf.push(IntervalSample {
+                stream: s.id,
+                start_ns: *last_tick_ns,
+                end_ns: now_ns,
+                bytes: counts[i].0 - last[i].0,
+                ops: counts[i].1 - last[i].1,
+                tcp: run.tcp_info.and_then(|f| f(i)),
+            });
+        }
+        sink.interval(&tick_buf);
+        timeline.tick(now_ns);
+        if intervals.len() + tick_buf.len() <= max_samples {
+            intervals.extend_from_slice(&tick_buf);
+        } else {
+            samples_dropped = true;
+        }
+        *last = counts.to_vec();
+        *last_tick_ns = now_ns;
+    };
+
+    loop {
+        let now = Instant::now();
+        let el = now - start;
+        if counters.iter().all(done) {
+            break;
+        }
+        if window_start.is_none() && el >= warmup {
+            window_start = Some(Edge::now(el.as_nanos() as u64, read_counts()));
+        }
+        if let Some(mark) = cooldown_mark
+            && window_end.is_none()
+            && el >= mark
+            && !control.aborted()
+        {
+            window_end = Some(Edge::now(el.as_nanos() as u64, read_counts()));
+        }
+        if let Some(d) = deadline
+            && el >= d
+            && !shared.deadline_hit.load(Relaxed)
+        {
+            shared.deadline_hit.store(true, Relaxed);
+            if plan.deadline_stops_senders {
+                stopped_by_runner = !control.sending_stopped();
+                control.stop_send();
+            }
+        }
+        if stop_seen.is_none() && control.sending_stopped() {
+            stop_seen = Some(now);
+            if !stopped_by_runner {
+                stopped_early = true;
+            }
+        }
+        if let Some(at) = stop_seen
+            && now - at >= plan.drain
+            && !control.aborted()
+        {
+            notes.push(format!(
+                "receivers saw no end of stream within {} s of the senders stopping",
+                plan.drain.as_secs_f64()
+            ));
+            control.abort();
+        }
+        // A peer that neither reads nor sends (gone without closing, or stopped reading) would
+        // hold this run for ever: a count-limited run has no deadline to end it.
+        let moved: u64 = counters.iter().map(|c| c.bytes.load(Relaxed)).sum();
+        if moved != idle_since.1 {
+            idle_since = (now, moved);
+        } else if let Some(idle) = plan.idle
+            && now - idle_since.0 >= idle
+            && !control.aborted()
+        {
+            notes.push(format!(
+                "no data moved for {} s: the run was given up",
+                idle.as_secs_f64()
+            ));
+            control.abort();
+        }
+        if let Some(iv) = interval {
+            let due = iv * tick;
+            if el >= due {
+                emit(
+                    el.as_nanos() as u64,
+                    &read_counts(),
+                    &mut last,
+                    &mut last_tick_ns,
+                    &mut intervals,
+                );
+                // Behind by several intervals (a stalled machine): one longer sample covers
+                // them, and the next boundary is the next one still ahead.
+                tick = (el.as_secs_f64() / iv.as_secs_f64()) as u32 + 1;
+            }
+        }
+        // Sleep to the next event; workers unpark us when a stream ends.
+        let mut next = el + Duration::from_secs(1);
+        if let Some(iv) = interval {
+            next = next.min(iv * tick);
+        }
+        if window_start.is_none() {
+            next = next.min(warmup);
+        }
+        if let (Some(m), None) = (cooldown_mark, &window_end) {
+            next = next.min(m);
+        }
+        if let Some(d) = deadline.filter(|_| !shared.deadline_hit.load(Relaxed)) {
+            next = next.min(d);
+        }
+        let wait = next.saturating_sub(start.elapsed()).min(POLL_SLICE);
+        if !wait.is_zero() {
+            thread::park_timeout(wait);
+        }
+    }
+
+    let end_ns = start.elapsed().as_nanos() as u64;
+    let final_counts = read_counts();
+    if interval.is_none() || final_counts != last {
+        emit(end_ns, &final_counts, &mut last, &mut last_tick_ns, &mut intervals);
+    }
+    if samples_dropped {
+        notes.push(format!(
+            "only the first {max_samples} interval samples were kept; raise -i for longer runs"
+        ));
+    }
+    // Workers can end on an outside stop before the loop saw the flag.
+    if control.sending_stopped() && !stopped_by_runner {
+        stopped_early = true;
+    }
+    let partial = control.aborted() || (stopped_early && !plan.ends_on_stop);
+    let ws = window_start.unwrap_or_else(|| {
+        notes.push("stopped during warm-up: nothing was measured".into());
+        Edge::now(end_ns, final_counts.clone())
+    });
+    let we = window_end.unwrap_or_else(|| Edge::now(end_ns, final_counts.clone()));
+    let (ws_ns, we_ns) = (ws.ns, we.ns);
+    let (cpu, host) = cpu_over(&ws.host, &we.host, &groups, we_ns.saturating_sub(ws_ns) as f64 / 1e9);
+    let stream_reports = streams
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let c = &counters[i];
+            let stream_end = c.end_ns.load(Relaxed).min(we_ns);
+            StreamReport {
+                stream: s.id,
+                role: s.role,
+                bytes: we.counts[i].0.saturating_sub(ws.counts[i].0),
+                ops: we.counts[i].1.saturating_sub(ws.counts[i].1),
+                seconds: stream_end.saturating_sub(ws_ns) as f64 / 1e9,
+                total_bytes: final_counts[i].0,
+                socket: s.grant.clone(),
+                tcp: run.tcp_info.and_then(|f| f(i)),
+                errors: ErrorCounts {
+                    resets: c.resets.load(Relaxed),
+                    other: c.other_errors.load(Relaxed),
+                },
+                end: end_from(c.end.load(Relaxed)),
+                udp_send: None,
+                udp_receive: None,
+                rr: None,
+            }
+        })
+        .collect();
+    SideReport {
+        window_start_ns: ws_ns,
+        window_end_ns: we_ns,
+        streams: stream_reports,
+        intervals,
+        cpu,
+        host: Some(host),
+        timeline: timeline.into_entries(),
+        config: None,
+        io: String::new(),
+        partial,
+        notes,
+    }
+}

@@ -1,0 +1,285 @@
+//! The runner's shared rules, with stand-in workers on loopback sockets and test-only durations.
+
+use super::*;
+use crate::engine::NullSink;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+
+fn one_stream() -> Vec<StreamInfo> {
+    vec![StreamInfo {
+        id: 0,
+        role: Role::Receive,
+        grant: SocketGrant::default(),
+    }]
+}
+
+fn runner(plan: Plan, streams: Vec<StreamInfo>, workers: usize) -> Runner<'static> {
+    Runner {
+        plan,
+        streams,
+        workers,
+        name: "linerate-test",
+        cpus: &[],
+        tcp_info: None,
+    }
+}
+
+/// A count-limited plan (no deadline), as a `-n` run has.
+fn count_plan() -> Plan {
+    Plan::from_spec(0.0, Limit::Buffers(10), 0.0)
+}
+
+#[test]
+fn a_gate_not_reached_in_time_gives_the_run_up_with_a_note() {
+    let plan = Plan {
+        gate_timeout: Duration::from_millis(200),
+        ..count_plan()
+    };
+    let streams = (0..2)
+        .map(|i| StreamInfo {
+            id: i,
+            role: Role::Send,
+            grant: SocketGrant::default(),
+        })
+        .collect();
+    let r = runner(plan, streams, 2);
+    let (state, gate, control) = (RunState::new(2), Gate::new(), Control::default());
+    let shared = state.shared(&control);
+    let started = Instant::now();
+    let (report, _) = r
+        .drive(&shared, &gate, &mut NullSink, |w| {
+            if w == 1 {
+                // Stuck in setup well past the gate's patience.
+                thread::sleep(Duration::from_millis(600));
+            }
+            gate.arrive_and_wait(&shared.sampler);
+            while !shared.control.aborted() {
+                thread::sleep(Duration::from_millis(5));
+            }
+            shared.finish(w, StreamEnd::Stopped);
+        })
+        .expect("runs");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(report.partial);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n == "1 of 2 workers were not ready within 0.2 s: the run was given up"),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[test]
+fn samples_past_the_cap_are_dropped_with_a_note() {
+    let plan = Plan {
+        interval: Some(Duration::from_millis(10)),
+        max_samples: 3,
+        ..count_plan()
+    };
+    let r = runner(plan, one_stream(), 1);
+    let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
+    let shared = state.shared(&control);
+    let (report, _) = r
+        .drive(&shared, &gate, &mut NullSink, |w| {
+            gate.arrive_and_wait(&shared.sampler);
+            let c = &shared.counters[w];
+            for i in 1..=30u64 {
+                c.bytes.store(i * 1000, Relaxed);
+                thread::sleep(Duration::from_millis(5));
+            }
+            shared.finish(w, StreamEnd::Count);
+        })
+        .expect("runs");
+    assert!(report.intervals.len() <= 3, "{:?}", report.intervals);
+    assert!(!report.partial);
+    assert_eq!(report.streams[0].bytes, 30_000);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.starts_with("only the first 3 interval samples were kept")),
+        "{:?}",
+        report.notes
+    );
+}
+
+/// A connected loopback pair: (this end, the peer).
+fn pair() -> (TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+    (c, l.accept().expect("accept").0)
+}
+
+#[test]
+fn a_count_limited_run_with_a_silent_peer_is_given_up() {
+    // An asking worker, as rr's: a request, then a wait for an answer that never comes. With a
+    // count and no deadline nothing else would end it.
+    let (mine, _silent_peer) = pair();
+    mine.set_read_timeout(Some(Duration::from_millis(20))).expect("timeout");
+    let plan = Plan {
+        idle: Some(Duration::from_millis(300)),
+        ..count_plan()
+    };
+    let r = runner(plan, one_stream(), 1);
+    let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
+    let shared = state.shared(&control);
+    let started = Instant::now();
+    let (report, _) = r
+        .drive(&shared, &gate, &mut NullSink, |w| {
+            gate.arrive_and_wait(&shared.sampler);
+            let mut sock = &mine;
+            sock.write_all(b"request").expect("write");
+            let mut buf = [0u8; 16];
+            let end = loop {
+                if shared.control.aborted() {
+                    break StreamEnd::Stopped;
+                }
+                match sock.read(&mut buf) {
+                    Ok(0) => break StreamEnd::Eof,
+                    Ok(k) => shared.counters[w].bytes.fetch_add(k as u64, Relaxed),
+                    Err(_) => continue,
+                };
+            };
+            shared.finish(w, end);
+        })
+        .expect("runs");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(report.partial);
+    assert_eq!(report.streams[0].end, StreamEnd::Stopped);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n == "no data moved for 0.3 s: the run was given up"),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[test]
+fn streams_that_do_not_end_after_the_deadline_stop_are_aborted() {
+    let plan = Plan {
+        deadline_stops_senders: true,
+        drain: Duration::from_millis(200),
+        ..Plan::from_spec(0.0, Limit::Seconds(0.1), 0.0)
+    };
+    let r = runner(plan, one_stream(), 1);
+    let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
+    let shared = state.shared(&control);
+    let (report, _) = r
+        .drive(&shared, &gate, &mut NullSink, |w| {
+            gate.arrive_and_wait(&shared.sampler);
+            // Keeps moving bytes (so it is not idle) and ignores the stop; only an abort ends it.
+            while !shared.control.aborted() {
+                shared.counters[w].bytes.fetch_add(1, Relaxed);
+                thread::sleep(Duration::from_millis(5));
+            }
+            shared.finish(w, shared.stop_reason());
+        })
+        .expect("runs");
+    assert!(shared.deadline_hit.load(Relaxed));
+    assert!(report.partial);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n == "receivers saw no end of stream within 0.2 s of the senders stopping"),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[test]
+fn a_side_that_ends_on_stop_is_not_partial_when_stopped() {
+    let plan = Plan {
+        ends_on_stop: true,
+        ..count_plan()
+    };
+    let r = runner(plan, one_stream(), 1);
+    let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
+    let shared = state.shared(&control);
+    let (report, _) = thread::scope(|s| {
+        s.spawn(|| {
+            thread::sleep(Duration::from_millis(100));
+            control.stop_send();
+        });
+        r.drive(&shared, &gate, &mut NullSink, |w| {
+            gate.arrive_and_wait(&shared.sampler);
+            while !shared.control.sending_stopped() {
+                shared.counters[w].bytes.fetch_add(1, Relaxed);
+                thread::sleep(Duration::from_millis(5));
+            }
+            shared.finish(w, StreamEnd::Stopped);
+        })
+        .expect("runs")
+    });
+    assert!(!report.partial, "{:?}", report.notes);
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+}
+
+#[test]
+fn cpu_over_a_window_counts_this_process() {
+    let a = crate::metrics::sample::HostSnapshot::read();
+    // Burn a little CPU so the process's share is above zero.
+    let until = Instant::now() + Duration::from_millis(50);
+    let mut x = 0u64;
+    while Instant::now() < until {
+        x = x.wrapping_mul(31).wrapping_add(7);
+    }
+    std::hint::black_box(x);
+    let b = crate::metrics::sample::HostSnapshot::read();
+    let groups = crate::metrics::sample::IrqGroups::discover(a.interrupts.as_ref(), &a.interfaces);
+    let seconds = b.at.saturating_duration_since(a.at).as_secs_f64();
+    let (cpu, host) = sampler::cpu_over(&a, &b, &groups, seconds);
+    assert!(cpu.process_user_seconds + cpu.process_system_seconds > 0.0, "{cpu:?}");
+    assert!(cpu.process_percent.is_some_and(|p| p > 0.0 && p <= 100.0), "{cpu:?}");
+    assert_eq!(cpu.host_percent, host.cpu.map(|c| c.busy));
+}
+
+/// Whether `text` names module `name` as a path segment after `prefix` (`super::udp::X`,
+/// `engine::udp`, but not `engine::udp_summary`).
+fn names(text: &str, prefix: &str, name: &str) -> bool {
+    let needle = format!("{prefix}{name}");
+    text.match_indices(&needle).any(|(i, _)| {
+        let after = text[i + needle.len()..].chars().next();
+        let before = text[..i].chars().next_back();
+        !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+#[test]
+fn issue_12_no_engine_imports_another() {
+    assert!(names("use super::tcp::Gate;", "super::", "tcp"));
+    assert!(names("use super::{Control, tcp};", "", "tcp"));
+    assert!(!names("use crate::engine::udp_summary;", "engine::", "udp"));
+    let engines = ["tcp", "udp", "rr", "http"];
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let mut checked = 0;
+    for own in engines {
+        let mut files = vec![root.join(format!("{own}.rs"))];
+        if let Ok(dir) = std::fs::read_dir(root.join(own)) {
+            files.extend(dir.filter_map(|e| e.ok()).map(|e| e.path()));
+        }
+        for file in files.iter().filter(|f| f.is_file()) {
+            let text = std::fs::read_to_string(file).expect("readable source");
+            checked += 1;
+            for other in engines.iter().filter(|o| **o != own) {
+                for prefix in ["super::", "engine::"] {
+                    assert!(
+                        !names(&text, prefix, other),
+                        "{} names the {other} engine ({prefix}{other}): share it through engine::run or the base",
+                        file.display()
+                    );
+                }
+                // A grouped import: `use super::{Control, tcp};`.
+                for line in text.lines().filter(|l| l.trim_start().starts_with("use super::{")) {
+                    assert!(!names(line, "", other), "{}: {line}", file.display());
+                }
+            }
+        }
+    }
+    assert!(checked >= 4, "the engines' sources were found ({checked} files)");
+}

@@ -1,0 +1,338 @@
+//! The receiving end of a UDP stream: recvmmsg, 64 datagrams per call (UDP GRO trains when
+//! sending as fast as possible), each datagram placed by its sequence number (lost, out of
+//! order, duplicated), its arrival time taken from the kernel (SO_TIMESTAMPNS), the spacing
+//! between arrivals and the one-way delay recorded in histograms sized before the clock starts.
+//!
+//! UDP has no end of stream: a receiver stops when the sender's count has arrived, when the end
+//! markers came and nothing more for a moment, or when nothing arrives for a while after the
+//! sender's time was up. Out: a [`UdpReceiveReport`].
+
+use super::header::{HEADER_BYTES, Header, KIND_END, parse_header, realtime_ns};
+use super::{BATCH, UdpStream, set_udp_int};
+use crate::engine::run::{Gate, Shared};
+use crate::engine::sequence::SequenceTracker;
+use crate::result::{StreamEnd, UdpReceiveReport};
+use crate::spec::{Limit, UdpSpec};
+use hdrhistogram::Histogram;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+/// After the end markers, how long a receiver waits for late datagrams.
+const END_GRACE: Duration = Duration::from_millis(300);
+/// After the sender's time is up, how long a receiver waits with nothing arriving.
+const IDLE_AFTER_END: Duration = Duration::from_secs(2);
+/// A receiver that has had nothing for this long gives up, whatever the sender's plan.
+const IDLE_ABORT: Duration = Duration::from_secs(30);
+/// Linear arrival-spacing bins kept; longer spacings go to one overflow count.
+pub(crate) const MAX_BINS: usize = 100_000;
+/// Histograms hold 1 ns to 60 s at 3 significant digits (0.1 %).
+const HIST_MAX_NS: u64 = 60_000_000_000;
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid bounds")
+}
+
+/// A receiver's running state for one stream.
+struct Receiver {
+    tracker: SequenceTracker,
+    spacing: Histogram<u64>,
+    /// One-way delay at or above the first datagram's (`owd - base + 1`) and below it
+    /// (`base - owd`): HdrHistogram's precision is relative to the value, so values are kept
+    /// near zero rather than offset.
+    delay_above: Histogram<u64>,
+    delay_below: Histogram<u64>,
+    delay_base_ns: Option<i64>,
+    bins: Vec<u64>,
+    bin_ns: u64,
+    bin_overflow: u64,
+    prev: Option<(u64, u64)>,
+    jitter_ns: f64,
+    first_ns: Option<u64>,
+    last_ns: u64,
+    kernel_stamps: u64,
+    user_stamps: u64,
+    end_count: Option<u64>,
+}
+
+impl Receiver {
+    fn new(spec: &UdpSpec) -> Receiver {
+        let expected = match spec.limit {
+            Limit::Buffers(n) => n,
+            Limit::Seconds(s) if spec.gap_ns > 0 => (s * 1e9 / spec.gap_ns as f64) as u64 + 1,
+            Limit::Seconds(s) => (s * 1e6) as u64,
+        };
+        Receiver {
+            tracker: SequenceTracker::with_capacity(expected.min(1 << 28)),
+            spacing: histogram(),
+            delay_above: histogram(),
+            delay_below: histogram(),
+            delay_base_ns: None,
+            bins: vec![0; MAX_BINS],
+            bin_ns: u64::from(spec.bin_us) * 1000,
+            bin_overflow: 0,
+            prev: None,
+            jitter_ns: 0.0,
+            first_ns: None,
+            last_ns: 0,
+            kernel_stamps: 0,
+            user_stamps: 0,
+            end_count: None,
+        }
+    }
+
+    /// One data datagram, arrived at `at_ns` (CLOCK_REALTIME).
+    #[inline]
+    fn datagram(&mut self, h: &Header, at_ns: u64) {
+        self.tracker.record(h.seq);
+        self.first_ns.get_or_insert(at_ns);
+        self.last_ns = at_ns;
+        if let Some((prev_at, prev_send)) = self.prev {
+            let spacing = at_ns.saturating_sub(prev_at);
+            let _ = self.spacing.record(spacing.clamp(1, HIST_MAX_NS));
+            match self.bins.get_mut((spacing / self.bin_ns) as usize) {
+                Some(b) => *b += 1,
+                None => self.bin_overflow += 1,
+            }
+            // RFC 3550 6.4.1: D = (Rj - Ri) - (Sj - Si); J += (|D| - J) / 16.
+            let d = (at_ns as i64 - prev_at as i64) - (h.send_ns as i64 - prev_send as i64);
+            self.jitter_ns += ((d.unsigned_abs() as f64) - self.jitter_ns) / 16.0;
+        }
+        self.prev = Some((at_ns, h.send_ns));
+        // One-way delay against the first datagram's (the ends' clocks may differ by anything).
+        let owd = at_ns as i64 - h.send_ns as i64;
+        let base = *self.delay_base_ns.get_or_insert(owd);
+        let d = owd - base;
+        if d >= 0 {
+            let _ = self.delay_above.record((d + 1).min(HIST_MAX_NS as i64) as u64);
+        } else {
+            let _ = self.delay_below.record((-d).min(HIST_MAX_NS as i64) as u64);
+        }
+    }
+
+    /// The one-way delay above its minimum (stored + 1 ns, so 0 fits), and that minimum.
+    fn delay_above_minimum(&self) -> (Histogram<u64>, i64) {
+        let base = self.delay_base_ns.unwrap_or(0);
+        let min = if self.delay_below.is_empty() {
+            base + self.delay_above.min() as i64 - 1
+        } else {
+            base - self.delay_below.max() as i64
+        };
+        let mut h = histogram();
+        let mut add = |owd: i64, n: u64| {
+            let _ = h.record_n((owd - min + 1).clamp(1, HIST_MAX_NS as i64) as u64, n);
+        };
+        for v in self.delay_above.iter_recorded() {
+            add(base + v.value_iterated_to() as i64 - 1, v.count_at_value());
+        }
+        for v in self.delay_below.iter_recorded() {
+            add(base - v.value_iterated_to() as i64, v.count_at_value());
+        }
+        (h, min)
+    }
+
+    pub(super) fn report(self, spec: &UdpSpec, gro: bool) -> UdpReceiveReport {
+        let sent = self.end_count;
+        let (delay, delay_min_ns) = self.delay_above_minimum();
+        let seq = self.tracker.summary(sent, 1000);
+        let hex = crate::codec::histogram_to_hex;
+        let bins = self
+            .bins
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| [i as u64 * u64::from(spec.bin_us), *c])
+            .collect();
+        UdpReceiveReport {
+            datagrams: seq.received,
+            lost: seq.lost,
+            out_of_order: seq.out_of_order,
+            duplicates: seq.duplicates,
+            highest_plus_one: self.tracker.highest_plus_one(),
+            end_count: sent,
+            loss_ranges: seq.loss_ranges,
+            loss_range_count: seq.loss_range_count,
+            loss_picture: self.tracker.loss_picture(sent, 64),
+            first_arrival_unix_ns: self.first_ns,
+            last_arrival_unix_ns: self.first_ns.map(|_| self.last_ns),
+            jitter_us: self.jitter_ns / 1e3,
+            timestamps: match (self.kernel_stamps, self.user_stamps) {
+                (_, 0) => "kernel",
+                (0, _) => "user",
+                _ => "kernel and user",
+            }
+            .into(),
+            spacing_histogram: hex(&self.spacing),
+            delay_histogram: hex(&delay),
+            delay_min_ns,
+            bin_us: spec.bin_us,
+            bins,
+            bin_overflow: self.bin_overflow,
+            gro,
+        }
+    }
+}
+
+/// The kernel's receive timestamp of a message (SCM_TIMESTAMPNS) and, with UDP GRO, the size of
+/// each datagram in it (UDP_GRO).
+fn stamps(hdr: &libc::msghdr) -> (Option<u64>, Option<usize>) {
+    let (mut at, mut segment) = (None, None);
+    // SAFETY: the CMSG macros walk the control buffer the kernel filled, within msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(hdr);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                at = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            } else if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == libc::UDP_GRO {
+                let g: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                segment = usize::try_from(g).ok();
+            }
+            c = libc::CMSG_NXTHDR(hdr, c);
+        }
+    }
+    (at, segment)
+}
+
+/// One receiving stream, until its end.
+pub(super) fn receive_stream(
+    spec: &UdpSpec,
+    idx: usize,
+    s: &UdpStream,
+    shared: &Shared<'_>,
+    gate: &Gate,
+) -> UdpReceiveReport {
+    // As fast as possible, UDP GRO hands up trains of datagrams in one message (each segment
+    // keeps its own header; the train shares one arrival time).
+    let gro = spec.gap_ns == 0 && set_udp_int(&s.socket, libc::UDP_GRO, 1);
+    let size = if gro {
+        usize::from(u16::MAX)
+    } else {
+        (spec.payload_bytes as usize).max(HEADER_BYTES) + 1
+    };
+    const CONTROL_BYTES: usize = 64;
+    let mut rx = Receiver::new(spec);
+    let mut buf = vec![0u8; size * BATCH];
+    let mut control = vec![0u8; CONTROL_BYTES * BATCH];
+    let mut iov: Vec<libc::iovec> = (0..BATCH)
+        .map(|i| libc::iovec {
+            iov_base: buf[i * size..].as_mut_ptr().cast(),
+            iov_len: size,
+        })
+        .collect();
+    let mut msgs: Vec<libc::mmsghdr> = (0..BATCH)
+        .map(|i| {
+            // SAFETY: plain data, zeroed is a valid empty header.
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = &mut iov[i];
+            m.msg_hdr.msg_iovlen = 1;
+            m.msg_hdr.msg_control = control[i * CONTROL_BYTES..].as_mut_ptr().cast();
+            m
+        })
+        .collect();
+    let fd = s.socket.as_raw_fd();
+    let counter = &shared.counters[idx];
+    let deadline = match spec.limit {
+        Limit::Seconds(sec) => Some(Duration::from_secs_f64(sec)),
+        Limit::Buffers(_) => None,
+    };
+    let expected = match spec.limit {
+        Limit::Buffers(n) => Some(n),
+        Limit::Seconds(_) => None,
+    };
+    gate.arrive_and_wait(&shared.sampler);
+    let start = *shared.t0.get().expect("time zero is set before the gate opens");
+    let mut last_arrival = Instant::now();
+    let mut end_seen: Option<Instant> = None;
+    let end = loop {
+        if shared.control.aborted() {
+            break StreamEnd::Stopped;
+        }
+        for m in msgs.iter_mut() {
+            m.msg_hdr.msg_controllen = CONTROL_BYTES as _;
+        }
+        // SAFETY: every header points into buffers owned above, sized as declared.
+        let got = unsafe {
+            libc::recvmmsg(
+                fd,
+                msgs.as_mut_ptr(),
+                BATCH as libc::c_uint,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
+        };
+        let now = Instant::now();
+        if got > 0 {
+            last_arrival = now;
+            let mut user_ns = None;
+            let (mut bytes, mut data) = (0u64, 0u64);
+            for (i, m) in msgs.iter().take(got as usize).enumerate() {
+                let len = (m.msg_len as usize).min(size);
+                let (stamp, segment) = stamps(&m.msg_hdr);
+                let at = match stamp {
+                    Some(t) => t,
+                    None => *user_ns.get_or_insert_with(realtime_ns),
+                };
+                // Without GRO (or for a lone datagram) the message is one datagram.
+                let seg = segment.filter(|g| *g > 0 && *g < len).unwrap_or(len);
+                let message = &buf[i * size..i * size + len];
+                for d in message.chunks(seg) {
+                    let Some(h) = parse_header(d) else {
+                        shared.stray.fetch_add(1, Relaxed);
+                        continue;
+                    };
+                    if h.test_id != s.test_id || h.stream != s.wire_id {
+                        shared.stray.fetch_add(1, Relaxed);
+                        continue;
+                    }
+                    if h.kind == KIND_END {
+                        rx.end_count = Some(h.seq);
+                        end_seen.get_or_insert(now);
+                        continue;
+                    }
+                    if stamp.is_some() {
+                        rx.kernel_stamps += 1;
+                    } else {
+                        rx.user_stamps += 1;
+                    }
+                    rx.datagram(&h, at);
+                    bytes += d.len() as u64;
+                    data += 1;
+                }
+            }
+            counter.bytes.store(counter.bytes.load(Relaxed) + bytes, Relaxed);
+            counter.ops.store(counter.ops.load(Relaxed) + data, Relaxed);
+        } else {
+            let e = std::io::Error::last_os_error();
+            if !matches!(
+                e.raw_os_error(),
+                Some(libc::EAGAIN) | Some(libc::EINTR) | Some(libc::ECONNREFUSED)
+            ) {
+                counter
+                    .other_errors
+                    .store(counter.other_errors.load(Relaxed) + 1, Relaxed);
+                break StreamEnd::Error;
+            }
+        }
+        // All the sender's datagrams are here.
+        if let Some(n) = rx.end_count.or(expected)
+            && rx.tracker.received() >= n
+        {
+            break StreamEnd::Eof;
+        }
+        // The end markers came: a moment for stragglers.
+        if end_seen.is_some_and(|t| now - t >= END_GRACE) {
+            break StreamEnd::Eof;
+        }
+        let idle = now - last_arrival;
+        let sender_done = deadline.is_some_and(|d| now - start >= d) || shared.control.sending_stopped();
+        if (sender_done || expected.is_some()) && idle >= IDLE_AFTER_END && rx.first_ns.is_some() {
+            break StreamEnd::Eof;
+        }
+        if idle >= IDLE_ABORT {
+            break StreamEnd::Stopped;
+        }
+    };
+    shared.finish(idx, end);
+    rx.report(spec, gro)
+}

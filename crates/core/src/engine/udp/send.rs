@@ -1,0 +1,233 @@
+//! The sending end of a UDP stream: datagrams paced at the spec's gap, or as fast as the kernel
+//! takes them in UDP GSO trains (UDP_SEGMENT) or sendmmsg batches; then three end markers.
+//!
+//! In: a configured socket, the spec, the run's shared counters. Out: a [`UdpSendReport`], and
+//! whether GSO had to be turned off at send time (the run notes it once for all streams).
+
+use super::header::{HEADER_BYTES, Header, KIND_DATA, KIND_END, realtime_ns, write_header};
+use super::{BATCH, GSO_MAX_BYTES, UdpStream, set_udp_int};
+use crate::engine::pacing::{self, Pacer};
+use crate::engine::run::{Gate, Shared};
+use crate::result::{StreamEnd, UdpSendReport};
+use crate::spec::{Limit, UdpSpec};
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::thread;
+use std::time::Duration;
+
+/// Sets UDP_SEGMENT (UDP GSO) so one send of n x `size` bytes leaves as n datagrams.
+fn enable_gso(socket: &UdpSocket, size: u16) -> bool {
+    set_udp_int(socket, libc::UDP_SEGMENT, libc::c_int::from(size))
+}
+
+/// One sending stream: paced or as fast as possible, then the end markers.
+/// Sets UDP_SEGMENT to 0: each send is one datagram again.
+fn disable_gso(socket: &UdpSocket) -> bool {
+    set_udp_int(socket, libc::UDP_SEGMENT, 0)
+}
+
+/// What a sender does after a failed send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AfterError {
+    /// Interrupted: send again at once.
+    Retry,
+    /// A full queue (qdisc or socket): yield a moment and send again.
+    Wait,
+    /// The peer's port answered ICMP unreachable (not listening yet, or gone): counted, and the
+    /// stream goes on.
+    Count,
+    /// A GSO train the kernel or the driver refused at send time, though it took UDP_SEGMENT
+    /// (EIO: no checksum offload on the way out; EINVAL: a segment it cannot build): GSO off,
+    /// and the train goes again as plain datagrams.
+    DropGso,
+    /// Anything else ends the stream.
+    End,
+}
+
+/// The rule for a failed send with `errno`, GSO on or off.
+fn after_error(errno: Option<i32>, gso: bool) -> AfterError {
+    match errno {
+        Some(libc::EINTR) => AfterError::Retry,
+        Some(libc::ENOBUFS) | Some(libc::EAGAIN) => AfterError::Wait,
+        Some(libc::ECONNREFUSED) => AfterError::Count,
+        Some(libc::EIO) | Some(libc::EINVAL) if gso => AfterError::DropGso,
+        _ => AfterError::End,
+    }
+}
+
+/// What a sender hands back: its report and, when GSO failed at send time and was turned off,
+/// the errno that made it.
+pub(super) struct Sent {
+    pub report: UdpSendReport,
+    pub gso_dropped: Option<i32>,
+}
+
+/// One sending stream: paced or as fast as possible, then the end markers.
+pub(super) fn send_stream(spec: &UdpSpec, idx: usize, s: &UdpStream, shared: &Shared<'_>, gate: &Gate) -> Sent {
+    let size = spec.payload_bytes as usize;
+    let limit = match spec.limit {
+        Limit::Buffers(n) => Some(n),
+        Limit::Seconds(_) => None,
+    };
+    let deadline_ns = match spec.limit {
+        Limit::Seconds(sec) => Some((sec * 1e9) as u64),
+        Limit::Buffers(_) => None,
+    };
+    // A GSO train as fast as possible; one datagram at a time when paced.
+    let mut gso = spec.gap_ns == 0 && size <= usize::from(u16::MAX) && enable_gso(&s.socket, size as u16);
+    let per_call = if spec.gap_ns == 0 {
+        if gso {
+            (GSO_MAX_BYTES / size).clamp(1, BATCH)
+        } else {
+            BATCH
+        }
+    } else if spec.gap_ns < pacing::MIN_UNBATCHED_GAP_NS {
+        BATCH
+    } else {
+        1
+    };
+    // Touched before the clock starts: a byte pattern, headers written per send.
+    let mut buf = vec![0x5a_u8; size * per_call];
+    let mut iov: Vec<libc::iovec> = Vec::with_capacity(per_call);
+    let mut msgs: Vec<libc::mmsghdr> = Vec::with_capacity(per_call);
+    for i in 0..per_call {
+        iov.push(libc::iovec {
+            iov_base: buf[i * size..].as_mut_ptr().cast(),
+            iov_len: size,
+        });
+    }
+    for v in iov.iter_mut() {
+        // SAFETY: mmsghdr is plain data; zeroed is a valid empty header.
+        let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+        m.msg_hdr.msg_iov = v;
+        m.msg_hdr.msg_iovlen = 1;
+        msgs.push(m);
+    }
+    let fd = s.socket.as_raw_fd();
+    let counter = &shared.counters[idx];
+    gate.arrive_and_wait(&shared.sampler);
+    let start = *shared
+        .t0
+        .get()
+        .expect("the sampler set time zero before opening the gate");
+    let mut pacer = Pacer::new(start, spec.gap_ns);
+    let mut seq = 0u64;
+    let mut errors = 0u64;
+    let mut gso_dropped = None;
+    let end = loop {
+        if shared.control.aborted() || shared.control.sending_stopped() {
+            break StreamEnd::Stopped;
+        }
+        let remaining = limit.map_or(u64::MAX, |l| l - seq);
+        if remaining == 0 {
+            break StreamEnd::Count;
+        }
+        let due = pacer.wait((per_call as u64).min(remaining), deadline_ns);
+        let now = start.elapsed().as_nanos() as u64;
+        if due == 0 || deadline_ns.is_some_and(|d| now >= d) {
+            break StreamEnd::Deadline;
+        }
+        let k = due as usize;
+        let send_ns = realtime_ns();
+        for i in 0..k {
+            let h = Header {
+                stream: s.wire_id,
+                kind: KIND_DATA,
+                seq: seq + i as u64,
+                send_ns,
+                test_id: s.test_id,
+            };
+            write_header(&mut buf[i * size..(i + 1) * size], &h);
+        }
+        // SAFETY: buffers, iovecs and headers were set up above and outlive the calls; lengths
+        // are within them.
+        let sent = if k == 1 || gso {
+            let rc = unsafe { libc::send(fd, buf.as_ptr().cast(), k * size, 0) };
+            if rc < 0 { -1 } else { k as isize }
+        } else {
+            let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), k as libc::c_uint, 0) };
+            rc as isize
+        };
+        if sent <= 0 {
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            match after_error(errno, gso) {
+                AfterError::Retry => continue,
+                AfterError::Wait => {
+                    thread::yield_now();
+                    continue;
+                }
+                AfterError::Count => {
+                    errors += 1;
+                    continue;
+                }
+                AfterError::DropGso if disable_gso(&s.socket) => {
+                    gso = false;
+                    gso_dropped = errno;
+                    continue;
+                }
+                AfterError::DropGso | AfterError::End => {
+                    errors += 1;
+                    counter.other_errors.store(errors, Relaxed);
+                    break StreamEnd::Error;
+                }
+            }
+        }
+        let sent = sent as u64;
+        pacer.sent(sent, now);
+        seq += sent;
+        counter
+            .bytes
+            .store(counter.bytes.load(Relaxed) + sent * size as u64, Relaxed);
+        counter.ops.store(seq, Relaxed);
+    };
+    if end == StreamEnd::Deadline {
+        shared.deadline_hit.store(true, Relaxed);
+    }
+    // End markers: the count, three times, a millisecond apart (one survives 1 % loss 10^6 times
+    // out of 10^6).
+    let mut marker = [0u8; HEADER_BYTES];
+    for _ in 0..3 {
+        write_header(
+            &mut marker,
+            &Header {
+                stream: s.wire_id,
+                kind: KIND_END,
+                seq,
+                send_ns: realtime_ns(),
+                test_id: s.test_id,
+            },
+        );
+        let _ = s.socket.send(&marker);
+        thread::sleep(Duration::from_millis(1));
+    }
+    counter.other_errors.store(errors, Relaxed);
+    shared.finish(idx, end);
+    Sent {
+        report: UdpSendReport {
+            datagrams: seq,
+            spacing: pacer.spacing(),
+            gso,
+            errors,
+        },
+        gso_dropped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gso_train_refused_at_send_time_falls_back() {
+        assert_eq!(after_error(Some(libc::EIO), true), AfterError::DropGso);
+        assert_eq!(after_error(Some(libc::EINVAL), true), AfterError::DropGso);
+        // Without GSO the same errors end the stream, as any other.
+        assert_eq!(after_error(Some(libc::EIO), false), AfterError::End);
+        assert_eq!(after_error(Some(libc::EINVAL), false), AfterError::End);
+        assert_eq!(after_error(Some(libc::EINTR), true), AfterError::Retry);
+        assert_eq!(after_error(Some(libc::ENOBUFS), true), AfterError::Wait);
+        assert_eq!(after_error(Some(libc::ECONNREFUSED), false), AfterError::Count);
+        assert_eq!(after_error(Some(libc::EPERM), true), AfterError::End);
+    }
+}
