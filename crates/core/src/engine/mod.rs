@@ -10,6 +10,7 @@ pub mod sequence;
 pub mod sockopt;
 pub mod tcp;
 pub mod udp;
+mod event;
 mod uring;
 
 use crate::result::IntervalSample;
