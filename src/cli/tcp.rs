@@ -219,7 +219,12 @@ mod tests {
         assert!(e.to_string().contains("-P must be between 1 and 1024"), "{e}");
         assert!(parse(&["h", "--cpus", "x"]).is_err());
         assert_eq!(spec(&["h", "--threads=128"]).expect("ok").threads, 128);
-        assert_eq!(spec(&["h", "--threads", "1", "--threads", "3"]).expect("last one wins").threads, 3);
+        assert_eq!(
+            spec(&["h", "--threads", "1", "--threads", "3"])
+                .expect("last one wins")
+                .threads,
+            3
+        );
         let e = spec(&["h", "--threads", "129"]).expect_err("too many");
         assert!(e.to_string().contains("threads must be between 0 and 128"), "{e}");
     }

@@ -2,6 +2,7 @@
 //! from pinned worker threads, and returns what it counted ([`crate::result::SideReport`]); interval
 //! samples go to a [`Sink`] while it runs. Engines print nothing and know nothing of the protocol.
 
+mod event;
 pub mod http;
 pub mod pacing;
 pub mod pin;
@@ -10,7 +11,6 @@ pub mod sequence;
 pub mod sockopt;
 pub mod tcp;
 pub mod udp;
-mod event;
 mod uring;
 
 use crate::result::IntervalSample;

@@ -290,13 +290,19 @@ fn worker_count(threads: u16, cpus: &[usize], streams: usize) -> usize {
     wanted.min(streams).max(1)
 }
 
-/// One stream: plain blocking calls (measured faster at -P 1 than an event loop, which adds an
-/// epoll_wait per call). Several: non-blocking calls from one epoll loop ([`event`]). Either way
+/// One stream: plain blocking calls (an event loop adds an epoll_wait per call; at -P 1 on
+/// loopback it measured 13.9 Gbit/s against 14.6 blocking, docs/benchmarks.md, issue 12). Several: non-blocking calls from one epoll loop ([`event`]). Either way
 /// the buffers are allocated and touched before the gate; streams of one worker share them.
 fn run_syscall_worker(mine: &[WorkerStream<'_>], shared: &Shared<'_>, gate: &Gate, epoll_failed: &OnceLock<String>) {
     let len = shared.buffer_bytes;
     // Touched before the clock matters: a byte pattern, not zero pages.
-    let pattern = |any: bool| -> Vec<u8> { if any { (0..len).map(|i| i as u8).collect() } else { Vec::new() } };
+    let pattern = |any: bool| -> Vec<u8> {
+        if any {
+            (0..len).map(|i| i as u8).collect()
+        } else {
+            Vec::new()
+        }
+    };
     if let [one] = mine {
         let mut buf = pattern(true);
         gate.arrive_and_wait(&shared.sampler);
