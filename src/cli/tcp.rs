@@ -15,8 +15,12 @@ pub struct TcpArgs {
     #[command(flatten)]
     pub streams: StreamArgs,
 
-    /// Worker threads on each end, streams spread over them [default: one per stream, at most 128]
-    #[arg(long, value_name = "T")]
+    /// Worker threads on each end, streams spread over them (at most 128)
+    #[arg(
+        long,
+        value_name = "T",
+        long_help = "Worker threads on each end (at most 128); streams are spread over them round-robin\nand each worker drives its streams from one event loop. Default: one per CPU the end\nmay use (its --cpus / --peer-cpus list, else its affinity mask), never more than\nstreams. Example: --threads 2"
+    )]
     pub threads: Option<u16>,
 
     /// Bytes per write and read (K = 1024), e.g. 537600, 64K, 1M
@@ -177,6 +181,15 @@ mod tests {
         let e = spec(&["h", "-P", "100000"]).expect_err("too many");
         assert!(e.to_string().contains("-P must be between 1 and 1024"), "{e}");
         assert!(parse(&["h", "--cpus", "x"]).is_err());
+        assert_eq!(spec(&["h", "--threads=128"]).expect("ok").threads, 128);
+        assert_eq!(
+            spec(&["h", "--threads", "1", "--threads", "3"])
+                .expect("last one wins")
+                .threads,
+            3
+        );
+        let e = spec(&["h", "--threads", "129"]).expect_err("too many");
+        assert!(e.to_string().contains("threads must be between 0 and 128"), "{e}");
     }
 
     #[test]

@@ -400,7 +400,8 @@ pub enum Limit {
 pub struct TcpSpec {
     /// Streams per agent and per direction (`-P`).
     pub streams: u16,
-    /// Worker threads on each end; streams are spread over them round-robin (0 = one per stream).
+    /// Worker threads on each end; streams are spread over them round-robin (0 = one per CPU
+    /// the end may use: its CPU list, else its affinity mask; never more than its streams).
     pub threads: u16,
     /// CPUs the client's workers are pinned to, worker i on `cpus[i % len]`; empty = unpinned.
     pub cpus: Vec<usize>,
@@ -441,6 +442,9 @@ pub struct TcpSpec {
 /// The most streams per agent and direction: far past what a host sustains, short of exhausting
 /// file descriptors.
 pub const MAX_STREAMS: u16 = 1024;
+/// The most TCP worker threads per end (`--threads`): each drives its streams from one event
+/// loop, so more threads than CPUs only adds switching.
+pub const MAX_THREADS: u16 = 128;
 /// The largest buffer: larger writes gain nothing and memory is depth x streams x buffer.
 pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
 /// The most buffer memory one end allocates for a test.
@@ -533,7 +537,7 @@ impl TcpSpec {
 
     pub fn validate(&self) -> Result<(), SpecError> {
         check("streams (-P)", f64::from(self.streams), 1.0, f64::from(MAX_STREAMS))?;
-        check("threads", f64::from(self.threads), 0.0, f64::from(MAX_STREAMS))?;
+        check("threads", f64::from(self.threads), 0.0, f64::from(MAX_THREADS))?;
         check(
             "buffer length (-l)",
             self.buffer_bytes.0 as f64,

@@ -16,7 +16,6 @@ pub mod sequence;
 pub mod sockopt;
 pub mod tcp;
 pub mod udp;
-mod uring;
 
 use crate::result::IntervalSample;
 use std::sync::atomic::{AtomicBool, Ordering};

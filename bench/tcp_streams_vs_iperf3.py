@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""linerate beside iperf3 on loopback at many streams: TCP, -P 1, 16 and 128, interleaved rounds.
+
+Prints each run, then per stream count the medians of receiver throughput (Mbit/s, as the
+receiving end counted it) and of peak memory (maximum resident set: the server's VmHWM from
+/proc/PID/status just before it is stopped, the client's from /usr/bin/time's %M) of both ends,
+client and server (linerate's agent), with the ratios linerate/iperf3. Run it as root on a quiet machine:
+
+    python3 bench/tcp_streams_vs_iperf3.py [--seconds 4] [--rounds 3] [--streams 1,16,128]
+
+Both tools run with their defaults otherwise (128 KiB buffers, no interval reports). It re-runs
+itself in a session of its own (setsid) with a raised autogroup priority, installs iperf3
+(Debian) and builds linerate (release) when they are missing. Sends traffic to 127.0.0.1 only.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+import benchlib
+
+LINERATE = benchlib.LINERATE
+
+
+def listening(port):
+    """True when something listens on TCP `port` (from /proc/net/tcp{,6}; state 0A = LISTEN)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    local, state = line.split()[1], line.split()[3]
+                    if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def start_server(cmd, port):
+    # Servers' stdout is block-buffered into a pipe, so readiness is read off the kernel instead.
+    srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if listening(port):
+            return srv
+        time.sleep(0.05)
+    srv.kill()
+    raise SystemExit(f"{cmd[0]} server did not start")
+
+
+def vm_hwm_kib(pid):
+    """Peak resident memory of a running process so far (VmHWM in /proc/PID/status), KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise SystemExit(f"no VmHWM for process {pid}")
+
+
+def run_client(cmd, limit):
+    """Runs the client to its end; returns its JSON document and its peak memory in KiB.
+
+    The peak comes from /usr/bin/time (%M, from wait4's rusage), not from this script's own
+    wait4: Linux carries the forking process's peak into the child's maxrss across exec, and
+    time's is about 1 MiB where this Python's is about 15."""
+    with tempfile.NamedTemporaryFile("r") as peak:
+        out = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", peak.name] + cmd, capture_output=True, timeout=limit)
+        if out.returncode != 0:
+            raise SystemExit(f"{cmd[0]} failed ({out.returncode}): {out.stderr.decode().strip()}")
+        return json.loads(out.stdout), int(peak.read().split()[-1])
+
+
+def stop_server(srv):
+    """Stops a server; returns its peak memory in KiB, read while it still runs."""
+    kib = vm_hwm_kib(srv.pid)
+    srv.kill()
+    srv.wait()
+    return kib
+
+
+def linerate(streams, seconds, port):
+    srv = start_server([LINERATE, "serve", "--bind", "127.0.0.1", "--port", str(port)], port)
+    doc, client_kib = run_client(
+        [LINERATE, "tcp", f"127.0.0.1:{port}", "-P", str(streams), "-t", str(seconds), "-i", "0", "--json"],
+        seconds + 60,
+    )
+    server_kib = stop_server(srv)
+    return doc["summary"]["received"]["bits_per_second"], client_kib, server_kib
+
+
+def iperf3(streams, seconds, port):
+    srv = start_server(["iperf3", "-s", "-p", str(port), "-B", "127.0.0.1"], port)
+    doc, client_kib = run_client(
+        ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", str(streams), "-t", str(seconds), "-i", "0", "-J"],
+        seconds + 60,
+    )
+    server_kib = stop_server(srv)
+    return doc["end"]["sum_received"]["bits_per_second"], client_kib, server_kib
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--streams", default="1,16,128", help="stream counts, comma-separated")
+    args = ap.parse_args()
+    counts = [int(p) for p in args.streams.split(",")]
+    benchlib.own_session()
+    benchlib.ensure_tools(["iperf3"], ["iperf3"])
+    benchlib.build_release()
+    version = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    mine = subprocess.run([LINERATE, "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"# {version}; {mine}")
+    print(f"# loopback, {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
+    print(f"{'round':>5} {'P':>3} {'tool':<9} {'Mbit/s':>10} {'client MiB':>10} {'server MiB':>10}")
+    results = {}
+    port = 5511
+    for rnd in range(1, args.rounds + 1):
+        for streams in counts:
+            tools = [("linerate", linerate), ("iperf3", iperf3)]
+            if rnd % 2 == 0:
+                tools.reverse()
+            for name, fn in tools:
+                port += 1
+                bps, client_kib, server_kib = fn(streams, args.seconds, port)
+                results.setdefault((streams, name), []).append((bps, client_kib, server_kib))
+                print(
+                    f"{rnd:>5} {streams:>3} {name:<9} {bps / 1e6:>10.1f} {client_kib / 1024:>10.1f} {server_kib / 1024:>10.1f}",
+                    flush=True,
+                )
+                time.sleep(1)
+    print()
+    print(
+        f"{'P':>3} {'linerate Mbit/s':>16} {'iperf3 Mbit/s':>14} {'ratio':>6}   "
+        f"{'client MiB lr/ip':>17} {'ratio':>6}   {'server MiB lr/ip':>17} {'ratio':>6}"
+    )
+    for streams in counts:
+        lr, ip = results[(streams, "linerate")], results[(streams, "iperf3")]
+        med = [[statistics.median(x[k] for x in rows) for k in range(3)] for rows in (lr, ip)]
+        (lt, lc, ls), (it, ic, is_) = med
+        print(
+            f"{streams:>3} {lt / 1e6:>16.1f} {it / 1e6:>14.1f} {lt / it:>6.3f}   "
+            f"{lc / 1024:>8.1f}/{ic / 1024:<8.1f} {lc / ic:>6.2f}   {ls / 1024:>8.1f}/{is_ / 1024:<8.1f} {ls / is_:>6.2f}"
+        )
+    print("# medians; throughput ratio >= 1 and memory ratios <= 2 meet issue 12's target")
+
+
+if __name__ == "__main__":
+    main()
