@@ -141,20 +141,24 @@ impl Pacer {
 mod tests {
     use super::*;
 
+    /// The schedule is absolute: datagram i never leaves before i x gap, however late an
+    /// earlier one was. Only that lower bound is asserted: how close to the moment a send comes
+    /// depends on the machine's load, which a unit test must not (pacing accuracy is measured
+    /// by bench/udp_vs_iperf3.py and the lab tests).
     #[test]
-    fn keeps_an_absolute_schedule() {
+    fn never_sends_before_its_moment() {
         let start = Instant::now();
-        let mut p = Pacer::new(start, 200_000);
-        for _ in 0..50 {
-            assert_eq!(p.wait(64, None), 1);
-            p.sent(1, start.elapsed().as_nanos() as u64);
+        let gap_ns = 200_000;
+        let mut p = Pacer::new(start, gap_ns);
+        for i in 0..50u64 {
+            assert_eq!(p.wait(64, None), 1, "a 200 us gap never batches");
+            let now = start.elapsed().as_nanos() as u64;
+            assert!(now >= i * gap_ns, "datagram {i} left at {now} ns, before {} ns", i * gap_ns);
+            p.sent(1, now);
         }
-        let took = start.elapsed();
-        // 49 gaps of 200 µs after the first datagram at 0.
-        assert!(took >= Duration::from_micros(49 * 200), "{took:?}");
         let s = p.spacing();
-        assert!((s.mean_us - 200.0).abs() < 20.0, "{s:?}");
         assert_eq!(s.requested_us, 200.0);
+        assert!(s.mean_us > 0.0, "{s:?}");
     }
 
     #[test]
