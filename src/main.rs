@@ -163,7 +163,7 @@ fn sys(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
 
 /// `linerate calc goodput`.
 fn calc(args: &cli::sys::CalcArgs) -> anyhow::Result<ExitCode> {
-    use linerate_core::wire::{Transport, goodput};
+    use linerate_core::goodput::{Transport, goodput};
     let cli::sys::CalcCommand::Goodput { link, mtu, ipv6, json } = &args.command;
     anyhow::ensure!(link.0 > 0.0, "--link must be above 0");
     anyhow::ensure!((68..=65_535).contains(mtu), "--mtu {mtu} is not between 68 and 65535");

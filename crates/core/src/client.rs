@@ -669,7 +669,7 @@ fn add_line_rate(r: &mut TestResult, spec: &TcpSpec, ipv6: bool) {
         (None, None) => return,
     };
     let Some(mtu) = mtu else { return };
-    match crate::wire::goodput(speed, mtu, crate::wire::Transport::Tcp, ipv6) {
+    match crate::goodput::goodput(speed, mtu, crate::goodput::Transport::Tcp, ipv6) {
         Some(g) => result::add_line_rate(r, &g, &source),
         None => r
             .notes

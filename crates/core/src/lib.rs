@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod engine;
+pub mod goodput;
 pub mod http_summary;
 pub mod httpd;
 pub mod metrics;
@@ -16,7 +17,6 @@ pub mod rr_summary;
 pub mod spec;
 pub mod udp_summary;
 pub mod units;
-pub mod wire;
 
 /// The version of this build, as written into every result document.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

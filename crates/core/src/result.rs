@@ -13,7 +13,7 @@ use crate::metrics::sample::{
     HostInterval, HostUsage, InterfaceUsage, InterruptRates, MemoryUsage, ProcessUsage, SoftirqRate, StackUsage,
 };
 use crate::spec::{TcpSpec, TestSpec};
-use crate::wire::Goodput;
+use crate::goodput::Goodput;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -254,7 +254,7 @@ pub struct LineRate {
     /// Link speed, bits/s.
     pub link_bits_per_second: f64,
     pub mtu_bytes: u32,
-    /// The largest goodput that link and MTU allow (see `wire`), bits/s.
+    /// The largest goodput that link and MTU allow (see `goodput`), bits/s.
     pub limit_bits_per_second: f64,
     /// This side's bits_per_second as a share of the limit.
     pub percent: f64,
