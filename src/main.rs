@@ -449,7 +449,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
             return;
         };
         let share = if rps > 0.0 { h.responses_per_second / rps } else { 0.0 };
-        h.baseline = Some(linerate_core::http_summary::Baseline {
+        h.baseline = Some(linerate_core::result::Baseline {
             responses_per_second: rps,
             bits_per_second_in: bps,
             share_percent: 100.0 * share,
@@ -519,7 +519,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let best = linerate_core::http_summary::optimum(&power);
+    let best = linerate_core::summary::http::optimum(&power);
     if args.json {
         let doc = serde_json::json!({
             "linerate": linerate_core::VERSION,
@@ -561,8 +561,8 @@ fn rr_sweep(
     opts: &ClientOptions,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    use linerate_core::rr_summary::{expected_slope, fit};
     use linerate_core::spec::RrProto;
+    use linerate_core::summary::rr::{expected_slope, fit};
     let first = targets.first().context("no agent named")?;
     let towards = linerate_core::metrics::host::interface_towards(first.addr.ip());
     let iface = towards.as_ref().and_then(|n| {

@@ -9,8 +9,9 @@ use crate::proto::DEFAULT_PORT;
 use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame::{self, COOKIE_LEN};
 use crate::proto::{self, Message, auth};
-use crate::result::{self, AgentOutcome, Role, SideReport, SocketGrant, TestResult};
+use crate::result::{Role, SideReport, SocketGrant, TestResult};
 use crate::spec::{HttpSpec, RrProto, RrSpec, TcpSpec, TestSpec, UdpSpec};
+use crate::summary::{self, AgentOutcome};
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -502,12 +503,12 @@ pub fn run_http(
         }
         None => None,
     };
-    let server = session.as_ref().map(|s| crate::http_summary::ServerSide {
+    let server = session.as_ref().map(|s| crate::summary::http::ServerSide {
         name: &s.target.name,
         host: &s.host,
         report: agent_report.as_ref(),
     });
-    Ok(crate::http_summary::assemble(
+    Ok(crate::summary::http::assemble(
         spec,
         HostInfo::read(),
         &local,
@@ -635,7 +636,7 @@ fn drive(
             client: c,
         })
         .collect();
-    Ok(result::assemble(
+    Ok(summary::assemble(
         spec,
         HostInfo::read(),
         &outcomes,
@@ -670,7 +671,7 @@ fn add_line_rate(r: &mut TestResult, spec: &TcpSpec, ipv6: bool) {
     };
     let Some(mtu) = mtu else { return };
     match crate::goodput::goodput(speed, mtu, crate::goodput::Transport::Tcp, ipv6) {
-        Some(g) => result::add_line_rate(r, &g, &source),
+        Some(g) => summary::add_line_rate(r, &g, &source),
         None => r
             .notes
             .push(format!("MTU {mtu} leaves no room for TCP payload: no line-rate figure")),

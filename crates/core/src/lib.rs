@@ -8,14 +8,12 @@
 pub mod client;
 pub mod engine;
 pub mod goodput;
-pub mod http_summary;
 pub mod httpd;
 pub mod metrics;
 pub mod proto;
 pub mod result;
-pub mod rr_summary;
 pub mod spec;
-pub mod udp_summary;
+pub mod summary;
 pub mod units;
 
 /// The version of this build, as written into every result document.

@@ -2,8 +2,8 @@
 //! arithmetic for `linerate calc goodput`.
 
 use crate::text::grouped;
-use linerate_core::metrics::sample::{HostInterval, HostUsage, InterfaceUsage};
 use linerate_core::goodput::{Goodput, Transport};
+use linerate_core::metrics::sample::{HostInterval, HostUsage, InterfaceUsage};
 use std::fmt::Write;
 
 /// The interfaces to show: those named, then any other that moved bytes.

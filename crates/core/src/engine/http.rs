@@ -9,6 +9,7 @@
 use super::tcp::Gate;
 use super::udp::{Plan, RunState, Shared, StreamInfo, sample_until_done, spawn_worker};
 use super::{Control, EngineError, Sink, pin};
+use crate::result::HttpErrors;
 use crate::result::{Role, SideReport, StreamEnd};
 use crate::spec::HttpSpec;
 use hdrhistogram::Histogram;
@@ -109,41 +110,6 @@ impl HttpTarget {
         )
         .into_bytes();
         HttpTarget { addr, request }
-    }
-}
-
-/// Failed requests by what went wrong.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct HttpErrors {
-    /// The connection was refused (nothing listening, or the backlog full).
-    pub refused: u64,
-    /// Reset, or closed before the response's head came.
-    pub reset: u64,
-    /// Not answered in full within the timeout (connect included).
-    pub timeout: u64,
-    /// A response with a status other than 2xx.
-    pub bad_status: u64,
-    /// Closed before Content-Length bytes of body came.
-    pub short_body: u64,
-    /// A head that did not parse, too large, or a body form not supported (chunked).
-    pub bad_response: u64,
-    /// Any other socket error.
-    pub other: u64,
-}
-
-impl HttpErrors {
-    pub fn total(&self) -> u64 {
-        self.refused + self.reset + self.timeout + self.bad_status + self.short_body + self.bad_response + self.other
-    }
-
-    fn add(&mut self, o: &HttpErrors) {
-        self.refused += o.refused;
-        self.reset += o.reset;
-        self.timeout += o.timeout;
-        self.bad_status += o.bad_status;
-        self.short_body += o.short_body;
-        self.bad_response += o.bad_response;
-        self.other += o.other;
     }
 }
 
