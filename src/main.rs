@@ -1,6 +1,5 @@
 //! linerate: parse -> spec -> run -> render -> exit code; nothing else.
 
-mod agent;
 mod cli;
 mod lab;
 mod live;
@@ -8,6 +7,7 @@ mod live;
 use anyhow::Context;
 use clap::Parser;
 use cli::{Cli, Command};
+use linerate_core::agent::{self, AgentEvent};
 use linerate_core::client::{ClientOptions, Target, run_tcp};
 use linerate_core::result::{Role, TestResult};
 use linerate_core::spec::TcpSpec;
@@ -817,9 +817,16 @@ fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     out.write_all(lines.as_bytes())?;
     out.flush()?;
     drop(out);
-    agent.serve();
+    agent.serve(print_agent_event);
     drop(http);
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `serve` (and `quick`'s agent) tells the user: a refused client, one line on stderr.
+fn print_agent_event(event: &AgentEvent) {
+    if let AgentEvent::Refused { peer, kind, message } = event {
+        eprintln!("linerate serve: {peer}: {kind}: {message}");
+    }
 }
 
 fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
@@ -832,7 +839,7 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
         joins: Vec::new(),
     })?;
     let addr = agent.local_addr();
-    std::thread::spawn(move || agent.serve());
+    std::thread::spawn(move || agent.serve(print_agent_event));
     let mut spec = TcpSpec::new();
     spec.limit = linerate_core::spec::Limit::Seconds(args.time);
     spec.streams = args.streams;

@@ -2,9 +2,11 @@
 //!
 //! In: validated test specs ([`spec`]) and sockets. Out: plain data ([`result`]) that the
 //! `linerate-report` crate renders. The control protocol ([`proto`]) carries specs to agents and
-//! their measurements back; [`client`] runs one test against one or more agents.
+//! their measurements back; [`client`] runs one test against one or more agents, [`agent`] is
+//! the other half, serving them.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod agent;
 pub mod client;
 pub mod engine;
 pub mod goodput;
