@@ -148,7 +148,7 @@ fn connect(
 }
 
 /// A control connection that has passed the handshake and had its test accepted.
-pub struct Session {
+pub(crate) struct Session {
     pub target: Target,
     pub conn: Conn,
     pub cookie: [u8; COOKIE_LEN],
@@ -158,7 +158,7 @@ pub struct Session {
 }
 
 /// Connects, exchanges preambles, authenticates and asks for `spec`.
-pub fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> Result<Session, ClientError> {
+pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> Result<Session, ClientError> {
     let peer = target.addr;
     let stream = connect(peer, opts.connect_timeout, |_| Ok(()))?;
     let mut conn = Conn::new(stream, peer);
@@ -268,7 +268,7 @@ pub fn run_tcp(
 }
 
 /// The test id UDP datagrams carry: the first 8 bytes of the agent's cookie.
-pub fn udp_test_id(cookie: &[u8; COOKIE_LEN]) -> u64 {
+pub(crate) fn udp_test_id(cookie: &[u8; COOKIE_LEN]) -> u64 {
     u64::from_le_bytes(cookie[..8].try_into().expect("a cookie is 16 bytes"))
 }
 

@@ -60,7 +60,7 @@ fn parse_row(line: &str, columns: usize) -> Option<(String, Vec<u64>, String)> {
 }
 
 /// Parses /proc/interrupts; lines it cannot read are skipped, `None` without a header.
-pub fn parse_interrupts(text: &str) -> Option<Interrupts> {
+pub(crate) fn parse_interrupts(text: &str) -> Option<Interrupts> {
     let mut lines = text.lines();
     let cpus = parse_header(lines.next()?)?;
     let lines = lines
@@ -84,7 +84,7 @@ impl Softirqs {
 }
 
 /// Parses /proc/softirqs; `None` without a header.
-pub fn parse_softirqs(text: &str) -> Option<Softirqs> {
+pub(crate) fn parse_softirqs(text: &str) -> Option<Softirqs> {
     let mut lines = text.lines();
     let cpus = parse_header(lines.next()?)?;
     let kinds = lines

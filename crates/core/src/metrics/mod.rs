@@ -9,6 +9,6 @@ pub mod doctor;
 pub mod host;
 pub mod irq;
 pub mod netdev;
-pub mod rusage;
+pub(crate) mod rusage;
 pub mod sample;
-pub mod snmp;
+pub(crate) mod snmp;

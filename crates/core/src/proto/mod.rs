@@ -24,7 +24,7 @@ pub const DEFAULT_PORT: u16 = 5301;
 /// One control message. Serialised as JSON with a `type` tag in snake case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Message {
+pub(crate) enum Message {
     /// Agent -> client, first message: who it is and, when it wants a secret, a challenge.
     Hello {
         software: String,
@@ -115,7 +115,7 @@ pub fn to_hex(bytes: &[u8]) -> String {
 }
 
 /// Bytes from lower- or upper-case hex; `None` if the text is not hex.
-pub fn from_hex(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn from_hex(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) {
         return None;
     }

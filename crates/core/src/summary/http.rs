@@ -13,14 +13,14 @@ use crate::spec::{HttpSpec, TestSpec};
 use std::collections::BTreeMap;
 
 /// The server's host as its agent saw it over the window.
-pub struct ServerSide<'a> {
+pub(crate) struct ServerSide<'a> {
     pub name: &'a str,
     pub host: &'a HostInfo,
     pub report: Option<&'a SideReport>,
 }
 
 /// The users' figures over the window.
-pub fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
+pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
     let secs = run.window_seconds;
     let per_s = |n: f64| if secs > 0.0 { n / secs } else { 0.0 };
     let lat = |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| figures(h));
@@ -133,10 +133,10 @@ pub fn optimum(points: &[(u32, f64, f64, f64)]) -> Option<Optimum> {
 }
 
 /// The share of the best throughput that counts as reaching it, for [`optimum`].
-pub const KNEE_SHARE: f64 = 0.95;
+pub(crate) const KNEE_SHARE: f64 = 0.95;
 
 /// The result document of an HTTP run.
-pub fn assemble(
+pub(crate) fn assemble(
     spec: &HttpSpec,
     client_host: HostInfo,
     client: &SideReport,

@@ -215,7 +215,7 @@ pub fn line_rate(s: &SideSummary, g: &Goodput, source: &str) -> LineRate {
 }
 
 /// Sets every side's line-rate figure (totals, directions, agents) against `g`.
-pub fn add_line_rate(r: &mut TestResult, g: &Goodput, source: &str) {
+pub(crate) fn add_line_rate(r: &mut TestResult, g: &Goodput, source: &str) {
     let mut sides: Vec<&mut SideSummary> = vec![&mut r.summary.sent, &mut r.summary.received];
     if let Some(d) = r.summary.directions.as_mut() {
         for v in d.values_mut() {
@@ -236,7 +236,7 @@ pub fn add_line_rate(r: &mut TestResult, g: &Goodput, source: &str) {
 
 /// Joins the client's and the agents' reports of one run of any kind into the result document;
 /// a UDP run's summary also gets its datagram figures ([`crate::result::UdpSummary`]).
-pub fn assemble(
+pub(crate) fn assemble(
     spec: &TestSpec,
     client_host: HostInfo,
     agents: &[AgentOutcome<'_>],

@@ -28,7 +28,7 @@ pub fn figures(h: &Histogram<u64>) -> LatencyFigures {
 /// Up to 100 equal bins (none finer than the histogram resolves) between the 0.1th and 99.9th percentiles, and the peaks among them: a
 /// bin (3-bin moving average) higher than its neighbours, at least a tenth of the highest, and
 /// parted from the next peak by a valley under 70 % of the lower of the two.
-pub fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
+pub(crate) fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
     if h.is_empty() {
         return (Vec::new(), Vec::new());
     }
@@ -124,7 +124,7 @@ pub fn expected_slope(stage_bits_per_second: &[f64]) -> f64 {
 }
 
 /// Joins every asking stream's histograms.
-pub fn summarise(spec: &RrSpec, agents: &[AgentOutcome<'_>], sent: &SideSummary, received: &SideSummary) -> RrSummary {
+pub(crate) fn summarise(spec: &RrSpec, agents: &[AgentOutcome<'_>], sent: &SideSummary, received: &SideSummary) -> RrSummary {
     let mut s = RrSummary::default();
     let mut rtt: Option<Histogram<u64>> = None;
     let mut connect: Option<Histogram<u64>> = None;

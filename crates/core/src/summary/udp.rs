@@ -16,7 +16,7 @@ fn find(r: Option<&SideReport>, stream: usize, role: Role) -> Option<&StreamRepo
 }
 
 /// Joins every stream's sender and receiver reports.
-pub fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &SideSummary) -> UdpSummary {
+pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &SideSummary) -> UdpSummary {
     let mut u = UdpSummary::default();
     let mut spacing: Option<Histogram<u64>> = None;
     let mut delay: Option<Histogram<u64>> = None;
