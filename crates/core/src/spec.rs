@@ -17,7 +17,7 @@ pub enum TestSpec {
 
 impl TestSpec {
     /// The test kind as written in documents: `"tcp"`, `"udp"`.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             TestSpec::Tcp(_) => "tcp",
             TestSpec::Udp(_) => "udp",

@@ -22,11 +22,11 @@ pub struct CpuTicks {
 }
 
 impl CpuTicks {
-    pub fn busy(&self) -> u64 {
+    pub(crate) fn busy(&self) -> u64 {
         self.user + self.nice + self.system + self.irq + self.softirq + self.steal
     }
 
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.busy() + self.idle + self.iowait
     }
 

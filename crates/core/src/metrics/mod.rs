@@ -7,7 +7,7 @@
 pub mod cpu;
 pub mod doctor;
 pub mod host;
-pub mod irq;
+pub(crate) mod irq;
 pub mod netdev;
 pub(crate) mod rusage;
 pub mod sample;

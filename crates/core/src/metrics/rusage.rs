@@ -29,7 +29,7 @@ impl ProcessTimes {
         }
     }
 
-    pub fn since(&self, earlier: &ProcessTimes) -> ProcessTimes {
+    pub(crate) fn since(&self, earlier: &ProcessTimes) -> ProcessTimes {
         ProcessTimes {
             user_seconds: (self.user_seconds - earlier.user_seconds).max(0.0),
             system_seconds: (self.system_seconds - earlier.system_seconds).max(0.0),

@@ -449,7 +449,7 @@ impl HostUsage {
     }
 
     /// Busy cores over the interval: all-CPU busy share x CPUs online.
-    pub fn busy_cores(&self) -> Option<f64> {
+    pub(crate) fn busy_cores(&self) -> Option<f64> {
         let cpus = self.per_cpu.len().max(1) as f64;
         self.cpu.map(|c| c.busy / 100.0 * cpus)
     }

@@ -71,7 +71,7 @@ impl Conn {
     }
 
     /// An agent's end: the client's preamble was read by the caller; messages are small.
-    pub fn accepted(stream: TcpStream, peer: SocketAddr) -> Conn {
+    pub(crate) fn accepted(stream: TcpStream, peer: SocketAddr) -> Conn {
         let mut c = Conn::new(stream, peer);
         c.max_message = frame::MAX_REQUEST_BYTES;
         c.opened = true;
@@ -83,11 +83,11 @@ impl Conn {
         self.buf.len()
     }
 
-    pub fn peer(&self) -> SocketAddr {
+    pub(crate) fn peer(&self) -> SocketAddr {
         self.peer
     }
 
-    pub fn stream(&self) -> &TcpStream {
+    pub(crate) fn stream(&self) -> &TcpStream {
         &self.stream
     }
 
@@ -98,7 +98,7 @@ impl Conn {
         }
     }
 
-    pub fn send(&mut self, msg: &Message) -> Result<(), ProtoError> {
+    pub(crate) fn send(&mut self, msg: &Message) -> Result<(), ProtoError> {
         let bytes = frame::encode(msg).map_err(|source| ProtoError::Frame {
             peer: self.peer,
             source,
@@ -225,7 +225,7 @@ impl Conn {
 
     /// The next message, which must arrive within `timeout`; an `Error` message becomes
     /// [`ProtoError::Refused`].
-    pub fn recv(&mut self, timeout: Duration, what: &'static str) -> Result<Message, ProtoError> {
+    pub(crate) fn recv(&mut self, timeout: Duration, what: &'static str) -> Result<Message, ProtoError> {
         match self.try_recv(timeout)? {
             None => Err(ProtoError::Timeout {
                 peer: self.peer,

@@ -27,7 +27,7 @@ pub enum FrameError {
     Json(String),
 }
 
-pub fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
+pub(crate) fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
     let v = version.to_be_bytes();
     [
         CONTROL_MAGIC[0],

@@ -7,8 +7,8 @@
 //! HMAC-SHA256 challenge-response on a shared secret that never crosses the wire.
 
 pub mod auth;
-pub mod conn;
-pub mod frame;
+pub(crate) mod conn;
+pub(crate) mod frame;
 
 use crate::metrics::host::HostInfo;
 use crate::result::SideReport;
@@ -16,7 +16,7 @@ use crate::spec::TestSpec;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks. Peers with another version are refused.
-pub const VERSION: u16 = 1;
+pub(crate) const VERSION: u16 = 1;
 
 /// The agent's default control (and data) port.
 pub const DEFAULT_PORT: u16 = 5301;
@@ -92,7 +92,7 @@ impl std::fmt::Display for ErrorKind {
 
 impl Message {
     /// The tag as it appears on the wire, for error messages.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Message::Hello { .. } => "hello",
             Message::Auth { .. } => "auth",

@@ -88,7 +88,7 @@ pub struct HttpErrors {
 }
 
 impl HttpErrors {
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.refused + self.reset + self.timeout + self.bad_status + self.short_body + self.bad_response + self.other
     }
 

@@ -18,7 +18,7 @@ pub struct ErrorCounts {
 }
 
 impl ErrorCounts {
-    pub fn add(&mut self, o: &ErrorCounts) {
+    pub(crate) fn add(&mut self, o: &ErrorCounts) {
         self.resets += o.resets;
         self.other += o.other;
     }

@@ -72,7 +72,7 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
 }
 
 /// The timeline of the run in intervals, ramp included.
-pub fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpIntervalRecord> {
+pub(crate) fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpIntervalRecord> {
     let ramp_ns = (spec.ramp_seconds * 1e9) as u64;
     let iv = run.interval_ns.max(1);
     let mut out = Vec::new();

@@ -181,7 +181,7 @@ fn add_host_usage(s: &mut SideSummary, hosts: &[(&str, &HostUsage)]) {
 }
 
 /// Throughput per busy core, CPU per Gbit/s and cycles per byte of the counting hosts.
-pub fn efficiency(bytes: u64, bits_per_second: f64, hosts: &[(&str, &HostUsage)]) -> Option<Efficiency> {
+pub(crate) fn efficiency(bytes: u64, bits_per_second: f64, hosts: &[(&str, &HostUsage)]) -> Option<Efficiency> {
     let mut busy_cores = 0.0;
     let mut cycles = Some(0.0);
     for (_, h) in hosts {
@@ -204,7 +204,7 @@ pub fn efficiency(bytes: u64, bits_per_second: f64, hosts: &[(&str, &HostUsage)]
 }
 
 /// The side's throughput against what the wire allows.
-pub fn line_rate(s: &SideSummary, g: &Goodput, source: &str) -> LineRate {
+pub(crate) fn line_rate(s: &SideSummary, g: &Goodput, source: &str) -> LineRate {
     LineRate {
         link_bits_per_second: g.link_bits_per_second,
         mtu_bytes: g.mtu_bytes,

@@ -11,7 +11,7 @@ use crate::spec::RrSpec;
 use hdrhistogram::Histogram;
 
 /// Percentiles of a histogram of ns, in µs.
-pub fn figures(h: &Histogram<u64>) -> LatencyFigures {
+pub(crate) fn figures(h: &Histogram<u64>) -> LatencyFigures {
     let us = |v: u64| v as f64 / 1e3;
     LatencyFigures {
         min: us(h.min()),
