@@ -560,7 +560,7 @@ pub(crate) struct HostTimeline {
 
 impl HostTimeline {
     /// Starts from `first`, taken at `at_ns` on the run's clock.
-    pub fn new(first: HostSnapshot, at_ns: u64, groups: IrqGroups) -> HostTimeline {
+    pub(crate) fn new(first: HostSnapshot, at_ns: u64, groups: IrqGroups) -> HostTimeline {
         HostTimeline {
             prev: first,
             prev_ns: at_ns,

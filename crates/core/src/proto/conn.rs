@@ -59,7 +59,7 @@ fn is_timeout(e: &io::Error) -> bool {
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream, peer: SocketAddr) -> Conn {
+    pub(crate) fn new(stream: TcpStream, peer: SocketAddr) -> Conn {
         let _ = stream.set_nodelay(true);
         Conn {
             stream,
