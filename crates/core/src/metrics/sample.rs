@@ -1,7 +1,7 @@
 //! A host's counters read together ([`HostSnapshot`]) and what changed between two readings
 //! ([`HostUsage`]): CPU split per CPU, interrupts and softirqs per second, interface traffic, the
 //! stack's drop and retransmit counters, memory, and this process's own CPU. Engines take a
-//! snapshot at each edge of the measurement window and keep a [`HostTimeline`] at the interval.
+//! snapshot at each edge of the measurement window and keep a `HostTimeline` at the interval.
 //!
 //! Counters that wrap (the kernel's 32-bit interrupt, softirq and softnet counts, 32-bit driver
 //! counters) are unwrapped; a counter that restarted (an interface made anew) counts from zero;

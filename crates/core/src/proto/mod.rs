@@ -1,8 +1,8 @@
 //! The control protocol between a client and an agent. docs/protocol.md is its contract and
-//! mirrors this module: a change to the wire bumps [`VERSION`] and the doc in the same commit.
+//! mirrors this module: a change to the wire bumps `VERSION` and the doc in the same commit.
 //!
 //! A control connection opens with an 8-byte preamble each way (`frame`), then carries
-//! length-prefixed JSON messages ([`Message`]). Data connections open with a 24-byte header that
+//! length-prefixed JSON messages (`Message`). Data connections open with a 24-byte header that
 //! names the test by its cookie and the stream by its index. Authentication (`auth`) is an
 //! HMAC-SHA256 challenge-response on a shared secret that never crosses the wire.
 

@@ -3,9 +3,9 @@
 //! = the sender's figure, `received` = the receiver's).
 //!
 //! Sits above the engines (it reads their reports and constants) and below the client, which
-//! calls it once a run is over. [`assemble`] joins a TCP, UDP or request-response run; each kind
+//! calls it once a run is over. `assemble` joins a TCP, UDP or request-response run; each kind
 //! adds its own figures from its module (`tcp`, `udp`, `rr`); an HTTP run has its own
-//! [`http::assemble`]. The types they fill in are in `crate::result`.
+//! `http::assemble`. The types they fill in are in `crate::result`.
 
 pub mod http;
 pub mod rr;

@@ -124,7 +124,12 @@ pub fn expected_slope(stage_bits_per_second: &[f64]) -> f64 {
 }
 
 /// Joins every asking stream's histograms.
-pub(crate) fn summarise(spec: &RrSpec, agents: &[AgentOutcome<'_>], sent: &SideSummary, received: &SideSummary) -> RrSummary {
+pub(crate) fn summarise(
+    spec: &RrSpec,
+    agents: &[AgentOutcome<'_>],
+    sent: &SideSummary,
+    received: &SideSummary,
+) -> RrSummary {
     let mut s = RrSummary::default();
     let mut rtt: Option<Histogram<u64>> = None;
     let mut connect: Option<Histogram<u64>> = None;
