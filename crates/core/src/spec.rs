@@ -36,7 +36,7 @@ impl TestSpec {
     }
 
     /// Streams per agent, both directions counted.
-    pub fn streams_per_agent(&self) -> usize {
+    pub(crate) fn streams_per_agent(&self) -> usize {
         match self {
             TestSpec::Tcp(t) => t.streams_per_agent(),
             TestSpec::Udp(u) => u.streams_per_agent(),
@@ -47,7 +47,7 @@ impl TestSpec {
     }
 
     /// Whether stream `index` (per agent) carries data from the client to the agent.
-    pub fn stream_flows_forward(&self, index: usize) -> bool {
+    pub(crate) fn stream_flows_forward(&self, index: usize) -> bool {
         match self {
             TestSpec::Tcp(t) => t.stream_flows_forward(index),
             TestSpec::Udp(u) => u.stream_flows_forward(index),
@@ -152,7 +152,7 @@ pub struct RrSpec {
 }
 
 impl RrSpec {
-    pub fn new() -> RrSpec {
+    pub(crate) fn new() -> RrSpec {
         RrSpec {
             proto: RrProto::Tcp,
             streams: 1,
@@ -263,7 +263,7 @@ pub struct Multicast {
 }
 
 impl UdpSpec {
-    pub fn new() -> UdpSpec {
+    pub(crate) fn new() -> UdpSpec {
         UdpSpec {
             streams: 1,
             cpus: Vec::new(),

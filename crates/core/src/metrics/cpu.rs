@@ -91,7 +91,7 @@ pub struct StatReading {
 }
 
 impl StatReading {
-    pub fn read() -> Option<StatReading> {
+    pub(crate) fn read() -> Option<StatReading> {
         parse_stat(&std::fs::read_to_string("/proc/stat").ok()?)
     }
 }

@@ -23,7 +23,7 @@ pub struct Interrupts {
 }
 
 impl Interrupts {
-    pub fn read() -> Option<Interrupts> {
+    pub(crate) fn read() -> Option<Interrupts> {
         parse_interrupts(&std::fs::read_to_string("/proc/interrupts").ok()?)
     }
 }
@@ -78,7 +78,7 @@ pub struct Softirqs {
 }
 
 impl Softirqs {
-    pub fn read() -> Option<Softirqs> {
+    pub(crate) fn read() -> Option<Softirqs> {
         parse_softirqs(&std::fs::read_to_string("/proc/softirqs").ok()?)
     }
 }

@@ -15,7 +15,7 @@ pub struct ProcessTimes {
 }
 
 impl ProcessTimes {
-    pub fn read() -> ProcessTimes {
+    pub(crate) fn read() -> ProcessTimes {
         // SAFETY: getrusage writes a plain-data struct that we zero-initialise and own.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         // SAFETY: RUSAGE_SELF with a valid pointer cannot fail (getrusage(2)).

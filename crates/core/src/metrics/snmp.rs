@@ -15,7 +15,7 @@ pub struct StackCounters {
 }
 
 impl StackCounters {
-    pub fn read() -> Option<StackCounters> {
+    pub(crate) fn read() -> Option<StackCounters> {
         let text = std::fs::read_to_string("/proc/thread-self/net/snmp")
             .or_else(|_| std::fs::read_to_string("/proc/net/snmp"))
             .ok()?;
