@@ -1,12 +1,12 @@
 //! linerate: parse -> spec -> run -> render -> exit code; nothing else.
 
-mod agent;
 mod cli;
 mod live;
 
 use anyhow::Context;
 use clap::Parser;
 use cli::{Cli, Command};
+use linerate_core::agent::{self, AgentEvent};
 use linerate_core::client::{ClientOptions, Target, run_tcp};
 use linerate_core::engine::http::HttpTarget;
 use linerate_core::result::{Role, TestResult};
@@ -183,7 +183,7 @@ fn sys(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
 
 /// `linerate calc goodput`.
 fn calc(args: &cli::sys::CalcArgs) -> anyhow::Result<ExitCode> {
-    use linerate_core::wire::{Transport, goodput};
+    use linerate_core::goodput::{Transport, goodput};
     let cli::sys::CalcCommand::Goodput { link, mtu, ipv6, json } = &args.command;
     anyhow::ensure!(link.0 > 0.0, "--link must be above 0");
     anyhow::ensure!((68..=65_535).contains(mtu), "--mtu {mtu} is not between 68 and 65535");
@@ -440,9 +440,16 @@ fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     out.write_all(lines.as_bytes())?;
     out.flush()?;
     drop(out);
-    agent.serve();
+    agent.serve(print_agent_event);
     drop(http);
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `serve` (and `quick`'s agent) tells the user: a refused client, one line on stderr.
+fn print_agent_event(event: &AgentEvent) {
+    if let AgentEvent::Refused { peer, kind, message } = event {
+        eprintln!("linerate serve: {peer}: {kind}: {message}");
+    }
 }
 
 fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
@@ -455,7 +462,7 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
         joins: Vec::new(),
     })?;
     let addr = agent.local_addr();
-    std::thread::spawn(move || agent.serve());
+    std::thread::spawn(move || agent.serve(print_agent_event));
     let mut spec = TcpSpec::new();
     spec.limit = linerate_core::spec::Limit::Seconds(args.time.as_secs_f64());
     spec.streams = args.streams;

@@ -9,8 +9,9 @@ use crate::proto::DEFAULT_PORT;
 use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame::{self, COOKIE_LEN};
 use crate::proto::{Message, auth};
-use crate::result::{self, AgentOutcome, Role, SideReport, SocketGrant, TestResult};
+use crate::result::{Role, SideReport, SocketGrant, TestResult};
 use crate::spec::{HttpSpec, RrProto, RrSpec, TcpSpec, TestSpec, UdpSpec};
+use crate::summary::{self, AgentOutcome};
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -147,7 +148,7 @@ fn connect(
 }
 
 /// A control connection that has passed the handshake and had its test accepted.
-pub struct Session {
+pub(crate) struct Session {
     pub target: Target,
     pub conn: Conn,
     pub cookie: [u8; COOKIE_LEN],
@@ -157,7 +158,7 @@ pub struct Session {
 }
 
 /// Connects, exchanges preambles, authenticates and asks for `spec`.
-pub fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> Result<Session, ClientError> {
+pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> Result<Session, ClientError> {
     let peer = target.addr;
     let stream = connect(peer, opts.connect_timeout, |_| Ok(()))?;
     let mut conn = Conn::new(stream, peer);
@@ -267,7 +268,7 @@ pub fn run_tcp(
 }
 
 /// The test id UDP datagrams carry: the first 8 bytes of the agent's cookie.
-pub fn udp_test_id(cookie: &[u8; COOKIE_LEN]) -> u64 {
+pub(crate) fn udp_test_id(cookie: &[u8; COOKIE_LEN]) -> u64 {
     u64::from_le_bytes(cookie[..8].try_into().expect("a cookie is 16 bytes"))
 }
 
@@ -502,12 +503,12 @@ pub fn run_http(
         }
         None => None,
     };
-    let server = session.as_ref().map(|s| crate::http_summary::ServerSide {
+    let server = session.as_ref().map(|s| crate::summary::http::ServerSide {
         name: &s.target.name,
         host: &s.host,
         report: agent_report.as_ref(),
     });
-    Ok(crate::http_summary::assemble(
+    Ok(crate::summary::http::assemble(
         spec,
         HostInfo::read(),
         &local,
@@ -635,7 +636,7 @@ fn drive(
             client: c,
         })
         .collect();
-    Ok(result::assemble(
+    Ok(summary::assemble(
         spec,
         HostInfo::read(),
         &outcomes,
@@ -669,8 +670,8 @@ fn add_line_rate(r: &mut TestResult, spec: &TcpSpec, ipv6: bool) {
         (None, None) => return,
     };
     let Some(mtu) = mtu else { return };
-    match crate::wire::goodput(speed, mtu, crate::wire::Transport::Tcp, ipv6) {
-        Some(g) => result::add_line_rate(r, &g, &source),
+    match crate::goodput::goodput(speed, mtu, crate::goodput::Transport::Tcp, ipv6) {
+        Some(g) => summary::add_line_rate(r, &g, &source),
         None => r
             .notes
             .push(format!("MTU {mtu} leaves no room for TCP payload: no line-rate figure")),

@@ -2,23 +2,23 @@
 //!
 //! In: validated test specs ([`spec`]) and sockets. Out: plain data ([`result`]) that the
 //! `linerate-report` crate renders. The control protocol ([`proto`]) carries specs to agents and
-//! their measurements back; [`client`] runs one test against one or more agents.
+//! their measurements back; [`client`] runs one test against one or more agents, [`agent`] is
+//! the other half, serving them.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod agent;
 pub mod client;
 pub mod codec;
 pub mod engine;
-pub mod http_summary;
+pub mod goodput;
 pub mod httpd;
 pub mod metrics;
 pub mod proto;
 pub mod result;
-pub mod rr_summary;
 pub mod spec;
+pub mod summary;
 pub mod sweep;
-pub mod udp_summary;
 pub mod units;
-pub mod wire;
 
 /// The version of this build, as written into every result document.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -36,7 +36,7 @@ impl TestSpec {
     }
 
     /// Streams per agent, both directions counted.
-    pub fn streams_per_agent(&self) -> usize {
+    pub(crate) fn streams_per_agent(&self) -> usize {
         match self {
             TestSpec::Tcp(t) => t.streams_per_agent(),
             TestSpec::Udp(u) => u.streams_per_agent(),
@@ -47,7 +47,7 @@ impl TestSpec {
     }
 
     /// Whether stream `index` (per agent) carries data from the client to the agent.
-    pub fn stream_flows_forward(&self, index: usize) -> bool {
+    pub(crate) fn stream_flows_forward(&self, index: usize) -> bool {
         match self {
             TestSpec::Tcp(t) => t.stream_flows_forward(index),
             TestSpec::Udp(u) => u.stream_flows_forward(index),
@@ -58,7 +58,7 @@ impl TestSpec {
 
     /// Whether the agent keeps going until the client says the run is over (it answers or
     /// samples, and cannot tell when the asking ends), so the client sends `stop` when done.
-    pub fn agent_waits_for_stop(&self) -> bool {
+    pub(crate) fn agent_waits_for_stop(&self) -> bool {
         matches!(self, TestSpec::Rr(_) | TestSpec::Http(_))
     }
 
@@ -216,9 +216,9 @@ impl Default for RrSpec {
 }
 
 /// The smallest UDP payload: linerate's datagram header (docs/protocol.md).
-pub const UDP_HEADER_BYTES: u32 = 32;
+pub(crate) const UDP_HEADER_BYTES: u32 = 32;
 /// The largest UDP payload over IPv4.
-pub const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
+pub(crate) const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
 
 /// A UDP stream test, as UDPmon ran them: datagrams of one size at a regular spacing.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -446,13 +446,13 @@ pub const MAX_STREAMS: u16 = 1024;
 /// loop, so more threads than CPUs only adds switching.
 pub const MAX_THREADS: u16 = 128;
 /// The largest buffer: larger writes gain nothing and memory is depth x streams x buffer.
-pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_BUFFER_BYTES: u64 = 1 << 30;
 /// The most buffer memory one end allocates for a test.
-pub const MAX_BUFFER_MEMORY: u64 = 4 << 30;
-pub const MAX_DEPTH: u32 = 1024;
-pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+pub(crate) const MAX_BUFFER_MEMORY: u64 = 4 << 30;
+pub(crate) const MAX_DEPTH: u32 = 1024;
+pub(crate) const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
 /// The most interval samples one end keeps (each stream each interval is one).
-pub const MAX_INTERVAL_SAMPLES: usize = 200_000;
+pub(crate) const MAX_INTERVAL_SAMPLES: usize = 200_000;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SpecError {

@@ -205,7 +205,7 @@ fn rr_row(point: &SweepPoint) -> String {
     format!("{request:>9} {response:>9} {figures}  {}\n", point.note)
 }
 
-fn rr_summary(r: &TestResult) -> linerate_core::rr_summary::RrSummary {
+fn rr_summary(r: &TestResult) -> linerate_core::result::RrSummary {
     r.summary.rr.clone().unwrap_or_default()
 }
 

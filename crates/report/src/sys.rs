@@ -2,8 +2,8 @@
 //! arithmetic for `linerate calc goodput`.
 
 use crate::text::grouped;
+use linerate_core::goodput::{Goodput, Transport};
 use linerate_core::metrics::sample::{HostInterval, HostUsage, InterfaceUsage};
-use linerate_core::wire::{Goodput, Transport};
 use std::fmt::Write;
 
 /// The interfaces to show: those named, then any other that moved bytes.
@@ -216,7 +216,7 @@ pub fn doctor_text(findings: &[linerate_core::metrics::doctor::Finding]) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::wire::goodput;
+    use linerate_core::goodput::goodput;
 
     #[test]
     fn goodput_lines_carry_the_figures() {

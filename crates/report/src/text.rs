@@ -421,7 +421,7 @@ fn render_http(r: &TestResult) -> String {
             grouped(h.bits_per_second_out / 1e6, 3)
         ),
     );
-    let lat = |l: &Option<linerate_core::rr_summary::LatencyFigures>| match l {
+    let lat = |l: &Option<linerate_core::result::LatencyFigures>| match l {
         Some(l) => format!(
             "mean {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
             l.mean, l.p50, l.p90, l.p99, l.max
@@ -481,7 +481,7 @@ fn render_http(r: &TestResult) -> String {
         cols.push((format!("server {}", s.counted_by.join(", ")), s));
     }
     side_block(&mut out, "COST", &cols, false, None);
-    let timeline: Vec<&linerate_core::http_summary::HttpIntervalRecord> = r
+    let timeline: Vec<&linerate_core::result::HttpIntervalRecord> = r
         .intervals
         .iter()
         .filter_map(|i| match i {

@@ -2,14 +2,14 @@
 //! tests/snapshots/. After an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p linerate-report`
 //! rewrites them; review the diff like code.
 
-use linerate_core::http_summary::{HttpSummary, Optimum};
+use linerate_core::result::UdpSummary;
+use linerate_core::result::{Fit, LatencyFigures, RrSummary};
+use linerate_core::result::{HttpSummary, Optimum};
 use linerate_core::result::{Summary, TestResult};
-use linerate_core::rr_summary::{Fit, LatencyFigures, RrSummary};
 use linerate_core::spec::{HttpSpec, RrProto, RrSpec, TestSpec, UdpSpec};
 use linerate_core::sweep::{
     At, HttpSweep, HttpSweepSummary, Parameter, RrSweep, RrSweepSummary, RrVaries, Sweep, SweepKind, SweepPoint,
 };
-use linerate_core::udp_summary::UdpSummary;
 use linerate_report::sweep;
 use std::path::Path;
 

@@ -6,10 +6,10 @@ use linerate_core::metrics::cpu::CpuSplit;
 use linerate_core::metrics::host::HostInfo;
 use linerate_core::metrics::sample::{HostUsage, InterfaceUsage, InterruptRates, SoftirqRate};
 use linerate_core::result::{
-    AgentOutcome, CpuUsage, ErrorCounts, Role, SideReport, SocketGrant, StreamEnd, StreamReport, TcpSnapshot,
-    assemble_tcp,
+    CpuUsage, ErrorCounts, Role, SideReport, SocketGrant, StreamEnd, StreamReport, TcpSnapshot,
 };
 use linerate_core::spec::{Direction, Limit, TcpSpec};
+use linerate_core::summary::{AgentOutcome, assemble_tcp};
 use linerate_core::units::ByteSize;
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! was achieved (the spacing between sends, and how many went out late) is kept as it goes,
 //! without allocating.
 
-use serde::{Deserialize, Serialize};
+use crate::result::SendSpacing;
 use std::time::{Duration, Instant};
 
 /// The last stretch before a send is spun, not slept: a sleep's wake-up is late by up to this
@@ -14,19 +14,6 @@ pub(crate) const SPIN: Duration = Duration::from_micros(200);
 /// Gaps shorter than this are below the cost of one send: datagrams that fall due together go
 /// out in one batch.
 pub(crate) const MIN_UNBATCHED_GAP_NS: u64 = 5_000;
-
-/// The spacing a sender achieved.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SendSpacing {
-    /// Mean time between consecutive datagrams, microseconds.
-    pub mean_us: f64,
-    pub stddev_us: f64,
-    /// Datagrams sent more than a tenth of a gap (at least 1 µs) after their scheduled moment,
-    /// percent.
-    pub late_percent: f64,
-    /// The spacing asked for, microseconds (0: as fast as possible).
-    pub requested_us: f64,
-}
 
 /// The schedule of one stream.
 pub(crate) struct Pacer {
@@ -153,7 +140,11 @@ mod tests {
         for i in 0..50u64 {
             assert_eq!(p.wait(64, None), 1, "a 200 us gap never batches");
             let now = start.elapsed().as_nanos() as u64;
-            assert!(now >= i * gap_ns, "datagram {i} left at {now} ns, before {} ns", i * gap_ns);
+            assert!(
+                now >= i * gap_ns,
+                "datagram {i} left at {now} ns, before {} ns",
+                i * gap_ns
+            );
             p.sent(1, now);
         }
         let s = p.spacing();

@@ -7,6 +7,7 @@
 //! one with a higher number; it is *lost* only if it never arrives, so a late datagram is
 //! counted as out of order and not as lost.
 
+use crate::result::LossRange;
 use serde::{Deserialize, Serialize};
 
 /// The most sequence numbers tracked (2^32 datagrams, a 512 MiB bitmap): past it, datagrams are
@@ -24,13 +25,6 @@ pub(crate) struct SequenceTracker {
     duplicates: u64,
     /// Datagrams with a number past [`MAX_TRACKED`].
     untracked: u64,
-}
-
-/// A run of lost datagrams, `first..=last`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LossRange {
-    pub first: u64,
-    pub last: u64,
 }
 
 /// What the tracker concluded once the sender's count is known.

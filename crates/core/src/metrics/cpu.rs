@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The fewest ticks (10 ms each at USER_HZ 100) a CPU figure is given for: fewer is noise.
-pub const MIN_TICKS: u64 = 10;
+pub(crate) const MIN_TICKS: u64 = 10;
 
 /// One CPU's (or all CPUs') counters, in ticks since boot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,18 +22,18 @@ pub struct CpuTicks {
 }
 
 impl CpuTicks {
-    pub fn busy(&self) -> u64 {
+    pub(crate) fn busy(&self) -> u64 {
         self.user + self.nice + self.system + self.irq + self.softirq + self.steal
     }
 
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.busy() + self.idle + self.iowait
     }
 
     /// The split between two readings in percent of the time that passed; `None` when fewer
     /// than [`MIN_TICKS`] passed or a counter went backwards (a CPU that went offline and back:
     /// its idle and iowait can be recounted).
-    pub fn split_since(&self, earlier: &CpuTicks) -> Option<CpuSplit> {
+    pub(crate) fn split_since(&self, earlier: &CpuTicks) -> Option<CpuSplit> {
         let d = |a: u64, b: u64| a.checked_sub(b);
         let delta = CpuTicks {
             user: d(self.user, earlier.user)?,
@@ -91,7 +91,7 @@ pub struct StatReading {
 }
 
 impl StatReading {
-    pub fn read() -> Option<StatReading> {
+    pub(crate) fn read() -> Option<StatReading> {
         parse_stat(&std::fs::read_to_string("/proc/stat").ok()?)
     }
 }
@@ -116,7 +116,7 @@ fn parse_ticks(fields: &str) -> Option<CpuTicks> {
 }
 
 /// Parses the `cpu` and `cpuN` lines of /proc/stat; `None` without an aggregate line.
-pub fn parse_stat(text: &str) -> Option<StatReading> {
+pub(crate) fn parse_stat(text: &str) -> Option<StatReading> {
     let mut all = None;
     let mut per_cpu = Vec::new();
     for line in text.lines() {

@@ -23,7 +23,7 @@ pub struct Interrupts {
 }
 
 impl Interrupts {
-    pub fn read() -> Option<Interrupts> {
+    pub(crate) fn read() -> Option<Interrupts> {
         parse_interrupts(&std::fs::read_to_string("/proc/interrupts").ok()?)
     }
 }
@@ -60,7 +60,7 @@ fn parse_row(line: &str, columns: usize) -> Option<(String, Vec<u64>, String)> {
 }
 
 /// Parses /proc/interrupts; lines it cannot read are skipped, `None` without a header.
-pub fn parse_interrupts(text: &str) -> Option<Interrupts> {
+pub(crate) fn parse_interrupts(text: &str) -> Option<Interrupts> {
     let mut lines = text.lines();
     let cpus = parse_header(lines.next()?)?;
     let lines = lines
@@ -78,13 +78,13 @@ pub struct Softirqs {
 }
 
 impl Softirqs {
-    pub fn read() -> Option<Softirqs> {
+    pub(crate) fn read() -> Option<Softirqs> {
         parse_softirqs(&std::fs::read_to_string("/proc/softirqs").ok()?)
     }
 }
 
 /// Parses /proc/softirqs; `None` without a header.
-pub fn parse_softirqs(text: &str) -> Option<Softirqs> {
+pub(crate) fn parse_softirqs(text: &str) -> Option<Softirqs> {
     let mut lines = text.lines();
     let cpus = parse_header(lines.next()?)?;
     let kinds = lines

@@ -7,8 +7,8 @@
 pub mod cpu;
 pub mod doctor;
 pub mod host;
-pub mod irq;
+pub(crate) mod irq;
 pub mod netdev;
-pub mod rusage;
+pub(crate) mod rusage;
 pub mod sample;
-pub mod snmp;
+pub(crate) mod snmp;

@@ -25,7 +25,7 @@ pub fn read() -> Vec<IfCounters> {
 }
 
 /// Parses /proc/net/dev: two header lines, then `name: 8 receive and 8 transmit counters`.
-pub fn parse_net_dev(text: &str) -> Vec<IfCounters> {
+pub(crate) fn parse_net_dev(text: &str) -> Vec<IfCounters> {
     text.lines()
         .filter_map(|line| {
             let (name, rest) = line.split_once(':')?;

@@ -15,7 +15,7 @@ pub struct ProcessTimes {
 }
 
 impl ProcessTimes {
-    pub fn read() -> ProcessTimes {
+    pub(crate) fn read() -> ProcessTimes {
         // SAFETY: getrusage writes a plain-data struct that we zero-initialise and own.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         // SAFETY: RUSAGE_SELF with a valid pointer cannot fail (getrusage(2)).
@@ -29,7 +29,7 @@ impl ProcessTimes {
         }
     }
 
-    pub fn since(&self, earlier: &ProcessTimes) -> ProcessTimes {
+    pub(crate) fn since(&self, earlier: &ProcessTimes) -> ProcessTimes {
         ProcessTimes {
             user_seconds: (self.user_seconds - earlier.user_seconds).max(0.0),
             system_seconds: (self.system_seconds - earlier.system_seconds).max(0.0),

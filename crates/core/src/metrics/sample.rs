@@ -1,7 +1,7 @@
 //! A host's counters read together ([`HostSnapshot`]) and what changed between two readings
 //! ([`HostUsage`]): CPU split per CPU, interrupts and softirqs per second, interface traffic, the
 //! stack's drop and retransmit counters, memory, and this process's own CPU. Engines take a
-//! snapshot at each edge of the measurement window and keep a [`HostTimeline`] at the interval.
+//! snapshot at each edge of the measurement window and keep a `HostTimeline` at the interval.
 //!
 //! Counters that wrap (the kernel's 32-bit interrupt, softirq and softnet counts, 32-bit driver
 //! counters) are unwrapped; a counter that restarted (an interface made anew) counts from zero;
@@ -20,7 +20,7 @@ use std::time::Instant;
 /// The change in a counter between two readings. `wraps_32`: the kernel keeps it in 32 bits, so
 /// a smaller second reading means it wrapped; otherwise a smaller reading means it restarted
 /// from zero (and the second reading is the whole change).
-pub fn counter_delta(before: u64, after: u64, wraps_32: bool) -> u64 {
+pub(crate) fn counter_delta(before: u64, after: u64, wraps_32: bool) -> u64 {
     if after >= before {
         after - before
     } else if wraps_32 && before <= u64::from(u32::MAX) {
@@ -40,7 +40,7 @@ pub struct MemoryUsage {
 }
 
 /// Parses MemTotal and MemAvailable (kB) from /proc/meminfo.
-pub fn parse_meminfo(text: &str) -> Option<MemoryUsage> {
+pub(crate) fn parse_meminfo(text: &str) -> Option<MemoryUsage> {
     let kb = |key: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(key))
@@ -204,7 +204,7 @@ pub struct HostUsage {
 
 /// The mean current clock of the online CPUs, MHz: cpufreq's scaling_cur_freq where the kernel
 /// has cpufreq, else /proc/cpuinfo's `cpu MHz` (what a VM's hypervisor reports).
-pub fn read_clock_mhz() -> Option<f64> {
+pub(crate) fn read_clock_mhz() -> Option<f64> {
     let mut khz = Vec::new();
     if let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu/cpufreq") {
         for policy in dir.flatten() {
@@ -224,7 +224,7 @@ pub fn read_clock_mhz() -> Option<f64> {
 }
 
 /// The mean of /proc/cpuinfo's `cpu MHz` lines.
-pub fn parse_cpuinfo_mhz(text: &str) -> Option<f64> {
+pub(crate) fn parse_cpuinfo_mhz(text: &str) -> Option<f64> {
     let v: Vec<f64> = text
         .lines()
         .filter(|l| l.starts_with("cpu MHz"))
@@ -265,7 +265,7 @@ impl IrqGroups {
         IrqGroups { by_irq }
     }
 
-    pub fn interface_of(&self, irq: &str) -> Option<&str> {
+    pub(crate) fn interface_of(&self, irq: &str) -> Option<&str> {
         self.by_irq.get(irq).map(String::as_str)
     }
 }
@@ -449,7 +449,7 @@ impl HostUsage {
     }
 
     /// Busy cores over the interval: all-CPU busy share x CPUs online.
-    pub fn busy_cores(&self) -> Option<f64> {
+    pub(crate) fn busy_cores(&self) -> Option<f64> {
         let cpus = self.per_cpu.len().max(1) as f64;
         self.cpu.map(|c| c.busy / 100.0 * cpus)
     }
@@ -548,10 +548,10 @@ pub struct HostInterval {
 }
 
 /// The most timeline samples one end keeps (a day at 1 s).
-pub const MAX_TIMELINE: usize = 86_400;
+pub(crate) const MAX_TIMELINE: usize = 86_400;
 
 /// The host's samplers at each interval of a run.
-pub struct HostTimeline {
+pub(crate) struct HostTimeline {
     prev: HostSnapshot,
     prev_ns: u64,
     groups: IrqGroups,
@@ -560,7 +560,7 @@ pub struct HostTimeline {
 
 impl HostTimeline {
     /// Starts from `first`, taken at `at_ns` on the run's clock.
-    pub fn new(first: HostSnapshot, at_ns: u64, groups: IrqGroups) -> HostTimeline {
+    pub(crate) fn new(first: HostSnapshot, at_ns: u64, groups: IrqGroups) -> HostTimeline {
         HostTimeline {
             prev: first,
             prev_ns: at_ns,
@@ -570,7 +570,7 @@ impl HostTimeline {
     }
 
     /// Closes an interval at `now_ns`: reads the counters and keeps what changed.
-    pub fn tick(&mut self, now_ns: u64) {
+    pub(crate) fn tick(&mut self, now_ns: u64) {
         let now = HostSnapshot::read();
         if self.entries.len() < MAX_TIMELINE {
             self.entries.push(HostInterval {
@@ -583,7 +583,7 @@ impl HostTimeline {
         self.prev_ns = now_ns;
     }
 
-    pub fn into_entries(self) -> Vec<HostInterval> {
+    pub(crate) fn into_entries(self) -> Vec<HostInterval> {
         self.entries
     }
 }

@@ -15,7 +15,7 @@ pub struct StackCounters {
 }
 
 impl StackCounters {
-    pub fn read() -> Option<StackCounters> {
+    pub(crate) fn read() -> Option<StackCounters> {
         let text = std::fs::read_to_string("/proc/thread-self/net/snmp")
             .or_else(|_| std::fs::read_to_string("/proc/net/snmp"))
             .ok()?;
@@ -40,7 +40,7 @@ fn field(text: &str, proto: &str, field: &str) -> Option<u64> {
 }
 
 /// Parses /proc/net/snmp; `None` without a Tcp table.
-pub fn parse_snmp(text: &str) -> Option<StackCounters> {
+pub(crate) fn parse_snmp(text: &str) -> Option<StackCounters> {
     let udp = |f: &str| field(text, "Udp", f).unwrap_or(0);
     Some(StackCounters {
         tcp_in_segments: field(text, "Tcp", "InSegs")?,
@@ -67,12 +67,12 @@ pub struct SoftnetCpu {
 }
 
 /// Reads /proc/net/softnet_stat; `None` when it cannot be read.
-pub fn read_softnet() -> Option<Vec<SoftnetCpu>> {
+pub(crate) fn read_softnet() -> Option<Vec<SoftnetCpu>> {
     Some(parse_softnet(&std::fs::read_to_string("/proc/net/softnet_stat").ok()?))
 }
 
 /// Parses /proc/net/softnet_stat: columns 0, 1, 2 and 12 of each CPU's line.
-pub fn parse_softnet(text: &str) -> Vec<SoftnetCpu> {
+pub(crate) fn parse_softnet(text: &str) -> Vec<SoftnetCpu> {
     text.lines()
         .enumerate()
         .map(|(i, line)| {

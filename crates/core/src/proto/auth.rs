@@ -5,7 +5,7 @@
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-pub const NONCE_LEN: usize = 32;
+pub(crate) const NONCE_LEN: usize = 32;
 const CLIENT_LABEL: &[u8] = b"linerate v1 client";
 const AGENT_LABEL: &[u8] = b"linerate v1 agent";
 
@@ -25,7 +25,7 @@ fn mac(secret: &[u8], label: &[u8], first: &[u8], second: &[u8]) -> Hmac<Sha256>
 }
 
 /// The client's proof: MAC(secret, label | agent nonce | client nonce).
-pub fn client_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]) -> Vec<u8> {
+pub(crate) fn client_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]) -> Vec<u8> {
     mac(secret, CLIENT_LABEL, agent_nonce, client_nonce)
         .finalize()
         .into_bytes()
@@ -33,7 +33,7 @@ pub fn client_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]) -> V
 }
 
 /// The agent's proof: MAC(secret, label | client nonce | agent nonce).
-pub fn agent_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]) -> Vec<u8> {
+pub(crate) fn agent_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]) -> Vec<u8> {
     mac(secret, AGENT_LABEL, client_nonce, agent_nonce)
         .finalize()
         .into_bytes()
@@ -41,14 +41,14 @@ pub fn agent_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]) -> Ve
 }
 
 /// Checks a client's proof in constant time.
-pub fn verify_client(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8], proof: &[u8]) -> bool {
+pub(crate) fn verify_client(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8], proof: &[u8]) -> bool {
     mac(secret, CLIENT_LABEL, agent_nonce, client_nonce)
         .verify_slice(proof)
         .is_ok()
 }
 
 /// Checks an agent's proof in constant time.
-pub fn verify_agent(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8], proof: &[u8]) -> bool {
+pub(crate) fn verify_agent(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8], proof: &[u8]) -> bool {
     mac(secret, AGENT_LABEL, client_nonce, agent_nonce)
         .verify_slice(proof)
         .is_ok()

@@ -44,7 +44,7 @@ pub enum ProtoError {
 }
 
 /// One end of a control connection.
-pub struct Conn {
+pub(crate) struct Conn {
     stream: TcpStream,
     peer: SocketAddr,
     buf: Vec<u8>,
@@ -59,7 +59,7 @@ fn is_timeout(e: &io::Error) -> bool {
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream, peer: SocketAddr) -> Conn {
+    pub(crate) fn new(stream: TcpStream, peer: SocketAddr) -> Conn {
         let _ = stream.set_nodelay(true);
         Conn {
             stream,
@@ -71,7 +71,7 @@ impl Conn {
     }
 
     /// An agent's end: the client's preamble was read by the caller; messages are small.
-    pub fn accepted(stream: TcpStream, peer: SocketAddr) -> Conn {
+    pub(crate) fn accepted(stream: TcpStream, peer: SocketAddr) -> Conn {
         let mut c = Conn::new(stream, peer);
         c.max_message = frame::MAX_REQUEST_BYTES;
         c.opened = true;
@@ -79,15 +79,15 @@ impl Conn {
     }
 
     /// Bytes received but not yet part of a whole message (for progress on a long one).
-    pub fn buffered(&self) -> usize {
+    pub(crate) fn buffered(&self) -> usize {
         self.buf.len()
     }
 
-    pub fn peer(&self) -> SocketAddr {
+    pub(crate) fn peer(&self) -> SocketAddr {
         self.peer
     }
 
-    pub fn stream(&self) -> &TcpStream {
+    pub(crate) fn stream(&self) -> &TcpStream {
         &self.stream
     }
 
@@ -98,7 +98,7 @@ impl Conn {
         }
     }
 
-    pub fn send(&mut self, msg: &Message) -> Result<(), ProtoError> {
+    pub(crate) fn send(&mut self, msg: &Message) -> Result<(), ProtoError> {
         let bytes = frame::encode(msg).map_err(|source| ProtoError::Frame {
             peer: self.peer,
             source,
@@ -110,7 +110,7 @@ impl Conn {
     }
 
     /// Sends an error message and ignores failure: the connection is closing anyway.
-    pub fn send_error(&mut self, kind: ErrorKind, message: impl Into<String>) {
+    pub(crate) fn send_error(&mut self, kind: ErrorKind, message: impl Into<String>) {
         let _ = self.send(&Message::Error {
             kind,
             message: message.into(),
@@ -118,7 +118,7 @@ impl Conn {
     }
 
     /// Sends our preamble and reads the peer's, within `timeout`.
-    pub fn exchange_preambles(&mut self, timeout: Duration) -> Result<(), ProtoError> {
+    pub(crate) fn exchange_preambles(&mut self, timeout: Duration) -> Result<(), ProtoError> {
         self.stream.set_write_timeout(Some(timeout)).map_err(|e| self.io(e))?;
         self.stream
             .write_all(&frame::preamble(VERSION))
@@ -200,7 +200,7 @@ impl Conn {
     }
 
     /// The next message if one arrives within `timeout`, `Ok(None)` if none did.
-    pub fn try_recv(&mut self, timeout: Duration) -> Result<Option<Message>, ProtoError> {
+    pub(crate) fn try_recv(&mut self, timeout: Duration) -> Result<Option<Message>, ProtoError> {
         let deadline = Instant::now() + timeout;
         loop {
             match frame::decode(&self.buf, self.max_message) {
@@ -225,7 +225,7 @@ impl Conn {
 
     /// The next message, which must arrive within `timeout`; an `Error` message becomes
     /// [`ProtoError::Refused`].
-    pub fn recv(&mut self, timeout: Duration, what: &'static str) -> Result<Message, ProtoError> {
+    pub(crate) fn recv(&mut self, timeout: Duration, what: &'static str) -> Result<Message, ProtoError> {
         match self.try_recv(timeout)? {
             None => Err(ProtoError::Timeout {
                 peer: self.peer,
@@ -241,7 +241,7 @@ impl Conn {
         }
     }
 
-    pub fn unexpected(&self, expected: &'static str, got: &Message) -> ProtoError {
+    pub(crate) fn unexpected(&self, expected: &'static str, got: &Message) -> ProtoError {
         ProtoError::Unexpected {
             peer: self.peer,
             expected,

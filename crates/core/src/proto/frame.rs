@@ -7,17 +7,17 @@
 
 use super::Message;
 
-pub const CONTROL_MAGIC: [u8; 4] = *b"LNRT";
-pub const DATA_MAGIC: [u8; 4] = *b"LNRD";
-pub const PREAMBLE_LEN: usize = 8;
-pub use crate::codec::DATA_HEADER_LEN;
-pub const COOKIE_LEN: usize = 16;
+pub(crate) const CONTROL_MAGIC: [u8; 4] = *b"LNRT";
+pub(crate) const DATA_MAGIC: [u8; 4] = *b"LNRD";
+pub(crate) const PREAMBLE_LEN: usize = 8;
+pub(crate) use crate::codec::DATA_HEADER_LEN;
+pub(crate) const COOKIE_LEN: usize = 16;
 /// The largest message a client accepts: an agent's result with the most interval samples it
 /// keeps ([`crate::spec::MAX_INTERVAL_SAMPLES`], about 200 bytes each as JSON) fits.
-pub const MAX_MESSAGE_BYTES: u32 = 128 << 20;
+pub(crate) const MAX_MESSAGE_BYTES: u32 = 128 << 20;
 /// The largest message an agent accepts: requests are small, and whoever sends more before it has
 /// authenticated is not to be buffered.
-pub const MAX_REQUEST_BYTES: u32 = 1 << 20;
+pub(crate) const MAX_REQUEST_BYTES: u32 = 1 << 20;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
@@ -27,7 +27,7 @@ pub enum FrameError {
     Json(String),
 }
 
-pub fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
+pub(crate) fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
     let v = version.to_be_bytes();
     [
         CONTROL_MAGIC[0],
@@ -42,11 +42,11 @@ pub fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
 }
 
 /// The version in a control preamble, or `None` if the bytes are not one.
-pub fn parse_preamble(bytes: &[u8; PREAMBLE_LEN]) -> Option<u16> {
+pub(crate) fn parse_preamble(bytes: &[u8; PREAMBLE_LEN]) -> Option<u16> {
     (bytes[..4] == CONTROL_MAGIC).then(|| u16::from_be_bytes([bytes[4], bytes[5]]))
 }
 
-pub fn data_header(cookie: &[u8; COOKIE_LEN], stream: u16) -> [u8; DATA_HEADER_LEN] {
+pub(crate) fn data_header(cookie: &[u8; COOKIE_LEN], stream: u16) -> [u8; DATA_HEADER_LEN] {
     let mut h = [0u8; DATA_HEADER_LEN];
     h[..4].copy_from_slice(&DATA_MAGIC);
     h[4..20].copy_from_slice(cookie);
@@ -55,7 +55,7 @@ pub fn data_header(cookie: &[u8; COOKIE_LEN], stream: u16) -> [u8; DATA_HEADER_L
 }
 
 /// Cookie and stream index of a data header, or `None` if the bytes are not one.
-pub fn parse_data_header(h: &[u8; DATA_HEADER_LEN]) -> Option<([u8; COOKIE_LEN], u16)> {
+pub(crate) fn parse_data_header(h: &[u8; DATA_HEADER_LEN]) -> Option<([u8; COOKIE_LEN], u16)> {
     if h[..4] != DATA_MAGIC {
         return None;
     }
@@ -65,7 +65,7 @@ pub fn parse_data_header(h: &[u8; DATA_HEADER_LEN]) -> Option<([u8; COOKIE_LEN],
 }
 
 /// A message as one frame: length prefix and JSON.
-pub fn encode(msg: &Message) -> Result<Vec<u8>, FrameError> {
+pub(crate) fn encode(msg: &Message) -> Result<Vec<u8>, FrameError> {
     let body = serde_json::to_vec(msg).expect("messages are plain data and always serialise");
     let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
     if len > MAX_MESSAGE_BYTES {
@@ -81,7 +81,7 @@ pub fn encode(msg: &Message) -> Result<Vec<u8>, FrameError> {
 }
 
 /// The body length announced by a frame's 4-byte prefix, checked against `max`.
-pub fn body_len(prefix: [u8; 4], max: u32) -> Result<usize, FrameError> {
+pub(crate) fn body_len(prefix: [u8; 4], max: u32) -> Result<usize, FrameError> {
     let len = u32::from_be_bytes(prefix);
     if len > max {
         return Err(FrameError::TooLarge { len, max });
@@ -89,13 +89,13 @@ pub fn body_len(prefix: [u8; 4], max: u32) -> Result<usize, FrameError> {
     Ok(len as usize)
 }
 
-pub fn decode_body(body: &[u8]) -> Result<Message, FrameError> {
+pub(crate) fn decode_body(body: &[u8]) -> Result<Message, FrameError> {
     serde_json::from_slice(body).map_err(|e| FrameError::Json(e.to_string()))
 }
 
 /// Splits one whole frame of at most `max` bytes off the front of `buf`: `Ok(None)` while more
 /// bytes are needed.
-pub fn decode(buf: &[u8], max: u32) -> Result<Option<(Message, usize)>, FrameError> {
+pub(crate) fn decode(buf: &[u8], max: u32) -> Result<Option<(Message, usize)>, FrameError> {
     let Some(prefix) = buf.get(..4) else { return Ok(None) };
     let len = body_len(prefix.try_into().expect("slice of four"), max)?;
     let Some(body) = buf.get(4..4 + len) else {

@@ -1,14 +1,14 @@
 //! The control protocol between a client and an agent. docs/protocol.md is its contract and
-//! mirrors this module: a change to the wire bumps [`VERSION`] and the doc in the same commit.
+//! mirrors this module: a change to the wire bumps `VERSION` and the doc in the same commit.
 //!
 //! A control connection opens with an 8-byte preamble each way (`frame`), then carries
-//! length-prefixed JSON messages ([`Message`]). Data connections open with a 24-byte header that
+//! length-prefixed JSON messages (`Message`). Data connections open with a 24-byte header that
 //! names the test by its cookie and the stream by its index. Authentication (`auth`) is an
 //! HMAC-SHA256 challenge-response on a shared secret that never crosses the wire.
 
 pub mod auth;
-pub mod conn;
-pub mod frame;
+pub(crate) mod conn;
+pub(crate) mod frame;
 
 use crate::metrics::host::HostInfo;
 use crate::result::SideReport;
@@ -16,7 +16,7 @@ use crate::spec::TestSpec;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks. Peers with another version are refused.
-pub const VERSION: u16 = 1;
+pub(crate) const VERSION: u16 = 1;
 
 /// The agent's default control (and data) port.
 pub const DEFAULT_PORT: u16 = 5301;
@@ -24,7 +24,7 @@ pub const DEFAULT_PORT: u16 = 5301;
 /// One control message. Serialised as JSON with a `type` tag in snake case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Message {
+pub(crate) enum Message {
     /// Agent -> client, first message: who it is and, when it wants a secret, a challenge.
     Hello {
         software: String,
@@ -92,7 +92,7 @@ impl std::fmt::Display for ErrorKind {
 
 impl Message {
     /// The tag as it appears on the wire, for error messages.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Message::Hello { .. } => "hello",
             Message::Auth { .. } => "auth",
@@ -109,8 +109,9 @@ impl Message {
     }
 }
 
+pub(crate) use crate::codec::from_hex;
 /// Hex text for nonces, proofs and cookies (the codec lives below the engines and the protocol).
-pub use crate::codec::{from_hex, to_hex};
+pub use crate::codec::to_hex;
 
 #[cfg(test)]
 mod tests {

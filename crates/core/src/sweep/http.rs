@@ -9,8 +9,8 @@
 
 use super::{At, HttpSweep, HttpSweepSummary, Parameter, Sweep, SweepKind, SweepPoint, UserLoad, optimum, push};
 use crate::engine::http::{HttpTarget, HttpUrl};
-use crate::http_summary::Baseline;
 use crate::httpd::{Httpd, HttpdConfig, HttpdError};
+use crate::result::Baseline;
 use crate::result::TestResult;
 use crate::spec::HttpSpec;
 use std::io::{self, Read, Write};
@@ -265,8 +265,8 @@ pub fn sweep<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http_summary::{HttpSummary, Optimum};
     use crate::result::Summary;
+    use crate::result::{HttpSummary, Optimum};
     use crate::spec::TestSpec;
     use crate::sweep::stub_result;
 

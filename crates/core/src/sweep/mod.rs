@@ -11,9 +11,9 @@ pub mod http;
 pub mod rr;
 pub mod udp;
 
-use crate::http_summary::Optimum;
+use crate::result::Fit;
+use crate::result::Optimum;
 use crate::result::TestResult;
-use crate::rr_summary::Fit;
 use serde::{Deserialize, Serialize};
 
 /// A sweep document: what `linerate udp --sizes/--gaps`, `rr --sizes` and `http --users a,b` /

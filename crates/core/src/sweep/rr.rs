@@ -177,7 +177,7 @@ fn over_mtu_note(proto: RrProto, size: u32, mtu: u32) -> Option<String> {
 mod tests {
     use super::*;
     use crate::result::Summary;
-    use crate::rr_summary::{LatencyFigures, RrSummary};
+    use crate::result::{LatencyFigures, RrSummary};
     use crate::spec::TestSpec;
     use crate::sweep::stub_result;
 

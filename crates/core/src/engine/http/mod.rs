@@ -29,40 +29,7 @@ use std::time::Duration;
 
 const HIST_MAX_NS: u64 = 3_600_000_000_000;
 
-/// Failed requests by what went wrong.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct HttpErrors {
-    /// The connection was refused (nothing listening, or the backlog full).
-    pub refused: u64,
-    /// Reset, or closed before the response's head came.
-    pub reset: u64,
-    /// Not answered in full within the timeout (connect included).
-    pub timeout: u64,
-    /// A response with a status other than 2xx.
-    pub bad_status: u64,
-    /// Closed before Content-Length bytes of body came.
-    pub short_body: u64,
-    /// A head that did not parse, too large, or a body form not supported (chunked).
-    pub bad_response: u64,
-    /// Any other socket error.
-    pub other: u64,
-}
-
-impl HttpErrors {
-    pub fn total(&self) -> u64 {
-        self.refused + self.reset + self.timeout + self.bad_status + self.short_body + self.bad_response + self.other
-    }
-
-    fn add(&mut self, o: &HttpErrors) {
-        self.refused += o.refused;
-        self.reset += o.reset;
-        self.timeout += o.timeout;
-        self.bad_status += o.bad_status;
-        self.short_body += o.short_body;
-        self.bad_response += o.bad_response;
-        self.other += o.other;
-    }
-}
+pub use crate::result::HttpErrors;
 
 /// Counts over one interval of the run (by the time each event happened).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]

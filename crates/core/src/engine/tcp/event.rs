@@ -8,9 +8,9 @@
 //! Opening, tuning and pinning are left to the caller; the loop allocates, locks and formats
 //! nothing, and sees `stop_send` / `abort` within [`POLL_SLICE`] (the epoll_wait timeout).
 
-use crate::engine::sockopt::POLL_SLICE;
 use super::WorkerStream;
 use crate::engine::run::Shared;
+use crate::engine::sockopt::POLL_SLICE;
 use crate::result::{Role, StreamEnd};
 use std::io::{self, Read, Write};
 use std::net::Shutdown;

@@ -5,8 +5,8 @@
 //! buffer) until its completion arrives, so the worker drains every in-flight operation before its
 //! buffers are freed; if that fails even after shutting the sockets, the buffers are leaked.
 
-use crate::engine::run::{Shared, is_reset};
 use super::WorkerStream;
+use crate::engine::run::{Shared, is_reset};
 use crate::result::{Role, StreamEnd};
 use io_uring::{IoUring, opcode, types};
 use std::io;

@@ -3,97 +3,15 @@
 //! "double peak, 3-4 µs apart"), connect times for TCP_CRR, and the least-squares fit of latency
 //! against size for sweeps.
 
-use crate::result::{AgentOutcome, Role, SideSummary};
+use super::{AgentOutcome, decode};
+use crate::result::{
+    Bin, ConnectFigures, CpuPerTransaction, LatencyFigures, Peak, RateFigures, Role, RrSummary, SideSummary,
+};
 use crate::spec::RrSpec;
-use crate::udp_summary::Bin;
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
-
-/// Round-trip (or connect) times, microseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencyFigures {
-    pub min: f64,
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub stddev: f64,
-}
-
-/// A peak of the latency histogram.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Peak {
-    /// Where it is: the centre of its bin, microseconds.
-    pub at_us: f64,
-    pub count: u64,
-}
-
-/// The least-squares line through (size in bytes, latency in µs).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Fit {
-    pub slope_us_per_byte: f64,
-    pub intercept_us: f64,
-    /// Coefficient of determination (1 = every point on the line).
-    pub r2: f64,
-    pub points: usize,
-}
-
-/// Open loop: what was asked and what was done, transactions per second over all streams.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RateFigures {
-    pub requested_per_second: f64,
-    pub achieved_per_second: f64,
-}
-
-/// TCP_CRR: new connections.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ConnectFigures {
-    pub connections_per_second: f64,
-    pub connect_us: LatencyFigures,
-}
-
-/// What `summary` adds for a request-response run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RrSummary {
-    /// Timed round trips, all asking streams.
-    pub transactions: u64,
-    pub transactions_per_second: f64,
-    /// UDP requests unanswered within the timeout.
-    pub lost: u64,
-    /// Answers that came after their request timed out.
-    pub stale: u64,
-    pub errors: u64,
-    pub latency_us: Option<LatencyFigures>,
-    /// The round-trip histogram in up to 100 equal bins from its 0.1th to its 99.9th
-    /// percentile (microseconds); the rest lie outside.
-    pub histogram: Vec<Bin>,
-    pub peaks: Vec<Peak>,
-    /// Distances between neighbouring peaks, microseconds.
-    pub peak_separations_us: Vec<f64>,
-    pub rate: Option<RateFigures>,
-    pub connect: Option<ConnectFigures>,
-    /// Busy CPU time per transaction, microseconds of one core (netperf's service demand): the
-    /// client's host and the agents' hosts, over the window. On one host both count the same CPU.
-    pub cpu_us_per_transaction: Option<CpuPerTransaction>,
-    /// Always absent from a single run: a size sweep's fit is in its sweep document ([`crate::sweep`]).
-    pub fit: Option<Fit>,
-}
-
-/// Busy CPU per transaction, microseconds of one core.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CpuPerTransaction {
-    pub client: Option<f64>,
-    pub agents: Option<f64>,
-}
-
-fn decode(hex: &str) -> Option<Histogram<u64>> {
-    crate::codec::histogram_from_hex(hex)
-}
 
 /// Percentiles of a histogram of ns, in µs.
-pub fn figures(h: &Histogram<u64>) -> LatencyFigures {
+pub(crate) fn figures(h: &Histogram<u64>) -> LatencyFigures {
     let us = |v: u64| v as f64 / 1e3;
     LatencyFigures {
         min: us(h.min()),
@@ -110,7 +28,7 @@ pub fn figures(h: &Histogram<u64>) -> LatencyFigures {
 /// Up to 100 equal bins (none finer than the histogram resolves) between the 0.1th and 99.9th percentiles, and the peaks among them: a
 /// bin (3-bin moving average) higher than its neighbours, at least a tenth of the highest, and
 /// parted from the next peak by a valley under 70 % of the lower of the two.
-pub fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
+pub(crate) fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
     if h.is_empty() {
         return (Vec::new(), Vec::new());
     }
@@ -175,7 +93,12 @@ pub fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
 }
 
 /// Joins every asking stream's histograms.
-pub fn summarise(spec: &RrSpec, agents: &[AgentOutcome<'_>], sent: &SideSummary, received: &SideSummary) -> RrSummary {
+pub(crate) fn summarise(
+    spec: &RrSpec,
+    agents: &[AgentOutcome<'_>],
+    sent: &SideSummary,
+    received: &SideSummary,
+) -> RrSummary {
     let mut s = RrSummary::default();
     let mut rtt: Option<Histogram<u64>> = None;
     let mut connect: Option<Histogram<u64>> = None;

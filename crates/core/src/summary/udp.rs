@@ -1,124 +1,22 @@
 //! A UDP run's figures over all its streams: datagrams sent and received, loss against the
 //! senders' counts, order, arrival spacing and one-way delay from the receivers' histograms.
 
-use crate::engine::sequence::LossRange;
-use crate::result::{AgentOutcome, Role, SideReport, SideSummary, UdpReceiveReport, UdpSendReport};
+use super::{AgentOutcome, decode};
+use crate::result::{
+    Bin, DelayFigures, ReceiverFigures, Role, SendSpacingFigures, SideReport, SideSummary, SpacingFigures, StreamLoss,
+    StreamReport, UdpReceiveReport, UdpSendReport, UdpSummary,
+};
 use crate::spec::UdpSpec;
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
-/// Spacing between arrivals, microseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SpacingFigures {
-    pub mean: f64,
-    pub stddev: f64,
-    pub p50: f64,
-    pub p99: f64,
-    pub min: f64,
-    pub max: f64,
-}
-
-/// One-way delay, microseconds: relative to the smallest seen (`relative`), unless the run said
-/// the clocks are synchronised.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DelayFigures {
-    pub min: f64,
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub max: f64,
-    pub relative: bool,
-}
-
-/// A histogram bin: [from, to) microseconds and its count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Bin {
-    pub from_us: f64,
-    pub to_us: f64,
-    pub count: u64,
-}
-
-/// Lost datagrams of one stream.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct StreamLoss {
-    pub agent: String,
-    pub stream: u16,
-    pub lost: u64,
-    /// The first runs of lost sequence numbers.
-    pub ranges: Vec<LossRange>,
-    /// The stream in 64 columns: `.` nothing lost, `-` under 1 %, `x` under 10 %, `X` more.
-    pub picture: String,
-}
-
-/// The achieved send spacing, microseconds, over all sending streams.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SendSpacingFigures {
-    pub requested: f64,
-    pub mean: f64,
-    pub stddev: f64,
-    pub late_percent: f64,
-}
-
-/// What `summary` adds for a UDP run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct UdpSummary {
-    pub datagrams_sent: u64,
-    /// Distinct datagrams received.
-    pub datagrams_received: u64,
-    /// Received datagrams per second of the receivers' window.
-    pub packets_per_second: f64,
-    /// Sent but never received (from each sender's count).
-    pub lost: u64,
-    pub out_of_order: u64,
-    pub duplicates: u64,
-    /// lost / sent x 100.
-    pub loss_percent: f64,
-    /// RFC 3550 interarrival jitter, microseconds, mean over streams.
-    pub jitter_us: f64,
-    /// CLOCK_REALTIME of the first and last arrival, ns since the Unix epoch.
-    pub first_arrival: Option<u64>,
-    pub last_arrival: Option<u64>,
-    pub arrival_spacing_us: Option<SpacingFigures>,
-    /// Arrival spacing in bins of `--bin` microseconds (non-empty bins; the last may be "and
-    /// longer").
-    pub arrival_spacing_histogram: Vec<Bin>,
-    pub one_way_delay_us: Option<DelayFigures>,
-    /// One-way delay in up to 50 equal bins from its minimum to its maximum.
-    pub one_way_delay_histogram: Vec<Bin>,
-    pub loss_ranges: Vec<StreamLoss>,
-    /// Where arrival times came from: "kernel" (SO_TIMESTAMPNS), "user", or both.
-    pub timestamps: String,
-    pub send_spacing_us: Option<SendSpacingFigures>,
-    /// Each receiving end's own figures (with several agents, and for multicast).
-    pub receivers: Vec<ReceiverFigures>,
-}
-
-/// What one receiving end got.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ReceiverFigures {
-    /// The agent whose streams these are ("client" counted them under `--reverse`).
-    pub agent: String,
-    pub counted_by: String,
-    pub datagrams_received: u64,
-    pub lost: u64,
-    pub loss_percent: f64,
-    pub out_of_order: u64,
-    pub duplicates: u64,
-}
-
-fn decode(hex: &str) -> Option<Histogram<u64>> {
-    crate::codec::histogram_from_hex(hex)
-}
-
-fn find(r: Option<&SideReport>, stream: usize, role: Role) -> Option<&crate::result::StreamReport> {
+fn find(r: Option<&SideReport>, stream: usize, role: Role) -> Option<&StreamReport> {
     r?.streams
         .iter()
         .find(|s| usize::from(s.stream) == stream && s.role == role)
 }
 
 /// Joins every stream's sender and receiver reports.
-pub fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &SideSummary) -> UdpSummary {
+pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &SideSummary) -> UdpSummary {
     let mut u = UdpSummary::default();
     let mut spacing: Option<Histogram<u64>> = None;
     let mut delay: Option<Histogram<u64>> = None;

@@ -1,128 +1,26 @@
 //! An HTTP load run's document: what the users counted over the steady state (the ramp left
 //! out), the client's samplers, and the server host's samplers when an agent ran there.
 
-use crate::engine::http::{HttpErrors, HttpRun};
+use super::host_side_summary;
+use super::rr::figures;
+use crate::engine::http::HttpRun;
 use crate::metrics::host::HostInfo;
 use crate::result::{
-    HostIntervalRecord, HostRecord, IntervalRecord, SCHEMA, SideReport, Summary, TestResult, host_side_summary,
+    ConnectionCounts, ConnectionRates, ErrorSummary, HostIntervalRecord, HostRecord, HttpIntervalRecord, HttpSummary,
+    IntervalRecord, RateFigures, SCHEMA, SideReport, Summary, TestResult,
 };
-use crate::rr_summary::{LatencyFigures, RateFigures, figures};
 use crate::spec::{HttpSpec, TestSpec};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Connections over the window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ConnectionCounts {
-    pub attempted: u64,
-    pub successful: u64,
-    pub unsuccessful: u64,
-    pub per_second: ConnectionRates,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ConnectionRates {
-    pub attempted: f64,
-    pub successful: f64,
-    pub unsuccessful: f64,
-}
-
-/// Failed requests by class, and their sum.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ErrorSummary {
-    #[serde(flatten)]
-    pub by_class: HttpErrors,
-    pub total: u64,
-}
-
-/// A user-count sweep's choice: the fewest users that reach 95 % of the best throughput (the
-/// knee: past it, more users add waiting, not work).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Optimum {
-    pub users: u32,
-    pub responses_per_second: f64,
-    pub bits_per_second_in: f64,
-    pub response_time_mean_us: f64,
-    /// How it was chosen.
-    pub rule: String,
-}
-
-/// What `summary` adds for an HTTP run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct HttpSummary {
-    pub users: u32,
-    /// The steady-state window the figures cover, seconds.
-    pub steady_seconds: f64,
-    /// Complete responses (any status) in the window.
-    pub responses: u64,
-    pub responses_per_second: f64,
-    pub requests_started: u64,
-    /// Bytes read (response heads and bodies) and written (requests) x 8 / window.
-    pub bits_per_second_in: f64,
-    pub bits_per_second_out: f64,
-    pub bytes_in: u64,
-    pub bytes_out: u64,
-    /// Body bytes of complete responses (each checked against its Content-Length).
-    pub body_bytes: u64,
-    /// From each request's intended start to its last byte, microseconds.
-    pub response_time_us: Option<LatencyFigures>,
-    /// From each request's intended start to the first byte of its response.
-    pub ttfb_us: Option<LatencyFigures>,
-    /// connect() to established, for new connections.
-    pub connect_us: Option<LatencyFigures>,
-    pub connections: ConnectionCounts,
-    pub errors: ErrorSummary,
-    /// Responses by status class ("2xx", "4xx", ...).
-    pub status: BTreeMap<String, u64>,
-    /// Requests unanswered when the time was up (neither responses nor errors).
-    pub in_flight_at_end: u64,
-    /// Open loop: requested and achieved requests per second.
-    pub rate: Option<RateFigures>,
-    /// Open loop: requests that started over a millisecond late for want of a free connection.
-    pub queued_late: u64,
-    /// Always absent from a single run: a sweep's optimum is in its sweep document ([`crate::sweep`]).
-    pub optimum: Option<Optimum>,
-    /// `--baseline`: this client against linerate's own server on this host.
-    pub baseline: Option<Baseline>,
-}
-
-/// What the client drives against linerate's own server on its own host, same users and size.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Baseline {
-    pub responses_per_second: f64,
-    pub bits_per_second_in: f64,
-    /// This run's responses/s as a share of the baseline's.
-    pub share_percent: f64,
-}
-
-/// One interval of the HTTP timeline (ramp included).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct HttpIntervalRecord {
-    pub start_ns: u64,
-    pub end_ns: u64,
-    /// Users started by the interval's end (closed loop).
-    pub users: u32,
-    /// Whether the interval lies in the ramp (left out of the summary).
-    pub ramp: bool,
-    pub responses: u64,
-    pub responses_per_second: f64,
-    pub bits_per_second_in: f64,
-    pub bits_per_second_out: f64,
-    pub connections_per_second: f64,
-    pub errors: u64,
-    pub response_time_mean_us: Option<f64>,
-    pub response_time_max_us: Option<f64>,
-}
-
 /// The server's host as its agent saw it over the window.
-pub struct ServerSide<'a> {
+pub(crate) struct ServerSide<'a> {
     pub name: &'a str,
     pub host: &'a HostInfo,
     pub report: Option<&'a SideReport>,
 }
 
 /// The users' figures over the window.
-pub fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
+pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
     let secs = run.window_seconds;
     let per_s = |n: f64| if secs > 0.0 { n / secs } else { 0.0 };
     let lat = |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| figures(h));
@@ -174,7 +72,7 @@ pub fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
 }
 
 /// The timeline of the run in intervals, ramp included.
-pub fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpIntervalRecord> {
+pub(crate) fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpIntervalRecord> {
     let ramp_ns = (spec.ramp_seconds * 1e9) as u64;
     let iv = run.interval_ns.max(1);
     let mut out = Vec::new();
@@ -213,7 +111,7 @@ pub fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpInterval
 }
 
 /// The result document of an HTTP run.
-pub fn assemble(
+pub(crate) fn assemble(
     spec: &HttpSpec,
     client_host: HostInfo,
     client: &SideReport,

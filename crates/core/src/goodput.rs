@@ -6,9 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Bytes each Ethernet frame costs on the wire beyond its IP packet.
-pub const ETHERNET_OVERHEAD_BYTES: u32 = 8 + 14 + 4 + 12;
+pub(crate) const ETHERNET_OVERHEAD_BYTES: u32 = 8 + 14 + 4 + 12;
 /// Ethernet's smallest frame carries 46 bytes of payload (shorter ones are padded).
-pub const ETHERNET_MIN_PAYLOAD_BYTES: u32 = 46;
+pub(crate) const ETHERNET_MIN_PAYLOAD_BYTES: u32 = 46;
 
 /// The transport whose payload is counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,7 +35,7 @@ pub struct Goodput {
 }
 
 /// Header bytes inside the MTU: IP plus transport.
-pub fn header_bytes(transport: Transport, ipv6: bool) -> u32 {
+pub(crate) fn header_bytes(transport: Transport, ipv6: bool) -> u32 {
     let ip = if ipv6 { 40 } else { 20 };
     ip + match transport {
         Transport::Tcp => 20 + 12,

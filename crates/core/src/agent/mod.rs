@@ -1,0 +1,276 @@
+//! The agent: the server half of the control protocol, beside [`crate::client`]. It accepts,
+//! authenticates, runs the spec it is sent, replies with its report and keeps serving.
+//!
+//! One listening port carries both control and data connections; the first four bytes tell them
+//! apart (`connection`). Every connection gets its own thread with deadlines on every read, so a
+//! silent, half-open or misbehaving client never holds the agent: it is answered with an error
+//! message and the agent goes back to listening. Tests from several clients run at once up to
+//! `max_tests`; past that a client is told "busy" at once. The handshake and what every test
+//! shares are in `session`, each kind's half of a test in `tcp`, `udp`, `rr` and `http`.
+//!
+//! It prints nothing: what its owner may want to tell a user (a refused client, a test started
+//! or ended) comes to the callback given to [`Agent::serve`] as an [`AgentEvent`].
+
+mod connection;
+mod http;
+mod rr;
+mod session;
+mod tcp;
+mod udp;
+
+use crate::metrics::host::HostInfo;
+use crate::proto::ErrorKind;
+use crate::proto::frame::COOKIE_LEN;
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a new connection may take to say what it is.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a control connection may sit idle between set-up messages.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long after `start` the data connections may take to arrive.
+const DATA_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How an agent serves: where, whom it lets in, and how much it takes on at once.
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    /// Address and port to listen on (port 0: any free port, see [`Agent::local_addr`]).
+    pub bind: SocketAddr,
+    /// The shared secret clients must prove they know; None: anyone may run tests.
+    pub secret: Option<Vec<u8>>,
+    /// Serve without a secret on a non-loopback address.
+    pub no_auth: bool,
+    /// Tests run at once; past this a client is told the agent is busy.
+    pub max_tests: usize,
+    /// Connections (control and data) open at once, past which new ones are closed at once.
+    pub max_connections: usize,
+    /// Multicast groups this agent takes part in (`--join`).
+    pub joins: Vec<IpAddr>,
+}
+
+/// Why an agent could not start serving.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("refusing to serve on {0} without a secret: give --secret-file PATH or LINERATE_SECRET, or --no-auth")]
+    NeedsSecret(SocketAddr),
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What happened while serving, for the agent's owner to show or count; the agent prints nothing.
+/// Events come from the connection threads, so the callback must not block for long.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AgentEvent {
+    /// A client's control session was answered with this error and closed; the agent serves on.
+    Refused {
+        peer: SocketAddr,
+        kind: ErrorKind,
+        message: String,
+    },
+    /// A client's request was accepted: a test of this kind ("tcp", "udp", "rr", "http") begins.
+    TestStarted { peer: SocketAddr, test: &'static str },
+    /// That test is over: `completed` when this end ran it to its end and sent its report (a
+    /// test that failed is also `Refused`).
+    TestEnded {
+        peer: SocketAddr,
+        test: &'static str,
+        completed: bool,
+    },
+}
+
+fn is_loopback(addr: &SocketAddr) -> bool {
+    match addr.ip() {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    }
+}
+
+/// Tests waiting for their data connections, by cookie.
+type Pending = Mutex<HashMap<[u8; COOKIE_LEN], Sender<(u16, TcpStream)>>>;
+
+/// What every connection thread of one agent shares.
+struct State {
+    config: AgentConfig,
+    host: HostInfo,
+    tests: AtomicUsize,
+    connections: AtomicUsize,
+    pending: Pending,
+}
+
+/// A bound agent, ready to serve.
+pub struct Agent {
+    listener: TcpListener,
+    state: Arc<State>,
+}
+
+/// Gives a counted slot back when dropped, however the holder ends.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl<'a> Slot<'a> {
+    fn take(counter: &'a AtomicUsize, max: usize) -> Option<Slot<'a>> {
+        let prev = counter.fetch_add(1, Ordering::SeqCst);
+        let slot = Slot(counter);
+        (prev < max).then_some(slot)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Agent {
+    /// Listens on `config.bind`; refuses a non-loopback address without a secret unless
+    /// `no_auth` says so.
+    pub fn bind(config: AgentConfig) -> Result<Agent, AgentError> {
+        if config.secret.is_none() && !config.no_auth && !is_loopback(&config.bind) {
+            return Err(AgentError::NeedsSecret(config.bind));
+        }
+        let listener = TcpListener::bind(config.bind).map_err(|source| AgentError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        let state = State {
+            config,
+            host: HostInfo::read(),
+            tests: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
+            pending: Mutex::new(HashMap::new()),
+        };
+        Ok(Agent {
+            listener,
+            state: Arc::new(state),
+        })
+    }
+
+    /// The address it listens on (with the port the kernel chose for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    /// Whether clients must prove they know the secret.
+    pub fn auth_required(&self) -> bool {
+        self.state.config.secret.is_some()
+    }
+
+    /// Serves until the process ends, telling `on_event` what happens.
+    pub fn serve(self, on_event: impl Fn(&AgentEvent) + Send + Sync + 'static) {
+        let events: Arc<dyn Fn(&AgentEvent) + Send + Sync> = Arc::new(on_event);
+        for conn in self.listener.incoming() {
+            let stream = match conn {
+                Ok(s) => s,
+                Err(_) => {
+                    // Out of file descriptors or memory: the pending connection stays queued,
+                    // so wait a little instead of spinning on it.
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            let state = Arc::clone(&self.state);
+            let events = Arc::clone(&events);
+            // Over the connection limit: closed at once, before any thread is spent on it.
+            if state.connections.load(Ordering::SeqCst) >= state.config.max_connections {
+                continue;
+            }
+            state.connections.fetch_add(1, Ordering::SeqCst);
+            let spawned = std::thread::Builder::new().name("linerate-conn".into()).spawn(move || {
+                let _slot = Slot(&state.connections);
+                connection::handle_connection(&state, &*events, stream);
+            });
+            if spawned.is_err() {
+                // Out of threads: this connection is dropped (and its slot given back, as the
+                // closure holding it is dropped unrun), the agent keeps listening.
+                self.state.connections.fetch_sub(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Message;
+    use crate::proto::conn::{Conn, ProtoError};
+    use std::net::{Ipv4Addr, TcpStream};
+    use std::sync::mpsc;
+
+    /// An agent on 127.0.0.1:0 serving on its own thread, its events sent to the returned channel.
+    fn start(secret: Option<&[u8]>) -> (SocketAddr, mpsc::Receiver<AgentEvent>) {
+        let agent = Agent::bind(AgentConfig {
+            bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            secret: secret.map(<[u8]>::to_vec),
+            no_auth: false,
+            max_tests: 1,
+            max_connections: 8,
+            joins: Vec::new(),
+        })
+        .expect("bind on loopback");
+        let addr = agent.local_addr();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            agent.serve(move |e| {
+                let _ = tx.send(e.clone());
+            })
+        });
+        (addr, rx)
+    }
+
+    /// A control connection past the preambles and the agent's hello.
+    fn open(addr: SocketAddr) -> Conn {
+        let stream = TcpStream::connect(addr).expect("connect to the agent");
+        let mut conn = Conn::new(stream, addr);
+        conn.exchange_preambles(Duration::from_secs(10)).expect("preambles");
+        let hello = conn.recv(Duration::from_secs(10), "waiting for hello").expect("hello");
+        assert!(matches!(hello, Message::Hello { .. }), "{hello:?}");
+        conn
+    }
+
+    #[test]
+    fn a_client_out_of_turn_is_refused_through_the_callback() {
+        let (addr, events) = start(None);
+        let mut conn = open(addr);
+        conn.send(&Message::Stop).expect("send");
+        let event = events.recv_timeout(Duration::from_secs(10)).expect("an event");
+        let AgentEvent::Refused { peer, kind, message } = event else {
+            panic!("expected a refusal, got {event:?}");
+        };
+        assert_eq!(peer.ip(), addr.ip());
+        assert_eq!(kind, ErrorKind::Protocol);
+        assert_eq!(message, "expected 'request', got 'stop'");
+        // The client is told the same, and the agent serves the next one.
+        match conn.recv(Duration::from_secs(10), "waiting for the error") {
+            Err(ProtoError::Refused { kind, message: m, .. }) => assert_eq!((kind, m), (ErrorKind::Protocol, message)),
+            other => panic!("expected an error message, got {other:?}"),
+        }
+        open(addr).send(&Message::Stop).expect("send");
+        let again = events.recv_timeout(Duration::from_secs(10)).expect("an event");
+        assert!(matches!(again, AgentEvent::Refused { .. }), "{again:?}");
+    }
+
+    #[test]
+    fn a_wrong_secret_is_refused_through_the_callback() {
+        let (addr, events) = start(Some(b"right"));
+        let mut conn = open(addr);
+        conn.send(&Message::Auth {
+            client_nonce: crate::proto::to_hex(&[0u8; 32]),
+            mac: crate::proto::to_hex(&[0u8; 32]),
+        })
+        .expect("send");
+        let event = events.recv_timeout(Duration::from_secs(10)).expect("an event");
+        assert!(
+            matches!(&event, AgentEvent::Refused { kind: ErrorKind::Auth, message, .. } if message == "wrong secret"),
+            "{event:?}"
+        );
+    }
+}

@@ -1,0 +1,227 @@
+//! A control session after the preamble: the hello and the challenge, the client's proof, its
+//! request (validated, and counted against `max_tests`), then the test's own exchange in `tcp`,
+//! `udp`, `rr` or `http`. Here too the pieces every test's exchange shares: the pending table for
+//! data connections, `accepted`, `start`, and running the engine while watching the client.
+
+use super::{AgentEvent, DATA_TIMEOUT, IDLE_TIMEOUT, Pending, Slot, State};
+use crate::engine::{Control, EngineError, Sink};
+use crate::metrics::host;
+use crate::proto::conn::{Conn, ProtoError};
+use crate::proto::frame::COOKIE_LEN;
+use crate::proto::{self, ErrorKind, Message, auth};
+use crate::result::{IntervalSample, SideReport};
+use crate::spec::TestSpec;
+use std::net::{IpAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::{Duration, Instant};
+
+/// Why a session ends early: the error kind and text the client is sent.
+pub(super) type Refusal = (ErrorKind, String);
+
+pub(super) fn proto_refusal(e: ProtoError) -> Refusal {
+    (ErrorKind::Protocol, e.to_string())
+}
+
+pub(super) fn control_session(state: &State, events: &dyn Fn(&AgentEvent), conn: &mut Conn) -> Result<(), Refusal> {
+    let secret = state.config.secret.as_deref();
+    let nonce = secret.map(|_| auth::nonce());
+    let hello = Message::Hello {
+        software: format!("linerate {}", crate::VERSION),
+        challenge: nonce.map(|n| proto::to_hex(&n)),
+    };
+    conn.send(&hello).map_err(proto_refusal)?;
+    if let (Some(secret), Some(agent_nonce)) = (secret, nonce) {
+        match conn
+            .recv(IDLE_TIMEOUT, "waiting for authentication")
+            .map_err(proto_refusal)?
+        {
+            Message::Auth { client_nonce, mac } => {
+                let (Some(cn), Some(mac)) = (proto::from_hex(&client_nonce), proto::from_hex(&mac)) else {
+                    return Err((ErrorKind::Auth, "malformed authentication".into()));
+                };
+                if !auth::verify_client(secret, &agent_nonce, &cn, &mac) {
+                    return Err((ErrorKind::Auth, "wrong secret".into()));
+                }
+                let proof = auth::agent_proof(secret, &agent_nonce, &cn);
+                conn.send(&Message::AuthOk {
+                    mac: proto::to_hex(&proof),
+                })
+                .map_err(proto_refusal)?;
+            }
+            other => {
+                return Err((
+                    ErrorKind::Auth,
+                    format!("this agent requires a secret; got '{}'", other.name()),
+                ));
+            }
+        }
+    }
+    let spec = match conn
+        .recv(IDLE_TIMEOUT, "waiting for a test request")
+        .map_err(proto_refusal)?
+    {
+        Message::Request { spec } => spec,
+        other => {
+            return Err((
+                ErrorKind::Protocol,
+                format!("expected 'request', got '{}'", other.name()),
+            ));
+        }
+    };
+    spec.validate().map_err(|e| (ErrorKind::BadSpec, e.to_string()))?;
+    let Some(_test) = Slot::take(&state.tests, state.config.max_tests) else {
+        return Err((
+            ErrorKind::Busy,
+            format!("this agent is running {} test(s), its limit", state.config.max_tests),
+        ));
+    };
+    let (peer, test) = (conn.peer(), spec.kind());
+    events(&AgentEvent::TestStarted { peer, test });
+    let outcome = match spec {
+        TestSpec::Tcp(tcp) => super::tcp::run(state, conn, &tcp),
+        TestSpec::Udp(udp) => super::udp::run(state, conn, &udp),
+        TestSpec::Rr(rr) => super::rr::run(state, conn, &rr),
+        TestSpec::Http(http) => super::http::run(state, conn, &http),
+    };
+    events(&AgentEvent::TestEnded {
+        peer,
+        test,
+        completed: outcome.is_ok(),
+    });
+    outcome
+}
+
+/// Removes a test's cookie from the pending table when the test ends, however it ends.
+pub(super) struct Registration<'a> {
+    pub(super) pending: &'a Pending,
+    pub(super) cookie: [u8; COOKIE_LEN],
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut p) = self.pending.lock() {
+            p.remove(&self.cookie);
+        }
+    }
+}
+
+pub(super) fn collect_streams(
+    rx: &Receiver<(u16, TcpStream)>,
+    wanted: usize,
+) -> Result<Vec<Option<TcpStream>>, Refusal> {
+    let mut got: Vec<Option<TcpStream>> = (0..wanted).map(|_| None).collect();
+    let deadline = Instant::now() + DATA_TIMEOUT;
+    let mut have = 0;
+    while have < wanted {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok((index, stream)) = rx.recv_timeout(left) else {
+            return Err((
+                ErrorKind::Failed,
+                format!(
+                    "{have} of {wanted} data connections arrived within {} s",
+                    DATA_TIMEOUT.as_secs()
+                ),
+            ));
+        };
+        let slot = got.get_mut(usize::from(index)).filter(|s| s.is_none());
+        let Some(slot) = slot else {
+            return Err((
+                ErrorKind::Protocol,
+                format!("data connection for stream {index}, which is not expected"),
+            ));
+        };
+        *slot = Some(stream);
+        have += 1;
+    }
+    Ok(got)
+}
+
+/// Ignores interval samples: the agent returns them all with its result.
+pub(super) struct Quiet;
+
+impl Sink for Quiet {
+    fn interval(&mut self, _: &[IntervalSample]) {}
+}
+
+pub(super) fn new_cookie() -> [u8; COOKIE_LEN] {
+    auth::nonce()[..COOKIE_LEN]
+        .try_into()
+        .expect("nonce is longer than a cookie")
+}
+
+/// Data connections that arrive with `cookie` go to `tx` (until the registration drops).
+pub(super) fn expect_streams(state: &State, cookie: [u8; COOKIE_LEN], tx: Sender<(u16, TcpStream)>) {
+    state
+        .pending
+        .lock()
+        .expect("no thread panics holding the lock")
+        .insert(cookie, tx);
+}
+
+pub(super) fn send_accepted(
+    conn: &mut Conn,
+    state: &State,
+    cookie: &[u8; COOKIE_LEN],
+    udp_ports: Vec<u16>,
+) -> Result<(), Refusal> {
+    conn.send(&Message::Accepted {
+        cookie: proto::to_hex(cookie),
+        host: state.host.clone(),
+        udp_ports,
+    })
+    .map_err(proto_refusal)
+}
+
+pub(super) fn await_start(conn: &mut Conn) -> Result<(), Refusal> {
+    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
+        Message::Start => Ok(()),
+        other => Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
+    }
+}
+
+/// Runs this end's engine while watching the client's control connection, then sends the
+/// report with the configuration of the interface toward `peer`, read after the window
+/// (netlink and sysfs cost a few milliseconds). The client may be gone (killed mid-test): then
+/// there is no one to tell, and that is fine.
+pub(super) fn run_and_report(
+    conn: &mut Conn,
+    peer: Option<IpAddr>,
+    run: impl FnOnce(&Control) -> Result<SideReport, EngineError>,
+) -> Result<(), Refusal> {
+    let control = Control::default();
+    let engine_done = AtomicBool::new(false);
+    let report = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
+        let report = run(&control);
+        engine_done.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        report
+    });
+    let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
+    let used: Vec<String> = peer.and_then(host::interface_towards).into_iter().collect();
+    report.config = Some(host::read_config(&used));
+    let _ = conn.send(&Message::Result {
+        report: Box::new(report),
+    });
+    Ok(())
+}
+
+/// Reads the control connection while a test runs: `stop` stops the senders; a closed or broken
+/// connection means the client is gone, and the test is aborted at once.
+fn watch_client(conn: &mut Conn, control: &Control, engine_done: &AtomicBool) {
+    while !engine_done.load(Ordering::Relaxed) {
+        match conn.try_recv(Duration::from_millis(100)) {
+            Ok(None) => {}
+            Ok(Some(Message::Stop)) => control.stop_send(),
+            Ok(Some(_)) | Err(_) => {
+                control.abort();
+                return;
+            }
+        }
+    }
+}
+
+pub(super) fn source_of(e: &dyn std::error::Error) -> String {
+    e.source().map(|s| s.to_string()).unwrap_or_default()
+}

@@ -1,0 +1,144 @@
+//! What an HTTP run adds to the document: the users' figures over the steady state in `summary`
+//! (responses, bits/s, response times, connections, errors by class) and the timeline's records.
+
+use super::{LatencyFigures, RateFigures};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What `summary` adds for an HTTP run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpSummary {
+    pub users: u32,
+    /// The steady-state window the figures cover, seconds.
+    pub steady_seconds: f64,
+    /// Complete responses (any status) in the window.
+    pub responses: u64,
+    pub responses_per_second: f64,
+    pub requests_started: u64,
+    /// Bytes read (response heads and bodies) and written (requests) x 8 / window.
+    pub bits_per_second_in: f64,
+    pub bits_per_second_out: f64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Body bytes of complete responses (each checked against its Content-Length).
+    pub body_bytes: u64,
+    /// From each request's intended start to its last byte, microseconds.
+    pub response_time_us: Option<LatencyFigures>,
+    /// From each request's intended start to the first byte of its response.
+    pub ttfb_us: Option<LatencyFigures>,
+    /// connect() to established, for new connections.
+    pub connect_us: Option<LatencyFigures>,
+    pub connections: ConnectionCounts,
+    pub errors: ErrorSummary,
+    /// Responses by status class ("2xx", "4xx", ...).
+    pub status: BTreeMap<String, u64>,
+    /// Requests unanswered when the time was up (neither responses nor errors).
+    pub in_flight_at_end: u64,
+    /// Open loop: requested and achieved requests per second.
+    pub rate: Option<RateFigures>,
+    /// Open loop: requests that started over a millisecond late for want of a free connection.
+    pub queued_late: u64,
+    /// Always absent from a single run: a sweep's optimum is in its sweep document (`crate::sweep`).
+    pub optimum: Option<Optimum>,
+    /// `--baseline`: this client against linerate's own server on this host.
+    pub baseline: Option<Baseline>,
+}
+
+/// Connections over the window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionCounts {
+    pub attempted: u64,
+    pub successful: u64,
+    pub unsuccessful: u64,
+    pub per_second: ConnectionRates,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionRates {
+    pub attempted: f64,
+    pub successful: f64,
+    pub unsuccessful: f64,
+}
+
+/// Failed requests by class, and their sum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorSummary {
+    #[serde(flatten)]
+    pub by_class: HttpErrors,
+    pub total: u64,
+}
+
+/// Failed requests by what went wrong.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpErrors {
+    /// The connection was refused (nothing listening, or the backlog full).
+    pub refused: u64,
+    /// Reset, or closed before the response's head came.
+    pub reset: u64,
+    /// Not answered in full within the timeout (connect included).
+    pub timeout: u64,
+    /// A response with a status other than 2xx.
+    pub bad_status: u64,
+    /// Closed before Content-Length bytes of body came.
+    pub short_body: u64,
+    /// A head that did not parse, too large, or a body form not supported (chunked).
+    pub bad_response: u64,
+    /// Any other socket error.
+    pub other: u64,
+}
+
+impl HttpErrors {
+    pub(crate) fn total(&self) -> u64 {
+        self.refused + self.reset + self.timeout + self.bad_status + self.short_body + self.bad_response + self.other
+    }
+
+    pub(crate) fn add(&mut self, o: &HttpErrors) {
+        self.refused += o.refused;
+        self.reset += o.reset;
+        self.timeout += o.timeout;
+        self.bad_status += o.bad_status;
+        self.short_body += o.short_body;
+        self.bad_response += o.bad_response;
+        self.other += o.other;
+    }
+}
+
+/// A user-count sweep's choice: the fewest users that reach 95 % of the best throughput (the
+/// knee: past it, more users add waiting, not work).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Optimum {
+    pub users: u32,
+    pub responses_per_second: f64,
+    pub bits_per_second_in: f64,
+    pub response_time_mean_us: f64,
+    /// How it was chosen.
+    pub rule: String,
+}
+
+/// What the client drives against linerate's own server on its own host, same users and size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub responses_per_second: f64,
+    pub bits_per_second_in: f64,
+    /// This run's responses/s as a share of the baseline's.
+    pub share_percent: f64,
+}
+
+/// One interval of the HTTP timeline (ramp included).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpIntervalRecord {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Users started by the interval's end (closed loop).
+    pub users: u32,
+    /// Whether the interval lies in the ramp (left out of the summary).
+    pub ramp: bool,
+    pub responses: u64,
+    pub responses_per_second: f64,
+    pub bits_per_second_in: f64,
+    pub bits_per_second_out: f64,
+    pub connections_per_second: f64,
+    pub errors: u64,
+    pub response_time_mean_us: Option<f64>,
+    pub response_time_max_us: Option<f64>,
+}

@@ -1,0 +1,172 @@
+//! One end's report of one run ([`SideReport`]): its streams, their interval samples, its CPU and
+//! host samplers, on its own clock. The engines fill it in; the client receives the agent's over
+//! the control connection.
+
+use super::{RrStreamReport, UdpReceiveReport, UdpSendReport};
+use crate::metrics::cpu::CpuSplit;
+use crate::metrics::host::HostConfig;
+use crate::metrics::sample::{HostInterval, HostUsage};
+use serde::{Deserialize, Serialize};
+
+/// Failures inside a run, counted by kind (they are measurements, not messages).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCounts {
+    /// Connection reset or broken pipe.
+    pub resets: u64,
+    /// Any other socket error that ended the stream.
+    pub other: u64,
+}
+
+impl ErrorCounts {
+    pub(crate) fn add(&mut self, o: &ErrorCounts) {
+        self.resets += o.resets;
+        self.other += o.other;
+    }
+}
+
+/// What TCP_INFO said about a connection at one moment (tcp(7), struct tcp_info).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpSnapshot {
+    /// Smoothed round-trip time, microseconds.
+    pub rtt_us: u32,
+    /// Its mean deviation, microseconds.
+    pub rttvar_us: u32,
+    /// Congestion window, bytes (segments x send MSS).
+    pub cwnd_bytes: u64,
+    /// Segments retransmitted since the connection opened (tcpi_total_retrans).
+    pub retransmits: u64,
+    /// Send MSS, bytes.
+    pub mss_bytes: u32,
+    /// Path MTU, bytes.
+    pub pmtu_bytes: u32,
+    /// The peer's advertised receive window as the sender sees it, bytes (tcpi_snd_wnd).
+    pub snd_wnd_bytes: u32,
+    /// Time the connection had data to send, microseconds (tcpi_busy_time).
+    pub busy_us: u64,
+    /// Of that, time stalled by the receiver's window, microseconds (tcpi_rwnd_limited).
+    pub rwnd_limited_us: u64,
+    /// Of that, time stalled by a full send buffer, microseconds (tcpi_sndbuf_limited).
+    pub sndbuf_limited_us: u64,
+}
+
+/// Counts for one stream over one interval, as the side that counted them saw them.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSample {
+    pub stream: u16,
+    /// Since this side's time zero (its start of the test), monotonic clock.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub bytes: u64,
+    /// Writes or reads completed.
+    pub ops: u64,
+    /// TCP_INFO at the end of the interval, on sending streams.
+    pub tcp: Option<TcpSnapshot>,
+}
+
+/// Whether this end wrote or read a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Send,
+    Receive,
+}
+
+/// Socket settings as the kernel granted them (read back after setting).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SocketGrant {
+    /// SO_SNDBUF as read back, bytes (the kernel doubles what is asked for bookkeeping).
+    pub sndbuf_bytes: u64,
+    /// SO_RCVBUF as read back, bytes.
+    pub rcvbuf_bytes: u64,
+    /// TCP_MAXSEG as read back, bytes.
+    pub mss_bytes: u32,
+    pub congestion: String,
+    pub nodelay: bool,
+}
+
+/// Why a stream ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamEnd {
+    /// The sender reached its time limit.
+    Deadline,
+    /// The sender wrote its count of buffers.
+    Count,
+    /// The receiver read end of stream.
+    Eof,
+    /// Stopped early (Ctrl-C, the peer stopped, or the test was aborted).
+    Stopped,
+    /// A socket error ended it (see the stream's error counts).
+    Error,
+}
+
+/// One stream as one end saw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    /// Index within the agent's streams; the same number on both ends.
+    pub stream: u16,
+    pub role: Role,
+    /// Bytes written (sender) or read (receiver) inside the measurement window.
+    pub bytes: u64,
+    pub ops: u64,
+    /// Length of this stream's part of the window, seconds.
+    pub seconds: f64,
+    /// Bytes over the whole run, warm-up and cool-down included.
+    pub total_bytes: u64,
+    pub socket: SocketGrant,
+    /// TCP_INFO when the stream ended (sending streams).
+    pub tcp: Option<TcpSnapshot>,
+    pub errors: ErrorCounts,
+    pub end: StreamEnd,
+    /// UDP senders: what was sent and how it was spaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_send: Option<UdpSendReport>,
+    /// UDP receivers: what arrived, when, and what did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_receive: Option<UdpReceiveReport>,
+    /// Request-response streams: transactions and their round trips.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<RrStreamReport>,
+}
+
+/// CPU use over the measurement window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// Busy share of all the host's CPUs, percent (100 = every CPU busy), from /proc/stat.
+    pub host_percent: Option<f64>,
+    /// linerate's own CPU time as a share of all the host's CPUs, percent (getrusage).
+    pub process_percent: Option<f64>,
+    pub process_user_seconds: f64,
+    pub process_system_seconds: f64,
+    /// Where all CPUs' time went (user, system, irq, softirq, iowait, steal, idle), percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<CpuSplit>,
+    /// The same for each online CPU, under its number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_cpu: Vec<CpuSplit>,
+}
+
+/// Everything one end measured in one run, on its own clock.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideReport {
+    /// The measurement window, since this side's time zero.
+    pub window_start_ns: u64,
+    pub window_end_ns: u64,
+    pub streams: Vec<StreamReport>,
+    pub intervals: Vec<IntervalSample>,
+    pub cpu: CpuUsage,
+    /// The host's samplers over the measurement window.
+    #[serde(default)]
+    pub host: Option<HostUsage>,
+    /// The host's samplers at each interval.
+    #[serde(default)]
+    pub timeline: Vec<HostInterval>,
+    /// The host's configuration, read when the run ended (the caller fills it in).
+    #[serde(default)]
+    pub config: Option<HostConfig>,
+    /// Which I/O path drove the sockets: "syscall" (blocking read/write) or "io_uring".
+    pub io: String,
+    /// True when the run was cut short (Ctrl-C, a vanished peer).
+    pub partial: bool,
+    pub notes: Vec<String>,
+}

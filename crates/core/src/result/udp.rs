@@ -1,0 +1,172 @@
+//! What a UDP run adds to the document: each sender's and receiver's report (how datagrams were
+//! spaced, which were lost and when they arrived) and the run's datagram figures in `summary`.
+
+use super::Bin;
+use serde::{Deserialize, Serialize};
+
+/// What one UDP sender did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpSendReport {
+    /// Datagrams sent (numbered 0..datagrams).
+    pub datagrams: u64,
+    pub spacing: SendSpacing,
+    /// Sent as UDP GSO trains (UDP_SEGMENT).
+    pub gso: bool,
+    /// Sends that failed (ICMP port unreachable, other errors); the stream went on.
+    pub errors: u64,
+}
+
+/// What one UDP receiver saw. Histograms travel as hex of HdrHistogram's V2 encoding, in ns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpReceiveReport {
+    /// Distinct datagrams received.
+    pub datagrams: u64,
+    /// Datagrams never received, of the sender's count (from its end markers) or, without them,
+    /// of those up to the highest number seen.
+    pub lost: u64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    /// One past the highest sequence number seen.
+    pub highest_plus_one: u64,
+    /// The sender's count as its end markers said; None when none arrived.
+    pub end_count: Option<u64>,
+    pub loss_ranges: Vec<LossRange>,
+    pub loss_range_count: u64,
+    /// The stream in 64 columns: `.` nothing lost, `-` under 1 %, `x` under 10 %, `X` more.
+    pub loss_picture: String,
+    /// CLOCK_REALTIME of the first and last data datagram's arrival, ns since the Unix epoch.
+    pub first_arrival_unix_ns: Option<u64>,
+    pub last_arrival_unix_ns: Option<u64>,
+    /// RFC 3550 interarrival jitter at the end, microseconds.
+    pub jitter_us: f64,
+    /// Where arrival times came from: "kernel" (SO_TIMESTAMPNS), "user", or both.
+    pub timestamps: String,
+    /// Arrival spacing, ns.
+    pub spacing_histogram: String,
+    /// One-way delay above its minimum, ns, plus 1 (so that 0 can be stored).
+    pub delay_histogram: String,
+    /// The smallest one-way delay, ns: arrival (receiver's clock) minus send time (sender's).
+    /// Means something only when the clocks are synchronised.
+    pub delay_min_ns: i64,
+    /// Width of `bins`, microseconds.
+    pub bin_us: u32,
+    /// Arrival spacing, linear: [start of bin in µs, count], non-empty bins only.
+    pub bins: Vec<[u64; 2]>,
+    /// Spacings past the last bin.
+    pub bin_overflow: u64,
+    /// Received through UDP GRO (trains of datagrams per read, one arrival time per train).
+    #[serde(default)]
+    pub gro: bool,
+}
+
+/// The spacing a sender achieved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendSpacing {
+    /// Mean time between consecutive datagrams, microseconds.
+    pub mean_us: f64,
+    pub stddev_us: f64,
+    /// Datagrams sent more than a tenth of a gap (at least 1 µs) after their scheduled moment,
+    /// percent.
+    pub late_percent: f64,
+    /// The spacing asked for, microseconds (0: as fast as possible).
+    pub requested_us: f64,
+}
+
+/// A run of lost datagrams, `first..=last`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LossRange {
+    pub first: u64,
+    pub last: u64,
+}
+
+/// What `summary` adds for a UDP run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpSummary {
+    pub datagrams_sent: u64,
+    /// Distinct datagrams received.
+    pub datagrams_received: u64,
+    /// Received datagrams per second of the receivers' window.
+    pub packets_per_second: f64,
+    /// Sent but never received (from each sender's count).
+    pub lost: u64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    /// lost / sent x 100.
+    pub loss_percent: f64,
+    /// RFC 3550 interarrival jitter, microseconds, mean over streams.
+    pub jitter_us: f64,
+    /// CLOCK_REALTIME of the first and last arrival, ns since the Unix epoch.
+    pub first_arrival: Option<u64>,
+    pub last_arrival: Option<u64>,
+    pub arrival_spacing_us: Option<SpacingFigures>,
+    /// Arrival spacing in bins of `--bin` microseconds (non-empty bins; the last may be "and
+    /// longer").
+    pub arrival_spacing_histogram: Vec<Bin>,
+    pub one_way_delay_us: Option<DelayFigures>,
+    /// One-way delay in up to 50 equal bins from its minimum to its maximum.
+    pub one_way_delay_histogram: Vec<Bin>,
+    pub loss_ranges: Vec<StreamLoss>,
+    /// Where arrival times came from: "kernel" (SO_TIMESTAMPNS), "user", or both.
+    pub timestamps: String,
+    pub send_spacing_us: Option<SendSpacingFigures>,
+    /// Each receiving end's own figures (with several agents, and for multicast).
+    pub receivers: Vec<ReceiverFigures>,
+}
+
+/// What one receiving end got.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReceiverFigures {
+    /// The agent whose streams these are ("client" counted them under `--reverse`).
+    pub agent: String,
+    pub counted_by: String,
+    pub datagrams_received: u64,
+    pub lost: u64,
+    pub loss_percent: f64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+}
+
+/// Spacing between arrivals, microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpacingFigures {
+    pub mean: f64,
+    pub stddev: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// One-way delay, microseconds: relative to the smallest seen (`relative`), unless the run said
+/// the clocks are synchronised.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DelayFigures {
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub relative: bool,
+}
+
+/// Lost datagrams of one stream.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamLoss {
+    pub agent: String,
+    pub stream: u16,
+    pub lost: u64,
+    /// The first runs of lost sequence numbers.
+    pub ranges: Vec<LossRange>,
+    /// The stream in 64 columns: `.` nothing lost, `-` under 1 %, `x` under 10 %, `X` more.
+    pub picture: String,
+}
+
+/// The achieved send spacing, microseconds, over all sending streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendSpacingFigures {
+    pub requested: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub late_percent: f64,
+}
