@@ -1,6 +1,6 @@
 //! Interval lines while a test runs: one more consumer of samples.
 
-use linerate_core::engine::Sink;
+use linerate_core::client::Sink;
 use linerate_core::result::{IntervalSample, Role};
 use std::io::Write;
 

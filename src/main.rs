@@ -7,8 +7,8 @@ use anyhow::Context;
 use clap::Parser;
 use cli::{Cli, Command};
 use linerate_core::agent::{self, AgentEvent};
+use linerate_core::client::HttpTarget;
 use linerate_core::client::{ClientOptions, Target, run_tcp};
-use linerate_core::engine::http::HttpTarget;
 use linerate_core::result::{Role, TestResult};
 use linerate_core::spec::{HttpSpec, RrSpec, TcpSpec, UdpSpec};
 use linerate_core::sweep::Sweep;
@@ -282,7 +282,7 @@ fn rr_test(
 /// Runs an HTTP load with live lines and Ctrl-C handling.
 fn http_test(
     spec: &linerate_core::spec::HttpSpec,
-    targets: &[linerate_core::engine::http::HttpTarget],
+    targets: &[HttpTarget],
     agent: Option<linerate_core::client::HttpAgent>,
     opts: &ClientOptions,
     json: bool,
@@ -295,24 +295,6 @@ fn http_test(
     )?)
 }
 
-/// Resolves the URLs into targets with their requests.
-fn http_targets(
-    urls: &[linerate_core::engine::http::HttpUrl],
-    keepalive: bool,
-) -> anyhow::Result<Vec<linerate_core::engine::http::HttpTarget>> {
-    use std::net::ToSocketAddrs;
-    urls.iter()
-        .map(|u| {
-            let addr = (u.host.as_str(), u.port)
-                .to_socket_addrs()
-                .with_context(|| format!("resolving '{}'", u.host))?
-                .next()
-                .with_context(|| format!("'{}' has no address", u.host))?;
-            Ok(linerate_core::engine::http::HttpTarget::new(u, addr, keepalive))
-        })
-        .collect()
-}
-
 /// `linerate http`: one run, or a sweep over user counts with the optimum.
 fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     use linerate_core::sweep::http::{HttpPlan, Users, baseline, sweep};
@@ -320,7 +302,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     let counts = args.user_counts()?;
     let base = args.spec_for(counts[0])?;
     let opts = args.reach.options()?;
-    let targets = http_targets(&urls, args.keepalive)?;
+    let targets = linerate_core::client::http_targets(&urls, args.keepalive)?;
     let baseline = if args.baseline {
         let run = |spec: &HttpSpec, local: &[HttpTarget]| http_test(spec, local, None, &opts, true);
         let b = baseline(&base, &targets, run).context("--baseline")?;

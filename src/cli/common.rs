@@ -16,7 +16,7 @@ pub struct HostArgs {
     pub hosts: Vec<String>,
 
     /// Port for hosts given without one
-    #[arg(short = 'p', long, value_name = "N", default_value_t = linerate_core::proto::DEFAULT_PORT)]
+    #[arg(short = 'p', long, value_name = "N", default_value_t = linerate_core::client::DEFAULT_PORT)]
     pub port: u16,
 }
 

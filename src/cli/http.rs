@@ -3,8 +3,8 @@
 
 use super::common::{CpuArgs, IntervalArgs, OutputArgs};
 use anyhow::{Context, bail};
+use linerate_core::client::HttpUrl;
 use linerate_core::client::Target;
-use linerate_core::engine::http::HttpUrl;
 use linerate_core::spec::HttpSpec;
 use linerate_core::units::TimeSpan;
 
@@ -132,7 +132,7 @@ impl HttpArgs {
         if self.no_agent {
             return Ok(None);
         }
-        let port = linerate_core::proto::DEFAULT_PORT;
+        let port = linerate_core::client::DEFAULT_PORT;
         match &self.agent {
             Some(a) => Ok(Some(linerate_core::client::HttpAgent {
                 target: Target::resolve(a, port).with_context(|| format!("agent address '{a}'"))?,

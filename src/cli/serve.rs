@@ -11,7 +11,7 @@ pub struct ServeArgs {
     pub bind: IpAddr,
 
     /// Port for control and data connections (0 = any free port, printed at start)
-    #[arg(short = 'p', long, value_name = "N", default_value_t = linerate_core::proto::DEFAULT_PORT)]
+    #[arg(short = 'p', long, value_name = "N", default_value_t = linerate_core::client::DEFAULT_PORT)]
     pub port: u16,
 
     /// Serve without a secret on a non-loopback address (anyone who reaches it can run tests)

@@ -7,6 +7,7 @@ mod cost;
 mod http;
 mod httpd;
 mod lab;
+mod layout;
 mod netns;
 mod rr;
 mod tcp;

@@ -2,10 +2,8 @@
 //! open the data connections, start every agent and then the local engine, watch the control
 //! connections while it runs, and join everyone's measurements into one [`TestResult`].
 
-use crate::engine::{Control, EngineError, Sink, rr, sockopt, tcp, udp};
+use crate::engine::{Control, EngineError, rr, sockopt, tcp, udp};
 use crate::metrics::host::HostInfo;
-#[cfg(doc)]
-use crate::proto::DEFAULT_PORT;
 use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame::{self, COOKIE_LEN};
 use crate::proto::{Message, auth};
@@ -16,6 +14,12 @@ use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// What a caller of the client names: the sink its live lines implement, the HTTP targets it
+/// builds, and the agent's port (the engine and the protocol stay behind the client).
+pub use crate::engine::Sink;
+pub use crate::engine::http::{HttpTarget, HttpUrl};
+pub use crate::proto::DEFAULT_PORT;
 
 /// How long an agent may take to send its result once the local engine has finished.
 const RESULT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -432,7 +436,7 @@ pub struct HttpAgent {
 /// over the same window.
 pub fn run_http(
     spec: &HttpSpec,
-    targets: &[crate::engine::http::HttpTarget],
+    targets: &[HttpTarget],
     agent: Option<HttpAgent>,
     opts: &ClientOptions,
     sink: &mut dyn Sink,
@@ -740,4 +744,23 @@ fn watch_agent(
             Some(other) => return Err(conn.unexpected("result", &other)),
         }
     }
+}
+
+/// Resolves each URL's host and builds its request (`keepalive`: HTTP/1.1 keep-alive, else
+/// `Connection: close` on every request).
+pub fn http_targets(urls: &[HttpUrl], keepalive: bool) -> Result<Vec<HttpTarget>, ClientError> {
+    urls.iter()
+        .map(|u| {
+            let resolve = |source| ClientError::Resolve {
+                host: u.host.clone(),
+                source,
+            };
+            let addr = (u.host.as_str(), u.port)
+                .to_socket_addrs()
+                .map_err(resolve)?
+                .next()
+                .ok_or_else(|| resolve(std::io::Error::new(std::io::ErrorKind::NotFound, "no address")))?;
+            Ok(HttpTarget::new(u, addr, keepalive))
+        })
+        .collect()
 }

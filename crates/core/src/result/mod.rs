@@ -283,27 +283,3 @@ pub struct Bin {
     pub to_us: f64,
     pub count: u64,
 }
-
-#[cfg(test)]
-mod tests {
-    /// The document's types sit at the bottom: nothing under result/ may use what measures,
-    /// assembles or speaks the protocol (issue 12).
-    #[test]
-    fn result_imports_nothing_above_it() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/result");
-        let above = ["engine", "summary", "proto", "client", "agent"].map(|m| format!("crate::{m}"));
-        let mut files = 0;
-        for entry in std::fs::read_dir(&dir).expect("src/result is readable") {
-            let path = entry.expect("a directory entry").path();
-            let text = std::fs::read_to_string(&path).expect("a source file");
-            files += 1;
-            // Code only: the comments may name the modules above.
-            for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
-                for m in &above {
-                    assert!(!line.contains(m.as_str()), "{} uses {m}: {line}", path.display());
-                }
-            }
-        }
-        assert!(files >= 5, "{files} files under {}", dir.display());
-    }
-}
