@@ -1,6 +1,6 @@
 //! Flag groups that several subcommands share, declared once and flattened into each: the agents
 //! (`HOST[:PORT]...`, `-p`), streams and pinning (`-P`, `--cpus`, `--peer-cpus`), how long a test
-//! runs (`-n`, `-t`, `--warmup`), the interval (`-i`) and the output (`--json`). Times are
+//! runs (`-n`, `-t`, `--warmup`, `--cooldown`), the interval (`-i`) and the output (`--json`). Times are
 //! [`TimeSpan`]s: a bare number is seconds, `250ms` and the other suffixes also work.
 
 use anyhow::bail;
@@ -70,20 +70,55 @@ impl StreamArgs {
     }
 }
 
-/// How long a test runs: a count (`-n`) or a time (`-t`), and the start left out (`--warmup`).
+/// How long a test runs: a count (`-n`) or a time (`-t`), the start left out (`--warmup`) and
+/// the end left out (`--cooldown`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Buffers, datagrams or transactions per stream, then stop (instead of -t)
     #[arg(short = 'n', long = "count", value_name = "COUNT", conflicts_with = "time")]
     pub count: Option<u64>,
 
-    /// Seconds to run [default: 10; rr: 2 per sweep point]
-    #[arg(short = 't', long = "time", value_name = "SECONDS")]
+    /// Test length (10, 10s, 250ms) [default: 10s; rr: 2s per sweep point]
+    #[arg(
+        short = 't',
+        long = "time",
+        value_name = "DURATION",
+        long_help = TIME_HELP
+    )]
     pub time: Option<TimeSpan>,
 
-    /// Seconds at the start left out of the figures
-    #[arg(long, value_name = "SECONDS", default_value = "0")]
+    /// Time at the start left out of the figures (500ms, 2s)
+    #[arg(long, value_name = "DURATION", default_value = "0")]
     pub warmup: TimeSpan,
+
+    #[command(flatten)]
+    pub cooldown: CooldownArgs,
+}
+
+/// `-t`'s long help, shared by every test kind.
+pub const TIME_HELP: &str = "How long the test runs. A bare number is seconds; suffixes ms, s, m, h also work.\n\
+Default: 10s (rr with --sizes: 2s per sweep point; http: the load after --ramp).\n\
+Example: -t 30, -t 1500ms, --time=2m";
+
+/// The end of a timed run left out of the figures (`--cooldown`): every test kind, one meaning.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CooldownArgs {
+    /// Time at the end left out of the figures (needs -t)
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "0",
+        long_help = "Time at the end of a timed run left out of the figures, while the load goes on\n\
+(streams winding down do not count). Needs -t; warm-up plus cool-down must leave\n\
+a window. A bare number is seconds. Example: --cooldown 1s"
+    )]
+    pub cooldown: TimeSpan,
+}
+
+impl CooldownArgs {
+    pub fn seconds(&self) -> f64 {
+        self.cooldown.as_secs_f64()
+    }
 }
 
 impl RunArgs {

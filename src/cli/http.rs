@@ -10,7 +10,7 @@ use linerate_core::units::TimeSpan;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  linerate http http://10.0.0.2/bytes/524288 --users 240 --ramp 10s --duration 4m\n  linerate http http://10.0.0.2/index.html --users 16,32,64,128,240,480 --keepalive\n  linerate http http://10.0.0.2/bytes/1024 --rate 5000 --keepalive"
+    after_help = "Examples:\n  linerate http http://10.0.0.2/bytes/524288 --users 240 --ramp 10s -t 4m\n  linerate http http://10.0.0.2/index.html --users 16,32,64,128,240,480 --keepalive\n  linerate http http://10.0.0.2/bytes/1024 --rps 5000 --keepalive"
 )]
 pub struct HttpArgs {
     /// URLs to fetch (`http://HOST[:PORT]/PATH`); each user takes them in turn
@@ -18,13 +18,13 @@ pub struct HttpArgs {
     pub urls: Vec<String>,
 
     /// Simulated users, or a list to sweep (16,32,64): each waits for its whole response
-    /// before its next request. Open loop (--rate): the most requests in flight
+    /// before its next request. Open loop (--rps): the most requests in flight
     #[arg(short = 'u', long, value_name = "N[,N...]", default_value = "64")]
     pub users: String,
 
     /// Sweep the user count by doubling from 8 until the throughput stops growing, and report
     /// the optimum
-    #[arg(long, conflicts_with = "rate")]
+    #[arg(long, conflicts_with = "rps")]
     pub find_optimum: bool,
 
     /// A user's pause between a response and its next request (500ms, 1s)
@@ -39,15 +39,33 @@ pub struct HttpArgs {
     #[arg(long, value_name = "DURATION", default_value = "0")]
     pub ramp: TimeSpan,
 
-    /// Full load after the ramp: the measurement window (30s, 4m)
-    #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s")]
-    pub duration: TimeSpan,
+    /// Full load after the ramp: the test length (30s, 4m; also -d/--duration)
+    #[arg(
+        short = 't',
+        long = "time",
+        visible_short_alias = 'd',
+        visible_alias = "duration",
+        value_name = "DURATION",
+        default_value = "10s",
+        long_help = super::common::TIME_HELP
+    )]
+    pub time: TimeSpan,
 
-    /// Open loop: requests per second in all, each timed from its scheduled start
-    #[arg(long, value_name = "PER_SECOND")]
-    pub rate: Option<f64>,
+    #[command(flatten)]
+    pub cooldown: super::common::CooldownArgs,
 
-    /// A request not answered in full within this time is a timeout
+    /// Open loop: requests per second in all [default: closed loop, --users]
+    #[arg(
+        long = "rps",
+        alias = "rate",
+        value_name = "N",
+        long_help = "Open loop: requests per second in all, each timed from its scheduled start;\n\
+--users caps the requests in flight. Default: closed loop (simulated users).\n\
+Example: --rps 5000"
+    )]
+    pub rps: Option<f64>,
+
+    /// A request not answered in full within this time is a timeout (10s, 500ms)
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub timeout: TimeSpan,
 
@@ -95,8 +113,8 @@ impl HttpArgs {
                     .with_context(|| format!("--users '{v}' is not a count from 1 to 100000"))
             })
             .collect::<anyhow::Result<_>>()?;
-        if counts.len() > 1 && self.rate.is_some() {
-            bail!("--users takes one count with --rate (the most requests in flight)");
+        if counts.len() > 1 && self.rps.is_some() {
+            bail!("--users takes one count with --rps (the most requests in flight)");
         }
         Ok(counts)
     }
@@ -115,8 +133,9 @@ impl HttpArgs {
             think_ms: self.think.as_secs_f64() * 1e3,
             keepalive: self.keepalive,
             ramp_seconds: self.ramp.as_secs_f64(),
-            duration_seconds: self.duration.as_secs_f64(),
-            rate: self.rate,
+            duration_seconds: self.time.as_secs_f64(),
+            cooldown_seconds: self.cooldown.seconds(),
+            rate: self.rps,
             // Saturates: the spec's check names a timeout out of range.
             timeout_ms: (self.timeout.as_secs_f64() * 1e3).round() as u32,
             threads: self.threads,

@@ -4,11 +4,11 @@
 use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs};
 use anyhow::Context;
 use linerate_core::spec::{RrProto, RrSpec};
-use linerate_core::units::{BitRate, ByteSize};
+use linerate_core::units::{BitRate, ByteSize, TimeSpan};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  linerate rr 10.0.0.2 -t 10\n  linerate rr 10.0.0.2 --proto udp --sizes 64:8972:256 --expect 10G,8.5G\n  linerate rr 10.0.0.2 --connect -P 4"
+    after_help = "Examples:\n  linerate rr 10.0.0.2 -t 10\n  linerate rr 10.0.0.2 --proto udp --sizes 64:8972:256 --expect 10G,8.5G\n  linerate rr 10.0.0.2 --connect -P 4\n  linerate rr 10.0.0.2 --proto udp --tps 1000 --timeout 50ms"
 )]
 pub struct RrArgs {
     #[command(flatten)]
@@ -29,10 +29,15 @@ pub struct RrArgs {
     #[command(flatten)]
     pub run: RunArgs,
 
-    /// Open loop: transactions per second per stream, each timed from its scheduled start
-    /// [default: closed loop, the next request when the response is in]
-    #[arg(long, value_name = "PER_SECOND")]
-    pub rate: Option<f64>,
+    /// Open loop: transactions per second per stream [default: closed loop]
+    #[arg(
+        long = "tps",
+        alias = "rate",
+        value_name = "N",
+        long_help = "Open loop: transactions per second per stream, each timed from its scheduled start.\n\
+Default: closed loop, the next request when the response is in. Example: --tps 10000"
+    )]
+    pub tps: Option<f64>,
 
     #[command(flatten)]
     pub streams: StreamArgs,
@@ -45,9 +50,20 @@ pub struct RrArgs {
     #[arg(long)]
     pub connect: bool,
 
-    /// UDP: milliseconds to wait for a response before the transaction counts as lost
-    #[arg(long, value_name = "MS", default_value_t = 200)]
-    pub timeout: u32,
+    /// UDP: time to wait for a response before the transaction counts as lost (200ms)
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "200ms",
+        long_help = "UDP: how long to wait for a response before the transaction counts as lost.\n\
+A bare number is seconds, as for every time; a count of milliseconds, as this flag\n\
+once took, is --timeout-ms 200. Default: 200ms. Example: --timeout 50ms"
+    )]
+    pub timeout: TimeSpan,
+
+    /// The old spelling of --timeout, in milliseconds
+    #[arg(long, value_name = "MS", hide = true, conflicts_with = "timeout")]
+    pub timeout_ms: Option<u32>,
 
     #[command(flatten)]
     pub interval: IntervalArgs,
@@ -104,11 +120,16 @@ impl RrArgs {
             request_bytes: bytes(self.request, "--request")?,
             response_bytes: bytes(self.response, "--response")?,
             limit: self.run.limit(default_seconds),
-            rate: self.rate,
+            rate: self.tps,
             connect: self.connect,
             busy_poll_us: self.busy_poll,
-            timeout_ms: self.timeout,
+            timeout_ms: match self.timeout_ms {
+                Some(ms) => ms,
+                // Saturates: the spec's check names a timeout out of range.
+                None => (self.timeout.as_secs_f64() * 1e3).round() as u32,
+            },
             warmup_seconds: self.run.warmup.as_secs_f64(),
+            cooldown_seconds: self.run.cooldown.seconds(),
             interval_seconds: self.interval.interval.as_secs_f64(),
         };
         spec.validate()?;

@@ -24,8 +24,14 @@ pub struct UdpArgs {
     #[arg(long, value_name = "MICROSECONDS", conflicts_with = "rate")]
     pub gap: Option<f64>,
 
-    /// Send rate per stream in payload bits/s (100M, 1G; 0: as fast as possible)
-    #[arg(short = 'b', long, value_name = "RATE")]
+    /// Send rate per stream, payload bits/s (100m, 1g; 0: as fast as possible)
+    #[arg(
+        short = 'b',
+        long,
+        value_name = "BITS_PER_SECOND",
+        long_help = "Send rate per stream in payload bits per second; k, m, g, t are powers of 1000.\n\
+Sets the gap between datagrams from -l. 0: as fast as possible. Example: --rate 1g"
+    )]
     pub rate: Option<BitRate>,
 
     #[command(flatten)]
@@ -100,6 +106,7 @@ impl UdpArgs {
             limit: self.run.limit(10.0),
             gap_ns,
             warmup_seconds: self.run.warmup.as_secs_f64(),
+            cooldown_seconds: self.run.cooldown.seconds(),
             interval_seconds: self.interval.interval.as_secs_f64(),
             window_bytes: self.window,
             bin_us: self.bin,
