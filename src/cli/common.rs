@@ -263,6 +263,29 @@ mod tests {
     }
 
     #[test]
+    fn time_and_cooldown_mean_the_same_in_every_kind() {
+        for kind in ["tcp", "udp", "rr"] {
+            let run = |args: &[&str]| match parse(args).expect(kind) {
+                Command::Tcp(a) => a.run,
+                Command::Udp(a) => a.run,
+                Command::Rr(a) => a.run,
+                other => panic!("parsed as {other:?}"),
+            };
+            let r = run(&[kind, "h", "--time=2s", "--cooldown", "500ms"]);
+            assert_eq!((r.time.map(|t| t.as_secs_f64()), r.cooldown.seconds()), (Some(2.0), 0.5), "{kind}");
+            let r = run(&[kind, "h", "-t", "10", "--cooldown=1"]);
+            assert_eq!((r.time.map(|t| t.as_secs_f64()), r.cooldown.seconds()), (Some(10.0), 1.0), "{kind}");
+            assert_eq!(run(&[kind, "h"]).cooldown.seconds(), 0.0, "{kind}");
+            let e = parse(&[kind, "h", "--cooldown", "soon"]).expect_err("bad time").to_string();
+            assert!(e.contains("'soon' is not a time"), "{kind}: {e}");
+        }
+        let Command::Http(a) = parse(&["http", "http://h/", "--time", "3s", "--cooldown", "1s"]).expect("http") else {
+            panic!("not http")
+        };
+        assert_eq!((a.time.as_secs_f64(), a.cooldown.seconds()), (3.0, 1.0));
+    }
+
+    #[test]
     fn http_takes_cpus_interval_json_and_times() {
         let Command::Http(a) = parse(&[
             "http",

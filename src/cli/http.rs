@@ -174,3 +174,66 @@ impl HttpArgs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<HttpArgs, clap::Error> {
+        let mut full = vec!["linerate", "http", "http://127.0.0.1/"];
+        full.extend_from_slice(args);
+        Cli::try_parse_from(full).map(|c| match c.command {
+            Command::Http(h) => h,
+            other => panic!("parsed as {other:?}"),
+        })
+    }
+
+    fn spec(args: &[&str]) -> anyhow::Result<HttpSpec> {
+        parse(args).map_err(anyhow::Error::from)?.spec_for(1)
+    }
+
+    #[test]
+    fn time_is_t_as_elsewhere_with_d_and_duration_kept() {
+        assert_eq!(spec(&[]).expect("ok").duration_seconds, 10.0);
+        assert_eq!(spec(&["-t", "30"]).expect("ok").duration_seconds, 30.0);
+        assert_eq!(spec(&["--time=1500ms"]).expect("ok").duration_seconds, 1.5);
+        assert_eq!(spec(&["-d", "4m"]).expect("alias").duration_seconds, 240.0);
+        assert_eq!(spec(&["--duration=2s"]).expect("alias").duration_seconds, 2.0);
+        assert_eq!(spec(&["-d", "1", "-t", "3"]).expect("last one wins").duration_seconds, 3.0);
+        let e = parse(&["-t", "soon"]).expect_err("not a time").to_string();
+        assert!(e.contains("'soon' is not a time"), "{e}");
+    }
+
+    #[test]
+    fn rps_is_requests_per_second_and_rate_its_old_spelling() {
+        assert_eq!(spec(&[]).expect("ok").rate, None, "closed loop by default");
+        assert_eq!(spec(&["--rps", "5000"]).expect("ok").rate, Some(5000.0));
+        assert_eq!(spec(&["--rps=10"]).expect("ok").rate, Some(10.0));
+        assert_eq!(spec(&["--rate", "7"]).expect("alias").rate, Some(7.0));
+        let e = parse(&["--rps", "many"]).expect_err("not a number").to_string();
+        assert!(e.contains("invalid value 'many' for '--rps <N>'"), "{e}");
+        let e = parse(&["--rps", "1", "--users", "1,2"])
+            .expect("parses")
+            .user_counts()
+            .expect_err("a list with --rps")
+            .to_string();
+        assert!(e.contains("--users takes one count with --rps"), "{e}");
+        assert!(parse(&["--rate", "1", "--find-optimum"]).is_err());
+    }
+
+    #[test]
+    fn timeout_and_cooldown_are_durations() {
+        assert_eq!(spec(&[]).expect("ok").timeout_ms, 10_000);
+        assert_eq!(spec(&["--timeout=2"]).expect("ok").timeout_ms, 2000, "a bare number is seconds");
+        assert_eq!(spec(&["--timeout", "250ms"]).expect("ok").timeout_ms, 250);
+        assert_eq!(spec(&[]).expect("ok").cooldown_seconds, 0.0);
+        assert_eq!(spec(&["-t", "4", "--cooldown", "1s"]).expect("ok").cooldown_seconds, 1.0);
+        assert_eq!(spec(&["--cooldown=500ms"]).expect("ok").cooldown_seconds, 0.5);
+        let e = spec(&["-t", "1", "--cooldown", "1"]).expect_err("no window").to_string();
+        assert!(e.contains("leave nothing of a 1 s test"), "{e}");
+        let e = parse(&["--cooldown", "later"]).expect_err("not a time").to_string();
+        assert!(e.contains("'later' is not a time"), "{e}");
+    }
+}

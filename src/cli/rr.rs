@@ -57,7 +57,7 @@ Default: closed loop, the next request when the response is in. Example: --tps 1
         default_value = "200ms",
         long_help = "UDP: how long to wait for a response before the transaction counts as lost.\n\
 A bare number is seconds, as for every time; a count of milliseconds, as this flag\n\
-once took, is --timeout-ms 200. Default: 200ms. Example: --timeout 50ms"
+once took, is --timeout-ms 200. Example: --timeout 50ms"
     )]
     pub timeout: TimeSpan,
 
@@ -145,5 +145,65 @@ impl RrArgs {
         })?;
         anyhow::ensure!(sizes.len() <= 10_000, "--sizes has {} points, over 10000", sizes.len());
         Ok(Some(sizes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<RrArgs, clap::Error> {
+        let mut full = vec!["linerate", "rr", "h"];
+        full.extend_from_slice(args);
+        Cli::try_parse_from(full).map(|c| match c.command {
+            Command::Rr(r) => r,
+            other => panic!("parsed as {other:?}"),
+        })
+    }
+
+    fn spec(args: &[&str]) -> anyhow::Result<RrSpec> {
+        parse(args).map_err(anyhow::Error::from)?.into_spec()
+    }
+
+    #[test]
+    fn tps_is_transactions_per_second_and_rate_its_old_spelling() {
+        assert_eq!(spec(&[]).expect("ok").rate, None, "closed loop by default");
+        assert_eq!(spec(&["--tps", "1000"]).expect("ok").rate, Some(1000.0));
+        assert_eq!(spec(&["--tps=250.5"]).expect("ok").rate, Some(250.5));
+        assert_eq!(spec(&["--rate", "2000"]).expect("alias").rate, Some(2000.0));
+        assert_eq!(spec(&["--rate=1", "--tps", "3"]).expect("last one wins").rate, Some(3.0));
+        let e = parse(&["--tps", "fast"]).expect_err("not a number").to_string();
+        assert!(e.contains("invalid value 'fast' for '--tps <N>'"), "{e}");
+        let e = spec(&["--tps", "0"]).expect_err("zero").to_string();
+        assert!(e.contains("rate (transactions/s) must be between"), "{e}");
+    }
+
+    #[test]
+    fn timeout_is_a_duration_and_timeout_ms_the_old_meaning() {
+        assert_eq!(spec(&[]).expect("ok").timeout_ms, 200);
+        assert_eq!(spec(&["--timeout", "50ms"]).expect("ok").timeout_ms, 50);
+        assert_eq!(spec(&["--timeout=1.5"]).expect("ok").timeout_ms, 1500, "a bare number is seconds");
+        assert_eq!(spec(&["--timeout", "2s"]).expect("ok").timeout_ms, 2000);
+        assert_eq!(spec(&["--timeout-ms", "20"]).expect("old meaning").timeout_ms, 20);
+        assert_eq!(spec(&["--timeout-ms=300"]).expect("old meaning").timeout_ms, 300);
+        let e = parse(&["--timeout", "soon"]).expect_err("not a time").to_string();
+        assert!(e.contains("'soon' is not a time"), "{e}");
+        let e = spec(&["--timeout", "200"]).expect_err("200 s is too long").to_string();
+        assert!(e.contains("timeout (ms) must be between 1 and 60000, not 200000"), "{e}");
+        let e = parse(&["--timeout", "1s", "--timeout-ms", "20"]).expect_err("both").to_string();
+        assert!(e.contains("cannot be used with"), "{e}");
+    }
+
+    #[test]
+    fn cooldown_reaches_the_spec_and_needs_a_time() {
+        let s = spec(&["-t", "3", "--warmup", "500ms", "--cooldown", "1s"]).expect("ok");
+        assert_eq!((s.warmup_seconds, s.cooldown_seconds), (0.5, 1.0));
+        assert_eq!(spec(&["-t", "2", "--cooldown=250ms"]).expect("ok").cooldown_seconds, 0.25);
+        let e = spec(&["-n", "5", "--cooldown", "1"]).expect_err("count").to_string();
+        assert_eq!(e, "--cooldown needs a time limit (-t), not a buffer count (-n)");
+        let e = spec(&["-t", "2", "--warmup", "1", "--cooldown", "1"]).expect_err("no window").to_string();
+        assert!(e.contains("leave nothing of a 2 s test"), "{e}");
     }
 }
