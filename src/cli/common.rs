@@ -272,11 +272,21 @@ mod tests {
                 other => panic!("parsed as {other:?}"),
             };
             let r = run(&[kind, "h", "--time=2s", "--cooldown", "500ms"]);
-            assert_eq!((r.time.map(|t| t.as_secs_f64()), r.cooldown.seconds()), (Some(2.0), 0.5), "{kind}");
+            assert_eq!(
+                (r.time.map(|t| t.as_secs_f64()), r.cooldown.seconds()),
+                (Some(2.0), 0.5),
+                "{kind}"
+            );
             let r = run(&[kind, "h", "-t", "10", "--cooldown=1"]);
-            assert_eq!((r.time.map(|t| t.as_secs_f64()), r.cooldown.seconds()), (Some(10.0), 1.0), "{kind}");
+            assert_eq!(
+                (r.time.map(|t| t.as_secs_f64()), r.cooldown.seconds()),
+                (Some(10.0), 1.0),
+                "{kind}"
+            );
             assert_eq!(run(&[kind, "h"]).cooldown.seconds(), 0.0, "{kind}");
-            let e = parse(&[kind, "h", "--cooldown", "soon"]).expect_err("bad time").to_string();
+            let e = parse(&[kind, "h", "--cooldown", "soon"])
+                .expect_err("bad time")
+                .to_string();
             assert!(e.contains("'soon' is not a time"), "{kind}: {e}");
         }
         let Command::Http(a) = parse(&["http", "http://h/", "--time", "3s", "--cooldown", "1s"]).expect("http") else {

@@ -40,7 +40,10 @@ pub fn print_man() -> std::io::Result<()> {
         man.render_synopsis_section(&mut part)?;
         man.render_options_section(&mut part)?;
         let part = String::from_utf8_lossy(&part)
-            .replace(".SH SYNOPSIS", &format!(".SH \"LINERATE {}\"\n.SS Synopsis", name.to_uppercase()))
+            .replace(
+                ".SH SYNOPSIS",
+                &format!(".SH \"LINERATE {}\"\n.SS Synopsis", name.to_uppercase()),
+            )
             .replace(".SH OPTIONS", ".SS Options");
         page.extend_from_slice(part.as_bytes());
     }

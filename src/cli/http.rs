@@ -201,7 +201,10 @@ mod tests {
         assert_eq!(spec(&["--time=1500ms"]).expect("ok").duration_seconds, 1.5);
         assert_eq!(spec(&["-d", "4m"]).expect("alias").duration_seconds, 240.0);
         assert_eq!(spec(&["--duration=2s"]).expect("alias").duration_seconds, 2.0);
-        assert_eq!(spec(&["-d", "1", "-t", "3"]).expect("last one wins").duration_seconds, 3.0);
+        assert_eq!(
+            spec(&["-d", "1", "-t", "3"]).expect("last one wins").duration_seconds,
+            3.0
+        );
         let e = parse(&["-t", "soon"]).expect_err("not a time").to_string();
         assert!(e.contains("'soon' is not a time"), "{e}");
     }
@@ -226,12 +229,21 @@ mod tests {
     #[test]
     fn timeout_and_cooldown_are_durations() {
         assert_eq!(spec(&[]).expect("ok").timeout_ms, 10_000);
-        assert_eq!(spec(&["--timeout=2"]).expect("ok").timeout_ms, 2000, "a bare number is seconds");
+        assert_eq!(
+            spec(&["--timeout=2"]).expect("ok").timeout_ms,
+            2000,
+            "a bare number is seconds"
+        );
         assert_eq!(spec(&["--timeout", "250ms"]).expect("ok").timeout_ms, 250);
         assert_eq!(spec(&[]).expect("ok").cooldown_seconds, 0.0);
-        assert_eq!(spec(&["-t", "4", "--cooldown", "1s"]).expect("ok").cooldown_seconds, 1.0);
+        assert_eq!(
+            spec(&["-t", "4", "--cooldown", "1s"]).expect("ok").cooldown_seconds,
+            1.0
+        );
         assert_eq!(spec(&["--cooldown=500ms"]).expect("ok").cooldown_seconds, 0.5);
-        let e = spec(&["-t", "1", "--cooldown", "1"]).expect_err("no window").to_string();
+        let e = spec(&["-t", "1", "--cooldown", "1"])
+            .expect_err("no window")
+            .to_string();
         assert!(e.contains("leave nothing of a 1 s test"), "{e}");
         let e = parse(&["--cooldown", "later"]).expect_err("not a time").to_string();
         assert!(e.contains("'later' is not a time"), "{e}");

@@ -173,7 +173,10 @@ mod tests {
         assert_eq!(spec(&["--tps", "1000"]).expect("ok").rate, Some(1000.0));
         assert_eq!(spec(&["--tps=250.5"]).expect("ok").rate, Some(250.5));
         assert_eq!(spec(&["--rate", "2000"]).expect("alias").rate, Some(2000.0));
-        assert_eq!(spec(&["--rate=1", "--tps", "3"]).expect("last one wins").rate, Some(3.0));
+        assert_eq!(
+            spec(&["--rate=1", "--tps", "3"]).expect("last one wins").rate,
+            Some(3.0)
+        );
         let e = parse(&["--tps", "fast"]).expect_err("not a number").to_string();
         assert!(e.contains("invalid value 'fast' for '--tps <N>'"), "{e}");
         let e = spec(&["--tps", "0"]).expect_err("zero").to_string();
@@ -184,15 +187,24 @@ mod tests {
     fn timeout_is_a_duration_and_timeout_ms_the_old_meaning() {
         assert_eq!(spec(&[]).expect("ok").timeout_ms, 200);
         assert_eq!(spec(&["--timeout", "50ms"]).expect("ok").timeout_ms, 50);
-        assert_eq!(spec(&["--timeout=1.5"]).expect("ok").timeout_ms, 1500, "a bare number is seconds");
+        assert_eq!(
+            spec(&["--timeout=1.5"]).expect("ok").timeout_ms,
+            1500,
+            "a bare number is seconds"
+        );
         assert_eq!(spec(&["--timeout", "2s"]).expect("ok").timeout_ms, 2000);
         assert_eq!(spec(&["--timeout-ms", "20"]).expect("old meaning").timeout_ms, 20);
         assert_eq!(spec(&["--timeout-ms=300"]).expect("old meaning").timeout_ms, 300);
         let e = parse(&["--timeout", "soon"]).expect_err("not a time").to_string();
         assert!(e.contains("'soon' is not a time"), "{e}");
         let e = spec(&["--timeout", "200"]).expect_err("200 s is too long").to_string();
-        assert!(e.contains("timeout (ms) must be between 1 and 60000, not 200000"), "{e}");
-        let e = parse(&["--timeout", "1s", "--timeout-ms", "20"]).expect_err("both").to_string();
+        assert!(
+            e.contains("timeout (ms) must be between 1 and 60000, not 200000"),
+            "{e}"
+        );
+        let e = parse(&["--timeout", "1s", "--timeout-ms", "20"])
+            .expect_err("both")
+            .to_string();
         assert!(e.contains("cannot be used with"), "{e}");
     }
 
@@ -200,10 +212,15 @@ mod tests {
     fn cooldown_reaches_the_spec_and_needs_a_time() {
         let s = spec(&["-t", "3", "--warmup", "500ms", "--cooldown", "1s"]).expect("ok");
         assert_eq!((s.warmup_seconds, s.cooldown_seconds), (0.5, 1.0));
-        assert_eq!(spec(&["-t", "2", "--cooldown=250ms"]).expect("ok").cooldown_seconds, 0.25);
+        assert_eq!(
+            spec(&["-t", "2", "--cooldown=250ms"]).expect("ok").cooldown_seconds,
+            0.25
+        );
         let e = spec(&["-n", "5", "--cooldown", "1"]).expect_err("count").to_string();
         assert_eq!(e, "--cooldown needs a time limit (-t), not a buffer count (-n)");
-        let e = spec(&["-t", "2", "--warmup", "1", "--cooldown", "1"]).expect_err("no window").to_string();
+        let e = spec(&["-t", "2", "--warmup", "1", "--cooldown", "1"])
+            .expect_err("no window")
+            .to_string();
         assert!(e.contains("leave nothing of a 2 s test"), "{e}");
     }
 }

@@ -221,7 +221,10 @@ mod tests {
 
     #[test]
     fn cooldown_reaches_the_spec_and_needs_a_time() {
-        assert_eq!(spec(&["-t", "3", "--cooldown", "1s"]).expect("ok").cooldown_seconds, 1.0);
+        assert_eq!(
+            spec(&["-t", "3", "--cooldown", "1s"]).expect("ok").cooldown_seconds,
+            1.0
+        );
         assert_eq!(spec(&["-t", "3", "--cooldown=0.5"]).expect("ok").cooldown_seconds, 0.5);
         let e = spec(&["-n", "5", "--cooldown", "1"]).expect_err("count").to_string();
         assert_eq!(e, "--cooldown needs a time limit (-t), not a buffer count (-n)");

@@ -16,7 +16,10 @@ fn issue_13_bare_linerate_lists_the_subcommands_and_exits_2() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = stderr(&out);
     for sub in ["tcp", "udp", "rr", "http", "serve", "completions"] {
-        assert!(err.lines().any(|l| l.trim_start().starts_with(sub)), "{sub} not listed: {err}");
+        assert!(
+            err.lines().any(|l| l.trim_start().starts_with(sub)),
+            "{sub} not listed: {err}"
+        );
     }
 }
 
@@ -51,10 +54,19 @@ fn issue_13_renamed_flags_give_one_line_errors() {
     for (args, needle) in [
         (&["rr", "127.0.0.1:1", "--tps", "fast"][..], "--tps"),
         (&["rr", "127.0.0.1:1", "--timeout", "soon"], "'soon' is not a time"),
-        (&["rr", "127.0.0.1:1", "--timeout", "100"], "timeout (ms) must be between 1 and 60000"),
+        (
+            &["rr", "127.0.0.1:1", "--timeout", "100"],
+            "timeout (ms) must be between 1 and 60000",
+        ),
         (&["http", "http://127.0.0.1:1/", "--rps", "many"], "--rps"),
-        (&["udp", "127.0.0.1:1", "--cooldown", "1", "-n", "5"], "--cooldown needs a time limit"),
-        (&["http", "http://127.0.0.1:1/", "-t", "1", "--cooldown", "2"], "leave nothing"),
+        (
+            &["udp", "127.0.0.1:1", "--cooldown", "1", "-n", "5"],
+            "--cooldown needs a time limit",
+        ),
+        (
+            &["http", "http://127.0.0.1:1/", "-t", "1", "--cooldown", "2"],
+            "leave nothing",
+        ),
     ] {
         let out = linerate(args, LIMIT);
         let err = stderr(&out);
@@ -78,5 +90,63 @@ fn issue_13_man_prints_one_roff_page_of_every_subcommand() {
     }
     assert!(page.contains("cooldown") && page.contains("tps") && page.contains("rps"));
     let listed = stdout(&linerate(&["--help"], LIMIT));
-    assert!(!listed.lines().any(|l| l.trim_start().starts_with("man ")), "man is hidden");
+    assert!(
+        !listed.lines().any(|l| l.trim_start().starts_with("man ")),
+        "man is hidden"
+    );
+}
+
+/// `--cooldown` leaves the end of a timed run out in every kind, as tcp's test checks for tcp.
+#[test]
+fn issue_13_cooldown_shrinks_the_window_in_every_kind() {
+    let agent = Agent::start(&["--http-port", "0"]);
+    let run = |args: &[&str]| {
+        let v = json_of(&linerate(args, LIMIT));
+        check_document(&v);
+        v
+    };
+    for (kind, extra) in [("udp", &["-b", "10m"][..]), ("rr", &[])] {
+        let mut args = vec![
+            kind,
+            agent.addr.as_str(),
+            "--json",
+            "-t",
+            "2",
+            "--warmup",
+            "0.5",
+            "--cooldown",
+            "0.5",
+        ];
+        args.extend_from_slice(extra);
+        let v = run(&args);
+        assert_eq!(f(&v, "/options/cooldown_seconds"), 0.5, "{kind}");
+        let secs = f(&v, "/summary/sent/seconds");
+        assert!(
+            (0.9..1.3).contains(&secs),
+            "{kind}: a 2 s run less 1 s measured {secs} s"
+        );
+    }
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    let v = run(&[
+        "http",
+        &url,
+        "--json",
+        "--users",
+        "2",
+        "-t",
+        "2",
+        "--cooldown",
+        "1s",
+        "--agent",
+        &agent.addr,
+    ]);
+    assert_eq!(f(&v, "/options/cooldown_seconds"), 1.0);
+    let secs = f(&v, "/summary/steady_seconds");
+    assert!(
+        (0.9..1.1).contains(&secs),
+        "http: a 2 s load less 1 s measured {secs} s"
+    );
 }
