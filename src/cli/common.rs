@@ -1,7 +1,7 @@
 //! Flag groups that several subcommands share, declared once and flattened into each: the agents
 //! (`HOST[:PORT]...`, `-p`), streams and pinning (`-P`, `--cpus`, `--peer-cpus`), how long a test
-//! runs (`-n`, `-t`, `--warmup`, `--cooldown`), the interval (`-i`) and the output (`--json`). Times are
-//! [`TimeSpan`]s: a bare number is seconds, `250ms` and the other suffixes also work.
+//! runs (`-n`, `-t`, `--warmup`, `--cooldown`), the interval (`-i`) and the output (`--json`).
+//! Times are [`TimeSpan`]s: a bare number is seconds, `250ms` and the other suffixes also work.
 
 use anyhow::bail;
 use linerate_core::client::Target;
@@ -95,10 +95,9 @@ pub struct RunArgs {
     pub cooldown: CooldownArgs,
 }
 
-/// `-t`'s long help, shared by every test kind.
-pub const TIME_HELP: &str = "How long the test runs. A bare number is seconds; suffixes ms, s, m, h also work.\n\
-Default: 10s (rr with --sizes: 2s per sweep point; http: the load after --ramp).\n\
-Example: -t 30, -t 1500ms, --time=2m";
+/// `-t`'s long help in tcp, udp and rr.
+const TIME_HELP: &str = "How long the test runs. A bare number is seconds; suffixes ms, s, m, h also work.\n\
+Default: 10s (rr with --sizes: 2s per sweep point). Example: -t 30, -t 1500ms, --time=2m";
 
 /// The end of a timed run left out of the figures (`--cooldown`): every test kind, one meaning.
 #[derive(Debug, Clone, clap::Args)]

@@ -47,7 +47,9 @@ pub struct HttpArgs {
         visible_alias = "duration",
         value_name = "DURATION",
         default_value = "10s",
-        long_help = super::common::TIME_HELP
+        long_help = "How long the full load runs after --ramp: the window the figures cover, less any\n\
+--cooldown. A bare number is seconds; suffixes ms, s, m, h also work. -d and\n\
+--duration are other names for it. Example: -t 30, -t 4m, --duration=90s"
     )]
     pub time: TimeSpan,
 
