@@ -28,6 +28,11 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
+            // Bare `linerate`: the subcommands, and the status of a usage error.
+            if e.kind() == K::DisplayHelpOnMissingArgumentOrSubcommand {
+                let _ = e.print();
+                return ExitCode::from(2);
+            }
             // One line naming the problem, not clap's usage block.
             let text = e.render().to_string();
             let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
@@ -37,6 +42,10 @@ fn main() -> ExitCode {
                 && let Some(next) = lines.next()
             {
                 first = format!("{first} {next}");
+            }
+            // Keep clap's suggestion ("tip: a similar argument exists: '--window'") on the line.
+            for tip in text.lines().map(str::trim).filter(|l| l.starts_with("tip:")) {
+                first = format!("{first}; {tip}");
             }
             eprintln!("linerate: {} (see --help)", first.trim_start_matches("error: "));
             return ExitCode::from(2);
@@ -134,6 +143,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sys(args) => sys(&args),
         Command::Doctor(args) => doctor(&args),
         Command::Calc(args) => calc(&args),
+        Command::Completions(args) => Ok(cli::complete::print_completions(args.shell).map(|()| ExitCode::SUCCESS)?),
+        Command::Man => Ok(cli::complete::print_man().map(|()| ExitCode::SUCCESS)?),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Flag groups that several subcommands share, declared once and flattened into each: the agents
 //! (`HOST[:PORT]...`, `-p`), streams and pinning (`-P`, `--cpus`, `--peer-cpus`), how long a test
-//! runs (`-n`, `-t`, `--warmup`), the interval (`-i`) and the output (`--json`). Times are
-//! [`TimeSpan`]s: a bare number is seconds, `250ms` and the other suffixes also work.
+//! runs (`-n`, `-t`, `--warmup`, `--cooldown`), the interval (`-i`) and the output (`--json`).
+//! Times are [`TimeSpan`]s: a bare number is seconds, `250ms` and the other suffixes also work.
 
 use anyhow::bail;
 use linerate_core::client::Target;
@@ -70,20 +70,54 @@ impl StreamArgs {
     }
 }
 
-/// How long a test runs: a count (`-n`) or a time (`-t`), and the start left out (`--warmup`).
+/// How long a test runs: a count (`-n`) or a time (`-t`), the start left out (`--warmup`) and
+/// the end left out (`--cooldown`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Buffers, datagrams or transactions per stream, then stop (instead of -t)
     #[arg(short = 'n', long = "count", value_name = "COUNT", conflicts_with = "time")]
     pub count: Option<u64>,
 
-    /// Seconds to run [default: 10; rr: 2 per sweep point]
-    #[arg(short = 't', long = "time", value_name = "SECONDS")]
+    /// Test length (10, 10s, 250ms) [default: 10s; rr: 2s per sweep point]
+    #[arg(
+        short = 't',
+        long = "time",
+        value_name = "DURATION",
+        long_help = TIME_HELP
+    )]
     pub time: Option<TimeSpan>,
 
-    /// Seconds at the start left out of the figures
-    #[arg(long, value_name = "SECONDS", default_value = "0")]
+    /// Time at the start left out of the figures (500ms, 2s)
+    #[arg(long, value_name = "DURATION", default_value = "0")]
     pub warmup: TimeSpan,
+
+    #[command(flatten)]
+    pub cooldown: CooldownArgs,
+}
+
+/// `-t`'s long help in tcp, udp and rr.
+const TIME_HELP: &str = "How long the test runs. A bare number is seconds; suffixes ms, s, m, h also work.\n\
+Default: 10s (rr with --sizes: 2s per sweep point). Example: -t 30, -t 1500ms, --time=2m";
+
+/// The end of a timed run left out of the figures (`--cooldown`): every test kind, one meaning.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CooldownArgs {
+    /// Time at the end left out of the figures (needs -t)
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "0",
+        long_help = "Time at the end of a timed run left out of the figures, while the load goes on\n\
+(streams winding down do not count). Needs -t; warm-up plus cool-down must leave\n\
+a window. A bare number is seconds. Example: --cooldown 1s"
+    )]
+    pub cooldown: TimeSpan,
+}
+
+impl CooldownArgs {
+    pub fn seconds(&self) -> f64 {
+        self.cooldown.as_secs_f64()
+    }
 }
 
 impl RunArgs {
@@ -225,6 +259,39 @@ mod tests {
             let e = s.count().expect_err("too many").to_string();
             assert_eq!(e, "-P must be between 1 and 1024 streams, not 100000");
         }
+    }
+
+    #[test]
+    fn time_and_cooldown_mean_the_same_in_every_kind() {
+        for kind in ["tcp", "udp", "rr"] {
+            let run = |args: &[&str]| match parse(args).expect(kind) {
+                Command::Tcp(a) => a.run,
+                Command::Udp(a) => a.run,
+                Command::Rr(a) => a.run,
+                other => panic!("parsed as {other:?}"),
+            };
+            let r = run(&[kind, "h", "--time=2s", "--cooldown", "500ms"]);
+            assert_eq!(
+                (r.time.map(|t| t.as_secs_f64()), r.cooldown.seconds()),
+                (Some(2.0), 0.5),
+                "{kind}"
+            );
+            let r = run(&[kind, "h", "-t", "10", "--cooldown=1"]);
+            assert_eq!(
+                (r.time.map(|t| t.as_secs_f64()), r.cooldown.seconds()),
+                (Some(10.0), 1.0),
+                "{kind}"
+            );
+            assert_eq!(run(&[kind, "h"]).cooldown.seconds(), 0.0, "{kind}");
+            let e = parse(&[kind, "h", "--cooldown", "soon"])
+                .expect_err("bad time")
+                .to_string();
+            assert!(e.contains("'soon' is not a time"), "{kind}: {e}");
+        }
+        let Command::Http(a) = parse(&["http", "http://h/", "--time", "3s", "--cooldown", "1s"]).expect("http") else {
+            panic!("not http")
+        };
+        assert_eq!((a.time.as_secs_f64(), a.cooldown.seconds()), (3.0, 1.0));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use linerate_core::units::TimeSpan;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  linerate http http://10.0.0.2/bytes/524288 --users 240 --ramp 10s --duration 4m\n  linerate http http://10.0.0.2/index.html --users 16,32,64,128,240,480 --keepalive\n  linerate http http://10.0.0.2/bytes/1024 --rate 5000 --keepalive"
+    after_help = "Examples:\n  linerate http http://10.0.0.2/bytes/524288 --users 240 --ramp 10s -t 4m\n  linerate http http://10.0.0.2/index.html --users 16,32,64,128,240,480 --keepalive\n  linerate http http://10.0.0.2/bytes/1024 --rps 5000 --keepalive"
 )]
 pub struct HttpArgs {
     /// URLs to fetch (`http://HOST[:PORT]/PATH`); each user takes them in turn
@@ -18,13 +18,13 @@ pub struct HttpArgs {
     pub urls: Vec<String>,
 
     /// Simulated users, or a list to sweep (16,32,64): each waits for its whole response
-    /// before its next request. Open loop (--rate): the most requests in flight
+    /// before its next request. Open loop (--rps): the most requests in flight
     #[arg(short = 'u', long, value_name = "N[,N...]", default_value = "64")]
     pub users: String,
 
     /// Sweep the user count by doubling from 8 until the throughput stops growing, and report
     /// the optimum
-    #[arg(long, conflicts_with = "rate")]
+    #[arg(long, conflicts_with = "rps")]
     pub find_optimum: bool,
 
     /// A user's pause between a response and its next request (500ms, 1s)
@@ -39,15 +39,35 @@ pub struct HttpArgs {
     #[arg(long, value_name = "DURATION", default_value = "0")]
     pub ramp: TimeSpan,
 
-    /// Full load after the ramp: the measurement window (30s, 4m)
-    #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s")]
-    pub duration: TimeSpan,
+    /// Full load after the ramp: the test length (30s, 4m; also -d/--duration)
+    #[arg(
+        short = 't',
+        long = "time",
+        visible_short_alias = 'd',
+        visible_alias = "duration",
+        value_name = "DURATION",
+        default_value = "10s",
+        long_help = "How long the full load runs after --ramp: the window the figures cover, less any\n\
+--cooldown. A bare number is seconds; suffixes ms, s, m, h also work. -d and\n\
+--duration are other names for it. Example: -t 30, -t 4m, --duration=90s"
+    )]
+    pub time: TimeSpan,
 
-    /// Open loop: requests per second in all, each timed from its scheduled start
-    #[arg(long, value_name = "PER_SECOND")]
-    pub rate: Option<f64>,
+    #[command(flatten)]
+    pub cooldown: super::common::CooldownArgs,
 
-    /// A request not answered in full within this time is a timeout
+    /// Open loop: requests per second in all [default: closed loop, --users]
+    #[arg(
+        long = "rps",
+        alias = "rate",
+        value_name = "N",
+        long_help = "Open loop: requests per second in all, each timed from its scheduled start;\n\
+--users caps the requests in flight. Default: closed loop (simulated users).\n\
+Example: --rps 5000"
+    )]
+    pub rps: Option<f64>,
+
+    /// A request not answered in full within this time is a timeout (10s, 500ms)
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub timeout: TimeSpan,
 
@@ -95,8 +115,8 @@ impl HttpArgs {
                     .with_context(|| format!("--users '{v}' is not a count from 1 to 100000"))
             })
             .collect::<anyhow::Result<_>>()?;
-        if counts.len() > 1 && self.rate.is_some() {
-            bail!("--users takes one count with --rate (the most requests in flight)");
+        if counts.len() > 1 && self.rps.is_some() {
+            bail!("--users takes one count with --rps (the most requests in flight)");
         }
         Ok(counts)
     }
@@ -115,8 +135,9 @@ impl HttpArgs {
             think_ms: self.think.as_secs_f64() * 1e3,
             keepalive: self.keepalive,
             ramp_seconds: self.ramp.as_secs_f64(),
-            duration_seconds: self.duration.as_secs_f64(),
-            rate: self.rate,
+            duration_seconds: self.time.as_secs_f64(),
+            cooldown_seconds: self.cooldown.seconds(),
+            rate: self.rps,
             // Saturates: the spec's check names a timeout out of range.
             timeout_ms: (self.timeout.as_secs_f64() * 1e3).round() as u32,
             threads: self.threads,
@@ -153,5 +174,80 @@ impl HttpArgs {
                     }))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<HttpArgs, clap::Error> {
+        let mut full = vec!["linerate", "http", "http://127.0.0.1/"];
+        full.extend_from_slice(args);
+        Cli::try_parse_from(full).map(|c| match c.command {
+            Command::Http(h) => h,
+            other => panic!("parsed as {other:?}"),
+        })
+    }
+
+    fn spec(args: &[&str]) -> anyhow::Result<HttpSpec> {
+        parse(args).map_err(anyhow::Error::from)?.spec_for(1)
+    }
+
+    #[test]
+    fn time_is_t_as_elsewhere_with_d_and_duration_kept() {
+        assert_eq!(spec(&[]).expect("ok").duration_seconds, 10.0);
+        assert_eq!(spec(&["-t", "30"]).expect("ok").duration_seconds, 30.0);
+        assert_eq!(spec(&["--time=1500ms"]).expect("ok").duration_seconds, 1.5);
+        assert_eq!(spec(&["-d", "4m"]).expect("alias").duration_seconds, 240.0);
+        assert_eq!(spec(&["--duration=2s"]).expect("alias").duration_seconds, 2.0);
+        assert_eq!(
+            spec(&["-d", "1", "-t", "3"]).expect("last one wins").duration_seconds,
+            3.0
+        );
+        let e = parse(&["-t", "soon"]).expect_err("not a time").to_string();
+        assert!(e.contains("'soon' is not a time"), "{e}");
+    }
+
+    #[test]
+    fn rps_is_requests_per_second_and_rate_its_old_spelling() {
+        assert_eq!(spec(&[]).expect("ok").rate, None, "closed loop by default");
+        assert_eq!(spec(&["--rps", "5000"]).expect("ok").rate, Some(5000.0));
+        assert_eq!(spec(&["--rps=10"]).expect("ok").rate, Some(10.0));
+        assert_eq!(spec(&["--rate", "7"]).expect("alias").rate, Some(7.0));
+        let e = parse(&["--rps", "many"]).expect_err("not a number").to_string();
+        assert!(e.contains("invalid value 'many' for '--rps <N>'"), "{e}");
+        let e = parse(&["--rps", "1", "--users", "1,2"])
+            .expect("parses")
+            .user_counts()
+            .expect_err("a list with --rps")
+            .to_string();
+        assert!(e.contains("--users takes one count with --rps"), "{e}");
+        assert!(parse(&["--rate", "1", "--find-optimum"]).is_err());
+    }
+
+    #[test]
+    fn timeout_and_cooldown_are_durations() {
+        assert_eq!(spec(&[]).expect("ok").timeout_ms, 10_000);
+        assert_eq!(
+            spec(&["--timeout=2"]).expect("ok").timeout_ms,
+            2000,
+            "a bare number is seconds"
+        );
+        assert_eq!(spec(&["--timeout", "250ms"]).expect("ok").timeout_ms, 250);
+        assert_eq!(spec(&[]).expect("ok").cooldown_seconds, 0.0);
+        assert_eq!(
+            spec(&["-t", "4", "--cooldown", "1s"]).expect("ok").cooldown_seconds,
+            1.0
+        );
+        assert_eq!(spec(&["--cooldown=500ms"]).expect("ok").cooldown_seconds, 0.5);
+        let e = spec(&["-t", "1", "--cooldown", "1"])
+            .expect_err("no window")
+            .to_string();
+        assert!(e.contains("leave nothing of a 1 s test"), "{e}");
+        let e = parse(&["--cooldown", "later"]).expect_err("not a time").to_string();
+        assert!(e.contains("'later' is not a time"), "{e}");
     }
 }

@@ -2,6 +2,7 @@
 //! into a validated spec (`into_spec`) before anything touches the network.
 
 pub mod common;
+pub mod complete;
 pub mod http;
 pub mod lab;
 pub mod quick;
@@ -19,6 +20,7 @@ use std::path::PathBuf;
     name = "linerate",
     version,
     args_override_self = true,
+    arg_required_else_help = true,
     about = "Network performance tests: what a host and its network can do, and what it costs"
 )]
 pub struct Cli {
@@ -50,6 +52,11 @@ pub enum Command {
     Doctor(sys::DoctorArgs),
     /// Arithmetic of the wire: `calc goodput --link 10G --mtu 9000`
     Calc(sys::CalcArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions(complete::CompletionsArgs),
+    /// Print the man page (roff)
+    #[command(hide = true)]
+    Man,
 }
 
 /// Agent addresses as given (HOST, HOST:PORT, `[V6]:PORT`), `port` where none is given.

@@ -4,11 +4,11 @@
 use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs};
 use anyhow::Context;
 use linerate_core::spec::{RrProto, RrSpec};
-use linerate_core::units::{BitRate, ByteSize};
+use linerate_core::units::{BitRate, ByteSize, TimeSpan};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  linerate rr 10.0.0.2 -t 10\n  linerate rr 10.0.0.2 --proto udp --sizes 64:8972:256 --expect 10G,8.5G\n  linerate rr 10.0.0.2 --connect -P 4"
+    after_help = "Examples:\n  linerate rr 10.0.0.2 -t 10\n  linerate rr 10.0.0.2 --proto udp --sizes 64:8972:256 --expect 10G,8.5G\n  linerate rr 10.0.0.2 --connect -P 4\n  linerate rr 10.0.0.2 --proto udp --tps 1000 --timeout 50ms"
 )]
 pub struct RrArgs {
     #[command(flatten)]
@@ -29,10 +29,15 @@ pub struct RrArgs {
     #[command(flatten)]
     pub run: RunArgs,
 
-    /// Open loop: transactions per second per stream, each timed from its scheduled start
-    /// [default: closed loop, the next request when the response is in]
-    #[arg(long, value_name = "PER_SECOND")]
-    pub rate: Option<f64>,
+    /// Open loop: transactions per second per stream [default: closed loop]
+    #[arg(
+        long = "tps",
+        alias = "rate",
+        value_name = "N",
+        long_help = "Open loop: transactions per second per stream, each timed from its scheduled start.\n\
+Default: closed loop, the next request when the response is in. Example: --tps 10000"
+    )]
+    pub tps: Option<f64>,
 
     #[command(flatten)]
     pub streams: StreamArgs,
@@ -45,9 +50,20 @@ pub struct RrArgs {
     #[arg(long)]
     pub connect: bool,
 
-    /// UDP: milliseconds to wait for a response before the transaction counts as lost
-    #[arg(long, value_name = "MS", default_value_t = 200)]
-    pub timeout: u32,
+    /// UDP: time to wait for a response before the transaction counts as lost (200ms)
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "200ms",
+        long_help = "UDP: how long to wait for a response before the transaction counts as lost.\n\
+A bare number is seconds, as for every time; a count of milliseconds, as this flag\n\
+once took, is --timeout-ms 200. Example: --timeout 50ms"
+    )]
+    pub timeout: TimeSpan,
+
+    /// The old spelling of --timeout, in milliseconds
+    #[arg(long, value_name = "MS", hide = true, conflicts_with = "timeout")]
+    pub timeout_ms: Option<u32>,
 
     #[command(flatten)]
     pub interval: IntervalArgs,
@@ -104,11 +120,16 @@ impl RrArgs {
             request_bytes: bytes(self.request, "--request")?,
             response_bytes: bytes(self.response, "--response")?,
             limit: self.run.limit(default_seconds),
-            rate: self.rate,
+            rate: self.tps,
             connect: self.connect,
             busy_poll_us: self.busy_poll,
-            timeout_ms: self.timeout,
+            timeout_ms: match self.timeout_ms {
+                Some(ms) => ms,
+                // Saturates: the spec's check names a timeout out of range.
+                None => (self.timeout.as_secs_f64() * 1e3).round() as u32,
+            },
             warmup_seconds: self.run.warmup.as_secs_f64(),
+            cooldown_seconds: self.run.cooldown.seconds(),
             interval_seconds: self.interval.interval.as_secs_f64(),
         };
         spec.validate()?;
@@ -124,5 +145,82 @@ impl RrArgs {
         })?;
         anyhow::ensure!(sizes.len() <= 10_000, "--sizes has {} points, over 10000", sizes.len());
         Ok(Some(sizes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<RrArgs, clap::Error> {
+        let mut full = vec!["linerate", "rr", "h"];
+        full.extend_from_slice(args);
+        Cli::try_parse_from(full).map(|c| match c.command {
+            Command::Rr(r) => r,
+            other => panic!("parsed as {other:?}"),
+        })
+    }
+
+    fn spec(args: &[&str]) -> anyhow::Result<RrSpec> {
+        parse(args).map_err(anyhow::Error::from)?.into_spec()
+    }
+
+    #[test]
+    fn tps_is_transactions_per_second_and_rate_its_old_spelling() {
+        assert_eq!(spec(&[]).expect("ok").rate, None, "closed loop by default");
+        assert_eq!(spec(&["--tps", "1000"]).expect("ok").rate, Some(1000.0));
+        assert_eq!(spec(&["--tps=250.5"]).expect("ok").rate, Some(250.5));
+        assert_eq!(spec(&["--rate", "2000"]).expect("alias").rate, Some(2000.0));
+        assert_eq!(
+            spec(&["--rate=1", "--tps", "3"]).expect("last one wins").rate,
+            Some(3.0)
+        );
+        let e = parse(&["--tps", "fast"]).expect_err("not a number").to_string();
+        assert!(e.contains("invalid value 'fast' for '--tps <N>'"), "{e}");
+        let e = spec(&["--tps", "0"]).expect_err("zero").to_string();
+        assert!(e.contains("rate (transactions/s) must be between"), "{e}");
+    }
+
+    #[test]
+    fn timeout_is_a_duration_and_timeout_ms_the_old_meaning() {
+        assert_eq!(spec(&[]).expect("ok").timeout_ms, 200);
+        assert_eq!(spec(&["--timeout", "50ms"]).expect("ok").timeout_ms, 50);
+        assert_eq!(
+            spec(&["--timeout=1.5"]).expect("ok").timeout_ms,
+            1500,
+            "a bare number is seconds"
+        );
+        assert_eq!(spec(&["--timeout", "2s"]).expect("ok").timeout_ms, 2000);
+        assert_eq!(spec(&["--timeout-ms", "20"]).expect("old meaning").timeout_ms, 20);
+        assert_eq!(spec(&["--timeout-ms=300"]).expect("old meaning").timeout_ms, 300);
+        let e = parse(&["--timeout", "soon"]).expect_err("not a time").to_string();
+        assert!(e.contains("'soon' is not a time"), "{e}");
+        let e = spec(&["--timeout", "200"]).expect_err("200 s is too long").to_string();
+        assert!(
+            e.contains("timeout (ms) must be between 1 and 60000, not 200000"),
+            "{e}"
+        );
+        let e = parse(&["--timeout", "1s", "--timeout-ms", "20"])
+            .expect_err("both")
+            .to_string();
+        assert!(e.contains("cannot be used with"), "{e}");
+    }
+
+    #[test]
+    fn cooldown_reaches_the_spec_and_needs_a_time() {
+        let s = spec(&["-t", "3", "--warmup", "500ms", "--cooldown", "1s"]).expect("ok");
+        assert_eq!((s.warmup_seconds, s.cooldown_seconds), (0.5, 1.0));
+        assert_eq!(
+            spec(&["-t", "2", "--cooldown=250ms"]).expect("ok").cooldown_seconds,
+            0.25
+        );
+        let e = spec(&["-n", "5", "--cooldown", "1"]).expect_err("count").to_string();
+        assert_eq!(e, "--cooldown needs a time limit (-t), not a buffer count (-n)");
+        let e = spec(&["-t", "2", "--warmup", "1", "--cooldown", "1"])
+            .expect_err("no window")
+            .to_string();
+        assert!(e.contains("leave nothing of a 2 s test"), "{e}");
     }
 }

@@ -2,7 +2,7 @@
 
 use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs};
 use linerate_core::spec::{Direction, TcpSpec};
-use linerate_core::units::{BitRate, ByteSize, TimeSpan};
+use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -29,10 +29,6 @@ pub struct TcpArgs {
 
     #[command(flatten)]
     pub run: RunArgs,
-
-    /// Seconds at the end left out of the figures (needs -t)
-    #[arg(long, value_name = "SECONDS", default_value = "0")]
-    pub cooldown: TimeSpan,
 
     #[command(flatten)]
     pub interval: IntervalArgs,
@@ -100,7 +96,7 @@ impl TcpArgs {
             buffer_bytes: self.length,
             limit: self.run.limit(10.0),
             warmup_seconds: self.run.warmup.as_secs_f64(),
-            cooldown_seconds: self.cooldown.as_secs_f64(),
+            cooldown_seconds: self.run.cooldown.seconds(),
             interval_seconds: self.interval.interval.as_secs_f64(),
             window_bytes: self.window,
             sndbuf_bytes: self.sndbuf,

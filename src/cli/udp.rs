@@ -24,8 +24,14 @@ pub struct UdpArgs {
     #[arg(long, value_name = "MICROSECONDS", conflicts_with = "rate")]
     pub gap: Option<f64>,
 
-    /// Send rate per stream in payload bits/s (100M, 1G; 0: as fast as possible)
-    #[arg(short = 'b', long, value_name = "RATE")]
+    /// Send rate per stream, payload bits/s (100m, 1g; 0: as fast as possible)
+    #[arg(
+        short = 'b',
+        long,
+        value_name = "BITS_PER_SECOND",
+        long_help = "Send rate per stream in payload bits per second; k, m, g, t are powers of 1000.\n\
+Sets the gap between datagrams from -l. 0: as fast as possible. Example: --rate 1g"
+    )]
     pub rate: Option<BitRate>,
 
     #[command(flatten)]
@@ -100,6 +106,7 @@ impl UdpArgs {
             limit: self.run.limit(10.0),
             gap_ns,
             warmup_seconds: self.run.warmup.as_secs_f64(),
+            cooldown_seconds: self.run.cooldown.seconds(),
             interval_seconds: self.interval.interval.as_secs_f64(),
             window_bytes: self.window,
             bin_us: self.bin,
@@ -183,4 +190,44 @@ fn rand_test_id() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     t ^ (u64::from(std::process::id()) << 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn spec(args: &[&str]) -> anyhow::Result<UdpSpec> {
+        let mut full = vec!["linerate", "udp", "h"];
+        full.extend_from_slice(args);
+        match Cli::try_parse_from(full)?.command {
+            Command::Udp(u) => u.into_spec(),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rate_is_bits_per_second_with_suffixes() {
+        // 1472-byte payloads: 11,776 bits each.
+        assert_eq!(spec(&["--rate", "1g"]).expect("ok").gap_ns, 11_776);
+        assert_eq!(spec(&["-b", "100M"]).expect("ok").gap_ns, 117_760);
+        assert_eq!(spec(&["--rate=11776k"]).expect("ok").gap_ns, 1_000_000);
+        assert_eq!(spec(&["-b", "0"]).expect("as fast as possible").gap_ns, 0);
+        let e = spec(&["--rate", "fast"]).expect_err("not a rate").to_string();
+        assert!(e.contains("invalid value 'fast' for '--rate <BITS_PER_SECOND>'"), "{e}");
+        assert!(spec(&["--rate", "1g", "--gap", "10"]).is_err());
+    }
+
+    #[test]
+    fn cooldown_reaches_the_spec_and_needs_a_time() {
+        assert_eq!(
+            spec(&["-t", "3", "--cooldown", "1s"]).expect("ok").cooldown_seconds,
+            1.0
+        );
+        assert_eq!(spec(&["-t", "3", "--cooldown=0.5"]).expect("ok").cooldown_seconds, 0.5);
+        let e = spec(&["-n", "5", "--cooldown", "1"]).expect_err("count").to_string();
+        assert_eq!(e, "--cooldown needs a time limit (-t), not a buffer count (-n)");
+        assert!(spec(&["-t", "2", "--warmup", "1", "--cooldown", "1"]).is_err());
+    }
 }

@@ -190,7 +190,7 @@ fn udp_round_trips_over_a_lossy_link_finish_with_the_losses_counted() {
     let before: u64 = (0..2)
         .map(|h| lab.status()["hosts"][h]["loss_drops"].as_u64().unwrap_or(0))
         .sum();
-    let v = lab_rr(&lab, "h1", "h2", &["--proto", "udp", "-n", "2000", "--timeout", "20"]);
+    let v = lab_rr(&lab, "h1", "h2", &["--proto", "udp", "-n", "2000", "--timeout", "20ms"]);
     check_document(&v);
     let drops: u64 = (0..2)
         .map(|h| lab.status()["hosts"][h]["loss_drops"].as_u64().unwrap_or(0))

@@ -86,8 +86,12 @@ pub struct HttpSpec {
     pub keepalive: bool,
     /// Users start evenly over this many seconds; the figures leave it out.
     pub ramp_seconds: f64,
-    /// Full load after the ramp, seconds: the measurement window.
+    /// Full load after the ramp, seconds (`-t`): the measurement window and the cool-down.
     pub duration_seconds: f64,
+    /// Seconds at the end of the load left out of the figures (`--cooldown`); the server
+    /// host's samples still cover them.
+    #[serde(default)]
+    pub cooldown_seconds: f64,
     /// Open loop: requests per second in all, each timed from its scheduled start.
     pub rate: Option<f64>,
     /// A request not answered in full this long after it started is a timeout, ms.
@@ -105,6 +109,13 @@ impl HttpSpec {
         check("think time (ms)", self.think_ms, 0.0, 3.6e6)?;
         check("ramp seconds", self.ramp_seconds, 0.0, MAX_SECONDS)?;
         check("duration seconds", self.duration_seconds, 0.01, MAX_SECONDS)?;
+        check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
+        if self.cooldown_seconds >= self.duration_seconds {
+            return Err(SpecError::NoWindow {
+                total: self.cooldown_seconds,
+                seconds: self.duration_seconds,
+            });
+        }
         if let Some(r) = self.rate {
             check("rate (requests/s)", r, 0.001, 10e6)?;
         }
@@ -148,6 +159,9 @@ pub struct RrSpec {
     /// UDP: how long to wait for a response before the transaction counts as lost, ms.
     pub timeout_ms: u32,
     pub warmup_seconds: f64,
+    /// Seconds at the end left out of the summary (time limit only).
+    #[serde(default)]
+    pub cooldown_seconds: f64,
     pub interval_seconds: f64,
 }
 
@@ -166,6 +180,7 @@ impl RrSpec {
             busy_poll_us: None,
             timeout_ms: 200,
             warmup_seconds: 0.0,
+            cooldown_seconds: 0.0,
             interval_seconds: 1.0,
         }
     }
@@ -186,6 +201,7 @@ impl RrSpec {
         }
         check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 60_000.0)?;
         check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
+        check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
         check_interval(self.interval_seconds)?;
         check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
         if self.connect && self.proto == RrProto::Udp {
@@ -196,14 +212,17 @@ impl RrSpec {
         match self.limit {
             Limit::Seconds(s) => {
                 check("seconds (-t)", s, 0.01, MAX_SECONDS)?;
-                if self.warmup_seconds >= s {
-                    return Err(SpecError::NoWindow {
-                        total: self.warmup_seconds,
-                        seconds: s,
-                    });
+                let total = self.warmup_seconds + self.cooldown_seconds;
+                if total >= s {
+                    return Err(SpecError::NoWindow { total, seconds: s });
                 }
             }
-            Limit::Buffers(n) => check("transaction count (-n)", n as f64, 1.0, 1e12)?,
+            Limit::Buffers(n) => {
+                check("transaction count (-n)", n as f64, 1.0, 1e12)?;
+                if self.cooldown_seconds > 0.0 {
+                    return Err(SpecError::CooldownWithCount);
+                }
+            }
         }
         Ok(())
     }
@@ -237,6 +256,9 @@ pub struct UdpSpec {
     pub gap_ns: u64,
     /// Seconds at the start left out of the summary.
     pub warmup_seconds: f64,
+    /// Seconds at the end left out of the summary (time limit only).
+    #[serde(default)]
+    pub cooldown_seconds: f64,
     /// Seconds between interval samples; 0 = one for the whole run.
     pub interval_seconds: f64,
     /// SO_RCVBUF asked for on receiving sockets; None = linerate's default (4 MiB, forced as root).
@@ -272,6 +294,7 @@ impl UdpSpec {
             limit: Limit::Seconds(10.0),
             gap_ns: 0,
             warmup_seconds: 0.0,
+            cooldown_seconds: 0.0,
             interval_seconds: 1.0,
             window_bytes: None,
             bin_us: 1,
@@ -291,6 +314,7 @@ impl UdpSpec {
         )?;
         check("gap (ns)", self.gap_ns as f64, 0.0, 60e9)?;
         check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
+        check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
         check_interval(self.interval_seconds)?;
         check("histogram bin (us)", f64::from(self.bin_us), 1.0, 1e6)?;
         check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
@@ -300,11 +324,9 @@ impl UdpSpec {
         match self.limit {
             Limit::Seconds(s) => {
                 check("seconds (-t)", s, 0.01, MAX_SECONDS)?;
-                if self.warmup_seconds >= s {
-                    return Err(SpecError::NoWindow {
-                        total: self.warmup_seconds,
-                        seconds: s,
-                    });
+                let total = self.warmup_seconds + self.cooldown_seconds;
+                if total >= s {
+                    return Err(SpecError::NoWindow { total, seconds: s });
                 }
                 if self.interval_seconds > 0.0 {
                     let streams = self.streams_per_agent();
@@ -321,7 +343,12 @@ impl UdpSpec {
                 }
             }
             // 2^32 datagrams is the most a receiver tracks (engine::sequence).
-            Limit::Buffers(n) => check("datagram count (-n)", n as f64, 1.0, 4_294_967_296.0)?,
+            Limit::Buffers(n) => {
+                check("datagram count (-n)", n as f64, 1.0, 4_294_967_296.0)?;
+                if self.cooldown_seconds > 0.0 {
+                    return Err(SpecError::CooldownWithCount);
+                }
+            }
         }
         if let Some(m) = &self.multicast {
             if !m.group.is_multicast() {

@@ -221,6 +221,7 @@ fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
             keepalive: true,
             ramp_seconds: 2.0,
             duration_seconds: 10.0,
+            cooldown_seconds: 0.0,
             rate: None,
             timeout_ms: 10_000,
             threads: 0,

@@ -143,6 +143,7 @@ pub fn run(
         // An answering side ends when told the asking is over: that is the normal end, not a cut.
         plan: Plan {
             ends_on_stop: answering,
+            cooldown: Duration::from_secs_f64(spec.cooldown_seconds),
             ..Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds)
         },
         streams: streams

@@ -291,6 +291,7 @@ mod tests {
             keepalive: true,
             ramp_seconds: 0.0,
             duration_seconds: 1.0,
+            cooldown_seconds: 0.0,
             rate: None,
             timeout_ms: 1000,
             threads: 0,

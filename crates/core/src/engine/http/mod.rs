@@ -119,6 +119,8 @@ pub fn run(
     let shared = state.shared(control);
     let ramp_ns = (spec.ramp_seconds * 1e9) as u64;
     let end_ns = ramp_ns + (spec.duration_seconds * 1e9) as u64;
+    // The spec keeps the cool-down inside the duration, so the window is never empty.
+    let cooldown_ns = (spec.cooldown_seconds * 1e9) as u64;
     let interval_ns = if spec.interval_seconds > 0.0 {
         (spec.interval_seconds * 1e9) as u64
     } else {
@@ -128,6 +130,7 @@ pub fn run(
         plan: Plan {
             warmup: Duration::from_nanos(ramp_ns),
             deadline: Some(Duration::from_nanos(end_ns)),
+            cooldown: Duration::from_nanos(cooldown_ns),
             interval: (spec.interval_seconds > 0.0).then(|| Duration::from_nanos(interval_ns)),
             ..Plan::new()
         },
@@ -163,7 +166,7 @@ pub fn run(
         }
     }
     let mut total = total.unwrap_or_else(|| empty_run(0, interval_ns));
-    let end = report.window_end_ns.min(end_ns);
+    let end = report.window_end_ns.min(end_ns - cooldown_ns);
     total.window_seconds = end.saturating_sub(ramp_ns.min(end)) as f64 / 1e9;
     Ok((report, total))
 }

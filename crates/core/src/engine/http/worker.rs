@@ -65,6 +65,8 @@ struct Worker<'a> {
     scratch: Vec<u8>,
     start: Instant,
     window_ns: u64,
+    /// Where the window ends: `end_ns` less the cool-down.
+    window_end_ns: u64,
     end_ns: u64,
     timeout_ns: u64,
     think_ns: u64,
@@ -86,7 +88,7 @@ impl Worker<'_> {
     }
 
     fn in_window(&self, t: u64) -> bool {
-        t >= self.window_ns && t <= self.end_ns
+        t >= self.window_ns && t <= self.window_end_ns
     }
 
     fn bucket(&mut self, t: u64) -> Option<&mut HttpBucket> {
@@ -267,7 +269,7 @@ impl Worker<'_> {
                     if !user.got_first_byte {
                         user.got_first_byte = true;
                         let now = self.start.elapsed().as_nanos() as u64;
-                        if now >= self.window_ns && now <= self.end_ns {
+                        if now >= self.window_ns && now <= self.window_end_ns {
                             let _ = self
                                 .out
                                 .ttfb
@@ -513,6 +515,7 @@ pub(super) fn work(
         scratch: vec![0u8; SCRATCH],
         start: Instant::now(),
         window_ns: ramp_ns,
+        window_end_ns: end_ns.saturating_sub((spec.cooldown_seconds * 1e9) as u64),
         end_ns,
         timeout_ns: u64::from(spec.timeout_ms) * 1_000_000,
         think_ns: (spec.think_ms * 1e6) as u64,

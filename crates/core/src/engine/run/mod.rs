@@ -187,7 +187,7 @@ pub(crate) struct Plan {
     pub warmup: Duration,
     /// The senders' time limit; None for a count.
     pub deadline: Option<Duration>,
-    /// The window ends this long before the deadline (TCP's cool-down); zero: at the run's end.
+    /// The window ends this long before the deadline (`--cooldown`); zero: at the run's end.
     pub cooldown: Duration,
     pub interval: Option<Duration>,
     /// At the deadline the runner tells the senders to stop (TCP: its workers do not read the

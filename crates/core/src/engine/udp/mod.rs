@@ -124,7 +124,10 @@ pub fn run(
     let gate = Gate::new();
     let shared = state.shared(control);
     let runner = Runner {
-        plan: Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds),
+        plan: Plan {
+            cooldown: Duration::from_secs_f64(spec.cooldown_seconds),
+            ..Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds)
+        },
         streams: streams
             .iter()
             .map(|s| StreamInfo {

@@ -1,0 +1,152 @@
+//! One language of flags (issue 13): bare `linerate` lists the subcommands, a typo names the
+//! flag meant, and the completion script and man page come from the same definitions.
+
+use crate::util::*;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn issue_13_bare_linerate_lists_the_subcommands_and_exits_2() {
+    let out = linerate(&[], LIMIT);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = stderr(&out);
+    for sub in ["tcp", "udp", "rr", "http", "serve", "completions"] {
+        assert!(
+            err.lines().any(|l| l.trim_start().starts_with(sub)),
+            "{sub} not listed: {err}"
+        );
+    }
+}
+
+#[test]
+fn issue_13_a_typo_names_the_nearest_flag_on_one_line() {
+    let out = linerate(&["tcp", "127.0.0.1", "--windw", "1M"], LIMIT);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("linerate: unexpected argument '--windw'"), "{err}");
+    assert!(err.contains("'--window'"), "{err}");
+}
+
+#[test]
+fn issue_13_completions_name_the_subcommands_and_flags() {
+    let out = linerate(&["completions", "bash"], LIMIT);
+    assert!(out.status.success(), "{out:?}");
+    let script = stdout(&out);
+    assert!(script.contains("tcp") && script.contains("--window"), "{script}");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = linerate(&["completions", shell], LIMIT);
+        // fish spells a long flag `-l window`.
+        assert!(out.status.success() && stdout(&out).contains("window"), "{shell}");
+    }
+    let out = linerate(&["completions", "tcsh"], LIMIT);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out).trim_end().lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn issue_13_renamed_flags_give_one_line_errors() {
+    for (args, needle) in [
+        (&["rr", "127.0.0.1:1", "--tps", "fast"][..], "--tps"),
+        (&["rr", "127.0.0.1:1", "--timeout", "soon"], "'soon' is not a time"),
+        (
+            &["rr", "127.0.0.1:1", "--timeout", "100"],
+            "timeout (ms) must be between 1 and 60000",
+        ),
+        (&["http", "http://127.0.0.1:1/", "--rps", "many"], "--rps"),
+        (
+            &["udp", "127.0.0.1:1", "--cooldown", "1", "-n", "5"],
+            "--cooldown needs a time limit",
+        ),
+        (
+            &["http", "http://127.0.0.1:1/", "-t", "1", "--cooldown", "2"],
+            "leave nothing",
+        ),
+    ] {
+        let out = linerate(args, LIMIT);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn issue_13_man_prints_one_roff_page_of_every_subcommand() {
+    let out = linerate(&["man"], LIMIT);
+    assert!(out.status.success(), "{out:?}");
+    let page = stdout(&out);
+    // clap_mangen opens with two roff conditionals (the quote string), then the title macro.
+    let first_macro = page.lines().find(|l| !l.starts_with(".ie") && !l.starts_with(".el"));
+    assert!(first_macro.is_some_and(|l| l.starts_with(".TH linerate 1")), "{page}");
+    assert_eq!(page.matches(".TH ").count(), 1, "one page");
+    for section in ["LINERATE TCP", "LINERATE UDP", "LINERATE RR", "LINERATE HTTP"] {
+        assert!(page.contains(section), "{section} missing");
+    }
+    assert!(page.contains("cooldown") && page.contains("tps") && page.contains("rps"));
+    let listed = stdout(&linerate(&["--help"], LIMIT));
+    assert!(
+        !listed.lines().any(|l| l.trim_start().starts_with("man ")),
+        "man is hidden"
+    );
+}
+
+/// `--cooldown` leaves the end of a timed run out in every kind, as tcp's test checks for tcp.
+#[test]
+fn issue_13_cooldown_shrinks_the_window_in_every_kind() {
+    let agent = Agent::start(&["--http-port", "0"]);
+    let run = |args: &[&str]| {
+        let v = json_of(&linerate(args, LIMIT));
+        check_document(&v);
+        v
+    };
+    for (kind, extra) in [("udp", &["-b", "10m"][..]), ("rr", &[])] {
+        let mut args = vec![
+            kind,
+            agent.addr.as_str(),
+            "--json",
+            "-t",
+            "2",
+            "--warmup",
+            "0.5",
+            "--cooldown",
+            "0.5",
+        ];
+        args.extend_from_slice(extra);
+        let v = run(&args);
+        assert_eq!(f(&v, "/options/cooldown_seconds"), 0.5, "{kind}");
+        let secs = f(&v, "/summary/sent/seconds");
+        assert!(
+            (0.9..1.3).contains(&secs),
+            "{kind}: a 2 s run less 1 s measured {secs} s"
+        );
+    }
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    let v = run(&[
+        "http",
+        &url,
+        "--json",
+        "--users",
+        "2",
+        "-t",
+        "2",
+        "--cooldown",
+        "1s",
+        "--agent",
+        &agent.addr,
+    ]);
+    assert_eq!(f(&v, "/options/cooldown_seconds"), 1.0);
+    let secs = f(&v, "/summary/steady_seconds");
+    assert!(
+        (0.9..1.1).contains(&secs),
+        "http: a 2 s load less 1 s measured {secs} s"
+    );
+}
