@@ -532,15 +532,8 @@ pub fn run_http(
         host: &s.host,
         report: agent_report.as_ref(),
     });
-    let mut result = crate::summary::http::assemble(
-        spec,
-        HostInfo::read(),
-        &local,
-        &run,
-        server,
-        started_unix_ms,
-        notes,
-    );
+    let mut result =
+        crate::summary::http::assemble(spec, HostInfo::read(), &local, &run, server, started_unix_ms, notes);
     result.partial |= agent_lost.load(Ordering::Relaxed);
     Ok(result)
 }

@@ -153,10 +153,10 @@ impl Worker<'_> {
         match TcpStream::connect(self.targets[target].addr) {
             Ok(mut s) => {
                 let _ = s.set_nodelay(true);
-                if let Err(e) =
-                    self.poll
-                        .registry()
-                        .register(&mut s, Token(u), Interest::READABLE | Interest::WRITABLE)
+                if let Err(e) = self
+                    .poll
+                    .registry()
+                    .register(&mut s, Token(u), Interest::READABLE | Interest::WRITABLE)
                 {
                     let class = classify(&e);
                     self.finish(u, End::Failed(class));
@@ -660,4 +660,26 @@ pub(super) fn work(
     counter.ops.store(wk.total_responses, Relaxed);
     shared.finish(w, end);
     Ok(wk.out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class_of(e: io::Error) -> HttpErrors {
+        let mut errors = HttpErrors::default();
+        *classify(&e)(&mut errors) += 1;
+        errors
+    }
+
+    #[test]
+    fn the_clients_own_limits_are_local_limit_not_the_servers() {
+        for errno in [libc::EMFILE, libc::ENFILE, libc::EADDRNOTAVAIL, libc::ENOBUFS] {
+            let e = class_of(io::Error::from_raw_os_error(errno));
+            assert_eq!((e.local_limit, e.total()), (1, 1), "errno {errno}");
+        }
+        assert_eq!(class_of(io::Error::from_raw_os_error(libc::ECONNREFUSED)).refused, 1);
+        assert_eq!(class_of(io::Error::from_raw_os_error(libc::ECONNRESET)).reset, 1);
+        assert_eq!(class_of(io::Error::other("x")).other, 1);
+    }
 }
