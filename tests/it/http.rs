@@ -486,3 +486,224 @@ fn a_100mbit_lab_link_carries_90_to_100_mbit_of_http() {
     );
     drop(server);
 }
+
+/// The document on stdout, whatever the exit status (a partial run or one whose requests all
+/// failed has its own status; see README).
+fn document_of(out: &std::process::Output) -> Value {
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(out)
+        )
+    });
+    check_document(&v);
+    assert_eq!(v["test"], "http");
+    v
+}
+
+/// Every connection begun is established, failed (with an error class) or still open.
+fn assert_connections_add_up(v: &Value) {
+    let c = &v["summary"]["connections"];
+    let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("no connections.{k} in {c}"));
+    assert_eq!(
+        n("attempted"),
+        n("successful") + n("unsuccessful") + n("in_flight_at_end"),
+        "{c}"
+    );
+    let e = &v["summary"]["errors"];
+    let classes: u64 = ["refused", "reset", "timeout", "local_limit", "other"]
+        .iter()
+        .map(|k| e[k].as_u64().unwrap_or_else(|| panic!("no errors.{k} in {e}")))
+        .sum();
+    assert!(
+        classes >= n("unsuccessful"),
+        "failed connections without a class: {c} {e}"
+    );
+}
+
+#[test]
+fn issue_13_connections_add_up_with_and_without_keepalive() {
+    let agent = http_agent();
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    for keepalive in [false, true] {
+        // A ramp: connections begun in it and established after are not counted as ok.
+        let mut args = vec![
+            url.as_str(),
+            "--users",
+            "16",
+            "--ramp",
+            "500ms",
+            "-d",
+            "1s",
+            "--no-agent",
+        ];
+        if keepalive {
+            args.push("--keepalive");
+        }
+        let v = http_json(&args);
+        assert_connections_add_up(&v);
+        let ok = u(&v, "/summary/connections/successful");
+        if keepalive {
+            // Each user's one connection began in the ramp: none counts in the window.
+            assert!(ok <= 16, "{ok} connections for 16 keep-alive users");
+        } else {
+            assert!(ok > 0);
+        }
+        assert_eq!(u(&v, "/summary/errors/local_limit"), 0);
+        assert!(
+            !v["notes"].to_string().contains("every request failed"),
+            "{}",
+            v["notes"]
+        );
+    }
+}
+
+#[test]
+fn issue_13_a_resetting_server_and_a_refusing_one_keep_the_identity() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (port, server) = bad_server(Arc::clone(&stop));
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let good = format!("http://127.0.0.1:{port}/x");
+    let refused = format!("http://127.0.0.1:{closed}/x");
+    let v = http_json(&[
+        &good,
+        &refused,
+        "--users",
+        "4",
+        "-d",
+        "2s",
+        "--timeout",
+        "300ms",
+        "--no-agent",
+    ]);
+    stop.store(true, Ordering::Relaxed);
+    let _ = server.join();
+    assert_connections_add_up(&v);
+    assert!(u(&v, "/summary/errors/refused") > 0);
+    assert!(u(&v, "/summary/connections/unsuccessful") >= u(&v, "/summary/errors/refused"));
+
+    // Nothing but refusals: every request failed, and the document says so.
+    let out = linerate(
+        &["http", "--json", &refused, "--users", "2", "-d", "1s", "--no-agent"],
+        LIMIT,
+    );
+    let v = document_of(&out);
+    assert_connections_add_up(&v);
+    assert_eq!(u(&v, "/summary/responses"), 0);
+    assert!(u(&v, "/summary/errors/refused") > 0);
+    assert!(
+        v["summary"]["status"].get("2xx").is_none(),
+        "{}",
+        v["summary"]["status"]
+    );
+    assert!(
+        v["notes"].to_string().contains("every request failed"),
+        "{}",
+        v["notes"]
+    );
+}
+
+/// `linerate http ARGS` with its open files limited to `files` (soft and hard).
+fn http_with_open_files(files: u64, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("http").args(args);
+    // SAFETY: between fork and exec only setrlimit runs, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: files,
+                rlim_max: files,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    run_bounded(&mut cmd, LIMIT)
+}
+
+#[test]
+fn issue_13_users_past_the_open_files_limit_are_local_limit_errors() {
+    let agent = http_agent();
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    let args = ["--users", "2000", "-d", "2s", "--no-agent"];
+    let t = Instant::now();
+    let mut json = vec!["--json", url.as_str()];
+    json.extend_from_slice(&args);
+    let out = http_with_open_files(256, &json);
+    let took = t.elapsed();
+    let v = document_of(&out);
+    assert!(took < Duration::from_secs(5), "took {took:?} for a 2 s run");
+    assert!(u(&v, "/summary/errors/local_limit") > 0, "{}", v["summary"]["errors"]);
+    assert_connections_add_up(&v);
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains("ran out of file descriptors or local ports"),
+        "{}",
+        v["notes"]
+    );
+    let mut text = vec![url.as_str()];
+    text.extend_from_slice(&args);
+    let out = http_with_open_files(256, &text);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("WARNING: the load generator ran out of file descriptors"),
+        "{text}"
+    );
+}
+
+#[test]
+fn issue_13_http_stops_when_its_agent_dies() {
+    let mut agent = http_agent();
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    let t = Instant::now();
+    let client = Command::new(BIN)
+        .args([
+            "http",
+            "--json",
+            &url,
+            "--users",
+            "4",
+            "-d",
+            "10s",
+            "--agent",
+            &agent.addr,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn linerate http");
+    std::thread::sleep(Duration::from_secs(1));
+    agent.child.kill().expect("SIGKILL the agent");
+    let _ = agent.child.wait();
+    let out = wait_bounded(client, LIMIT);
+    let took = t.elapsed();
+    let v = document_of(&out);
+    assert!(
+        took < Duration::from_secs(4),
+        "took {took:?} after the agent died at 1 s"
+    );
+    assert_eq!(v["partial"], true);
+    assert!(
+        v["notes"].to_string().contains("control connection was lost"),
+        "{}",
+        v["notes"]
+    );
+    assert!(f(&v, "/summary/steady_seconds") < 3.0);
+}

@@ -475,17 +475,26 @@ pub fn run_http(
     let started_unix_ms = now_unix_ms();
     let control = Control::default();
     let engine_done = AtomicBool::new(false);
+    let agent_lost = AtomicBool::new(false);
     let (local, agent_result) = std::thread::scope(|scope| {
         let watcher = session.as_mut().map(|s| {
-            let (control, engine_done) = (&control, &engine_done);
+            let (control, engine_done, agent_lost) = (&control, &engine_done, &agent_lost);
             scope.spawn(move || {
-                watch_agent(
+                let r = watch_agent(
                     &mut s.conn,
                     control,
                     interrupt,
                     engine_done,
                     test.agent_waits_for_stop(),
-                )
+                );
+                // The agent's control connection failed while the users ran (the agent died,
+                // or its host): the server side can no longer be measured, so the users stop
+                // now and the run is reported as partial (issue 13).
+                if r.is_err() && !engine_done.load(Ordering::Relaxed) {
+                    agent_lost.store(true, Ordering::Relaxed);
+                    control.abort();
+                }
+                r
             })
         });
         scope.spawn(|| forward_interrupt(interrupt, &control, &engine_done));
@@ -507,20 +516,26 @@ pub fn run_http(
         }
         None => None,
     };
+    if agent_lost.load(Ordering::Relaxed)
+        && let Some(s) = &session
+    {
+        notes.push(format!(
+            "agent {}: the control connection was lost during the run; the users stopped at {:.3} s of {:.3} s \
+             planned and the figures cover what was measured until then",
+            s.target.name,
+            local.window_end_ns as f64 / 1e9,
+            spec.ramp_seconds + spec.duration_seconds
+        ));
+    }
     let server = session.as_ref().map(|s| crate::summary::http::ServerSide {
         name: &s.target.name,
         host: &s.host,
         report: agent_report.as_ref(),
     });
-    Ok(crate::summary::http::assemble(
-        spec,
-        HostInfo::read(),
-        &local,
-        &run,
-        server,
-        started_unix_ms,
-        notes,
-    ))
+    let mut result =
+        crate::summary::http::assemble(spec, HostInfo::read(), &local, &run, server, started_unix_ms, notes);
+    result.partial |= agent_lost.load(Ordering::Relaxed);
+    Ok(result)
 }
 
 /// Opens a session with every target for `test`, after checking what can be checked here.

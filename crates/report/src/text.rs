@@ -436,12 +436,13 @@ fn render_http(r: &TestResult) -> String {
     let c = &h.connections;
     row(
         &mut out,
-        "Connections attempted / ok / failed",
+        "Connections attempted/ok/failed/open",
         format!(
-            "{} / {} / {} ({} / {} / {} per second)",
+            "{} / {} / {} / {} ({} / {} / {} per second)",
             c.attempted,
             c.successful,
             c.unsuccessful,
+            c.in_flight_at_end,
             grouped(c.per_second.attempted, 1),
             grouped(c.per_second.successful, 1),
             grouped(c.per_second.unsuccessful, 1)
@@ -452,10 +453,29 @@ fn render_http(r: &TestResult) -> String {
         &mut out,
         "Errors",
         format!(
-            "{} (refused {}, reset {}, timeout {}, bad status {}, short body {}, bad response {}, other {})",
-            h.errors.total, e.refused, e.reset, e.timeout, e.bad_status, e.short_body, e.bad_response, e.other
+            "{} (refused {}, reset {}, timeout {}, bad status {}, short body {}, bad response {}, local limit {}, other {})",
+            h.errors.total,
+            e.refused,
+            e.reset,
+            e.timeout,
+            e.bad_status,
+            e.short_body,
+            e.bad_response,
+            e.local_limit,
+            e.other
         ),
     );
+    if e.local_limit > 0 {
+        let _ = writeln!(
+            out,
+            "  WARNING: the load generator ran out of file descriptors or local ports ({} failures here, not at \
+             the server): raise `ulimit -n`, use fewer users, or widen net.ipv4.ip_local_port_range",
+            e.local_limit
+        );
+    }
+    if h.every_request_failed() {
+        out.push_str("  FAILED: not one request got a 2xx response\n");
+    }
     let status: Vec<String> = h.status.iter().map(|(k, v)| format!("{k} {v}")).collect();
     row(&mut out, "Responses by status", status.join(", "));
     if let Some(rate) = &h.rate {

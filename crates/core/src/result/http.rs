@@ -44,12 +44,19 @@ pub struct HttpSummary {
     pub baseline: Option<Baseline>,
 }
 
-/// Connections over the window.
+/// Connections the client began in the window, by outcome: an identity,
+/// `attempted = successful + unsuccessful + in_flight_at_end`. Each attempt is counted by when it
+/// began; its outcome is counted with it, whenever it came.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConnectionCounts {
     pub attempted: u64,
+    /// Established.
     pub successful: u64,
+    /// Failed before they were established; each one is also an error of its class.
     pub unsuccessful: u64,
+    /// Still connecting when the run ended.
+    #[serde(default)]
+    pub in_flight_at_end: u64,
     pub per_second: ConnectionRates,
 }
 
@@ -83,13 +90,24 @@ pub struct HttpErrors {
     pub short_body: u64,
     /// A head that did not parse, too large, or a body form not supported (chunked).
     pub bad_response: u64,
+    /// The client's own limits, not the server's: out of file descriptors (EMFILE, ENFILE),
+    /// local ports (EADDRNOTAVAIL) or buffers (ENOBUFS).
+    #[serde(default)]
+    pub local_limit: u64,
     /// Any other socket error.
     pub other: u64,
 }
 
 impl HttpErrors {
     pub(crate) fn total(&self) -> u64 {
-        self.refused + self.reset + self.timeout + self.bad_status + self.short_body + self.bad_response + self.other
+        self.refused
+            + self.reset
+            + self.timeout
+            + self.bad_status
+            + self.short_body
+            + self.bad_response
+            + self.local_limit
+            + self.other
     }
 
     pub(crate) fn add(&mut self, o: &HttpErrors) {
@@ -99,7 +117,21 @@ impl HttpErrors {
         self.bad_status += o.bad_status;
         self.short_body += o.short_body;
         self.bad_response += o.bad_response;
+        self.local_limit += o.local_limit;
         self.other += o.other;
+    }
+}
+
+impl HttpSummary {
+    /// Responses with a 2xx status.
+    pub fn successful_responses(&self) -> u64 {
+        self.status.get("2xx").copied().unwrap_or(0)
+    }
+
+    /// Requests were made and not one was answered with a 2xx: every request failed (refused,
+    /// reset, timed out, a bad status, or never answered). The binary's exit status reads this.
+    pub fn every_request_failed(&self) -> bool {
+        self.successful_responses() == 0 && (self.requests_started > 0 || self.errors.total > 0)
     }
 }
 

@@ -49,6 +49,7 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
             attempted: run.connections_attempted,
             successful: run.connections_successful,
             unsuccessful: run.connections_unsuccessful,
+            in_flight_at_end: run.connections_in_flight_at_end,
             per_second: ConnectionRates {
                 attempted: per_s(run.connections_attempted as f64),
                 successful: per_s(run.connections_successful as f64),
@@ -108,6 +109,42 @@ pub(crate) fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpI
         });
     }
     out
+}
+
+/// What the reader must know of the run itself: the client's own limits, and a run in which
+/// no request succeeded.
+fn run_notes(spec: &HttpSpec, run: &HttpRun) -> Vec<String> {
+    let mut notes = Vec::new();
+    let e = &run.errors;
+    if e.local_limit > 0 {
+        let limit = run
+            .open_files_limit
+            .map_or(String::new(), |n| format!(" (open files limit {n})"));
+        notes.push(format!(
+            "the load generator ran out of file descriptors or local ports{limit}: {} requests failed on this \
+             client (local_limit), not on the server; raise `ulimit -n`, use fewer --users than {}, or widen \
+             net.ipv4.ip_local_port_range",
+            e.local_limit, spec.users
+        ));
+    }
+    let ok = run.status[2];
+    if ok == 0 && (run.requests_started > 0 || e.total() > 0) {
+        notes.push(format!(
+            "every request failed: no 2xx response in the window, {} errors (refused {}, reset {}, timeout {}, \
+             bad status {}, short body {}, bad response {}, local limit {}, other {}), {} unanswered at the end",
+            e.total(),
+            e.refused,
+            e.reset,
+            e.timeout,
+            e.bad_status,
+            e.short_body,
+            e.bad_response,
+            e.local_limit,
+            e.other,
+            run.in_flight_at_end
+        ));
+    }
+    notes
 }
 
 /// The result document of an HTTP run.
@@ -180,6 +217,7 @@ pub(crate) fn assemble(
             )),
         }
     }
+    notes.extend(run_notes(spec, run));
     TestResult {
         linerate: crate::VERSION.to_string(),
         schema: SCHEMA,

@@ -71,6 +71,8 @@ pub struct HttpRun {
     pub connections_attempted: u64,
     pub connections_successful: u64,
     pub connections_unsuccessful: u64,
+    /// Connections begun in the window and still connecting at the end.
+    pub connections_in_flight_at_end: u64,
     pub errors: HttpErrors,
     /// Round trip of each complete response: from the request's intended start to its last byte.
     pub response_time: Histogram<u64>,
@@ -82,6 +84,9 @@ pub struct HttpRun {
     pub in_flight_at_end: u64,
     /// Open loop: requests that waited for a free connection past their scheduled start.
     pub queued_late: u64,
+    /// This process's soft limit on open files when the run began (RLIMIT_NOFILE); absent
+    /// when it could not be read. Named in the note when connections failed for want of one.
+    pub open_files_limit: Option<u64>,
     /// The window: from the end of the ramp to the end, seconds.
     pub window_seconds: f64,
     /// Every interval of the run, ramp included, `interval_seconds` long.
@@ -91,6 +96,17 @@ pub struct HttpRun {
 
 pub(super) fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid bounds")
+}
+
+/// The soft RLIMIT_NOFILE of this process.
+fn open_files_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
 }
 
 /// The online CPUs (at least 1).
@@ -166,6 +182,7 @@ pub fn run(
         }
     }
     let mut total = total.unwrap_or_else(|| empty_run(0, interval_ns));
+    total.open_files_limit = open_files_limit();
     let end = report.window_end_ns.min(end_ns - cooldown_ns);
     total.window_seconds = end.saturating_sub(ramp_ns.min(end)) as f64 / 1e9;
     Ok((report, total))
@@ -182,12 +199,14 @@ pub(super) fn empty_run(buckets: usize, interval_ns: u64) -> HttpRun {
         connections_attempted: 0,
         connections_successful: 0,
         connections_unsuccessful: 0,
+        connections_in_flight_at_end: 0,
         errors: HttpErrors::default(),
         response_time: histogram(),
         ttfb: histogram(),
         connect: histogram(),
         in_flight_at_end: 0,
         queued_late: 0,
+        open_files_limit: None,
         window_seconds: 0.0,
         timeline: vec![HttpBucket::default(); buckets],
         interval_ns,
@@ -206,6 +225,7 @@ fn merge(t: &mut HttpRun, o: &HttpRun) {
     t.connections_attempted += o.connections_attempted;
     t.connections_successful += o.connections_successful;
     t.connections_unsuccessful += o.connections_unsuccessful;
+    t.connections_in_flight_at_end += o.connections_in_flight_at_end;
     t.errors.add(&o.errors);
     let _ = t.response_time.add(&o.response_time);
     let _ = t.ttfb.add(&o.ttfb);
