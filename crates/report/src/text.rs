@@ -285,6 +285,84 @@ fn rr_block(out: &mut String, r: &TestResult) {
     }
 }
 
+/// Where a UDP run's lost datagrams went, one line per cause that took any, with its fix.
+fn loss_cause_lines(c: &linerate_core::result::LossCauses) -> Vec<String> {
+    let mut lines = Vec::new();
+    let causes = [
+        (
+            c.receive_buffer,
+            "in the receiver's socket buffer (UDP RcvbufErrors): raise --window",
+        ),
+        (
+            c.receive_interface,
+            "at the receiving interface (rx drops, errors): raise its ring (ethtool -G) or slow the sender (--rate, --gap)",
+        ),
+        (
+            c.softnet,
+            "in the receiver's softnet backlog: raise net.core.netdev_max_backlog",
+        ),
+        (
+            c.sender,
+            "at the sender (UDP SndbufErrors, tx drops): raise --window on the sender or slow it",
+        ),
+    ];
+    for (n, what) in causes {
+        if let Some(n) = n.filter(|n| *n > 0) {
+            lines.push(format!("{} lost {what}", grouped(n as f64, 0)));
+        }
+    }
+    if let Some(n) = c.train_datagrams
+        && !lines.is_empty()
+    {
+        lines.push(format!(
+            "(the kernel dropped whole GSO/GRO trains of up to {n} datagrams; counted per train)"
+        ));
+    }
+    if c.network > 0 {
+        lines.push(format!(
+            "{} lost in the network (no host counter took them)",
+            grouped(c.network as f64, 0)
+        ));
+    }
+    lines
+}
+
+/// TCP retransmits beside the interfaces' drops: whether the hosts or the network lost segments.
+fn tcp_loss_line(r: &TestResult) -> Option<String> {
+    let t = r.summary.sent.tcp.as_ref().filter(|t| t.retransmits > 0)?;
+    let rx: u64 = r
+        .summary
+        .received
+        .interfaces
+        .iter()
+        .map(|i| i.rx_dropped + i.rx_errors)
+        .sum();
+    let tx: u64 = r
+        .summary
+        .sent
+        .interfaces
+        .iter()
+        .map(|i| i.tx_dropped + i.tx_errors)
+        .sum();
+    let counted = !r.summary.received.interfaces.is_empty() || !r.summary.sent.interfaces.is_empty();
+    Some(if !counted {
+        format!(
+            "TCP retransmits {}; the interfaces' drops were not counted.",
+            t.retransmits
+        )
+    } else if rx + tx == 0 {
+        format!(
+            "TCP retransmits {}; the interfaces dropped 0 packets: loss was in the network.",
+            t.retransmits
+        )
+    } else {
+        format!(
+            "TCP retransmits {}; the interfaces dropped {} on the receiver's side and {} on the sender's.",
+            t.retransmits, rx, tx
+        )
+    })
+}
+
 /// The UDPmon figures of a UDP run.
 fn udp_block(out: &mut String, r: &TestResult) {
     let Some(u) = &r.summary.udp else { return };
@@ -292,14 +370,39 @@ fn udp_block(out: &mut String, r: &TestResult) {
     let mut row = |label: &str, value: String| {
         let _ = writeln!(out, "  {label:<38}{value}");
     };
-    row(
-        "Datagrams sent / received",
-        format!(
-            "{} / {}",
-            grouped(u.datagrams_sent as f64, 0),
-            grouped(u.datagrams_received as f64, 0)
+    match u.received_per_receiver_mean {
+        // Multicast or several agents: each receiver was sent the datagrams on its own.
+        Some(mean) if u.receivers.len() > 1 => {
+            row(
+                "Datagrams sent / received per receiver",
+                format!(
+                    "{} / mean {} over {} receivers",
+                    grouped(u.datagrams_sent as f64, 0),
+                    grouped(mean, 1),
+                    u.receivers.len()
+                ),
+            );
+            for rc in &u.receivers {
+                row(
+                    &format!("  received by {}", rc.counted_by),
+                    format!(
+                        "{} ({} lost, {:.3} %)",
+                        grouped(rc.datagrams_received as f64, 0),
+                        grouped(rc.lost as f64, 0),
+                        rc.loss_percent
+                    ),
+                );
+            }
+        }
+        _ => row(
+            "Datagrams sent / received",
+            format!(
+                "{} / {}",
+                grouped(u.datagrams_sent as f64, 0),
+                grouped(u.datagrams_received as f64, 0)
+            ),
         ),
-    );
+    }
     let runs: u64 = u.loss_ranges.iter().map(|l| l.ranges.len() as u64).sum();
     row(
         "Lost",
@@ -310,17 +413,30 @@ fn udp_block(out: &mut String, r: &TestResult) {
             runs
         ),
     );
+    if let Some(c) = &u.loss_causes
+        && u.lost > 0
+    {
+        for line in loss_cause_lines(c) {
+            row("  of which", line);
+        }
+    }
     row(
         "Out of order / duplicates",
         format!("{} / {}", u.out_of_order, u.duplicates),
     );
-    row("Received (datagrams/s)", grouped(u.packets_per_second, 0));
-    if let (Some(a), Some(b)) = (u.first_arrival, u.last_arrival) {
+    if let (Some(secs), Some(bps)) = (u.send_window_seconds, u.sent_bits_per_second) {
         row(
-            "First to last arrival (s)",
-            format!("{:.6}", b.saturating_sub(a) as f64 / 1e9),
+            "Sent (first to last send)",
+            format!("{} Mbit/s over {secs:.6} s", grouped(bps / 1e6, 3)),
         );
     }
+    if let (Some(secs), Some(bps)) = (u.arrival_window_seconds, u.received_bits_per_second) {
+        row(
+            "Throughput (first to last arrival)",
+            format!("{} Mbit/s over {secs:.6} s", grouped(bps / 1e6, 3)),
+        );
+    }
+    row("Received (datagrams/s of arrival)", grouped(u.packets_per_second, 0));
     if let Some(sp) = &u.arrival_spacing_us {
         row(
             "Arrival spacing (us)",
@@ -599,6 +715,12 @@ pub fn render(r: &TestResult) -> String {
     interfaces_block(&mut out, r);
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
     out.push_str("Efficiency counts the counting hosts' busy CPU (all of it, not only linerate's); on one host both ends share it.\n");
+    if r.summary.udp.is_some() {
+        out.push_str("UDP: each side's time and throughput are over its own window: the send side's from first to last send, the receive side's from first to last arrival.\n");
+    }
+    if let Some(line) = tcp_loss_line(r) {
+        let _ = writeln!(out, "{line}");
+    }
     for (name, side) in [("send", &r.summary.sent), ("receive", &r.summary.received)] {
         if let Some(l) = &side.line_rate {
             let _ = writeln!(

@@ -394,6 +394,15 @@ pub(crate) fn assemble(
         TestSpec::Udp(u) => Some(udp::summarise(u, agents, &received)),
         _ => None,
     };
+    let (mut sent, mut received) = (sent, received);
+    if let Some(u) = &udp {
+        udp_windows(u, &mut sent, &mut received);
+    }
+    let mut udp = udp;
+    if let (Some(u), TestSpec::Udp(us)) = (udp.as_mut(), spec) {
+        let trains = udp::train_datagrams(us, agents);
+        u.loss_causes = Some(udp::loss_causes(u.lost, trains, &sent, &received));
+    }
     let rr = match spec {
         TestSpec::Rr(r) => Some(rr::summarise(r, agents, &sent, &received)),
         _ => None,
@@ -420,6 +429,20 @@ pub(crate) fn assemble(
         },
         notes,
         lab: None,
+    }
+}
+
+/// A UDP run's send and receive sides over their own windows: the senders' first to last send
+/// and the receivers' first to last arrival (UDPmon), not the measurement window, which holds
+/// the wait before the first datagram and for the end markers.
+fn udp_windows(u: &crate::result::UdpSummary, sent: &mut SideSummary, received: &mut SideSummary) {
+    if let (Some(s), Some(bps)) = (u.send_window_seconds, u.sent_bits_per_second) {
+        sent.seconds = s;
+        sent.bits_per_second = bps;
+    }
+    if let (Some(s), Some(bps)) = (u.arrival_window_seconds, u.received_bits_per_second) {
+        received.seconds = s;
+        received.bits_per_second = bps;
     }
 }
 

@@ -3,8 +3,8 @@
 
 use super::{AgentOutcome, decode};
 use crate::result::{
-    Bin, DelayFigures, ReceiverFigures, Role, SendSpacingFigures, SideReport, SideSummary, SpacingFigures, StreamLoss,
-    StreamReport, UdpReceiveReport, UdpSendReport, UdpSummary,
+    Bin, DelayFigures, LossCauses, ReceiverFigures, Role, SendSpacingFigures, SideReport, SideSummary, SpacingFigures,
+    StreamLoss, StreamReport, UdpReceiveReport, UdpSendReport, UdpSummary,
 };
 use crate::spec::UdpSpec;
 use hdrhistogram::Histogram;
@@ -48,6 +48,8 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
                 && (spec.multicast.is_none() || ai == 0)
             {
                 u.datagrams_sent += s.datagrams;
+                u.first_send_unix_ns = earliest(u.first_send_unix_ns, s.first_send_unix_ns);
+                u.last_send_unix_ns = u.last_send_unix_ns.max(s.last_send_unix_ns);
                 sends.push(s);
             }
             let Some(r) = rcv else { continue };
@@ -70,11 +72,8 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             if !stamps.contains(&r.timestamps) {
                 stamps.push(r.timestamps.clone());
             }
-            u.first_arrival = match (u.first_arrival, r.first_arrival_unix_ns) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            u.last_arrival = u.last_arrival.max(r.last_arrival_unix_ns);
+            u.first_arrival_unix_ns = earliest(u.first_arrival_unix_ns, r.first_arrival_unix_ns);
+            u.last_arrival_unix_ns = u.last_arrival_unix_ns.max(r.last_arrival_unix_ns);
             if lost > 0 {
                 u.loss_ranges.push(StreamLoss {
                     agent: a.name.to_string(),
@@ -131,8 +130,23 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
     if expected > 0 {
         u.loss_percent = 100.0 * u.lost as f64 / expected as f64;
     }
-    if received.seconds > 0.0 {
-        u.packets_per_second = received.ops as f64 / received.seconds;
+    // Each end's rate over its own window (UDPmon): the sender's from its first to its last
+    // send, the receiver's from its first to its last arrival. The measurement window would
+    // include the wait for the end markers and the time before the first datagram arrived.
+    let size = u64::from(spec.payload_bytes);
+    u.send_window_seconds = window_seconds(u.first_send_unix_ns, u.last_send_unix_ns);
+    u.sent_bits_per_second = u.send_window_seconds.map(|s| (u.datagrams_sent * size * 8) as f64 / s);
+    u.arrival_window_seconds = window_seconds(u.first_arrival_unix_ns, u.last_arrival_unix_ns);
+    u.received_bits_per_second = u
+        .arrival_window_seconds
+        .map(|s| (u.datagrams_received * size * 8) as f64 / s);
+    match u.arrival_window_seconds {
+        Some(s) => u.packets_per_second = u.datagrams_received as f64 / s,
+        None if received.seconds > 0.0 => u.packets_per_second = received.ops as f64 / received.seconds,
+        None => {}
+    }
+    if !u.receivers.is_empty() {
+        u.received_per_receiver_mean = Some(u.datagrams_received as f64 / u.receivers.len() as f64);
     }
     if !jitter.is_empty() {
         u.jitter_us = jitter.iter().sum::<f64>() / jitter.len() as f64;
@@ -204,4 +218,130 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
         });
     }
     u
+}
+
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// From `first` to `last`, seconds; None unless both are known and apart.
+fn window_seconds(first: Option<u64>, last: Option<u64>) -> Option<f64> {
+    let (a, b) = (first?, last?);
+    (b > a).then(|| (b - a) as f64 / 1e9)
+}
+
+/// Splits `lost` datagrams by where the hosts' counters say they were dropped: the receiver's
+/// socket buffer, its interfaces, its softnet backlog, the sender; the rest was lost between the
+/// hosts. The counters are host-wide, so each share is capped at what is still unattributed.
+pub(crate) fn loss_causes(
+    lost: u64,
+    train_datagrams: Option<u64>,
+    sent: &SideSummary,
+    received: &SideSummary,
+) -> LossCauses {
+    let mut left = lost;
+    let per_drop = train_datagrams.unwrap_or(1);
+    let mut take = |counted: Option<u64>, per: u64| {
+        counted.map(|c| {
+            let share = c.saturating_mul(per).min(left);
+            left -= share;
+            share
+        })
+    };
+    let rstack = received.stack;
+    let interfaces = |s: &SideSummary, f: fn(&crate::metrics::sample::InterfaceUsage) -> u64| {
+        (!s.interfaces.is_empty()).then(|| s.interfaces.iter().map(f).sum::<u64>())
+    };
+    let receive_buffer = take(rstack.map(|s| s.udp_receive_buffer_errors), per_drop);
+    let receive_interface = take(interfaces(received, |i| i.rx_dropped + i.rx_errors), per_drop);
+    let softnet = take(rstack.map(|s| s.softnet_dropped), per_drop);
+    let snd_buf = sent.stack.map(|s| s.udp_send_buffer_errors);
+    let tx = interfaces(sent, |i| i.tx_dropped + i.tx_errors);
+    let sender = take(
+        match (snd_buf, tx) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        },
+        1,
+    );
+    LossCauses {
+        receive_buffer,
+        receive_interface,
+        softnet,
+        sender,
+        network: left,
+        train_datagrams,
+    }
+}
+
+/// When every sender sent GSO trains and a receiver read through GRO, the kernel queued (and
+/// dropped, and counted) whole trains: the datagrams in one, as the sender built them.
+pub(crate) fn train_datagrams(spec: &UdpSpec, agents: &[AgentOutcome<'_>]) -> Option<u64> {
+    use crate::engine::udp::{BATCH, GSO_MAX_BYTES};
+    let reports = agents
+        .iter()
+        .flat_map(|a| a.report.into_iter().chain([a.client]))
+        .flat_map(|r| &r.streams);
+    let (mut gso, mut gro) = (false, false);
+    for st in reports {
+        gso |= st.udp_send.as_ref().is_some_and(|s| s.gso);
+        gro |= st.udp_receive.as_ref().is_some_and(|r| r.gro);
+    }
+    let size = (spec.payload_bytes as usize).max(1);
+    (gso && gro).then(|| (GSO_MAX_BYTES / size).clamp(1, BATCH) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::sample::{InterfaceUsage, StackUsage};
+
+    fn side(stack: StackUsage, rx_dropped: u64) -> SideSummary {
+        SideSummary {
+            stack: Some(stack),
+            interfaces: vec![InterfaceUsage {
+                name: "eth0".into(),
+                rx_dropped,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn loss_goes_first_to_the_receive_buffer_and_the_rest_to_the_network() {
+        let rcv = side(
+            StackUsage {
+                udp_receive_buffer_errors: 4_400,
+                ..Default::default()
+            },
+            0,
+        );
+        let c = loss_causes(4_500, None, &SideSummary::default(), &rcv);
+        assert_eq!(c.receive_buffer, Some(4_400));
+        assert_eq!(c.receive_interface, Some(0));
+        assert_eq!(c.sender, None);
+        assert_eq!(c.network, 100);
+    }
+
+    #[test]
+    fn host_wide_counters_never_attribute_more_than_was_lost() {
+        let rcv = side(
+            StackUsage {
+                udp_receive_buffer_errors: 30,
+                softnet_dropped: 1_000,
+                ..Default::default()
+            },
+            50,
+        );
+        let c = loss_causes(60, None, &rcv.clone(), &rcv);
+        assert_eq!(c.receive_buffer, Some(30));
+        assert_eq!(c.receive_interface, Some(30));
+        assert_eq!(c.softnet, Some(0));
+        assert_eq!(c.sender, Some(0));
+        assert_eq!(c.network, 0);
+    }
 }
