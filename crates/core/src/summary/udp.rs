@@ -26,6 +26,10 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
     let mut jitter = Vec::new();
     let mut stamps: Vec<String> = Vec::new();
     let mut sends: Vec<&UdpSendReport> = Vec::new();
+    // Each end's first and last send or arrival, on that end's own clock: windows are taken per
+    // clock, since two hosts' realtime clocks may differ by any offset.
+    let mut send_windows = Windows::default();
+    let mut arrival_windows = Windows::default();
     // Datagrams the receivers were sent: with multicast each receiver is sent the same ones.
     let mut expected = 0u64;
     for (ai, a) in agents.iter().enumerate() {
@@ -50,6 +54,8 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
                 u.datagrams_sent += s.datagrams;
                 u.first_send_unix_ns = earliest(u.first_send_unix_ns, s.first_send_unix_ns);
                 u.last_send_unix_ns = u.last_send_unix_ns.max(s.last_send_unix_ns);
+                let owner = if forward { "client" } else { a.name };
+                send_windows.add(owner, s.first_send_unix_ns, s.last_send_unix_ns);
                 sends.push(s);
             }
             let Some(r) = rcv else { continue };
@@ -74,6 +80,8 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             }
             u.first_arrival_unix_ns = earliest(u.first_arrival_unix_ns, r.first_arrival_unix_ns);
             u.last_arrival_unix_ns = u.last_arrival_unix_ns.max(r.last_arrival_unix_ns);
+            let owner = if forward { a.name } else { "client" };
+            arrival_windows.add(owner, r.first_arrival_unix_ns, r.last_arrival_unix_ns);
             if lost > 0 {
                 u.loss_ranges.push(StreamLoss {
                     agent: a.name.to_string(),
@@ -134,9 +142,9 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
     // send, the receiver's from its first to its last arrival. The measurement window would
     // include the wait for the end markers and the time before the first datagram arrived.
     let size = u64::from(spec.payload_bytes);
-    u.send_window_seconds = window_seconds(u.first_send_unix_ns, u.last_send_unix_ns);
+    u.send_window_seconds = send_windows.longest_seconds();
     u.sent_bits_per_second = u.send_window_seconds.map(|s| (u.datagrams_sent * size * 8) as f64 / s);
-    u.arrival_window_seconds = window_seconds(u.first_arrival_unix_ns, u.last_arrival_unix_ns);
+    u.arrival_window_seconds = arrival_windows.longest_seconds();
     u.received_bits_per_second = u
         .arrival_window_seconds
         .map(|s| (u.datagrams_received * size * 8) as f64 / s);
@@ -227,10 +235,33 @@ fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
-/// From `first` to `last`, seconds; None unless both are known and apart.
-fn window_seconds(first: Option<u64>, last: Option<u64>) -> Option<f64> {
-    let (a, b) = (first?, last?);
-    (b > a).then(|| (b - a) as f64 / 1e9)
+/// First and last moments per counting end, each on that end's clock.
+#[derive(Default)]
+struct Windows<'a>(Vec<(&'a str, u64, u64)>);
+
+impl<'a> Windows<'a> {
+    fn add(&mut self, owner: &'a str, first: Option<u64>, last: Option<u64>) {
+        let (Some(first), Some(last)) = (first, last) else {
+            return;
+        };
+        match self.0.iter_mut().find(|(o, _, _)| *o == owner) {
+            Some((_, a, b)) => {
+                *a = (*a).min(first);
+                *b = (*b).max(last);
+            }
+            None => self.0.push((owner, first, last)),
+        }
+    }
+
+    /// The longest end's window, seconds: the ends ran side by side, so the run's window is the
+    /// longest of theirs. None unless some end saw two distinct moments.
+    fn longest_seconds(&self) -> Option<f64> {
+        self.0
+            .iter()
+            .filter(|(_, a, b)| b > a)
+            .map(|(_, a, b)| (b - a) as f64 / 1e9)
+            .reduce(f64::max)
+    }
 }
 
 /// Splits `lost` datagrams by where the hosts' counters say they were dropped: the receiver's
