@@ -381,7 +381,7 @@ pub(crate) fn assemble(
         }
         m
     });
-    let per_agent = agents
+    let per_agent: Vec<AgentSummary> = agents
         .iter()
         .enumerate()
         .map(|(i, a)| AgentSummary {
@@ -390,19 +390,29 @@ pub(crate) fn assemble(
             received: summarise(&pick(&|_, snd, ai| ai == i && !snd), false),
         })
         .collect();
+    let (mut sent, mut received, mut directions, mut per_agent) = (sent, received, directions, per_agent);
     let udp = match spec {
-        TestSpec::Udp(u) => Some(udp::summarise(u, agents, &received)),
+        TestSpec::Udp(us) => {
+            let (mut u, split) = udp::summarise(us, agents, &received);
+            udp_windows(&u, &mut sent, &mut received);
+            for (a, [snd, rcv]) in per_agent.iter_mut().zip(&split.agents) {
+                snd.rate(&mut a.sent, us.payload_bytes);
+                rcv.rate(&mut a.received, us.payload_bytes);
+            }
+            if let Some(d) = directions.as_mut() {
+                for (name, [snd, rcv]) in ["forward", "reverse"].iter().zip(&split.directions) {
+                    if let Some(d) = d.get_mut(*name) {
+                        snd.rate(&mut d.sent, us.payload_bytes);
+                        rcv.rate(&mut d.received, us.payload_bytes);
+                    }
+                }
+            }
+            let trains = udp::train_datagrams(us, agents);
+            u.loss_causes = Some(udp::loss_causes(u.lost, trains, &sent, &received));
+            Some(u)
+        }
         _ => None,
     };
-    let (mut sent, mut received) = (sent, received);
-    if let Some(u) = &udp {
-        udp_windows(u, &mut sent, &mut received);
-    }
-    let mut udp = udp;
-    if let (Some(u), TestSpec::Udp(us)) = (udp.as_mut(), spec) {
-        let trains = udp::train_datagrams(us, agents);
-        u.loss_causes = Some(udp::loss_causes(u.lost, trains, &sent, &received));
-    }
     let rr = match spec {
         TestSpec::Rr(r) => Some(rr::summarise(r, agents, &sent, &received)),
         _ => None,

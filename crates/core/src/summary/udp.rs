@@ -15,8 +15,22 @@ fn find(r: Option<&SideReport>, stream: usize, role: Role) -> Option<&StreamRepo
         .find(|s| usize::from(s.stream) == stream && s.role == role)
 }
 
+/// Each agent's and each direction's send and arrival windows, `[send, arrival]`, to rate the
+/// agents' and directions' sides as the totals are.
+#[derive(Default)]
+pub(crate) struct SplitWindows<'a> {
+    pub agents: Vec<[Windows<'a>; 2]>,
+    /// Forward, then reverse.
+    pub directions: [[Windows<'a>; 2]; 2],
+}
+
 /// Joins every stream's sender and receiver reports.
-pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &SideSummary) -> UdpSummary {
+pub(crate) fn summarise<'a>(
+    spec: &UdpSpec,
+    agents: &[AgentOutcome<'a>],
+    received: &SideSummary,
+) -> (UdpSummary, SplitWindows<'a>) {
+    let mut split = SplitWindows::default();
     let mut u = UdpSummary::default();
     let mut spacing: Option<Histogram<u64>> = None;
     let mut delay: Option<Histogram<u64>> = None;
@@ -38,6 +52,7 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             ..Default::default()
         };
         let mut mine_expected = 0u64;
+        let mut agent_windows: [Windows<'a>; 2] = Default::default();
         for index in 0..spec.streams_per_agent() {
             let forward = spec.stream_flows_forward(index);
             let (snd_side, rcv_side) = if forward {
@@ -48,14 +63,29 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             let snd = find(snd_side, index, Role::Send).and_then(|s| s.udp_send.as_ref());
             let rcv: Option<&UdpReceiveReport> =
                 find(rcv_side, index, Role::Receive).and_then(|s| s.udp_receive.as_ref());
+            let (snd_owner, rcv_owner) = if forward {
+                ("client", a.name)
+            } else {
+                (a.name, "client")
+            };
+            let dir = usize::from(!forward);
+            if let Some(s) = snd {
+                let w = (s.first_send_unix_ns, s.last_send_unix_ns, s.datagrams);
+                agent_windows[0].add(snd_owner, w.0, w.1, w.2);
+                split.directions[dir][0].add(snd_owner, w.0, w.1, w.2);
+            }
+            if let Some(r) = rcv {
+                let w = (r.first_arrival_unix_ns, r.last_arrival_unix_ns, r.datagrams);
+                agent_windows[1].add(rcv_owner, w.0, w.1, w.2);
+                split.directions[dir][1].add(rcv_owner, w.0, w.1, w.2);
+            }
             if let Some(s) = snd
                 && (spec.multicast.is_none() || ai == 0)
             {
                 u.datagrams_sent += s.datagrams;
                 u.first_send_unix_ns = earliest(u.first_send_unix_ns, s.first_send_unix_ns);
                 u.last_send_unix_ns = u.last_send_unix_ns.max(s.last_send_unix_ns);
-                let owner = if forward { "client" } else { a.name };
-                send_windows.add(owner, s.first_send_unix_ns, s.last_send_unix_ns);
+                send_windows.add(snd_owner, s.first_send_unix_ns, s.last_send_unix_ns, s.datagrams);
                 sends.push(s);
             }
             let Some(r) = rcv else { continue };
@@ -80,8 +110,7 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             }
             u.first_arrival_unix_ns = earliest(u.first_arrival_unix_ns, r.first_arrival_unix_ns);
             u.last_arrival_unix_ns = u.last_arrival_unix_ns.max(r.last_arrival_unix_ns);
-            let owner = if forward { a.name } else { "client" };
-            arrival_windows.add(owner, r.first_arrival_unix_ns, r.last_arrival_unix_ns);
+            arrival_windows.add(rcv_owner, r.first_arrival_unix_ns, r.last_arrival_unix_ns, r.datagrams);
             if lost > 0 {
                 u.loss_ranges.push(StreamLoss {
                     agent: a.name.to_string(),
@@ -129,6 +158,7 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             }
             overflow += r.bin_overflow;
         }
+        split.agents.push(agent_windows);
         if mine_expected > 0 {
             mine.loss_percent = 100.0 * mine.lost as f64 / mine_expected as f64;
             expected += mine_expected;
@@ -225,7 +255,7 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             late_percent: sends.iter().map(|s| s.spacing.late_percent).sum::<f64>() / n,
         });
     }
-    u
+    (u, split)
 }
 
 fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -235,32 +265,46 @@ fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
-/// First and last moments per counting end, each on that end's clock.
+/// First and last moments per counting end, each on that end's clock, and the datagrams counted
+/// in them.
 #[derive(Default)]
-struct Windows<'a>(Vec<(&'a str, u64, u64)>);
+pub(crate) struct Windows<'a> {
+    ends: Vec<(&'a str, u64, u64)>,
+    datagrams: u64,
+}
 
 impl<'a> Windows<'a> {
-    fn add(&mut self, owner: &'a str, first: Option<u64>, last: Option<u64>) {
+    fn add(&mut self, owner: &'a str, first: Option<u64>, last: Option<u64>, datagrams: u64) {
         let (Some(first), Some(last)) = (first, last) else {
             return;
         };
-        match self.0.iter_mut().find(|(o, _, _)| *o == owner) {
+        self.datagrams += datagrams;
+        match self.ends.iter_mut().find(|(o, _, _)| *o == owner) {
             Some((_, a, b)) => {
                 *a = (*a).min(first);
                 *b = (*b).max(last);
             }
-            None => self.0.push((owner, first, last)),
+            None => self.ends.push((owner, first, last)),
         }
     }
 
     /// The longest end's window, seconds: the ends ran side by side, so the run's window is the
     /// longest of theirs. None unless some end saw two distinct moments.
     fn longest_seconds(&self) -> Option<f64> {
-        self.0
+        self.ends
             .iter()
             .filter(|(_, a, b)| b > a)
             .map(|(_, a, b)| (b - a) as f64 / 1e9)
             .reduce(f64::max)
+    }
+
+    /// Sets `side`'s seconds and rate to this window and its datagrams of `size` bytes; leaves
+    /// it on the measurement window when no end saw two moments.
+    pub(crate) fn rate(&self, side: &mut SideSummary, size: u32) {
+        if let Some(secs) = self.longest_seconds() {
+            side.seconds = secs;
+            side.bits_per_second = (self.datagrams * u64::from(size) * 8) as f64 / secs;
+        }
     }
 }
 
