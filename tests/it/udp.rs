@@ -94,13 +94,16 @@ fn loss_of_1_percent_is_reported_and_matches_the_firewall_counter() {
         .as_array()
         .expect("loss ranges");
     assert!(!ranges.is_empty());
-    // No host counter took them: the split puts them in the network (issue 13).
-    let network = u(&v, "/summary/loss_causes/network");
-    assert!(
-        network * 10 >= lost * 9,
-        "{network} of {lost} lost attributed to the network: {}",
-        v["summary"]["loss_causes"]
-    );
+    // The lab hosts' own counters (socket buffers and interfaces are per namespace) took none of
+    // them: the split puts them in the network (issue 13). Softnet drops are host-wide, so a
+    // test flooding loopback beside this one may claim a share of them.
+    let c = &v["summary"]["loss_causes"];
+    let hosts = u(&v, "/summary/loss_causes/receive_buffer")
+        + u(&v, "/summary/loss_causes/receive_interface")
+        + u(&v, "/summary/loss_causes/sender");
+    assert!(hosts * 10 <= lost, "{hosts} of {lost} lost put in the hosts: {c}");
+    let network = u(&v, "/summary/loss_causes/network") + u(&v, "/summary/loss_causes/softnet");
+    assert_eq!(network + hosts, lost, "{c}");
 }
 
 #[test]
