@@ -6,6 +6,9 @@ use linerate_core::result::{SideSummary, TestResult};
 use linerate_core::spec::{Direction, Limit, TestSpec};
 use std::fmt::Write;
 
+mod udp;
+use udp::{tcp_loss_line, udp_block};
+
 /// 1,234,567.891 style: thousands separated, fixed decimals.
 pub fn grouped(v: f64, decimals: usize) -> String {
     let s = format!("{:.*}", decimals, v.abs());
@@ -285,110 +288,6 @@ fn rr_block(out: &mut String, r: &TestResult) {
     }
 }
 
-/// The UDPmon figures of a UDP run.
-fn udp_block(out: &mut String, r: &TestResult) {
-    let Some(u) = &r.summary.udp else { return };
-    let _ = writeln!(out, "\nUDP (received by {})", r.summary.received.counted_by.join(", "));
-    let mut row = |label: &str, value: String| {
-        let _ = writeln!(out, "  {label:<38}{value}");
-    };
-    row(
-        "Datagrams sent / received",
-        format!(
-            "{} / {}",
-            grouped(u.datagrams_sent as f64, 0),
-            grouped(u.datagrams_received as f64, 0)
-        ),
-    );
-    let runs: u64 = u.loss_ranges.iter().map(|l| l.ranges.len() as u64).sum();
-    row(
-        "Lost",
-        format!(
-            "{} ({:.3} %) in {} run(s) listed",
-            grouped(u.lost as f64, 0),
-            u.loss_percent,
-            runs
-        ),
-    );
-    row(
-        "Out of order / duplicates",
-        format!("{} / {}", u.out_of_order, u.duplicates),
-    );
-    row("Received (datagrams/s)", grouped(u.packets_per_second, 0));
-    if let (Some(a), Some(b)) = (u.first_arrival, u.last_arrival) {
-        row(
-            "First to last arrival (s)",
-            format!("{:.6}", b.saturating_sub(a) as f64 / 1e9),
-        );
-    }
-    if let Some(sp) = &u.arrival_spacing_us {
-        row(
-            "Arrival spacing (us)",
-            format!(
-                "mean {:.2}  stddev {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}",
-                sp.mean, sp.stddev, sp.p50, sp.p99, sp.max
-            ),
-        );
-    }
-    row("Jitter, RFC 3550 (us)", format!("{:.2}", u.jitter_us));
-    if let Some(d) = &u.one_way_delay_us {
-        let what = if d.relative {
-            "One-way delay (us, above its minimum)"
-        } else {
-            "One-way delay (us, synchronised clocks)"
-        };
-        row(
-            what,
-            format!(
-                "min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
-                d.min, d.p50, d.p90, d.p99, d.max
-            ),
-        );
-    }
-    if let Some(s) = &u.send_spacing_us {
-        let asked = if s.requested > 0.0 {
-            format!("asked {:.2}, ", s.requested)
-        } else {
-            "as fast as possible, ".into()
-        };
-        row(
-            "Send spacing (us)",
-            format!(
-                "{asked}achieved mean {:.2} stddev {:.2}, {:.2} % sent late",
-                s.mean, s.stddev, s.late_percent
-            ),
-        );
-    }
-    row("Arrival times from", u.timestamps.clone());
-    for l in u.loss_ranges.iter().take(8) {
-        row(
-            &format!("Loss pattern, {} stream {}", l.agent, l.stream),
-            format!("|{}|", l.picture),
-        );
-    }
-    // The busiest arrival-spacing bins as bars.
-    let max = u.arrival_spacing_histogram.iter().map(|b| b.count).max().unwrap_or(0);
-    if max > 0 {
-        let _ = writeln!(out, "  Arrival spacing histogram (us: count)");
-        let mut bins: Vec<_> = u.arrival_spacing_histogram.iter().collect();
-        bins.sort_by_key(|b| std::cmp::Reverse(b.count));
-        bins.truncate(12);
-        bins.sort_by(|a, b| a.from_us.total_cmp(&b.from_us));
-        for b in bins {
-            let bar = "#".repeat(((b.count as f64 / max as f64) * 40.0).ceil() as usize);
-            let _ = writeln!(out, "    {:>10.0}  {:>10}  {bar}", b.from_us, b.count);
-        }
-    }
-    if !u.one_way_delay_histogram.is_empty() {
-        let max = u.one_way_delay_histogram.iter().map(|b| b.count).max().unwrap_or(1);
-        let _ = writeln!(out, "  One-way delay histogram (us from: count)");
-        for b in &u.one_way_delay_histogram {
-            let bar = "#".repeat(((b.count as f64 / max as f64) * 40.0).ceil() as usize);
-            let _ = writeln!(out, "    {:>10.1}  {:>10}  {bar}", b.from_us, b.count);
-        }
-    }
-}
-
 /// The whole text summary.
 /// An HTTP run: the users' figures, the client's and the server's cost, the timeline.
 fn render_http(r: &TestResult) -> String {
@@ -619,6 +518,12 @@ pub fn render(r: &TestResult) -> String {
     interfaces_block(&mut out, r);
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
     out.push_str("Efficiency counts the counting hosts' busy CPU (all of it, not only linerate's); on one host both ends share it.\n");
+    if r.summary.udp.is_some() {
+        out.push_str("UDP: each side's time and throughput are over its own window: the send side's from first to last send, the receive side's from first to last arrival.\n");
+    }
+    if let Some(line) = tcp_loss_line(r) {
+        let _ = writeln!(out, "{line}");
+    }
     for (name, side) in [("send", &r.summary.sent), ("receive", &r.summary.received)] {
         if let Some(l) = &side.line_rate {
             let _ = writeln!(

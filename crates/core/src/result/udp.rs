@@ -14,6 +14,12 @@ pub struct UdpSendReport {
     pub gso: bool,
     /// Sends that failed (ICMP port unreachable, other errors); the stream went on.
     pub errors: u64,
+    /// CLOCK_REALTIME of the first and last data datagram's send, ns since the Unix epoch; None
+    /// when nothing was sent (or the sender predates them).
+    #[serde(default)]
+    pub first_send_unix_ns: Option<u64>,
+    #[serde(default)]
+    pub last_send_unix_ns: Option<u64>,
 }
 
 /// What one UDP receiver saw. Histograms travel as hex of HdrHistogram's V2 encoding, in ns.
@@ -85,8 +91,20 @@ pub struct UdpSummary {
     pub datagrams_sent: u64,
     /// Distinct datagrams received.
     pub datagrams_received: u64,
-    /// Received datagrams per second of the receivers' window.
+    /// Received datagrams per second of the arrival window (first to last arrival).
     pub packets_per_second: f64,
+    /// The senders' window: first to last send over all sending streams, seconds; None when
+    /// no sender reported its send times.
+    pub send_window_seconds: Option<f64>,
+    /// Bytes sent over the senders' window, bits per second (the send side's `bits_per_second`).
+    pub sent_bits_per_second: Option<f64>,
+    /// The receivers' window: first to last arrival over all receiving streams, seconds.
+    pub arrival_window_seconds: Option<f64>,
+    /// Bytes received over the arrival window, bits per second (UDPmon's receive rate; the
+    /// receive side's `bits_per_second`).
+    pub received_bits_per_second: Option<f64>,
+    /// Where the lost datagrams went, as the hosts' counters say.
+    pub loss_causes: Option<LossCauses>,
     /// Sent but never received (from each sender's count).
     pub lost: u64,
     pub out_of_order: u64,
@@ -95,9 +113,12 @@ pub struct UdpSummary {
     pub loss_percent: f64,
     /// RFC 3550 interarrival jitter, microseconds, mean over streams.
     pub jitter_us: f64,
+    /// CLOCK_REALTIME of the first and last send, ns since the Unix epoch (senders' clocks).
+    pub first_send_unix_ns: Option<u64>,
+    pub last_send_unix_ns: Option<u64>,
     /// CLOCK_REALTIME of the first and last arrival, ns since the Unix epoch.
-    pub first_arrival: Option<u64>,
-    pub last_arrival: Option<u64>,
+    pub first_arrival_unix_ns: Option<u64>,
+    pub last_arrival_unix_ns: Option<u64>,
     pub arrival_spacing_us: Option<SpacingFigures>,
     /// Arrival spacing in bins of `--bin` microseconds (non-empty bins; the last may be "and
     /// longer").
@@ -111,6 +132,31 @@ pub struct UdpSummary {
     pub send_spacing_us: Option<SendSpacingFigures>,
     /// Each receiving end's own figures (with several agents, and for multicast).
     pub receivers: Vec<ReceiverFigures>,
+    /// Datagrams received per receiving end, mean over `receivers` (with multicast each
+    /// receiver is sent the same datagrams, so `datagrams_received` is a sum over copies).
+    pub received_per_receiver_mean: Option<f64>,
+}
+
+/// The lost datagrams split by where the hosts' counters say they were dropped, in datagrams.
+/// The counters are host-wide (other traffic counts too), so each share is capped at what was
+/// still unattributed, in the order below; `network` is the remainder. None: that counter was
+/// not available on the host that would have counted it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LossCauses {
+    /// The receiver's socket buffer was full (Udp RcvbufErrors): raise `--window`.
+    pub receive_buffer: Option<u64>,
+    /// The receiving interface dropped or missed them (rx_dropped + rx_missed + rx_errors).
+    pub receive_interface: Option<u64>,
+    /// The receiver's softnet backlog overflowed (/proc/net/softnet_stat dropped).
+    pub softnet: Option<u64>,
+    /// The sender never got them out (Udp SndbufErrors + the sending interfaces' tx_dropped).
+    pub sender: Option<u64>,
+    /// The rest: lost between the hosts.
+    pub network: u64,
+    /// Datagrams one counted receive-side drop stood for: the sender sent GSO trains and the
+    /// receiver read them whole (GRO), so the kernel dropped and counted whole trains; the
+    /// receive-side shares are the counters times this, capped. None: one drop, one datagram.
+    pub train_datagrams: Option<u64>,
 }
 
 /// What one receiving end got.

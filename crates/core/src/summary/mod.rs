@@ -381,7 +381,7 @@ pub(crate) fn assemble(
         }
         m
     });
-    let per_agent = agents
+    let per_agent: Vec<AgentSummary> = agents
         .iter()
         .enumerate()
         .map(|(i, a)| AgentSummary {
@@ -390,8 +390,27 @@ pub(crate) fn assemble(
             received: summarise(&pick(&|_, snd, ai| ai == i && !snd), false),
         })
         .collect();
+    let (mut sent, mut received, mut directions, mut per_agent) = (sent, received, directions, per_agent);
     let udp = match spec {
-        TestSpec::Udp(u) => Some(udp::summarise(u, agents, &received)),
+        TestSpec::Udp(us) => {
+            let (mut u, split) = udp::summarise(us, agents, &received);
+            udp_windows(&u, &mut sent, &mut received);
+            for (a, [snd, rcv]) in per_agent.iter_mut().zip(&split.agents) {
+                snd.rate(&mut a.sent, us.payload_bytes);
+                rcv.rate(&mut a.received, us.payload_bytes);
+            }
+            if let Some(d) = directions.as_mut() {
+                for (name, [snd, rcv]) in ["forward", "reverse"].iter().zip(&split.directions) {
+                    if let Some(d) = d.get_mut(*name) {
+                        snd.rate(&mut d.sent, us.payload_bytes);
+                        rcv.rate(&mut d.received, us.payload_bytes);
+                    }
+                }
+            }
+            let trains = udp::train_datagrams(us, agents);
+            u.loss_causes = Some(udp::loss_causes(u.lost, trains, &sent, &received));
+            Some(u)
+        }
         _ => None,
     };
     let rr = match spec {
@@ -420,6 +439,20 @@ pub(crate) fn assemble(
         },
         notes,
         lab: None,
+    }
+}
+
+/// A UDP run's send and receive sides over their own windows: the senders' first to last send
+/// and the receivers' first to last arrival (UDPmon), not the measurement window, which holds
+/// the wait before the first datagram and for the end markers.
+fn udp_windows(u: &crate::result::UdpSummary, sent: &mut SideSummary, received: &mut SideSummary) {
+    if let (Some(s), Some(bps)) = (u.send_window_seconds, u.sent_bits_per_second) {
+        sent.seconds = s;
+        sent.bits_per_second = bps;
+    }
+    if let (Some(s), Some(bps)) = (u.arrival_window_seconds, u.received_bits_per_second) {
+        received.seconds = s;
+        received.bits_per_second = bps;
     }
 }
 

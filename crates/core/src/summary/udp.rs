@@ -3,8 +3,8 @@
 
 use super::{AgentOutcome, decode};
 use crate::result::{
-    Bin, DelayFigures, ReceiverFigures, Role, SendSpacingFigures, SideReport, SideSummary, SpacingFigures, StreamLoss,
-    StreamReport, UdpReceiveReport, UdpSendReport, UdpSummary,
+    Bin, DelayFigures, LossCauses, ReceiverFigures, Role, SendSpacingFigures, SideReport, SideSummary, SpacingFigures,
+    StreamLoss, StreamReport, UdpReceiveReport, UdpSendReport, UdpSummary,
 };
 use crate::spec::UdpSpec;
 use hdrhistogram::Histogram;
@@ -15,8 +15,22 @@ fn find(r: Option<&SideReport>, stream: usize, role: Role) -> Option<&StreamRepo
         .find(|s| usize::from(s.stream) == stream && s.role == role)
 }
 
+/// Each agent's and each direction's send and arrival windows, `[send, arrival]`, to rate the
+/// agents' and directions' sides as the totals are.
+#[derive(Default)]
+pub(crate) struct SplitWindows<'a> {
+    pub agents: Vec<[Windows<'a>; 2]>,
+    /// Forward, then reverse.
+    pub directions: [[Windows<'a>; 2]; 2],
+}
+
 /// Joins every stream's sender and receiver reports.
-pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &SideSummary) -> UdpSummary {
+pub(crate) fn summarise<'a>(
+    spec: &UdpSpec,
+    agents: &[AgentOutcome<'a>],
+    received: &SideSummary,
+) -> (UdpSummary, SplitWindows<'a>) {
+    let mut split = SplitWindows::default();
     let mut u = UdpSummary::default();
     let mut spacing: Option<Histogram<u64>> = None;
     let mut delay: Option<Histogram<u64>> = None;
@@ -26,6 +40,10 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
     let mut jitter = Vec::new();
     let mut stamps: Vec<String> = Vec::new();
     let mut sends: Vec<&UdpSendReport> = Vec::new();
+    // Each end's first and last send or arrival, on that end's own clock: windows are taken per
+    // clock, since two hosts' realtime clocks may differ by any offset.
+    let mut send_windows = Windows::default();
+    let mut arrival_windows = Windows::default();
     // Datagrams the receivers were sent: with multicast each receiver is sent the same ones.
     let mut expected = 0u64;
     for (ai, a) in agents.iter().enumerate() {
@@ -34,6 +52,7 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             ..Default::default()
         };
         let mut mine_expected = 0u64;
+        let mut agent_windows: [Windows<'a>; 2] = Default::default();
         for index in 0..spec.streams_per_agent() {
             let forward = spec.stream_flows_forward(index);
             let (snd_side, rcv_side) = if forward {
@@ -44,10 +63,29 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             let snd = find(snd_side, index, Role::Send).and_then(|s| s.udp_send.as_ref());
             let rcv: Option<&UdpReceiveReport> =
                 find(rcv_side, index, Role::Receive).and_then(|s| s.udp_receive.as_ref());
+            let (snd_owner, rcv_owner) = if forward {
+                ("client", a.name)
+            } else {
+                (a.name, "client")
+            };
+            let dir = usize::from(!forward);
+            if let Some(s) = snd {
+                let w = (s.first_send_unix_ns, s.last_send_unix_ns, s.datagrams);
+                agent_windows[0].add(snd_owner, w.0, w.1, w.2);
+                split.directions[dir][0].add(snd_owner, w.0, w.1, w.2);
+            }
+            if let Some(r) = rcv {
+                let w = (r.first_arrival_unix_ns, r.last_arrival_unix_ns, r.datagrams);
+                agent_windows[1].add(rcv_owner, w.0, w.1, w.2);
+                split.directions[dir][1].add(rcv_owner, w.0, w.1, w.2);
+            }
             if let Some(s) = snd
                 && (spec.multicast.is_none() || ai == 0)
             {
                 u.datagrams_sent += s.datagrams;
+                u.first_send_unix_ns = earliest(u.first_send_unix_ns, s.first_send_unix_ns);
+                u.last_send_unix_ns = u.last_send_unix_ns.max(s.last_send_unix_ns);
+                send_windows.add(snd_owner, s.first_send_unix_ns, s.last_send_unix_ns, s.datagrams);
                 sends.push(s);
             }
             let Some(r) = rcv else { continue };
@@ -70,11 +108,9 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             if !stamps.contains(&r.timestamps) {
                 stamps.push(r.timestamps.clone());
             }
-            u.first_arrival = match (u.first_arrival, r.first_arrival_unix_ns) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            u.last_arrival = u.last_arrival.max(r.last_arrival_unix_ns);
+            u.first_arrival_unix_ns = earliest(u.first_arrival_unix_ns, r.first_arrival_unix_ns);
+            u.last_arrival_unix_ns = u.last_arrival_unix_ns.max(r.last_arrival_unix_ns);
+            arrival_windows.add(rcv_owner, r.first_arrival_unix_ns, r.last_arrival_unix_ns, r.datagrams);
             if lost > 0 {
                 u.loss_ranges.push(StreamLoss {
                     agent: a.name.to_string(),
@@ -122,6 +158,7 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             }
             overflow += r.bin_overflow;
         }
+        split.agents.push(agent_windows);
         if mine_expected > 0 {
             mine.loss_percent = 100.0 * mine.lost as f64 / mine_expected as f64;
             expected += mine_expected;
@@ -131,8 +168,23 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
     if expected > 0 {
         u.loss_percent = 100.0 * u.lost as f64 / expected as f64;
     }
-    if received.seconds > 0.0 {
-        u.packets_per_second = received.ops as f64 / received.seconds;
+    // Each end's rate over its own window (UDPmon): the sender's from its first to its last
+    // send, the receiver's from its first to its last arrival. The measurement window would
+    // include the wait for the end markers and the time before the first datagram arrived.
+    let size = u64::from(spec.payload_bytes);
+    u.send_window_seconds = send_windows.longest_seconds();
+    u.sent_bits_per_second = u.send_window_seconds.map(|s| (u.datagrams_sent * size * 8) as f64 / s);
+    u.arrival_window_seconds = arrival_windows.longest_seconds();
+    u.received_bits_per_second = u
+        .arrival_window_seconds
+        .map(|s| (u.datagrams_received * size * 8) as f64 / s);
+    match u.arrival_window_seconds {
+        Some(s) => u.packets_per_second = u.datagrams_received as f64 / s,
+        None if received.seconds > 0.0 => u.packets_per_second = received.ops as f64 / received.seconds,
+        None => {}
+    }
+    if !u.receivers.is_empty() {
+        u.received_per_receiver_mean = Some(u.datagrams_received as f64 / u.receivers.len() as f64);
     }
     if !jitter.is_empty() {
         u.jitter_us = jitter.iter().sum::<f64>() / jitter.len() as f64;
@@ -203,5 +255,168 @@ pub(crate) fn summarise(spec: &UdpSpec, agents: &[AgentOutcome<'_>], received: &
             late_percent: sends.iter().map(|s| s.spacing.late_percent).sum::<f64>() / n,
         });
     }
-    u
+    (u, split)
+}
+
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// First and last moments per counting end, each on that end's clock, and the datagrams counted
+/// in them.
+#[derive(Default)]
+pub(crate) struct Windows<'a> {
+    ends: Vec<(&'a str, u64, u64)>,
+    datagrams: u64,
+}
+
+impl<'a> Windows<'a> {
+    fn add(&mut self, owner: &'a str, first: Option<u64>, last: Option<u64>, datagrams: u64) {
+        let (Some(first), Some(last)) = (first, last) else {
+            return;
+        };
+        self.datagrams += datagrams;
+        match self.ends.iter_mut().find(|(o, _, _)| *o == owner) {
+            Some((_, a, b)) => {
+                *a = (*a).min(first);
+                *b = (*b).max(last);
+            }
+            None => self.ends.push((owner, first, last)),
+        }
+    }
+
+    /// The longest end's window, seconds: the ends ran side by side, so the run's window is the
+    /// longest of theirs. None unless some end saw two distinct moments.
+    fn longest_seconds(&self) -> Option<f64> {
+        self.ends
+            .iter()
+            .filter(|(_, a, b)| b > a)
+            .map(|(_, a, b)| (b - a) as f64 / 1e9)
+            .reduce(f64::max)
+    }
+
+    /// Sets `side`'s seconds and rate to this window and its datagrams of `size` bytes; leaves
+    /// it on the measurement window when no end saw two moments.
+    pub(crate) fn rate(&self, side: &mut SideSummary, size: u32) {
+        if let Some(secs) = self.longest_seconds() {
+            side.seconds = secs;
+            side.bits_per_second = (self.datagrams * u64::from(size) * 8) as f64 / secs;
+        }
+    }
+}
+
+/// Splits `lost` datagrams by where the hosts' counters say they were dropped: the receiver's
+/// socket buffer, its interfaces, its softnet backlog, the sender; the rest was lost between the
+/// hosts. The counters are host-wide, so each share is capped at what is still unattributed.
+pub(crate) fn loss_causes(
+    lost: u64,
+    train_datagrams: Option<u64>,
+    sent: &SideSummary,
+    received: &SideSummary,
+) -> LossCauses {
+    let mut left = lost;
+    let per_drop = train_datagrams.unwrap_or(1);
+    let mut take = |counted: Option<u64>, per: u64| {
+        counted.map(|c| {
+            let share = c.saturating_mul(per).min(left);
+            left -= share;
+            share
+        })
+    };
+    let rstack = received.stack;
+    let interfaces = |s: &SideSummary, f: fn(&crate::metrics::sample::InterfaceUsage) -> u64| {
+        (!s.interfaces.is_empty()).then(|| s.interfaces.iter().map(f).sum::<u64>())
+    };
+    let receive_buffer = take(rstack.map(|s| s.udp_receive_buffer_errors), per_drop);
+    let receive_interface = take(interfaces(received, |i| i.rx_dropped + i.rx_errors), per_drop);
+    let softnet = take(rstack.map(|s| s.softnet_dropped), per_drop);
+    let snd_buf = sent.stack.map(|s| s.udp_send_buffer_errors);
+    let tx = interfaces(sent, |i| i.tx_dropped + i.tx_errors);
+    let sender = take(
+        match (snd_buf, tx) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        },
+        1,
+    );
+    LossCauses {
+        receive_buffer,
+        receive_interface,
+        softnet,
+        sender,
+        network: left,
+        train_datagrams,
+    }
+}
+
+/// When every sender sent GSO trains and a receiver read through GRO, the kernel queued (and
+/// dropped, and counted) whole trains: the datagrams in one, as the sender built them.
+pub(crate) fn train_datagrams(spec: &UdpSpec, agents: &[AgentOutcome<'_>]) -> Option<u64> {
+    use crate::engine::udp::{BATCH, GSO_MAX_BYTES};
+    let reports = agents
+        .iter()
+        .flat_map(|a| a.report.into_iter().chain([a.client]))
+        .flat_map(|r| &r.streams);
+    let (mut gso, mut gro) = (false, false);
+    for st in reports {
+        gso |= st.udp_send.as_ref().is_some_and(|s| s.gso);
+        gro |= st.udp_receive.as_ref().is_some_and(|r| r.gro);
+    }
+    let size = (spec.payload_bytes as usize).max(1);
+    (gso && gro).then(|| (GSO_MAX_BYTES / size).clamp(1, BATCH) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::sample::{InterfaceUsage, StackUsage};
+
+    fn side(stack: StackUsage, rx_dropped: u64) -> SideSummary {
+        SideSummary {
+            stack: Some(stack),
+            interfaces: vec![InterfaceUsage {
+                name: "eth0".into(),
+                rx_dropped,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn loss_goes_first_to_the_receive_buffer_and_the_rest_to_the_network() {
+        let rcv = side(
+            StackUsage {
+                udp_receive_buffer_errors: 4_400,
+                ..Default::default()
+            },
+            0,
+        );
+        let c = loss_causes(4_500, None, &SideSummary::default(), &rcv);
+        assert_eq!(c.receive_buffer, Some(4_400));
+        assert_eq!(c.receive_interface, Some(0));
+        assert_eq!(c.sender, None);
+        assert_eq!(c.network, 100);
+    }
+
+    #[test]
+    fn host_wide_counters_never_attribute_more_than_was_lost() {
+        let rcv = side(
+            StackUsage {
+                udp_receive_buffer_errors: 30,
+                softnet_dropped: 1_000,
+                ..Default::default()
+            },
+            50,
+        );
+        let c = loss_causes(60, None, &rcv.clone(), &rcv);
+        assert_eq!(c.receive_buffer, Some(30));
+        assert_eq!(c.receive_interface, Some(30));
+        assert_eq!(c.softnet, Some(0));
+        assert_eq!(c.sender, Some(0));
+        assert_eq!(c.network, 0);
+    }
 }

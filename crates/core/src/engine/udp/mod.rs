@@ -32,9 +32,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 /// Datagrams per recvmmsg / sendmmsg call and the most segments in one GSO train.
-pub(super) const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 /// The largest GSO train the kernel takes, bytes of payload.
-pub(super) const GSO_MAX_BYTES: usize = 65_000;
+pub(crate) const GSO_MAX_BYTES: usize = 65_000;
 /// How long a receive call waits before the worker looks at the flags again.
 const RECV_POLL: Duration = Duration::from_millis(50);
 

@@ -115,6 +115,9 @@ pub(super) fn send_stream(spec: &UdpSpec, idx: usize, s: &UdpStream, shared: &Sh
     let mut seq = 0u64;
     let mut errors = 0u64;
     let mut gso_dropped = None;
+    // CLOCK_REALTIME of the first and last batch sent: the sender's own window.
+    let mut first_send_ns: Option<u64> = None;
+    let mut last_send_ns = 0u64;
     let end = loop {
         if shared.control.aborted() || shared.control.sending_stopped() {
             break StreamEnd::Stopped;
@@ -174,6 +177,8 @@ pub(super) fn send_stream(spec: &UdpSpec, idx: usize, s: &UdpStream, shared: &Sh
             }
         }
         let sent = sent as u64;
+        first_send_ns.get_or_insert(send_ns);
+        last_send_ns = send_ns;
         pacer.sent(sent, now);
         seq += sent;
         counter
@@ -209,6 +214,8 @@ pub(super) fn send_stream(spec: &UdpSpec, idx: usize, s: &UdpStream, shared: &Sh
             spacing: pacer.spacing(),
             gso,
             errors,
+            first_send_unix_ns: first_send_ns,
+            last_send_unix_ns: first_send_ns.map(|_| last_send_ns),
         },
         gso_dropped,
     }
