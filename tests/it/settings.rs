@@ -61,3 +61,30 @@ fn issue_13_a_window_past_rmem_max_is_noted_with_its_grant() {
     assert!(text.contains(&expected), "no note {expected:?} in {text}");
     assert!(text.contains("granted (net.core.rmem_max; run as root or raise it)"), "{text}");
 }
+
+/// The README's multicast example: an agent on the default bind (`::`, both families) joins an
+/// IPv4 group; an IPv4 client reaches it as `::ffff:a.b.c.d`, which names the interface.
+#[test]
+fn issue_13_multicast_works_with_the_default_bind() {
+    let Some(lab) = Lab::up(2, &[]) else { return };
+    let group = "239.7.7.9";
+    let ns = lab.namespace("h2");
+    let _agent = Agent::start_with(
+        &["ip", "netns", "exec", &ns],
+        &["--port", "5401", "--no-auth", "--join", group],
+        &[],
+        &[],
+    );
+    let out = lab.exec(
+        "h1",
+        &[
+            "linerate", "udp", "--json", "--multicast", group, "10.211.0.2:5401", "-n", "2000", "--gap", "50",
+            "-l", "200",
+        ],
+        LIMIT,
+    );
+    let v = json_of(&out);
+    let receivers = v["summary"]["receivers"].as_array().expect("receivers");
+    assert_eq!(receivers.len(), 1, "{receivers:?}");
+    assert_eq!(receivers[0]["datagrams_received"], 2000, "{}", receivers[0]);
+}

@@ -68,8 +68,14 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), 
     };
     let mut streams = Vec::with_capacity(per_agent);
     for (i, (socket, port)) in sockets.into_iter().zip(client_ports).enumerate() {
+        // A socket joined to an IPv4 group is an IPv4 socket: it takes the client's address in
+        // its IPv4 form, not as the `::ffff:` one a dual-stack listener saw.
+        let peer = match spec.multicast {
+            Some(m) if m.group.is_ipv4() => peer_ip.to_canonical(),
+            _ => peer_ip,
+        };
         socket
-            .connect((peer_ip, port))
+            .connect((peer, port))
             .map_err(|e| failed("connecting a UDP data socket", e))?;
         let role = if spec.stream_flows_forward(i) {
             Role::Receive
