@@ -50,8 +50,6 @@ fn multicast_group(s: &str) -> Result<IpAddr, String> {
     if ip.is_multicast() {
         Ok(ip)
     } else {
-        Err(format!(
-            "{ip} is not a multicast group (224.0.0.0/4 or ff00::/8)"
-        ))
+        Err(format!("{ip} is not a multicast group (224.0.0.0/4 or ff00::/8)"))
     }
 }

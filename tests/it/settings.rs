@@ -17,11 +17,23 @@ fn fails_with(args: &[&str], needle: &str) {
 
 #[test]
 fn issue_13_settings_the_host_cannot_give_are_refused() {
-    fails_with(&["tcp", "127.0.0.1", "-C", "nonexistent"], "congestion control 'nonexistent'");
-    fails_with(&["tcp", "127.0.0.1", "--threads", "500"], "threads must be between 0 and 128");
+    fails_with(
+        &["tcp", "127.0.0.1", "-C", "nonexistent"],
+        "congestion control 'nonexistent'",
+    );
+    fails_with(
+        &["tcp", "127.0.0.1", "--threads", "500"],
+        "threads must be between 0 and 128",
+    );
     fails_with(&["serve", "--join", "10.0.0.1"], "10.0.0.1 is not a multicast group");
-    fails_with(&["sys", "--iface", "nosuch0", "--count", "1"], "--iface nosuch0: no such interface");
-    fails_with(&["sys", "--config", "--iface", "nosuch0"], "--iface nosuch0: no such interface");
+    fails_with(
+        &["sys", "--iface", "nosuch0", "--count", "1"],
+        "--iface nosuch0: no such interface",
+    );
+    fails_with(
+        &["sys", "--config", "--iface", "nosuch0"],
+        "--iface nosuch0: no such interface",
+    );
 }
 
 #[test]
@@ -53,13 +65,22 @@ fn issue_13_a_window_past_rmem_max_is_noted_with_its_grant() {
     let agent = Agent::start_with(&drop_admin, &["--bind", "127.0.0.1", "--port", "0"], &[], &[]);
     let mut cmd = std::process::Command::new("setpriv");
     cmd.args(["--bounding-set", "-net_admin", "--", BIN]).args([
-        "tcp", "--json", &agent.addr, "-t", "0.3", "--window", &window,
+        "tcp",
+        "--json",
+        &agent.addr,
+        "-t",
+        "0.3",
+        "--window",
+        &window,
     ]);
     let doc = json_of(&run_bounded(&mut cmd, LIMIT));
     let text = doc.to_string();
     let expected = format!("--window {asked_mib} MiB asked, ");
     assert!(text.contains(&expected), "no note {expected:?} in {text}");
-    assert!(text.contains("granted (net.core.rmem_max; run as root or raise it)"), "{text}");
+    assert!(
+        text.contains("granted (net.core.rmem_max; run as root or raise it)"),
+        "{text}"
+    );
 }
 
 /// The README's multicast example: an agent on the default bind (`::`, both families) joins an
@@ -78,8 +99,18 @@ fn issue_13_multicast_works_with_the_default_bind() {
     let out = lab.exec(
         "h1",
         &[
-            "linerate", "udp", "--json", "--multicast", group, "10.211.0.2:5401", "-n", "2000", "--gap", "50",
-            "-l", "200",
+            "linerate",
+            "udp",
+            "--json",
+            "--multicast",
+            group,
+            "10.211.0.2:5401",
+            "-n",
+            "2000",
+            "--gap",
+            "50",
+            "-l",
+            "200",
         ],
         LIMIT,
     );

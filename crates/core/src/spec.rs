@@ -739,8 +739,16 @@ mod tests {
             "congestion control 'nonexistent' is not in /proc/sys/net/ipv4/tcp_available_congestion_control \
              on this host (reno cubic)"
         );
-        assert_eq!(congestion_listed("bbr", f, Some("reno cubic"), true), Ok(()), "a loadable module");
-        assert_eq!(congestion_listed("bbr", f, None, false), Ok(()), "unreadable: the kernel decides");
+        assert_eq!(
+            congestion_listed("bbr", f, Some("reno cubic"), true),
+            Ok(()),
+            "a loadable module"
+        );
+        assert_eq!(
+            congestion_listed("bbr", f, None, false),
+            Ok(()),
+            "unreadable: the kernel decides"
+        );
         if std::path::Path::new(f).exists() {
             let mut s = TcpSpec::new();
             s.congestion = Some("nonexistent".into());

@@ -10,7 +10,12 @@ use std::fmt::Write;
 /// interfaces that counted something), else every one that moved bytes.
 fn shown(u: &HostUsage, names: &[String]) -> Vec<InterfaceUsage> {
     if names.is_empty() {
-        return u.interfaces.iter().filter(|i| i.rx_bytes + i.tx_bytes > 0).cloned().collect();
+        return u
+            .interfaces
+            .iter()
+            .filter(|i| i.rx_bytes + i.tx_bytes > 0)
+            .cloned()
+            .collect();
     }
     names
         .iter()

@@ -135,7 +135,13 @@ mod tests {
     fn issue_13_an_ipv4_group_joins_behind_a_dual_stack_listener() {
         let mapped: IpAddr = "::ffff:10.0.0.2".parse().expect("address");
         assert_eq!(v4_interface(mapped), Ipv4Addr::new(10, 0, 0, 2));
-        assert_eq!(v4_interface("2001:db8::1".parse().expect("address")), Ipv4Addr::UNSPECIFIED);
-        assert_eq!(v4_interface("10.0.0.3".parse().expect("address")), Ipv4Addr::new(10, 0, 0, 3));
+        assert_eq!(
+            v4_interface("2001:db8::1".parse().expect("address")),
+            Ipv4Addr::UNSPECIFIED
+        );
+        assert_eq!(
+            v4_interface("10.0.0.3".parse().expect("address")),
+            Ipv4Addr::new(10, 0, 0, 3)
+        );
     }
 }

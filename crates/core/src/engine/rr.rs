@@ -585,12 +585,18 @@ mod tests {
 
     #[test]
     fn issue_13_busy_poll_says_whether_it_applied() {
-        assert_eq!(busy_poll_note(50, Some(50)), "--busy-poll 50 us granted (SO_BUSY_POLL read back)");
+        assert_eq!(
+            busy_poll_note(50, Some(50)),
+            "--busy-poll 50 us granted (SO_BUSY_POLL read back)"
+        );
         assert_eq!(
             busy_poll_note(50, Some(0)),
             "--busy-poll 50 us asked, 0 us granted (SO_BUSY_POLL read back)"
         );
         let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
-        assert!(read_busy_poll(s.as_raw_fd()).is_some(), "SO_BUSY_POLL reads back on Linux");
+        assert!(
+            read_busy_poll(s.as_raw_fd()).is_some(),
+            "SO_BUSY_POLL reads back on Linux"
+        );
     }
 }

@@ -4,8 +4,8 @@
 
 use super::EngineError;
 use crate::result::{Role, SocketGrant, StreamReport, TcpSnapshot};
-use crate::units::ByteSize;
 use crate::spec::TcpSpec;
+use crate::units::ByteSize;
 use socket2::SockRef;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
@@ -169,8 +169,18 @@ pub(crate) fn grant_notes(asked: Asked, streams: &[StreamReport]) -> Vec<String>
             .min()
     };
     let buffers = [
-        ("--window", asked.window, "net.core.rmem_max", least(Role::Receive, |g| g.rcvbuf_bytes)),
-        ("--sndbuf", asked.sndbuf, "net.core.wmem_max", least(Role::Send, |g| g.sndbuf_bytes)),
+        (
+            "--window",
+            asked.window,
+            "net.core.rmem_max",
+            least(Role::Receive, |g| g.rcvbuf_bytes),
+        ),
+        (
+            "--sndbuf",
+            asked.sndbuf,
+            "net.core.wmem_max",
+            least(Role::Send, |g| g.sndbuf_bytes),
+        ),
     ];
     for (flag, want, sysctl, got) in buffers {
         if let (Some(want), Some(got)) = (want, got)
@@ -279,7 +289,10 @@ mod tests {
                 "--mss 9000 asked, 1448 in use (the path MTU or the peer's MSS is lower)"
             ]
         );
-        assert!(grant_notes(Asked::default(), &streams).is_empty(), "nothing asked, nothing noted");
+        assert!(
+            grant_notes(Asked::default(), &streams).is_empty(),
+            "nothing asked, nothing noted"
+        );
     }
 
     #[test]
