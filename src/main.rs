@@ -155,6 +155,7 @@ fn sys(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
         return sys_config(args);
     }
     let interval = args.interval()?;
+    args.check_interfaces()?;
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
@@ -534,6 +535,7 @@ fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
 /// `linerate sys --config`: the configuration of this host and of the interfaces named (default:
 /// every interface of this network namespace).
 fn sys_config(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
+    args.check_interfaces()?;
     let names: Vec<String> = if args.interfaces.is_empty() {
         linerate_core::metrics::netdev::read()
             .into_iter()

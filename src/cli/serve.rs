@@ -23,7 +23,7 @@ pub struct ServeArgs {
     pub max_tests: u16,
 
     /// Take part in multicast UDP tests to this group (repeatable); others are refused
-    #[arg(long = "join", value_name = "GROUP")]
+    #[arg(long = "join", value_name = "GROUP", value_parser = multicast_group)]
     pub joins: Vec<IpAddr>,
 
     /// Answer HTTP/1.1 on this port too: GET /bytes/N and /files/NAME
@@ -42,4 +42,14 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub secret: SecretArgs,
+}
+
+/// `--join`: a multicast group address, refused otherwise (joining it would fail at test time).
+fn multicast_group(s: &str) -> Result<IpAddr, String> {
+    let ip: IpAddr = s.parse().map_err(|e| format!("{e}"))?;
+    if ip.is_multicast() {
+        Ok(ip)
+    } else {
+        Err(format!("{ip} is not a multicast group (224.0.0.0/4 or ff00::/8)"))
+    }
 }

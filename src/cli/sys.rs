@@ -13,7 +13,7 @@ pub struct SysArgs {
     #[arg(short = 'n', long = "count", value_name = "N")]
     pub count: Option<u64>,
 
-    /// Show these interfaces even when idle (default: those that moved anything)
+    /// Show only these interfaces, idle or not (default: those that moved anything)
     #[arg(long = "iface", value_name = "IF")]
     pub interfaces: Vec<String>,
 
@@ -34,6 +34,25 @@ impl SysArgs {
             "--interval {seconds} is not between 0.01 and 3600 seconds"
         );
         Ok(self.interval.0)
+    }
+
+    /// Refuses an `--iface` that names no interface of this network namespace (it would only
+    /// ever show zeros).
+    pub fn check_interfaces(&self) -> anyhow::Result<()> {
+        if self.interfaces.is_empty() {
+            return Ok(());
+        }
+        let here: Vec<String> = linerate_core::metrics::netdev::read()
+            .into_iter()
+            .map(|i| i.name)
+            .collect();
+        if let Some(missing) = self.interfaces.iter().find(|n| !here.contains(n)) {
+            anyhow::bail!(
+                "--iface {missing}: no such interface in this network namespace (there are: {})",
+                here.join(", ")
+            );
+        }
+        Ok(())
     }
 }
 

@@ -11,6 +11,7 @@ mod lab;
 mod layout;
 mod netns;
 mod rr;
+mod settings;
 mod tcp;
 mod udp;
 mod util;

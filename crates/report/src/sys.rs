@@ -6,13 +6,26 @@ use linerate_core::goodput::{Goodput, Transport};
 use linerate_core::metrics::sample::{HostInterval, HostUsage, InterfaceUsage};
 use std::fmt::Write;
 
-/// The interfaces to show: those named, then any other that moved bytes.
-fn shown<'a>(u: &'a HostUsage, names: &[String]) -> Vec<&'a InterfaceUsage> {
-    let mut v: Vec<&InterfaceUsage> = names.iter().filter_map(|n| u.interface(n)).collect();
+/// The interfaces to show: those named (an idle one with zeros: the samplers keep only
+/// interfaces that counted something), else every one that moved bytes.
+fn shown(u: &HostUsage, names: &[String]) -> Vec<InterfaceUsage> {
     if names.is_empty() {
-        v.extend(u.interfaces.iter().filter(|i| i.rx_bytes + i.tx_bytes > 0));
+        return u
+            .interfaces
+            .iter()
+            .filter(|i| i.rx_bytes + i.tx_bytes > 0)
+            .cloned()
+            .collect();
     }
-    v
+    names
+        .iter()
+        .map(|n| {
+            u.interface(n).cloned().unwrap_or_else(|| InterfaceUsage {
+                name: n.clone(),
+                ..Default::default()
+            })
+        })
+        .collect()
 }
 
 /// One interval: CPU busy and its split, interrupts and network softirqs per second, each
@@ -246,5 +259,25 @@ mod tests {
         let l = usage_line(&s, &[]);
         assert!(l.contains("eth0 rx 1,000.0 Mbit/s 83,000 pkt/s"), "{l}");
         assert!(l.contains("cpu n/a"));
+    }
+
+    #[test]
+    fn issue_13_a_named_idle_interface_is_shown_and_only_the_named_ones() {
+        let s = HostInterval {
+            start_ns: 0,
+            end_ns: 1_000_000_000,
+            usage: HostUsage {
+                seconds: 1.0,
+                interfaces: vec![InterfaceUsage {
+                    name: "lo".into(),
+                    rx_bytes: 1000,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        };
+        let l = usage_line(&s, &["eth0".into()]);
+        assert!(l.contains("eth0 rx 0.0 Mbit/s 0 pkt/s tx 0.0 Mbit/s 0 pkt/s"), "{l}");
+        assert!(!l.contains(" lo "), "{l}");
     }
 }

@@ -12,7 +12,7 @@ use crate::proto::{ErrorKind, Message};
 use crate::result::Role;
 use crate::spec::UdpSpec;
 use std::io;
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 
 /// A UDP test: a socket per stream on the control connection's address, connected to the
 /// client's socket for that stream once the client says which.
@@ -68,8 +68,14 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), 
     };
     let mut streams = Vec::with_capacity(per_agent);
     for (i, (socket, port)) in sockets.into_iter().zip(client_ports).enumerate() {
+        // A socket joined to an IPv4 group is an IPv4 socket: it takes the client's address in
+        // its IPv4 form, not as the `::ffff:` one a dual-stack listener saw.
+        let peer = match spec.multicast {
+            Some(m) if m.group.is_ipv4() => peer_ip.to_canonical(),
+            _ => peer_ip,
+        };
         socket
-            .connect((peer_ip, port))
+            .connect((peer, port))
             .map_err(|e| failed("connecting a UDP data socket", e))?;
         let role = if spec.stream_flows_forward(i) {
             Role::Receive
@@ -104,15 +110,38 @@ fn join_group(group: IpAddr, port: u16, local: IpAddr) -> io::Result<UdpSocket> 
     let s = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
     s.set_reuse_address(true)?;
     s.bind(&SocketAddr::new(group, port).into())?;
-    match (group, local) {
-        (IpAddr::V4(g), IpAddr::V4(l)) => s.join_multicast_v4(&g, &l)?,
-        (IpAddr::V6(g), _) => s.join_multicast_v6(&g, 0)?,
-        _ => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "an IPv4 group needs an IPv4 agent address",
-            ));
-        }
+    match group {
+        IpAddr::V4(g) => s.join_multicast_v4(&g, &v4_interface(local))?,
+        IpAddr::V6(g) => s.join_multicast_v6(&g, 0)?,
     }
     Ok(s.into())
+}
+
+/// The IPv4 address naming the interface to join an IPv4 group on. An agent listening on `::`
+/// (the default) sees an IPv4 client as `::ffff:a.b.c.d`, which names the interface as well; a
+/// client over IPv6 proper leaves the choice to the kernel's routes (INADDR_ANY, ip(7)).
+fn v4_interface(local: IpAddr) -> Ipv4Addr {
+    match local {
+        IpAddr::V4(l) => l,
+        IpAddr::V6(l) => l.to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_13_an_ipv4_group_joins_behind_a_dual_stack_listener() {
+        let mapped: IpAddr = "::ffff:10.0.0.2".parse().expect("address");
+        assert_eq!(v4_interface(mapped), Ipv4Addr::new(10, 0, 0, 2));
+        assert_eq!(
+            v4_interface("2001:db8::1".parse().expect("address")),
+            Ipv4Addr::UNSPECIFIED
+        );
+        assert_eq!(
+            v4_interface("10.0.0.3".parse().expect("address")),
+            Ipv4Addr::new(10, 0, 0, 3)
+        );
+    }
 }

@@ -122,6 +122,34 @@ fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
+/// SO_BUSY_POLL as the kernel holds it on `fd`, microseconds (None where it cannot be read).
+fn read_busy_poll(fd: std::os::fd::RawFd) -> Option<u32> {
+    let mut got: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes an int we own, within `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_BUSY_POLL,
+            (&mut got as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(got.max(0) as u32)
+}
+
+/// Says whether `--busy-poll` applied (issue 13): without CAP_NET_ADMIN the kernel refuses a
+/// value above net.core.busy_read (the run then fails with that error), so a run that got here
+/// has it; the note gives the value read back.
+fn busy_poll_note(asked_us: u32, granted_us: Option<u32>) -> String {
+    match granted_us {
+        Some(got) if got == asked_us => format!("--busy-poll {asked_us} us granted (SO_BUSY_POLL read back)"),
+        Some(got) => format!("--busy-poll {asked_us} us asked, {got} us granted (SO_BUSY_POLL read back)"),
+        None => format!("--busy-poll {asked_us} us set; SO_BUSY_POLL could not be read back"),
+    }
+}
+
 /// Runs the streams: askers until their limit, answerers until the askers are done. `accept`
 /// carries TCP_CRR connections to the answering end.
 pub fn run(
@@ -167,6 +195,14 @@ pub fn run(
             _ => None,
         })
         .collect();
+    let busy_poll = spec.busy_poll_us.and_then(|us| {
+        let fd = streams.iter().find_map(|s| match &s.socket {
+            RrSocket::Tcp(t) => Some(t.as_raw_fd()),
+            RrSocket::Udp(u) => Some(u.as_raw_fd()),
+            _ => None,
+        })?;
+        Some(busy_poll_note(us, read_busy_poll(fd)))
+    });
     let guard_done = AtomicBool::new(false);
     let (mut report, outcomes) = thread::scope(|scope| {
         if !tcp_fds.is_empty() {
@@ -189,6 +225,7 @@ pub fn run(
             None => r.end = StreamEnd::Error,
         }
     }
+    report.notes.extend(busy_poll);
     report.io = "syscall".into();
     Ok(report)
 }
@@ -540,5 +577,27 @@ pub fn raw_fd(s: &RrSocket) -> Option<std::os::fd::RawFd> {
         RrSocket::Tcp(t) => Some(t.as_raw_fd()),
         RrSocket::Udp(u) => Some(u.as_raw_fd()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_13_busy_poll_says_whether_it_applied() {
+        assert_eq!(
+            busy_poll_note(50, Some(50)),
+            "--busy-poll 50 us granted (SO_BUSY_POLL read back)"
+        );
+        assert_eq!(
+            busy_poll_note(50, Some(0)),
+            "--busy-poll 50 us asked, 0 us granted (SO_BUSY_POLL read back)"
+        );
+        let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        assert!(
+            read_busy_poll(s.as_raw_fd()).is_some(),
+            "SO_BUSY_POLL reads back on Linux"
+        );
     }
 }

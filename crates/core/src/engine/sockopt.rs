@@ -3,8 +3,9 @@
 //! `tcp_info`, which the sampling thread calls once per interval.
 
 use super::EngineError;
-use crate::result::{Role, SocketGrant, TcpSnapshot};
+use crate::result::{Role, SocketGrant, StreamReport, TcpSnapshot};
 use crate::spec::TcpSpec;
+use crate::units::ByteSize;
 use socket2::SockRef;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
@@ -143,6 +144,65 @@ pub(crate) fn grant(stream: &TcpStream) -> SocketGrant {
     }
 }
 
+/// What was asked of this end's sockets, for [`grant_notes`]: a receive window, a send buffer,
+/// an MSS (each None when not asked).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Asked {
+    pub window: Option<ByteSize>,
+    pub sndbuf: Option<ByteSize>,
+    pub mss_bytes: Option<u32>,
+}
+
+/// A note for every setting the kernel granted differently from what was asked, with the
+/// granted value, so that no cap passes silently (issue 13). Buffers: the kernel reports double
+/// what it grants (socket(7)) and caps a plain SO_RCVBUF/SO_SNDBUF at net.core.rmem_max /
+/// wmem_max; the smallest grant over this end's streams of that role is the one named. MSS:
+/// the kernel's own figure leaves out TCP options (up to 40 bytes) and follows the path MTU and
+/// the peer's MSS, so only a larger difference, or a larger MSS, is noted.
+pub(crate) fn grant_notes(asked: Asked, streams: &[StreamReport]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let least = |role: Role, bytes: fn(&SocketGrant) -> u64| {
+        streams
+            .iter()
+            .filter(|s| s.role == role)
+            .map(|s| bytes(&s.socket) / 2)
+            .min()
+    };
+    let buffers = [
+        (
+            "--window",
+            asked.window,
+            "net.core.rmem_max",
+            least(Role::Receive, |g| g.rcvbuf_bytes),
+        ),
+        (
+            "--sndbuf",
+            asked.sndbuf,
+            "net.core.wmem_max",
+            least(Role::Send, |g| g.sndbuf_bytes),
+        ),
+    ];
+    for (flag, want, sysctl, got) in buffers {
+        if let (Some(want), Some(got)) = (want, got)
+            && got < want.0
+        {
+            notes.push(format!(
+                "{flag} {want} asked, {} granted ({sysctl}; run as root or raise it)",
+                ByteSize(got)
+            ));
+        }
+    }
+    if let Some(want) = asked.mss_bytes
+        && let Some(got) = streams.iter().map(|s| s.socket.mss_bytes).filter(|m| *m > 0).min()
+        && (got + 40 < want || got > want)
+    {
+        notes.push(format!(
+            "--mss {want} asked, {got} in use (the path MTU or the peer's MSS is lower)"
+        ));
+    }
+    notes
+}
+
 /// TCP_INFO now, or None where the kernel refuses it.
 pub(crate) fn tcp_info(fd: &impl AsRawFd) -> Option<TcpSnapshot> {
     // SAFETY: tcp_info is plain data; zeroed is a valid value.
@@ -178,8 +238,62 @@ pub(crate) fn tcp_info(fd: &impl AsRawFd) -> Option<TcpSnapshot> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::ByteSize;
+    use crate::result::{ErrorCounts, StreamEnd};
     use std::net::TcpListener;
+
+    fn stream(role: Role, socket: SocketGrant) -> StreamReport {
+        StreamReport {
+            stream: 0,
+            role,
+            bytes: 0,
+            ops: 0,
+            seconds: 0.0,
+            total_bytes: 0,
+            socket,
+            tcp: None,
+            errors: ErrorCounts::default(),
+            end: StreamEnd::Deadline,
+            udp_send: None,
+            udp_receive: None,
+            rr: None,
+        }
+    }
+
+    #[test]
+    fn issue_13_a_capped_window_is_noted_with_its_grant() {
+        let capped = SocketGrant {
+            rcvbuf_bytes: 2 * (8 << 20),
+            sndbuf_bytes: 2 * (4 << 20),
+            mss_bytes: 1448,
+            ..Default::default()
+        };
+        let streams = [stream(Role::Receive, capped.clone()), stream(Role::Send, capped)];
+        let asked = Asked {
+            window: Some(ByteSize(16 << 20)),
+            sndbuf: Some(ByteSize(4 << 20)),
+            mss_bytes: Some(1460),
+        };
+        assert_eq!(
+            grant_notes(asked, &streams),
+            ["--window 16 MiB asked, 8 MiB granted (net.core.rmem_max; run as root or raise it)"]
+        );
+        let asked = Asked {
+            window: Some(ByteSize(8 << 20)),
+            sndbuf: Some(ByteSize(8 << 20)),
+            mss_bytes: Some(9000),
+        };
+        assert_eq!(
+            grant_notes(asked, &streams),
+            [
+                "--sndbuf 8 MiB asked, 4 MiB granted (net.core.wmem_max; run as root or raise it)",
+                "--mss 9000 asked, 1448 in use (the path MTU or the peer's MSS is lower)"
+            ]
+        );
+        assert!(
+            grant_notes(Asked::default(), &streams).is_empty(),
+            "nothing asked, nothing noted"
+        );
+    }
 
     #[test]
     fn grants_are_read_back_and_tcp_info_is_there() {

@@ -228,7 +228,9 @@ fn check_buffers(config: &HostConfig, input: &DoctorInput, out: &mut Vec<Finding
         out.push(finding(
             Severity::Info,
             "buffers",
-            "no rate given and no link speed known: socket buffer limits not checked".into(),
+            "no rate given and no interface reports a link speed: give the path's rate (--rate 10G) to \
+             check socket buffer limits against the bandwidth-delay product"
+                .into(),
             None,
         ));
         return;
@@ -556,6 +558,10 @@ mod tests {
         no_speed.interfaces[0].speed_mbit_per_second = None;
         let findings = check(&no_speed, &rtt(10));
         assert!(only(&findings, "buffers").message.contains("no rate"));
+        assert!(
+            only(&findings, "buffers").message.contains("(--rate 10G)"),
+            "issue 13: the finding names the flag that is missing"
+        );
     }
 
     #[test]

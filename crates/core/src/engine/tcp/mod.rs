@@ -137,6 +137,12 @@ pub fn run(
             "a worker could not set up epoll ({e}): its streams ended at once"
         ));
     }
+    let asked = sockopt::Asked {
+        window: spec.window_bytes,
+        sndbuf: spec.sndbuf_bytes,
+        mss_bytes: spec.mss_bytes,
+    };
+    report.notes.extend(sockopt::grant_notes(asked, &report.streams));
     Ok(report)
 }
 

@@ -169,6 +169,11 @@ pub fn run(
             .notes
             .push(format!("{strays} datagrams that were not this test's were dropped"));
     }
+    let asked = sockopt::Asked {
+        window: spec.window_bytes,
+        ..Default::default()
+    };
+    report.notes.extend(sockopt::grant_notes(asked, &report.streams));
     report.io = "syscall".into();
     Ok(report)
 }
