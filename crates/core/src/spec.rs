@@ -2,6 +2,8 @@
 //! document under `options`. Engines trust a spec that passed [`TestSpec::validate`]; the agent
 //! validates every spec it receives, because it comes from the network.
 
+mod congestion;
+
 use crate::units::{BitRate, ByteSize};
 use serde::{Deserialize, Serialize};
 
@@ -520,50 +522,6 @@ pub enum SpecError {
     Conflict(String),
 }
 
-/// Refuses a congestion control this host cannot set: one missing from
-/// `tcp_available_congestion_control` (root may still load it as a module, tcp(7), so a module
-/// file for it is enough there), or, without root, from `tcp_allowed_congestion_control`. Where
-/// /proc cannot be read the name passes and TCP_CONGESTION decides.
-fn congestion_usable(name: &str) -> Result<(), SpecError> {
-    const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
-    const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    let (file, module_ok) = if root {
-        (AVAILABLE, congestion_module_exists(name))
-    } else {
-        (ALLOWED, false)
-    };
-    congestion_listed(name, file, std::fs::read_to_string(file).ok().as_deref(), module_ok)
-}
-
-/// The decision of [`congestion_usable`] on `listed`, the file's text (None: unreadable).
-fn congestion_listed(name: &str, file: &'static str, listed: Option<&str>, module_ok: bool) -> Result<(), SpecError> {
-    match listed {
-        Some(text) if !module_ok && !text.split_whitespace().any(|n| n == name) => {
-            Err(SpecError::CongestionUnavailable {
-                name: name.into(),
-                file,
-                listed: text.split_whitespace().collect::<Vec<_>>().join(" "),
-            })
-        }
-        _ => Ok(()),
-    }
-}
-
-/// True when the running kernel has a loadable module `tcp_NAME` (root can load it on demand).
-fn congestion_module_exists(name: &str) -> bool {
-    let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
-        return false;
-    };
-    let dir = format!("/lib/modules/{}/kernel/net/ipv4", release.trim());
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with(&format!("tcp_{name}.ko")))
-    })
-}
-
 /// Seconds between interval samples: 0 (none) or from 10 ms.
 fn check_interval(seconds: f64) -> Result<(), SpecError> {
     check("interval seconds", seconds, 0.0, MAX_SECONDS)?;
@@ -648,7 +606,7 @@ impl TcpSpec {
             if !ok {
                 return Err(SpecError::Congestion(c.clone()));
             }
-            congestion_usable(c)?;
+            congestion::usable(c)?;
         }
         let directions: u128 = if self.direction == Direction::Bidir { 2 } else { 1 };
         let memory = u128::from(self.depth) * u128::from(self.streams) * directions * u128::from(self.buffer_bytes.0);
@@ -754,33 +712,6 @@ mod tests {
         let mut s = TcpSpec::new();
         s.limit = Limit::Seconds(f64::NAN);
         assert!(s.validate().is_err());
-    }
-
-    #[test]
-    fn issue_13_a_congestion_control_the_host_lacks_is_refused() {
-        let f = "/proc/sys/net/ipv4/tcp_available_congestion_control";
-        assert_eq!(congestion_listed("cubic", f, Some("reno cubic\n"), false), Ok(()));
-        let e = congestion_listed("nonexistent", f, Some("reno cubic\n"), false).expect_err("not listed");
-        assert_eq!(
-            e.to_string(),
-            "congestion control 'nonexistent' is not in /proc/sys/net/ipv4/tcp_available_congestion_control \
-             on this host (reno cubic)"
-        );
-        assert_eq!(
-            congestion_listed("bbr", f, Some("reno cubic"), true),
-            Ok(()),
-            "a loadable module"
-        );
-        assert_eq!(
-            congestion_listed("bbr", f, None, false),
-            Ok(()),
-            "unreadable: the kernel decides"
-        );
-        if std::path::Path::new(f).exists() {
-            let mut s = TcpSpec::new();
-            s.congestion = Some("nonexistent".into());
-            assert!(matches!(s.validate(), Err(SpecError::CongestionUnavailable { .. })));
-        }
     }
 
     #[test]
