@@ -324,26 +324,12 @@ impl UdpSpec {
             check("receive buffer", w.0 as f64, 1.0, i32::MAX as f64)?;
         }
         match self.limit {
-            Limit::Seconds(s) => {
-                check("seconds (-t)", s, 0.01, MAX_SECONDS)?;
-                let total = self.warmup_seconds + self.cooldown_seconds;
-                if total >= s {
-                    return Err(SpecError::NoWindow { total, seconds: s });
-                }
-                if self.interval_seconds > 0.0 {
-                    let streams = self.streams_per_agent();
-                    let samples = streams as f64 * (s / self.interval_seconds).ceil();
-                    if samples > MAX_INTERVAL_SAMPLES as f64 {
-                        return Err(SpecError::TooManySamples {
-                            streams,
-                            seconds: s,
-                            interval: self.interval_seconds,
-                            samples,
-                            max: MAX_INTERVAL_SAMPLES,
-                        });
-                    }
-                }
-            }
+            Limit::Seconds(s) => check_time_limit(
+                s,
+                self.warmup_seconds + self.cooldown_seconds,
+                self.interval_seconds,
+                self.streams_per_agent(),
+            )?,
             // 2^32 datagrams is the most a receiver tracks (engine::sequence).
             Limit::Buffers(n) => {
                 check("datagram count (-n)", n as f64, 1.0, 4_294_967_296.0)?;
@@ -522,6 +508,31 @@ pub enum SpecError {
     Conflict(String),
 }
 
+/// A time limit (-t) that leaves a measurement window after warm-up and cool-down (`left_out`
+/// seconds), and whose interval samples (`streams` per interval) fit the cap on kept samples.
+fn check_time_limit(seconds: f64, left_out: f64, interval: f64, streams: usize) -> Result<(), SpecError> {
+    check("seconds (-t)", seconds, 0.01, MAX_SECONDS)?;
+    if left_out >= seconds {
+        return Err(SpecError::NoWindow {
+            total: left_out,
+            seconds,
+        });
+    }
+    if interval > 0.0 {
+        let samples = streams as f64 * (seconds / interval).ceil();
+        if samples > MAX_INTERVAL_SAMPLES as f64 {
+            return Err(SpecError::TooManySamples {
+                streams,
+                seconds,
+                interval,
+                samples,
+                max: MAX_INTERVAL_SAMPLES,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Seconds between interval samples: 0 (none) or from 10 ms.
 fn check_interval(seconds: f64) -> Result<(), SpecError> {
     check("interval seconds", seconds, 0.0, MAX_SECONDS)?;
@@ -617,26 +628,12 @@ impl TcpSpec {
             });
         }
         match self.limit {
-            Limit::Seconds(s) => {
-                check("seconds (-t)", s, 0.01, MAX_SECONDS)?;
-                let total = self.warmup_seconds + self.cooldown_seconds;
-                if total >= s {
-                    return Err(SpecError::NoWindow { total, seconds: s });
-                }
-                if self.interval_seconds > 0.0 {
-                    let streams = self.streams_per_agent();
-                    let samples = streams as f64 * (s / self.interval_seconds).ceil();
-                    if samples > MAX_INTERVAL_SAMPLES as f64 {
-                        return Err(SpecError::TooManySamples {
-                            streams,
-                            seconds: s,
-                            interval: self.interval_seconds,
-                            samples,
-                            max: MAX_INTERVAL_SAMPLES,
-                        });
-                    }
-                }
-            }
+            Limit::Seconds(s) => check_time_limit(
+                s,
+                self.warmup_seconds + self.cooldown_seconds,
+                self.interval_seconds,
+                self.streams_per_agent(),
+            )?,
             Limit::Buffers(n) => {
                 check("buffer count (-n)", n as f64, 1.0, 1e15)?;
                 if self.cooldown_seconds > 0.0 {

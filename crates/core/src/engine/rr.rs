@@ -171,17 +171,14 @@ pub fn run(
         // An answering side ends when told the asking is over: that is the normal end, not a cut.
         plan: Plan {
             ends_on_stop: answering,
-            cooldown: Duration::from_secs_f64(spec.cooldown_seconds),
-            ..Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds)
+            ..Plan::from_spec(
+                spec.warmup_seconds,
+                spec.cooldown_seconds,
+                spec.limit,
+                spec.interval_seconds,
+            )
         },
-        streams: streams
-            .iter()
-            .map(|s| StreamInfo {
-                id: s.id,
-                role: s.role,
-                grant: s.grant.clone(),
-            })
-            .collect(),
+        streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         // One worker per stream.
         workers: n,
         name: "linerate-r",

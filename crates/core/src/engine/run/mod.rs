@@ -224,10 +224,11 @@ impl Plan {
         }
     }
 
-    /// From a spec's warm-up, limit and interval, seconds.
-    pub fn from_spec(warmup_seconds: f64, limit: Limit, interval_seconds: f64) -> Plan {
+    /// From a spec's warm-up, cool-down, limit and interval, seconds.
+    pub fn from_spec(warmup_seconds: f64, cooldown_seconds: f64, limit: Limit, interval_seconds: f64) -> Plan {
         Plan {
             warmup: Duration::from_secs_f64(warmup_seconds),
+            cooldown: Duration::from_secs_f64(cooldown_seconds),
             deadline: match limit {
                 Limit::Seconds(s) => Some(Duration::from_secs_f64(s)),
                 Limit::Buffers(_) => None,
@@ -243,6 +244,19 @@ pub(crate) struct StreamInfo {
     pub id: u16,
     pub role: Role,
     pub grant: SocketGrant,
+}
+
+impl StreamInfo {
+    /// One per stream, from each stream's (id, role, granted socket options).
+    pub fn all<'g>(streams: impl Iterator<Item = (u16, Role, &'g SocketGrant)>) -> Vec<StreamInfo> {
+        streams
+            .map(|(id, role, grant)| StreamInfo {
+                id,
+                role,
+                grant: grant.clone(),
+            })
+            .collect()
+    }
 }
 
 /// TCP_INFO of stream `idx` now: the TCP engine's hook, read for its interval samples and its

@@ -26,7 +26,7 @@ fn runner(plan: Plan, streams: Vec<StreamInfo>, workers: usize) -> Runner<'stati
 
 /// A count-limited plan (no deadline), as a `-n` run has.
 fn count_plan() -> Plan {
-    Plan::from_spec(0.0, Limit::Buffers(10), 0.0)
+    Plan::from_spec(0.0, 0.0, Limit::Buffers(10), 0.0)
 }
 
 #[test]
@@ -163,7 +163,7 @@ fn streams_that_do_not_end_after_the_deadline_stop_are_aborted() {
     let plan = Plan {
         deadline_stops_senders: true,
         drain: Duration::from_millis(200),
-        ..Plan::from_spec(0.0, Limit::Seconds(0.1), 0.0)
+        ..Plan::from_spec(0.0, 0.0, Limit::Seconds(0.1), 0.0)
     };
     let r = runner(plan, one_stream(), 1);
     let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());

@@ -18,7 +18,6 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
 
 /// One connected data socket and what this end does with it.
 pub struct DataStream {
@@ -77,18 +76,15 @@ pub fn run(
     };
     let runner = Runner {
         plan: Plan {
-            cooldown: Duration::from_secs_f64(spec.cooldown_seconds),
             deadline_stops_senders: true,
-            ..Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds)
+            ..Plan::from_spec(
+                spec.warmup_seconds,
+                spec.cooldown_seconds,
+                spec.limit,
+                spec.interval_seconds,
+            )
         },
-        streams: streams
-            .iter()
-            .map(|s| StreamInfo {
-                id: s.id,
-                role: s.role,
-                grant: s.grant.clone(),
-            })
-            .collect(),
+        streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         workers,
         name: "linerate-w",
         cpus,

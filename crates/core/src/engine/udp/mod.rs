@@ -125,17 +125,14 @@ pub fn run(
     let shared = state.shared(control);
     let runner = Runner {
         plan: Plan {
-            cooldown: Duration::from_secs_f64(spec.cooldown_seconds),
-            ..Plan::from_spec(spec.warmup_seconds, spec.limit, spec.interval_seconds)
+            ..Plan::from_spec(
+                spec.warmup_seconds,
+                spec.cooldown_seconds,
+                spec.limit,
+                spec.interval_seconds,
+            )
         },
-        streams: streams
-            .iter()
-            .map(|s| StreamInfo {
-                id: s.id,
-                role: s.role,
-                grant: s.grant.clone(),
-            })
-            .collect(),
+        streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         // One worker per stream.
         workers: n,
         name: "linerate-u",
