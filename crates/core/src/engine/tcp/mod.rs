@@ -256,7 +256,7 @@ mod tests {
     use crate::units::ByteSize;
     use std::net::TcpListener;
     use std::thread;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     /// `n` connected pairs on loopback: (sending end, receiving end).
     fn pairs(n: usize) -> Vec<(TcpStream, TcpStream)> {
