@@ -167,7 +167,7 @@ pub fn f(v: &Value, ptr: &str) -> f64 {
 
 /// Checks the parts of a result document every test relies on (docs/results.md).
 pub fn check_document(v: &Value) {
-    assert_eq!(v["schema"], 2);
+    assert_eq!(v["schema"], 3);
     assert!(v["linerate"].is_string());
     assert!(v["test"].is_string());
     assert!(v["options"].is_object());
@@ -179,7 +179,7 @@ pub fn check_document(v: &Value) {
             assert!(s[key].is_number(), "summary.{side}.{key} missing");
         }
         assert!(s["cpu"].get("host_percent").is_some());
-        assert!(s["cpu"].get("process_percent").is_some());
+        assert!(s["cpu"].get("process_percent_of_host").is_some());
         let (bytes, secs, bps) = (u(s, "/bytes") as f64, f(s, "/seconds"), f(s, "/bits_per_second"));
         if secs > 0.0 {
             assert!(

@@ -21,6 +21,8 @@ pub struct LinkSpec {
     pub reorder_percent: Option<f64>,
     /// Probability a packet is sent twice, percent.
     pub duplicate_percent: Option<f64>,
+    /// The interface MTU, bytes.
+    #[serde(rename = "mtu_bytes", alias = "mtu")]
     pub mtu: Option<u32>,
     /// Packets queued at most in the emulation (and bytes = limit x MTU in the rate limiter).
     pub limit_packets: Option<u32>,
@@ -224,7 +226,7 @@ mod tests {
                 "agent_running": true,
                 "link": {
                     "rate_bits_per_second": 1e8, "delay_us": 250, "jitter_us": null, "loss_percent": null,
-                    "reorder_percent": null, "duplicate_percent": null, "mtu": null, "limit_packets": null
+                    "reorder_percent": null, "duplicate_percent": null, "mtu_bytes": null, "limit_packets": null
                 },
                 "link_text": "rate=100.000Mbit/s,delay=0.25ms",
                 "backends": {

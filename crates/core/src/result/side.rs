@@ -134,8 +134,13 @@ pub struct StreamReport {
 pub struct CpuUsage {
     /// Busy share of all the host's CPUs, percent (100 = every CPU busy), from /proc/stat.
     pub host_percent: Option<f64>,
-    /// linerate's own CPU time as a share of all the host's CPUs, percent (getrusage).
-    pub process_percent: Option<f64>,
+    /// linerate's own CPU time as a share of all the host's online CPUs, percent (100 = every
+    /// CPU busy, the same base as `host_percent`; getrusage). Null when the window was shorter
+    /// than 0.1 s (ten clock ticks), too short for a share. Several processes on one host add
+    /// up; distinct hosts are averaged.
+    #[serde(alias = "process_percent")]
+    pub process_percent_of_host: Option<f64>,
+    /// linerate's own CPU time over the window, seconds (summed over the counting processes).
     pub process_user_seconds: f64,
     pub process_system_seconds: f64,
     /// Where all CPUs' time went (user, system, irq, softirq, iowait, steal, idle), percent.
