@@ -12,4 +12,5 @@ mod netns;
 mod rr;
 mod tcp;
 mod udp;
+mod units;
 mod util;

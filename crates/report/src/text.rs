@@ -69,12 +69,13 @@ fn side_block(
     row("Throughput (Mbit/s)", &|s| grouped(s.bits_per_second / 1e6, 3));
     row("Average CPU utilisation, host", &|s| pct(s.cpu.host_percent));
     // Both CPU rows share one base: 100 % = every CPU of the host busy (issue 13).
-    row("Average CPU utilisation, linerate", &|s| {
-        match (s.cpu.process_percent_of_host, s.cpu.per_cpu.len()) {
+    row(
+        "Average CPU utilisation, linerate",
+        &|s| match (s.cpu.process_percent_of_host, s.cpu.per_cpu.len()) {
             (Some(p), n) if n > 0 => format!("{p:.2}% of {n} CPUs"),
             (p, _) => pct(p),
-        }
-    });
+        },
+    );
     row("  of which usr/sys/irq/softirq (%)", &|s| {
         s.cpu.split.map_or("n/a".into(), |c| {
             format!("{:.0}/{:.0}/{:.0}/{:.0}", c.user, c.system, c.irq, c.softirq)

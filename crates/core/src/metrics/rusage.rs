@@ -85,7 +85,11 @@ mod tests {
         };
         let d = a.since(&a);
         assert!(d.user_seconds.is_sign_positive() && d.user_seconds == 0.0);
-        assert!(a.since(&ProcessTimes { user_seconds: 2.0, ..a }).user_seconds.is_sign_positive());
+        assert!(
+            a.since(&ProcessTimes { user_seconds: 2.0, ..a })
+                .user_seconds
+                .is_sign_positive()
+        );
     }
 
     #[test]

@@ -19,9 +19,8 @@ use crate::metrics::cpu::CpuSplit;
 use crate::metrics::host::HostInfo;
 use crate::metrics::sample::{HostUsage, InterfaceUsage, InterruptRates, ProcessUsage, StackUsage};
 use crate::result::{
-    AgentSummary, Counted, DirectionSummary, Efficiency, ErrorCounts, HostIntervalRecord, HostRecord,
-    IntervalRecord, LineRate, Role, SCHEMA, SideReport, SideSummary, StreamInterval, StreamReport, StreamSummary,
-    Summary, TestResult,
+    AgentSummary, Counted, DirectionSummary, Efficiency, ErrorCounts, HostIntervalRecord, HostRecord, IntervalRecord,
+    LineRate, Role, SCHEMA, SideReport, SideSummary, StreamInterval, StreamReport, StreamSummary, Summary, TestResult,
 };
 use crate::spec::TestSpec;
 use hdrhistogram::Histogram;
@@ -69,9 +68,7 @@ impl<'a> Counter<'a> {
             name,
             usage: report.host.as_ref()?,
             machine: boot.unwrap_or(name),
-            namespace: boot
-                .and(host.and_then(|h| h.net_namespace.as_deref()))
-                .unwrap_or(name),
+            namespace: boot.and(host.and_then(|h| h.net_namespace.as_deref())).unwrap_or(name),
         })
     }
 }

@@ -313,22 +313,44 @@ mod tests {
                     client: &client,
                 },
             ];
-            assemble_tcp(&spec, HostInfo::default(), &outcomes, 0, vec![]).summary.received
+            assemble_tcp(&spec, HostInfo::default(), &outcomes, 0, vec![])
+                .summary
+                .received
         };
         let ints = |s: &crate::result::SideSummary| s.interrupts_per_second.as_ref().map(|i| i.total);
         // Same machine, same namespace: once.
-        let one = run(host_with_interrupts("x", "net:[1]"), host_with_interrupts("x", "net:[1]"));
+        let one = run(
+            host_with_interrupts("x", "net:[1]"),
+            host_with_interrupts("x", "net:[1]"),
+        );
         assert_eq!((one.hosts, ints(&one)), (1, Some(33_000.0)));
         assert_eq!(one.stack.map(|s| s.tcp_in_segments), Some(10));
         assert_eq!(one.cpu.host_percent, Some(30.0));
-        assert_eq!(one.cpu.process_percent_of_host, Some(2.0), "two processes on one host add up");
+        assert_eq!(
+            one.cpu.process_percent_of_host,
+            Some(2.0),
+            "two processes on one host add up"
+        );
         // Same machine, two namespaces: interrupts once, each namespace's stack, softnet once.
-        let ns = run(host_with_interrupts("x", "net:[1]"), host_with_interrupts("x", "net:[2]"));
+        let ns = run(
+            host_with_interrupts("x", "net:[1]"),
+            host_with_interrupts("x", "net:[2]"),
+        );
         assert_eq!((ns.hosts, ints(&ns)), (1, Some(33_000.0)));
-        assert_eq!(ns.stack.map(|s| (s.tcp_in_segments, s.softnet_processed)), Some((20, 7)));
+        assert_eq!(
+            ns.stack.map(|s| (s.tcp_in_segments, s.softnet_processed)),
+            Some((20, 7))
+        );
         // Two machines: summed.
-        let two = run(host_with_interrupts("x", "net:[1]"), host_with_interrupts("y", "net:[1]"));
+        let two = run(
+            host_with_interrupts("x", "net:[1]"),
+            host_with_interrupts("y", "net:[1]"),
+        );
         assert_eq!((two.hosts, ints(&two)), (2, Some(66_000.0)));
-        assert_eq!(two.cpu.process_percent_of_host, Some(1.0), "shares of two hosts are averaged");
+        assert_eq!(
+            two.cpu.process_percent_of_host,
+            Some(1.0),
+            "shares of two hosts are averaged"
+        );
     }
 }

@@ -235,7 +235,10 @@ fn cpu_over_a_window_counts_this_process() {
     let seconds = b.at.saturating_duration_since(a.at).as_secs_f64();
     let (cpu, host) = sampler::cpu_over(&a, &b, &groups, seconds);
     assert!(cpu.process_user_seconds + cpu.process_system_seconds > 0.0, "{cpu:?}");
-    assert!(cpu.process_percent_of_host.is_some_and(|p| p > 0.0 && p <= 100.0), "{cpu:?}");
+    assert!(
+        cpu.process_percent_of_host.is_some_and(|p| p > 0.0 && p <= 100.0),
+        "{cpu:?}"
+    );
     assert_eq!(cpu.host_percent, host.cpu.map(|c| c.busy));
     // Too short a window gives no share at all (issue 13: 431.84 % over a few milliseconds).
     let (short, _) = sampler::cpu_over(&a, &b, &groups, 0.002);
