@@ -278,4 +278,6 @@ fn issue_13_two_agents_on_one_host_count_its_counters_once() {
     let boot = |h: &str| v["hosts"][h]["boot_id"].clone();
     assert!(boot("client").is_string());
     assert_eq!(boot("client"), boot(&a.addr));
+    let text = String::from_utf8_lossy(&linerate(&["tcp", &a.addr, &b.addr, "-t", "0.3"], LIMIT).stdout).into_owned();
+    assert_eq!(text.matches("client and agent share one host").count(), 1, "{text}");
 }

@@ -69,13 +69,9 @@ fn side_block(
     row("Throughput (Mbit/s)", &|s| grouped(s.bits_per_second / 1e6, 3));
     row("Average CPU utilisation, host", &|s| pct(s.cpu.host_percent));
     // Both CPU rows share one base: 100 % = every CPU of the host busy (issue 13).
-    row(
-        "Average CPU utilisation, linerate",
-        &|s| match (s.cpu.process_percent_of_host, s.cpu.per_cpu.len()) {
-            (Some(p), n) if n > 0 => format!("{p:.2}% of {n} CPUs"),
-            (p, _) => pct(p),
-        },
-    );
+    row("Average CPU utilisation, linerate", &|s| {
+        pct(s.cpu.process_percent_of_host)
+    });
     row("  of which usr/sys/irq/softirq (%)", &|s| {
         s.cpu.split.map_or("n/a".into(), |c| {
             format!("{:.0}/{:.0}/{:.0}/{:.0}", c.user, c.system, c.irq, c.softirq)
@@ -617,7 +613,16 @@ pub fn render(r: &TestResult) -> String {
     interfaces_block(&mut out, r);
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
     out.push_str("Efficiency counts the counting hosts' busy CPU (all of it, not only linerate's); on one host both ends share it.\n");
-    out.push_str("CPU utilisation is a share of the whole host (100% = all its CPUs busy).\n");
+    let cpus: Vec<String> = r
+        .hosts
+        .iter()
+        .map(|(name, h)| format!("{name} {} CPUs", h.info.cores))
+        .collect();
+    let _ = writeln!(
+        out,
+        "CPU utilisation, host and linerate alike, is a share of the whole host: 100% = all its CPUs busy ({}).",
+        cpus.join(", ")
+    );
     if shares_client_host(r) {
         out.push_str("client and agent share one host: its counters are counted once per side, and both sides show that one host.\n");
     }

@@ -175,7 +175,6 @@ pub struct ProcessUsage {
     pub system_seconds: f64,
     /// (user + system) / (seconds x online CPUs) x 100: a share of the whole host, 100 = every
     /// CPU busy (the base of `cpu.process_percent_of_host`). Null over less than 0.1 s.
-    #[serde(alias = "cpu_percent")]
     pub percent_of_host: Option<f64>,
     pub voluntary_context_switches: u64,
     pub involuntary_context_switches: u64,
