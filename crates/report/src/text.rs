@@ -616,12 +616,12 @@ pub fn render(r: &TestResult) -> String {
     let cpus: Vec<String> = r
         .hosts
         .iter()
-        .map(|(name, h)| format!("{name} {} CPUs", h.info.cores))
+        .map(|(name, h)| format!("{name}: {} CPUs", h.info.cores))
         .collect();
     let _ = writeln!(
         out,
         "CPU utilisation, host and linerate alike, is a share of the whole host: 100% = all its CPUs busy ({}).",
-        cpus.join(", ")
+        cpus.join("; ")
     );
     if shares_client_host(r) {
         out.push_str("client and agent share one host: its counters are counted once per side, and both sides show that one host.\n");
