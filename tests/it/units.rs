@@ -33,6 +33,7 @@ const UNIT_SUFFIXES: &[&str] = &[
     "_per_transaction",
     // counts of packets or events the key names (an interface's or the stack's counters)
     "_dropped",
+    "_drops",
     "_errors",
     "_processed",
     "_squeezed",
@@ -84,6 +85,9 @@ const COUNTS_AND_IDS: &[&str] = &[
     "timeout",
     "closed",
     "local_limit",
+    // frames the lab relay delayed or duplicated
+    "delayed",
+    "duplicated",
     "stale",
     "successful",
     "unsuccessful",
@@ -154,6 +158,7 @@ const COUNTS_AND_IDS: &[&str] = &[
 const COUNT_PREFIXES: &[&str] = &[
     "bits_per_second_",
     "datagrams_",
+    "frames_",
     "packets_",
     "bytes_",
     "requests_",
@@ -195,7 +200,8 @@ fn walk(v: &Value, path: &str, parent: &str, unit_above: bool, bad: &mut Vec<Str
     }
 }
 
-fn check_units(kind: &str, v: &Value) {
+/// Fails on a number whose key names no unit, on -0.0, and on a document without `schema`.
+pub(crate) fn check_units(kind: &str, v: &Value) {
     assert!(v["schema"].is_u64(), "{kind}: no schema");
     let mut bad = Vec::new();
     walk(v, kind, "", false, &mut bad);

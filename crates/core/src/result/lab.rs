@@ -170,6 +170,10 @@ pub struct RelayRecord {
 /// A lab as `linerate lab status` shows it and a result measured in it records it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LabRecord {
+    /// The document's layout version, [`crate::result::SCHEMA`] (`lab status --json` is a
+    /// document of its own); 0 when read from a record that had none.
+    #[serde(default)]
+    pub schema: u32,
     pub name: String,
     /// "point-to-point", "bridge" or "relay".
     pub topology: String,
@@ -194,6 +198,7 @@ mod tests {
             ..LinkSpec::default()
         };
         let record = LabRecord {
+            schema: crate::result::SCHEMA,
             name: "t".into(),
             topology: "relay".into(),
             netem: false,
@@ -220,7 +225,7 @@ mod tests {
         };
         let v = serde_json::to_value(&record).expect("serializes");
         let want = json!({
-            "name": "t", "topology": "relay", "netem": false,
+            "schema": crate::result::SCHEMA, "name": "t", "topology": "relay", "netem": false,
             "hosts": [{
                 "name": "h1", "namespace": "t-h1", "address": "10.211.0.1", "agent": "10.211.0.1:5301",
                 "agent_running": true,
