@@ -240,6 +240,15 @@ fn issue_13_every_number_in_every_kind_names_its_unit() {
     }
     let rr = run(&["rr", "--json", &agent.addr, "-t", "0.5"]);
     check_units("rr", &rr);
+    let socket = &rr["summary"]["streams"][0]["sender_socket"];
+    assert!(
+        socket["sndbuf_bytes"].as_u64().is_some_and(|b| b > 0),
+        "read back: {socket}"
+    );
+    assert!(
+        socket["congestion"].is_string(),
+        "a TCP rr stream has its congestion control: {socket}"
+    );
     let url = format!(
         "http://{}/bytes/1000",
         agent.http_addr.as_deref().expect("http address")
