@@ -8,7 +8,7 @@
 use hdrhistogram::Histogram;
 
 /// Bytes of the header a client writes first on every data connection (magic, cookie, stream
-/// index; [`crate::proto::frame`] writes and parses it).
+/// index; `crate::proto::frame` writes and parses it).
 pub const DATA_HEADER_LEN: usize = 24;
 
 /// Lower-case hex of `bytes`.
