@@ -14,4 +14,5 @@ mod rr;
 mod settings;
 mod tcp;
 mod udp;
+mod units;
 mod util;

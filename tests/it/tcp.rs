@@ -97,7 +97,7 @@ fn time_case(direction: &[&str], streams: u32) {
             .is_some_and(|p| p > 0.0 && p <= 100.0)
     );
     assert!(
-        v["summary"]["received"]["cpu"]["process_percent"]
+        v["summary"]["received"]["cpu"]["process_percent_of_host"]
             .as_f64()
             .is_some_and(|p| p > 0.0)
     );

@@ -179,7 +179,7 @@ pub fn check_document(v: &Value) {
             assert!(s[key].is_number(), "summary.{side}.{key} missing");
         }
         assert!(s["cpu"].get("host_percent").is_some());
-        assert!(s["cpu"].get("process_percent").is_some());
+        assert!(s["cpu"].get("process_percent_of_host").is_some());
         let (bytes, secs, bps) = (u(s, "/bytes") as f64, f(s, "/seconds"), f(s, "/bits_per_second"));
         if secs > 0.0 {
             assert!(

@@ -35,6 +35,7 @@ pub fn status(state: &LabState) -> LabRecord {
         })
         .collect();
     LabRecord {
+        schema: linerate_core::result::SCHEMA,
         name: state.name.clone(),
         topology: state.topology.clone(),
         netem: state.netem,

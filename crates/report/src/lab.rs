@@ -92,6 +92,7 @@ mod tests {
             ..Backends::default()
         };
         let lab = LabRecord {
+            schema: 3,
             name: "t".into(),
             topology: "relay".into(),
             netem: false,

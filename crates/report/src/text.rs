@@ -31,6 +31,17 @@ fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |p| format!("{p:.2}%"))
 }
 
+/// Whether the client and an agent ran on one host (the same boot id): the loopback case, where
+/// both sides' host counters are the same machine's.
+fn shares_client_host(r: &TestResult) -> bool {
+    let boot = |name: &str| r.hosts.get(name).and_then(|h| h.info.boot_id.as_deref());
+    boot("client").is_some_and(|c| {
+        r.hosts
+            .iter()
+            .any(|(name, h)| name != "client" && h.info.boot_id.as_deref() == Some(c))
+    })
+}
+
 /// A block of rows (label, one value per column).
 /// `transactions`: a request-response run, whose cost is CPU per transaction, not per Gbit.
 fn side_block(
@@ -60,7 +71,10 @@ fn side_block(
     row("Time (seconds)", &|s| format!("{:.3}", s.seconds));
     row("Throughput (Mbit/s)", &|s| grouped(s.bits_per_second / 1e6, 3));
     row("Average CPU utilisation, host", &|s| pct(s.cpu.host_percent));
-    row("Average CPU utilisation, linerate", &|s| pct(s.cpu.process_percent));
+    // Both CPU rows share one base: 100 % = every CPU of the host busy (issue 13).
+    row("Average CPU utilisation, linerate", &|s| {
+        pct(s.cpu.process_percent_of_host)
+    });
     row("  of which usr/sys/irq/softirq (%)", &|s| {
         s.cpu.split.map_or("n/a".into(), |c| {
             format!("{:.0}/{:.0}/{:.0}/{:.0}", c.user, c.system, c.irq, c.softirq)
@@ -524,6 +538,19 @@ pub fn render(r: &TestResult) -> String {
     if let Some(line) = tcp_loss_line(r) {
         let _ = writeln!(out, "{line}");
     }
+    let cpus: Vec<String> = r
+        .hosts
+        .iter()
+        .map(|(name, h)| format!("{name}: {} CPUs", h.info.cores))
+        .collect();
+    let _ = writeln!(
+        out,
+        "CPU utilisation, host and linerate alike, is a share of the whole host: 100% = all its CPUs busy ({}).",
+        cpus.join("; ")
+    );
+    if shares_client_host(r) {
+        out.push_str("client and agent share one host: its counters are counted once per side, and both sides show that one host.\n");
+    }
     for (name, side) in [("send", &r.summary.sent), ("receive", &r.summary.received)] {
         if let Some(l) = &side.line_rate {
             let _ = writeln!(
@@ -536,8 +563,10 @@ pub fn render(r: &TestResult) -> String {
             );
         }
     }
+    // Advice never claims a ceiling below what was measured (issue 13; older documents may).
     if let Some(t) = r.summary.sent.tcp.as_ref()
         && let Some(by) = &t.limited_by
+        && t.window_limit_bits_per_second >= r.summary.received.bits_per_second
     {
         let _ = writeln!(
             out,

@@ -57,7 +57,7 @@ fn side(streams: Vec<StreamReport>, host: f64, process: f64) -> SideReport {
         streams,
         cpu: CpuUsage {
             host_percent: Some(host),
-            process_percent: Some(process),
+            process_percent_of_host: Some(process),
             process_user_seconds: 1.5,
             process_system_seconds: 20.25,
             ..Default::default()
@@ -132,6 +132,8 @@ fn host(name: &str) -> HostInfo {
         os: None,
         cpu_model: Some("AMD Opteron 275".into()),
         cores: 4,
+        boot_id: None,
+        net_namespace: None,
     }
 }
 

@@ -109,9 +109,46 @@ pub fn configure_socket(fd: std::os::fd::RawFd, spec: &RrSpec, tcp: bool) -> Res
             )
         };
     }
+    // Read back what the kernel granted (issue 13: rr streams reported every figure as 0).
+    let get = |level: libc::c_int, option: libc::c_int| -> Option<u64> {
+        let mut value: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into an int we own.
+        let rc = unsafe { libc::getsockopt(fd, level, option, (&mut value as *mut libc::c_int).cast(), &mut len) };
+        (rc == 0).then_some(u64::try_from(value).unwrap_or(0))
+    };
+    let congestion = tcp
+        .then(|| {
+            let mut name = [0u8; 16];
+            let mut len = name.len() as libc::socklen_t;
+            // SAFETY: getsockopt writes at most `len` bytes into a buffer we own (tcp(7)).
+            let rc = unsafe {
+                libc::getsockopt(
+                    fd,
+                    libc::IPPROTO_TCP,
+                    libc::TCP_CONGESTION,
+                    name.as_mut_ptr().cast(),
+                    &mut len,
+                )
+            };
+            (rc == 0).then(|| {
+                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                String::from_utf8_lossy(&name[..end]).into_owned()
+            })
+        })
+        .flatten()
+        .unwrap_or_default();
     Ok(SocketGrant {
+        sndbuf_bytes: get(libc::SOL_SOCKET, libc::SO_SNDBUF).unwrap_or(0),
+        rcvbuf_bytes: get(libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0),
+        // Unknown (0, written as null) on UDP and before a TCP connection is made.
+        mss_bytes: if tcp {
+            get(libc::IPPROTO_TCP, libc::TCP_MAXSEG).map_or(0, |m| m as u32)
+        } else {
+            0
+        },
+        congestion,
         nodelay: tcp,
-        ..Default::default()
     })
 }
 

@@ -11,7 +11,7 @@
 use super::cpu::{CpuSplit, StatReading};
 use super::irq::{Interrupts, Softirqs};
 use super::netdev::{self, IfCounters};
-use super::rusage::ProcessTimes;
+use super::rusage::{ProcessTimes, percent_of_host};
 use super::snmp::{self, SoftnetCpu, StackCounters};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -173,8 +173,9 @@ pub struct StackUsage {
 pub struct ProcessUsage {
     pub user_seconds: f64,
     pub system_seconds: f64,
-    /// (user + system) / seconds x 100: 100 = one core busy.
-    pub cpu_percent: f64,
+    /// (user + system) / (seconds x online CPUs) x 100: a share of the whole host, 100 = every
+    /// CPU busy (the base of `cpu.process_percent_of_host`). Null over less than 0.1 s.
+    pub percent_of_host: Option<f64>,
     pub voluntary_context_switches: u64,
     pub involuntary_context_switches: u64,
 }
@@ -441,7 +442,11 @@ impl HostUsage {
         u.process = Some(ProcessUsage {
             user_seconds: p.user_seconds,
             system_seconds: p.system_seconds,
-            cpu_percent: 100.0 * (p.user_seconds + p.system_seconds) / seconds,
+            percent_of_host: percent_of_host(
+                p.user_seconds + p.system_seconds,
+                seconds,
+                crate::metrics::host::online_cpus(),
+            ),
             voluntary_context_switches: p.voluntary_context_switches,
             involuntary_context_switches: p.involuntary_context_switches,
         });
@@ -740,7 +745,7 @@ mod tests {
         let groups = IrqGroups::discover(b.interrupts.as_ref(), &b.interfaces);
         let u = HostUsage::between(&a, &b, &groups, true);
         assert!(u.cpu.is_some(), "150 ms on {} CPUs is enough ticks", u.per_cpu.len());
-        assert!(u.process.expect("process").cpu_percent > 10.0);
+        assert!(u.process.expect("process").percent_of_host.expect("a long window") > 0.0);
         assert!(u.memory.expect("memory").total_bytes > 0);
     }
 }

@@ -21,6 +21,8 @@ pub struct LinkSpec {
     pub reorder_percent: Option<f64>,
     /// Probability a packet is sent twice, percent.
     pub duplicate_percent: Option<f64>,
+    /// The interface MTU, bytes.
+    #[serde(rename = "mtu_bytes", alias = "mtu")]
     pub mtu: Option<u32>,
     /// Packets queued at most in the emulation (and bytes = limit x MTU in the rate limiter).
     pub limit_packets: Option<u32>,
@@ -168,6 +170,10 @@ pub struct RelayRecord {
 /// A lab as `linerate lab status` shows it and a result measured in it records it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LabRecord {
+    /// The document's layout version, [`crate::result::SCHEMA`] (`lab status --json` is a
+    /// document of its own); 0 when read from a record that had none.
+    #[serde(default)]
+    pub schema: u32,
     pub name: String,
     /// "point-to-point", "bridge" or "relay".
     pub topology: String,
@@ -192,6 +198,7 @@ mod tests {
             ..LinkSpec::default()
         };
         let record = LabRecord {
+            schema: crate::result::SCHEMA,
             name: "t".into(),
             topology: "relay".into(),
             netem: false,
@@ -218,13 +225,13 @@ mod tests {
         };
         let v = serde_json::to_value(&record).expect("serializes");
         let want = json!({
-            "name": "t", "topology": "relay", "netem": false,
+            "schema": crate::result::SCHEMA, "name": "t", "topology": "relay", "netem": false,
             "hosts": [{
                 "name": "h1", "namespace": "t-h1", "address": "10.211.0.1", "agent": "10.211.0.1:5301",
                 "agent_running": true,
                 "link": {
                     "rate_bits_per_second": 1e8, "delay_us": 250, "jitter_us": null, "loss_percent": null,
-                    "reorder_percent": null, "duplicate_percent": null, "mtu": null, "limit_packets": null
+                    "reorder_percent": null, "duplicate_percent": null, "mtu_bytes": null, "limit_packets": null
                 },
                 "link_text": "rate=100.000Mbit/s,delay=0.25ms",
                 "backends": {

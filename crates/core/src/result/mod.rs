@@ -165,7 +165,11 @@ pub struct SideSummary {
     pub streams: usize,
     /// The ends whose counts these are ("client", agent names).
     pub counted_by: Vec<String>,
-    /// Mean over the counting ends of their host CPU; process time summed. The split and the
+    /// Distinct hosts (by boot id) whose host-wide counters this side carries: each host once,
+    /// however many of the counting ends ran on it.
+    #[serde(default)]
+    pub hosts: usize,
+    /// Mean over the counting hosts of their host CPU; process time summed. The split and the
     /// per-CPU figures are the counting host's (when several hosts counted: their mean split,
     /// per-CPU figures under `summary.agents`).
     pub cpu: CpuUsage,
@@ -177,7 +181,7 @@ pub struct SideSummary {
     /// The counting hosts' interfaces that counted anything (named HOST/IF when several hosts).
     #[serde(default)]
     pub interfaces: Vec<InterfaceUsage>,
-    /// The counting hosts' stack counters, summed.
+    /// The counting hosts' stack counters, summed once per network namespace.
     #[serde(default)]
     pub stack: Option<StackUsage>,
     #[serde(default)]

@@ -71,15 +71,40 @@ pub enum Role {
     Receive,
 }
 
-/// Socket settings as the kernel granted them (read back after setting).
+/// A figure the engines leave at zero (or empty) when they did not read it: written as null, so
+/// a placeholder never reads as data (issue 13: UDP `mss_bytes: 0`, `congestion: ""`, rr's
+/// buffers all 0); null reads back as zero.
+mod unknown_as_null {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize + Default + PartialEq, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        if *v == T::default() {
+            s.serialize_none()
+        } else {
+            s.serialize_some(v)
+        }
+    }
+
+    pub fn deserialize<'de, T: Deserialize<'de> + Default, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+        Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+    }
+}
+
+/// Socket settings as the kernel granted them (read back after setting). In the document, a
+/// figure that was not read (a UDP socket has no MSS nor congestion control) is null.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SocketGrant {
     /// SO_SNDBUF as read back, bytes (the kernel doubles what is asked for bookkeeping).
+    #[serde(with = "unknown_as_null", default)]
     pub sndbuf_bytes: u64,
     /// SO_RCVBUF as read back, bytes.
+    #[serde(with = "unknown_as_null", default)]
     pub rcvbuf_bytes: u64,
-    /// TCP_MAXSEG as read back, bytes.
+    /// TCP_MAXSEG as read back, bytes; null on UDP.
+    #[serde(with = "unknown_as_null", default)]
     pub mss_bytes: u32,
+    /// The congestion control in use; null on UDP.
+    #[serde(with = "unknown_as_null", default)]
     pub congestion: String,
     pub nodelay: bool,
 }
@@ -134,8 +159,13 @@ pub struct StreamReport {
 pub struct CpuUsage {
     /// Busy share of all the host's CPUs, percent (100 = every CPU busy), from /proc/stat.
     pub host_percent: Option<f64>,
-    /// linerate's own CPU time as a share of all the host's CPUs, percent (getrusage).
-    pub process_percent: Option<f64>,
+    /// linerate's own CPU time as a share of all the host's online CPUs, percent (100 = every
+    /// CPU busy, the same base as `host_percent`; getrusage). Null when the window was shorter
+    /// than 0.1 s (ten clock ticks), too short for a share. Several processes on one host add
+    /// up; distinct hosts are averaged.
+    #[serde(alias = "process_percent")]
+    pub process_percent_of_host: Option<f64>,
+    /// linerate's own CPU time over the window, seconds (summed over the counting processes).
     pub process_user_seconds: f64,
     pub process_system_seconds: f64,
     /// Where all CPUs' time went (user, system, irq, softirq, iowait, steal, idle), percent.

@@ -19,9 +19,8 @@ use crate::metrics::cpu::CpuSplit;
 use crate::metrics::host::HostInfo;
 use crate::metrics::sample::{HostUsage, InterfaceUsage, InterruptRates, ProcessUsage, StackUsage};
 use crate::result::{
-    AgentSummary, Counted, CpuUsage, DirectionSummary, Efficiency, ErrorCounts, HostIntervalRecord, HostRecord,
-    IntervalRecord, LineRate, Role, SCHEMA, SideReport, SideSummary, StreamInterval, StreamReport, StreamSummary,
-    Summary, TestResult,
+    AgentSummary, Counted, DirectionSummary, Efficiency, ErrorCounts, HostIntervalRecord, HostRecord, IntervalRecord,
+    LineRate, Role, SCHEMA, SideReport, SideSummary, StreamInterval, StreamReport, StreamSummary, Summary, TestResult,
 };
 use crate::spec::TestSpec;
 use hdrhistogram::Histogram;
@@ -41,45 +40,100 @@ fn direction_name(forward: bool) -> &'static str {
     if forward { "forward" } else { "reverse" }
 }
 
-/// A stream's count within a report, with the report's owner and CPU.
+/// A stream's count within a report, with the report's owner, its host and CPU.
 struct Entry<'a> {
     owner: &'a str,
+    /// The owner's host identity (boot id, network namespace); None when unknown.
+    host: Option<&'a HostInfo>,
     report: &'a SideReport,
     stream: &'a StreamReport,
 }
 
+/// One counting end's host samplers, with what identifies its host (issue 13: two agents on one
+/// host summed the host's interrupts twice).
+#[derive(Clone, Copy)]
+struct Counter<'a> {
+    name: &'a str,
+    usage: &'a HostUsage,
+    /// The machine: its boot id, else the end's own name (an unknown host is a host of its own).
+    machine: &'a str,
+    /// The network namespace within the machine, else the end's name.
+    namespace: &'a str,
+}
+
+impl<'a> Counter<'a> {
+    fn new(name: &'a str, host: Option<&'a HostInfo>, report: &'a SideReport) -> Option<Counter<'a>> {
+        let boot = host.and_then(|h| h.boot_id.as_deref());
+        Some(Counter {
+            name,
+            usage: report.host.as_ref()?,
+            machine: boot.unwrap_or(name),
+            namespace: boot.and(host.and_then(|h| h.net_namespace.as_deref())).unwrap_or(name),
+        })
+    }
+}
+
+/// Process shares of the host: added up over the processes of one machine, averaged over
+/// machines (a share of one host added to a share of another means nothing).
+fn process_share(shares: &[(&str, Option<f64>)]) -> Option<f64> {
+    let mut per_machine: Vec<(&str, f64)> = Vec::new();
+    for (machine, share) in shares {
+        let Some(v) = share else { continue };
+        match per_machine.iter_mut().find(|(m, _)| m == machine) {
+            Some((_, t)) => *t += v,
+            None => per_machine.push((machine, *v)),
+        }
+    }
+    (!per_machine.is_empty()).then(|| {
+        let mean = per_machine.iter().map(|(_, v)| v).sum::<f64>() / per_machine.len() as f64;
+        mean.min(100.0)
+    })
+}
+
 fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
     let mut s = SideSummary::default();
-    let mut owners: Vec<&str> = Vec::new();
+    let mut owners: Vec<(&str, Option<&HostInfo>)> = Vec::new();
     let mut reports: Vec<&SideReport> = Vec::new();
     for e in entries {
         s.bytes += e.stream.bytes;
         s.ops += e.stream.ops;
         s.streams += 1;
         s.seconds = s.seconds.max(e.stream.seconds);
-        if !owners.contains(&e.owner) {
-            owners.push(e.owner);
+        if !owners.iter().any(|(o, _)| *o == e.owner) {
+            owners.push((e.owner, e.host));
             reports.push(e.report);
         }
     }
     s.bits_per_second = Counted::new(s.bytes, s.seconds).bits_per_second;
-    s.counted_by = owners.iter().map(|o| o.to_string()).collect();
-    let mean = |f: fn(&CpuUsage) -> Option<f64>| {
-        let v: Vec<f64> = reports.iter().filter_map(|r| f(&r.cpu)).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
-    s.cpu.host_percent = mean(|c| c.host_percent);
-    s.cpu.process_percent = mean(|c| c.process_percent);
+    s.counted_by = owners.iter().map(|(o, _)| o.to_string()).collect();
+    let machine = |i: usize| owners[i].1.and_then(|h| h.boot_id.as_deref()).unwrap_or(owners[i].0);
+    // Host CPU is host-wide: one figure per distinct machine, averaged over machines.
+    let mut seen: Vec<&str> = Vec::new();
+    let mut host_percents = Vec::new();
+    for (i, r) in reports.iter().enumerate() {
+        if !seen.contains(&machine(i)) {
+            seen.push(machine(i));
+            host_percents.extend(r.cpu.host_percent);
+        }
+    }
+    s.cpu.host_percent =
+        (!host_percents.is_empty()).then(|| host_percents.iter().sum::<f64>() / host_percents.len() as f64);
+    let shares: Vec<(&str, Option<f64>)> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (machine(i), r.cpu.process_percent_of_host))
+        .collect();
+    s.cpu.process_percent_of_host = process_share(&shares);
     s.cpu.process_user_seconds = reports.iter().map(|r| r.cpu.process_user_seconds).sum();
     s.cpu.process_system_seconds = reports.iter().map(|r| r.cpu.process_system_seconds).sum();
-    let hosts: Vec<(&str, &HostUsage)> = owners
+    let counters: Vec<Counter<'_>> = owners
         .iter()
         .zip(&reports)
-        .filter_map(|(o, r)| r.host.as_ref().map(|h| (*o, h)))
+        .filter_map(|((o, h), r)| Counter::new(o, *h, r))
         .collect();
-    add_host_usage(&mut s, &hosts);
+    add_host_usage(&mut s, &counters);
     if sending {
-        s.tcp = tcp::totals(entries.iter().map(|e| e.stream), s.bits_per_second);
+        s.tcp = tcp::totals(entries.iter().map(|e| (e.stream, e.report)), s.bits_per_second);
     }
     s
 }
@@ -104,25 +158,58 @@ pub(crate) fn host_side_summary(
         cpu: report.cpu.clone(),
         ..Default::default()
     };
-    let hosts: Vec<(&str, &HostUsage)> = report.host.iter().map(|h| (owner, h)).collect();
-    add_host_usage(&mut s, &hosts);
+    let counters: Vec<Counter<'_>> = Counter::new(owner, None, report).into_iter().collect();
+    add_host_usage(&mut s, &counters);
     s
 }
 
-/// The counting hosts' samplers into a side's summary: copied for one host; for several, totals
-/// summed, CPU split averaged, interfaces named HOST/IF.
-fn add_host_usage(s: &mut SideSummary, hosts: &[(&str, &HostUsage)]) {
-    if let [(_, h)] = hosts {
+/// The counting ends' samplers into a side's summary, each host counted once (issue 13):
+/// host-wide counters (CPU, interrupts, softirqs, softnet, memory) once per distinct machine
+/// (boot id), interface and stack counters once per distinct network namespace, linerate's own
+/// process figures once per process. One machine and namespace: copied; several: totals summed,
+/// CPU split averaged, interfaces named END/IF.
+fn add_host_usage(s: &mut SideSummary, counters: &[Counter<'_>]) {
+    let machines: Vec<&Counter<'_>> = (0..counters.len())
+        .filter(|&i| !counters[..i].iter().any(|c| c.machine == counters[i].machine))
+        .map(|i| &counters[i])
+        .collect();
+    let namespaces: Vec<&Counter<'_>> = (0..counters.len())
+        .filter(|&i| {
+            !counters[..i]
+                .iter()
+                .any(|c| (c.machine, c.namespace) == (counters[i].machine, counters[i].namespace))
+        })
+        .map(|i| &counters[i])
+        .collect();
+    s.hosts = machines.len();
+    // linerate's processes: one per counting end, wherever they ran.
+    for c in counters {
+        if let Some(p) = c.usage.process {
+            let t = s.process.get_or_insert_with(ProcessUsage::default);
+            t.user_seconds += p.user_seconds;
+            t.system_seconds += p.system_seconds;
+            t.voluntary_context_switches += p.voluntary_context_switches;
+            t.involuntary_context_switches += p.involuntary_context_switches;
+        }
+    }
+    if let Some(p) = s.process.as_mut() {
+        let shares: Vec<(&str, Option<f64>)> = counters
+            .iter()
+            .map(|c| (c.machine, c.usage.process.and_then(|p| p.percent_of_host)))
+            .collect();
+        p.percent_of_host = process_share(&shares);
+    }
+    if let ([m], [n]) = (&machines[..], &namespaces[..]) {
+        let h = m.usage;
         s.cpu.split = h.cpu;
         s.cpu.per_cpu = h.per_cpu.clone();
         s.interrupts_per_second = h.interrupts_per_second.clone();
         s.softirqs_per_second = h.softirqs_per_second.clone();
-        s.interfaces = h.interfaces.clone();
-        s.stack = h.stack;
+        s.interfaces = n.usage.interfaces.clone();
+        s.stack = n.usage.stack;
         s.memory = h.memory;
-        s.process = h.process;
-    } else if !hosts.is_empty() {
-        let splits: Vec<CpuSplit> = hosts.iter().filter_map(|(_, h)| h.cpu).collect();
+    } else if !machines.is_empty() {
+        let splits: Vec<CpuSplit> = machines.iter().filter_map(|c| c.usage.cpu).collect();
         if !splits.is_empty() {
             let n = splits.len() as f64;
             let mean = |f: fn(&CpuSplit) -> f64| splits.iter().map(f).sum::<f64>() / n;
@@ -138,30 +225,31 @@ fn add_host_usage(s: &mut SideSummary, hosts: &[(&str, &HostUsage)]) {
                 idle: mean(|c| c.idle),
             });
         }
+        if let [m] = &machines[..] {
+            s.cpu.per_cpu = m.usage.per_cpu.clone();
+            s.memory = m.usage.memory;
+        }
         let mut ints = InterruptRates::default();
-        for (name, h) in hosts {
-            if let Some(i) = &h.interrupts_per_second {
+        for c in &machines {
+            if let Some(i) = &c.usage.interrupts_per_second {
                 ints.total += i.total;
                 for (iface, rate) in &i.per_interface {
-                    ints.per_interface.insert(format!("{name}/{iface}"), *rate);
+                    ints.per_interface.insert(format!("{}/{iface}", c.name), *rate);
                 }
             }
-            for (kind, r) in &h.softirqs_per_second {
+            for (kind, r) in &c.usage.softirqs_per_second {
                 s.softirqs_per_second.entry(kind.clone()).or_default().total += r.total;
             }
+        }
+        for c in &namespaces {
+            let h = c.usage;
             s.interfaces.extend(h.interfaces.iter().map(|i| InterfaceUsage {
-                name: format!("{name}/{}", i.name),
+                name: format!("{}/{}", c.name, i.name),
                 ..i.clone()
             }));
-            if let Some(p) = h.process {
-                let t = s.process.get_or_insert_with(ProcessUsage::default);
-                t.user_seconds += p.user_seconds;
-                t.system_seconds += p.system_seconds;
-                t.cpu_percent += p.cpu_percent;
-                t.voluntary_context_switches += p.voluntary_context_switches;
-                t.involuntary_context_switches += p.involuntary_context_switches;
-            }
             if let Some(st) = h.stack {
+                // softnet is the machine's, not the namespace's: once per machine.
+                let machine_first = machines.iter().any(|m| std::ptr::eq(*m, *c));
                 let t = s.stack.get_or_insert_with(StackUsage::default);
                 t.tcp_retransmitted_segments += st.tcp_retransmitted_segments;
                 t.tcp_out_segments += st.tcp_out_segments;
@@ -170,14 +258,17 @@ fn add_host_usage(s: &mut SideSummary, hosts: &[(&str, &HostUsage)]) {
                 t.udp_out_datagrams += st.udp_out_datagrams;
                 t.udp_receive_buffer_errors += st.udp_receive_buffer_errors;
                 t.udp_send_buffer_errors += st.udp_send_buffer_errors;
-                t.softnet_processed += st.softnet_processed;
-                t.softnet_dropped += st.softnet_dropped;
-                t.softnet_squeezed += st.softnet_squeezed;
+                if machine_first {
+                    t.softnet_processed += st.softnet_processed;
+                    t.softnet_dropped += st.softnet_dropped;
+                    t.softnet_squeezed += st.softnet_squeezed;
+                }
             }
         }
         s.interrupts_per_second = Some(ints);
     }
-    s.efficiency = efficiency(s.bytes, s.bits_per_second, hosts);
+    let hosts: Vec<(&str, &HostUsage)> = machines.iter().map(|c| (c.name, c.usage)).collect();
+    s.efficiency = efficiency(s.bytes, s.bits_per_second, &hosts);
 }
 
 /// Throughput per busy core, CPU per Gbit/s and cycles per byte of the counting hosts.
@@ -244,11 +335,12 @@ pub(crate) fn assemble(
     mut notes: Vec<String>,
 ) -> TestResult {
     let mut hosts = BTreeMap::new();
+    let client_info = &client_host;
     hosts.insert(
         "client".to_string(),
         HostRecord {
             role: "client".into(),
-            info: client_host,
+            info: client_host.clone(),
             config: agents.first().and_then(|a| a.client.config.clone()),
         },
     );
@@ -279,7 +371,11 @@ pub(crate) fn assemble(
         let sides: [(&str, Option<&SideReport>); 2] = [("client", Some(a.client)), ("agent", a.report)];
         for (counted_by, report) in sides {
             let Some(report) = report else { continue };
-            let owner = if counted_by == "client" { "client" } else { a.name };
+            let (owner, host) = if counted_by == "client" {
+                ("client", Some(client_info))
+            } else {
+                (a.name, a.host)
+            };
             for st in &report.streams {
                 let forward = spec.stream_flows_forward(usize::from(st.stream));
                 let sending = st.role == Role::Send;
@@ -289,6 +385,7 @@ pub(crate) fn assemble(
                     ai,
                     Entry {
                         owner,
+                        host,
                         report,
                         stream: st,
                     },
@@ -361,6 +458,7 @@ pub(crate) fn assemble(
             .filter(|(fw, snd, ai, _)| f(*fw, *snd, *ai))
             .map(|(_, _, _, e)| Entry {
                 owner: e.owner,
+                host: e.host,
                 report: e.report,
                 stream: e.stream,
             })

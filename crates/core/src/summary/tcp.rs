@@ -3,7 +3,7 @@
 
 use super::{AgentOutcome, assemble};
 use crate::metrics::host::HostInfo;
-use crate::result::{LIMITED_SHARE_PERCENT, StreamReport, TcpTotals, TestResult};
+use crate::result::{LIMITED_SHARE_PERCENT, SideReport, StreamReport, TcpTotals, TestResult};
 use crate::spec::{TcpSpec, TestSpec};
 
 /// Joins the client's and the agents' reports of one TCP run into the result document.
@@ -23,20 +23,46 @@ pub fn assemble_tcp(
     )
 }
 
-/// The sending streams' TCP_INFO at their end, over streams: retransmits summed, RTT, cwnd and
-/// window averaged, stall shares of the senders' busy time, and what limited them at
-/// `bits_per_second`. None when no stream carried TCP_INFO.
-pub(super) fn totals<'a>(streams: impl Iterator<Item = &'a StreamReport>, bits_per_second: f64) -> Option<TcpTotals> {
+/// The sending streams' TCP_INFO over the run: retransmits summed and stall shares of the
+/// senders' busy time from each stream's end; RTT and window the mean of every sample the stream
+/// took (its interval samples and its end), averaged over streams; and what limited the senders
+/// at `bits_per_second`. The window's ceiling comes from those run-long means, not one sample,
+/// and a limit below the measured rate is never claimed (issue 13: "a window of 101 KiB at RTT
+/// 0.1 ms allows 12,536 Mbit/s" under a measured 21,715 Mbit/s). None when no stream carried
+/// TCP_INFO.
+pub(super) fn totals<'a>(
+    streams: impl Iterator<Item = (&'a StreamReport, &'a SideReport)>,
+    bits_per_second: f64,
+) -> Option<TcpTotals> {
     let mut tcp = TcpTotals::default();
     let mut tcp_n = 0usize;
     let (mut busy, mut rwnd, mut sndbuf) = (0u64, 0u64, 0u64);
-    for t in streams.filter_map(|s| s.tcp.as_ref()) {
+    for (st, report) in streams {
+        let Some(t) = st.tcp.as_ref() else { continue };
+        let samples = report
+            .intervals
+            .iter()
+            .filter(|i| i.stream == st.stream)
+            .filter_map(|i| i.tcp.as_ref())
+            .chain(std::iter::once(t))
+            .filter(|s| s.rtt_us > 0);
+        let (mut n, mut rtt, mut wnd) = (0usize, 0.0, 0.0);
+        for s in samples {
+            n += 1;
+            rtt += f64::from(s.rtt_us);
+            wnd += f64::from(s.snd_wnd_bytes);
+        }
+        let (rtt_us, window_bytes) = if n > 0 {
+            (rtt / n as f64, wnd / n as f64)
+        } else {
+            (f64::from(t.rtt_us), f64::from(t.snd_wnd_bytes))
+        };
         tcp.retransmits += t.retransmits;
-        tcp.rtt_us += f64::from(t.rtt_us);
+        tcp.rtt_us += rtt_us;
         tcp.cwnd_bytes += t.cwnd_bytes as f64;
-        tcp.window_bytes += f64::from(t.snd_wnd_bytes);
-        if t.rtt_us > 0 {
-            tcp.window_limit_bits_per_second += f64::from(t.snd_wnd_bytes) * 8.0 / (f64::from(t.rtt_us) / 1e6);
+        tcp.window_bytes += window_bytes;
+        if rtt_us > 0.0 {
+            tcp.window_limit_bits_per_second += window_bytes * 8.0 / (rtt_us / 1e6);
         }
         busy += t.busy_us;
         rwnd += t.rwnd_limited_us;
@@ -57,7 +83,11 @@ pub(super) fn totals<'a>(streams: impl Iterator<Item = &'a StreamReport>, bits_p
     // the throughput sits at the ceiling the windows set at the measured RTT.
     let at_ceiling =
         tcp.window_limit_bits_per_second > 0.0 && bits_per_second >= 0.85 * tcp.window_limit_bits_per_second;
-    tcp.limited_by = if tcp.rwnd_limited_percent >= LIMITED_SHARE_PERCENT || at_ceiling {
+    // The advice names the ceiling: a ceiling below what was measured contradicts the measurement.
+    let consistent = tcp.window_limit_bits_per_second >= bits_per_second;
+    tcp.limited_by = if !consistent {
+        None
+    } else if tcp.rwnd_limited_percent >= LIMITED_SHARE_PERCENT || at_ceiling {
         Some("receive window".into())
     } else if tcp.sndbuf_limited_percent >= LIMITED_SHARE_PERCENT {
         Some("send buffer".into())
@@ -100,7 +130,7 @@ mod tests {
             streams,
             cpu: CpuUsage {
                 host_percent: Some(host_percent),
-                process_percent: Some(1.0),
+                process_percent_of_host: Some(1.0),
                 ..Default::default()
             },
             ..Default::default()
@@ -187,5 +217,140 @@ mod tests {
         assert!(r.partial);
         assert!(r.notes.iter().any(|n| n.contains("agent b")));
         assert_eq!(r.summary.agents[1].received.bytes, 50);
+    }
+
+    fn window_limited(bytes: u64, seconds: f64) -> SideReport {
+        let snap = TcpSnapshot {
+            rtt_us: 100,
+            snd_wnd_bytes: 101 * 1024,
+            busy_us: 1_000_000,
+            rwnd_limited_us: 600_000,
+            ..Default::default()
+        };
+        let mut st = stream(0, Role::Send, bytes, seconds);
+        st.tcp = Some(snap);
+        report(vec![st], 10.0)
+    }
+
+    #[test]
+    fn issue_13_no_window_advice_below_the_measured_rate() {
+        // 101 KiB at 0.1 ms allows 8,274 Mbit/s: a measured 21,715 Mbit/s contradicts it.
+        let fast = window_limited(21_715_000_000 / 8, 1.0);
+        let t = totals(fast.streams.iter().map(|s| (s, &fast)), 21_715e6).expect("tcp");
+        assert!(t.window_limit_bits_per_second < 21_715e6);
+        assert_eq!(t.limited_by, None);
+        // At 8,000 Mbit/s the same stalls and window are a consistent explanation.
+        let slow = window_limited(1_000_000_000, 1.0);
+        let t = totals(slow.streams.iter().map(|s| (s, &slow)), 8_000e6).expect("tcp");
+        assert_eq!(t.limited_by.as_deref(), Some("receive window"));
+    }
+
+    #[test]
+    fn issue_13_window_and_rtt_are_run_long_means() {
+        let mut r = window_limited(1_000, 1.0);
+        for (i, rtt_us) in [300u32, 300, 300].into_iter().enumerate() {
+            r.intervals.push(crate::result::IntervalSample {
+                stream: 0,
+                start_ns: i as u64,
+                end_ns: i as u64 + 1,
+                bytes: 0,
+                ops: 0,
+                tcp: Some(TcpSnapshot {
+                    rtt_us,
+                    snd_wnd_bytes: 101 * 1024,
+                    ..Default::default()
+                }),
+            });
+        }
+        let t = totals(r.streams.iter().map(|s| (s, &r)), 1e6).expect("tcp");
+        assert_eq!(t.rtt_us, 250.0, "three samples at 300 us and the end at 100 us");
+    }
+
+    fn host_with_interrupts(boot: &str, netns: &str) -> HostInfo {
+        HostInfo {
+            boot_id: Some(boot.into()),
+            net_namespace: Some(netns.into()),
+            ..Default::default()
+        }
+    }
+
+    fn counted(streams: Vec<StreamReport>) -> SideReport {
+        let mut r = report(streams, 30.0);
+        r.host = Some(crate::metrics::sample::HostUsage {
+            seconds: 1.0,
+            interrupts_per_second: Some(crate::metrics::sample::InterruptRates {
+                total: 33_000.0,
+                ..Default::default()
+            }),
+            stack: Some(crate::metrics::sample::StackUsage {
+                tcp_in_segments: 10,
+                softnet_processed: 7,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn issue_13_one_host_is_summed_once_however_many_agents_ran_on_it() {
+        let spec = TcpSpec::new();
+        let client = report(vec![stream(0, Role::Send, 100, 1.0)], 10.0);
+        let a = counted(vec![stream(0, Role::Receive, 100, 1.0)]);
+        let b = counted(vec![stream(0, Role::Receive, 100, 1.0)]);
+        let run = |ha: HostInfo, hb: HostInfo| {
+            let outcomes = [
+                AgentOutcome {
+                    name: "a",
+                    host: Some(&ha),
+                    report: Some(&a),
+                    client: &client,
+                },
+                AgentOutcome {
+                    name: "b",
+                    host: Some(&hb),
+                    report: Some(&b),
+                    client: &client,
+                },
+            ];
+            assemble_tcp(&spec, HostInfo::default(), &outcomes, 0, vec![])
+                .summary
+                .received
+        };
+        let ints = |s: &crate::result::SideSummary| s.interrupts_per_second.as_ref().map(|i| i.total);
+        // Same machine, same namespace: once.
+        let one = run(
+            host_with_interrupts("x", "net:[1]"),
+            host_with_interrupts("x", "net:[1]"),
+        );
+        assert_eq!((one.hosts, ints(&one)), (1, Some(33_000.0)));
+        assert_eq!(one.stack.map(|s| s.tcp_in_segments), Some(10));
+        assert_eq!(one.cpu.host_percent, Some(30.0));
+        assert_eq!(
+            one.cpu.process_percent_of_host,
+            Some(2.0),
+            "two processes on one host add up"
+        );
+        // Same machine, two namespaces: interrupts once, each namespace's stack, softnet once.
+        let ns = run(
+            host_with_interrupts("x", "net:[1]"),
+            host_with_interrupts("x", "net:[2]"),
+        );
+        assert_eq!((ns.hosts, ints(&ns)), (1, Some(33_000.0)));
+        assert_eq!(
+            ns.stack.map(|s| (s.tcp_in_segments, s.softnet_processed)),
+            Some((20, 7))
+        );
+        // Two machines: summed.
+        let two = run(
+            host_with_interrupts("x", "net:[1]"),
+            host_with_interrupts("y", "net:[1]"),
+        );
+        assert_eq!((two.hosts, ints(&two)), (2, Some(66_000.0)));
+        assert_eq!(
+            two.cpu.process_percent_of_host,
+            Some(1.0),
+            "shares of two hosts are averaged"
+        );
     }
 }

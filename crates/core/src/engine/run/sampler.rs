@@ -11,6 +11,7 @@ use super::{Counters, Gate, Runner, Shared, end_from};
 use crate::engine::Sink;
 use crate::engine::sockopt::POLL_SLICE;
 use crate::metrics::host::online_cpus;
+use crate::metrics::rusage::percent_of_host;
 use crate::metrics::sample::{HostSnapshot, HostTimeline, HostUsage, IrqGroups, read_clock_mhz};
 use crate::result::{CpuUsage, ErrorCounts, IntervalSample, SideReport, StreamReport};
 use std::sync::atomic::Ordering::Relaxed;
@@ -49,8 +50,11 @@ pub(crate) fn cpu_over(
     };
     let cpu = CpuUsage {
         host_percent: host.cpu.map(|c| c.busy),
-        process_percent: (window_seconds > 0.0)
-            .then(|| 100.0 * (proc.user_seconds + proc.system_seconds) / (window_seconds * online_cpus() as f64)),
+        process_percent_of_host: percent_of_host(
+            proc.user_seconds + proc.system_seconds,
+            window_seconds,
+            online_cpus(),
+        ),
         process_user_seconds: proc.user_seconds,
         process_system_seconds: proc.system_seconds,
         split: host.cpu,

@@ -223,7 +223,8 @@ fn a_side_that_ends_on_stop_is_not_partial_when_stopped() {
 fn cpu_over_a_window_counts_this_process() {
     let a = crate::metrics::sample::HostSnapshot::read();
     // Burn a little CPU so the process's share is above zero.
-    let until = Instant::now() + Duration::from_millis(50);
+    // 150 ms: longer than the shortest window a share is given for (ten clock ticks).
+    let until = Instant::now() + Duration::from_millis(150);
     let mut x = 0u64;
     while Instant::now() < until {
         x = x.wrapping_mul(31).wrapping_add(7);
@@ -234,6 +235,12 @@ fn cpu_over_a_window_counts_this_process() {
     let seconds = b.at.saturating_duration_since(a.at).as_secs_f64();
     let (cpu, host) = sampler::cpu_over(&a, &b, &groups, seconds);
     assert!(cpu.process_user_seconds + cpu.process_system_seconds > 0.0, "{cpu:?}");
-    assert!(cpu.process_percent.is_some_and(|p| p > 0.0 && p <= 100.0), "{cpu:?}");
+    assert!(
+        cpu.process_percent_of_host.is_some_and(|p| p > 0.0 && p <= 100.0),
+        "{cpu:?}"
+    );
     assert_eq!(cpu.host_percent, host.cpu.map(|c| c.busy));
+    // Too short a window gives no share at all (issue 13: 431.84 % over a few milliseconds).
+    let (short, _) = sampler::cpu_over(&a, &b, &groups, 0.002);
+    assert_eq!(short.process_percent_of_host, None);
 }

@@ -1,5 +1,6 @@
 //! [`HostInfo`], the short identity of a host (name, kernel, CPU model and count,
-//! distribution), and the online CPU count. In: uname, /proc/cpuinfo, /etc/os-release.
+//! distribution, boot id and network namespace), and the online CPU count. In: uname,
+//! /proc/cpuinfo, /etc/os-release, /proc/sys/kernel/random/boot_id, /proc/self/ns/net.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +15,15 @@ pub struct HostInfo {
     pub cpu_model: Option<String>,
     /// CPUs online (sysconf _SC_NPROCESSORS_ONLN).
     pub cores: usize,
+    /// The kernel's boot id (/proc/sys/kernel/random/boot_id): two ends with the same one run on
+    /// one host (one kernel), so its host-wide counters (CPU, interrupts, softirqs, memory) are
+    /// summed once. Absent when unreadable or from an older linerate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    /// The network namespace (`net:[INODE]`, /proc/self/ns/net): ends sharing a boot id and a
+    /// namespace also share interface and stack counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_namespace: Option<String>,
 }
 
 impl HostInfo {
@@ -33,6 +43,13 @@ impl HostInfo {
             os: os_release_name(&os_release),
             cpu_model: cpu_model(&cpuinfo),
             cores: online_cpus(),
+            boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+                .ok()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty()),
+            net_namespace: std::fs::read_link("/proc/self/ns/net")
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned()),
         }
     }
 }

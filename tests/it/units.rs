@@ -1,0 +1,294 @@
+//! Every number in every kind's result document names its unit (issue 13, item 8): real short
+//! runs on loopback (tcp, udp, rr, http against `serve --http-port 0`, a sweep) whose JSON is
+//! walked key by key. Unknown figures are null, never 0 or "", and -0.0 never appears.
+
+use crate::util::*;
+use serde_json::Value;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Endings that name a unit.
+const UNIT_SUFFIXES: &[&str] = &[
+    "_bytes",
+    "_ns",
+    "_us",
+    "_ms",
+    "_seconds",
+    "_percent",
+    "_per_second",
+    "_mbps",
+    "_hz",
+    "_mhz",
+    "_ppm",
+    "_bits",
+    "_packets",
+    "_segments",
+    "_datagrams",
+    "_per_byte",
+    "_per_core",
+    "_per_gbit",
+    "_cores",
+    "_percent_of_host",
+    "_per_transaction",
+    // counts of packets or events the key names (an interface's or the stack's counters)
+    "_dropped",
+    "_drops",
+    "_errors",
+    "_processed",
+    "_squeezed",
+    "_switches",
+];
+
+/// Whether `key` ends with a unit or is one (`seconds`, `per_second`).
+fn has_unit(key: &str) -> bool {
+    UNIT_SUFFIXES.iter().any(|s| key.ends_with(s) || key == &s[1..])
+}
+
+/// Keys whose number is a count of what the key names (a count is its own unit), an index or
+/// identifier, or a ratio without dimension. Each was reviewed: a new unitless key must be added
+/// here on purpose, with its meaning in docs/results.md.
+const COUNTS_AND_IDS: &[&str] = &[
+    // counts of things named by the key
+    "bytes",
+    "ops",
+    "streams",
+    "datagrams",
+    "retransmits",
+    "users",
+    "responses",
+    "requests",
+    "transactions",
+    "errors",
+    "resets",
+    "other",
+    "total",
+    "attempted",
+    "ok",
+    "failed",
+    "lost",
+    "duplicates",
+    "reordered",
+    "late",
+    "sent",
+    "received",
+    "points",
+    "hosts",
+    "cores",
+    "workers",
+    "count",
+    "samples",
+    "connections",
+    "in_flight",
+    "refused",
+    "timeouts",
+    "timeout",
+    "closed",
+    "local_limit",
+    // frames the lab relay delayed or duplicated
+    "delayed",
+    "duplicated",
+    "stale",
+    "successful",
+    "unsuccessful",
+    "in_flight_at_end",
+    "queued_late",
+    "truncated",
+    "out_of_order",
+    "duplicate",
+    "reorder",
+    "gaps",
+    "peaks",
+    "voluntary_context_switches",
+    "involuntary_context_switches",
+    "depth",
+    "threads",
+    "parallel",
+    "limit_packets",
+    "buffers",
+    "batch",
+    "queue",
+    "queues",
+    // identifiers and indices
+    "stream",
+    "cpu",
+    "schema",
+    "irq",
+    "port",
+    "pid",
+    "index",
+    "started_unix_ms",
+    "size",
+    // dimensionless
+    "busy",
+    "user",
+    "system",
+    "idle",
+    "iowait",
+    "steal",
+    "softirq",
+    "irq_share",
+    "nice",
+    "ratio",
+    "r2",
+    "slope",
+    "intercept",
+    "stddev",
+    "mean",
+    "min",
+    "max",
+    "p50",
+    "p90",
+    "p99",
+    "p999",
+    // the host's shape
+    "sockets",
+    "numa_nodes",
+    "ifindex",
+    // sequence numbers (a loss range's first and last datagram)
+    "first",
+    "last",
+];
+
+/// Beginnings that name what is counted (`datagrams_sent`).
+const COUNT_PREFIXES: &[&str] = &[
+    "bits_per_second_",
+    "datagrams_",
+    "frames_",
+    "packets_",
+    "bytes_",
+    "requests_",
+    "responses_",
+];
+
+/// Maps whose keys are data (an interrupt kind, an interface, a status class), not field names.
+const DATA_KEYED: &[&str] = &["softirqs_per_second", "per_interface", "status", "sources", "by_status"];
+
+/// `unit_above`: an enclosing key names the unit of everything inside (`latency_us.p99`,
+/// `interrupts_per_second.total`).
+fn walk(v: &Value, path: &str, parent: &str, unit_above: bool, bad: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{path}.{k}");
+                if let Some(n) = x.as_f64() {
+                    if n == 0.0 && n.is_sign_negative() {
+                        bad.push(format!("{p}: -0.0"));
+                    }
+                    let named = unit_above
+                        || has_unit(k)
+                        || COUNT_PREFIXES.iter().any(|p| k.starts_with(p))
+                        || COUNTS_AND_IDS.contains(&k.as_str())
+                        || DATA_KEYED.contains(&parent);
+                    if !named {
+                        bad.push(format!("{p} = {x}"));
+                    }
+                }
+                walk(x, &p, k, unit_above || has_unit(k), bad);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                walk(x, &format!("{path}[{i}]"), parent, unit_above, bad);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Fails on a number whose key names no unit, on -0.0, and on a document without `schema`.
+pub(crate) fn check_units(kind: &str, v: &Value) {
+    assert!(v["schema"].is_u64(), "{kind}: no schema");
+    let mut bad = Vec::new();
+    walk(v, kind, "", false, &mut bad);
+    // One line per key, not per array element.
+    let key = |l: &str| {
+        l.split(" = ")
+            .next()
+            .unwrap_or(l)
+            .replace(|c: char| c.is_ascii_digit(), "")
+    };
+    bad.sort_by_key(|l| key(l));
+    bad.dedup_by(|a, b| key(a) == key(b));
+    assert!(
+        bad.is_empty(),
+        "{kind}: numbers without a unit in their key:\n{}",
+        bad.join("\n")
+    );
+}
+
+fn run(args: &[&str]) -> Value {
+    json_of(&linerate(args, LIMIT))
+}
+
+#[test]
+fn issue_13_every_number_in_every_kind_names_its_unit() {
+    let agent = Agent::start(&["--http-port", "0"]);
+    let tcp = run(&["tcp", "--json", &agent.addr, "-t", "0.5"]);
+    check_units("tcp", &tcp);
+    let udp = run(&["udp", "--json", &agent.addr, "-t", "0.5"]);
+    check_units("udp", &udp);
+    for s in udp["summary"]["streams"].as_array().expect("streams") {
+        for side in ["sender_socket", "receiver_socket"] {
+            assert!(s[side]["mss_bytes"].is_null(), "UDP has no MSS: {s}");
+            assert!(s[side]["congestion"].is_null(), "nor congestion control: {s}");
+        }
+    }
+    let rr = run(&["rr", "--json", &agent.addr, "-t", "0.5"]);
+    check_units("rr", &rr);
+    let socket = &rr["summary"]["streams"][0]["sender_socket"];
+    assert!(
+        socket["sndbuf_bytes"].as_u64().is_some_and(|b| b > 0),
+        "read back: {socket}"
+    );
+    assert!(
+        socket["congestion"].is_string(),
+        "a TCP rr stream has its congestion control: {socket}"
+    );
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    let http = run(&[
+        "http",
+        "--json",
+        &url,
+        "--users",
+        "2",
+        "-d",
+        "0.5s",
+        "--agent",
+        &agent.addr,
+    ]);
+    check_units("http", &http);
+    let sweep = run(&["http", "--json", &url, "--users", "1,2", "-d", "0.3s", "--no-agent"]);
+    assert_eq!(sweep["schema"], 3);
+    check_units("http sweep", &sweep);
+}
+
+#[test]
+fn issue_13_tiny_run_gives_no_process_share_over_100() {
+    let agent = Agent::start(&[]);
+    let v = run(&["tcp", "--json", &agent.addr, "-n", "1", "-l", "1"]);
+    for side in ["sent", "received"] {
+        let c = &v["summary"][side]["cpu"]["process_percent_of_host"];
+        assert!(c.is_null() || c.as_f64().is_some_and(|p| p <= 100.0), "{side}: {c}");
+        let p = &v["summary"][side]["process"]["percent_of_host"];
+        assert!(p.is_null() || p.as_f64().is_some_and(|p| p <= 100.0), "{side}: {p}");
+    }
+}
+
+#[test]
+fn issue_13_two_agents_on_one_host_count_its_counters_once() {
+    let (a, b) = (Agent::start(&[]), Agent::start(&[]));
+    let v = run(&["tcp", "--json", &a.addr, &b.addr, "-t", "0.5"]);
+    let r = &v["summary"]["received"];
+    assert_eq!(r["counted_by"].as_array().map(Vec::len), Some(2), "{r}");
+    assert_eq!(r["hosts"], 1, "both agents run on this host: {r}");
+    assert_eq!(v["summary"]["sent"]["hosts"], 1);
+    let boot = |h: &str| v["hosts"][h]["boot_id"].clone();
+    assert!(boot("client").is_string());
+    assert_eq!(boot("client"), boot(&a.addr));
+    let text = String::from_utf8_lossy(&linerate(&["tcp", &a.addr, &b.addr, "-t", "0.3"], LIMIT).stdout).into_owned();
+    assert_eq!(text.matches("client and agent share one host").count(), 1, "{text}");
+}
