@@ -97,12 +97,12 @@ fn loss_of_1_percent_is_reported_and_matches_the_firewall_counter() {
     // The lab hosts' own counters (socket buffers and interfaces are per namespace) took none of
     // them: the split puts them in the network (issue 13). Softnet drops are host-wide, so a
     // test flooding loopback beside this one may claim a share of them.
-    let c = &v["summary"]["loss_causes"];
-    let hosts = u(&v, "/summary/loss_causes/receive_buffer")
-        + u(&v, "/summary/loss_causes/receive_interface")
-        + u(&v, "/summary/loss_causes/sender");
+    let c = &v["summary"]["loss_causes_datagrams"];
+    let hosts = u(&v, "/summary/loss_causes_datagrams/receive_buffer")
+        + u(&v, "/summary/loss_causes_datagrams/receive_interface")
+        + u(&v, "/summary/loss_causes_datagrams/sender");
     assert!(hosts * 10 <= lost, "{hosts} of {lost} lost put in the hosts: {c}");
-    let network = u(&v, "/summary/loss_causes/network") + u(&v, "/summary/loss_causes/softnet");
+    let network = u(&v, "/summary/loss_causes_datagrams/network") + u(&v, "/summary/loss_causes_datagrams/softnet");
     assert_eq!(network + hosts, lost, "{c}");
 }
 
@@ -207,7 +207,7 @@ fn multicast_to_two_lab_hosts_reports_both() {
         assert_eq!(r["lost"], 0, "{r}");
     }
     assert_eq!(u(&v, "/summary/datagrams_received"), 10_000);
-    assert_eq!(f(&v, "/summary/received_per_receiver_mean"), 5000.0);
+    assert_eq!(f(&v, "/summary/received_per_receiver_mean_datagrams"), 5000.0);
 }
 
 #[test]
@@ -336,10 +336,10 @@ fn issue_13_a_small_window_loses_in_the_receive_buffer() {
         println!("skipped: only {lost} lost with a 4 KiB window (the receiver kept up)");
         return;
     }
-    let buffer = u(&v, "/summary/loss_causes/receive_buffer");
+    let buffer = u(&v, "/summary/loss_causes_datagrams/receive_buffer");
     assert!(
         buffer * 2 > lost,
         "{buffer} of {lost} lost put in the receive buffer: {}",
-        v["summary"]["loss_causes"]
+        v["summary"]["loss_causes_datagrams"]
     );
 }

@@ -104,7 +104,7 @@ pub struct UdpSummary {
     /// receive side's `bits_per_second`).
     pub received_bits_per_second: Option<f64>,
     /// Where the lost datagrams went, as the hosts' counters say.
-    pub loss_causes: Option<LossCauses>,
+    pub loss_causes_datagrams: Option<LossCauses>,
     /// Sent but never received (from each sender's count).
     pub lost: u64,
     pub out_of_order: u64,
@@ -134,7 +134,7 @@ pub struct UdpSummary {
     pub receivers: Vec<ReceiverFigures>,
     /// Datagrams received per receiving end, mean over `receivers` (with multicast each
     /// receiver is sent the same datagrams, so `datagrams_received` is a sum over copies).
-    pub received_per_receiver_mean: Option<f64>,
+    pub received_per_receiver_mean_datagrams: Option<f64>,
 }
 
 /// The lost datagrams split by where the hosts' counters say they were dropped, in datagrams.

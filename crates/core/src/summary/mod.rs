@@ -506,7 +506,7 @@ pub(crate) fn assemble(
                 }
             }
             let trains = udp::train_datagrams(us, agents);
-            u.loss_causes = Some(udp::loss_causes(u.lost, trains, &sent, &received));
+            u.loss_causes_datagrams = Some(udp::loss_causes(u.lost, trains, &sent, &received));
             Some(u)
         }
         _ => None,

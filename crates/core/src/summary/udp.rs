@@ -184,7 +184,7 @@ pub(crate) fn summarise<'a>(
         None => {}
     }
     if !u.receivers.is_empty() {
-        u.received_per_receiver_mean = Some(u.datagrams_received as f64 / u.receivers.len() as f64);
+        u.received_per_receiver_mean_datagrams = Some(u.datagrams_received as f64 / u.receivers.len() as f64);
     }
     if !jitter.is_empty() {
         u.jitter_us = jitter.iter().sum::<f64>() / jitter.len() as f64;

@@ -91,7 +91,7 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
     let mut row = |label: &str, value: String| {
         let _ = writeln!(out, "  {label:<38}{value}");
     };
-    match u.received_per_receiver_mean {
+    match u.received_per_receiver_mean_datagrams {
         // Multicast or several agents: each receiver was sent the datagrams on its own.
         Some(mean) if u.receivers.len() > 1 => {
             row(
@@ -134,7 +134,7 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             runs
         ),
     );
-    if let Some(c) = &u.loss_causes
+    if let Some(c) = &u.loss_causes_datagrams
         && u.lost > 0
     {
         for line in loss_cause_lines(c) {
