@@ -354,7 +354,22 @@ fn print_sweep(sweep: &Sweep, json: bool) -> anyhow::Result<ExitCode> {
     } else {
         linerate_report::sweep::tail(sweep)
     })?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if sweep.partial { ExitCode::from(EXIT_PARTIAL) } else { ExitCode::SUCCESS })
+}
+
+/// A run cut short (Ctrl-C, an agent lost): README, "Exit status".
+const EXIT_PARTIAL: u8 = 3;
+/// A run that measured nothing.
+const EXIT_FAILED: u8 = 4;
+
+/// The exit status of a run that produced a document (README, "Exit status").
+fn exit_code(result: &TestResult) -> ExitCode {
+    use linerate_core::result::Outcome;
+    match result.outcome() {
+        Outcome::Complete => ExitCode::SUCCESS,
+        Outcome::Partial => ExitCode::from(EXIT_PARTIAL),
+        Outcome::Failed => ExitCode::from(EXIT_FAILED),
+    }
 }
 
 fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {
@@ -368,7 +383,7 @@ fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
         _ => {}
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit_code(result))
 }
 
 fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {

@@ -695,8 +695,25 @@ fn part_for_agent(local: &SideReport, agent: usize, per_agent: usize) -> SideRep
 }
 
 /// Watches one agent's control connection while the local engine runs: passes on a Ctrl-C as
-/// `stop`, and waits for the agent's result.
+/// `stop`, and waits for the agent's result. A control connection lost (or an agent's error)
+/// while the engine still runs aborts the local engine at once (issue 13): a UDP sender, unlike
+/// a TCP one, has no reset to tell it the far end is gone. The run is then reported as partial.
 fn watch_agent(
+    conn: &mut Conn,
+    control: &Control,
+    interrupt: &AtomicBool,
+    engine_done: &AtomicBool,
+    stop_when_done: bool,
+) -> Result<SideReport, ProtoError> {
+    let result = watch_agent_until_result(conn, control, interrupt, engine_done, stop_when_done);
+    if result.is_err() && !engine_done.load(Ordering::Relaxed) {
+        control.abort();
+    }
+    result
+}
+
+/// [`watch_agent`]'s loop: returns the agent's result or why there is none.
+fn watch_agent_until_result(
     conn: &mut Conn,
     control: &Control,
     interrupt: &AtomicBool,

@@ -275,6 +275,7 @@ pub(crate) fn stub_result(spec: crate::spec::TestSpec, summary: crate::result::S
         test: spec.kind().to_string(),
         started_unix_ms: 0,
         partial: false,
+        error: None,
         options: spec,
         hosts: Default::default(),
         intervals: Vec::new(),
