@@ -290,9 +290,11 @@ fn http_test(
     let interrupt = interrupt_flag()?;
     let roles = vec![Role::Send; 1024];
     let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("responses");
-    Ok(linerate_core::client::run_http(
-        spec, targets, agent, opts, &mut live, &interrupt,
-    )?)
+    let mut result = linerate_core::client::run_http(spec, targets, agent, opts, &mut live, &interrupt)?;
+    if interrupt.load(std::sync::atomic::Ordering::Relaxed) && !result.partial {
+        linerate_core::client::mark_interrupted(&mut result);
+    }
+    Ok(result)
 }
 
 /// `linerate http`: one run, or a sweep over user counts with the optimum.

@@ -640,13 +640,18 @@ fn drive(
             client: c,
         })
         .collect();
-    Ok(summary::assemble(
-        spec,
-        HostInfo::read(),
-        &outcomes,
-        started_unix_ms,
-        notes,
-    ))
+    let mut result = summary::assemble(spec, HostInfo::read(), &outcomes, started_unix_ms, notes);
+    // Ctrl-C cut the run short, whatever the engines made of their stop: a sweep stops here.
+    if interrupt.load(Ordering::Relaxed) {
+        mark_interrupted(&mut result);
+    }
+    Ok(result)
+}
+
+/// Marks a run stopped by Ctrl-C (or SIGTERM) as partial, with a note saying why.
+pub fn mark_interrupted(result: &mut TestResult) {
+    result.partial = true;
+    result.notes.push("stopped early by Ctrl-C".into());
 }
 
 /// The line-rate figure: against `--link-speed` (and `--mtu`, else the path MTU the senders saw).
