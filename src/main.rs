@@ -356,7 +356,11 @@ fn print_sweep(sweep: &Sweep, json: bool) -> anyhow::Result<ExitCode> {
     } else {
         linerate_report::sweep::tail(sweep)
     })?;
-    Ok(if sweep.partial { ExitCode::from(EXIT_PARTIAL) } else { ExitCode::SUCCESS })
+    Ok(if sweep.partial {
+        ExitCode::from(EXIT_PARTIAL)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// A run cut short (Ctrl-C, an agent lost): README, "Exit status".

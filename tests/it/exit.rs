@@ -34,7 +34,10 @@ fn issue_13_a_complete_run_exits_0() {
 
 #[test]
 fn issue_13_a_usage_error_exits_2_and_a_setup_error_1() {
-    assert_eq!(linerate(&["tcp", "127.0.0.1", "-t", "-1"], LIMIT).status.code(), Some(2));
+    assert_eq!(
+        linerate(&["tcp", "127.0.0.1", "-t", "-1"], LIMIT).status.code(),
+        Some(2)
+    );
     let closed = TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()
@@ -70,7 +73,11 @@ fn killed_agent_ends_the_run(args: &[&str]) {
     let _ = agent.child.wait();
     let t = Instant::now();
     let out = wait_bounded(child, LIMIT);
-    assert!(t.elapsed() < Duration::from_secs(3), "{args:?}: ended {:?} after the kill", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "{args:?}: ended {:?} after the kill",
+        t.elapsed()
+    );
     let v = json_with_status(&out, 3);
     assert_eq!(v["partial"], true, "{args:?}");
 }
@@ -93,7 +100,10 @@ fn issue_13_an_http_run_against_a_refused_port_exits_failed() {
         .expect("addr")
         .port();
     let url = format!("http://127.0.0.1:{closed}/x");
-    let out = linerate(&["http", &url, "--users", "2", "-d", "1s", "--no-agent", "--json"], LIMIT);
+    let out = linerate(
+        &["http", &url, "--users", "2", "-d", "1s", "--no-agent", "--json"],
+        LIMIT,
+    );
     let v = json_with_status(&out, 4);
     assert_eq!(u(&v, "/summary/responses"), 0);
 }
@@ -102,7 +112,15 @@ fn issue_13_an_http_run_against_a_refused_port_exits_failed() {
 fn issue_13_an_interrupted_udp_sweep_stops_at_once_and_exits_partial() {
     let agent = Agent::start(&[]);
     let child = spawn(&[
-        "udp", &agent.addr, "--gaps", "10,20,30,40", "-t", "1", "-l", "100", "--json",
+        "udp",
+        &agent.addr,
+        "--gaps",
+        "10,20,30,40",
+        "-t",
+        "1",
+        "-l",
+        "100",
+        "--json",
     ]);
     std::thread::sleep(Duration::from_millis(1500));
     signal(child.id(), libc::SIGINT);

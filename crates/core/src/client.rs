@@ -592,7 +592,15 @@ fn drive(
             .iter_mut()
             .map(|s| {
                 let (control, engine_done) = (&control, &engine_done);
-                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done))
+                scope.spawn(move || {
+                    let r = watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done);
+                    // A control connection lost (or an agent's error) mid-run stops the local
+                    // engine at once: a UDP sender has no reset to tell it (issue 13).
+                    if r.is_err() && !engine_done.load(Ordering::Relaxed) {
+                        control.abort();
+                    }
+                    r
+                })
             })
             .collect();
         // Ctrl-C reaches the local engine even when every watcher has already returned.
@@ -700,25 +708,8 @@ fn part_for_agent(local: &SideReport, agent: usize, per_agent: usize) -> SideRep
 }
 
 /// Watches one agent's control connection while the local engine runs: passes on a Ctrl-C as
-/// `stop`, and waits for the agent's result. A control connection lost (or an agent's error)
-/// while the engine still runs aborts the local engine at once (issue 13): a UDP sender, unlike
-/// a TCP one, has no reset to tell it the far end is gone. The run is then reported as partial.
+/// `stop`, and waits for the agent's result.
 fn watch_agent(
-    conn: &mut Conn,
-    control: &Control,
-    interrupt: &AtomicBool,
-    engine_done: &AtomicBool,
-    stop_when_done: bool,
-) -> Result<SideReport, ProtoError> {
-    let result = watch_agent_until_result(conn, control, interrupt, engine_done, stop_when_done);
-    if result.is_err() && !engine_done.load(Ordering::Relaxed) {
-        control.abort();
-    }
-    result
-}
-
-/// [`watch_agent`]'s loop: returns the agent's result or why there is none.
-fn watch_agent_until_result(
     conn: &mut Conn,
     control: &Control,
     interrupt: &AtomicBool,
