@@ -625,6 +625,7 @@ fn drive(
         client_parts.push(part_for_agent(&local, if shared { 0 } else { a }, per_agent));
     }
     let mut reports = Vec::with_capacity(sessions.len());
+    let mut first_error = None;
     for (s, r) in sessions.iter().zip(agent_results) {
         match r {
             Ok(report) => {
@@ -633,6 +634,7 @@ fn drive(
             }
             Err(e) => {
                 notes.push(format!("agent {}: {e}", s.target.name));
+                first_error.get_or_insert_with(|| format!("agent {}: {e}", s.target.name));
                 reports.push(None);
             }
         }
@@ -652,6 +654,11 @@ fn drive(
     // Ctrl-C cut the run short, whatever the engines made of their stop: a sweep stops here.
     if interrupt.load(Ordering::Relaxed) {
         mark_interrupted(&mut result);
+    }
+    // No agent's result and nothing counted here either: the run failed as a whole.
+    let counted = |x: &crate::result::SideSummary| x.ops > 0 || x.bytes > 0;
+    if reports.iter().all(Option::is_none) && !counted(&result.summary.sent) && !counted(&result.summary.received) {
+        result.error = first_error;
     }
     Ok(result)
 }
