@@ -302,9 +302,11 @@ fn http_test(
     let interrupt = interrupt_flag()?;
     let roles = vec![Role::Send; 1024];
     let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("responses");
-    Ok(linerate_core::client::run_http(
-        spec, targets, agent, opts, &mut live, &interrupt,
-    )?)
+    let mut result = linerate_core::client::run_http(spec, targets, agent, opts, &mut live, &interrupt)?;
+    if interrupt.load(std::sync::atomic::Ordering::Relaxed) && !result.partial {
+        linerate_core::client::mark_interrupted(&mut result);
+    }
+    Ok(result)
 }
 
 /// `linerate http`: one run, or a sweep over user counts with the optimum.
@@ -366,7 +368,26 @@ fn print_sweep(sweep: &Sweep, json: bool) -> anyhow::Result<ExitCode> {
     } else {
         linerate_report::sweep::tail(sweep)
     })?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if sweep.partial {
+        ExitCode::from(EXIT_PARTIAL)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// A run cut short (Ctrl-C, an agent lost): README, "Exit status".
+const EXIT_PARTIAL: u8 = 3;
+/// A run that measured nothing.
+const EXIT_FAILED: u8 = 4;
+
+/// The exit status of a run that produced a document (README, "Exit status").
+fn exit_code(result: &TestResult) -> ExitCode {
+    use linerate_core::result::Outcome;
+    match result.outcome() {
+        Outcome::Complete => ExitCode::SUCCESS,
+        Outcome::Partial => ExitCode::from(EXIT_PARTIAL),
+        Outcome::Failed => ExitCode::from(EXIT_FAILED),
+    }
 }
 
 fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {
@@ -380,7 +401,7 @@ fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
         _ => {}
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit_code(result))
 }
 
 fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {

@@ -45,7 +45,8 @@ impl CpuArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct StreamArgs {
     /// Streams per agent (and per direction with --bidir)
-    #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1)]
+    #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1,
+          allow_negative_numbers = true, value_parser = not_negative::<u32>)]
     pub streams: u32,
 
     #[command(flatten)]
@@ -75,7 +76,8 @@ impl StreamArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Buffers, datagrams or transactions per stream, then stop (instead of -t)
-    #[arg(short = 'n', long = "count", value_name = "COUNT", conflicts_with = "time")]
+    #[arg(short = 'n', long = "count", value_name = "COUNT", conflicts_with = "time",
+          allow_negative_numbers = true, value_parser = not_negative::<u64>)]
     pub count: Option<u64>,
 
     /// Test length (10, 10s, 250ms) [default: 10s; rr: 2s per sweep point]
@@ -83,7 +85,9 @@ pub struct RunArgs {
         short = 't',
         long = "time",
         value_name = "DURATION",
-        long_help = TIME_HELP
+        long_help = TIME_HELP,
+        allow_negative_numbers = true,
+        value_parser = not_negative::<TimeSpan>
     )]
     pub time: Option<TimeSpan>,
 
@@ -137,6 +141,21 @@ pub struct IntervalArgs {
     /// Seconds between interval lines (http: timeline entries); 0 for none
     #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value = "1")]
     pub interval: TimeSpan,
+}
+
+/// A value parser for a flag whose value has a sign that can be wrong (`-t -1`, `-P -3`, `--gap
+/// -5`): a negative value is refused as such, not taken for an unknown flag (issue 13). The flag
+/// must allow a leading hyphen (`allow_negative_numbers`, or `allow_hyphen_values` for values
+/// with a unit suffix).
+pub fn not_negative<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    if text.trim_start().starts_with('-') {
+        return Err(format!("must be positive, got {text}"));
+    }
+    text.parse::<T>().map_err(|e| e.to_string())
 }
 
 /// What a test prints (`--json`).
@@ -337,5 +356,40 @@ mod tests {
             panic!("not doctor")
         };
         assert_eq!(d.rtt.map(|t| t.0.as_millis()), Some(200), "a bare number is seconds");
+    }
+
+    /// Issue 13: a wrong-sign value says so, not `unexpected argument '-1' found`.
+    fn refused_as_negative(args: &[&str], flag: &str, value: &str) {
+        let err = parse(args).expect_err("a negative value is refused").to_string();
+        assert!(err.contains(flag), "names {flag}: {err}");
+        assert!(err.contains(&format!("must be positive, got {value}")), "{err}");
+    }
+
+    #[test]
+    fn issue_13_negative_time_is_refused_as_negative() {
+        refused_as_negative(&["tcp", "h", "-t", "-1"], "--time", "-1");
+        refused_as_negative(&["udp", "h", "--time=-2.5"], "--time", "-2.5");
+    }
+
+    #[test]
+    fn issue_13_negative_parallel_is_refused_as_negative() {
+        refused_as_negative(&["tcp", "h", "-P", "-3"], "--parallel", "-3");
+        refused_as_negative(&["rr", "h", "--parallel", "-1"], "--parallel", "-1");
+    }
+
+    #[test]
+    fn issue_13_negative_gap_is_refused_as_negative() {
+        refused_as_negative(&["udp", "h", "--gap", "-5"], "--gap", "-5");
+    }
+
+    #[test]
+    fn issue_13_negative_count_is_refused_as_negative() {
+        refused_as_negative(&["udp", "h", "-n", "-2"], "--count", "-2");
+    }
+
+    #[test]
+    fn issue_13_positive_values_still_parse() {
+        assert!(parse(&["udp", "h", "-t", "1.5", "-P", "2", "--gap", "10"]).is_ok());
+        assert!(parse(&["tcp", "h", "-n", "3"]).is_ok());
     }
 }

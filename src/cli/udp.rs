@@ -21,7 +21,8 @@ pub struct UdpArgs {
     pub run: RunArgs,
 
     /// Microseconds between datagrams of a stream (0: as fast as possible)
-    #[arg(long, value_name = "MICROSECONDS", conflicts_with = "rate")]
+    #[arg(long, value_name = "MICROSECONDS", conflicts_with = "rate", allow_negative_numbers = true,
+          value_parser = super::common::not_negative::<f64>)]
     pub gap: Option<f64>,
 
     /// Send rate per stream, payload bits/s (100m, 1g; 0: as fast as possible)

@@ -4,6 +4,7 @@
 mod agent;
 mod cli;
 mod cost;
+mod exit;
 mod flags;
 mod http;
 mod httpd;

@@ -147,6 +147,19 @@ pub fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// The JSON document of a run that exited with `code` (README, "Exit status": 3 partial, 4
+/// failed): such a run still prints its document.
+pub fn json_with_status(out: &Output, code: i32) -> Value {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "exit status; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -168,6 +181,7 @@ pub fn f(v: &Value, ptr: &str) -> f64 {
 /// Checks the parts of a result document every test relies on (docs/results.md).
 pub fn check_document(v: &Value) {
     assert_eq!(v["schema"], 3);
+    assert!(v.get("error").is_some(), "error is present (null when fine)");
     assert!(v["linerate"].is_string());
     assert!(v["test"].is_string());
     assert!(v["options"].is_object());

@@ -607,7 +607,15 @@ fn drive(
             .iter_mut()
             .map(|s| {
                 let (control, engine_done) = (&control, &engine_done);
-                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done))
+                scope.spawn(move || {
+                    let r = watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done);
+                    // A control connection lost (or an agent's error) mid-run stops the local
+                    // engine at once: a UDP sender has no reset to tell it (issue 13).
+                    if r.is_err() && !engine_done.load(Ordering::Relaxed) {
+                        control.abort();
+                    }
+                    r
+                })
             })
             .collect();
         // Ctrl-C reaches the local engine even when every watcher has already returned.
@@ -632,6 +640,7 @@ fn drive(
         client_parts.push(part_for_agent(&local, if shared { 0 } else { a }, per_agent));
     }
     let mut reports = Vec::with_capacity(sessions.len());
+    let mut first_error = None;
     for (s, r) in sessions.iter().zip(agent_results) {
         match r {
             Ok(report) => {
@@ -640,6 +649,7 @@ fn drive(
             }
             Err(e) => {
                 notes.push(format!("agent {}: {e}", s.target.name));
+                first_error.get_or_insert_with(|| format!("agent {}: {e}", s.target.name));
                 reports.push(None);
             }
         }
@@ -655,13 +665,23 @@ fn drive(
             client: c,
         })
         .collect();
-    Ok(summary::assemble(
-        spec,
-        HostInfo::read(),
-        &outcomes,
-        started_unix_ms,
-        notes,
-    ))
+    let mut result = summary::assemble(spec, HostInfo::read(), &outcomes, started_unix_ms, notes);
+    // Ctrl-C cut the run short, whatever the engines made of their stop: a sweep stops here.
+    if interrupt.load(Ordering::Relaxed) {
+        mark_interrupted(&mut result);
+    }
+    // No agent's result and nothing counted here either: the run failed as a whole.
+    let counted = |x: &crate::result::SideSummary| x.ops > 0 || x.bytes > 0;
+    if reports.iter().all(Option::is_none) && !counted(&result.summary.sent) && !counted(&result.summary.received) {
+        result.error = first_error;
+    }
+    Ok(result)
+}
+
+/// Marks a run stopped by Ctrl-C (or SIGTERM) as partial, with a note saying why.
+pub fn mark_interrupted(result: &mut TestResult) {
+    result.partial = true;
+    result.notes.push("stopped early by Ctrl-C".into());
 }
 
 /// The line-rate figure: against `--link-speed` (and `--mtu`, else the path MTU the senders saw).

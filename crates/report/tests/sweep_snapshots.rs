@@ -33,6 +33,7 @@ fn result(options: TestSpec, summary: Summary) -> TestResult {
         test: options.kind().into(),
         started_unix_ms: 1_700_000_000_000,
         partial: false,
+        error: None,
         options,
         hosts: Default::default(),
         intervals: Vec::new(),

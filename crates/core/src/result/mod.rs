@@ -42,6 +42,10 @@ pub struct TestResult {
     pub started_unix_ms: u64,
     /// True when some of what was asked was not measured (Ctrl-C, a lost agent).
     pub partial: bool,
+    /// Why the run failed as a whole (the agents' results never came, nothing could be
+    /// measured); null when it did not. Partial figures may still sit beside it.
+    #[serde(default)]
+    pub error: Option<String>,
     /// The validated spec, exactly as sent to the agents.
     pub options: TestSpec,
     /// What each end is: "client", and each agent under the address it was reached at.
@@ -53,6 +57,41 @@ pub struct TestResult {
     /// When measured inside a `linerate lab`: its hosts, links and what emulates each property.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<lab::LabRecord>,
+}
+
+/// How a run ended, the one rule the exit status follows (README "Exit status").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything asked for was measured.
+    Complete,
+    /// Cut short (Ctrl-C, an agent lost): what was measured is true but not all that was asked.
+    Partial,
+    /// Nothing measured: an `error` set, every stream ended in error, no transaction
+    /// completed, or an HTTP run with no response and errors.
+    Failed,
+}
+
+impl TestResult {
+    /// How this run ended: failed wins over partial, partial over complete.
+    pub fn outcome(&self) -> Outcome {
+        let s = &self.summary;
+        let nothing = if self.error.is_some() {
+            true
+        } else if let Some(h) = &s.http {
+            h.responses == 0 && h.errors.total > 0
+        } else if let Some(rr) = &s.rr {
+            rr.transactions == 0
+        } else {
+            s.sent.ops == 0 && s.received.ops == 0 && s.sent.bytes == 0 && s.received.bytes == 0
+        };
+        if nothing {
+            Outcome::Failed
+        } else if self.partial {
+            Outcome::Partial
+        } else {
+            Outcome::Complete
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

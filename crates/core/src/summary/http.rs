@@ -224,6 +224,7 @@ pub(crate) fn assemble(
         test: "http".into(),
         started_unix_ms,
         partial,
+        error: None,
         options: TestSpec::Http(spec.clone()),
         hosts,
         intervals,

@@ -521,6 +521,7 @@ pub(crate) fn assemble(
         test: spec.kind().into(),
         started_unix_ms,
         partial,
+        error: None,
         options: spec.clone(),
         hosts,
         intervals,

@@ -275,6 +275,7 @@ pub(crate) fn stub_result(spec: crate::spec::TestSpec, summary: crate::result::S
         test: spec.kind().to_string(),
         started_unix_ms: 0,
         partial: false,
+        error: None,
         options: spec,
         hosts: Default::default(),
         intervals: Vec::new(),
@@ -349,5 +350,40 @@ mod tests {
         // Flat from the start: the fewest users, whatever the order given.
         let flat = [load(16, 101.0, 20.0), load(8, 100.0, 10.0)];
         assert_eq!(optimum(&flat).map(|o| o.users), Some(8));
+    }
+
+    /// Issue 13: the one rule the exit status follows (here for `stub_result`).
+    #[test]
+    fn issue_13_outcome_failed_wins_over_partial_over_complete() {
+        use crate::result::{Outcome, RrSummary, SideSummary, Summary};
+        use crate::spec::{RrSpec, TestSpec, UdpSpec};
+        let moved = Summary {
+            sent: SideSummary {
+                bytes: 100,
+                ops: 1,
+                ..SideSummary::default()
+            },
+            ..Summary::default()
+        };
+        let udp = || TestSpec::Udp(UdpSpec::new());
+        let mut r = stub_result(udp(), moved.clone());
+        assert_eq!(r.outcome(), Outcome::Complete);
+        r.partial = true;
+        assert_eq!(r.outcome(), Outcome::Partial);
+        r.error = Some("agent gone".into());
+        assert_eq!(r.outcome(), Outcome::Failed);
+        assert_eq!(
+            stub_result(udp(), Summary::default()).outcome(),
+            Outcome::Failed,
+            "nothing moved"
+        );
+        let no_transactions = Summary {
+            rr: Some(RrSummary::default()),
+            ..moved
+        };
+        assert_eq!(
+            stub_result(TestSpec::Rr(RrSpec::new()), no_transactions).outcome(),
+            Outcome::Failed
+        );
     }
 }
