@@ -287,6 +287,12 @@ pub struct Multicast {
 }
 
 impl UdpSpec {
+    /// Whether each side is rated over its own window (first to last send, first to last
+    /// arrival, as UDPmon did): only when no warm-up or cool-down cuts the measurement window.
+    pub fn own_windows(&self) -> bool {
+        self.warmup_seconds == 0.0 && self.cooldown_seconds == 0.0
+    }
+
     pub fn new() -> UdpSpec {
         UdpSpec {
             streams: 1,

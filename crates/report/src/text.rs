@@ -533,7 +533,11 @@ pub fn render(r: &TestResult) -> String {
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
     out.push_str("Efficiency counts the counting hosts' busy CPU (all of it, not only linerate's); on one host both ends share it.\n");
     if r.summary.udp.is_some() {
-        out.push_str("UDP: each side's time and throughput are over its own window: the send side's from first to last send, the receive side's from first to last arrival.\n");
+        if matches!(&r.options, TestSpec::Udp(u) if u.own_windows()) {
+            out.push_str("UDP: each side's time and throughput are over its own window: the send side's from first to last send, the receive side's from first to last arrival.\n");
+        } else {
+            out.push_str("UDP: with a warm-up or cool-down, time and throughput are over the measurement window.\n");
+        }
     }
     if let Some(line) = tcp_loss_line(r) {
         let _ = writeln!(out, "{line}");
@@ -566,7 +570,7 @@ pub fn render(r: &TestResult) -> String {
     // Advice never claims a ceiling below what was measured (issue 13; older documents may).
     if let Some(t) = r.summary.sent.tcp.as_ref()
         && let Some(by) = &t.limited_by
-        && t.window_limit_bits_per_second >= r.summary.received.bits_per_second
+        && t.window_limit_bits_per_second * linerate_core::result::CEILING_SLACK >= r.summary.received.bits_per_second
     {
         let _ = writeln!(
             out,

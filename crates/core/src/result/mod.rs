@@ -261,6 +261,10 @@ pub struct TcpTotals {
 /// congestion window is the limit there); a quarter of the time stalled costs a quarter or more
 /// of the throughput.
 pub const LIMITED_SHARE_PERCENT: f64 = 25.0;
+/// How far the measured rate may pass `window_limit_bits_per_second` before the limit is taken
+/// to contradict it: the ceiling comes from smoothed RTTs (queueing included) and mean windows,
+/// an estimate a run can pass by a few percent. Past this factor no window advice is given.
+pub const CEILING_SLACK: f64 = 1.10;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DirectionSummary {

@@ -489,19 +489,41 @@ pub(crate) fn assemble(
         })
         .collect();
     let (mut sent, mut received, mut directions, mut per_agent) = (sent, received, directions, per_agent);
+    // The senders' limit is judged against the receivers' count, the throughput's truth: a
+    // sender's count also holds what still sat in its socket buffer.
+    let rejudge = |snd: &mut SideSummary, rcv: &SideSummary| {
+        if let Some(t) = snd.tcp.as_mut()
+            && rcv.bytes > 0
+        {
+            tcp::judge(t, rcv.bits_per_second);
+        }
+    };
+    rejudge(&mut sent, &received);
+    for a in per_agent.iter_mut() {
+        rejudge(&mut a.sent, &a.received);
+    }
+    if let Some(d) = directions.as_mut() {
+        for side in d.values_mut() {
+            rejudge(&mut side.sent, &side.received);
+        }
+    }
     let udp = match spec {
         TestSpec::Udp(us) => {
             let (mut u, split) = udp::summarise(us, agents, &received);
-            udp_windows(&u, &mut sent, &mut received);
-            for (a, [snd, rcv]) in per_agent.iter_mut().zip(&split.agents) {
-                snd.rate(&mut a.sent, us.payload_bytes);
-                rcv.rate(&mut a.received, us.payload_bytes);
-            }
-            if let Some(d) = directions.as_mut() {
-                for (name, [snd, rcv]) in ["forward", "reverse"].iter().zip(&split.directions) {
-                    if let Some(d) = d.get_mut(*name) {
-                        snd.rate(&mut d.sent, us.payload_bytes);
-                        rcv.rate(&mut d.received, us.payload_bytes);
+            // With a warm-up or a cool-down the figures are the measurement window's (what the
+            // user cut out stays out); without, each side is rated over its own window.
+            if us.own_windows() {
+                udp_windows(&u, &mut sent, &mut received);
+                for (a, [snd, rcv]) in per_agent.iter_mut().zip(&split.agents) {
+                    snd.rate(&mut a.sent, us.payload_bytes);
+                    rcv.rate(&mut a.received, us.payload_bytes);
+                }
+                if let Some(d) = directions.as_mut() {
+                    for (name, [snd, rcv]) in ["forward", "reverse"].iter().zip(&split.directions) {
+                        if let Some(d) = d.get_mut(*name) {
+                            snd.rate(&mut d.sent, us.payload_bytes);
+                            rcv.rate(&mut d.received, us.payload_bytes);
+                        }
                     }
                 }
             }

@@ -3,7 +3,7 @@
 
 use super::{AgentOutcome, assemble};
 use crate::metrics::host::HostInfo;
-use crate::result::{LIMITED_SHARE_PERCENT, SideReport, StreamReport, TcpTotals, TestResult};
+use crate::result::{CEILING_SLACK, LIMITED_SHARE_PERCENT, SideReport, StreamReport, TcpTotals, TestResult};
 use crate::spec::{TcpSpec, TestSpec};
 
 /// Joins the client's and the agents' reports of one TCP run into the result document.
@@ -79,12 +79,18 @@ pub(super) fn totals<'a>(
         tcp.rwnd_limited_percent = 100.0 * rwnd as f64 / busy as f64;
         tcp.sndbuf_limited_percent = 100.0 * sndbuf as f64 / busy as f64;
     }
-    // The windows limited the run when the senders stalled on them a quarter of the time, or when
-    // the throughput sits at the ceiling the windows set at the measured RTT.
+    judge(&mut tcp, bits_per_second);
+    Some(tcp)
+}
+
+/// What limited the senders at `bits_per_second` (the receivers' count, once it is known): the
+/// windows when the senders stalled on them a quarter of the time or the throughput sits at the
+/// ceiling they set at the measured RTT; the send buffers when they stalled the senders as
+/// often. A ceiling the measurement passed (beyond [`CEILING_SLACK`]) names no limit.
+pub(super) fn judge(tcp: &mut TcpTotals, bits_per_second: f64) {
     let at_ceiling =
         tcp.window_limit_bits_per_second > 0.0 && bits_per_second >= 0.85 * tcp.window_limit_bits_per_second;
-    // The advice names the ceiling: a ceiling below what was measured contradicts the measurement.
-    let consistent = tcp.window_limit_bits_per_second >= bits_per_second;
+    let consistent = tcp.window_limit_bits_per_second * CEILING_SLACK >= bits_per_second;
     tcp.limited_by = if !consistent {
         None
     } else if tcp.rwnd_limited_percent >= LIMITED_SHARE_PERCENT || at_ceiling {
@@ -94,7 +100,6 @@ pub(super) fn totals<'a>(
     } else {
         None
     };
-    Some(tcp)
 }
 
 #[cfg(test)]
