@@ -182,7 +182,7 @@ fn sys(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
             usage: HostUsage::between(&prev, &now, &groups, args.json),
         };
         let line = if args.json {
-            serde_json::to_string(&sample)?
+            linerate_report::json::headed(&sample, false)
         } else {
             linerate_report::sys::usage_line(&sample, &args.interfaces)
         };
@@ -204,7 +204,7 @@ fn calc(args: &cli::sys::CalcArgs) -> anyhow::Result<ExitCode> {
         .filter_map(|t| goodput(link.0, *mtu, t, *ipv6))
         .collect();
     let text = if *json {
-        format!("{}\n", serde_json::to_string_pretty(&rows)?)
+        linerate_report::json::headed(&std::collections::BTreeMap::from([("rows", &rows)]), true)
     } else {
         linerate_report::sys::goodput_text(&rows)
     };
@@ -567,7 +567,7 @@ fn sys_config(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
     };
     let config = linerate_core::metrics::host::read_config(&names);
     let text = if args.json {
-        format!("{}\n", serde_json::to_string_pretty(&config)?)
+        linerate_report::json::headed(&config, true)
     } else {
         linerate_report::sys::config_text(&config)
     };
@@ -603,7 +603,7 @@ fn doctor(args: &cli::sys::DoctorArgs) -> anyhow::Result<ExitCode> {
         },
     );
     let text = if args.json {
-        format!("{}\n", serde_json::to_string_pretty(&findings)?)
+        linerate_report::json::headed(&std::collections::BTreeMap::from([("findings", &findings)]), true)
     } else {
         linerate_report::sys::doctor_text(&findings)
     };

@@ -222,6 +222,10 @@ fn sys_prints_a_line_per_interval_and_json_documents() {
         .map(|l| serde_json::from_str(l).expect("one JSON document per line"))
         .collect();
     assert_eq!(docs.len(), 2);
+    assert!(
+        docs.iter().all(|d| d["schema"].is_u64()),
+        "every line carries the schema"
+    );
     assert!(docs[1]["start_ns"].as_u64() == docs[0]["end_ns"].as_u64());
     assert!(docs[0]["per_cpu"].as_array().is_some_and(|a| !a.is_empty()));
 }
@@ -234,6 +238,7 @@ fn sys_config_describes_this_host() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let c = json_of(&out);
+    assert!(c["schema"].is_u64());
     assert!(c["cpu"]["threads"].as_u64().is_some_and(|t| t >= 1), "{c:#}");
     assert!(c["memory_bytes"].as_u64().is_some_and(|m| m > 0));
     assert_eq!(c["interfaces"][0]["name"], "lo");
@@ -249,7 +254,9 @@ fn doctor_checks_buffers_against_the_bandwidth_delay_product() {
         std::time::Duration::from_secs(20),
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let findings = json_of(&out);
+    let doc = json_of(&out);
+    assert!(doc["schema"].is_u64());
+    let findings = &doc["findings"];
     let rmem = findings
         .as_array()
         .and_then(|a| a.iter().find(|f| f["check"] == "rmem_max"))
