@@ -204,6 +204,9 @@ pub(super) fn run_and_report(
     let _ = conn.send(&Message::Result {
         report: Box::new(report),
     });
+    // The client may have sent `stop` after this end finished on its own: read it rather than
+    // close over it, or the reset that follows can cost the client the result.
+    conn.close_gracefully(Duration::from_secs(2));
     Ok(())
 }
 

@@ -87,6 +87,28 @@ impl Conn {
         self.peer
     }
 
+    /// Ends this side after its last message: a FIN, then what the peer still sends is read and
+    /// dropped until it closes too or `within` passes. Closing a socket with unread bytes (a
+    /// `stop` that crossed the result on the wire) makes the kernel send a reset, and a reset
+    /// can discard the result still queued at the peer before the peer has read it.
+    pub(crate) fn close_gracefully(&mut self, within: Duration) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        let deadline = Instant::now() + within;
+        let mut sink = [0u8; 4096];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.stream.set_read_timeout(Some(left)).is_err() {
+                return;
+            }
+            match self.stream.read(&mut sink) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    }
+
     pub(crate) fn stream(&self) -> &TcpStream {
         &self.stream
     }
