@@ -86,7 +86,7 @@ pub struct RunArgs {
         long = "time",
         value_name = "DURATION",
         long_help = TIME_HELP,
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         value_parser = not_negative::<TimeSpan>
     )]
     pub time: Option<TimeSpan>,
@@ -369,6 +369,7 @@ mod tests {
     fn issue_13_negative_time_is_refused_as_negative() {
         refused_as_negative(&["tcp", "h", "-t", "-1"], "--time", "-1");
         refused_as_negative(&["udp", "h", "--time=-2.5"], "--time", "-2.5");
+        refused_as_negative(&["rr", "h", "-t", "-1s"], "--time", "-1s");
     }
 
     #[test]
