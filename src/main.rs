@@ -462,8 +462,63 @@ fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
 
 /// What `serve` (and `quick`'s agent) tells the user: a refused client, one line on stderr.
 fn print_agent_event(event: &AgentEvent) {
+    static LOG: std::sync::Mutex<Option<RefusalLog>> = std::sync::Mutex::new(None);
     if let AgentEvent::Refused { peer, kind, message } = event {
-        eprintln!("linerate serve: {peer}: {kind}: {message}");
+        let mut log = LOG.lock().unwrap_or_else(|e| e.into_inner());
+        let (print, earlier) = log
+            .get_or_insert_with(RefusalLog::default)
+            .admit(peer.ip(), std::time::Instant::now());
+        if let Some(n) = earlier {
+            eprintln!(
+                "linerate serve: {n} more refused from {} in the last {} s",
+                peer.ip(),
+                REFUSAL_WINDOW.as_secs()
+            );
+        }
+        if print {
+            // `message` comes cut and escaped from the agent (it may quote the peer).
+            eprintln!("linerate serve: {peer}: {kind}: {message}");
+        }
+    }
+}
+
+/// One refusal line per source address per window; the rest are counted and summed up in one
+/// line when that address is next refused after the window (issue 14: a refusal flood must not
+/// grow the log).
+const REFUSAL_WINDOW: Duration = Duration::from_secs(10);
+/// Addresses remembered at most; past it, those whose window is over are forgotten.
+const REFUSAL_ADDRESSES: usize = 4096;
+
+#[derive(Default)]
+struct RefusalLog {
+    /// Per address: when its window began and how many refusals were not printed in it.
+    by_address: std::collections::HashMap<IpAddr, (std::time::Instant, u64)>,
+}
+
+impl RefusalLog {
+    /// Whether to print this refusal, and how many went unprinted in the address's last window.
+    fn admit(&mut self, ip: IpAddr, now: std::time::Instant) -> (bool, Option<u64>) {
+        if self.by_address.len() >= REFUSAL_ADDRESSES {
+            self.by_address
+                .retain(|_, (t, _)| now.duration_since(*t) < REFUSAL_WINDOW);
+        }
+        let full = self.by_address.len() >= REFUSAL_ADDRESSES;
+        match self.by_address.get_mut(&ip) {
+            Some((start, quiet)) if now.duration_since(*start) < REFUSAL_WINDOW => {
+                *quiet += 1;
+                (false, None)
+            }
+            Some((start, quiet)) => {
+                let earlier = (*quiet > 0).then_some(*quiet);
+                (*start, *quiet) = (now, 0);
+                (true, earlier)
+            }
+            None if full => (false, None),
+            None => {
+                self.by_address.insert(ip, (now, 0));
+                (true, None)
+            }
+        }
     }
 }
 
@@ -609,4 +664,28 @@ fn doctor(args: &cli::sys::DoctorArgs) -> anyhow::Result<ExitCode> {
     };
     print_text(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+
+    #[test]
+    fn issue_14_a_refusal_flood_prints_one_line_per_address_per_window() {
+        let mut log = RefusalLog::default();
+        let t0 = std::time::Instant::now();
+        let a: IpAddr = "127.0.0.1".parse().expect("ip");
+        let b: IpAddr = "127.0.0.2".parse().expect("ip");
+        assert_eq!(log.admit(a, t0), (true, None));
+        for i in 1..1000 {
+            assert_eq!(log.admit(a, t0 + Duration::from_millis(i)), (false, None));
+        }
+        assert_eq!(
+            log.admit(b, t0 + Duration::from_secs(1)),
+            (true, None),
+            "another address"
+        );
+        assert_eq!(log.admit(a, t0 + Duration::from_secs(11)), (true, Some(999)));
+        assert_eq!(log.admit(a, t0 + Duration::from_secs(22)), (true, None));
+    }
 }

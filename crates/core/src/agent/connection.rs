@@ -64,10 +64,12 @@ pub(super) fn handle_connection(state: &State, events: &dyn Fn(&AgentEvent), mut
         return;
     }
     if let Err((kind, message)) = control_session(state, events, &mut conn) {
+        // The message may quote what the peer sent (a bad field, up to a frame's size): the
+        // event carries it cut and escaped (issue 14).
         events(&AgentEvent::Refused {
             peer,
             kind,
-            message: message.clone(),
+            message: crate::proto::peer_text(&message),
         });
         conn.send_error(kind, message);
     }

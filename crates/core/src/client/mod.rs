@@ -662,7 +662,7 @@ fn watch_agent(
                 return Err(ProtoError::Refused {
                     peer: conn.peer(),
                     kind,
-                    message,
+                    message: crate::proto::peer_text(&message),
                 });
             }
             Some(other) => return Err(conn.unexpected("result", &other)),

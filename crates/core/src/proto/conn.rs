@@ -257,7 +257,7 @@ impl Conn {
             Some(Message::Error { kind, message }) => Err(ProtoError::Refused {
                 peer: self.peer,
                 kind,
-                message,
+                message: super::peer_text(&message),
             }),
             Some(m) => Ok(m),
         }

@@ -21,6 +21,28 @@ pub(crate) const VERSION: u16 = 1;
 /// The agent's default control (and data) port.
 pub const DEFAULT_PORT: u16 = 5301;
 
+/// The most characters of a peer's text (an error message, a quoted bad field) kept for a log
+/// line or a terminal.
+pub const PEER_TEXT_CHARS: usize = 160;
+
+/// Text a peer sent, made safe to print: at most [`PEER_TEXT_CHARS`] characters (then `...`),
+/// every control character (escape sequences, a forged newline) escaped as `\u{..}`.
+pub fn peer_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(PEER_TEXT_CHARS + 8));
+    for (i, c) in text.chars().enumerate() {
+        if i == PEER_TEXT_CHARS {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// One control message. Serialised as JSON with a `type` tag in snake case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -128,5 +150,21 @@ mod tests {
         let back: Message = serde_json::from_str(&serde_json::to_string(&req).expect("ok")).expect("parses");
         assert_eq!(back, req);
         assert_eq!(back.name(), "request");
+    }
+}
+
+#[cfg(test)]
+mod peer_text_tests {
+    use super::*;
+
+    #[test]
+    fn issue_14_a_peers_text_is_cut_and_its_control_characters_escaped() {
+        assert_eq!(peer_text("plain words"), "plain words");
+        let forged = "bad\nlinerate serve: 10.9.9.9:1: test by admin accepted\u{1b}[2J";
+        let safe = peer_text(forged);
+        assert!(!safe.contains('\n') && !safe.contains('\u{1b}'), "{safe}");
+        assert!(safe.contains("\\u{a}") && safe.contains("\\u{1b}"), "{safe}");
+        let long = "x".repeat(1 << 20);
+        assert_eq!(peer_text(&long).chars().count(), PEER_TEXT_CHARS + 3);
     }
 }
