@@ -67,34 +67,29 @@ pub fn run_http(
     let started_unix_ms = now_unix_ms();
     let control = Control::default();
     let engine_done = AtomicBool::new(false);
-    let agent_lost = AtomicBool::new(false);
-    let (local, agent_result) = std::thread::scope(|scope| {
+    let (local, watched) = std::thread::scope(|scope| {
         let watcher = session.as_mut().map(|s| {
-            let (control, engine_done, agent_lost) = (&control, &engine_done, &agent_lost);
+            let (control, engine_done) = (&control, &engine_done);
+            // A lost agent stops the users: the server side can no longer be measured, and the
+            // run is reported as partial (issue 13).
             scope.spawn(move || {
-                let r = watch_agent(
+                watch_agent(
                     &mut s.conn,
                     control,
                     interrupt,
                     engine_done,
                     test.agent_waits_for_stop(),
-                );
-                // The agent's control connection failed while the users ran (the agent died,
-                // or its host): the server side can no longer be measured, so the users stop
-                // now and the run is reported as partial (issue 13).
-                if r.is_err() && !engine_done.load(Ordering::Relaxed) {
-                    agent_lost.store(true, Ordering::Relaxed);
-                    control.abort();
-                }
-                r
+                )
             })
         });
         scope.spawn(|| forward_interrupt(interrupt, &control, &engine_done));
         let local = crate::engine::http::run(spec, targets, sink, &control);
         engine_done.store(true, Ordering::Relaxed);
-        let agent_result = watcher.map(|w| w.join().expect("watcher thread does not panic"));
-        (local, agent_result)
+        let watched = watcher.map(|w| w.join().expect("watcher thread does not panic"));
+        (local, watched)
     });
+    let agent_lost = watched.as_ref().is_some_and(|(_, lost)| *lost);
+    let agent_result = watched.map(|(r, _)| r);
     let (mut local, run) = local?;
     local.config = Some(config_towards(targets.iter().map(|t| t.addr.ip())));
     notes.extend(local.notes.iter().cloned());
@@ -108,9 +103,7 @@ pub fn run_http(
         }
         None => None,
     };
-    if agent_lost.load(Ordering::Relaxed)
-        && let Some(s) = &session
-    {
+    if agent_lost && let Some(s) = &session {
         notes.push(format!(
             "agent {}: the control connection was lost during the run; the users stopped at {:.3} s of {:.3} s \
              planned and the figures cover what was measured until then",
@@ -126,7 +119,7 @@ pub fn run_http(
     });
     let mut result =
         crate::summary::http::assemble(spec, HostInfo::read(), &local, &run, server, started_unix_ms, notes);
-    result.partial |= agent_lost.load(Ordering::Relaxed);
+    result.partial |= agent_lost;
     Ok(result)
 }
 

@@ -496,15 +496,7 @@ fn drive(
             .iter_mut()
             .map(|s| {
                 let (control, engine_done) = (&control, &engine_done);
-                scope.spawn(move || {
-                    let r = watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done);
-                    // A control connection lost (or an agent's error) mid-run stops the local
-                    // engine at once: a UDP sender has no reset to tell it (issue 13).
-                    if r.is_err() && !engine_done.load(Ordering::Relaxed) {
-                        control.abort();
-                    }
-                    r
-                })
+                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done).0)
             })
             .collect();
         // Ctrl-C reaches the local engine even when every watcher has already returned.
@@ -619,8 +611,26 @@ fn part_for_agent(local: &SideReport, agent: usize, per_agent: usize) -> SideRep
 }
 
 /// Watches one agent's control connection while the local engine runs: passes on a Ctrl-C as
-/// `stop`, and waits for the agent's result.
+/// `stop`, and waits for the agent's result. A connection lost (or an agent's error) while the
+/// local engine still runs stops that engine at once, since a UDP sender or an HTTP user has no
+/// reset to tell it (issue 13); the second value says that happened.
 fn watch_agent(
+    conn: &mut Conn,
+    control: &Control,
+    interrupt: &AtomicBool,
+    engine_done: &AtomicBool,
+    stop_when_done: bool,
+) -> (Result<SideReport, ProtoError>, bool) {
+    let result = await_result(conn, control, interrupt, engine_done, stop_when_done);
+    let lost_mid_run = result.is_err() && !engine_done.load(Ordering::Relaxed);
+    if lost_mid_run {
+        control.abort();
+    }
+    (result, lost_mid_run)
+}
+
+/// The loop of [`watch_agent`].
+fn await_result(
     conn: &mut Conn,
     control: &Control,
     interrupt: &AtomicBool,

@@ -124,14 +124,12 @@ pub fn run(
     let gate = Gate::new();
     let shared = state.shared(control);
     let runner = Runner {
-        plan: Plan {
-            ..Plan::from_spec(
-                spec.warmup_seconds,
-                spec.cooldown_seconds,
-                spec.limit,
-                spec.interval_seconds,
-            )
-        },
+        plan: Plan::from_spec(
+            spec.warmup_seconds,
+            spec.cooldown_seconds,
+            spec.limit,
+            spec.interval_seconds,
+        ),
         streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         // One worker per stream.
         workers: n,
