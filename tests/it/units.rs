@@ -1,8 +1,11 @@
-//! Every number in every kind's result document names its unit (issue 13, item 8): real short
-//! runs on loopback (tcp, udp, rr, http against `serve --http-port 0`, a sweep) whose JSON is
-//! walked key by key. Unknown figures are null, never 0 or "", and -0.0 never appears.
+//! Every number in every kind's result document names its unit (issue 13, item 8), and every
+//! document reads back into its type unchanged (a stored result renders from it alone): real
+//! short runs on loopback (tcp, udp, rr, http against `serve --http-port 0`, a sweep) whose JSON
+//! is walked key by key. Unknown figures are null, never 0 or "", and -0.0 never appears.
 
 use crate::util::*;
+use linerate_core::result::TestResult;
+use linerate_core::sweep::Sweep;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -221,13 +224,61 @@ fn run(args: &[&str]) -> Value {
     json_of(&linerate(args, LIMIT))
 }
 
+/// A document read back into its type and written again is the same document (a stored result
+/// is rendered from the store alone), floats to within rounding.
+pub(crate) fn check_round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(kind: &str, v: &Value) {
+    fn same(a: &Value, b: &Value, path: &str, diff: &mut Vec<String>) {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                    let null = Value::Null;
+                    same(
+                        x.get(k).unwrap_or(&null),
+                        y.get(k).unwrap_or(&null),
+                        &format!("{path}/{k}"),
+                        diff,
+                    );
+                }
+            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+                for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                    same(p, q, &format!("{path}/{i}"), diff);
+                }
+            }
+            (Value::Number(x), Value::Number(y)) => {
+                let (p, q) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
+                if (p - q).abs() > 1e-9 * p.abs().max(q.abs()) {
+                    diff.push(format!("{path}: {p} != {q}"));
+                }
+            }
+            _ if a == b => {}
+            _ => diff.push(format!("{path}: {a} != {b}")),
+        }
+    }
+    let typed: T = serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{kind}: does not read back: {e}"));
+    let back = serde_json::to_value(&typed).expect("writes");
+    let mut diff = Vec::new();
+    same(v, &back, "", &mut diff);
+    diff.truncate(10);
+    for d in &mut diff {
+        d.truncate(300);
+    }
+    assert!(
+        diff.is_empty(),
+        "{kind}: the document read back differs:\n{}",
+        diff.join("\n")
+    );
+}
+
 #[test]
 fn issue_13_every_number_in_every_kind_names_its_unit() {
     let agent = Agent::start(&["--http-port", "0"]);
     let tcp = run(&["tcp", "--json", &agent.addr, "-t", "0.5"]);
     check_units("tcp", &tcp);
+    check_round_trip::<TestResult>("tcp", &tcp);
     let udp = run(&["udp", "--json", &agent.addr, "-t", "0.5"]);
     check_units("udp", &udp);
+    check_round_trip::<TestResult>("udp", &udp);
     for s in udp["summary"]["streams"].as_array().expect("streams") {
         for side in ["sender_socket", "receiver_socket"] {
             assert!(s[side]["mss_bytes"].is_null(), "UDP has no MSS: {s}");
@@ -236,6 +287,7 @@ fn issue_13_every_number_in_every_kind_names_its_unit() {
     }
     let rr = run(&["rr", "--json", &agent.addr, "-t", "0.5"]);
     check_units("rr", &rr);
+    check_round_trip::<TestResult>("rr", &rr);
     let socket = &rr["summary"]["streams"][0]["sender_socket"];
     assert!(
         socket["sndbuf_bytes"].as_u64().is_some_and(|b| b > 0),
@@ -261,9 +313,11 @@ fn issue_13_every_number_in_every_kind_names_its_unit() {
         &agent.addr,
     ]);
     check_units("http", &http);
+    check_round_trip::<TestResult>("http", &http);
     let sweep = run(&["http", "--json", &url, "--users", "1,2", "-d", "0.3s", "--no-agent"]);
     assert_eq!(sweep["schema"], 3);
     check_units("http sweep", &sweep);
+    check_round_trip::<Sweep>("http sweep", &sweep);
 }
 
 #[test]

@@ -168,6 +168,7 @@ impl Counted {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SummaryDocument")]
 pub struct Summary {
     /// Counted by the senders, summed over streams and agents.
     pub sent: SideSummary,
@@ -189,6 +190,53 @@ pub struct Summary {
     /// HTTP runs with an agent on the server's host: that host's samplers over the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<SideSummary>,
+}
+
+/// [`Summary`] as the document holds it: the kind's figures sit flattened beside the common ones,
+/// so a derived reader would hand every key to the first flattened kind that accepts it (UDP's
+/// `lost` and `errors` made an rr summary vanish). Each kind is read whole from the rest, chosen
+/// by the key only it has, so every stored document reads back as it was written.
+#[derive(Deserialize)]
+struct SummaryDocument {
+    sent: SideSummary,
+    received: SideSummary,
+    directions: Option<BTreeMap<String, DirectionSummary>>,
+    agents: Vec<AgentSummary>,
+    streams: Vec<StreamSummary>,
+    #[serde(default)]
+    server: Option<SideSummary>,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, serde_json::Value>,
+}
+
+impl TryFrom<SummaryDocument> for Summary {
+    type Error = String;
+
+    fn try_from(doc: SummaryDocument) -> Result<Summary, String> {
+        fn kind<T: serde::de::DeserializeOwned>(
+            rest: &serde_json::Map<String, serde_json::Value>,
+            key: &str,
+            name: &str,
+        ) -> Result<Option<T>, String> {
+            if !rest.contains_key(key) {
+                return Ok(None);
+            }
+            serde_json::from_value(serde_json::Value::Object(rest.clone()))
+                .map(Some)
+                .map_err(|e| format!("summary's {name} figures: {e}"))
+        }
+        Ok(Summary {
+            sent: doc.sent,
+            received: doc.received,
+            directions: doc.directions,
+            agents: doc.agents,
+            streams: doc.streams,
+            udp: kind(&doc.rest, "datagrams_sent", "udp")?,
+            rr: kind(&doc.rest, "transactions", "rr")?,
+            http: kind(&doc.rest, "responses", "http")?,
+            server: doc.server,
+        })
+    }
 }
 
 /// A side of the transfer (all senders, or all receivers) over the measurement window.
