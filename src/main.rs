@@ -346,7 +346,10 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     let counts = args.user_counts()?;
     let repeat = args.repeat.policy()?;
     let sweeps = args.find_optimum || counts.len() > 1;
-    repeat::refuse_with_sweep(repeat.as_ref(), sweeps.then_some("--users with several counts, --find-optimum"))?;
+    repeat::refuse_with_sweep(
+        repeat.as_ref(),
+        sweeps.then_some("--users with several counts, --find-optimum"),
+    )?;
     let base = args.spec_for(counts[0])?;
     let opts = args.reach.options()?;
     let targets = linerate_core::client::http_targets(&urls, args.keepalive)?;

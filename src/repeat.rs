@@ -7,7 +7,7 @@ use linerate_core::result::{Outcome, RepeatPolicy, Repeated, TestResult};
 use std::process::ExitCode;
 
 /// Runs `run` (one whole test, quiet: no interval lines) under `policy`, showing each run's
-/// line as it ends (nothing with `--json`), then prints the aggregate or the document.
+/// line as it ends (on stderr with `--json`), then prints the aggregate or the document.
 pub fn repeat_test(
     kind: &str,
     policy: &RepeatPolicy,
@@ -16,10 +16,13 @@ pub fn repeat_test(
 ) -> anyhow::Result<ExitCode> {
     let interrupt = interrupt_flag()?;
     let rep = linerate_core::repeat::repeat(kind, policy, &interrupt, run, |rep| {
+        let lines = linerate_report::repeat::progress(rep);
         if json {
+            // The document owns stdout; the runs' lines still tell a watcher how far it got.
+            eprint!("{lines}");
             return Ok(());
         }
-        print_text(&linerate_report::repeat::progress(rep))
+        print_text(&lines)
     })?;
     print_repeated(&rep, json)
 }

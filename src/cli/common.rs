@@ -271,7 +271,9 @@ impl RepeatArgs {
             RepeatCount::Auto => Runs::Auto {
                 ci_percent: self.ci.unwrap_or(DEFAULT_CI_PERCENT),
                 min_runs: self.min_runs.unwrap_or(DEFAULT_MIN_RUNS),
-                max_runs: self.max_runs.unwrap_or(DEFAULT_MAX_RUNS.max(self.min_runs.unwrap_or(0))),
+                max_runs: self
+                    .max_runs
+                    .unwrap_or(DEFAULT_MAX_RUNS.max(self.min_runs.unwrap_or(0))),
             },
         };
         let policy = RepeatPolicy {
