@@ -174,6 +174,7 @@ pub struct RepeatArgs {
     #[arg(
         long,
         value_name = "N|auto",
+        allow_hyphen_values = true,
         long_help = "Run the test N times against the same agents and report every run and, for each\n\
 headline figure, mean, median, min, max, stddev, CV and the 95 % confidence interval of\n\
 the mean (Student t). `auto` runs until that interval's half-width is within --ci of\n\
@@ -476,6 +477,88 @@ mod tests {
             panic!("not doctor")
         };
         assert_eq!(d.rtt.map(|t| t.0.as_millis()), Some(200), "a bare number is seconds");
+    }
+
+    fn repeat_args(cmd: Command) -> super::RepeatArgs {
+        match cmd {
+            Command::Tcp(a) => a.repeat,
+            Command::Udp(a) => a.repeat,
+            Command::Rr(a) => a.repeat,
+            Command::Http(a) => a.repeat,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn issue_15_every_test_kind_takes_the_repeat_flags_alike() {
+        use linerate_core::result::{RepeatPolicy, Runs};
+        for (kind, host) in [("tcp", "h"), ("udp", "h"), ("rr", "h"), ("http", "http://h/")] {
+            let policy = |args: &[&str]| {
+                let mut full = vec![kind, host];
+                full.extend_from_slice(args);
+                repeat_args(parse(&full).expect(kind)).policy()
+            };
+            assert_eq!(policy(&[]).expect("no --repeat"), None, "{kind}");
+            assert_eq!(
+                policy(&["--repeat", "5", "--best=3", "--pause", "250ms"]).expect(kind),
+                Some(RepeatPolicy {
+                    runs: Runs::Fixed { runs: 5 },
+                    pause_seconds: 0.25,
+                    best: Some(3)
+                }),
+                "{kind}"
+            );
+            assert_eq!(
+                policy(&["--repeat=auto", "--ci", "1.5%", "--min-runs", "4", "--max-runs=8"]).expect(kind),
+                Some(RepeatPolicy {
+                    runs: Runs::Auto {
+                        ci_percent: 1.5,
+                        min_runs: 4,
+                        max_runs: 8
+                    },
+                    pause_seconds: 1.0,
+                    best: None
+                }),
+                "{kind}"
+            );
+            let auto = policy(&["--repeat", "AUTO", "--ci", "3"]).expect(kind).expect("auto");
+            assert_eq!(
+                auto.runs,
+                Runs::Auto {
+                    ci_percent: 3.0,
+                    min_runs: 3,
+                    max_runs: 10
+                },
+                "defaults: 3 to 10 runs"
+            );
+            assert_eq!(
+                policy(&["--repeat", "2", "--repeat", "4"])
+                    .expect("last one wins")
+                    .map(|p| p.runs),
+                Some(Runs::Fixed { runs: 4 })
+            );
+            let err = |args: &[&str]| policy(args).expect_err("refused").to_string();
+            assert_eq!(err(&["--pause", "2s"]), "--pause needs --repeat N or --repeat auto");
+            assert_eq!(
+                err(&["--repeat", "3", "--max-runs", "5"]),
+                "--max-runs goes with --repeat auto, not --repeat 3"
+            );
+            assert!(
+                err(&["--repeat", "0"]).contains("--repeat must be between 1 and"),
+                "{kind}"
+            );
+            let clap = |args: &[&str]| {
+                let mut full = vec![kind, host];
+                full.extend_from_slice(args);
+                parse(&full).expect_err("refused by the parser").to_string()
+            };
+            assert!(clap(&["--repeat", "-2"]).contains("must be positive, got -2"), "{kind}");
+            assert!(clap(&["--ci", "two"]).contains("'two' is not a percentage"), "{kind}");
+            assert!(
+                clap(&["--pause", "-1s"]).contains("must be positive, got -1s"),
+                "{kind}"
+            );
+        }
     }
 
     /// Issue 13: a wrong-sign value says so, not `unexpected argument '-1' found`.
