@@ -80,6 +80,7 @@ fn issue_15_best_3_of_5_and_the_interval_follow_from_the_runs() {
     assert!(mbit.iter().all(|m| *m > 0.0), "{mbit:?}");
     let recv = figure(&v, "received_mbit_per_second");
     assert_eq!(v["aggregate"][0]["figure"], "received_mbit_per_second", "primary first");
+    assert_eq!(v["primary"], "received_mbit_per_second");
     assert_eq!(recv["unit"], "Mbit/s");
     for (i, m) in mbit.iter().enumerate() {
         assert!(close(f(recv, &format!("/values/{i}")), *m), "run {}", i + 1);

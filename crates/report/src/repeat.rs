@@ -187,8 +187,7 @@ pub fn tail(rep: &Repeated) -> String {
     } = rep.policy.runs
     {
         let width = rep
-            .aggregate
-            .first()
+            .primary()
             .and_then(|f| f.stats.ci95_half_width_percent)
             .map_or(String::new(), |p| format!(" (±{p:.2} %)"));
         let _ = match rep.converged {
@@ -258,7 +257,7 @@ fn table(out: &mut String, rep: &Repeated) {
 /// take, and the other noisy figures named.
 fn noise(out: &mut String, rep: &Repeated) {
     let noisy = |s: &Stats| s.cv_percent.is_some_and(|c| c > NOISY_CV_PERCENT);
-    if let Some(p) = rep.aggregate.first().filter(|f| noisy(&f.stats)) {
+    if let Some(p) = rep.primary().filter(|f| noisy(&f.stats)) {
         let runs = rep.runs_needed_for_2_percent.map_or(String::new(), |n| {
             format!("; about {n} runs would give a ±2 % interval")
         });
@@ -272,8 +271,7 @@ fn noise(out: &mut String, rep: &Repeated) {
     let others: Vec<String> = rep
         .aggregate
         .iter()
-        .skip(1)
-        .filter(|f| noisy(&f.stats))
+        .filter(|f| f.figure != rep.primary && noisy(&f.stats))
         .map(|f| format!("{} (CV {:.1} %)", f.label, f.stats.cv_percent.unwrap_or_default()))
         .collect();
     if !others.is_empty() {

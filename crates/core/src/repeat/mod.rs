@@ -98,6 +98,7 @@ impl Repeated {
             partial: false,
             converged: matches!(policy.runs, Runs::Auto { .. }).then_some(false),
             policy,
+            primary: String::new(),
             aggregated_runs: Vec::new(),
             aggregate: Vec::new(),
             best: None,
@@ -179,7 +180,7 @@ fn done(rep: &mut Repeated) -> bool {
             min_runs,
             max_runs,
         } => {
-            let within = rep.aggregate.first().is_some_and(|f| {
+            let within = rep.primary().is_some_and(|f| {
                 f.stats.n >= min_runs as usize && f.stats.ci95_half_width_percent.is_some_and(|h| h <= ci_percent)
             });
             rep.converged = Some(within);
@@ -195,6 +196,7 @@ fn aggregate(rep: &mut Repeated) {
     let per_run: Vec<_> = rep.runs.iter().map(headline).collect();
     // The figures of the kind, in its order, from the first run (a spec's figures are fixed).
     let Some(first) = per_run.first() else { return };
+    rep.primary = first.first().map_or(String::new(), |f| f.name.to_string());
     rep.aggregate = first
         .iter()
         .enumerate()
@@ -214,7 +216,7 @@ fn aggregate(rep: &mut Repeated) {
             })
         })
         .collect();
-    let primary = rep.aggregate.first().filter(|f| f.figure == first[0].name);
+    let primary = rep.aggregate.iter().find(|f| f.figure == rep.primary);
     rep.runs_needed_for_2_percent = primary.and_then(|f| f.stats.runs_for_2_percent);
     rep.best = rep.policy.best.and_then(|k| primary.and_then(|p| best_of(p, k)));
 }

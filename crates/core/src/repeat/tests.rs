@@ -111,6 +111,10 @@ fn the_document_names_its_parts() {
     assert_eq!(v["aggregate"][0]["mean"], 105.0);
     assert_eq!(v["runs"][1]["test"], "tcp");
     assert!(v["best"].is_null() && v["converged"].is_null());
+    assert_eq!(v["primary"], "received_mbit_per_second");
+    // It reads back (the store keeps documents and renders them again).
+    let back: Repeated = serde_json::from_value(v.clone()).expect("reads back");
+    assert_eq!(serde_json::to_value(&back).expect("serialises"), v);
 }
 
 #[test]

@@ -106,10 +106,13 @@ pub struct Repeated {
     pub policy: RepeatPolicy,
     /// Auto: whether the interval reached `ci_percent` within `max_runs`; null for a fixed count.
     pub converged: Option<bool>,
+    /// The name of the primary figure: the one `--best` ranks runs by and auto converges on
+    /// (`received_mbit_per_second`, `transactions_per_second`, `responses_per_second`).
+    pub primary: String,
     /// The runs whose figures make the aggregate (complete runs), numbered from 1.
     pub aggregated_runs: Vec<usize>,
-    /// The headline figures of the test kind, in the kind's order; the first is the primary
-    /// figure. A figure no aggregated run measured is left out.
+    /// The headline figures of the test kind, in the kind's order, the primary figure first.
+    /// A figure no aggregated run measured is left out.
     pub aggregate: Vec<FigureStats>,
     /// Present with `--best` once K runs are aggregated.
     pub best: Option<Best>,
@@ -131,6 +134,11 @@ impl Repeated {
         } else {
             Outcome::Complete
         }
+    }
+
+    /// The aggregate of the primary figure; None when no aggregated run measured it.
+    pub fn primary(&self) -> Option<&FigureStats> {
+        self.figure(&self.primary)
     }
 
     /// The aggregate of the figure named `figure`.
