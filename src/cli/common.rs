@@ -170,7 +170,7 @@ pub struct OutputArgs {
 /// How many times a test runs (`--repeat N|auto`), and what is reported over the runs.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RepeatArgs {
-    /// Run the test N times, or `auto` until the 95 % CI is within --ci
+    /// Run the test N times, or until the 95 % CI is within --ci (auto)
     #[arg(
         long,
         value_name = "N|auto",
@@ -182,24 +182,47 @@ the mean, between --min-runs and --max-runs. Example: --repeat 5, --repeat auto 
     )]
     pub repeat: Option<RepeatCount>,
 
-    /// Also the mean of the K best runs by the primary figure (needs --repeat)
-    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = not_negative::<u32>)]
+    /// Also the mean of the K best runs by the primary figure
+    #[arg(
+        long,
+        value_name = "K",
+        allow_negative_numbers = true,
+        value_parser = not_negative::<u32>,
+        long_help = "Also report the mean of the K best runs by the kind's primary figure (receiver\n\
+Mbit/s, transactions/s, responses/s), beside the plain mean, and which runs were kept\n\
+(NTttcp's method). Needs --repeat; K at most N (auto: at most --min-runs). Example:\n\
+--repeat 5 --best 3"
+    )]
     pub best: Option<u32>,
 
-    /// With --repeat auto: the CI half-width to reach, % of the mean [default: 2%]
-    #[arg(long, value_name = "P%", allow_hyphen_values = true, value_parser = percent)]
+    /// Auto: the 95 % CI half-width to reach, % of the mean [default: 2%]
+    #[arg(
+        long,
+        value_name = "P%",
+        allow_hyphen_values = true,
+        value_parser = percent,
+        long_help = "With --repeat auto: run until the 95 % confidence interval of the primary figure's\n\
+mean is within P % of the mean (netperf's -I). Default: 2%. Example: --ci 1%"
+    )]
     pub ci: Option<f64>,
 
-    /// With --repeat auto: the fewest runs [default: 3]
+    /// Auto: the fewest runs [default: 3]
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = not_negative::<u32>)]
     pub min_runs: Option<u32>,
 
-    /// With --repeat auto: the most runs [default: 10]
+    /// Auto: the most runs [default: 10]
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = not_negative::<u32>)]
     pub max_runs: Option<u32>,
 
-    /// Pause between runs (needs --repeat) [default: 1s]
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = not_negative::<TimeSpan>)]
+    /// Pause between repeated runs [default: 1s]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        value_parser = not_negative::<TimeSpan>,
+        long_help = "Time between the end of one repeated run and the start of the next; Ctrl-C in it\n\
+stops. A bare number is seconds. Default: 1s. Example: --pause 5s, --pause 0"
+    )]
     pub pause: Option<TimeSpan>,
 }
 

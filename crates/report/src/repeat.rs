@@ -118,7 +118,7 @@ fn run_state(run: &TestResult) -> &'static str {
     }
 }
 
-/// The 95 % interval as text: `low .. high (±P %)`, or `-` without one.
+/// The 95 % interval as text: `low .. high (+-P %)`, or `-` without one.
 fn interval(s: &Stats) -> String {
     match (s.ci95_low, s.ci95_high) {
         (Some(lo), Some(hi)) => format!(
@@ -126,7 +126,7 @@ fn interval(s: &Stats) -> String {
             num(lo),
             num(hi),
             s.ci95_half_width_percent
-                .map_or(String::new(), |p| format!(" (±{p:.2} %)"))
+                .map_or(String::new(), |p| format!(" (+-{p:.2} %)"))
         ),
         _ => "-".to_string(),
     }
@@ -189,7 +189,7 @@ pub fn tail(rep: &Repeated) -> String {
         let width = rep
             .primary()
             .and_then(|f| f.stats.ci95_half_width_percent)
-            .map_or(String::new(), |p| format!(" (±{p:.2} %)"));
+            .map_or(String::new(), |p| format!(" (+-{p:.2} %)"));
         let _ = match rep.converged {
             Some(true) => writeln!(
                 out,
@@ -253,13 +253,13 @@ fn table(out: &mut String, rep: &Repeated) {
     }
 }
 
-/// The warning of a noisy primary figure (CV over 5 %) with the runs a ±2 % interval would
+/// The warning of a noisy primary figure (CV over 5 %) with the runs a +-2 % interval would
 /// take, and the other noisy figures named.
 fn noise(out: &mut String, rep: &Repeated) {
     let noisy = |s: &Stats| s.cv_percent.is_some_and(|c| c > NOISY_CV_PERCENT);
     if let Some(p) = rep.primary().filter(|f| noisy(&f.stats)) {
         let runs = rep.runs_needed_for_2_percent.map_or(String::new(), |n| {
-            format!("; about {n} runs would give a ±2 % interval")
+            format!("; about {n} runs would give a +-2 % interval")
         });
         let _ = writeln!(
             out,
