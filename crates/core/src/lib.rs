@@ -13,6 +13,7 @@ pub mod engine;
 pub mod goodput;
 pub mod httpd;
 pub mod metrics;
+pub mod plan;
 pub mod proto;
 pub mod result;
 pub mod spec;
