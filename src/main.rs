@@ -1,5 +1,6 @@
 //! linerate: parse -> spec -> run -> render -> exit code; nothing else.
 
+mod campaign;
 mod cli;
 mod live;
 
@@ -139,6 +140,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Http(args) => http_command(&args),
         Command::Quick(args) => quick(&args),
+        Command::Plan(args) => match args.command {
+            cli::plan::PlanCommand::Check { file, quick, commands } => campaign::check(&file, quick, commands),
+        },
         Command::Lab(args) => lab_command(args.command),
         Command::Sys(args) => sys(&args),
         Command::Doctor(args) => doctor(&args),

@@ -11,6 +11,7 @@ mod httpd;
 mod lab;
 mod layout;
 mod netns;
+mod plan;
 mod rr;
 mod settings;
 mod tcp;

@@ -1,7 +1,7 @@
 //! A plan expanded into its points: every test, every variant, every combination of the varied
 //! options, each with the options it runs with.
 
-use super::{OptionValue, Plan, Setting, same_option};
+use super::{Kind, OptionValue, Plan, Setting, same_option};
 
 /// One point of a campaign: a test, a variant and the varied options' values.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,8 +23,10 @@ pub struct Point {
 impl Plan {
     /// The points in the order a campaign runs them: test by test, the varied values in the
     /// plan's order (the last varied option fastest), variants side by side at each value so
-    /// that a pair compared is measured close in time.
-    pub fn points(&self, quick: bool) -> Vec<Point> {
+    /// that a pair compared is measured close in time. `conflicts(kind, a, b)` says whether two
+    /// options exclude each other (`time` and `count`): a later layer's option then replaces an
+    /// earlier layer's conflicting one, as it replaces the same option.
+    pub fn points(&self, quick: bool, conflicts: impl Fn(Kind, &str, &str) -> bool) -> Vec<Point> {
         let mut out = Vec::new();
         for (ti, test) in self.tests.iter().enumerate() {
             let mut combos: Vec<Vec<(String, OptionValue, super::Position)>> = vec![Vec::new()];
@@ -51,7 +53,9 @@ impl Plan {
                     let mut settings: Vec<Setting> = Vec::new();
                     let mut lay = |layer: &[Setting]| {
                         for s in layer {
-                            settings.retain(|e| !same_option(&e.option, &s.option));
+                            settings.retain(|e| {
+                                !same_option(&e.option, &s.option) && !conflicts(test.kind, &e.option, &s.option)
+                            });
                             settings.push(s.clone());
                         }
                     };
@@ -101,7 +105,9 @@ pub fn expand_range(text: &str) -> Result<Vec<String>, String> {
         step.parse().map_err(|_| bad())?,
     );
     if !(a.is_finite() && b.is_finite() && step.is_finite()) || step <= 0.0 || b < a {
-        return Err(format!("'{text}': the step must be above 0 and the end at or above the start"));
+        return Err(format!(
+            "'{text}': the step must be above 0 and the end at or above the start"
+        ));
     }
     if (b - a) / step > 10_000.0 {
         return Err(format!("'{text}' has more than 10000 values"));

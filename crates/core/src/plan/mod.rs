@@ -198,10 +198,16 @@ pub fn parse(text: &str) -> Result<Plan, PlanError> {
     Ok(Plan {
         name,
         description: top.get("description").map(|v| r.string(v, "description")).transpose()?,
-        defaults: top.get("defaults").map_or(Ok(Vec::new()), |v| r.settings_of(v, "defaults", &[]))?,
-        quick: top.get("quick").map_or(Ok(Vec::new()), |v| r.settings_of(v, "quick", &[]))?,
+        defaults: top
+            .get("defaults")
+            .map_or(Ok(Vec::new()), |v| r.settings_of(v, "defaults", &[]))?,
+        quick: top
+            .get("quick")
+            .map_or(Ok(Vec::new()), |v| r.settings_of(v, "quick", &[]))?,
         setup: top.get("setup").map_or(Ok(Vec::new()), |v| r.commands(v, "setup"))?,
-        teardown: top.get("teardown").map_or(Ok(Vec::new()), |v| r.commands(v, "teardown"))?,
+        teardown: top
+            .get("teardown")
+            .map_or(Ok(Vec::new()), |v| r.commands(v, "teardown"))?,
         tests,
     })
 }
@@ -287,7 +293,10 @@ impl Reader<'_> {
                 DeValue::Float(f) => Ok(f.as_str().replace('_', "")),
                 _ => Err(self.error(
                     v.span().start,
-                    format!("`{option}` takes a string, a number or true/false, not {}", v.get_ref().type_str()),
+                    format!(
+                        "`{option}` takes a string, a number or true/false, not {}",
+                        v.get_ref().type_str()
+                    ),
                 )),
             }
         };
@@ -313,7 +322,10 @@ impl Reader<'_> {
                 ));
             }
             if value.get_ref().is_table() {
-                return Err(self.error(key.span().start, format!("`{name}` is a table; an option takes a value")));
+                return Err(self.error(
+                    key.span().start,
+                    format!("`{name}` is a table; an option takes a value"),
+                ));
             }
             out.push(Setting {
                 option: name.to_string(),
@@ -376,7 +388,8 @@ impl Reader<'_> {
             }
         }
         let targets = targets.unwrap_or_default();
-        if targets.is_empty() && variants.iter().any(|v| v.targets.is_none()) || targets.is_empty() && variants.is_empty()
+        if targets.is_empty() && variants.iter().any(|v| v.targets.is_none())
+            || targets.is_empty() && variants.is_empty()
         {
             return Err(self.error(start, format!("test `{name}` names no `targets`")));
         }
@@ -397,14 +410,19 @@ impl Reader<'_> {
             vary,
             variants,
             setup: t.get("setup").map_or(Ok(Vec::new()), |v| self.commands(v, "setup"))?,
-            teardown: t.get("teardown").map_or(Ok(Vec::new()), |v| self.commands(v, "teardown"))?,
+            teardown: t
+                .get("teardown")
+                .map_or(Ok(Vec::new()), |v| self.commands(v, "teardown"))?,
             at: self.at(start),
         })
     }
 
     fn vary(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<Vary>, PlanError> {
         let table = v.get_ref().as_table().ok_or_else(|| {
-            self.error(v.span().start, "`vary` must be a table: vary = { length = [\"4K\", \"64K\"] }")
+            self.error(
+                v.span().start,
+                "`vary` must be a table: vary = { length = [\"4K\", \"64K\"] }",
+            )
         })?;
         let mut out = Vec::new();
         for (key, value) in table {

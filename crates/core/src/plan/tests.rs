@@ -32,23 +32,42 @@ fn a_plan_reads_into_tests_variants_and_varied_options() {
     assert_eq!(plan.name, "ntttcp");
     let t = &plan.tests[0];
     assert_eq!((t.name.as_str(), t.kind), ("send", Kind::Tcp));
-    let options: Vec<_> = t.settings.iter().map(|s| (s.option.as_str(), s.value.to_string())).collect();
+    let options: Vec<_> = t
+        .settings
+        .iter()
+        .map(|s| (s.option.as_str(), s.value.to_string()))
+        .collect();
     assert_eq!(
         options,
-        [("parallel", "4".to_string()), ("bidir", "false".to_string()), ("repeat", "5".to_string())]
+        [
+            ("parallel", "4".to_string()),
+            ("bidir", "false".to_string()),
+            ("repeat", "5".to_string())
+        ]
     );
     assert_eq!(t.vary.len(), 2);
-    assert_eq!(t.vary[1].values, [OptionValue::One("1".into()), OptionValue::One("2".into())]);
+    assert_eq!(
+        t.vary[1].values,
+        [OptionValue::One("1".into()), OptionValue::One("2".into())]
+    );
     assert_eq!(t.variants[1].profile.as_deref(), Some("offload-on"));
     assert_eq!(t.variants[1].settings[0].value, OptionValue::One("4194304".into()));
-    assert_eq!(t.settings[0].at, Position { line: 12, column: 1 }, "the first line is empty");
+    assert_eq!(
+        t.settings[0].at,
+        Position { line: 12, column: 1 },
+        "the first line is empty"
+    );
 }
 
 #[test]
 fn points_are_the_matrix_times_the_variants_with_layers_in_order() {
     let plan = parse(NTTTCP).expect("reads");
-    let points = plan.points(false);
-    assert_eq!(points.len(), 2 * 2 * 2, "two lengths x two thread counts x two variants");
+    let points = plan.points(false, |_, _, _| false);
+    assert_eq!(
+        points.len(),
+        2 * 2 * 2,
+        "two lengths x two thread counts x two variants"
+    );
     // Variants side by side at each value; the last varied option fastest.
     let coords: Vec<String> = points
         .iter()
@@ -61,10 +80,24 @@ fn points_are_the_matrix_times_the_variants_with_layers_in_order() {
     assert_eq!(coords[1], "length=64K threads=1 1");
     assert_eq!(coords[2], "length=64K threads=2 0");
     assert_eq!(coords[7], "length=1M threads=2 1");
-    let time = |p: &Point| p.settings.iter().find(|s| s.option == "time").map(|s| s.value.to_string());
+    let time = |p: &Point| {
+        p.settings
+            .iter()
+            .find(|s| s.option == "time")
+            .map(|s| s.value.to_string())
+    };
     assert_eq!(time(&points[0]).as_deref(), Some("30s"));
-    assert_eq!(time(&plan.points(true)[0]).as_deref(), Some("1s"), "quick lays over the defaults");
-    let window = |p: &Point| p.settings.iter().find(|s| s.option == "window").map(|s| s.value.to_string());
+    assert_eq!(
+        time(&plan.points(true, |_, _, _| false)[0]).as_deref(),
+        Some("1s"),
+        "quick lays over the defaults"
+    );
+    let window = |p: &Point| {
+        p.settings
+            .iter()
+            .find(|s| s.option == "window")
+            .map(|s| s.value.to_string())
+    };
     assert_eq!(window(&points[0]).as_deref(), Some("1M"));
     assert_eq!(window(&points[1]).as_deref(), Some("4194304"));
 }
@@ -85,14 +118,25 @@ fn errors_name_their_line_and_column() {
     assert_eq!(e.at, Position { line: 3, column: 8 });
 
     let no_targets = "name = \"x\"\n[[test]]\nkind = \"udp\"\n";
-    assert!(parse(no_targets).expect_err("no targets").to_string().contains("names no `targets`"));
+    assert!(
+        parse(no_targets)
+            .expect_err("no targets")
+            .to_string()
+            .contains("names no `targets`")
+    );
 
-    let both = "name = \"x\"\n[[test]]\nkind = \"tcp\"\ntargets = [\"h\"]\nlength = \"1K\"\nvary = { length = [\"2K\"] }\n";
+    let both =
+        "name = \"x\"\n[[test]]\nkind = \"tcp\"\ntargets = [\"h\"]\nlength = \"1K\"\nvary = { length = [\"2K\"] }\n";
     let e = parse(both).expect_err("set and varied");
     assert_eq!(e.at.line, 5, "{e}");
 
     let dashes = "name = \"x\"\n[[test]]\nkind = \"tcp\"\ntargets = [\"h\"]\n\"--length\" = \"1K\"\n";
-    assert!(parse(dashes).expect_err("dashes").to_string().contains("without dashes"));
+    assert!(
+        parse(dashes)
+            .expect_err("dashes")
+            .to_string()
+            .contains("without dashes")
+    );
 }
 
 #[test]
@@ -116,4 +160,15 @@ fn integers_keep_their_value_in_any_radix() {
 fn the_nearest_name_is_offered_only_when_close() {
     assert_eq!(nearest("lenght", ["length", "window"]), Some("length"));
     assert_eq!(nearest("zzzzzz", ["length", "window"]), None);
+}
+
+#[test]
+fn a_later_layer_replaces_an_option_it_conflicts_with() {
+    let text = "name = \"x\"\n[defaults]\ntime = \"30s\"\n[[test]]\nkind = \"rr\"\ntargets = [\"h\"]\ncount = 100\n";
+    let plan = parse(text).expect("reads");
+    let points = plan.points(false, |_, a, b| (a, b) == ("time", "count"));
+    let options: Vec<&str> = points[0].settings.iter().map(|s| s.option.as_str()).collect();
+    assert_eq!(options, ["count"]);
+    let points = plan.points(false, |_, _, _| false);
+    assert_eq!(points[0].settings.len(), 2, "without the conflict both stay");
 }
