@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod client;
 pub mod codec;
+pub mod compare;
 pub mod engine;
 pub mod goodput;
 pub mod httpd;
