@@ -3,6 +3,7 @@
 mod campaign;
 mod cli;
 mod live;
+mod repeat;
 
 use anyhow::Context;
 use clap::Parser;
@@ -74,8 +75,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
             let json = args.output.json;
+            let repeat = args.repeat.policy()?;
             let spec = args.into_spec()?;
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+            if let Some(policy) = repeat {
+                return repeat::repeat_test("tcp", &policy, json, |_| {
+                    let mut result = tcp_test(&spec, &targets, &opts, true)
+                        .with_context(|| format!("tcp test against {}", names.join(", ")))?;
+                    record_lab(&mut result);
+                    Ok(result)
+                });
+            }
             let mut result = tcp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("tcp test against {}", names.join(", ")))?;
             record_lab(&mut result);
@@ -86,6 +96,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let opts = args.reach.options()?;
             let json = args.output.json;
             let sweep = args.sweep()?;
+            let repeat = args.repeat.policy()?;
+            repeat::refuse_with_sweep(repeat.as_ref(), sweep.as_ref().map(|_| "--sizes, --gaps"))?;
             let spec = args.into_spec()?;
             if let Some(plan) = sweep {
                 let run = |spec: &UdpSpec| {
@@ -102,6 +114,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return print_sweep(&sweep, json);
             }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+            if let Some(policy) = repeat {
+                return repeat::repeat_test("udp", &policy, json, |_| {
+                    let mut result = udp_test(&spec, &targets, &opts, true)
+                        .with_context(|| format!("udp test against {}", names.join(", ")))?;
+                    record_lab(&mut result);
+                    Ok(result)
+                });
+            }
             let mut result = udp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("udp test against {}", names.join(", ")))?;
             record_lab(&mut result);
@@ -112,6 +132,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let opts = args.reach.options()?;
             let json = args.output.json;
             let sizes = args.sizes()?;
+            let repeat = args.repeat.policy()?;
+            repeat::refuse_with_sweep(repeat.as_ref(), sizes.as_ref().map(|_| "--sizes"))?;
             let both = args.sweep == cli::rr::SweepWhat::Both;
             let expect: Vec<f64> = args.expect.iter().map(|r| r.0).collect();
             anyhow::ensure!(expect.iter().all(|b| *b > 0.0), "--expect bandwidths must be above 0");
@@ -133,6 +155,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return print_sweep(&sweep, json);
             }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+            if let Some(policy) = repeat {
+                return repeat::repeat_test("rr", &policy, json, |_| {
+                    let mut result = rr_test(&spec, &targets, &opts, true)
+                        .with_context(|| format!("rr test against {}", names.join(", ")))?;
+                    record_lab(&mut result);
+                    Ok(result)
+                });
+            }
             let mut result = rr_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("rr test against {}", names.join(", ")))?;
             record_lab(&mut result);
@@ -318,6 +348,12 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     use linerate_core::sweep::http::{HttpPlan, Users, baseline, sweep};
     let urls = args.parsed_urls()?;
     let counts = args.user_counts()?;
+    let repeat = args.repeat.policy()?;
+    let sweeps = args.find_optimum || counts.len() > 1;
+    repeat::refuse_with_sweep(
+        repeat.as_ref(),
+        sweeps.then_some("--users with several counts, --find-optimum"),
+    )?;
     let base = args.spec_for(counts[0])?;
     let opts = args.reach.options()?;
     let targets = linerate_core::client::http_targets(&urls, args.keepalive)?;
@@ -331,6 +367,17 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    if let Some(policy) = repeat {
+        return repeat::repeat_test("http", &policy, args.output.json, |_| {
+            let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, true)
+                .with_context(|| format!("http test against {}", args.urls.join(" ")))?;
+            if let Some(b) = &baseline {
+                b.apply(&mut result);
+            }
+            record_lab(&mut result);
+            Ok(result)
+        });
+    }
     if !args.find_optimum && counts.len() == 1 {
         let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, args.output.json)
             .with_context(|| format!("http test against {}", args.urls.join(" ")))?;

@@ -1,6 +1,7 @@
 //! Flag groups that several subcommands share, declared once and flattened into each: the agents
 //! (`HOST[:PORT]...`, `-p`), streams and pinning (`-P`, `--cpus`, `--peer-cpus`), how long a test
-//! runs (`-n`, `-t`, `--warmup`, `--cooldown`), the interval (`-i`) and the output (`--json`).
+//! runs (`-n`, `-t`, `--warmup`, `--cooldown`), the interval (`-i`), the output (`--json`) and
+//! repeated runs (`--repeat`, `--best`, `--ci`, `--min-runs`, `--max-runs`, `--pause`).
 //! Times are [`TimeSpan`]s: a bare number is seconds, `250ms` and the other suffixes also work.
 
 use anyhow::bail;
@@ -164,6 +165,125 @@ pub struct OutputArgs {
     /// Print one JSON document (docs/results.md) instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+/// How many times a test runs (`--repeat N|auto`), and what is reported over the runs.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RepeatArgs {
+    /// Run the test N times, or `auto` until the 95 % CI is within --ci
+    #[arg(
+        long,
+        value_name = "N|auto",
+        long_help = "Run the test N times against the same agents and report every run and, for each\n\
+headline figure, mean, median, min, max, stddev, CV and the 95 % confidence interval of\n\
+the mean (Student t). `auto` runs until that interval's half-width is within --ci of\n\
+the mean, between --min-runs and --max-runs. Example: --repeat 5, --repeat auto --ci 2%"
+    )]
+    pub repeat: Option<RepeatCount>,
+
+    /// Also the mean of the K best runs by the primary figure (needs --repeat)
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = not_negative::<u32>)]
+    pub best: Option<u32>,
+
+    /// With --repeat auto: the CI half-width to reach, % of the mean [default: 2%]
+    #[arg(long, value_name = "P%", allow_hyphen_values = true, value_parser = percent)]
+    pub ci: Option<f64>,
+
+    /// With --repeat auto: the fewest runs [default: 3]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = not_negative::<u32>)]
+    pub min_runs: Option<u32>,
+
+    /// With --repeat auto: the most runs [default: 10]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = not_negative::<u32>)]
+    pub max_runs: Option<u32>,
+
+    /// Pause between runs (needs --repeat) [default: 1s]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = not_negative::<TimeSpan>)]
+    pub pause: Option<TimeSpan>,
+}
+
+/// `--repeat`'s value: a count or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RepeatCount {
+    Runs(u32),
+    Auto,
+}
+
+impl std::str::FromStr for RepeatCount {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<RepeatCount, String> {
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(RepeatCount::Auto);
+        }
+        if s.trim_start().starts_with('-') {
+            return Err(format!("must be positive, got {s}"));
+        }
+        s.parse()
+            .map(RepeatCount::Runs)
+            .map_err(|_| format!("'{s}' is neither a number of runs nor auto"))
+    }
+}
+
+/// A percentage: `2%`, `2 %` or `2`.
+fn percent(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let n = t.strip_suffix('%').unwrap_or(t).trim();
+    match n.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 100.0 => Ok(v),
+        Ok(_) => Err(format!("must be above 0 % and below 100 %, got {text}")),
+        Err(_) => Err(format!("'{text}' is not a percentage (2%, 0.5%)")),
+    }
+}
+
+impl RepeatArgs {
+    /// The policy asked for, checked; None without `--repeat` (then no other flag of the group
+    /// may be given).
+    pub fn policy(&self) -> anyhow::Result<Option<linerate_core::result::RepeatPolicy>> {
+        use linerate_core::repeat::{DEFAULT_CI_PERCENT, DEFAULT_MAX_RUNS, DEFAULT_MIN_RUNS};
+        use linerate_core::result::{RepeatPolicy, Runs};
+        let Some(count) = self.repeat else {
+            let given = [
+                ("--best", self.best.is_some()),
+                ("--ci", self.ci.is_some()),
+                ("--min-runs", self.min_runs.is_some()),
+                ("--max-runs", self.max_runs.is_some()),
+                ("--pause", self.pause.is_some()),
+            ];
+            if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+                bail!("{flag} needs --repeat N or --repeat auto");
+            }
+            return Ok(None);
+        };
+        let runs = match count {
+            RepeatCount::Runs(runs) => {
+                for (flag, given) in [
+                    ("--ci", self.ci.is_some()),
+                    ("--min-runs", self.min_runs.is_some()),
+                    ("--max-runs", self.max_runs.is_some()),
+                ] {
+                    if given {
+                        bail!("{flag} goes with --repeat auto, not --repeat {runs}");
+                    }
+                }
+                Runs::Fixed { runs }
+            }
+            RepeatCount::Auto => Runs::Auto {
+                ci_percent: self.ci.unwrap_or(DEFAULT_CI_PERCENT),
+                min_runs: self.min_runs.unwrap_or(DEFAULT_MIN_RUNS),
+                max_runs: self
+                    .max_runs
+                    .unwrap_or(DEFAULT_MAX_RUNS.max(self.min_runs.unwrap_or(0))),
+            },
+        };
+        let policy = RepeatPolicy {
+            runs,
+            pause_seconds: self.pause.map_or(1.0, |p| p.as_secs_f64()),
+            best: self.best,
+        };
+        policy.validate()?;
+        Ok(Some(policy))
+    }
 }
 
 #[cfg(test)]

@@ -98,6 +98,9 @@ Example: --rps 5000"
     pub output: OutputArgs,
 
     #[command(flatten)]
+    pub repeat: super::common::RepeatArgs,
+
+    #[command(flatten)]
     pub reach: super::ConnectArgs,
 }
 

@@ -87,6 +87,9 @@ once took, is --timeout-ms 200. Example: --timeout 50ms"
     pub output: OutputArgs,
 
     #[command(flatten)]
+    pub repeat: super::common::RepeatArgs,
+
+    #[command(flatten)]
     pub reach: super::ConnectArgs,
 }
 

@@ -73,6 +73,9 @@ pub struct TcpArgs {
     #[command(flatten)]
     pub output: OutputArgs,
 
+    #[command(flatten)]
+    pub repeat: super::common::RepeatArgs,
+
     /// Link speed to report the throughput against as a share of line rate (10G, 25gbit);
     /// default: the speed of the interface the test used, where it has one
     #[arg(long, value_name = "RATE")]

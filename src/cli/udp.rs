@@ -83,6 +83,9 @@ Sets the gap between datagrams from -l. 0: as fast as possible. Example: --rate 
     pub output: OutputArgs,
 
     #[command(flatten)]
+    pub repeat: super::common::RepeatArgs,
+
+    #[command(flatten)]
     pub reach: super::ConnectArgs,
 }
 

@@ -28,7 +28,7 @@ fn delay_of_10ms_each_way_gives_a_20ms_ping() {
     assert_eq!(lab.status["hosts"][0]["backends"]["delay"], "linerate relay");
     // The status is a document of its own: it names its layout and its numbers' units.
     crate::units::check_units("lab status", &lab.status);
-    assert_eq!(lab.status["schema"], 3);
+    assert_eq!(lab.status["schema"], 4);
     assert_20ms_ping(&lab);
 }
 

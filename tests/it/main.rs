@@ -12,6 +12,7 @@ mod lab;
 mod layout;
 mod netns;
 mod plan;
+mod repeat;
 mod rr;
 mod settings;
 mod tcp;

@@ -241,7 +241,7 @@ fn a_sweep_runs_every_size_and_gap() {
     );
     let v = json_of(&out);
     assert_eq!(v["test"], "udp sweep");
-    assert_eq!(v["schema"], 3);
+    assert_eq!(v["schema"], 4);
     assert_eq!(v["partial"], false);
     let points = v["points"].as_array().expect("points");
     let got: Vec<(u64, f64)> = points

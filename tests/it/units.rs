@@ -315,7 +315,7 @@ fn issue_13_every_number_in_every_kind_names_its_unit() {
     check_units("http", &http);
     check_round_trip::<TestResult>("http", &http);
     let sweep = run(&["http", "--json", &url, "--users", "1,2", "-d", "0.3s", "--no-agent"]);
-    assert_eq!(sweep["schema"], 3);
+    assert_eq!(sweep["schema"], 4);
     check_units("http sweep", &sweep);
     check_round_trip::<Sweep>("http sweep", &sweep);
 }

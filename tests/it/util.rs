@@ -180,7 +180,7 @@ pub fn f(v: &Value, ptr: &str) -> f64 {
 
 /// Checks the parts of a result document every test relies on (docs/results.md).
 pub fn check_document(v: &Value) {
-    assert_eq!(v["schema"], 3);
+    assert_eq!(v["schema"], 4);
     assert!(v.get("error").is_some(), "error is present (null when fine)");
     assert!(v["linerate"].is_string());
     assert!(v["test"].is_string());

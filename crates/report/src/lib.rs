@@ -1,11 +1,13 @@
 //! linerate-report: result documents in, text out. Every renderer is a function of a
-//! [`linerate_core::result::TestResult`] (or a [`linerate_core::sweep::Sweep`]) alone, so a
-//! stored document renders again without the network.
+//! [`linerate_core::result::TestResult`] (or a [`linerate_core::sweep::Sweep`], a
+//! [`linerate_core::result::Repeated`]) alone, so a stored document renders again without the
+//! network.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod json;
 pub mod lab;
 pub mod live;
+pub mod repeat;
 pub mod sweep;
 pub mod sys;
 pub mod text;

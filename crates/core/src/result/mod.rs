@@ -6,15 +6,17 @@
 //! counts, its own clock); `crate::summary` joins the client's report and each agent's into one
 //! [`TestResult`], counts attributed to the side that counted them (`sent` = the sender's
 //! figure, `received` = the receiver's). By topic: `side` (one end's report), `udp`, `rr` and
-//! `http` (what each test kind adds); every type is re-exported here, as `result::X`.
+//! `http` (what each test kind adds), `repeat` (the document of a repeated test); every type is re-exported here, as `result::X`.
 
 mod http;
 pub mod lab;
+mod repeat;
 mod rr;
 mod side;
 mod udp;
 
 pub use http::*;
+pub use repeat::*;
 pub use rr::*;
 pub use side::*;
 pub use udp::*;
@@ -28,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the result document's layout.
-pub const SCHEMA: u32 = 3;
+pub const SCHEMA: u32 = 4;
 
 /// The whole document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
