@@ -53,10 +53,10 @@ pub fn check(file: &std::path::Path, quick: bool, commands: bool) -> anyhow::Res
             shape.push(format!("{} variants", test.variants.len()));
         }
         text += &format!(
-            "  test {} ({}): {} points{}, {}\n",
+            "  test {} ({}): {}{}, {}\n",
             test.name,
             test.kind.name(),
-            tally.points,
+            plural(tally.points as u64, "point"),
             if shape.is_empty() {
                 String::new()
             } else {
@@ -71,7 +71,7 @@ pub fn check(file: &std::path::Path, quick: bool, commands: bool) -> anyhow::Res
             }
         }
     }
-    text += &format!("in all: {} points, {}\n", all.points, all.describe());
+    text += &format!("in all: {}, {}\n", plural(all.points as u64, "point"), all.describe());
     crate::print_text(&text)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -271,7 +271,7 @@ impl Tally {
 
     fn describe(&self) -> String {
         let runs = if self.runs_min == self.runs_max {
-            format!("{} runs", self.runs_min)
+            plural(self.runs_min, "run")
         } else {
             format!("{} to {} runs", self.runs_min, self.runs_max)
         };
@@ -292,6 +292,15 @@ impl Tally {
             String::new()
         };
         format!("{runs}, {time}{unknown}")
+    }
+}
+
+/// `1 run`, `3 runs`.
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
     }
 }
 
