@@ -16,7 +16,8 @@ pub struct Point {
     pub targets: Vec<String>,
     /// Every option the point runs with: the plan's defaults, then the test's, the variant's,
     /// the quick overlay (with `quick`) and last the coordinates; a later one replaces an
-    /// earlier one of the same option.
+    /// earlier one of the same option or one it conflicts with, except that the quick overlay
+    /// gives way to a conflicting option already set.
     pub settings: Vec<Setting>,
 }
 
@@ -51,21 +52,26 @@ impl Plan {
                 for &vi in &variants {
                     let variant = vi.map(|i| &test.variants[i]);
                     let mut settings: Vec<Setting> = Vec::new();
-                    let mut lay = |layer: &[Setting]| {
+                    // A layer's option replaces the same option and those it conflicts
+                    // with; the quick overlay only shortens: it gives way to a conflicting
+                    // option already set (a test's `count` keeps its count under `time`).
+                    let mut lay = |layer: &[Setting], gives_way: bool| {
                         for s in layer {
-                            settings.retain(|e| {
-                                !same_option(&e.option, &s.option) && !conflicts(test.kind, &e.option, &s.option)
-                            });
+                            let clash = |e: &Setting| conflicts(test.kind, &e.option, &s.option);
+                            if gives_way && settings.iter().any(|e| !same_option(&e.option, &s.option) && clash(e)) {
+                                continue;
+                            }
+                            settings.retain(|e| !same_option(&e.option, &s.option) && !clash(e));
                             settings.push(s.clone());
                         }
                     };
-                    lay(&self.defaults);
-                    lay(&test.settings);
+                    lay(&self.defaults, false);
+                    lay(&test.settings, false);
                     if let Some(v) = variant {
-                        lay(&v.settings);
+                        lay(&v.settings, false);
                     }
                     if quick {
-                        lay(&self.quick);
+                        lay(&self.quick, true);
                     }
                     let coords: Vec<Setting> = combo
                         .iter()
@@ -75,7 +81,7 @@ impl Plan {
                             at: *at,
                         })
                         .collect();
-                    lay(&coords);
+                    lay(&coords, false);
                     out.push(Point {
                         test: ti,
                         variant: vi,
