@@ -61,8 +61,12 @@ fn issue_16_plan_check_counts_points_runs_and_time() {
     let quick = check(PLAN, &["--quick"]);
     let text = String::from_utf8_lossy(&quick.stdout);
     assert!(
-        text.contains("18 runs, about 90 s"),
+        text.contains("18 runs, about 60 s"),
         "quick: 18 x (1 + 1) s + 12 x 2 s pauses: {text}"
+    );
+    assert!(
+        text.contains("test rr (rr): 1 point, 1 run, each limited by a count"),
+        "quick keeps a count: {text}"
     );
 }
 
