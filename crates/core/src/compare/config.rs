@@ -3,22 +3,9 @@
 //! affinity, sysctls, kernel, CPU governor, and the lab's links), and nothing that is the same.
 //! Read from the documents alone, so two results taken on different days compare.
 
-use crate::result::TestResult;
-use serde::{Deserialize, Serialize};
+use crate::result::{ConfigChange, TestResult};
 use serde_json::Value;
 use std::collections::BTreeMap;
-
-/// One setting that differs: where, and its value on each side (None: the side lacks it).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ConfigChange {
-    /// "client", the agent's name (`A-name / B-name` where the two sides named it apart), or
-    /// "lab" for the emulated links.
-    pub host: String,
-    /// Dotted path: `interfaces.eth0.mtu_bytes`, `sysctls.net.core.rmem_max`.
-    pub key: String,
-    pub a: Option<String>,
-    pub b: Option<String>,
-}
 
 /// Keys that change between any two runs and say nothing of the configuration.
 const VOLATILE: &[&str] = &["cpu.current_mhz", "notes", "memory_bytes"];
