@@ -2,6 +2,7 @@
 
 mod campaign;
 mod cli;
+mod compare;
 mod live;
 mod repeat;
 
@@ -170,6 +171,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Http(args) => http_command(&args),
         Command::Quick(args) => quick(&args),
+        Command::Compare(args) => compare::run(&args),
         Command::Plan(args) => match args.command {
             cli::plan::PlanCommand::Check { file, quick, commands } => campaign::check(&file, quick, commands),
         },

@@ -3,6 +3,7 @@
 
 mod agent;
 mod cli;
+mod compare;
 mod cost;
 mod exit;
 mod flags;

@@ -12,10 +12,16 @@ const VOLATILE: &[&str] = &["cpu.current_mhz", "notes", "memory_bytes"];
 /// Last path parts to leave out wherever they stand (where a figure came from, not what it is).
 const VOLATILE_LEAVES: &[&str] = &["sources", "operstate"];
 
-/// What differs between A's and B's hosts and labs. Hosts pair by role: the client with the
-/// client, agents in the order of their names.
+/// What differs between A's and B's test options, hosts and labs. Hosts pair by role: the
+/// client with the client, agents in the order of their names.
 pub fn config_difference(a: &TestResult, b: &TestResult) -> Vec<ConfigChange> {
     let mut out = Vec::new();
+    let options = |r: &TestResult| {
+        let mut flat = BTreeMap::new();
+        flatten("", &serde_json::to_value(&r.options).unwrap_or(Value::Null), &mut flat);
+        flat
+    };
+    push_changes(&mut out, "options", &options(a), &options(b));
     for (host, ca, cb) in pair_hosts(a, b) {
         let (fa, fb) = (flatten_config(ca.as_ref()), flatten_config(cb.as_ref()));
         push_changes(&mut out, &host, &fa, &fb);

@@ -101,7 +101,8 @@ pub struct PointComparison {
 /// One setting that differs between the sides' configurations.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigChange {
-    /// "client", the agent's name (`A-name / B-name` where the sides named it apart), or "lab".
+    /// "options" (the test as asked), "client", the agent's name (`A-name / B-name` where the
+    /// sides named it apart), or "lab".
     pub host: String,
     /// Dotted path: `interfaces.eth0.mtu_bytes`, `sysctls.net.core.rmem_max`, `h1.link`.
     pub key: String,
