@@ -1,6 +1,8 @@
 //! linerate: parse -> spec -> run -> render -> exit code; nothing else.
 
+mod campaign;
 mod cli;
+mod compare;
 mod live;
 mod repeat;
 
@@ -169,6 +171,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Http(args) => http_command(&args),
         Command::Quick(args) => quick(&args),
+        Command::Compare(args) => compare::run(&args),
+        Command::Plan(args) => match args.command {
+            cli::plan::PlanCommand::Check { file, quick, commands } => campaign::check(&file, quick, commands),
+        },
         Command::Lab(args) => lab_command(args.command),
         Command::Sys(args) => sys(&args),
         Command::Doctor(args) => doctor(&args),

@@ -2,9 +2,11 @@
 //! into a validated spec (`into_spec`) before anything touches the network.
 
 pub mod common;
+pub mod compare;
 pub mod complete;
 pub mod http;
 pub mod lab;
+pub mod plan;
 pub mod quick;
 pub mod rr;
 pub mod serve;
@@ -42,6 +44,10 @@ pub enum Command {
     Rr(rr::RrArgs),
     /// HTTP load: simulated users or a request rate against any HTTP/1.1 server (Avalanche-style)
     Http(http::HttpArgs),
+    /// Compare two sets of results: each figure's change, its 95 % interval and a verdict
+    Compare(compare::CompareArgs),
+    /// Campaigns: a plan of tests, varied options and variants, checked and run
+    Plan(plan::PlanArgs),
     /// A short TCP test against an agent started on loopback, to see linerate work
     Quick(quick::QuickArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)

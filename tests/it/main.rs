@@ -3,6 +3,7 @@
 
 mod agent;
 mod cli;
+mod compare;
 mod cost;
 mod exit;
 mod flags;
@@ -11,6 +12,7 @@ mod httpd;
 mod lab;
 mod layout;
 mod netns;
+mod plan;
 mod repeat;
 mod rr;
 mod settings;

@@ -9,10 +9,12 @@
 pub mod agent;
 pub mod client;
 pub mod codec;
+pub mod compare;
 pub mod engine;
 pub mod goodput;
 pub mod httpd;
 pub mod metrics;
+pub mod plan;
 pub mod proto;
 pub mod repeat;
 pub mod result;

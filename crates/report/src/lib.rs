@@ -4,6 +4,7 @@
 //! network.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod compare;
 pub mod json;
 pub mod lab;
 pub mod live;

@@ -72,7 +72,7 @@ pub fn head(rep: &Repeated) -> String {
 }
 
 /// A figure's value as text: fewer decimals as it grows.
-fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     let a = v.abs();
     if a >= 100.0 {
         grouped(v, 1)

@@ -8,6 +8,7 @@
 //! figure, `received` = the receiver's). By topic: `side` (one end's report), `udp`, `rr` and
 //! `http` (what each test kind adds), `repeat` (the document of a repeated test); every type is re-exported here, as `result::X`.
 
+mod compare;
 mod http;
 pub mod lab;
 mod repeat;
@@ -15,6 +16,7 @@ mod rr;
 mod side;
 mod udp;
 
+pub use compare::*;
 pub use http::*;
 pub use repeat::*;
 pub use rr::*;

@@ -1,0 +1,196 @@
+//! The configuration difference between two results: what differs between the hosts that
+//! measured A and those that measured B (MTU, offloads, driver and firmware, qdisc, rings, IRQ
+//! affinity, sysctls, kernel, CPU governor, and the lab's links), and nothing that is the same.
+//! Read from the documents alone, so two results taken on different days compare.
+
+use crate::result::{ConfigChange, TestResult};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Keys that change between any two runs and say nothing of the configuration.
+const VOLATILE: &[&str] = &["cpu.current_mhz", "notes", "memory_bytes"];
+/// Last path parts to leave out wherever they stand (where a figure came from, not what it is).
+const VOLATILE_LEAVES: &[&str] = &["sources", "operstate"];
+
+/// What differs between A's and B's test options, hosts and labs. Hosts pair by role: the
+/// client with the client, agents in the order of their names.
+pub fn config_difference(a: &TestResult, b: &TestResult) -> Vec<ConfigChange> {
+    let mut out = Vec::new();
+    let options = |r: &TestResult| {
+        let mut flat = BTreeMap::new();
+        flatten("", &serde_json::to_value(&r.options).unwrap_or(Value::Null), &mut flat);
+        flat
+    };
+    push_changes(&mut out, "options", &options(a), &options(b));
+    for (host, ca, cb) in pair_hosts(a, b) {
+        let (fa, fb) = (flatten_config(ca.as_ref()), flatten_config(cb.as_ref()));
+        push_changes(&mut out, &host, &fa, &fb);
+    }
+    let lab = |r: &TestResult| {
+        let mut flat = BTreeMap::new();
+        for h in r.lab.iter().flat_map(|l| &l.hosts) {
+            flat.insert(format!("{}.link", h.name), h.link_text.clone());
+            let backends = serde_json::to_value(&h.backends).unwrap_or(Value::Null);
+            flatten(&format!("{}.backends", h.name), &backends, &mut flat);
+        }
+        flat
+    };
+    push_changes(&mut out, "lab", &lab(a), &lab(b));
+    out
+}
+
+fn push_changes(out: &mut Vec<ConfigChange>, host: &str, a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) {
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    for key in keys {
+        let (x, y) = (a.get(key), b.get(key));
+        if x != y {
+            out.push(ConfigChange {
+                host: host.to_string(),
+                key: key.clone(),
+                a: x.cloned(),
+                b: y.cloned(),
+            });
+        }
+    }
+}
+
+/// (name, A's configuration, B's configuration) per host paired across the two results.
+fn pair_hosts(a: &TestResult, b: &TestResult) -> Vec<(String, Option<Value>, Option<Value>)> {
+    fn configs(r: &TestResult) -> (Option<Value>, Vec<(String, Option<Value>)>) {
+        let mut client = None;
+        let mut agents = Vec::new();
+        for (name, h) in &r.hosts {
+            let v = h.config.as_ref().and_then(|c| serde_json::to_value(c).ok());
+            if h.role == "client" {
+                client = v;
+            } else {
+                agents.push((name.clone(), v));
+            }
+        }
+        (client, agents)
+    }
+    let (ca, aa) = configs(a);
+    let (cb, ab) = configs(b);
+    let mut pairs = vec![("client".to_string(), ca, cb)];
+    for i in 0..aa.len().max(ab.len()) {
+        let (na, va) = aa.get(i).cloned().unwrap_or_default();
+        let (nb, vb) = ab.get(i).cloned().unwrap_or_default();
+        let name = match (na.is_empty(), nb.is_empty()) {
+            (false, false) if na == nb => na,
+            (false, false) => format!("{na} / {nb}"),
+            (false, true) => na,
+            _ => nb,
+        };
+        pairs.push((name, va, vb));
+    }
+    pairs
+}
+
+fn flatten_config(config: Option<&Value>) -> BTreeMap<String, String> {
+    let mut flat = BTreeMap::new();
+    if let Some(v) = config {
+        flatten("", v, &mut flat);
+    }
+    flat.retain(|k, _| {
+        !VOLATILE.iter().any(|v| k == v || k.starts_with(&format!("{v}.")))
+            && !VOLATILE_LEAVES.iter().any(|l| k.split('.').any(|part| part == *l))
+    });
+    flat
+}
+
+/// Paths to scalar values. Arrays of scalars are one value (`0,1`); arrays of objects are keyed
+/// by the element's `name` (interfaces), `irq` (IRQs) or position.
+fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
+    let join = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                flatten(&join(k), v, out);
+            }
+        }
+        Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+            if !items.is_empty() {
+                let text: Vec<String> = items.iter().map(scalar).collect();
+                out.insert(prefix.to_string(), text.join(","));
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let key = item
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .or_else(|| item.get("irq").map(|n| format!("irq{}", scalar(n))))
+                    .unwrap_or_else(|| i.to_string());
+                flatten(&join(&key), item, out);
+            }
+        }
+        Value::Null => {}
+        other => {
+            out.insert(prefix.to_string(), scalar(other));
+        }
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_of_objects_are_keyed_by_name_and_scalars_joined() {
+        let v = serde_json::json!({
+            "kernel": "6.1",
+            "cpu": {"online": [0, 1], "current_mhz": 2000.0, "governor": null},
+            "interfaces": [{"name": "eth0", "mtu_bytes": 9000, "irqs": [{"irq": 40, "cpus": [1]}]}],
+            "notes": ["x"],
+        });
+        let flat = flatten_config(Some(&v));
+        let keys: Vec<&str> = flat.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "cpu.online",
+                "interfaces.eth0.irqs.irq40.cpus",
+                "interfaces.eth0.irqs.irq40.irq",
+                "interfaces.eth0.mtu_bytes",
+                "interfaces.eth0.name",
+                "kernel"
+            ]
+        );
+        assert_eq!(flat["cpu.online"], "0,1");
+        assert_eq!(flat["interfaces.eth0.mtu_bytes"], "9000");
+    }
+
+    #[test]
+    fn only_what_differs_is_listed() {
+        let a = flatten_config(Some(
+            &serde_json::json!({"kernel": "6.1", "interfaces": [{"name": "eth0", "mtu_bytes": 1500}]}),
+        ));
+        let b = flatten_config(Some(
+            &serde_json::json!({"kernel": "6.1", "interfaces": [{"name": "eth0", "mtu_bytes": 9000, "qdisc": "fq"}]}),
+        ));
+        let mut out = Vec::new();
+        push_changes(&mut out, "agent", &a, &b);
+        let lines: Vec<String> = out.iter().map(|c| format!("{} {:?} {:?}", c.key, c.a, c.b)).collect();
+        assert_eq!(
+            lines,
+            [
+                "interfaces.eth0.mtu_bytes Some(\"1500\") Some(\"9000\")",
+                "interfaces.eth0.qdisc None Some(\"fq\")"
+            ]
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! Comparing two sets of results (issue 16): the points both sides measured, each headline
+//! figure's change with the 95 % confidence interval of the difference and a verdict that knows
+//! which way is better, and what differs between the configurations ([`config`]). Typed data
+//! in, a [`Comparison`] document out; no printing.
+
+pub mod config;
+
+pub use config::config_difference;
+
+use crate::result::{
+    Better, ComparedSide, Comparison, Coordinate, FigureComparison, IntervalMethod, Outcome, PointComparison, Repeated,
+    SCHEMA, SideFigure, TestResult, Verdict,
+};
+use crate::stats;
+use crate::summary::headline::headline;
+use crate::sweep::Sweep;
+use std::collections::BTreeMap;
+
+/// A document one side takes.
+#[derive(Clone, Debug)]
+pub enum Document {
+    Test(Box<TestResult>),
+    Repeated(Box<Repeated>),
+    Sweep(Box<Sweep>),
+}
+
+impl Document {
+    /// Reads any result document by its `test` field (`tcp`, `tcp repeat`, `rr sweep`).
+    pub fn from_json(text: &str) -> Result<Document, String> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            test: Option<String>,
+            kind: Option<String>,
+        }
+        let head: Head = serde_json::from_str(text).map_err(|e| format!("not a result document: {e}"))?;
+        let test = head.test.or(head.kind).unwrap_or_default();
+        let read = |e: serde_json::Error| format!("a `{test}` document that does not read: {e}");
+        Ok(if test.ends_with(" repeat") {
+            Document::Repeated(Box::new(serde_json::from_str(text).map_err(read)?))
+        } else if test.ends_with(" sweep") || test.ends_with("sweep") {
+            Document::Sweep(Box::new(serde_json::from_str(text).map_err(read)?))
+        } else if test == "compare" {
+            return Err("a comparison is not a result to compare".into());
+        } else {
+            Document::Test(Box::new(serde_json::from_str(text).map_err(read)?))
+        })
+    }
+}
+
+/// A document with where it came from and where it sits in a campaign.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Its id or path.
+    pub source: String,
+    pub document: Document,
+    /// The campaign test's name; the test kind when None.
+    pub test: Option<String>,
+    /// The point's varied values (a campaign's labels); a sweep adds its own.
+    pub coordinates: Vec<Coordinate>,
+}
+
+/// One side as asked for, and the documents it took.
+#[derive(Clone, Debug)]
+pub struct SideInput {
+    pub source: String,
+    pub entries: Vec<Entry>,
+}
+
+type Key = (String, Vec<Coordinate>);
+
+/// The complete runs of a side, by point.
+fn points(side: &SideInput) -> BTreeMap<Key, Vec<&TestResult>> {
+    let mut out: BTreeMap<Key, Vec<&TestResult>> = BTreeMap::new();
+    let complete = |r: &&TestResult| r.outcome() == Outcome::Complete;
+    for e in &side.entries {
+        let name = |kind: &str| e.test.clone().unwrap_or_else(|| kind.to_string());
+        match &e.document {
+            Document::Test(r) => {
+                if complete(&&**r) {
+                    out.entry((name(&r.test), sorted(e.coordinates.clone())))
+                        .or_default()
+                        .push(r);
+                }
+            }
+            Document::Repeated(rep) => {
+                let runs = rep
+                    .aggregated_runs
+                    .iter()
+                    .filter_map(|n| rep.runs.get(n.wrapping_sub(1)))
+                    .filter(complete);
+                let kind = rep.test.trim_end_matches(" repeat");
+                out.entry((name(kind), sorted(e.coordinates.clone())))
+                    .or_default()
+                    .extend(runs);
+            }
+            Document::Sweep(s) => {
+                for p in &s.points {
+                    let Some(r) = p.result.as_ref().filter(complete) else {
+                        continue;
+                    };
+                    let mut coords = e.coordinates.clone();
+                    if let Ok(serde_json::Value::Object(at)) = serde_json::to_value(p.at) {
+                        coords.extend(at.into_iter().map(|(k, v)| Coordinate {
+                            name: k,
+                            value: match v {
+                                serde_json::Value::String(s) => s,
+                                other => other.to_string(),
+                            },
+                        }));
+                    }
+                    out.entry((name(&r.test), sorted(coords))).or_default().push(r);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn first_run<'r>(points: &BTreeMap<Key, Vec<&'r TestResult>>) -> Option<&'r TestResult> {
+    points.values().find_map(|runs| runs.first().copied())
+}
+
+fn sorted(mut c: Vec<Coordinate>) -> Vec<Coordinate> {
+    c.sort();
+    c
+}
+
+fn describe(key: &Key) -> String {
+    let mut s = key.0.clone();
+    for c in &key.1 {
+        s += &format!(" {}={}", c.name, c.value);
+    }
+    s
+}
+
+/// Compares B against A: every point both measured, figure by figure.
+pub fn compare(a: &SideInput, b: &SideInput) -> Comparison {
+    let (pa, pb) = (points(a), points(b));
+    let mut notes = Vec::new();
+    let mut compared = Vec::new();
+    for (key, runs_a) in &pa {
+        let Some(runs_b) = pb.get(key) else { continue };
+        compared.push(PointComparison {
+            test: key.0.clone(),
+            coordinates: key.1.clone(),
+            runs_a: runs_a.len(),
+            runs_b: runs_b.len(),
+            figures: compare_runs(runs_a, runs_b),
+        });
+    }
+    if compared.iter().any(|p| p.runs_a < 2 || p.runs_b < 2) {
+        notes.push("a side with one run has no spread: significance needs repeats (--repeat 3 or more)".into());
+    }
+    let config = match (first_run(&pa), first_run(&pb)) {
+        (Some(x), Some(y)) => config_difference(x, y),
+        _ => Vec::new(),
+    };
+    if compared.is_empty() {
+        notes.push("the two sides share no point (same test and varied values) with a complete run".into());
+    }
+    Comparison {
+        linerate: crate::VERSION.to_string(),
+        schema: SCHEMA,
+        test: "compare".into(),
+        a: ComparedSide {
+            source: a.source.clone(),
+            documents: a.entries.iter().map(|e| e.source.clone()).collect(),
+        },
+        b: ComparedSide {
+            source: b.source.clone(),
+            documents: b.entries.iter().map(|e| e.source.clone()).collect(),
+        },
+        only_a: pa.keys().filter(|k| !pb.contains_key(*k)).map(describe).collect(),
+        only_b: pb.keys().filter(|k| !pa.contains_key(*k)).map(describe).collect(),
+        points: compared,
+        config,
+        notes,
+    }
+}
+
+/// Whether a figure is a percentile (`latency_p99_us`): its runs compare by a bootstrap of the
+/// medians, not by Welch's t on the means.
+fn is_percentile(name: &str) -> bool {
+    name.split('_')
+        .any(|p| p.len() > 1 && p.starts_with('p') && p[1..].chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Seed of the bootstrap: the same runs give the same interval.
+const BOOTSTRAP_SEED: u64 = 0x5eed_c0de;
+
+/// The headline figures of two sets of runs of one point, compared.
+pub fn compare_runs(a: &[&TestResult], b: &[&TestResult]) -> Vec<FigureComparison> {
+    let Some(first) = a.first().or(b.first()) else {
+        return Vec::new();
+    };
+    let values = |runs: &[&TestResult], name: &str| -> Vec<f64> {
+        runs.iter()
+            .filter_map(|r| headline(r).into_iter().find(|f| f.name == name).and_then(|f| f.value))
+            .filter(|v| v.is_finite())
+            .collect()
+    };
+    headline(first)
+        .into_iter()
+        .map(|f| {
+            let (va, vb) = (values(a, f.name), values(b, f.name));
+            let percentile = is_percentile(f.name);
+            let centre = |xs: &[f64]| {
+                if percentile { stats::median(xs) } else { stats::mean(xs) }
+            };
+            let side = |xs: &[f64]| {
+                centre(xs).map(|value| SideFigure {
+                    n: xs.len(),
+                    value,
+                    values: xs.to_vec(),
+                })
+            };
+            let (sa, sb) = (side(&va), side(&vb));
+            let difference = match (&sa, &sb) {
+                (Some(x), Some(y)) => Some(y.value - x.value),
+                _ => None,
+            };
+            let change_percent = match (&sa, &sb) {
+                (Some(x), Some(y)) if x.value != 0.0 => Some((y.value - x.value) / x.value.abs() * 100.0),
+                _ => None,
+            };
+            let (interval, method, p_value) = if va.len() < 2 || vb.len() < 2 {
+                (None, None, None)
+            } else if percentile {
+                let ci = stats::bootstrap_difference(
+                    &va,
+                    &vb,
+                    |xs| stats::median(xs).unwrap_or(f64::NAN),
+                    stats::BOOTSTRAP_RESAMPLES,
+                    BOOTSTRAP_SEED,
+                );
+                (ci, Some(IntervalMethod::Bootstrap), None)
+            } else {
+                let w = stats::welch(&va, &vb);
+                (
+                    w.map(|w| (w.ci95_low, w.ci95_high)),
+                    Some(IntervalMethod::Welch),
+                    w.map(|w| w.p_value),
+                )
+            };
+            let verdict = match (&sa, &sb, interval, difference) {
+                (None, _, _, _) | (_, None, _, _) => Verdict::NotMeasured,
+                (_, _, None, _) => Verdict::NeedsRepeats,
+                (_, _, Some((lo, hi)), Some(d)) if lo > 0.0 || hi < 0.0 => {
+                    let up = d > 0.0;
+                    if up == (f.better == Better::Up) {
+                        Verdict::Better
+                    } else {
+                        Verdict::Worse
+                    }
+                }
+                _ => Verdict::NoSignificantChange,
+            };
+            FigureComparison {
+                figure: f.name.to_string(),
+                label: f.label.to_string(),
+                unit: f.unit.to_string(),
+                better: f.better,
+                a: sa,
+                b: sb,
+                change_percent,
+                difference,
+                difference_ci95_low: interval.map(|i| i.0),
+                difference_ci95_high: interval.map(|i| i.1),
+                method: interval.and(method),
+                p_value,
+                verdict,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+use super::*;
+use crate::result::{CpuUsage, SideSummary, Summary};
+use crate::spec::{TcpSpec, TestSpec};
+use crate::sweep::stub_result;
+
+fn tcp(mbit_per_second: f64, cpu_percent: f64) -> TestResult {
+    let side = |cpu: f64| SideSummary {
+        bytes: (mbit_per_second * 1e6 / 8.0 * 2.0) as u64,
+        seconds: 2.0,
+        bits_per_second: mbit_per_second * 1e6,
+        cpu: CpuUsage {
+            host_percent: Some(cpu),
+            ..CpuUsage::default()
+        },
+        ..SideSummary::default()
+    };
+    let summary = Summary {
+        sent: side(cpu_percent),
+        received: side(cpu_percent),
+        ..Summary::default()
+    };
+    stub_result(TestSpec::Tcp(TcpSpec::new()), summary)
+}
+
+fn side(name: &str, runs: &[(f64, f64)]) -> SideInput {
+    SideInput {
+        source: name.into(),
+        entries: runs
+            .iter()
+            .enumerate()
+            .map(|(i, (m, c))| Entry {
+                source: format!("{name}{i}"),
+                document: Document::Test(Box::new(tcp(*m, *c))),
+                test: None,
+                coordinates: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
+fn figure<'c>(c: &'c Comparison, name: &str) -> &'c FigureComparison {
+    c.points[0].figures.iter().find(|f| f.figure == name).expect(name)
+}
+
+#[test]
+fn double_the_throughput_at_the_same_cost_is_better_by_100_percent() {
+    let a = side("a", &[(100.0, 20.0), (98.0, 21.0), (101.0, 19.0)]);
+    let b = side("b", &[(200.0, 20.0), (199.0, 21.0), (202.0, 19.0)]);
+    let c = compare(&a, &b);
+    assert_eq!(c.points.len(), 1, "{c:?}");
+    assert_eq!((c.points[0].runs_a, c.points[0].runs_b), (3, 3));
+    let t = figure(&c, "received_mbit_per_second");
+    assert_eq!(t.verdict, Verdict::Better);
+    let change = t.change_percent.expect("change");
+    assert!((change - 101.0).abs() < 1.0, "{change}");
+    assert_eq!(t.method, Some(IntervalMethod::Welch));
+    assert!(t.difference_ci95_low.expect("ci") > 0.0);
+    // A lower CPU is better; the same CPU is no significant change.
+    let cpu = c.points[0]
+        .figures
+        .iter()
+        .find(|f| f.better == Better::Down)
+        .expect("a CPU figure");
+    assert_eq!(cpu.verdict, Verdict::NoSignificantChange, "{cpu:?}");
+    assert!(c.worse_by_more_than(5.0).is_empty());
+    // The other way round it is worse, by about 50 %.
+    let back = compare(&b, &a);
+    let t = figure(&back, "received_mbit_per_second");
+    assert_eq!(t.verdict, Verdict::Worse);
+    assert_eq!(back.worse_by_more_than(40.0).len(), back.worse_by_more_than(0.0).len());
+    assert!(back.worse_by_more_than(60.0).is_empty());
+}
+
+#[test]
+fn the_same_runs_twice_are_no_significant_change_and_one_run_needs_repeats() {
+    let runs = [(100.0, 20.0), (104.0, 21.0), (97.0, 19.0)];
+    let c = compare(&side("a", &runs), &side("b", &runs));
+    assert!(
+        c.points[0]
+            .figures
+            .iter()
+            .all(|f| f.verdict == Verdict::NoSignificantChange),
+        "{c:?}"
+    );
+    let one = compare(&side("a", &runs[..1]), &side("b", &runs[..1]));
+    assert!(one.points[0].figures.iter().all(|f| f.verdict == Verdict::NeedsRepeats));
+    assert!(one.notes.iter().any(|n| n.contains("needs repeats")));
+}
+
+#[test]
+fn points_match_by_test_and_coordinates() {
+    let mut a = side("a", &[(100.0, 20.0)]);
+    let mut b = side("b", &[(100.0, 20.0), (100.0, 20.0)]);
+    a.entries[0].coordinates = vec![Coordinate {
+        name: "length".into(),
+        value: "64K".into(),
+    }];
+    b.entries[0].coordinates = a.entries[0].coordinates.clone();
+    b.entries[1].coordinates = vec![Coordinate {
+        name: "length".into(),
+        value: "1M".into(),
+    }];
+    let c = compare(&a, &b);
+    assert_eq!(c.points.len(), 1);
+    assert_eq!(c.points[0].coordinates[0].value, "64K");
+    assert_eq!(c.only_b, ["tcp length=1M"]);
+}
+
+#[test]
+fn percentiles_are_told_by_their_name() {
+    assert!(is_percentile("latency_p50_us"));
+    assert!(is_percentile("response_time_p999_us"));
+    assert!(!is_percentile("received_mbit_per_second"));
+    assert!(!is_percentile("loss_percent"));
+}

@@ -1,0 +1,333 @@
+//! `linerate plan`: a campaign's plan checked against the command line itself. Each point of a
+//! plan becomes the command line it stands for (`tcp HOST --length 64K ...`), parsed by the
+//! same clap definitions and validated by the same `into_spec` as a typed command, so a plan
+//! accepts exactly what the commands accept, and an error points at the line and column that
+//! caused it.
+
+use crate::cli::{Cli, Command};
+use anyhow::Context;
+use clap::{CommandFactory, Parser};
+use linerate_core::plan::{self, Kind, OptionValue, Plan, Point, Position, Setting};
+use std::process::ExitCode;
+
+/// Runs a repeated point makes, at least and at most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runs {
+    pub min: u32,
+    pub max: u32,
+}
+
+/// A point made ready to run: its command line, checked.
+pub struct ReadyPoint {
+    pub argv: Vec<String>,
+    pub runs: Runs,
+    /// One run's planned length, seconds; None when the run is limited by a count.
+    pub run_seconds: Option<f64>,
+    /// The pause between repeated runs, seconds.
+    pub pause_seconds: f64,
+}
+
+/// `linerate plan check FILE`.
+pub fn check(file: &std::path::Path, quick: bool, commands: bool) -> anyhow::Result<ExitCode> {
+    let (plan, ready) = match load(file, quick) {
+        Ok(loaded) => loaded,
+        // A plan that does not read is a usage error (status 2), as a bad flag is.
+        Err(e) => {
+            eprintln!("linerate: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut text = format!("plan '{}' ({}): valid\n", plan.name, file.display());
+    let mut all = Tally::default();
+    for (ti, test) in plan.tests.iter().enumerate() {
+        let mut tally = Tally::default();
+        for (_, r) in ready.iter().filter(|(p, _)| p.test == ti) {
+            tally.add(r);
+        }
+        let mut shape: Vec<String> = test
+            .vary
+            .iter()
+            .map(|v| format!("{} {}", v.values.len(), v.option))
+            .collect();
+        if !test.variants.is_empty() {
+            shape.push(format!("{} variants", test.variants.len()));
+        }
+        text += &format!(
+            "  test {} ({}): {}{}, {}\n",
+            test.name,
+            test.kind.name(),
+            plural(tally.points as u64, "point"),
+            if shape.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", shape.join(" x "))
+            },
+            tally.describe()
+        );
+        all.merge(&tally);
+        if commands {
+            for (_, r) in ready.iter().filter(|(p, _)| p.test == ti) {
+                text += &format!("    {}\n", shell_words(&r.argv));
+            }
+        }
+    }
+    text += &format!("in all: {}, {}\n", plural(all.points as u64, "point"), all.describe());
+    crate::print_text(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads a plan and makes every point ready, or says which line is wrong.
+pub fn load(file: &std::path::Path, quick: bool) -> anyhow::Result<(Plan, Vec<(Point, ReadyPoint)>)> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading plan {}", file.display()))?;
+    let plan = plan::parse(&text).with_context(|| format!("plan {}", file.display()))?;
+    let mut ready = Vec::new();
+    for point in plan.points(quick, conflicting) {
+        let test = &plan.tests[point.test];
+        let r = prepare(test.kind, &point).map_err(|(at, message)| {
+            let at = at.unwrap_or(test.at);
+            anyhow::anyhow!("plan {}: {at}: {message}", file.display())
+        })?;
+        ready.push((point, r));
+    }
+    Ok((plan, ready))
+}
+
+/// Whether two options of a kind exclude each other (clap's `conflicts_with`, either way).
+fn conflicting(kind: Kind, a: &str, b: &str) -> bool {
+    let cli = Cli::command();
+    let Some(cmd) = cli.find_subcommand(kind.name()) else {
+        return false;
+    };
+    let find = |name: &str| {
+        let name = name.replace('_', "-");
+        cmd.get_arguments().find(|x| x.get_long() == Some(name.as_str()))
+    };
+    let (Some(x), Some(y)) = (find(a), find(b)) else {
+        return false;
+    };
+    let hits = |p: &clap::Arg, q: &clap::Arg| cmd.get_arg_conflicts_with(p).iter().any(|c| c.get_id() == q.get_id());
+    hits(x, y) || hits(y, x)
+}
+
+/// The long flags a test kind takes, without dashes.
+fn long_flags(kind: Kind) -> Vec<String> {
+    let cli = Cli::command();
+    cli.find_subcommand(kind.name())
+        .map(|c| {
+            c.get_arguments()
+                .filter_map(|a| a.get_long().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The command line a point stands for.
+pub fn argv(kind: Kind, point: &Point) -> Vec<String> {
+    let mut args = vec!["linerate".to_string(), kind.name().to_string()];
+    args.extend(point.targets.iter().cloned());
+    for s in &point.settings {
+        let flag = format!("--{}", s.option.replace('_', "-"));
+        match &s.value {
+            OptionValue::Switch(true) => args.push(flag),
+            OptionValue::Switch(false) => {}
+            OptionValue::One(v) => args.push(format!("{flag}={v}")),
+            OptionValue::Many(vs) => args.extend(vs.iter().map(|v| format!("{flag}={v}"))),
+        }
+    }
+    args
+}
+
+type PointError = (Option<Position>, String);
+
+fn prepare(kind: Kind, point: &Point) -> Result<ReadyPoint, PointError> {
+    let flags = long_flags(kind);
+    for s in &point.settings {
+        let name = s.option.replace('_', "-");
+        if !flags.contains(&name) {
+            let hint = plan::nearest(&name, flags.iter().map(String::as_str))
+                .map_or(String::new(), |n| format!(" (did you mean `{n}`?)"));
+            return Err((
+                Some(s.at),
+                format!("`{}` is not an option of `linerate {}`{hint}", s.option, kind.name()),
+            ));
+        }
+    }
+    let argv = argv(kind, point);
+    let at_flag = |message: &str| -> Option<Position> {
+        point
+            .settings
+            .iter()
+            .find(|s| message.contains(&format!("--{}", s.option.replace('_', "-"))))
+            .map(|s| s.at)
+    };
+    let cli = Cli::try_parse_from(&argv).map_err(|e| {
+        let text = e.render().to_string();
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("bad option")
+            .trim_start_matches("error: ")
+            .to_string();
+        (at_flag(&text), first)
+    })?;
+    let run_seconds = validate(cli.command).map_err(|e| {
+        let message = format!("{e:#}");
+        (at_flag(&message), message)
+    })?;
+    let setting =
+        |name: &str| -> Option<&Setting> { point.settings.iter().find(|s| plan::same_option(&s.option, name)) };
+    let number = |name: &str, default: u32| -> u32 {
+        setting(name)
+            .and_then(|s| s.value.to_string().parse().ok())
+            .unwrap_or(default)
+    };
+    let runs = match setting("repeat").map(|s| s.value.to_string()) {
+        Some(v) if v == "auto" => Runs {
+            min: number("min-runs", 3),
+            max: number("max-runs", 10),
+        },
+        Some(v) => {
+            let n = v.parse().unwrap_or(1);
+            Runs { min: n, max: n }
+        }
+        None => Runs { min: 1, max: 1 },
+    };
+    let pause_seconds = setting("pause")
+        .and_then(|s| s.value.to_string().parse::<linerate_core::units::TimeSpan>().ok())
+        .map_or(1.0, |t| t.as_secs_f64());
+    Ok(ReadyPoint {
+        argv,
+        runs,
+        run_seconds,
+        pause_seconds,
+    })
+}
+
+/// Validates a point's options as its command would, and gives one run's planned seconds.
+fn validate(command: Command) -> anyhow::Result<Option<f64>> {
+    use linerate_core::spec::Limit;
+    let limit = |l: &Limit| match l {
+        Limit::Seconds(s) => Some(*s),
+        Limit::Buffers(_) => None,
+    };
+    Ok(match command {
+        Command::Tcp(a) => limit(&a.into_spec()?.limit),
+        Command::Udp(a) => {
+            let points = a.sweep()?.map_or(1, |p| p.sizes_bytes.len() * p.gaps_ns.len());
+            limit(&a.into_spec()?.limit).map(|s| s * points as f64)
+        }
+        Command::Rr(a) => {
+            let points = a.sizes()?.map_or(1, |s| s.len());
+            limit(&a.into_spec()?.limit).map(|s| s * points as f64)
+        }
+        Command::Http(a) => {
+            let counts = a.user_counts()?;
+            a.parsed_urls()?;
+            let spec = a.spec_for(counts[0])?;
+            Some((spec.ramp_seconds + spec.duration_seconds) * counts.len() as f64)
+        }
+        _ => anyhow::bail!("a plan runs tcp, udp, rr and http tests"),
+    })
+}
+
+/// Points, runs and time, added up.
+#[derive(Default)]
+struct Tally {
+    points: usize,
+    runs_min: u64,
+    runs_max: u64,
+    seconds_min: f64,
+    seconds_max: f64,
+    /// Runs limited by a count, whose length is not known before they run.
+    unknown: u64,
+}
+
+impl Tally {
+    fn add(&mut self, r: &ReadyPoint) {
+        self.points += 1;
+        self.runs_min += u64::from(r.runs.min);
+        self.runs_max += u64::from(r.runs.max);
+        // A second a run for connecting, draining and storing.
+        let per_run = |n: u32| match r.run_seconds {
+            Some(s) => f64::from(n) * (s + 1.0) + f64::from(n.saturating_sub(1)) * r.pause_seconds,
+            None => 0.0,
+        };
+        self.seconds_min += per_run(r.runs.min);
+        self.seconds_max += per_run(r.runs.max);
+        if r.run_seconds.is_none() {
+            self.unknown += u64::from(r.runs.max);
+        }
+    }
+
+    fn merge(&mut self, o: &Tally) {
+        self.points += o.points;
+        self.runs_min += o.runs_min;
+        self.runs_max += o.runs_max;
+        self.seconds_min += o.seconds_min;
+        self.seconds_max += o.seconds_max;
+        self.unknown += o.unknown;
+    }
+
+    fn describe(&self) -> String {
+        let runs = if self.runs_min == self.runs_max {
+            plural(self.runs_min, "run")
+        } else {
+            format!("{} to {} runs", self.runs_min, self.runs_max)
+        };
+        let time = if self.seconds_max == 0.0 && self.unknown > 0 {
+            "each limited by a count".to_string()
+        } else if (self.seconds_max - self.seconds_min).abs() < 0.5 {
+            format!("about {}", duration_text(self.seconds_min))
+        } else {
+            format!(
+                "about {} to {}",
+                duration_text(self.seconds_min),
+                duration_text(self.seconds_max)
+            )
+        };
+        let unknown = if self.unknown > 0 && self.seconds_max > 0.0 {
+            format!(" (+ {} runs limited by a count, not timed)", self.unknown)
+        } else {
+            String::new()
+        };
+        format!("{runs}, {time}{unknown}")
+    }
+}
+
+/// `1 run`, `3 runs`.
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// `45 s`, `12 min`, `2.5 h`.
+fn duration_text(seconds: f64) -> String {
+    if seconds < 90.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 5400.0 {
+        format!("{:.0} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
+}
+
+/// A command line as a shell would take it back: words with spaces or quotes single-quoted.
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/@%+[]".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

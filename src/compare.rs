@@ -1,0 +1,57 @@
+//! `linerate compare A B`: each side's documents gathered, compared point by point by
+//! `linerate_core::compare`, printed as tables or JSON; `--fail-if-worse` turns a significant
+//! loss into exit status 3 so that a CI job can gate a change on it.
+
+use crate::cli::compare::{CompareArgs, file_of};
+use anyhow::Context;
+use linerate_core::compare::{Document, Entry, SideInput, compare};
+use std::process::ExitCode;
+
+/// Status of a comparison that found a figure worse by more than `--fail-if-worse`.
+const EXIT_WORSE: u8 = 3;
+
+pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    args.check()?;
+    let a = side(&args.a).with_context(|| format!("side A '{}'", args.a))?;
+    let b = side(&args.b).with_context(|| format!("side B '{}'", args.b))?;
+    let c = compare(&a, &b);
+    crate::print_text(&if args.json {
+        linerate_report::compare::json(&c)
+    } else {
+        linerate_report::compare::text(&c)
+    })?;
+    if let Some(pct) = args.fail_if_worse {
+        let worse = c.worse_by_more_than(pct);
+        if let Some((p, f)) = worse.first() {
+            eprintln!(
+                "linerate: {} {} is worse by {:.1} % (more than {pct} %){}",
+                p.test,
+                f.label,
+                f.change_percent.unwrap_or(0.0).abs(),
+                if worse.len() > 1 {
+                    format!(", and {} more figures", worse.len() - 1)
+                } else {
+                    String::new()
+                }
+            );
+            return Ok(ExitCode::from(EXIT_WORSE));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The documents one side names.
+fn side(source: &str) -> anyhow::Result<SideInput> {
+    let path = file_of(source).with_context(|| format!("no result file '{source}'"))?;
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let document = Document::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(SideInput {
+        source: source.to_string(),
+        entries: vec![Entry {
+            source: path.display().to_string(),
+            document,
+            test: None,
+            coordinates: Vec::new(),
+        }],
+    })
+}

@@ -1,0 +1,107 @@
+//! `linerate compare` (issue 16) on real runs across lab links of known rates: 200 Mbit/s
+//! against 100 Mbit/s is better by about 100 % and significant, with the link's rate named in
+//! the configuration difference; the same link twice is no significant change; and
+//! `--fail-if-worse` gates on the worse direction only.
+
+use crate::util::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Three runs of 2 s (after a 1 s warm-up) from h1 to h2, written to `dir/name.json`.
+fn repeated(lab: &Lab, dir: &Path, name: &str) -> PathBuf {
+    let args = [
+        "linerate", "tcp", "h2", "--json", "--repeat", "3", "-t", "3", "--warmup", "1", "-i", "0", "--pause", "0",
+    ];
+    let out = lab.exec("h1", &args, Duration::from_secs(120));
+    let v = json_of(&out);
+    assert_eq!(v["test"], "tcp repeat", "{v}");
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, &out.stdout).expect("write document");
+    path
+}
+
+fn compare(a: &Path, b: &Path, extra: &[&str]) -> (Option<i32>, Value) {
+    let mut args = vec![
+        "compare",
+        a.to_str().expect("path"),
+        b.to_str().expect("path"),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = linerate(&args, LIMIT);
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+    )
+}
+
+fn throughput(c: &Value) -> &Value {
+    c["points"][0]["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .find(|f| f["figure"] == "received_mbit_per_second")
+        .expect("receiver throughput")
+}
+
+#[test]
+fn issue_16_compare_tells_a_faster_link_from_noise_and_names_its_rate() {
+    let Some(slow) = Lab::up(2, &["rate=100mbit"]) else {
+        return;
+    };
+    let Some(fast) = Lab::up(2, &["rate=200mbit"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = repeated(&slow, dir.path(), "a");
+    let a2 = repeated(&slow, dir.path(), "a2");
+    let b = repeated(&fast, dir.path(), "b");
+
+    let (code, c) = compare(&a, &b, &[]);
+    assert_eq!(code, Some(0), "{c}");
+    let t = throughput(&c);
+    assert_eq!(t["verdict"], "better", "{t}");
+    let change = t["change_percent"].as_f64().expect("change");
+    assert!((90.0..=110.0).contains(&change), "200 against 100 Mbit/s: {change} %");
+    let rate = c["config"]
+        .as_array()
+        .expect("config")
+        .iter()
+        .find(|ch| ch["host"] == "lab" && ch["key"].as_str().is_some_and(|k| k.ends_with(".link")))
+        .unwrap_or_else(|| panic!("the link's rate in the difference: {}", c["config"]));
+    assert!(rate["a"].as_str().is_some_and(|s| s.contains("rate=100")), "{rate}");
+    assert!(rate["b"].as_str().is_some_and(|s| s.contains("rate=200")), "{rate}");
+
+    let (_, same) = compare(&a, &a2, &[]);
+    assert_eq!(
+        throughput(&same)["verdict"],
+        "no_significant_change",
+        "A/A: {}",
+        throughput(&same)
+    );
+
+    assert_eq!(compare(&a, &b, &["--fail-if-worse", "5"]).0, Some(0), "B is better");
+    assert_eq!(
+        compare(&b, &a, &["--fail-if-worse", "5"]).0,
+        Some(3),
+        "A is worse than B by ~50 %"
+    );
+}
+
+#[test]
+fn issue_16_compare_refuses_what_is_not_a_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"x\": 1}").expect("write");
+    let out = linerate(
+        &["compare", junk.to_str().expect("path"), junk.to_str().expect("path")],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    let out = linerate(&["compare", "no-such-file.json", "x", "--fail-if-worse", "-1"], LIMIT);
+    assert_ne!(out.status.code(), Some(0));
+}
