@@ -11,6 +11,7 @@ use super::sockopt;
 use super::{Control, EngineError, Sink, pin};
 
 mod event;
+pub mod mix;
 mod uring;
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd};
 use crate::spec::{Limit, TcpSpec};
