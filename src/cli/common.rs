@@ -3,10 +3,10 @@
 //! runs (`-n`, `-t`, `--warmup`, `--cooldown`), the interval (`-i`) and the output (`--json`).
 //! Times are [`TimeSpan`]s: a bare number is seconds, `250ms` and the other suffixes also work.
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use linerate_core::client::Target;
 use linerate_core::spec::{Limit, MAX_STREAMS};
-use linerate_core::units::{CpuList, TimeSpan};
+use linerate_core::units::{ByteSize, CpuList, TimeSpan};
 
 /// The agents a test runs against.
 #[derive(Debug, Clone, clap::Args)]
@@ -164,6 +164,34 @@ pub struct OutputArgs {
     /// Print one JSON document (docs/results.md) instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+/// `a,b,c` or `START:END:STEP` (END included), each value parsed by `parse`.
+pub fn parse_list<T: Copy>(
+    text: &str,
+    flag: &str,
+    parse: impl Fn(&str) -> anyhow::Result<T>,
+) -> anyhow::Result<Vec<T>> {
+    let bad = || format!("{flag} '{text}' is not a list (64,512,1472) or a range (0:40:2)");
+    if let [start, end, step] = text.split(':').collect::<Vec<_>>()[..] {
+        let (a, b, st): (f64, f64, f64) = (
+            start.trim().parse().with_context(bad)?,
+            end.trim().parse().with_context(bad)?,
+            step.trim().parse().with_context(bad)?,
+        );
+        anyhow::ensure!(st > 0.0 && b >= a && (b - a) / st <= 10_000.0, "{}", bad());
+        let n = ((b - a) / st + 1e-9).floor() as usize;
+        return (0..=n).map(|i| parse(&format!("{}", a + i as f64 * st))).collect();
+    }
+    text.split(',')
+        .map(|v| parse(v.trim()).with_context(|| format!("{flag}: '{v}'")))
+        .collect()
+}
+
+/// A `--sizes` list of byte sizes (K = 1024: `64,1K,64K` or `START:END:STEP`), in the order
+/// given, each converted by `convert` (udp and rr take u32, tcp a [`ByteSize`]).
+pub fn parse_sizes<T: Copy>(text: &str, convert: impl Fn(ByteSize) -> anyhow::Result<T>) -> anyhow::Result<Vec<T>> {
+    parse_list(text, "--sizes", |v| convert(v.parse()?))
 }
 
 #[cfg(test)]
