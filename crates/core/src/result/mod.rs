@@ -5,16 +5,18 @@
 //! types, nothing that measures or assembles. Each end's engine returns a [`SideReport`] (its own
 //! counts, its own clock); `crate::summary` joins the client's report and each agent's into one
 //! [`TestResult`], counts attributed to the side that counted them (`sent` = the sender's
-//! figure, `received` = the receiver's). By topic: `side` (one end's report), `udp`, `rr` and
-//! `http` (what each test kind adds); every type is re-exported here, as `result::X`.
+//! figure, `received` = the receiver's). By topic: `side` (one end's report), `udp`, `rr`, `mix`
+//! and `http` (what each test kind adds); every type is re-exported here, as `result::X`.
 
 mod http;
 pub mod lab;
+mod mix;
 mod rr;
 mod side;
 mod udp;
 
 pub use http::*;
+pub use mix::*;
 pub use rr::*;
 pub use side::*;
 pub use udp::*;
@@ -189,6 +191,9 @@ pub struct Summary {
     /// HTTP runs with an agent on the server's host: that host's samplers over the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<SideSummary>,
+    /// Mixed TCP runs (`--mix`): bytes and transfers per direction, CPU and efficiency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixSummary>,
 }
 
 /// A side of the transfer (all senders, or all receivers) over the measurement window.

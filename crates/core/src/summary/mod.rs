@@ -557,6 +557,7 @@ pub(crate) fn assemble(
             rr,
             http: None,
             server: None,
+            mix: None,
         },
         notes,
         lab: None,
