@@ -537,7 +537,7 @@ pub(crate) fn assemble(
         TestSpec::Rr(r) => Some(rr::summarise(r, agents, &sent, &received)),
         _ => None,
     };
-    TestResult {
+    let mut result = TestResult {
         linerate: crate::VERSION.to_string(),
         schema: SCHEMA,
         test: spec.kind().into(),
@@ -561,7 +561,13 @@ pub(crate) fn assemble(
         },
         notes,
         lab: None,
+    };
+    if let TestSpec::Tcp(t) = spec
+        && let Some(m) = t.mix
+    {
+        result.summary.mix = tcp::mix_summary(m, t.buffer_bytes.0, &result.summary);
     }
+    result
 }
 
 /// A UDP run's send and receive sides over their own windows: the senders' first to last send

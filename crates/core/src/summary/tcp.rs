@@ -18,17 +18,13 @@ pub fn assemble_tcp(
     started_unix_ms: u64,
     notes: Vec<String>,
 ) -> TestResult {
-    let mut r = assemble(
+    assemble(
         &TestSpec::Tcp(spec.clone()),
         client_host,
         agents,
         started_unix_ms,
         notes,
-    );
-    if let Some(m) = spec.mix {
-        r.summary.mix = mix_summary(m, spec.buffer_bytes.0, &r.summary);
-    }
-    r
+    )
 }
 
 /// A mixed run's figures from its two directions (forward = the writes, reverse = the reads),
