@@ -73,7 +73,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
             let json = args.output.json;
+            let sizes = args.sizes()?;
             let spec = args.into_spec()?;
+            if let Some(sizes) = sizes {
+                let run = |spec: &TcpSpec| {
+                    spec.validate()?;
+                    tcp_test(spec, &targets, &opts, true)
+                        .with_context(|| format!("sweep point -l {}", spec.buffer_bytes))
+                };
+                let sweep = linerate_core::sweep::tcp::sweep(&spec, &sizes, run, |s| show_sweep(s, json))?;
+                return print_sweep(&sweep, json);
+            }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             let mut result = tcp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("tcp test against {}", names.join(", ")))?;
