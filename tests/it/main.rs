@@ -10,6 +10,7 @@ mod http;
 mod httpd;
 mod lab;
 mod layout;
+mod mix;
 mod netns;
 mod rr;
 mod settings;
