@@ -25,7 +25,11 @@ fn assert_exact_per_stream(v: &Value) {
     let streams = v["summary"]["streams"].as_array().expect("streams");
     for s in streams {
         let (sent, received) = (u(s, "/sent/bytes"), u(s, "/received/bytes"));
-        assert_eq!(sent, received, "stream {}: the agent's count against the client's", s["stream"]);
+        assert_eq!(
+            sent, received,
+            "stream {}: the agent's count against the client's",
+            s["stream"]
+        );
         assert_eq!(received % L, 0, "stream {}: whole transfers only", s["stream"]);
     }
 }
@@ -42,7 +46,10 @@ fn assert_efficiency(m: &Value, known: bool) {
         let cpu = f(m, &format!("/{end}_cpu_percent"));
         let eff = f(m, &format!("/{end}_mbit_per_second_per_cpu_percent"));
         let want = f(m, "/bits_per_second") / 1e6 / cpu;
-        assert!((eff - want).abs() <= 1e-9 * want.max(1.0), "{end}: {eff} against {want}");
+        assert!(
+            (eff - want).abs() <= 1e-9 * want.max(1.0),
+            "{end}: {eff} against {want}"
+        );
     }
 }
 
@@ -57,8 +64,16 @@ fn mix_70_30_reads_70_percent_of_the_bytes_with_counts_exact_against_the_agent()
     assert_eq!(u(m, "/transfers"), 2000);
     assert_eq!(u(m, "/read/bytes"), 1400 * L, "client's received = transfers x -l");
     assert_eq!(u(m, "/write/bytes"), 600 * L, "agent's received = transfers x -l");
-    assert_eq!(u(m, "/read/sent_bytes"), u(m, "/read/bytes"), "agent sent = client received");
-    assert_eq!(u(m, "/write/sent_bytes"), u(m, "/write/bytes"), "client sent = agent received");
+    assert_eq!(
+        u(m, "/read/sent_bytes"),
+        u(m, "/read/bytes"),
+        "agent sent = client received"
+    );
+    assert_eq!(
+        u(m, "/write/sent_bytes"),
+        u(m, "/write/bytes"),
+        "client sent = agent received"
+    );
     let share = f(m, "/read_share_percent");
     assert!((share - 70.0).abs() <= 1.0, "read share {share} %");
     // The same from the per-stream counts the summary keeps, stream 0 forward, 1 reverse.
@@ -90,7 +105,11 @@ fn mix_0_100_is_all_writes() {
 fn mix_with_two_streams_counts_each_stream_both_ways() {
     let v = mixed(&["--mix", "50:50", "-n", "200", "-P", "2"]);
     let streams = v["summary"]["streams"].as_array().expect("streams");
-    assert_eq!(streams.len(), 4, "two connections, each counted as a forward and a reverse stream");
+    assert_eq!(
+        streams.len(),
+        4,
+        "two connections, each counted as a forward and a reverse stream"
+    );
     for s in streams {
         assert_eq!(u(s, "/received/bytes"), 100 * L, "stream {}", s["stream"]);
     }
@@ -161,7 +180,10 @@ fn size_sweep_gives_throughput_cpu_and_efficiency_per_size() {
                 let cpu = f(fig, &format!("/{end}_cpu_percent"));
                 let eff = f(fig, &format!("/{end}_mbit_per_second_per_cpu_percent"));
                 let want = bps / 1e6 / cpu;
-                assert!((eff - want).abs() <= 1e-9 * want, "{mix:?} {size} {end}: {eff} vs {want}");
+                assert!(
+                    (eff - want).abs() <= 1e-9 * want,
+                    "{mix:?} {size} {end}: {eff} vs {want}"
+                );
             }
             assert_eq!(fig["transfers_per_second"].is_number(), !mix.is_empty());
         }

@@ -76,7 +76,10 @@ pub fn head(sweep: &Sweep) -> String {
         SweepKind::Tcp(t) => format!(
             "tcp throughput, CPU and efficiency against transfer size ({})\n{:>12} {:>12} {:>11} {:>11} {:>12} {:>12} {:>13}\n",
             match t.mix {
-                Some(m) => format!("--mix {m}: {} % client reads, {} % client writes", m.read_percent, m.write_percent),
+                Some(m) => format!(
+                    "--mix {m}: {} % client reads, {} % client writes",
+                    m.read_percent, m.write_percent
+                ),
                 None => "one-way streams".to_string(),
             },
             "size B",

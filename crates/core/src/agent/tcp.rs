@@ -49,7 +49,14 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), 
     let peer = streams.first().and_then(|s| s.socket.peer_addr().ok()).map(|a| a.ip());
     conn.send(&Message::Started).map_err(proto_refusal)?;
     run_and_report(conn, peer, |control| match spec.mix {
-        Some(_) => tcp::mix::run(spec, tcp::mix::MixEnd::Agent, &spec.peer_cpus, streams, &mut Quiet, control),
+        Some(_) => tcp::mix::run(
+            spec,
+            tcp::mix::MixEnd::Agent,
+            &spec.peer_cpus,
+            streams,
+            &mut Quiet,
+            control,
+        ),
         None => tcp::run(spec, &spec.peer_cpus, streams, &mut Quiet, control),
     })
 }

@@ -270,10 +270,15 @@ pub fn run_tcp(
     }
     start_all(&mut sessions)?;
 
-    let mut r = drive(&TestSpec::Tcp(spec.clone()), &mut sessions, interrupt, |control| match spec.mix {
-        Some(_) => tcp::mix::run(spec, tcp::mix::MixEnd::Client, &spec.cpus, streams, sink, control),
-        None => tcp::run(spec, &spec.cpus, streams, sink, control),
-    })?;
+    let mut r = drive(
+        &TestSpec::Tcp(spec.clone()),
+        &mut sessions,
+        interrupt,
+        |control| match spec.mix {
+            Some(_) => tcp::mix::run(spec, tcp::mix::MixEnd::Client, &spec.cpus, streams, sink, control),
+            None => tcp::run(spec, &spec.cpus, streams, sink, control),
+        },
+    )?;
     let ipv6 = sessions.first().is_some_and(|s| s.target.addr.is_ipv6());
     add_line_rate(&mut r, spec, ipv6);
     Ok(r)

@@ -53,7 +53,10 @@ impl FromStr for Mix {
     fn from_str(s: &str) -> Result<Mix, String> {
         let bad = || format!("'{s}' is not R:W, two whole percentages adding up to 100 (70:30, 0:100)");
         let (r, w) = s.split_once(':').ok_or_else(bad)?;
-        let (r, w): (u8, u8) = (r.trim().parse().map_err(|_| bad())?, w.trim().parse().map_err(|_| bad())?);
+        let (r, w): (u8, u8) = (
+            r.trim().parse().map_err(|_| bad())?,
+            w.trim().parse().map_err(|_| bad())?,
+        );
         let mix = Mix {
             read_percent: r,
             write_percent: w,

@@ -5,8 +5,8 @@
 use super::{AgentOutcome, assemble};
 use crate::metrics::host::HostInfo;
 use crate::result::{
-    CEILING_SLACK, Counted, DirectionSummary, LIMITED_SHARE_PERCENT, MixDirection, MixSummary, SideReport, StreamReport,
-    Summary, TcpTotals, TestResult,
+    CEILING_SLACK, Counted, DirectionSummary, LIMITED_SHARE_PERCENT, MixDirection, MixSummary, SideReport,
+    StreamReport, Summary, TcpTotals, TestResult,
 };
 use crate::spec::{Mix, TcpSpec, TestSpec};
 
@@ -273,12 +273,18 @@ mod tests {
         spec.buffer_bytes = crate::units::ByteSize(1_000);
         // Stream 0 carries the writes (client to agent), stream 1 the reads.
         let mut client = report(
-            vec![stream(0, Role::Send, 30_000, 1.0), stream(1, Role::Receive, 70_000, 1.0)],
+            vec![
+                stream(0, Role::Send, 30_000, 1.0),
+                stream(1, Role::Receive, 70_000, 1.0),
+            ],
             20.0,
         );
         client.streams[1].ops = 70;
         let mut agent = report(
-            vec![stream(0, Role::Receive, 30_000, 1.0), stream(1, Role::Send, 70_000, 1.0)],
+            vec![
+                stream(0, Role::Receive, 30_000, 1.0),
+                stream(1, Role::Send, 70_000, 1.0),
+            ],
             40.0,
         );
         agent.streams[0].ops = 30;
@@ -300,10 +306,12 @@ mod tests {
         assert_eq!((m.client_cpu_percent, m.agent_cpu_percent), (Some(20.0), Some(40.0)));
         assert_eq!(m.client_mbit_per_second_per_cpu_percent, Some(0.8 / 20.0));
         assert_eq!(m.agent_mbit_per_second_per_cpu_percent, Some(0.8 / 40.0));
-        assert!(assemble_tcp(&TcpSpec::new(), HostInfo::default(), &outcomes, 0, vec![])
-            .summary
-            .mix
-            .is_none());
+        assert!(
+            assemble_tcp(&TcpSpec::new(), HostInfo::default(), &outcomes, 0, vec![])
+                .summary
+                .mix
+                .is_none()
+        );
     }
 
     fn window_limited(bytes: u64, seconds: f64) -> SideReport {

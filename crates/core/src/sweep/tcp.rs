@@ -44,12 +44,11 @@ impl TcpSizeFigures {
     /// counted (with several directions, the forward one: the client sends it, agents receive).
     pub fn of(r: &TestResult, buffer_bytes: u64) -> TcpSizeFigures {
         let s = &r.summary;
-        let (client, agent): (&SideSummary, &SideSummary) =
-            match s.directions.as_ref().and_then(|d| d.get("forward")) {
-                Some(f) => (&f.sent, &f.received),
-                None if s.sent.counted_by.iter().any(|c| c == "client") => (&s.sent, &s.received),
-                None => (&s.received, &s.sent),
-            };
+        let (client, agent): (&SideSummary, &SideSummary) = match s.directions.as_ref().and_then(|d| d.get("forward")) {
+            Some(f) => (&f.sent, &f.received),
+            None if s.sent.counted_by.iter().any(|c| c == "client") => (&s.sent, &s.received),
+            None => (&s.received, &s.sent),
+        };
         let bits_per_second = s.mix.as_ref().map_or(s.received.bits_per_second, |m| m.bits_per_second);
         let per_cpu = |cpu: Option<f64>| cpu.filter(|c| *c > 0.0).map(|c| bits_per_second / 1e6 / c);
         let (client_cpu, agent_cpu) = (client.cpu.host_percent, agent.cpu.host_percent);
@@ -159,7 +158,9 @@ mod tests {
         assert_eq!(shown, [0, 1, 2]);
         let at: Vec<At> = s.points.iter().map(|p| p.at).collect();
         assert_eq!(at, [At::Tcp { buffer_bytes: 1024 }, At::Tcp { buffer_bytes: 65_536 }]);
-        let SweepKind::Tcp(t) = &s.kind else { panic!("{:?}", s.kind) };
+        let SweepKind::Tcp(t) = &s.kind else {
+            panic!("{:?}", s.kind)
+        };
         assert_eq!(t.mix, base.mix);
         let f = t.figures[1];
         assert_eq!(f.bits_per_second, 65_536e3, "a mix's throughput is its own");

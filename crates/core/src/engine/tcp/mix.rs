@@ -88,7 +88,11 @@ pub fn run(
         .map(|c| (c.id, forward, &c.grant))
         .chain(connections.iter().map(|c| (c.id + spec.streams, reverse, &c.grant)));
     // The sending stream of each connection reports TCP_INFO (its socket's send side).
-    let tcp_info = |i: usize| (role(i) == Role::Send).then(|| sockopt::tcp_info(&connections[i % n].socket)).flatten();
+    let tcp_info = |i: usize| {
+        (role(i) == Role::Send)
+            .then(|| sockopt::tcp_info(&connections[i % n].socket))
+            .flatten()
+    };
     let runner = Runner {
         plan: Plan {
             // The client's workers check the stop flag between transfers; the agent's ignore it
@@ -123,9 +127,9 @@ pub fn run(
     })?;
     report.io = "syscall".into();
     if spec.threads != 0 && usize::from(spec.threads) != n {
-        report
-            .notes
-            .push(format!("--mix runs one worker per stream ({n} here): --threads was not applied"));
+        report.notes.push(format!(
+            "--mix runs one worker per stream ({n} here): --threads was not applied"
+        ));
     }
     let asked = sockopt::Asked {
         window: spec.window_bytes,
