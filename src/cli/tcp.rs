@@ -173,6 +173,34 @@ mod tests {
         assert_eq!(s.limit, Limit::Seconds(10.0));
         assert_eq!(s.direction, Direction::Send);
         assert_eq!(s.depth, 1);
+        assert_eq!(s.mix, None);
+    }
+
+    #[test]
+    fn mix_and_sizes_reach_the_spec_and_the_sweep() {
+        let s = spec(&["h", "--mix", "70:30"]).expect("valid");
+        assert_eq!(s.mix.map(|m| (m.read_percent, m.write_percent)), Some((70, 30)));
+        assert_eq!(
+            spec(&["h", "--mix=0:100"]).expect("valid").mix.map(|m| m.read_percent),
+            Some(0)
+        );
+        assert!(parse(&["h", "--mix", "50:60"]).is_err());
+        assert!(parse(&["h", "--mix", "70"]).is_err());
+        assert!(parse(&["h", "--mix", "70:30", "--bidir"]).is_err());
+        let a = parse(&["h", "--sizes", "1K,64K,1M", "--mix", "70:30"]).expect("parses");
+        assert_eq!(
+            a.sizes().expect("a list"),
+            Some(vec![ByteSize(1024), ByteSize(65_536), ByteSize(1 << 20)])
+        );
+        assert_eq!(
+            a.into_spec().expect("valid").limit,
+            Limit::Seconds(2.0),
+            "2 s per point"
+        );
+        let r = parse(&["h", "--sizes", "4096:16384:4096"]).expect("parses");
+        assert_eq!(r.sizes().expect("a range").map(|v| v.len()), Some(4));
+        assert!(parse(&["h", "--sizes", "1K,x"]).expect("parses").sizes().is_err());
+        assert_eq!(parse(&["h"]).expect("parses").sizes().expect("none"), None);
     }
 
     #[test]
