@@ -75,7 +75,7 @@ pub struct TcpArgs {
         long,
         value_name = "R:W",
         conflicts_with_all = ["reverse", "bidir"],
-        long_help = "The TOE workload: on every stream, transfers of -l bytes one after another, R % of\nthem agent to client (client reads) and W % client to agent (client writes), spread\nevenly in a fixed pattern (70:30: R W R R W R R W R R). A read is a 1-byte request\nanswered by -l bytes, a write -l bytes answered by a 1-byte ack; the next transfer\nstarts when the current one is complete. Sets TCP_NODELAY; one worker per stream.\n-n counts transfers per stream. Examples: --mix 70:30, --mix 0:100 (all writes)"
+        long_help = "The TOE workload: on every stream, transfers of -l bytes one after another, R % of\nthem agent to client (client reads) and W % client to agent (client writes), spread\nevenly in a fixed pattern (70:30: R W R R W R R W R R). A read is a 1-byte request\nanswered by -l bytes, a write -l bytes answered by a 1-byte ack; the next transfer\nstarts when the current one is complete. Sets TCP_NODELAY; -n counts transfers per\nstream. Examples: --mix 70:30, --mix 0:100 (all writes)"
     )]
     pub mix: Option<Mix>,
 

@@ -97,8 +97,8 @@ impl TcpSpec {
         }
     }
 
-    /// What `--mix` rules out: another direction (-R, --bidir), `--depth` (a transfer waits
-    /// for its answer, so nothing more is in flight), and more streams than worker threads.
+    /// What `--mix` rules out: another direction (-R, --bidir) and `--depth` (a transfer waits
+    /// for its answer, so nothing more is in flight).
     pub(super) fn validate_mix(&self) -> Result<(), SpecError> {
         let Some(m) = &self.mix else { return Ok(()) };
         m.validate()?;
@@ -111,14 +111,6 @@ impl TcpSpec {
             return Err(SpecError::Conflict(
                 "--mix waits for each transfer's answer: --depth does not apply".into(),
             ));
-        }
-        // One worker thread per mixed stream on each end (engine::tcp::mix).
-        if self.streams > super::MAX_THREADS {
-            return Err(SpecError::Conflict(format!(
-                "--mix runs one worker per stream: at most {} streams (-P), not {}",
-                super::MAX_THREADS,
-                self.streams
-            )));
         }
         Ok(())
     }
@@ -178,9 +170,6 @@ mod tests {
         assert!(matches!(s.validate(), Err(SpecError::Conflict(_))));
         s.direction = Direction::Send;
         s.depth = 4;
-        assert!(matches!(s.validate(), Err(SpecError::Conflict(_))));
-        s.depth = 1;
-        s.streams = super::super::MAX_THREADS + 1;
         assert!(matches!(s.validate(), Err(SpecError::Conflict(_))));
     }
 }

@@ -13,17 +13,20 @@
 //! Counting: each connection is two counted streams, forward (the writes) and reverse (the
 //! reads), so the runner, the summary and the live lines treat a mix like `--bidir`. A sending
 //! stream's ops are transfers written in full (the client's: acknowledged), a receiving
-//! stream's ops transfers received in full. One worker per connection, blocking calls with the
-//! sockets' 100 ms timeouts (so stop flags are seen), one buffer touched before the clock; the
-//! loop allocates, locks and formats nothing.
+//! stream's ops transfers received in full. Workers as for one-way streams (`--threads`, else
+//! one per CPU, never more than connections); a worker with one connection makes blocking calls
+//! with the sockets' 100 ms timeouts (so stop flags are seen), one with several drives them from
+//! an epoll loop (`mix_event`); one buffer per worker, touched before the clock. The loops
+//! allocate, lock and format nothing.
 
-use super::DataStream;
+use super::{DataStream, mix_event};
 use crate::engine::run::{Counters, Gate, Plan, RunState, Runner, Shared, StreamInfo};
 use crate::engine::{Control, EngineError, Sink, pin, sockopt};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd};
 use crate::spec::{Limit, MixPattern, TcpSpec};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::sync::OnceLock;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Which end of a mixed connection this is: the client drives, the agent answers.
@@ -34,9 +37,9 @@ pub enum MixEnd {
 }
 
 /// The client's one-byte message asking for a read.
-const REQUEST: u8 = b'r';
+pub(super) const REQUEST: u8 = b'r';
 /// The agent's one-byte answer to a write received in full.
-const ACK: u8 = b'a';
+pub(super) const ACK: u8 = b'a';
 
 /// Tunes a mixed connection for both directions (SO_SNDBUF and SO_RCVBUF as asked, the timeouts)
 /// and sets TCP_NODELAY: a transfer's last segment, and every one-byte message, would otherwise
@@ -68,6 +71,8 @@ pub fn run(
         source: io::Error::from(io::ErrorKind::InvalidInput),
     })?;
     let n = connections.len();
+    let workers = super::worker_count(spec.threads, cpus, n);
+    let epoll_failed: OnceLock<String> = OnceLock::new();
     let state = RunState::new(2 * n);
     let gate = Gate::new();
     let shared = Shared {
@@ -106,29 +111,53 @@ pub fn run(
             )
         },
         streams: StreamInfo::all(infos),
-        workers: n,
+        workers,
         name: "linerate-m",
         cpus,
         tcp_info: Some(&tcp_info),
     };
     let len = shared.buffer_bytes;
     let (mut report, _) = runner.drive(&shared, &gate, sink, |w| {
+        let links: Vec<Link<'_>> = connections
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % workers == w)
+            .map(|(i, c)| Link {
+                socket: &c.socket,
+                shared: &shared,
+                forward: i,
+                reverse: n + i,
+            })
+            .collect();
         // Touched before the clock matters: a byte pattern, not zero pages. One buffer serves
-        // both directions; its bytes are never inspected.
+        // every connection of the worker both ways; its bytes are never inspected.
         let mut buf: Vec<u8> = (0..len).map(|i| i as u8).collect();
-        gate.arrive_and_wait(&shared.sampler);
-        let link = Link {
-            socket: &connections[w].socket,
-            shared: &shared,
-            forward: w,
-            reverse: n + w,
-        };
-        link.run(end, pattern, &mut buf);
+        // One connection: plain blocking calls; several: one epoll loop (mix_event).
+        if let [one] = &links[..] {
+            gate.arrive_and_wait(&shared.sampler);
+            one.run(end, pattern, &mut buf);
+            return;
+        }
+        match mix_event::EventLoop::new(&links, pattern) {
+            Ok(mut ev) => {
+                gate.arrive_and_wait(&shared.sampler);
+                ev.run(&links, end, &mut buf, &shared);
+            }
+            Err(e) => {
+                let _ = epoll_failed.set(e.to_string());
+                gate.arrive_and_wait(&shared.sampler);
+                for l in &links {
+                    shared.count_error(l.forward, &e);
+                    shared.finish(l.forward, StreamEnd::Error);
+                    shared.finish(l.reverse, StreamEnd::Error);
+                }
+            }
+        }
     })?;
     report.io = "syscall".into();
-    if spec.threads != 0 && usize::from(spec.threads) != n {
+    if let Some(e) = epoll_failed.get() {
         report.notes.push(format!(
-            "--mix runs one worker per stream ({n} here): --threads was not applied"
+            "a worker could not set up epoll ({e}): its streams ended at once"
         ));
     }
     let asked = sockopt::Asked {
@@ -141,11 +170,11 @@ pub fn run(
 }
 
 /// One mixed connection as its worker drives it, with the indices of its two counted streams.
-struct Link<'a> {
-    socket: &'a TcpStream,
-    shared: &'a Shared<'a>,
-    forward: usize,
-    reverse: usize,
+pub(super) struct Link<'a> {
+    pub socket: &'a TcpStream,
+    pub shared: &'a Shared<'a>,
+    pub forward: usize,
+    pub reverse: usize,
 }
 
 /// Bytes and completed transfers of one counted stream, as its worker keeps them.
@@ -367,5 +396,66 @@ mod tests {
         }
         let (w, r) = (bytes(&client, 0).1, bytes(&client, 1).1);
         assert!(w.abs_diff(r) <= 1, "50:50 alternates: {w} writes, {r} reads");
+    }
+
+    #[test]
+    fn several_connections_on_one_worker_move_exact_transfers_from_the_event_loop() {
+        for threads in [1u16, 2] {
+            let mut spec = TcpSpec::new();
+            spec.streams = 3;
+            spec.threads = threads; // 1: one epoll loop; 2: a loop of two and a blocking one
+            spec.mix = Some("70:30".parse().expect("valid"));
+            spec.buffer_bytes = ByteSize(70_000); // past a socket buffer: partial calls
+            spec.limit = Limit::Buffers(200);
+            let (client, agent) = run_both(&spec, 3);
+            for id in 0..3u16 {
+                assert_eq!(
+                    bytes(&client, id),
+                    (60 * 70_000, 60),
+                    "threads {threads}: client writes"
+                );
+                assert_eq!(
+                    bytes(&agent, id),
+                    (60 * 70_000, 60),
+                    "threads {threads}: agent receives"
+                );
+                assert_eq!(
+                    bytes(&agent, id + 3),
+                    (140 * 70_000, 140),
+                    "threads {threads}: reads sent"
+                );
+                assert_eq!(
+                    bytes(&client, id + 3),
+                    (140 * 70_000, 140),
+                    "threads {threads}: reads in"
+                );
+            }
+            assert!(client.streams.iter().all(|s| s.end == StreamEnd::Count), "{client:?}");
+            assert!(agent.streams.iter().all(|s| s.end == StreamEnd::Eof), "{agent:?}");
+            assert!(!client.partial && !agent.partial);
+        }
+    }
+
+    #[test]
+    fn an_event_loop_worker_stops_at_the_deadline_between_transfers() {
+        let mut spec = TcpSpec::new();
+        spec.streams = 4;
+        spec.threads = 1;
+        spec.mix = Some("50:50".parse().expect("valid"));
+        spec.buffer_bytes = ByteSize(16 << 10);
+        spec.limit = Limit::Seconds(0.5);
+        spec.interval_seconds = 0.0;
+        let (client, agent) = run_both(&spec, 4);
+        for id in 0..8u16 {
+            let (c, a) = (bytes(&client, id), bytes(&agent, id));
+            assert_eq!(c.0, a.0, "stream {id}: both ends count the same bytes");
+            assert_eq!(c.0, c.1 * (16 << 10), "stream {id}: whole transfers only");
+        }
+        assert!(
+            client.streams.iter().all(|s| s.end == StreamEnd::Deadline),
+            "{client:?}"
+        );
+        assert!(agent.streams.iter().all(|s| s.end == StreamEnd::Eof), "{agent:?}");
+        assert!(client.streams.iter().all(|s| s.ops > 0), "every stream moved transfers");
     }
 }

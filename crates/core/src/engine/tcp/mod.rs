@@ -12,6 +12,7 @@ use super::{Control, EngineError, Sink, pin};
 
 mod event;
 pub mod mix;
+mod mix_event;
 mod uring;
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd};
 use crate::spec::{Limit, TcpSpec};
