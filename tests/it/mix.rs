@@ -103,18 +103,19 @@ fn mix_0_100_is_all_writes() {
 
 #[test]
 fn mix_with_two_streams_counts_each_stream_both_ways() {
-    let v = mixed(&["--mix", "50:50", "-n", "200", "-P", "2"]);
-    let streams = v["summary"]["streams"].as_array().expect("streams");
-    assert_eq!(
-        streams.len(),
-        4,
-        "two connections, each counted as a forward and a reverse stream"
-    );
-    for s in streams {
-        assert_eq!(u(s, "/received/bytes"), 100 * L, "stream {}", s["stream"]);
+    // A worker per stream (blocking calls), and both streams on one worker (its epoll loop).
+    for threads in [&[][..], &["--threads", "1"][..]] {
+        let mut args = vec!["--mix", "50:50", "-n", "200", "-P", "2"];
+        args.extend_from_slice(threads);
+        let v = mixed(&args);
+        let streams = v["summary"]["streams"].as_array().expect("streams");
+        assert_eq!(streams.len(), 4, "two connections, each a forward and a reverse stream");
+        for s in streams {
+            assert_eq!(u(s, "/received/bytes"), 100 * L, "{threads:?} stream {}", s["stream"]);
+        }
+        assert_eq!(u(&v, "/summary/mix/transfers"), 400);
+        assert_exact_per_stream(&v);
     }
-    assert_eq!(u(&v, "/summary/mix/transfers"), 400);
-    assert_exact_per_stream(&v);
 }
 
 #[test]
