@@ -77,7 +77,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let opts = args.reach.options()?;
             let json = args.output.json;
             let repeat = args.repeat.policy()?;
+            let sizes = args.sizes()?;
             let spec = args.into_spec()?;
+            if let Some(sizes) = sizes {
+                let run = |spec: &TcpSpec| {
+                    spec.validate()?;
+                    tcp_test(spec, &targets, &opts, true)
+                        .with_context(|| format!("sweep point -l {}", spec.buffer_bytes))
+                };
+                let sweep = linerate_core::sweep::tcp::sweep(&spec, &sizes, run, |s| show_sweep(s, json))?;
+                return print_sweep(&sweep, json);
+            }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             if let Some(policy) = repeat {
                 return repeat::repeat_test("tcp", &policy, json, |_| {

@@ -4,10 +4,10 @@
 //! repeated runs (`--repeat`, `--best`, `--ci`, `--min-runs`, `--max-runs`, `--pause`).
 //! Times are [`TimeSpan`]s: a bare number is seconds, `250ms` and the other suffixes also work.
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use linerate_core::client::Target;
 use linerate_core::spec::{Limit, MAX_STREAMS};
-use linerate_core::units::{CpuList, TimeSpan};
+use linerate_core::units::{ByteSize, CpuList, TimeSpan};
 
 /// The agents a test runs against.
 #[derive(Debug, Clone, clap::Args)]
@@ -308,6 +308,27 @@ impl RepeatArgs {
         policy.validate()?;
         Ok(Some(policy))
     }
+}
+
+/// `a,b,c` or `START:END:STEP` (END included), each value parsed by `parse`.
+pub fn parse_list<T: Copy>(
+    text: &str,
+    flag: &str,
+    parse: impl Fn(&str) -> anyhow::Result<T>,
+) -> anyhow::Result<Vec<T>> {
+    if text.split(':').count() == 3 {
+        let values = linerate_core::plan::expand_range(text).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+        return values.iter().map(|v| parse(v)).collect();
+    }
+    text.split(',')
+        .map(|v| parse(v.trim()).with_context(|| format!("{flag}: '{v}'")))
+        .collect()
+}
+
+/// A `--sizes` list of byte sizes (K = 1024: `64,1K,64K` or `START:END:STEP`), in the order
+/// given, each converted by `convert` (udp and rr take u32, tcp a [`ByteSize`]).
+pub fn parse_sizes<T: Copy>(text: &str, convert: impl Fn(ByteSize) -> anyhow::Result<T>) -> anyhow::Result<Vec<T>> {
+    parse_list(text, "--sizes", |v| convert(v.parse()?))
 }
 
 #[cfg(test)]

@@ -142,10 +142,7 @@ impl RrArgs {
     /// The sweep's sizes in the order given; None without `--sizes`.
     pub fn sizes(&self) -> anyhow::Result<Option<Vec<u32>>> {
         let Some(text) = &self.sizes else { return Ok(None) };
-        let sizes = super::udp::parse_list(text, "--sizes", |v| {
-            let b: ByteSize = v.parse()?;
-            Ok(u32::try_from(b.0)?)
-        })?;
+        let sizes = super::common::parse_sizes(text, |b| Ok(u32::try_from(b.0)?))?;
         anyhow::ensure!(sizes.len() <= 10_000, "--sizes has {} points, over 10000", sizes.len());
         Ok(Some(sizes))
     }

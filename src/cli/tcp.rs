@@ -1,12 +1,12 @@
 //! `linerate tcp HOST[:PORT]...`: flags, and their translation into a [`TcpSpec`].
 
 use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs};
-use linerate_core::spec::{Direction, TcpSpec};
+use linerate_core::spec::{Direction, Mix, TcpSpec};
 use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  linerate tcp 10.0.0.2 -P 4 -t 30\n  linerate tcp h2 h3 -l 537600 -n 200000 --window 5376000 --depth 8"
+    after_help = "Examples:\n  linerate tcp 10.0.0.2 -P 4 -t 30\n  linerate tcp h2 h3 -l 537600 -n 200000 --window 5376000 --depth 8\n  linerate tcp 10.0.0.2 -P 2 --mix 70:30 --sizes 1K,8K,64K,512K"
 )]
 pub struct TcpArgs {
     #[command(flatten)]
@@ -70,6 +70,23 @@ pub struct TcpArgs {
     #[arg(long)]
     pub bidir: bool,
 
+    /// Mixed transfers on each stream: R % agent to client, W % client to agent
+    #[arg(
+        long,
+        value_name = "R:W",
+        conflicts_with_all = ["reverse", "bidir"],
+        long_help = "The TOE workload: on every stream, transfers of -l bytes one after another, R % of\nthem agent to client (client reads) and W % client to agent (client writes), spread\nevenly in a fixed pattern (70:30: R W R R W R R W R R). A read is a 1-byte request\nanswered by -l bytes, a write -l bytes answered by a 1-byte ack; the next transfer\nstarts when the current one is complete. Sets TCP_NODELAY; -n counts transfers per\nstream. Examples: --mix 70:30, --mix 0:100 (all writes)"
+    )]
+    pub mix: Option<Mix>,
+
+    /// Sweep -l: a list (4K,64K,1M) or START:END:STEP, bytes; a row per size
+    #[arg(
+        long,
+        value_name = "LIST",
+        long_help = "Sweep the transfer size (-l), one run per size in the order given: a list (4K,64K,1M)\nor START:END:STEP in bytes. Each row: throughput, CPU on both ends and efficiency\n(Mbit/s per CPU %). With --mix, the mixed workload at each size. Default -t per\npoint: 2 s. Example: --sizes 1K,8K,64K,512K --mix 70:30"
+    )]
+    pub sizes: Option<String>,
+
     #[command(flatten)]
     pub output: OutputArgs,
 
@@ -97,7 +114,7 @@ impl TcpArgs {
             cpus: self.streams.cpus.list(),
             peer_cpus: self.streams.peer_cpus(),
             buffer_bytes: self.length,
-            limit: self.run.limit(10.0),
+            limit: self.run.limit(if self.sizes.is_some() { 2.0 } else { 10.0 }),
             warmup_seconds: self.run.warmup.as_secs_f64(),
             cooldown_seconds: self.run.cooldown.seconds(),
             interval_seconds: self.interval.interval.as_secs_f64(),
@@ -116,9 +133,18 @@ impl TcpArgs {
             },
             link_speed: self.link_speed,
             link_mtu_bytes: self.mtu,
+            mix: self.mix,
         };
         spec.validate()?;
         Ok(spec)
+    }
+
+    /// The sweep's transfer sizes in the order given; None without `--sizes`.
+    pub fn sizes(&self) -> anyhow::Result<Option<Vec<ByteSize>>> {
+        let Some(text) = &self.sizes else { return Ok(None) };
+        let sizes = super::common::parse_sizes(text, Ok)?;
+        anyhow::ensure!(sizes.len() <= 10_000, "--sizes has {} points, over 10000", sizes.len());
+        Ok(Some(sizes))
     }
 }
 
@@ -150,6 +176,34 @@ mod tests {
         assert_eq!(s.limit, Limit::Seconds(10.0));
         assert_eq!(s.direction, Direction::Send);
         assert_eq!(s.depth, 1);
+        assert_eq!(s.mix, None);
+    }
+
+    #[test]
+    fn mix_and_sizes_reach_the_spec_and_the_sweep() {
+        let s = spec(&["h", "--mix", "70:30"]).expect("valid");
+        assert_eq!(s.mix.map(|m| (m.read_percent, m.write_percent)), Some((70, 30)));
+        assert_eq!(
+            spec(&["h", "--mix=0:100"]).expect("valid").mix.map(|m| m.read_percent),
+            Some(0)
+        );
+        assert!(parse(&["h", "--mix", "50:60"]).is_err());
+        assert!(parse(&["h", "--mix", "70"]).is_err());
+        assert!(parse(&["h", "--mix", "70:30", "--bidir"]).is_err());
+        let a = parse(&["h", "--sizes", "1K,64K,1M", "--mix", "70:30"]).expect("parses");
+        assert_eq!(
+            a.sizes().expect("a list"),
+            Some(vec![ByteSize(1024), ByteSize(65_536), ByteSize(1 << 20)])
+        );
+        assert_eq!(
+            a.into_spec().expect("valid").limit,
+            Limit::Seconds(2.0),
+            "2 s per point"
+        );
+        let r = parse(&["h", "--sizes", "4096:16384:4096"]).expect("parses");
+        assert_eq!(r.sizes().expect("a range").map(|v| v.len()), Some(4));
+        assert!(parse(&["h", "--sizes", "1K,x"]).expect("parses").sizes().is_err());
+        assert_eq!(parse(&["h"]).expect("parses").sizes().expect("none"), None);
     }
 
     #[test]

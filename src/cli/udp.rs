@@ -1,6 +1,6 @@
 //! `linerate udp`: paced UDP streams, UDPmon's method.
 
-use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs};
+use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs, parse_list, parse_sizes};
 use anyhow::{Context, bail};
 use linerate_core::spec::{Direction, UdpSpec};
 use linerate_core::units::{BitRate, ByteSize};
@@ -140,10 +140,7 @@ impl UdpArgs {
             return Ok(None);
         }
         let sizes = match &self.sizes {
-            Some(text) => parse_list(text, "--sizes", |v| {
-                let b: ByteSize = v.parse()?;
-                Ok(u32::try_from(b.0)?)
-            })?,
+            Some(text) => parse_sizes(text, |b| Ok(u32::try_from(b.0)?))?,
             None => vec![u32::try_from(self.length.0).context("-l is too large")?],
         };
         let gaps = match &self.gaps {
@@ -164,28 +161,6 @@ impl UdpArgs {
         );
         Ok(Some(linerate_core::sweep::udp::UdpPlan::new(&sizes, &gaps)))
     }
-}
-
-/// `a,b,c` or `START:END:STEP` (END included), each value parsed by `parse`.
-pub(super) fn parse_list<T: Copy>(
-    text: &str,
-    flag: &str,
-    parse: impl Fn(&str) -> anyhow::Result<T>,
-) -> anyhow::Result<Vec<T>> {
-    let bad = || format!("{flag} '{text}' is not a list (64,512,1472) or a range (0:40:2)");
-    if let [start, end, step] = text.split(':').collect::<Vec<_>>()[..] {
-        let (a, b, st): (f64, f64, f64) = (
-            start.trim().parse().with_context(bad)?,
-            end.trim().parse().with_context(bad)?,
-            step.trim().parse().with_context(bad)?,
-        );
-        anyhow::ensure!(st > 0.0 && b >= a && (b - a) / st <= 10_000.0, "{}", bad());
-        let n = ((b - a) / st + 1e-9).floor() as usize;
-        return (0..=n).map(|i| parse(&format!("{}", a + i as f64 * st))).collect();
-    }
-    text.split(',')
-        .map(|v| parse(v.trim()).with_context(|| format!("{flag}: '{v}'")))
-        .collect()
 }
 
 /// A test id for multicast datagrams, from the clock: distinct between runs, no secret.

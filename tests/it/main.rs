@@ -11,6 +11,7 @@ mod http;
 mod httpd;
 mod lab;
 mod layout;
+mod mix;
 mod netns;
 mod plan;
 mod repeat;

@@ -3,6 +3,9 @@
 //! validates every spec it receives, because it comes from the network.
 
 mod congestion;
+mod mix;
+
+pub use mix::{Mix, MixPattern};
 
 use crate::units::{BitRate, ByteSize};
 use serde::{Deserialize, Serialize};
@@ -66,6 +69,8 @@ impl TestSpec {
 
     pub fn direction(&self) -> Direction {
         match self {
+            // A mixed stream carries both directions: its document splits them like bidir.
+            TestSpec::Tcp(t) if t.mix.is_some() => Direction::Bidir,
             TestSpec::Tcp(t) => t.direction,
             TestSpec::Udp(u) => u.direction,
             TestSpec::Rr(_) | TestSpec::Http(_) => Direction::Send,
@@ -458,6 +463,10 @@ pub struct TcpSpec {
     /// MTU for the line-rate figure (`--mtu`); None = the interface's, else the path MTU.
     #[serde(default)]
     pub link_mtu_bytes: Option<u32>,
+    /// `--mix R:W`: transfers of `buffer_bytes` both ways on every stream, each answered before
+    /// the next (see `spec::mix`); None = one-way streams as `direction` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<Mix>,
 }
 
 /// The most streams per agent and direction: far past what a host sustains, short of exhausting
@@ -585,6 +594,7 @@ impl TcpSpec {
             direction: Direction::Send,
             link_speed: None,
             link_mtu_bytes: None,
+            mix: None,
         }
     }
 
@@ -625,7 +635,12 @@ impl TcpSpec {
             }
             congestion::usable(c)?;
         }
-        let directions: u128 = if self.direction == Direction::Bidir { 2 } else { 1 };
+        self.validate_mix()?;
+        let directions: u128 = if self.streams_per_agent() > usize::from(self.streams) {
+            2
+        } else {
+            1
+        };
         let memory = u128::from(self.depth) * u128::from(self.streams) * directions * u128::from(self.buffer_bytes.0);
         if memory > u128::from(MAX_BUFFER_MEMORY) {
             return Err(SpecError::TooMuchMemory {
@@ -653,7 +668,7 @@ impl TcpSpec {
     /// Streams per agent, counting both directions.
     pub fn streams_per_agent(&self) -> usize {
         let per = usize::from(self.streams);
-        if self.direction == Direction::Bidir {
+        if self.direction == Direction::Bidir || self.mix.is_some() {
             2 * per
         } else {
             per
@@ -661,8 +676,11 @@ impl TcpSpec {
     }
 
     /// Which way stream `index` (0-based, per agent) carries data: streams `0..streams` follow
-    /// the direction, and under bidir the next `streams` run the other way.
+    /// the direction, and under bidir (or a mix) the next `streams` run the other way.
     pub fn stream_flows_forward(&self, index: usize) -> bool {
+        if self.mix.is_some() {
+            return index < usize::from(self.streams);
+        }
         match self.direction {
             Direction::Send => true,
             Direction::Reverse => false,

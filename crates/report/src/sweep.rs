@@ -8,6 +8,7 @@
 use crate::text::grouped;
 use linerate_core::result::TestResult;
 use linerate_core::sweep::http::HttpBaseline;
+use linerate_core::sweep::tcp::TcpSizeFigures;
 use linerate_core::sweep::{At, RrSweep, RrVaries, Sweep, SweepKind, SweepPoint};
 
 /// The document, pretty-printed, with a trailing newline.
@@ -72,6 +73,23 @@ pub fn head(sweep: &Sweep) -> String {
             "{:>7} {:>13} {:>12} {:>12} {:>12} {:>9}\n",
             "users", "responses/s", "Mbit/s in", "mean rt us", "p99 rt us", "errors"
         ),
+        SweepKind::Tcp(t) => format!(
+            "tcp throughput, CPU and efficiency against transfer size ({})\n{:>12} {:>12} {:>11} {:>11} {:>12} {:>12} {:>13}\n",
+            match t.mix {
+                Some(m) => format!(
+                    "--mix {m}: {} % client reads, {} % client writes",
+                    m.read_percent, m.write_percent
+                ),
+                None => "one-way streams".to_string(),
+            },
+            "size B",
+            "Mbit/s",
+            "client CPU",
+            "agent CPU",
+            "client eff",
+            "agent eff",
+            "transfers/s"
+        ),
     }
 }
 
@@ -92,6 +110,7 @@ pub fn after_point(sweep: &Sweep, index: usize) -> String {
         }
         SweepKind::Rr(_) => rr_row(point),
         SweepKind::Http(_) => http_row(point),
+        SweepKind::Tcp(t) => tcp_row(point, t.figures.get(index)),
     }
 }
 
@@ -113,6 +132,10 @@ pub fn tail(sweep: &Sweep) -> String {
             out += &cut_short(sweep);
             out += &rr_figures(sweep, rr);
             out += "us = microseconds of round trip (request sent to response received), per transaction; trans/s over all streams.\n";
+        }
+        SweepKind::Tcp(_) => {
+            out += &cut_short(sweep);
+            out += "Mbit/s = 10^6 bits per second counted by the receivers, all directions; CPU = busy share of the host's CPUs (100% = all busy); eff = Mbit/s per CPU %.\n";
         }
         SweepKind::Http(h) => {
             out += &cut_short(sweep);
@@ -259,5 +282,31 @@ fn http_row(point: &SweepPoint) -> String {
         rt.mean,
         rt.p99,
         h.errors.total
+    )
+}
+
+/// One size's row: throughput, each end's CPU and efficiency, transfers/s under a mix.
+fn tcp_row(point: &SweepPoint, figures: Option<&TcpSizeFigures>) -> String {
+    let At::Tcp { buffer_bytes } = point.at else {
+        return String::new();
+    };
+    let Some(f) = figures.filter(|_| point.result.is_some()) else {
+        return format!("{buffer_bytes:>12} {:>12}  {}\n", "-", point.note);
+    };
+    let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |p| format!("{p:.2}%"));
+    let eff = |v: Option<f64>| v.map_or("n/a".to_string(), |e| format!("{e:.3}"));
+    format!(
+        "{buffer_bytes:>12} {:>12} {:>11} {:>11} {:>12} {:>12} {:>13}{}\n",
+        grouped(f.bits_per_second / 1e6, 3),
+        pct(f.client_cpu_percent),
+        pct(f.agent_cpu_percent),
+        eff(f.client_mbit_per_second_per_cpu_percent),
+        eff(f.agent_mbit_per_second_per_cpu_percent),
+        f.transfers_per_second.map_or("-".to_string(), |t| grouped(t, 1)),
+        if point.note.is_empty() {
+            String::new()
+        } else {
+            format!("  {}", point.note)
+        }
     )
 }

@@ -6,7 +6,9 @@ use linerate_core::result::{SideSummary, TestResult};
 use linerate_core::spec::{Direction, Limit, TestSpec};
 use std::fmt::Write;
 
+mod mix;
 mod udp;
+use mix::mix_block;
 use udp::{tcp_loss_line, udp_block};
 
 /// 1,234,567.891 style: thousands separated, fixed decimals.
@@ -150,7 +152,13 @@ fn headline(r: &TestResult) -> String {
     };
     match &r.options {
         TestSpec::Tcp(spec) => {
-            let limit = limit_text(spec.limit, "buffers");
+            let (direction, limit) = match spec.mix {
+                Some(m) => (
+                    format!("mixed transfers ({m} client reads:writes)"),
+                    limit_text(spec.limit, "transfers"),
+                ),
+                None => (direction.to_string(), limit_text(spec.limit, "buffers")),
+            };
             format!(
                 "linerate {} tcp: {} stream(s) per agent, {direction}, {limit}, buffer {}, agents {}\n",
                 r.linerate,
@@ -529,6 +537,7 @@ pub fn render(r: &TestResult) -> String {
     }
     udp_block(&mut out, r);
     rr_block(&mut out, r);
+    mix_block(&mut out, r);
     interfaces_block(&mut out, r);
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
     out.push_str("Efficiency counts the counting hosts' busy CPU (all of it, not only linerate's); on one host both ends share it.\n");

@@ -258,3 +258,57 @@ fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
     assert_eq!(v["summary"]["optimum"]["users"], 64);
     assert_eq!(v["points"][2]["result"]["summary"]["errors"]["total"], 17);
 }
+
+#[test]
+fn tcp_size_sweep_table_with_a_mix() {
+    use linerate_core::result::MixSummary;
+    use linerate_core::spec::TcpSpec;
+    use linerate_core::sweep::tcp::{TcpSizeFigures, TcpSweep};
+    let mix = Some("70:30".parse().expect("valid"));
+    let mut s = Sweep::new(
+        SweepKind::Tcp(TcpSweep {
+            mix,
+            figures: Vec::new(),
+        }),
+        vec![parameter("buffer_bytes", "bytes", &[1024.0, 65_536.0, 1_048_576.0])],
+    );
+    let runs = [(1024u64, 812.5e6, 60.0, 55.0), (65_536, 9_412.0e6, 48.0, 44.0)];
+    for (size, bits, client_cpu, agent_cpu) in runs {
+        let mut spec = TcpSpec::new();
+        spec.buffer_bytes = linerate_core::units::ByteSize(size);
+        spec.mix = mix;
+        let summary = Summary {
+            mix: Some(MixSummary {
+                bits_per_second: bits,
+                transfers_per_second: bits / 8.0 / size as f64,
+                ..Default::default()
+            }),
+            ..Summary::default()
+        };
+        if let SweepKind::Tcp(t) = &mut s.kind {
+            t.figures.push(TcpSizeFigures {
+                buffer_bytes: size,
+                bits_per_second: bits,
+                client_cpu_percent: Some(client_cpu),
+                agent_cpu_percent: Some(agent_cpu),
+                client_mbit_per_second_per_cpu_percent: Some(bits / 1e6 / client_cpu),
+                agent_mbit_per_second_per_cpu_percent: Some(bits / 1e6 / agent_cpu),
+                transfers_per_second: Some(bits / 8.0 / size as f64),
+            });
+        }
+        s.points.push(SweepPoint::ran(
+            At::Tcp { buffer_bytes: size },
+            String::new(),
+            result(TestSpec::Tcp(spec), summary),
+        ));
+    }
+    s.points.push(SweepPoint {
+        at: At::Tcp {
+            buffer_bytes: 1_048_576,
+        },
+        note: "failed: no answer".into(),
+        result: None,
+        error: Some("no answer".into()),
+    });
+    check("sweep_tcp.txt", &shown_as_it_runs(&s));
+}

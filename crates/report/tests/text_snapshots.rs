@@ -230,3 +230,39 @@ fn bidirectional_blocks() {
     let r = assemble_tcp(&spec(Direction::Bidir), host("h1"), &outcomes, 0, vec![]);
     check("bidir.txt", &linerate_report::text::render(&r));
 }
+
+#[test]
+fn mixed_transfers_block() {
+    // --mix 70:30 with 64 KiB transfers: 700 reads (stream 1) and 300 writes (stream 0).
+    let mut s = spec(Direction::Send);
+    s.depth = 1;
+    s.buffer_bytes = ByteSize(65_536);
+    s.limit = Limit::Buffers(1_000);
+    s.mix = Some("70:30".parse().expect("valid"));
+    let mut client = side(
+        vec![
+            stream(0, Role::Send, 300 * 65_536, 2.0),
+            stream(1, Role::Receive, 700 * 65_536, 2.0),
+        ],
+        40.0,
+        30.0,
+    );
+    client.streams[1].ops = 700;
+    let mut agent = side(
+        vec![
+            stream(0, Role::Receive, 300 * 65_536, 2.0),
+            stream(1, Role::Send, 700 * 65_536, 2.0),
+        ],
+        20.0,
+        15.0,
+    );
+    agent.streams[0].ops = 300;
+    let outcomes = [AgentOutcome {
+        name: "h2",
+        host: None,
+        report: Some(&agent),
+        client: &client,
+    }];
+    let r = assemble_tcp(&s, host("h1"), &outcomes, 0, vec![]);
+    check("mix.txt", &linerate_report::text::render(&r));
+}

@@ -24,7 +24,7 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), 
     };
     send_accepted(conn, state, &cookie, Vec::new())?;
     await_start(conn)?;
-    let sockets = collect_streams(&rx, spec.streams_per_agent())?;
+    let sockets = collect_streams(&rx, spec.connections_per_agent())?;
     drop(registration);
     let mut streams = Vec::with_capacity(sockets.len());
     for (i, s) in sockets.into_iter().enumerate() {
@@ -34,8 +34,11 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), 
         } else {
             Role::Send
         };
-        let grant = sockopt::configure(&socket, spec, role)
-            .map_err(|e| (ErrorKind::Failed, format!("{e}: {}", source_of(&e))))?;
+        let grant = match spec.mix {
+            Some(_) => tcp::mix::configure(&socket, spec),
+            None => sockopt::configure(&socket, spec, role),
+        }
+        .map_err(|e| (ErrorKind::Failed, format!("{e}: {}", source_of(&e))))?;
         streams.push(tcp::DataStream {
             id: i as u16,
             role,
@@ -45,7 +48,15 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), 
     }
     let peer = streams.first().and_then(|s| s.socket.peer_addr().ok()).map(|a| a.ip());
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(conn, peer, |control| {
-        tcp::run(spec, &spec.peer_cpus, streams, &mut Quiet, control)
+    run_and_report(conn, peer, |control| match spec.mix {
+        Some(_) => tcp::mix::run(
+            spec,
+            tcp::mix::MixEnd::Agent,
+            &spec.peer_cpus,
+            streams,
+            &mut Quiet,
+            control,
+        ),
+        None => tcp::run(spec, &spec.peer_cpus, streams, &mut Quiet, control),
     })
 }

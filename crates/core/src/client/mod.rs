@@ -239,11 +239,12 @@ pub fn run_tcp(
     let total = per_agent * targets.len();
     let mut sessions = open_sessions(&test, &spec.cpus, targets, opts)?;
 
-    // Data connections: stream i of agent a is client stream a * per_agent + i.
+    // Data connections: stream i of agent a is client stream a * per_agent + i (under --mix
+    // connection i carries streams i and i + streams of its agent).
     let mut streams = Vec::with_capacity(total);
     for (a, s) in sessions.iter().enumerate() {
         let peer = s.target.addr;
-        for i in 0..per_agent {
+        for i in 0..spec.connections_per_agent() {
             let role = if spec.stream_flows_forward(i) {
                 Role::Send
             } else {
@@ -255,7 +256,10 @@ pub fn run_tcp(
                 .map_err(|source| ClientError::Data { peer, source })?;
             sock.write_all(&header)
                 .map_err(|source| ClientError::Data { peer, source })?;
-            let grant = sockopt::configure(&sock, spec, role)?;
+            let grant = match spec.mix {
+                Some(_) => tcp::mix::configure(&sock, spec)?,
+                None => sockopt::configure(&sock, spec, role)?,
+            };
             streams.push(tcp::DataStream {
                 id: (a * per_agent + i) as u16,
                 role,
@@ -266,9 +270,15 @@ pub fn run_tcp(
     }
     start_all(&mut sessions)?;
 
-    let mut r = drive(&TestSpec::Tcp(spec.clone()), &mut sessions, interrupt, |control| {
-        tcp::run(spec, &spec.cpus, streams, sink, control)
-    })?;
+    let mut r = drive(
+        &TestSpec::Tcp(spec.clone()),
+        &mut sessions,
+        interrupt,
+        |control| match spec.mix {
+            Some(_) => tcp::mix::run(spec, tcp::mix::MixEnd::Client, &spec.cpus, streams, sink, control),
+            None => tcp::run(spec, &spec.cpus, streams, sink, control),
+        },
+    )?;
     let ipv6 = sessions.first().is_some_and(|s| s.target.addr.is_ipv6());
     add_line_rate(&mut r, spec, ipv6);
     Ok(r)

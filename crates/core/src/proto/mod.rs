@@ -15,8 +15,9 @@ use crate::result::SideReport;
 use crate::spec::TestSpec;
 use serde::{Deserialize, Serialize};
 
-/// The protocol version this build speaks. Peers with another version are refused.
-pub(crate) const VERSION: u16 = 1;
+/// The protocol version this build speaks. Peers with another version are refused. 2: the TCP
+/// spec's `mix` (an agent of version 1 would ignore it and run one-way streams).
+pub(crate) const VERSION: u16 = 2;
 
 /// The agent's default control (and data) port.
 pub const DEFAULT_PORT: u16 = 5301;

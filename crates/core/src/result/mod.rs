@@ -5,13 +5,15 @@
 //! types, nothing that measures or assembles. Each end's engine returns a [`SideReport`] (its own
 //! counts, its own clock); `crate::summary` joins the client's report and each agent's into one
 //! [`TestResult`], counts attributed to the side that counted them (`sent` = the sender's
-//! figure, `received` = the receiver's). By topic: `side` (one end's report), `udp`, `rr` and
-//! `http` (what each test kind adds), `repeat` (the document of a repeated test); every type is re-exported here, as `result::X`.
+//! figure, `received` = the receiver's). By topic: `side` (one end's report), `udp`, `rr`, `mix`
+//! and `http` (what each test kind adds), `repeat` (the document of a repeated test), `compare`
+//! (the document of a comparison); every type is re-exported here, as `result::X`.
 
 mod compare;
 mod http;
 pub mod lab;
 mod repeat;
+mod mix;
 mod rr;
 mod side;
 mod udp;
@@ -19,6 +21,7 @@ mod udp;
 pub use compare::*;
 pub use http::*;
 pub use repeat::*;
+pub use mix::*;
 pub use rr::*;
 pub use side::*;
 pub use udp::*;
@@ -194,6 +197,9 @@ pub struct Summary {
     /// HTTP runs with an agent on the server's host: that host's samplers over the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<SideSummary>,
+    /// Mixed TCP runs (`--mix`): bytes and transfers per direction, CPU and efficiency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixSummary>,
 }
 
 /// [`Summary`] as the document holds it: the kind's figures sit flattened beside the common ones,
@@ -209,6 +215,8 @@ struct SummaryDocument {
     streams: Vec<StreamSummary>,
     #[serde(default)]
     server: Option<SideSummary>,
+    #[serde(default)]
+    mix: Option<MixSummary>,
     #[serde(flatten)]
     rest: serde_json::Map<String, serde_json::Value>,
 }
@@ -239,6 +247,7 @@ impl TryFrom<SummaryDocument> for Summary {
             rr: kind(&doc.rest, "transactions", "rr")?,
             http: kind(&doc.rest, "responses", "http")?,
             server: doc.server,
+            mix: doc.mix,
         })
     }
 }

@@ -238,6 +238,7 @@ pub(crate) fn assemble(
             rr: None,
             http: Some(summarise(spec, run)),
             server: server_summary,
+            mix: None,
         },
         notes,
         lab: None,

@@ -538,7 +538,7 @@ pub(crate) fn assemble(
         TestSpec::Rr(r) => Some(rr::summarise(r, agents, &sent, &received)),
         _ => None,
     };
-    TestResult {
+    let mut result = TestResult {
         linerate: crate::VERSION.to_string(),
         schema: SCHEMA,
         test: spec.kind().into(),
@@ -558,10 +558,17 @@ pub(crate) fn assemble(
             rr,
             http: None,
             server: None,
+            mix: None,
         },
         notes,
         lab: None,
+    };
+    if let TestSpec::Tcp(t) = spec
+        && let Some(m) = t.mix
+    {
+        result.summary.mix = tcp::mix_summary(m, t.buffer_bytes.0, &result.summary);
     }
+    result
 }
 
 /// A UDP run's send and receive sides over their own windows: the senders' first to last send

@@ -1,10 +1,14 @@
 //! What a TCP run adds to a sending side's summary: retransmits, RTT, windows and what limited
-//! the senders, from each sending stream's TCP_INFO at its end.
+//! the senders, from each sending stream's TCP_INFO at its end; and a mixed run's `summary.mix`
+//! (per-direction bytes and transfers, CPU on both ends, efficiency).
 
 use super::{AgentOutcome, assemble};
 use crate::metrics::host::HostInfo;
-use crate::result::{CEILING_SLACK, LIMITED_SHARE_PERCENT, SideReport, StreamReport, TcpTotals, TestResult};
-use crate::spec::{TcpSpec, TestSpec};
+use crate::result::{
+    CEILING_SLACK, Counted, DirectionSummary, LIMITED_SHARE_PERCENT, MixDirection, MixSummary, SideReport,
+    StreamReport, Summary, TcpTotals, TestResult,
+};
+use crate::spec::{Mix, TcpSpec, TestSpec};
 
 /// Joins the client's and the agents' reports of one TCP run into the result document.
 pub fn assemble_tcp(
@@ -21,6 +25,44 @@ pub fn assemble_tcp(
         started_unix_ms,
         notes,
     )
+}
+
+/// A mixed run's figures from its two directions (forward = the writes, reverse = the reads),
+/// each counted by its receiver; the client's CPU from the side it counted (the writes' senders),
+/// the agents' from theirs. None when the directions are missing.
+pub(super) fn mix_summary(mix: Mix, transfer_bytes: u64, s: &Summary) -> Option<MixSummary> {
+    let d = s.directions.as_ref()?;
+    let (writes, reads) = (d.get("forward")?, d.get("reverse")?);
+    let seconds = writes.received.seconds.max(reads.received.seconds);
+    let rate = |bytes: u64| Counted::new(bytes, seconds).bits_per_second;
+    let direction = |x: &DirectionSummary| MixDirection {
+        bytes: x.received.bytes,
+        bits_per_second: rate(x.received.bytes),
+        transfers: x.received.ops,
+        sent_bytes: x.sent.bytes,
+    };
+    let (read, write) = (direction(reads), direction(writes));
+    let bytes = read.bytes + write.bytes;
+    let transfers = read.transfers + write.transfers;
+    let bits_per_second = rate(bytes);
+    let per_cpu = |cpu: Option<f64>| cpu.filter(|c| *c > 0.0).map(|c| bits_per_second / 1e6 / c);
+    let (client_cpu, agent_cpu) = (writes.sent.cpu.host_percent, writes.received.cpu.host_percent);
+    Some(MixSummary {
+        read_percent: mix.read_percent,
+        write_percent: mix.write_percent,
+        transfer_bytes,
+        read,
+        write,
+        transfers,
+        seconds,
+        transfers_per_second: if seconds > 0.0 { transfers as f64 / seconds } else { 0.0 },
+        bits_per_second,
+        read_share_percent: (bytes > 0).then(|| 100.0 * read.bytes as f64 / bytes as f64),
+        client_cpu_percent: client_cpu,
+        agent_cpu_percent: agent_cpu,
+        client_mbit_per_second_per_cpu_percent: per_cpu(client_cpu),
+        agent_mbit_per_second_per_cpu_percent: per_cpu(agent_cpu),
+    })
 }
 
 /// The sending streams' TCP_INFO over the run: retransmits summed and stall shares of the
@@ -222,6 +264,54 @@ mod tests {
         assert!(r.partial);
         assert!(r.notes.iter().any(|n| n.contains("agent b")));
         assert_eq!(r.summary.agents[1].received.bytes, 50);
+    }
+
+    #[test]
+    fn mix_counts_each_direction_by_its_receiver_with_cpu_and_efficiency() {
+        let mut spec = TcpSpec::new();
+        spec.mix = Some("70:30".parse().expect("valid"));
+        spec.buffer_bytes = crate::units::ByteSize(1_000);
+        // Stream 0 carries the writes (client to agent), stream 1 the reads.
+        let mut client = report(
+            vec![
+                stream(0, Role::Send, 30_000, 1.0),
+                stream(1, Role::Receive, 70_000, 1.0),
+            ],
+            20.0,
+        );
+        client.streams[1].ops = 70;
+        let mut agent = report(
+            vec![
+                stream(0, Role::Receive, 30_000, 1.0),
+                stream(1, Role::Send, 70_000, 1.0),
+            ],
+            40.0,
+        );
+        agent.streams[0].ops = 30;
+        let outcomes = [AgentOutcome {
+            name: "a",
+            host: None,
+            report: Some(&agent),
+            client: &client,
+        }];
+        let r = assemble_tcp(&spec, HostInfo::default(), &outcomes, 0, vec![]);
+        let m = r.summary.mix.expect("a mixed run has mix figures");
+        assert_eq!((m.read_percent, m.write_percent, m.transfer_bytes), (70, 30, 1_000));
+        assert_eq!((m.read.bytes, m.read.transfers), (70_000, 70));
+        assert_eq!((m.write.bytes, m.write.transfers), (30_000, 30));
+        assert_eq!(m.transfers, 100);
+        assert_eq!(m.transfers_per_second, 100.0);
+        assert_eq!(m.bits_per_second, 800_000.0);
+        assert_eq!(m.read_share_percent, Some(70.0));
+        assert_eq!((m.client_cpu_percent, m.agent_cpu_percent), (Some(20.0), Some(40.0)));
+        assert_eq!(m.client_mbit_per_second_per_cpu_percent, Some(0.8 / 20.0));
+        assert_eq!(m.agent_mbit_per_second_per_cpu_percent, Some(0.8 / 40.0));
+        assert!(
+            assemble_tcp(&TcpSpec::new(), HostInfo::default(), &outcomes, 0, vec![])
+                .summary
+                .mix
+                .is_none()
+        );
     }
 
     fn window_limited(bytes: u64, seconds: f64) -> SideReport {

@@ -4,11 +4,12 @@
 //! In: a base spec, a plan (what varies, over which values) and a closure that runs one test
 //! (the client in the binary, a stub in tests). Out: a [`Sweep`], handed to a progress callback
 //! after each point so the caller can show it as it grows. Nothing here prints or touches the
-//! network itself; the per-kind drivers are in [`udp`], [`rr`] and [`http`]. The report crate
+//! network itself; the per-kind drivers are in [`udp`], [`rr`], [`http`] and [`tcp`]. The report crate
 //! renders a sweep; docs/results.md describes its layout (schema [`crate::result::SCHEMA`]).
 
 pub mod http;
 pub mod rr;
+pub mod tcp;
 pub mod udp;
 
 use crate::result::Fit;
@@ -16,8 +17,8 @@ use crate::result::Optimum;
 use crate::result::TestResult;
 use serde::{Deserialize, Serialize};
 
-/// A sweep document: what `linerate udp --sizes/--gaps`, `rr --sizes` and `http --users a,b` /
-/// `--find-optimum` print with `--json`.
+/// A sweep document: what `linerate udp --sizes/--gaps`, `rr --sizes`, `tcp --sizes` and
+/// `http --users a,b` / `--find-optimum` print with `--json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sweep {
     /// Version of linerate that measured it.
@@ -49,6 +50,10 @@ pub enum SweepKind {
     /// HTTP load over user counts, with the optimum.
     #[serde(rename = "http sweep")]
     Http(HttpSweep),
+    /// TCP throughput, CPU and efficiency over transfer sizes (`tcp --sizes`, with or without
+    /// `--mix`).
+    #[serde(rename = "tcp sweep")]
+    Tcp(tcp::TcpSweep),
 }
 
 /// One varied parameter.
@@ -87,6 +92,7 @@ pub enum At {
     Udp { payload_bytes: u32, gap_us: f64 },
     Rr { request_bytes: u32, response_bytes: u32 },
     Http { users: u32 },
+    Tcp { buffer_bytes: u64 },
 }
 
 /// What a request-response size sweep adds.

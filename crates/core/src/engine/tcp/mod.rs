@@ -11,6 +11,8 @@ use super::sockopt;
 use super::{Control, EngineError, Sink, pin};
 
 mod event;
+pub mod mix;
+mod mix_event;
 mod uring;
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd};
 use crate::spec::{Limit, TcpSpec};
