@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod proto;
 pub mod result;
 pub mod spec;
+pub mod store;
 pub mod summary;
 pub mod sweep;
 pub mod units;
