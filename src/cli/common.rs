@@ -158,12 +158,72 @@ where
     text.parse::<T>().map_err(|e| e.to_string())
 }
 
-/// What a test prints (`--json`).
+/// What a test prints (`--json`) and where its result is kept (`--label`, `--db`, `--no-store`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs {
     /// Print one JSON document (docs/results.md) instead of text
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Where a test's result is stored and how it is labelled: every test kind, one meaning
+/// (docs/results.md, "The results store").
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StoreArgs {
+    /// Label the stored result, KEY=VALUE (repeatable), e.g. --label nic=xframe2
+    #[arg(
+        long = "label",
+        value_name = "KEY=VALUE",
+        action = clap::ArgAction::Append,
+        value_parser = parse_label,
+        help_heading = "Results store",
+        long_help = "Label the stored result (repeatable). KEY of letters, digits, '_', '-' and '.'; VALUE\n\
+anything. `linerate results --label KEY=VALUE` selects by it. Example: --label nic=xframe2 --label mtu=9000"
+    )]
+    pub labels: Vec<(String, String)>,
+
+    #[command(flatten)]
+    pub db: DbArgs,
+
+    /// Store nothing: the result is printed only
+    #[arg(long, help_heading = "Results store", conflicts_with = "labels")]
+    pub no_store: bool,
+}
+
+/// The results database: `--db`, else `LINERATE_DB`, else the default path.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DbArgs {
+    /// The results database [default: $LINERATE_DB, else ~/.local/share/linerate/results.db]
+    #[arg(
+        long,
+        value_name = "PATH",
+        help_heading = "Results store",
+        long_help = "The results database (SQLite). Default: the LINERATE_DB environment variable, else\n\
+$XDG_DATA_HOME/linerate/results.db, else ~/.local/share/linerate/results.db. Example: --db ./lab.db"
+    )]
+    pub db: Option<std::path::PathBuf>,
+}
+
+impl DbArgs {
+    /// The database to use.
+    pub fn path(&self) -> anyhow::Result<std::path::PathBuf> {
+        if let Some(p) = &self.db {
+            return Ok(p.clone());
+        }
+        if let Some(p) = std::env::var_os("LINERATE_DB").filter(|v| !v.is_empty()) {
+            return Ok(p.into());
+        }
+        linerate_core::store::default_path()
+            .ok_or_else(|| anyhow::anyhow!("no results database: set HOME, XDG_DATA_HOME or LINERATE_DB, or give --db"))
+    }
+}
+
+/// `--label KEY=VALUE`.
+fn parse_label(text: &str) -> Result<(String, String), String> {
+    linerate_core::store::parse_label(text).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod complete;
 pub mod http;
 pub mod lab;
 pub mod quick;
+pub mod results;
 pub mod rr;
 pub mod serve;
 pub mod sys;
@@ -44,6 +45,8 @@ pub enum Command {
     Http(http::HttpArgs),
     /// A short TCP test against an agent started on loopback, to see linerate work
     Quick(quick::QuickArgs),
+    /// Stored results: list, show again, export, label, remove (every test is stored)
+    Results(results::ResultsArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)
     Lab(lab::LabArgs),
     /// This host's samplers live (CPU, interrupts, interfaces, stack), or its configuration

@@ -6,6 +6,7 @@
 pub mod json;
 pub mod lab;
 pub mod live;
+pub mod results;
 pub mod sweep;
 pub mod sys;
 pub mod text;
