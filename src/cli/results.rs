@@ -176,7 +176,12 @@ fn reader(path: &std::path::Path) -> anyhow::Result<Option<Store>> {
     if !path.exists() {
         return Ok(None);
     }
-    Ok(Some(Store::open_read(path)?))
+    // Read-write where the file allows: a read-only connection to a WAL database needs the
+    // shared-memory file to exist already, which a reader cannot count on.
+    match Store::open(path) {
+        Ok(store) => Ok(Some(store)),
+        Err(_) => Ok(Some(Store::open_read(path)?)),
+    }
 }
 
 pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {

@@ -13,6 +13,7 @@ mod layout;
 mod netns;
 mod rr;
 mod settings;
+mod store;
 mod tcp;
 mod udp;
 mod units;

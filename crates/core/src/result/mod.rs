@@ -167,7 +167,7 @@ impl Counted {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
     /// Counted by the senders, summed over streams and agents.
     pub sent: SideSummary,
@@ -189,6 +189,46 @@ pub struct Summary {
     /// HTTP runs with an agent on the server's host: that host's samplers over the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<SideSummary>,
+}
+
+/// Read back from a stored document. Not derived: serde's `flatten` hands every flattened
+/// field the same entries and a struct that fails takes the ones it matched with it (the udp
+/// summary's `lost` went, and with it every rr summary read back: issue 15, `results show`).
+/// Each kind's figures are read from the whole object instead, the kind told by a field only
+/// it has.
+impl<'de> Deserialize<'de> for Summary {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Summary, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        struct Common {
+            sent: SideSummary,
+            received: SideSummary,
+            directions: Option<BTreeMap<String, DirectionSummary>>,
+            agents: Vec<AgentSummary>,
+            streams: Vec<StreamSummary>,
+            #[serde(default)]
+            server: Option<SideSummary>,
+        }
+        let v = serde_json::Value::deserialize(d)?;
+        let common: Common = serde_json::from_value(v.clone()).map_err(D::Error::custom)?;
+        fn kind<T: serde::de::DeserializeOwned, E: Error>(v: &serde_json::Value, key: &str) -> Result<Option<T>, E> {
+            match v.get(key) {
+                None => Ok(None),
+                Some(_) => serde_json::from_value(v.clone()).map(Some).map_err(E::custom),
+            }
+        }
+        Ok(Summary {
+            sent: common.sent,
+            received: common.received,
+            directions: common.directions,
+            agents: common.agents,
+            streams: common.streams,
+            udp: kind(&v, "datagrams_sent")?,
+            rr: kind(&v, "transactions")?,
+            http: kind(&v, "responses")?,
+            server: common.server,
+        })
+    }
 }
 
 /// A side of the transfer (all senders, or all receivers) over the measurement window.
