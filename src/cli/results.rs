@@ -13,7 +13,6 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    args_conflicts_with_subcommands = true,
     after_help = "Examples:\n  linerate results --label nic=xframe2 --since 2h\n  linerate results show 42\n  linerate results export 41 42 --format csv"
 )]
 pub struct ResultsArgs {
