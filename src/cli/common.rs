@@ -418,6 +418,46 @@ mod tests {
         assert_eq!(d.rtt.map(|t| t.0.as_millis()), Some(200), "a bare number is seconds");
     }
 
+    #[test]
+    fn every_test_kind_takes_the_store_flags_alike() {
+        for args in [
+            &["tcp", "h"][..],
+            &["udp", "h"][..],
+            &["rr", "h"][..],
+            &["http", "http://h/"][..],
+            &["quick"][..],
+        ] {
+            let mut full = args.to_vec();
+            full.extend(["--label", "nic=x2", "--db", "/tmp/r.db", "--label=mtu=9000"]);
+            let output = match parse(&full).expect("valid") {
+                Command::Tcp(a) => a.output,
+                Command::Udp(a) => a.output,
+                Command::Rr(a) => a.output,
+                Command::Http(a) => a.output,
+                Command::Quick(a) => a.output,
+                other => panic!("parsed as {other:?}"),
+            };
+            let s = output.store;
+            assert_eq!(
+                s.labels,
+                vec![("nic".into(), "x2".into()), ("mtu".into(), "9000".into())],
+                "{args:?}: repeatable, in order"
+            );
+            assert_eq!(s.db.db.as_deref(), Some(std::path::Path::new("/tmp/r.db")));
+            assert!(!s.no_store);
+            let mut full = args.to_vec();
+            full.push("--no-store");
+            assert!(parse(&full).is_ok(), "{args:?}");
+            let mut full = args.to_vec();
+            full.extend(["--label", "nic"]);
+            let e = parse(&full).expect_err("no =").to_string();
+            assert!(e.contains("'nic' is not a label (KEY=VALUE"), "{e}");
+            let mut full = args.to_vec();
+            full.extend(["--no-store", "--label", "a=b"]);
+            assert!(parse(&full).is_err(), "{args:?}: --no-store with --label");
+        }
+    }
+
     /// Issue 13: a wrong-sign value says so, not `unexpected argument '-1' found`.
     fn refused_as_negative(args: &[&str], flag: &str, value: &str) {
         let err = parse(args).expect_err("a negative value is refused").to_string();

@@ -410,3 +410,22 @@ fn ctrl_c_or_sigterm_mid_run_stores_a_partial_record() {
         assert_eq!(doc["partial"], true);
     }
 }
+
+#[test]
+fn an_agent_lost_mid_run_stores_the_partial_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let mut agent = Agent::start(&[]);
+    let child = spawn(&db, &["tcp", &agent.addr, "-t", "20", "-i", "0", "--json"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = agent.child.kill();
+    let _ = agent.child.wait();
+    let out = wait_bounded(child, LIMIT);
+    let doc = json_with_status(&out, 3);
+    assert_eq!(doc["partial"], true);
+    let id = stored_id(&stderr(&out)).unwrap_or_else(|| panic!("stored: {}", stderr(&out)));
+    let shown = run(&db, &["results", "show", &id.to_string(), "--json"]);
+    assert_eq!(shown.stdout, out.stdout, "the partial document, as printed");
+    let row = rows(&db, &[]).into_iter().find(|r| r["id"] == id).expect("row");
+    assert_eq!(row["outcome"], "partial");
+}
