@@ -23,6 +23,8 @@ pub const EXIT_FAILED: u8 = 4;
 
 /// What a test command produced: one document of one kind. A new document kind (a repeated
 /// test) adds a variant and an arm in each method.
+// Made once per process, at the end: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Produced {
     Test(TestResult),
     Sweep(Sweep),

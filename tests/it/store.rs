@@ -316,7 +316,7 @@ fn clients_killed_mid_run_leave_the_database_sound_and_lose_no_completed_run() {
 /// A store that fails keeps the result: the run prints it, exits as the measurement says, and
 /// the fallback file holds the document it printed.
 fn loses_no_result(out: &Output, fallback_dir: &Path) {
-    assert_eq!(out.status.code(), Some(0), "exit status unchanged: {}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "exit status unchanged: {}", stderr(out));
     let doc = json_of(out);
     check_document(&doc);
     let err = stderr(out);
