@@ -429,3 +429,27 @@ fn an_agent_lost_mid_run_stores_the_partial_record() {
     let row = rows(&db, &[]).into_iter().find(|r| r["id"] == id).expect("row");
     assert_eq!(row["outcome"], "partial");
 }
+
+#[test]
+fn a_database_locked_past_the_busy_timeout_loses_no_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&[]);
+    let first = run(&db, &["tcp", &agent.addr, "-t", "0.2", "-i", "0"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    // Another writer holds the write lock for longer than the client waits (5 s).
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute_batch("BEGIN EXCLUSIVE; INSERT INTO labels VALUES (1, 'held', 'yes');")
+        .expect("lock");
+    let t = Instant::now();
+    let out = run(&db, &["tcp", &agent.addr, "-t", "0.2", "-i", "0", "--json"]);
+    assert!(
+        t.elapsed() >= Duration::from_secs(4),
+        "waited its turn first: {:?}",
+        t.elapsed()
+    );
+    loses_no_result(&out, dir.path());
+    assert!(stderr(&out).contains("locked"), "{}", stderr(&out));
+    conn.execute_batch("ROLLBACK").expect("unlock");
+    assert_eq!(stored_ids(&db).len(), 1);
+}
