@@ -173,7 +173,7 @@ pub struct OutputArgs {
 /// (docs/results.md, "The results store").
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct StoreArgs {
-    /// Label the stored result, KEY=VALUE (repeatable), e.g. --label nic=xframe2
+    /// Label the stored result (repeatable), e.g. --label nic=xframe2
     #[arg(
         long = "label",
         value_name = "KEY=VALUE",
@@ -196,7 +196,7 @@ anything. `linerate results --label KEY=VALUE` selects by it. Example: --label n
 /// The results database: `--db`, else `LINERATE_DB`, else the default path.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DbArgs {
-    /// The results database [default: $LINERATE_DB, else ~/.local/share/linerate/results.db]
+    /// The results database (default: $LINERATE_DB, else in ~/.local/share)
     #[arg(
         long,
         value_name = "PATH",

@@ -22,7 +22,7 @@ pub struct ResultsArgs {
     #[command(flatten)]
     pub list: ListArgs,
 
-    /// The results database [default: $LINERATE_DB, else ~/.local/share/linerate/results.db]
+    /// The results database (default: $LINERATE_DB, else in ~/.local/share)
     #[arg(long, value_name = "PATH", global = true)]
     pub db: Option<PathBuf>,
 }
@@ -38,7 +38,7 @@ pub struct ListArgs {
     #[arg(long = "label", value_name = "KEY=VALUE", action = clap::ArgAction::Append, value_parser = label)]
     pub labels: Vec<(String, String)>,
 
-    /// Only results started since a time ago (2h, 30m, 7d) or a UTC date (2025-11-25, 2025-11-25T10:00)
+    /// Only results started since: a time ago (2h, 7d) or a UTC date (2025-11-25)
     #[arg(long, value_name = "WHEN", value_parser = since)]
     pub since: Option<u64>,
 
