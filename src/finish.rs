@@ -155,11 +155,15 @@ fn fall_back(document: &str, db: Option<&Path>, err: &anyhow::Error) {
     );
 }
 
-/// Writes a file that must not exist yet, through to the disk.
+/// Writes a file that must not exist yet, through to the disk; a file cut short (a full disk)
+/// is removed, so that no half document is left behind.
 fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()
+    let written = f.write_all(text.as_bytes()).and_then(|()| f.sync_all());
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
 }
 
 fn print(text: &str) -> anyhow::Result<()> {

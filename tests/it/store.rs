@@ -453,3 +453,42 @@ fn a_database_locked_past_the_busy_timeout_loses_no_result() {
     conn.execute_batch("ROLLBACK").expect("unlock");
     assert_eq!(stored_ids(&db).len(), 1);
 }
+
+#[test]
+fn a_full_disk_loses_no_result() {
+    if !can_run(&[
+        Need::Root {
+            why: "to mount a small tmpfs in a mount namespace of its own",
+        },
+        Need::Program {
+            name: "unshare",
+            package: "util-linux",
+        },
+    ]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let full = dir.path().join("small");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&full).expect("mkdir");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let agent = Agent::start(&[]);
+    // In a mount namespace of its own: a 1 MiB tmpfs, a first run stored on it, the rest of it
+    // filled, then the run whose store meets the full disk (its stdout is the script's).
+    let script = r#"
+        set -e
+        mount -t tmpfs -o size=1m tmpfs "$FULL"
+        "$BIN" tcp "$AGENT" -t 0.2 -i 0 --db "$FULL/results.db" >/dev/null 2>&1
+        dd if=/dev/zero of="$FULL/filler" bs=4k 2>/dev/null || true
+        "$BIN" tcp "$AGENT" -t 0.2 -i 0 --json --db "$FULL/results.db"
+    "#;
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c", script])
+        .env("FULL", &full)
+        .env("BIN", BIN)
+        .env("AGENT", &agent.addr)
+        .env("TMPDIR", &tmp);
+    let out = run_bounded(&mut cmd, LIMIT);
+    loses_no_result(&out, &tmp);
+    assert!(stderr(&out).contains("disk"), "names the disk: {}", stderr(&out));
+}
