@@ -178,6 +178,7 @@ fn every_test_kind_is_stored_with_its_labels_and_results_selects_by_them() {
 
     let rm = run(&db, &["results", "rm", &tcp_id.to_string()]);
     assert!(rm.status.success(), "{}", stderr(&rm));
+    assert_eq!(out_text(&rm), format!("removed #{tcp_id}\n"));
     assert_eq!(ids_of(&rows(&db, &[])), vec![rr_id, udp_id]);
     let gone = run(&db, &["results", "show", &tcp_id.to_string()]);
     assert_eq!(gone.status.code(), Some(1));
@@ -185,6 +186,12 @@ fn every_test_kind_is_stored_with_its_labels_and_results_selects_by_them() {
     let bad = run(&db, &["results", "show", "x1"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(stderr(&bad).contains("'x1' is not a result id"), "{}", stderr(&bad));
+    let quick = run(&db, &["quick", "-t", "0.3"]);
+    assert!(quick.status.success(), "{}", stderr(&quick));
+    let quick_id = stored_id(&out_text(&quick)).expect("quick is stored too");
+    let labelled = rows(&db, &["--label", "quick=yes"]);
+    assert_eq!(ids_of(&labelled), vec![quick_id]);
+    assert_eq!(labelled[0]["kind"], "tcp");
     assert_eq!(integrity(&db), "ok");
 }
 
