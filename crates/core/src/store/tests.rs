@@ -152,3 +152,31 @@ fn ids_and_labels_parse() {
         assert!(parse_label(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_database_of_this_layout_migrates_to_the_next_with_its_records() {
+    let dir = TempDir::new("migrate");
+    let path = dir.0.join("results.db");
+    let id = Store::open(&path)
+        .expect("open")
+        .put(&record("tcp", 5, 2.0, &[("nic", "a")]))
+        .expect("put");
+    let mut store = Store::open(&path).expect("reopen");
+    let next: Vec<&str> = schema::MIGRATIONS
+        .iter()
+        .copied()
+        .chain(["ALTER TABLE records ADD COLUMN note TEXT;"])
+        .collect();
+    store.migrate_with(&next).expect("the next layout's migration");
+    assert_eq!(store.version(), schema::VERSION + 1);
+    let version: u32 = store
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, schema::VERSION + 1, "recorded in the file");
+    let row = store.row(id).expect("the old record");
+    assert_eq!((row.kind.as_str(), row.figures[0].value), ("tcp", Some(2.0)));
+    assert_eq!(row.labels.get("nic").map(String::as_str), Some("a"));
+    store.migrate_with(&next).expect("runs once");
+    assert_eq!(store.integrity_check().expect("check"), vec!["ok"]);
+}
