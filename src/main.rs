@@ -3,12 +3,14 @@
 mod campaign;
 mod cli;
 mod compare;
+mod finish;
 mod live;
 mod repeat;
 
 use anyhow::Context;
 use clap::Parser;
 use cli::{Cli, Command};
+use finish::{Keep, Produced, finish};
 use linerate_core::agent::{self, AgentEvent};
 use linerate_core::client::HttpTarget;
 use linerate_core::client::{ClientOptions, Target, run_tcp};
@@ -75,9 +77,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tcp(args) => {
             let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
-            let json = args.output.json;
+            let output = args.output.clone();
+            let json = output.json;
             let repeat = args.repeat.policy()?;
             let sizes = args.sizes()?;
+            repeat::refuse_with_sweep(repeat.as_ref(), sizes.as_ref().map(|_| "--sizes"))?;
             let spec = args.into_spec()?;
             if let Some(sizes) = sizes {
                 let run = |spec: &TcpSpec| {
@@ -86,26 +90,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         .with_context(|| format!("sweep point -l {}", spec.buffer_bytes))
                 };
                 let sweep = linerate_core::sweep::tcp::sweep(&spec, &sizes, run, |s| show_sweep(s, json))?;
-                return print_sweep(&sweep, json);
+                return finish(&Produced::Sweep(sweep), &keep(&output, &targets));
             }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             if let Some(policy) = repeat {
-                return repeat::repeat_test("tcp", &policy, json, |_| {
+                let rep = repeat::repeat_test("tcp", &policy, json, |_| {
                     let mut result = tcp_test(&spec, &targets, &opts, true)
                         .with_context(|| format!("tcp test against {}", names.join(", ")))?;
                     record_lab(&mut result);
                     Ok(result)
-                });
+                })?;
+                return finish(&Produced::Repeated(rep), &keep(&output, &targets));
             }
             let mut result = tcp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("tcp test against {}", names.join(", ")))?;
             record_lab(&mut result);
-            print_result(&result, json)
+            finish(&Produced::Test(result), &keep(&output, &targets))
         }
         Command::Udp(args) => {
             let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
-            let json = args.output.json;
+            let output = args.output.clone();
+            let json = output.json;
             let sweep = args.sweep()?;
             let repeat = args.repeat.policy()?;
             repeat::refuse_with_sweep(repeat.as_ref(), sweep.as_ref().map(|_| "--sizes, --gaps"))?;
@@ -122,26 +128,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     })
                 };
                 let sweep = linerate_core::sweep::udp::sweep(&spec, &plan, run, |s| show_sweep(s, json))?;
-                return print_sweep(&sweep, json);
+                return finish(&Produced::Sweep(sweep), &keep(&output, &targets));
             }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             if let Some(policy) = repeat {
-                return repeat::repeat_test("udp", &policy, json, |_| {
+                let rep = repeat::repeat_test("udp", &policy, json, |_| {
                     let mut result = udp_test(&spec, &targets, &opts, true)
                         .with_context(|| format!("udp test against {}", names.join(", ")))?;
                     record_lab(&mut result);
                     Ok(result)
-                });
+                })?;
+                return finish(&Produced::Repeated(rep), &keep(&output, &targets));
             }
             let mut result = udp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("udp test against {}", names.join(", ")))?;
             record_lab(&mut result);
-            print_result(&result, json)
+            finish(&Produced::Test(result), &keep(&output, &targets))
         }
         Command::Rr(args) => {
             let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
-            let json = args.output.json;
+            let output = args.output.clone();
+            let json = output.json;
             let sizes = args.sizes()?;
             let repeat = args.repeat.policy()?;
             repeat::refuse_with_sweep(repeat.as_ref(), sizes.as_ref().map(|_| "--sizes"))?;
@@ -163,24 +171,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     rr_test(spec, &targets, &opts, true)
                 };
                 let sweep = rr::sweep(&spec, &plan, run, |s| show_sweep(s, json))?;
-                return print_sweep(&sweep, json);
+                return finish(&Produced::Sweep(sweep), &keep(&output, &targets));
             }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
             if let Some(policy) = repeat {
-                return repeat::repeat_test("rr", &policy, json, |_| {
+                let rep = repeat::repeat_test("rr", &policy, json, |_| {
                     let mut result = rr_test(&spec, &targets, &opts, true)
                         .with_context(|| format!("rr test against {}", names.join(", ")))?;
                     record_lab(&mut result);
                     Ok(result)
-                });
+                })?;
+                return finish(&Produced::Repeated(rep), &keep(&output, &targets));
             }
             let mut result = rr_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("rr test against {}", names.join(", ")))?;
             record_lab(&mut result);
-            print_result(&result, json)
+            finish(&Produced::Test(result), &keep(&output, &targets))
         }
         Command::Http(args) => http_command(&args),
         Command::Quick(args) => quick(&args),
+        Command::Results(args) => cli::results::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Plan(args) => match args.command {
             cli::plan::PlanCommand::Check { file, quick, commands } => campaign::check(&file, quick, commands),
@@ -380,7 +390,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
         None
     };
     if let Some(policy) = repeat {
-        return repeat::repeat_test("http", &policy, args.output.json, |_| {
+        let rep = repeat::repeat_test("http", &policy, args.output.json, |_| {
             let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, true)
                 .with_context(|| format!("http test against {}", args.urls.join(" ")))?;
             if let Some(b) = &baseline {
@@ -388,7 +398,8 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
             }
             record_lab(&mut result);
             Ok(result)
-        });
+        })?;
+        return finish(&Produced::Repeated(rep), &keep_urls(&args.output, &args.urls));
     }
     if !args.find_optimum && counts.len() == 1 {
         let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, args.output.json)
@@ -397,7 +408,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
             b.apply(&mut result);
         }
         record_lab(&mut result);
-        return print_result(&result, args.output.json);
+        return finish(&Produced::Test(result), &keep_urls(&args.output, &args.urls));
     }
     let plan = HttpPlan {
         users: if args.find_optimum {
@@ -413,7 +424,7 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("http sweep point of {} users", spec.users))
     };
     let sweep = sweep(&base, &plan, run, |s| show_sweep(s, args.output.json))?;
-    print_sweep(&sweep, args.output.json)
+    finish(&Produced::Sweep(sweep), &keep_urls(&args.output, &args.urls))
 }
 
 /// A running sweep's table as it grows (nothing with `--json`: the document comes at the end).
@@ -424,47 +435,24 @@ fn show_sweep(sweep: &Sweep, json: bool) -> anyhow::Result<()> {
     print_text(&linerate_report::sweep::progress(sweep))
 }
 
-/// A finished sweep: the document, or the end of its table.
-fn print_sweep(sweep: &Sweep, json: bool) -> anyhow::Result<ExitCode> {
-    print_text(&if json {
-        linerate_report::sweep::json(sweep)
-    } else {
-        linerate_report::sweep::tail(sweep)
-    })?;
-    Ok(if sweep.partial {
-        ExitCode::from(EXIT_PARTIAL)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// A run cut short (Ctrl-C, an agent lost): README, "Exit status".
-const EXIT_PARTIAL: u8 = 3;
-/// A run that measured nothing.
-const EXIT_FAILED: u8 = 4;
-
-/// The exit status of a run that produced a document (README, "Exit status").
-fn exit_code(result: &TestResult) -> ExitCode {
-    use linerate_core::result::Outcome;
-    match result.outcome() {
-        Outcome::Complete => ExitCode::SUCCESS,
-        Outcome::Partial => ExitCode::from(EXIT_PARTIAL),
-        Outcome::Failed => ExitCode::from(EXIT_FAILED),
+/// How a test command's result is kept: its output flags and the agents it ran against.
+fn keep<'a>(output: &'a cli::common::OutputArgs, targets: &[Target]) -> Keep<'a> {
+    Keep {
+        json: output.json,
+        store: &output.store,
+        targets: targets.iter().map(|t| t.name.clone()).collect(),
+        labels: Vec::new(),
     }
 }
 
-fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {
-    let text = if json {
-        linerate_report::json::render(result)
-    } else {
-        format!("\n{}", linerate_report::text::render(result))
-    };
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
-        _ => {}
+/// The same for an HTTP load: the URLs it ran against.
+fn keep_urls<'a>(output: &'a cli::common::OutputArgs, urls: &[String]) -> Keep<'a> {
+    Keep {
+        json: output.json,
+        store: &output.store,
+        targets: urls.to_vec(),
+        labels: Vec::new(),
     }
-    Ok(exit_code(result))
 }
 
 fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
@@ -610,8 +598,12 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
         name: addr.to_string(),
         addr,
     };
-    let result = tcp_test(&spec, &[target], &ClientOptions::default(), args.output.json)?;
-    print_result(&result, args.output.json)
+    let targets = [target];
+    let result = tcp_test(&spec, &targets, &ClientOptions::default(), args.output.json)?;
+    let mut keep = keep(&args.output, &targets);
+    // Told apart from a `tcp` run in `linerate results --label quick=yes`.
+    keep.labels.push(("quick".to_string(), "yes".to_string()));
+    finish(&Produced::Test(result), &keep)
 }
 
 fn print_text(text: &str) -> anyhow::Result<()> {

@@ -2,18 +2,18 @@
 //! run's line shown as it ends, and the repeated document printed with its exit status. The
 //! commands (`tcp`, `udp`, `rr`, `http`) call [`repeat_test`]; what a run is stays theirs.
 
-use crate::{EXIT_FAILED, EXIT_PARTIAL, interrupt_flag, print_text};
-use linerate_core::result::{Outcome, RepeatPolicy, Repeated, TestResult};
-use std::process::ExitCode;
+use crate::{interrupt_flag, print_text};
+use linerate_core::result::{RepeatPolicy, Repeated, TestResult};
 
 /// Runs `run` (one whole test, quiet: no interval lines) under `policy`, showing each run's
-/// line as it ends (on stderr with `--json`), then prints the aggregate or the document.
+/// line as it ends (on stderr with `--json`), and returns the document for `finish` to print
+/// (the aggregate or the JSON) and store.
 pub fn repeat_test(
     kind: &str,
     policy: &RepeatPolicy,
     json: bool,
     run: impl FnMut(u32) -> anyhow::Result<TestResult>,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<Repeated> {
     let interrupt = interrupt_flag()?;
     let rep = linerate_core::repeat::repeat(kind, policy, &interrupt, run, |rep| {
         let lines = linerate_report::repeat::progress(rep);
@@ -24,21 +24,7 @@ pub fn repeat_test(
         }
         print_text(&lines)
     })?;
-    print_repeated(&rep, json)
-}
-
-/// A finished repeated test: the document, or the aggregate after the runs' lines.
-pub fn print_repeated(rep: &Repeated, json: bool) -> anyhow::Result<ExitCode> {
-    print_text(&if json {
-        linerate_report::repeat::json(rep)
-    } else {
-        linerate_report::repeat::tail(rep)
-    })?;
-    Ok(match rep.outcome() {
-        Outcome::Complete => ExitCode::SUCCESS,
-        Outcome::Partial => ExitCode::from(EXIT_PARTIAL),
-        Outcome::Failed => ExitCode::from(EXIT_FAILED),
-    })
+    Ok(rep)
 }
 
 /// Repeats and sweeps do not combine yet: one line naming both.

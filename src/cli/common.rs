@@ -159,12 +159,72 @@ where
     text.parse::<T>().map_err(|e| e.to_string())
 }
 
-/// What a test prints (`--json`).
+/// What a test prints (`--json`) and where its result is kept (`--label`, `--db`, `--no-store`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs {
     /// Print one JSON document (docs/results.md) instead of text
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Where a test's result is stored and how it is labelled: every test kind, one meaning
+/// (docs/results.md, "The results store").
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StoreArgs {
+    /// Label the stored result (repeatable), e.g. --label nic=xframe2
+    #[arg(
+        long = "label",
+        value_name = "KEY=VALUE",
+        action = clap::ArgAction::Append,
+        value_parser = parse_label,
+        help_heading = "Results store",
+        long_help = "Label the stored result (repeatable). KEY of letters, digits, '_', '-' and '.'; VALUE\n\
+anything. `linerate results --label KEY=VALUE` selects by it. Example: --label nic=xframe2 --label mtu=9000"
+    )]
+    pub labels: Vec<(String, String)>,
+
+    #[command(flatten)]
+    pub db: DbArgs,
+
+    /// Store nothing: the result is printed only
+    #[arg(long, help_heading = "Results store", conflicts_with = "labels")]
+    pub no_store: bool,
+}
+
+/// The results database: `--db`, else `LINERATE_DB`, else the default path.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DbArgs {
+    /// The results database (default: $LINERATE_DB, else in ~/.local/share)
+    #[arg(
+        long,
+        value_name = "PATH",
+        help_heading = "Results store",
+        long_help = "The results database (SQLite). Default: the LINERATE_DB environment variable, else\n\
+$XDG_DATA_HOME/linerate/results.db, else ~/.local/share/linerate/results.db. Example: --db ./lab.db"
+    )]
+    pub db: Option<std::path::PathBuf>,
+}
+
+impl DbArgs {
+    /// The database to use.
+    pub fn path(&self) -> anyhow::Result<std::path::PathBuf> {
+        if let Some(p) = &self.db {
+            return Ok(p.clone());
+        }
+        if let Some(p) = std::env::var_os("LINERATE_DB").filter(|v| !v.is_empty()) {
+            return Ok(p.into());
+        }
+        linerate_core::store::default_path()
+            .ok_or_else(|| anyhow::anyhow!("no results database: set HOME, XDG_DATA_HOME or LINERATE_DB, or give --db"))
+    }
+}
+
+/// `--label KEY=VALUE`.
+fn parse_label(text: &str) -> Result<(String, String), String> {
+    linerate_core::store::parse_label(text).map_err(|e| e.to_string())
 }
 
 /// How many times a test runs (`--repeat N|auto`), and what is reported over the runs.
@@ -602,6 +662,46 @@ mod tests {
                 clap(&["--pause", "-1s"]).contains("must be positive, got -1s"),
                 "{kind}"
             );
+        }
+    }
+
+    #[test]
+    fn every_test_kind_takes_the_store_flags_alike() {
+        for args in [
+            &["tcp", "h"][..],
+            &["udp", "h"][..],
+            &["rr", "h"][..],
+            &["http", "http://h/"][..],
+            &["quick"][..],
+        ] {
+            let mut full = args.to_vec();
+            full.extend(["--label", "nic=x2", "--db", "/tmp/r.db", "--label=mtu=9000"]);
+            let output = match parse(&full).expect("valid") {
+                Command::Tcp(a) => a.output,
+                Command::Udp(a) => a.output,
+                Command::Rr(a) => a.output,
+                Command::Http(a) => a.output,
+                Command::Quick(a) => a.output,
+                other => panic!("parsed as {other:?}"),
+            };
+            let s = output.store;
+            assert_eq!(
+                s.labels,
+                vec![("nic".into(), "x2".into()), ("mtu".into(), "9000".into())],
+                "{args:?}: repeatable, in order"
+            );
+            assert_eq!(s.db.db.as_deref(), Some(std::path::Path::new("/tmp/r.db")));
+            assert!(!s.no_store);
+            let mut full = args.to_vec();
+            full.push("--no-store");
+            assert!(parse(&full).is_ok(), "{args:?}");
+            let mut full = args.to_vec();
+            full.extend(["--label", "nic"]);
+            let e = parse(&full).expect_err("no =").to_string();
+            assert!(e.contains("'nic' is not a label (KEY=VALUE"), "{e}");
+            let mut full = args.to_vec();
+            full.extend(["--no-store", "--label", "a=b"]);
+            assert!(parse(&full).is_err(), "{args:?}: --no-store with --label");
         }
     }
 

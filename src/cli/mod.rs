@@ -8,6 +8,7 @@ pub mod http;
 pub mod lab;
 pub mod plan;
 pub mod quick;
+pub mod results;
 pub mod rr;
 pub mod serve;
 pub mod sys;
@@ -50,6 +51,8 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// A short TCP test against an agent started on loopback, to see linerate work
     Quick(quick::QuickArgs),
+    /// Stored results: list, show again, export, label, remove (every test is stored)
+    Results(results::ResultsArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)
     Lab(lab::LabArgs),
     /// This host's samplers live (CPU, interrupts, interfaces, stack), or its configuration

@@ -3,7 +3,7 @@
 use crate::util::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -11,7 +11,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 #[test]
 fn busy_agent_answers_at_once() {
     let agent = Agent::start(&["--max-tests", "1"]);
-    let long = Command::new(BIN)
+    let long = linerate_command()
         .args(["tcp", &agent.addr, "-t", "20", "-i", "0"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -52,7 +52,7 @@ fn killed_client_frees_the_agent(direction: &[&str]) {
     let agent = Agent::start(&["--max-tests", "1"]);
     let mut args = vec!["tcp", agent.addr.as_str(), "-t", "30", "-i", "0"];
     args.extend_from_slice(direction);
-    let mut victim = Command::new(BIN)
+    let mut victim = linerate_command()
         .args(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -160,7 +160,7 @@ fn secret_is_required_checked_and_never_needed_on_the_wire() {
     let v = tcp_json(&[&agent.addr, "-n", "5", "--secret-file", r], LIMIT);
     assert_eq!(u(&v, "/summary/received/bytes"), 5 * 131_072);
     let out = run_bounded(
-        Command::new(BIN)
+        linerate_command()
             .args(["tcp", &agent.addr, "-n", "5", "--json"])
             .env("LINERATE_SECRET", "correct horse"),
         LIMIT,
@@ -189,7 +189,7 @@ fn ctrl_c_reports_what_was_measured() {
     for direction in [&[][..], &["--reverse"][..]] {
         let mut args = vec!["tcp", agent.addr.as_str(), "-t", "30", "--json"];
         args.extend_from_slice(direction);
-        let child = Command::new(BIN)
+        let child = linerate_command()
             .args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -230,7 +230,7 @@ fn several_clients_are_served_at_once() {
     let agent = Agent::start(&["--max-tests", "3"]);
     let clients: Vec<_> = (0..3)
         .map(|_| {
-            Command::new(BIN)
+            linerate_command()
                 .args(["tcp", &agent.addr, "-t", "1.5", "-i", "0", "--json"])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

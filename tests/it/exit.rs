@@ -4,13 +4,13 @@
 
 use crate::util::*;
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
 fn spawn(args: &[&str]) -> Child {
-    Command::new(BIN)
+    linerate_command()
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

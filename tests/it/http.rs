@@ -613,7 +613,7 @@ fn issue_13_a_resetting_server_and_a_refusing_one_keep_the_identity() {
 
 /// `linerate http ARGS` with its open files limited to `files` (soft and hard).
 fn http_with_open_files(files: u64, args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = linerate_command();
     cmd.arg("http").args(args);
     // SAFETY: between fork and exec only setrlimit runs, which is async-signal-safe.
     unsafe {
@@ -673,7 +673,7 @@ fn issue_13_http_stops_when_its_agent_dies() {
         agent.http_addr.as_deref().expect("http address")
     );
     let t = Instant::now();
-    let client = Command::new(BIN)
+    let client = linerate_command()
         .args([
             "http",
             "--json",

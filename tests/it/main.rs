@@ -17,6 +17,7 @@ mod plan;
 mod repeat;
 mod rr;
 mod settings;
+mod store;
 mod tcp;
 mod udp;
 mod units;

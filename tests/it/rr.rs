@@ -259,7 +259,7 @@ fn a_sweep_past_the_mtu_goes_on_and_says_so() {
 fn a_peer_that_goes_silent_does_not_hang_the_run() {
     let agent = Agent::start(&[]);
     let pid = agent.child.id().to_string();
-    let child = std::process::Command::new(BIN)
+    let child = linerate_command()
         .args(["rr", "--json", &agent.addr, "-t", "2"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

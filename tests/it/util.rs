@@ -82,8 +82,43 @@ impl Drop for Agent {
     }
 }
 
-/// Runs a command to completion within `limit`, killing it and failing the test past that.
+/// The results database every linerate this test process starts stores into, so that the suite
+/// never writes to the user's own (`~/.local/share/linerate/results.db`): one per test process,
+/// under cargo's target/tmp; those of test processes that are gone are removed on first use.
+pub fn test_db() -> &'static std::path::Path {
+    static DB: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DB.get_or_init(|| {
+        let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+        if let Ok(entries) = std::fs::read_dir(tmp) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = name.strip_prefix("it-results-")
+                    && !std::path::Path::new("/proc").join(pid).exists()
+                {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        tmp.join(format!("it-results-{}", std::process::id()))
+            .join("results.db")
+    })
+}
+
+/// `linerate` as a command that stores into [`test_db`] (unless the test sets LINERATE_DB or
+/// gives `--db` itself).
+pub fn linerate_command() -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env("LINERATE_DB", test_db());
+    cmd
+}
+
+/// Runs a command to completion within `limit`, killing it and failing the test past that. A
+/// linerate it starts (itself, or under `ip netns exec`, `setpriv`...) stores into [`test_db`]
+/// unless the command sets LINERATE_DB.
 pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
+    if !cmd.get_envs().any(|(k, _)| k == "LINERATE_DB") {
+        cmd.env("LINERATE_DB", test_db());
+    }
     let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

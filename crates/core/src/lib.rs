@@ -20,6 +20,7 @@ pub mod repeat;
 pub mod result;
 pub mod spec;
 pub mod stats;
+pub mod store;
 pub mod summary;
 pub mod sweep;
 pub mod units;

@@ -9,6 +9,7 @@ pub mod json;
 pub mod lab;
 pub mod live;
 pub mod repeat;
+pub mod results;
 pub mod sweep;
 pub mod sys;
 pub mod text;

@@ -12,16 +12,16 @@
 mod compare;
 mod http;
 pub mod lab;
-mod repeat;
 mod mix;
+mod repeat;
 mod rr;
 mod side;
 mod udp;
 
 pub use compare::*;
 pub use http::*;
-pub use repeat::*;
 pub use mix::*;
+pub use repeat::*;
 pub use rr::*;
 pub use side::*;
 pub use udp::*;
@@ -388,6 +388,40 @@ pub struct LineRate {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bin {
     pub from_us: f64,
+    /// Infinite for an open last bin, written null (JSON has no infinity) and read back so.
+    #[serde(deserialize_with = "null_is_infinite")]
     pub to_us: f64,
     pub count: u64,
+}
+
+/// A stored document reads back what serde_json wrote for an infinite bound: null.
+fn null_is_infinite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 15: a stored document renders again, so it must read back; serde_json writes an
+    /// infinite bound as null.
+    #[test]
+    fn an_open_last_bin_reads_back() {
+        let bins = vec![
+            Bin {
+                from_us: 0.0,
+                to_us: 10.0,
+                count: 3,
+            },
+            Bin {
+                from_us: 10.0,
+                to_us: f64::INFINITY,
+                count: 1,
+            },
+        ];
+        let text = serde_json::to_string(&bins).expect("serialise");
+        assert!(text.contains("\"to_us\":null"), "{text}");
+        let back: Vec<Bin> = serde_json::from_str(&text).expect("reads back");
+        assert_eq!(back, bins);
+    }
 }

@@ -1,0 +1,123 @@
+//! The headline figures of a stored document, one function per document kind, so that lists and
+//! comparisons read columns instead of parsing documents.
+//!
+//! In: a document as JSON (any kind: the store keeps kinds it does not know, with no figures).
+//! Out: [`Figure`]s, the first the headline; a figure the document lacks is null, never 0. A new
+//! document kind adds one arm to [`figures`].
+
+use super::Figure;
+use crate::result::{Repeated, TestResult};
+use crate::summary::headline::headline;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The headline figures of `document`, whose `test` field is `kind`; the first is the one a
+/// list shows. A single run's and a repeated test's are `summary::headline`'s, the one list of
+/// each kind's figures (a repeated test's are the means over its runs). Empty for a kind this
+/// build does not know or a document that does not read.
+pub fn figures(kind: &str, document: &Value) -> Vec<Figure> {
+    let typed = |f: &crate::summary::headline::Figure, value: Option<f64>| Figure {
+        name: f.label.to_string(),
+        unit: f.unit.to_string(),
+        value,
+    };
+    match kind {
+        "tcp" | "udp" | "rr" | "http" => match TestResult::deserialize(document) {
+            Ok(r) => headline(&r).iter().map(|f| typed(f, f.value)).collect(),
+            Err(_) => Vec::new(),
+        },
+        "tcp repeat" | "udp repeat" | "rr repeat" | "http repeat" => match Repeated::deserialize(document) {
+            Ok(rep) => rep
+                .aggregate
+                .iter()
+                .map(|f| Figure {
+                    name: format!("{} (mean)", f.label),
+                    unit: f.stats.unit.clone(),
+                    value: Some(f.stats.mean),
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        },
+        "tcp sweep" | "udp sweep" | "rr sweep" | "http sweep" => sweep_figures(document),
+        _ => Vec::new(),
+    }
+}
+
+fn num(v: &Value, pointer: &str) -> Option<f64> {
+    v.pointer(pointer).and_then(Value::as_f64)
+}
+
+fn figure(name: &str, unit: &str, value: Option<f64>) -> Figure {
+    Figure {
+        name: name.to_string(),
+        unit: unit.to_string(),
+        value,
+    }
+}
+
+/// Sweeps: the number of points first, then the derived figures where the kind has them (the rr
+/// size fit, the http optimum).
+fn sweep_figures(d: &Value) -> Vec<Figure> {
+    let points = d.get("points").and_then(Value::as_array).map(|p| p.len() as f64);
+    let mut out = vec![figure("points", "points", points)];
+    match d.get("test").and_then(Value::as_str) {
+        Some("rr sweep") => {
+            out.push(figure("fit slope", "us/B", num(d, "/summary/fit/slope_us_per_byte")));
+            out.push(figure("fit intercept", "us", num(d, "/summary/fit/intercept_us")));
+        }
+        Some("http sweep") => {
+            out.push(figure("optimum users", "users", num(d, "/summary/optimum/users")));
+            out.push(figure(
+                "optimum responses",
+                "/s",
+                num(d, "/summary/optimum/responses_per_second"),
+            ));
+        }
+        _ => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_single_run_has_the_kinds_headline_and_a_missing_figure_is_null() {
+        let spec = crate::spec::TestSpec::Tcp(crate::spec::TcpSpec::new());
+        let mut summary = crate::result::Summary::default();
+        summary.received.seconds = 2.0;
+        summary.received.bits_per_second = 941.5e6;
+        summary.sent.cpu.host_percent = None;
+        let d = serde_json::to_value(crate::sweep::stub_result(spec, summary)).expect("document");
+        let f = figures("tcp", &d);
+        assert_eq!(f[0], figure("receiver throughput", "Mbit/s", Some(941.5)));
+        assert!(
+            f.iter().any(|x| x.unit == "% of host" && x.value.is_none()),
+            "null stays null: {f:?}"
+        );
+        assert!(
+            figures("tcp", &json!({"test": "tcp"})).is_empty(),
+            "a document that does not read"
+        );
+    }
+
+    #[test]
+    fn sweeps_have_their_own_headline() {
+        let sweep = json!({"test": "rr sweep", "points": [{}, {}, {}],
+            "summary": {"fit": {"slope_us_per_byte": 0.01, "intercept_us": 30.0}}});
+        let f = figures("rr sweep", &sweep);
+        assert_eq!(
+            (f[0].value, f[1].value, f[2].value),
+            (Some(3.0), Some(0.01), Some(30.0))
+        );
+        let http_sweep = json!({"test": "http sweep", "points": [{}], "summary": {"optimum": null}});
+        let f = figures("http sweep", &http_sweep);
+        assert_eq!((f[0].value, f[1].value), (Some(1.0), None));
+        assert!(
+            figures("sctp", &http_sweep).is_empty(),
+            "an unknown kind has no figures"
+        );
+    }
+}

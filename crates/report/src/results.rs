@@ -1,0 +1,242 @@
+//! Stored results ([`linerate_core::store::Row`]) as text tables, CSV and JSON: what
+//! `linerate results` and `results export` print. Times are UTC.
+
+use crate::text::grouped;
+use linerate_core::store::{Figure, Row};
+use serde::Serialize;
+
+/// Milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
+pub fn utc(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let s = secs % 86_400;
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// Days since 1970-01-01 as (year, month, day): Howard Hinnant's `civil_from_days`
+/// (<https://howardhinnant.github.io/date_algorithms.html>).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// A figure's value for a table: thousands grouped, decimals by size; `-` when unknown.
+fn value(v: Option<f64>, unit: &str) -> String {
+    match v {
+        None => "-".to_string(),
+        Some(v) if matches!(unit, "points" | "users") => grouped(v, 0),
+        Some(v) if v.abs() >= 100.0 => grouped(v, 1),
+        Some(v) if v.abs() >= 1.0 => grouped(v, 2),
+        Some(v) => format!("{v:.4}"),
+    }
+}
+
+/// `941.5 Mbit/s received`, `12,345.6 transactions/s`, `6 points`.
+pub fn figure_text(f: &Figure) -> String {
+    let v = value(f.value, &f.unit);
+    if f.name == f.unit {
+        format!("{v} {}", f.unit)
+    } else if f.unit.starts_with('/') {
+        format!("{v} {}{}", f.name, f.unit)
+    } else {
+        format!("{v} {} {}", f.unit, f.name)
+    }
+}
+
+fn labels_text(row: &Row) -> String {
+    row.labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The list `linerate results` prints: one line per record, newest first as given.
+pub fn list(rows: &[Row]) -> String {
+    if rows.is_empty() {
+        return "no stored results match\n".to_string();
+    }
+    let head = [
+        "id",
+        "started (UTC)",
+        "kind",
+        "outcome",
+        "headline",
+        "targets",
+        "labels",
+    ];
+    let lines: Vec<[String; 7]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.id.to_string(),
+                utc(r.started_unix_ms),
+                r.kind.clone(),
+                r.outcome.as_str().to_string(),
+                r.figures.first().map(figure_text).unwrap_or_else(|| "-".to_string()),
+                r.targets.join(" "),
+                labels_text(r),
+            ]
+        })
+        .collect();
+    let mut width = head.map(str::len);
+    for l in &lines {
+        for (w, c) in width.iter_mut().zip(l) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: [&str; 7]| {
+        let mut s = format!("{:>w$}", cells[0], w = width[0]);
+        for (i, c) in cells.iter().enumerate().skip(1) {
+            s += "  ";
+            s += &format!("{c:<w$}", w = width[i]);
+        }
+        out += s.trim_end();
+        out.push('\n');
+    };
+    line(head);
+    for l in &lines {
+        line(l.each_ref().map(String::as_str));
+    }
+    out
+}
+
+/// One stored record as `results export --format json` and `results --json` give it: the
+/// row's columns, and the document when it was read.
+#[derive(Serialize)]
+pub struct Exported<'a> {
+    #[serde(flatten)]
+    pub row: &'a Row,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document: Option<serde_json::Value>,
+}
+
+/// Records as one JSON document (`{"linerate", "schema", "results": [...]}`), pretty-printed.
+pub fn json(records: &[Exported<'_>]) -> String {
+    crate::json::headed(&std::collections::BTreeMap::from([("results", records)]), true)
+}
+
+/// Records as CSV, one line per headline figure (RFC 4180 quoting):
+/// `id,started_utc,kind,outcome,targets,labels,figure,unit,value`; an unknown value is empty.
+pub fn csv(rows: &[Row]) -> String {
+    let mut out = String::from("id,started_utc,kind,outcome,targets,labels,figure,unit,value\n");
+    for r in rows {
+        let fixed = [
+            r.id.0.to_string(),
+            utc(r.started_unix_ms),
+            r.kind.clone(),
+            r.outcome.as_str().to_string(),
+            r.targets.join(" "),
+            labels_text(r),
+        ];
+        let fixed: Vec<String> = fixed.iter().map(|c| csv_cell(c)).collect();
+        for f in &r.figures {
+            let value = f.value.map(|v| v.to_string()).unwrap_or_default();
+            out += &format!(
+                "{},{},{},{}\n",
+                fixed.join(","),
+                csv_cell(&f.name),
+                csv_cell(&f.unit),
+                value
+            );
+        }
+        if r.figures.is_empty() {
+            out += &format!("{},,,\n", fixed.join(","));
+        }
+    }
+    out
+}
+
+fn csv_cell(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_core::store::{Id, Outcome};
+
+    fn row(id: i64, kind: &str, figures: Vec<Figure>) -> Row {
+        Row {
+            id: Id(id),
+            started_unix_ms: 1_764_034_212_000,
+            stored_unix_ms: 1_764_034_223_000,
+            kind: kind.to_string(),
+            outcome: Outcome::Complete,
+            targets: vec!["127.0.0.1:5201".to_string()],
+            labels: [
+                ("nic".to_string(), "x2".to_string()),
+                ("note".to_string(), "a,b".to_string()),
+            ]
+            .into_iter()
+            .collect(),
+            command: "linerate tcp 127.0.0.1".to_string(),
+            campaign: None,
+            linerate: "0.1.0".to_string(),
+            figures,
+        }
+    }
+
+    fn fig(name: &str, unit: &str, value: Option<f64>) -> Figure {
+        Figure {
+            name: name.into(),
+            unit: unit.into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(utc(1_764_034_212_345), "2025-11-25 01:30:12");
+    }
+
+    #[test]
+    fn the_list_is_a_table_with_the_headline_figure_and_its_unit() {
+        let rows = [
+            row(12, "tcp", vec![fig("received", "Mbit/s", Some(941.52))]),
+            row(3, "rr", vec![fig("transactions", "/s", Some(12345.67))]),
+            row(2, "udp sweep", vec![fig("points", "points", Some(6.0))]),
+            row(1, "http", vec![fig("responses", "/s", None)]),
+        ];
+        let expected = [
+            " id  started (UTC)        kind       outcome   headline                 targets         labels",
+            "#12  2025-11-25 01:30:12  tcp        complete  941.5 Mbit/s received    127.0.0.1:5201  nic=x2 note=a,b",
+            " #3  2025-11-25 01:30:12  rr         complete  12,345.7 transactions/s  127.0.0.1:5201  nic=x2 note=a,b",
+            " #2  2025-11-25 01:30:12  udp sweep  complete  6 points                 127.0.0.1:5201  nic=x2 note=a,b",
+            " #1  2025-11-25 01:30:12  http       complete  - responses/s            127.0.0.1:5201  nic=x2 note=a,b",
+            "",
+        ]
+        .join("\n");
+        assert_eq!(list(&rows), expected);
+        assert_eq!(list(&[]), "no stored results match\n");
+    }
+
+    #[test]
+    fn csv_has_a_line_per_figure_and_quotes_what_needs_it() {
+        let r = row(
+            7,
+            "tcp",
+            vec![fig("received", "Mbit/s", Some(941.5)), fig("sender CPU", "%", None)],
+        );
+        assert_eq!(
+            csv(&[r]),
+            "id,started_utc,kind,outcome,targets,labels,figure,unit,value\n\
+             7,2025-11-25 01:30:12,tcp,complete,127.0.0.1:5201,\"nic=x2 note=a,b\",received,Mbit/s,941.5\n\
+             7,2025-11-25 01:30:12,tcp,complete,127.0.0.1:5201,\"nic=x2 note=a,b\",sender CPU,%,\n"
+        );
+    }
+}

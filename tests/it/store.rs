@@ -1,0 +1,544 @@
+//! The results store (issue 15): every run stored, complete or partial, in its own `--db` per
+//! test; a database that cannot take it loses no result; clients killed mid-run leave it sound;
+//! `results show` prints what the run printed.
+
+use crate::util::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// `linerate ARGS --db DB`, bounded.
+fn run(db: &Path, args: &[&str]) -> Output {
+    let mut cmd = linerate_command();
+    cmd.args(args).arg("--db").arg(db);
+    run_bounded(&mut cmd, LIMIT)
+}
+
+fn spawn(db: &Path, args: &[&str]) -> Child {
+    linerate_command()
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
+/// The id in a `stored as #N` line.
+fn stored_id(text: &str) -> Option<i64> {
+    text.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("stored as #"))
+        .map(|n| n.trim().parse().expect("an id"))
+}
+
+fn out_text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `linerate results ARGS --json`'s rows.
+fn rows(db: &Path, args: &[&str]) -> Vec<Value> {
+    let mut full = vec!["results", "--json"];
+    full.extend_from_slice(args);
+    let v = json_of(&run(db, &full));
+    v["results"].as_array().expect("results").clone()
+}
+
+fn ids_of(rows: &[Value]) -> Vec<i64> {
+    rows.iter().map(|r| r["id"].as_i64().expect("id")).collect()
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a pid of a child this test started.
+    unsafe { libc::kill(pid as i32, sig) };
+}
+
+/// The database's own check, read directly (not through linerate).
+fn integrity(db: &Path) -> String {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity_check")
+}
+
+fn stored_ids(db: &Path) -> Vec<i64> {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    let mut stmt = conn
+        .prepare("SELECT r.id FROM records r JOIN documents d ON d.record_id = r.id ORDER BY r.id")
+        .expect("prepare");
+    stmt.query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
+}
+
+#[test]
+fn every_test_kind_is_stored_with_its_labels_and_results_selects_by_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("sub").join("results.db");
+    let agent = Agent::start(&[]);
+    let a = &agent.addr;
+    let tcp = run(
+        &db,
+        &[
+            "tcp",
+            a,
+            "-t",
+            "0.5",
+            "-i",
+            "0",
+            "--label",
+            "nic=lo",
+            "--label",
+            "mtu=65536",
+        ],
+    );
+    assert_eq!(tcp.status.code(), Some(0), "{}", stderr(&tcp));
+    let tcp_id = stored_id(&out_text(&tcp)).expect("the id is the last line");
+    assert!(out_text(&tcp).ends_with(&format!("stored as #{tcp_id}\n")));
+    let udp = run(&db, &["udp", a, "-t", "0.5", "-i", "0", "--json", "--label", "nic=lo"]);
+    let udp_doc = json_of(&udp);
+    let udp_id = stored_id(&stderr(&udp)).expect("with --json the id goes to stderr");
+    let rr = run(&db, &["rr", a, "-t", "0.5", "-i", "0", "--label", "nic=other"]);
+    assert!(rr.status.success(), "{}", stderr(&rr));
+    let rr_id = stored_id(&out_text(&rr)).expect("id");
+    let none = run(&db, &["tcp", a, "-t", "0.2", "-i", "0", "--no-store"]);
+    assert!(none.status.success());
+    assert_eq!(stored_id(&out_text(&none)), None, "--no-store stores nothing");
+
+    let all = rows(&db, &[]);
+    assert_eq!(ids_of(&all), vec![rr_id, udp_id, tcp_id], "newest first");
+    let kinds: Vec<&str> = all.iter().map(|r| r["kind"].as_str().expect("kind")).collect();
+    assert_eq!(kinds, ["rr", "udp", "tcp"]);
+    for r in &all {
+        assert_eq!(r["outcome"], "complete");
+        assert_eq!(r["targets"], serde_json::json!([a]));
+        assert!(
+            r["command"].as_str().expect("command").contains(" --db "),
+            "{}",
+            r["command"]
+        );
+    }
+    let udp_row = &all[1];
+    assert_eq!(udp_row["figures"][0]["name"], "receiver throughput");
+    assert_eq!(udp_row["figures"][0]["unit"], "Mbit/s");
+    let mbit = udp_row["figures"][0]["value"].as_f64().expect("a figure");
+    let expected = f(&udp_doc, "/summary/received/bits_per_second") / 1e6;
+    assert!(
+        (mbit - expected).abs() <= 1e-9 * expected.max(1.0),
+        "{mbit} vs {expected}"
+    );
+    assert_eq!(
+        all[0]["figures"][0]["unit"], "transactions/s",
+        "rr: transactions per second"
+    );
+
+    assert_eq!(ids_of(&rows(&db, &["--label", "nic=lo"])), vec![udp_id, tcp_id]);
+    assert_eq!(
+        ids_of(&rows(&db, &["--label", "nic=lo", "--label", "mtu=65536"])),
+        vec![tcp_id]
+    );
+    assert_eq!(ids_of(&rows(&db, &["--kind", "rr"])), vec![rr_id]);
+    assert_eq!(ids_of(&rows(&db, &["--limit", "1"])), vec![rr_id]);
+    assert_eq!(ids_of(&rows(&db, &["--since", "1h"])).len(), 3);
+    assert!(rows(&db, &["--since", "2999-01-01"]).is_empty());
+
+    let shown = run(&db, &["results", "show", &format!("#{udp_id}"), "--json"]);
+    assert_eq!(
+        out_text(&shown),
+        out_text(&udp),
+        "show --json prints the document as the run did"
+    );
+
+    let labelled = run(&db, &["results", "label", &rr_id.to_string(), "nic=lo", "run=3"]);
+    assert!(labelled.status.success(), "{}", stderr(&labelled));
+    assert_eq!(ids_of(&rows(&db, &["--label", "nic=lo"])), vec![rr_id, udp_id, tcp_id]);
+    assert_eq!(ids_of(&rows(&db, &["--label", "run=3"])), vec![rr_id]);
+
+    let csv = out_text(&run(
+        &db,
+        &["results", "export", &tcp_id.to_string(), "--format", "csv"],
+    ));
+    assert!(
+        csv.starts_with("id,started_utc,kind,outcome,targets,labels,figure,unit,value\n"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains(&format!("\n{tcp_id},")) && csv.contains(",receiver throughput,Mbit/s,"),
+        "{csv}"
+    );
+    let export = json_of(&run(
+        &db,
+        &["results", "export", &tcp_id.to_string(), &udp_id.to_string()],
+    ));
+    assert_eq!(
+        export["results"][1]["document"], udp_doc,
+        "export carries the whole document"
+    );
+
+    let rm = run(&db, &["results", "rm", &tcp_id.to_string()]);
+    assert!(rm.status.success(), "{}", stderr(&rm));
+    assert_eq!(out_text(&rm), format!("removed #{tcp_id}\n"));
+    assert_eq!(ids_of(&rows(&db, &[])), vec![rr_id, udp_id]);
+    let gone = run(&db, &["results", "show", &tcp_id.to_string()]);
+    assert_eq!(gone.status.code(), Some(1));
+    assert_eq!(stderr(&gone), format!("linerate: no stored result #{tcp_id}\n"));
+    let bad = run(&db, &["results", "show", "x1"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).contains("'x1' is not a result id"), "{}", stderr(&bad));
+    let quick = run(&db, &["quick", "-t", "0.3"]);
+    assert!(quick.status.success(), "{}", stderr(&quick));
+    let quick_id = stored_id(&out_text(&quick)).expect("quick is stored too");
+    let labelled = rows(&db, &["--label", "quick=yes"]);
+    assert_eq!(ids_of(&labelled), vec![quick_id]);
+    assert_eq!(labelled[0]["kind"], "tcp");
+    assert_eq!(integrity(&db), "ok");
+}
+
+#[test]
+fn results_show_reproduces_the_runs_text_byte_for_byte() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&["--http-port", "0"]);
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    for args in [
+        &["tcp", &agent.addr, "-t", "1.2", "-i", "0.5"][..],
+        &["rr", &agent.addr, "-t", "0.5", "-i", "0"][..],
+        &["udp", &agent.addr, "-t", "0.5", "-i", "0", "-R"][..],
+        &[
+            "http",
+            &url,
+            "--users",
+            "2",
+            "-d",
+            "0.5",
+            "--agent",
+            &agent.addr,
+            "-i",
+            "0",
+        ][..],
+    ] {
+        let out = run(&db, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let text = out_text(&out);
+        let id = stored_id(&text).expect("id");
+        let id_line = format!("stored as #{id}\n");
+        let printed = text.strip_suffix(&id_line).expect("the id line is last");
+        let shown = run(&db, &["results", "show", &id.to_string()]);
+        assert!(shown.status.success(), "{}", stderr(&shown));
+        let shown = out_text(&shown);
+        assert!(shown.len() > 200, "a report: {shown}");
+        // What the run printed: its live lines, a blank line, then the report block.
+        let live = printed
+            .strip_suffix(&shown)
+            .unwrap_or_else(|| panic!("{args:?}: the run's report\n{printed}\nis not what show prints\n{shown}"));
+        let live = live.strip_suffix('\n').expect("a blank line before the report");
+        assert!(
+            live.lines().all(|l| !l.trim().is_empty()),
+            "only live lines before it: {live:?}"
+        );
+    }
+}
+
+#[test]
+fn a_sweep_is_stored_as_one_record_and_shown_as_its_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&[]);
+    let out = run(&db, &["rr", &agent.addr, "--sizes", "1,1000", "-t", "0.3", "-i", "0"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = out_text(&out);
+    let id = stored_id(&text).expect("id");
+    let printed = text.strip_suffix(&format!("stored as #{id}\n")).expect("id last");
+    let shown = out_text(&run(&db, &["results", "show", &id.to_string()]));
+    assert_eq!(printed, shown, "the sweep's table, as it was printed");
+    let row = &rows(&db, &[])[0];
+    assert_eq!(row["kind"], "rr sweep");
+    assert_eq!(row["figures"][0]["value"], 2.0, "two points");
+}
+
+#[test]
+fn a_repeated_test_is_stored_as_one_record_and_shown_as_it_ran() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&[]);
+    let out = run(
+        &db,
+        &[
+            "tcp",
+            &agent.addr,
+            "--repeat",
+            "2",
+            "--pause",
+            "0",
+            "-t",
+            "0.3",
+            "-i",
+            "0",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = out_text(&out);
+    let id = stored_id(&text).expect("id");
+    let printed = text.strip_suffix(&format!("stored as #{id}\n")).expect("id last");
+    let shown = out_text(&run(&db, &["results", "show", &id.to_string()]));
+    assert_eq!(
+        printed, shown,
+        "each run's line and the aggregate, as they were printed"
+    );
+    let row = &rows(&db, &[])[0];
+    assert_eq!(row["kind"], "tcp repeat");
+    assert_eq!(row["figures"][0]["name"], "receiver throughput (mean)");
+    let doc = json_of(&run(&db, &["results", "show", &id.to_string(), "--json"]));
+    let mean = f(&doc, "/aggregate/0/mean");
+    assert!(
+        (row["figures"][0]["value"].as_f64().expect("value") - mean).abs() <= 1e-9 * mean,
+        "the column is the document's mean"
+    );
+}
+
+#[test]
+fn two_concurrent_clients_are_both_stored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&[]);
+    // Each client stores as soon as its run ends: the two runs end together, the writes collide.
+    let clients: Vec<Child> = (0..2)
+        .map(|_| spawn(&db, &["tcp", &agent.addr, "-t", "1", "-i", "0", "--json"]))
+        .collect();
+    let mut ids: Vec<i64> = clients
+        .into_iter()
+        .map(|c| {
+            let out = wait_bounded(c, LIMIT);
+            json_of(&out);
+            stored_id(&stderr(&out)).unwrap_or_else(|| panic!("stored: {}", stderr(&out)))
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1]);
+    assert_eq!(stored_ids(&db), ids);
+}
+
+#[test]
+fn clients_killed_mid_run_leave_the_database_sound_and_lose_no_completed_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&["--max-tests", "16"]);
+    let mut completed = Vec::new();
+    let t0 = Instant::now();
+    for round in 0..20u64 {
+        let writers: Vec<Child> = (0..2)
+            .map(|_| spawn(&db, &["udp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]))
+            .collect();
+        let victim = spawn(&db, &["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]);
+        // Kill times spread over the run and the moment it stores (the run ends at about 0.3 s
+        // after its connection; the store follows).
+        std::thread::sleep(Duration::from_millis(200 + round * 23 % 400));
+        signal(victim.id(), libc::SIGKILL);
+        let out = wait_bounded(victim, LIMIT);
+        if let Some(id) = stored_id(&stderr(&out)) {
+            completed.push(id);
+        }
+        for w in writers {
+            let out = wait_bounded(w, LIMIT);
+            json_of(&out);
+            completed.push(stored_id(&stderr(&out)).unwrap_or_else(|| panic!("stored: {}", stderr(&out))));
+        }
+        assert!(t0.elapsed() < Duration::from_secs(240), "bounded");
+    }
+    assert_eq!(integrity(&db), "ok");
+    let stored = stored_ids(&db);
+    for id in &completed {
+        assert!(stored.contains(id), "completed run #{id} is stored");
+    }
+    assert!(completed.len() >= 40, "every writer completed");
+    let check = run(&db, &["results", "check"]);
+    assert_eq!((check.status.code(), out_text(&check)), (Some(0), "ok\n".to_string()));
+}
+
+/// A store that fails keeps the result: the run prints it, exits as the measurement says, and
+/// the fallback file holds the document it printed.
+fn loses_no_result(out: &Output, fallback_dir: &Path) {
+    assert_eq!(out.status.code(), Some(0), "exit status unchanged: {}", stderr(out));
+    let doc = json_of(out);
+    check_document(&doc);
+    let err = stderr(out);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    let path = PathBuf::from(
+        err.trim_end()
+            .rsplit_once("the document is in ")
+            .unwrap_or_else(|| panic!("names the fallback file: {err}"))
+            .1,
+    );
+    assert!(
+        path.starts_with(fallback_dir),
+        "{} in {}",
+        path.display(),
+        fallback_dir.display()
+    );
+    let saved = std::fs::read(&path).expect("the fallback file");
+    assert_eq!(saved, out.stdout, "the fallback file holds the whole document");
+}
+
+#[test]
+fn a_corrupt_or_newer_database_loses_no_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agent = Agent::start(&[]);
+    let corrupt = dir.path().join("corrupt.db");
+    std::fs::write(&corrupt, vec![0x5a_u8; 16384]).expect("write");
+    let out = run(&corrupt, &["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]);
+    loses_no_result(&out, dir.path());
+    assert!(stderr(&out).contains("not a database"), "{}", stderr(&out));
+
+    let newer = dir.path().join("newer.db");
+    let conn = rusqlite::Connection::open(&newer).expect("create");
+    conn.execute_batch("CREATE TABLE t (x); PRAGMA user_version = 999;")
+        .expect("newer");
+    drop(conn);
+    let out = run(&newer, &["udp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]);
+    loses_no_result(&out, dir.path());
+    assert!(
+        stderr(&out).contains("layout 999, newer than this build's"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_read_only_directory_loses_no_result() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let open = std::fs::Permissions::from_mode(0o777);
+    std::fs::set_permissions(dir.path(), open.clone()).expect("chmod");
+    let ro = dir.path().join("ro");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&ro).expect("mkdir");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    std::fs::set_permissions(&tmp, open).expect("chmod");
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    let db = ro.join("results.db");
+    let agent = Agent::start(&[]);
+    // Root writes through any mode: the client runs as nobody, as a user would.
+    let mut cmd = if is_root() {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", BIN]);
+        c
+    } else {
+        std::process::Command::new(BIN)
+    };
+    cmd.args(["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--json", "--db"])
+        .arg(&db)
+        .env("TMPDIR", &tmp);
+    let out = run_bounded(&mut cmd, LIMIT);
+    loses_no_result(&out, &tmp);
+    assert!(!db.exists());
+}
+
+#[test]
+fn ctrl_c_or_sigterm_mid_run_stores_a_partial_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&[]);
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let child = spawn(&db, &["tcp", &agent.addr, "-t", "20", "-i", "0", "--label", "cut=yes"]);
+        std::thread::sleep(Duration::from_millis(1500));
+        signal(child.id(), sig);
+        let out = wait_bounded(child, LIMIT);
+        assert_eq!(out.status.code(), Some(3), "partial: {}", stderr(&out));
+        let id = stored_id(&out_text(&out)).expect("stored");
+        let row = rows(&db, &[]).into_iter().find(|r| r["id"] == id).expect("row");
+        assert_eq!(row["outcome"], "partial", "signal {sig}");
+        assert_eq!(row["labels"]["cut"], "yes");
+        let doc = json_of(&run(&db, &["results", "show", &id.to_string(), "--json"]));
+        assert_eq!(doc["partial"], true);
+    }
+}
+
+#[test]
+fn an_agent_lost_mid_run_stores_the_partial_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let mut agent = Agent::start(&[]);
+    let child = spawn(&db, &["tcp", &agent.addr, "-t", "20", "-i", "0", "--json"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = agent.child.kill();
+    let _ = agent.child.wait();
+    let out = wait_bounded(child, LIMIT);
+    let doc = json_with_status(&out, 3);
+    assert_eq!(doc["partial"], true);
+    let id = stored_id(&stderr(&out)).unwrap_or_else(|| panic!("stored: {}", stderr(&out)));
+    let shown = run(&db, &["results", "show", &id.to_string(), "--json"]);
+    assert_eq!(shown.stdout, out.stdout, "the partial document, as printed");
+    let row = rows(&db, &[]).into_iter().find(|r| r["id"] == id).expect("row");
+    assert_eq!(row["outcome"], "partial");
+}
+
+#[test]
+fn a_database_locked_past_the_busy_timeout_loses_no_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&[]);
+    let first = run(&db, &["tcp", &agent.addr, "-t", "0.2", "-i", "0"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    // Another writer holds the write lock for longer than the client waits (5 s).
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute_batch("BEGIN EXCLUSIVE; INSERT INTO labels VALUES (1, 'held', 'yes');")
+        .expect("lock");
+    let t = Instant::now();
+    let out = run(&db, &["tcp", &agent.addr, "-t", "0.2", "-i", "0", "--json"]);
+    assert!(
+        t.elapsed() >= Duration::from_secs(4),
+        "waited its turn first: {:?}",
+        t.elapsed()
+    );
+    loses_no_result(&out, dir.path());
+    assert!(stderr(&out).contains("locked"), "{}", stderr(&out));
+    conn.execute_batch("ROLLBACK").expect("unlock");
+    assert_eq!(stored_ids(&db).len(), 1);
+}
+
+#[test]
+fn a_full_disk_loses_no_result() {
+    if !can_run(&[
+        Need::Root {
+            why: "to mount a small tmpfs in a mount namespace of its own",
+        },
+        Need::Program {
+            name: "unshare",
+            package: "util-linux",
+        },
+    ]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let full = dir.path().join("small");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&full).expect("mkdir");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let agent = Agent::start(&[]);
+    // In a mount namespace of its own: a 1 MiB tmpfs, a first run stored on it, the rest of it
+    // filled, then the run whose store meets the full disk (its stdout is the script's).
+    let script = r#"
+        set -e
+        mount -t tmpfs -o size=1m tmpfs "$FULL"
+        "$BIN" tcp "$AGENT" -t 0.2 -i 0 --db "$FULL/results.db" >/dev/null 2>&1
+        dd if=/dev/zero of="$FULL/filler" bs=4k 2>/dev/null || true
+        "$BIN" tcp "$AGENT" -t 0.2 -i 0 --json --db "$FULL/results.db"
+    "#;
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c", script])
+        .env("FULL", &full)
+        .env("BIN", BIN)
+        .env("AGENT", &agent.addr)
+        .env("TMPDIR", &tmp);
+    let out = run_bounded(&mut cmd, LIMIT);
+    loses_no_result(&out, &tmp);
+    assert!(stderr(&out).contains("disk"), "names the disk: {}", stderr(&out));
+}
