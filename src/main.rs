@@ -406,12 +406,13 @@ fn print_result(result: &TestResult, json: bool) -> anyhow::Result<ExitCode> {
 
 fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     let config = agent::AgentConfig {
-        bind: SocketAddr::new(args.bind, args.port),
         secret: args.secret.load()?,
         no_auth: args.no_auth,
         max_tests: usize::from(args.max_tests),
-        max_connections: 256,
         joins: args.joins.clone(),
+        max_memory: args.max_memory.map_or_else(agent::default_budget_bytes, |b| b.0),
+        idle: args.idle.map(|t| t.0).filter(|d| !d.is_zero()),
+        ..agent::AgentConfig::new(SocketAddr::new(args.bind, args.port))
     };
     let agent = match agent::Agent::bind(config.clone()) {
         // No IPv6 on this host: the default `::` falls back to every IPv4 address.
@@ -524,12 +525,8 @@ impl RefusalLog {
 
 fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
     let agent = agent::Agent::bind(agent::AgentConfig {
-        bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
-        secret: None,
-        no_auth: false,
-        max_tests: 1,
         max_connections: 64,
-        joins: Vec::new(),
+        ..agent::AgentConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
     })?;
     let addr = agent.local_addr();
     std::thread::spawn(move || agent.serve(print_agent_event));

@@ -22,6 +22,18 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_tests: u16,
 
+    /// Memory all running tests may take at once (e.g. 2G); a test that does not fit is refused
+    ///
+    /// Every test's buffers (length x depth x streams), the socket buffers it asks for and its
+    /// receivers' maps are counted before it is accepted. Default: a quarter of the host's memory,
+    /// at most 4 GiB. Example: --max-memory 512M
+    #[arg(long, value_name = "BYTES")]
+    pub max_memory: Option<linerate_core::units::ByteSize>,
+
+    /// How long no byte may move before a test is given up (default 30s; for tests of the agent)
+    #[arg(long, value_name = "DURATION", hide = true)]
+    pub idle: Option<linerate_core::units::TimeSpan>,
+
     /// Take part in multicast UDP tests to this group (repeatable); others are refused
     #[arg(long = "join", value_name = "GROUP", value_parser = multicast_group)]
     pub joins: Vec<IpAddr>,

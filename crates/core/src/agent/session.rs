@@ -3,6 +3,8 @@
 //! `udp`, `rr` or `http`. Here too the pieces every test's exchange shares: the pending table for
 //! data connections, `accepted`, `start`, and running the engine while watching the client.
 
+use super::admit::{OpeningSlot, near_fd_limit};
+use super::budget::spec_bytes;
 use super::{AgentEvent, DATA_TIMEOUT, IDLE_TIMEOUT, Pending, Slot, State};
 use crate::engine::{Control, EngineError, Sink};
 use crate::metrics::host;
@@ -13,7 +15,7 @@ use crate::result::{IntervalSample, SideReport};
 use crate::spec::TestSpec;
 use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
 /// Why a session ends early: the error kind and text the client is sent.
@@ -23,7 +25,18 @@ pub(super) fn proto_refusal(e: ProtoError) -> Refusal {
     (ErrorKind::Protocol, e.to_string())
 }
 
-pub(super) fn control_session(state: &State, events: &dyn Fn(&AgentEvent), conn: &mut Conn) -> Result<(), Refusal> {
+/// Time left of the handshake's one deadline (zero once it passed: the next read times out).
+fn left(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}
+
+pub(super) fn control_session(
+    state: &State,
+    events: &dyn Fn(&AgentEvent),
+    conn: &mut Conn,
+    deadline: Instant,
+    opening: &mut OpeningSlot<'_>,
+) -> Result<(), Refusal> {
     let secret = state.config.secret.as_deref();
     let nonce = secret.map(|_| auth::nonce());
     let hello = Message::Hello {
@@ -33,7 +46,7 @@ pub(super) fn control_session(state: &State, events: &dyn Fn(&AgentEvent), conn:
     conn.send(&hello).map_err(proto_refusal)?;
     if let (Some(secret), Some(agent_nonce)) = (secret, nonce) {
         match conn
-            .recv(IDLE_TIMEOUT, "waiting for authentication")
+            .recv(left(deadline), "waiting for authentication")
             .map_err(proto_refusal)?
         {
             Message::Auth { client_nonce, mac } => {
@@ -58,7 +71,7 @@ pub(super) fn control_session(state: &State, events: &dyn Fn(&AgentEvent), conn:
         }
     }
     let spec = match conn
-        .recv(IDLE_TIMEOUT, "waiting for a test request")
+        .recv(left(deadline), "waiting for a test request")
         .map_err(proto_refusal)?
     {
         Message::Request { spec } => spec,
@@ -69,6 +82,8 @@ pub(super) fn control_session(state: &State, events: &dyn Fn(&AgentEvent), conn:
             ));
         }
     };
+    // The handshake is over: this connection no longer counts as opening.
+    opening.settle();
     spec.validate().map_err(|e| (ErrorKind::BadSpec, e.to_string()))?;
     let Some(_test) = Slot::take(&state.tests, state.config.max_tests) else {
         return Err((
@@ -76,6 +91,14 @@ pub(super) fn control_session(state: &State, events: &dyn Fn(&AgentEvent), conn:
             format!("this agent is running {} test(s), its limit", state.config.max_tests),
         ));
     };
+    let _memory = state.budget.reserve(spec_bytes(&spec)).map_err(|over| {
+        let kind = if over.never_fits() {
+            ErrorKind::BadSpec
+        } else {
+            ErrorKind::Busy
+        };
+        (kind, over.to_string())
+    })?;
     let (peer, test) = (conn.peer(), spec.kind());
     events(&AgentEvent::TestStarted { peer, test });
     let outcome = match spec {
@@ -90,6 +113,106 @@ pub(super) fn control_session(state: &State, events: &dyn Fn(&AgentEvent), conn:
         completed: outcome.is_ok(),
     });
     outcome
+}
+
+/// A test waiting for data connections with its cookie, and how many it takes (issue 14: a
+/// test's own cookie must not let its client queue connections without limit).
+pub(super) struct Expecting {
+    tx: SyncSender<(u16, TcpStream)>,
+    /// Stream indexes below this are valid.
+    streams: u16,
+    /// One connection per stream: how many may still come. None: a new connection per
+    /// transaction (TCP_CRR), bounded by the queue and by `rate`.
+    left: Option<usize>,
+    rate: Option<ConnectionRate>,
+}
+
+/// New connections a CRR test may open: twice its declared transaction rate over any second
+/// (a token bucket), plus one per stream.
+struct ConnectionRate {
+    per_second: f64,
+    burst: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl ConnectionRate {
+    fn admit(&mut self, now: Instant) -> bool {
+        let gained = now.saturating_duration_since(self.at).as_secs_f64() * self.per_second;
+        self.tokens = (self.tokens + gained).min(self.burst);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl Expecting {
+    /// One data connection per stream, `streams` of them, queued in a channel of that size.
+    pub(super) fn per_stream(streams: usize) -> (Expecting, Receiver<(u16, TcpStream)>) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(streams.max(1));
+        let e = Expecting {
+            tx,
+            streams: u16::try_from(streams).unwrap_or(u16::MAX),
+            left: Some(streams),
+            rate: None,
+        };
+        (e, rx)
+    }
+
+    /// TCP_CRR: a new connection per transaction on `streams` streams; at most two per stream
+    /// wait to be answered, and with a declared `rate` (transactions per second per stream) no
+    /// more than twice that arrive over any second.
+    pub(super) fn per_transaction(streams: usize, rate: Option<f64>) -> (Expecting, Receiver<(u16, TcpStream)>) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2 * streams.max(1));
+        let rate = rate.map(|r| {
+            let per_second = 2.0 * r * streams as f64;
+            let burst = per_second + streams as f64;
+            ConnectionRate {
+                per_second,
+                burst,
+                tokens: burst,
+                at: Instant::now(),
+            }
+        });
+        let e = Expecting {
+            tx,
+            streams: u16::try_from(streams).unwrap_or(u16::MAX),
+            left: None,
+            rate,
+        };
+        (e, rx)
+    }
+}
+
+/// Hands a data connection to the test that waits for `cookie`, or drops it at once: no such
+/// test, a stream it does not have, more connections than it declared, faster than it declared,
+/// its queue full, or too few descriptors left for the control port.
+pub(super) fn deliver(state: &State, cookie: [u8; COOKIE_LEN], index: u16, stream: TcpStream) {
+    if near_fd_limit(&stream, state.fd_limit) {
+        return;
+    }
+    let mut pending = state.pending.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(e) = pending.get_mut(&cookie) else { return };
+    if index >= e.streams || e.left == Some(0) {
+        return;
+    }
+    if let Some(rate) = &mut e.rate
+        && !rate.admit(Instant::now())
+    {
+        return;
+    }
+    match e.tx.try_send((index, stream)) {
+        Ok(()) => {
+            if let Some(n) = &mut e.left {
+                *n -= 1;
+            }
+        }
+        Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {}
+    }
 }
 
 /// Removes a test's cookie from the pending table when the test ends, however it ends.
@@ -150,13 +273,14 @@ pub(super) fn new_cookie() -> [u8; COOKIE_LEN] {
         .expect("nonce is longer than a cookie")
 }
 
-/// Data connections that arrive with `cookie` go to `tx` (until the registration drops).
-pub(super) fn expect_streams(state: &State, cookie: [u8; COOKIE_LEN], tx: Sender<(u16, TcpStream)>) {
+/// Data connections that arrive with `cookie` go to the test's queue, as far as `expecting`
+/// allows (until the registration drops).
+pub(super) fn expect_streams(state: &State, cookie: [u8; COOKIE_LEN], expecting: Expecting) {
     state
         .pending
         .lock()
-        .expect("no thread panics holding the lock")
-        .insert(cookie, tx);
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(cookie, expecting);
 }
 
 pub(super) fn send_accepted(
@@ -185,11 +309,15 @@ pub(super) fn await_start(conn: &mut Conn) -> Result<(), Refusal> {
 /// (netlink and sysfs cost a few milliseconds). The client may be gone (killed mid-test): then
 /// there is no one to tell, and that is fine.
 pub(super) fn run_and_report(
+    state: &State,
     conn: &mut Conn,
     peer: Option<IpAddr>,
     run: impl FnOnce(&Control) -> Result<SideReport, EngineError>,
 ) -> Result<(), Refusal> {
-    let control = Control::default();
+    let control = Control {
+        idle: state.config.idle,
+        ..Control::default()
+    };
     let engine_done = AtomicBool::new(false);
     let report = std::thread::scope(|scope| {
         let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));

@@ -3,7 +3,7 @@
 
 use super::State;
 use super::session::{
-    Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
+    Expecting, Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
     run_and_report, send_accepted, source_of,
 };
 use crate::engine::{pin, sockopt, tcp};
@@ -11,13 +11,12 @@ use crate::proto::conn::Conn;
 use crate::proto::{ErrorKind, Message};
 use crate::result::Role;
 use crate::spec::TcpSpec;
-use std::sync::mpsc;
 
 pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
     let cookie = new_cookie();
-    let (tx, rx) = mpsc::channel();
-    expect_streams(state, cookie, tx);
+    let (expecting, rx) = Expecting::per_stream(spec.streams_per_agent());
+    expect_streams(state, cookie, expecting);
     let registration = Registration {
         pending: &state.pending,
         cookie,
@@ -45,7 +44,7 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), 
     }
     let peer = streams.first().and_then(|s| s.socket.peer_addr().ok()).map(|a| a.ip());
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(conn, peer, |control| {
+    run_and_report(state, conn, peer, |control| {
         tcp::run(spec, &spec.peer_cpus, streams, &mut Quiet, control)
     })
 }
