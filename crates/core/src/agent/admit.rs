@@ -126,7 +126,8 @@ pub(super) fn is_known_data(state: &State, stream: &TcpStream) -> bool {
     if n != DATA_HEADER_LEN as isize {
         return false;
     }
-    frame::parse_data_header(&header).is_some_and(|(cookie, _)| state.pending.lock().is_ok_and(|p| p.contains_key(&cookie)))
+    frame::parse_data_header(&header)
+        .is_some_and(|(cookie, _)| state.pending.lock().is_ok_and(|p| p.contains_key(&cookie)))
 }
 
 /// Raises the soft descriptor limit to the hard one; returns the soft limit now in force.

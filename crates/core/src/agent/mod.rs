@@ -227,7 +227,9 @@ impl Agent {
                 Err(_) if admit::is_known_data(&state, &stream) => false,
                 Err(shed) => {
                     let message = match shed {
-                        admit::Shed::Source(n) => format!("{n} connections from this address are still opening, its limit"),
+                        admit::Shed::Source(n) => {
+                            format!("{n} connections from this address are still opening, its limit")
+                        }
                         admit::Shed::Total(n) => format!("{n} connections are still opening, the limit"),
                     };
                     events(&AgentEvent::Refused {

@@ -9,7 +9,7 @@ use super::{AgentEvent, DATA_TIMEOUT, IDLE_TIMEOUT, Pending, Slot, State};
 use crate::engine::{Control, EngineError, Sink};
 use crate::metrics::host;
 use crate::proto::conn::{Conn, ProtoError};
-use crate::proto::frame::COOKIE_LEN;
+use crate::proto::frame::{self, COOKIE_LEN};
 use crate::proto::{self, ErrorKind, Message, auth};
 use crate::result::{IntervalSample, SideReport};
 use crate::spec::TestSpec;
@@ -45,10 +45,10 @@ pub(super) fn control_session(
     };
     conn.send(&hello).map_err(proto_refusal)?;
     if let (Some(secret), Some(agent_nonce)) = (secret, nonce) {
-        match conn
-            .recv(left(deadline), "waiting for authentication")
-            .map_err(proto_refusal)?
-        {
+        conn.set_max_message(frame::MAX_AUTH_BYTES);
+        let answer = conn.recv(left(deadline), "waiting for authentication");
+        conn.set_max_message(frame::MAX_REQUEST_BYTES);
+        match answer.map_err(proto_refusal)? {
             Message::Auth { client_nonce, mac } => {
                 let (Some(cn), Some(mac)) = (proto::from_hex(&client_nonce), proto::from_hex(&mac)) else {
                     return Err((ErrorKind::Auth, "malformed authentication".into()));

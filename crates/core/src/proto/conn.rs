@@ -124,6 +124,11 @@ impl Conn {
         self.message_timeout = timeout;
     }
 
+    /// The largest message taken from the peer from now on (larger: a frame error at once).
+    pub(crate) fn set_max_message(&mut self, bytes: u32) {
+        self.max_message = bytes;
+    }
+
     /// When the message now arriving must be whole, if one is arriving.
     fn message_deadline(&self) -> Option<Instant> {
         let since = self.partial_since?;
@@ -452,7 +457,9 @@ mod tests {
         let mut raw = b.stream;
         raw.write_all(&(128u32 << 20).to_be_bytes()).expect("write");
         raw.write_all(b"{\"type\":\"re").expect("write");
-        let err = a.recv(Duration::from_millis(300), "waiting").expect_err("no whole message");
+        let err = a
+            .recv(Duration::from_millis(300), "waiting")
+            .expect_err("no whole message");
         assert_eq!(
             err.to_string(),
             format!("{}: received 15 of 134,217,732 bytes of a message in 0 s", a.peer()),
