@@ -8,6 +8,7 @@
 
 use super::frame::{self, FrameError, PREAMBLE_LEN};
 use super::{ErrorKind, Message, VERSION};
+use crate::units::grouped;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -67,22 +68,13 @@ pub enum ProtoError {
 /// "15 of 134,217,732 bytes of a message", or of its length prefix while that is incomplete.
 fn partial_text(received: u64, announced: Option<u64>) -> String {
     match announced {
-        Some(total) => format!("{} of {} bytes of a message", grouped(received), grouped(total)),
+        Some(total) => format!(
+            "{} of {} bytes of a message",
+            grouped(received as f64, 0),
+            grouped(total as f64, 0)
+        ),
         None => format!("{received} of the 4 bytes of a message's length"),
     }
-}
-
-/// 134217732 as "134,217,732".
-pub(crate) fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// One end of a control connection.
@@ -464,9 +456,6 @@ mod tests {
             err.to_string(),
             format!("{}: received 15 of 134,217,732 bytes of a message in 0 s", a.peer()),
         );
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
     }
 
     #[test]
