@@ -2,6 +2,7 @@
 //! connections (one each, or a new one per transaction with `connect`); UDP streams as sockets
 //! on the control connection's address, connected to the client's once it names its ports.
 
+use super::admit::Source;
 use super::session::{
     Expecting, Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
     run_and_report, send_accepted, source_of,
@@ -23,9 +24,9 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), R
     let per_agent = usize::from(spec.streams);
     let peer_ip = conn.peer().ip();
     let (expecting, rx) = if spec.connect {
-        Expecting::per_transaction(per_agent, spec.rate)
+        Expecting::per_transaction(per_agent, spec.rate, Source::of(&conn.peer()))
     } else {
-        Expecting::per_stream(per_agent)
+        Expecting::per_stream(per_agent, Source::of(&conn.peer()))
     };
     let mut udp_sockets = Vec::new();
     let mut udp_ports = Vec::new();

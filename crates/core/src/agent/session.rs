@@ -3,7 +3,7 @@
 //! `udp`, `rr` or `http`. Here too the pieces every test's exchange shares: the pending table for
 //! data connections, `accepted`, `start`, and running the engine while watching the client.
 
-use super::admit::{OpeningSlot, near_fd_limit};
+use super::admit::{OpeningSlot, Source, near_fd_limit};
 use super::budget::spec_bytes;
 use super::{AgentEvent, DATA_TIMEOUT, IDLE_TIMEOUT, Pending, Slot, State};
 use crate::engine::{Control, EngineError, Sink};
@@ -125,6 +125,9 @@ pub(super) struct Expecting {
     /// transaction (TCP_CRR), bounded by the queue and by `rate`.
     left: Option<usize>,
     rate: Option<ConnectionRate>,
+    /// Where the test's control connection came from: its data connections, expected from
+    /// there, do not count against that source's cap of opening connections.
+    source: Source,
 }
 
 /// New connections a CRR test may open: twice its declared transaction rate over any second
@@ -151,14 +154,21 @@ impl ConnectionRate {
 }
 
 impl Expecting {
+    /// Data connections this test may still see opening at once: those it still expects, or for
+    /// CRR two per stream.
+    fn still_expected(&self) -> usize {
+        self.left.unwrap_or(2 * usize::from(self.streams))
+    }
+
     /// One data connection per stream, `streams` of them, queued in a channel of that size.
-    pub(super) fn per_stream(streams: usize) -> (Expecting, Receiver<(u16, TcpStream)>) {
+    pub(super) fn per_stream(streams: usize, source: Source) -> (Expecting, Receiver<(u16, TcpStream)>) {
         let (tx, rx) = std::sync::mpsc::sync_channel(streams.max(1));
         let e = Expecting {
             tx,
             streams: u16::try_from(streams).unwrap_or(u16::MAX),
             left: Some(streams),
             rate: None,
+            source,
         };
         (e, rx)
     }
@@ -166,7 +176,11 @@ impl Expecting {
     /// TCP_CRR: a new connection per transaction on `streams` streams; at most two per stream
     /// wait to be answered, and with a declared `rate` (transactions per second per stream) no
     /// more than twice that arrive over any second.
-    pub(super) fn per_transaction(streams: usize, rate: Option<f64>) -> (Expecting, Receiver<(u16, TcpStream)>) {
+    pub(super) fn per_transaction(
+        streams: usize,
+        rate: Option<f64>,
+        source: Source,
+    ) -> (Expecting, Receiver<(u16, TcpStream)>) {
         let (tx, rx) = std::sync::mpsc::sync_channel(2 * streams.max(1));
         let rate = rate.map(|r| {
             let per_second = 2.0 * r * streams as f64;
@@ -183,9 +197,19 @@ impl Expecting {
             streams: u16::try_from(streams).unwrap_or(u16::MAX),
             left: None,
             rate,
+            source,
         };
         (e, rx)
     }
+}
+
+/// Data connections the running tests still expect: from `source`, and from anywhere.
+pub(super) fn expected_from(state: &State, source: Source) -> (usize, usize) {
+    let pending = state.pending.lock().unwrap_or_else(|e| e.into_inner());
+    pending.values().fold((0, 0), |(mine, all), e| {
+        let n = e.still_expected();
+        (mine + if e.source == source { n } else { 0 }, all + n)
+    })
 }
 
 /// Hands a data connection to the test that waits for `cookie`, or drops it at once: no such

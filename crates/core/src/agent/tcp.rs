@@ -2,6 +2,7 @@
 //! configured for its direction, and the engine runs until done, stopped or abandoned.
 
 use super::State;
+use super::admit::Source;
 use super::session::{
     Expecting, Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
     run_and_report, send_accepted, source_of,
@@ -15,7 +16,7 @@ use crate::spec::TcpSpec;
 pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
     let cookie = new_cookie();
-    let (expecting, rx) = Expecting::per_stream(spec.streams_per_agent());
+    let (expecting, rx) = Expecting::per_stream(spec.streams_per_agent(), Source::of(&conn.peer()));
     expect_streams(state, cookie, expecting);
     let registration = Registration {
         pending: &state.pending,
