@@ -65,3 +65,30 @@ fn multicast_group(s: &str) -> Result<IpAddr, String> {
         Err(format!("{ip} is not a multicast group (224.0.0.0/4 or ff00::/8)"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn serve(args: &[&str]) -> super::ServeArgs {
+        let mut full = vec!["linerate", "serve"];
+        full.extend_from_slice(args);
+        match Cli::try_parse_from(full).expect("parses").command {
+            Command::Serve(s) => s,
+            _ => panic!("not serve"),
+        }
+    }
+
+    #[test]
+    fn max_memory_takes_a_size_and_idle_a_time() {
+        assert_eq!(serve(&[]).max_memory, None);
+        assert_eq!(serve(&["--max-memory", "2G"]).max_memory.map(|b| b.0), Some(2 << 30));
+        assert_eq!(serve(&["--max-memory=512M"]).max_memory.map(|b| b.0), Some(512 << 20));
+        assert!(Cli::try_parse_from(["linerate", "serve", "--max-memory", "lots"]).is_err());
+        assert_eq!(
+            serve(&["--idle", "2s"]).idle.map(|t| t.0),
+            Some(std::time::Duration::from_secs(2))
+        );
+    }
+}

@@ -318,6 +318,31 @@ mod tests {
     }
 
     #[test]
+    fn issue_14_past_its_sources_cap_a_connection_is_closed_at_once() {
+        use std::io::Read;
+        let (addr, events) = start(None);
+        let held: Vec<TcpStream> = (0..MAX_OPENING_PER_SOURCE)
+            .map(|_| TcpStream::connect(addr).expect("connect"))
+            .collect();
+        let mut extra = TcpStream::connect(addr).expect("connect");
+        extra.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
+        let mut b = [0u8; 8];
+        assert!(
+            match extra.read(&mut b) {
+                Ok(n) => n == 0,
+                Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+            },
+            "closed on arrival, not held"
+        );
+        let event = events.recv_timeout(Duration::from_secs(10)).expect("an event");
+        assert!(
+            matches!(&event, AgentEvent::Refused { kind: ErrorKind::Busy, message, .. } if message.contains("still opening")),
+            "{event:?}"
+        );
+        drop(held);
+    }
+
+    #[test]
     fn a_wrong_secret_is_refused_through_the_callback() {
         let (addr, events) = start(Some(b"right"));
         let mut conn = open(addr);

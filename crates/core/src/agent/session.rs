@@ -380,3 +380,28 @@ fn watch_client(conn: &mut Conn, control: &Control, engine_done: &AtomicBool) {
 pub(super) fn source_of(e: &dyn std::error::Error) -> String {
     e.source().map(|s| s.to_string()).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_14_crr_connections_are_held_to_twice_the_declared_rate() {
+        let source = Source::of(&"127.0.0.1:1".parse().expect("address"));
+        let (mut e, _rx) = Expecting::per_transaction(2, Some(10.0), source);
+        assert_eq!(e.still_expected(), 4, "two per stream may be opening");
+        let rate = e.rate.as_mut().expect("a declared rate");
+        let t0 = rate.at;
+        // A burst of one second's worth (2 x 10/s x 2 streams) plus one per stream...
+        let burst = (0..100).filter(|_| rate.admit(t0)).count();
+        assert_eq!(burst, 42);
+        // ...then 40 a second.
+        let next = (1..=100)
+            .filter(|i| rate.admit(t0 + Duration::from_millis(10 * i)))
+            .count();
+        assert_eq!(next, 40);
+        let (plain, _rx) = Expecting::per_stream(3, source);
+        assert_eq!(plain.still_expected(), 3);
+        assert!(plain.rate.is_none());
+    }
+}
