@@ -30,6 +30,20 @@ fn left(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
 }
 
+/// A failed handshake read: past the one deadline, say so rather than how long the last wait was.
+fn handshake_refusal(e: ProtoError, deadline: Instant) -> Refusal {
+    match e {
+        ProtoError::Timeout { .. } | ProtoError::Partial { .. } if Instant::now() >= deadline => (
+            ErrorKind::Protocol,
+            format!(
+                "the handshake (preamble, authentication, request) did not finish within {} s",
+                super::HANDSHAKE_TIMEOUT.as_secs()
+            ),
+        ),
+        e => proto_refusal(e),
+    }
+}
+
 pub(super) fn control_session(
     state: &State,
     events: &dyn Fn(&AgentEvent),
@@ -48,7 +62,7 @@ pub(super) fn control_session(
         conn.set_max_message(frame::MAX_AUTH_BYTES);
         let answer = conn.recv(left(deadline), "waiting for authentication");
         conn.set_max_message(frame::MAX_REQUEST_BYTES);
-        match answer.map_err(proto_refusal)? {
+        match answer.map_err(|e| handshake_refusal(e, deadline))? {
             Message::Auth { client_nonce, mac } => {
                 let (Some(cn), Some(mac)) = (proto::from_hex(&client_nonce), proto::from_hex(&mac)) else {
                     return Err((ErrorKind::Auth, "malformed authentication".into()));
@@ -72,7 +86,7 @@ pub(super) fn control_session(
     }
     let spec = match conn
         .recv(left(deadline), "waiting for a test request")
-        .map_err(proto_refusal)?
+        .map_err(|e| handshake_refusal(e, deadline))?
     {
         Message::Request { spec } => spec,
         other => {
