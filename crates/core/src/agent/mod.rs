@@ -218,9 +218,9 @@ impl Agent {
             let state = Arc::clone(&self.state);
             let config = &state.config;
             // Over a cap: closed at once, before any thread is spent on it, unless it is a data
-            // connection of a running test (its test bounds those).
-            // Data connections a running test still expects from this source (and from all)
-            // come on top of the caps: a client opening 256 streams at once is not a flood.
+            // connection of a running test (its test bounds those). The data connections running
+            // tests still expect from this source (and from all) come on top of the caps: a
+            // client opening 256 streams at once is not a flood.
             let (mine, all) = session::expected_from(&state, source);
             let counted = match state
                 .opening
