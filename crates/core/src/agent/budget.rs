@@ -7,7 +7,7 @@ use crate::spec::{Limit, RrSpec, TcpSpec, TestSpec, UdpSpec};
 use std::sync::Mutex;
 
 /// Per stream, what no spec field names: its counters, sample slots, thread and socket.
-const STREAM_OVERHEAD_BYTES: u64 = 256 << 10;
+const STREAM_OVERHEAD_BYTES: u64 = 64 << 10;
 /// The default budget is this share of the host's memory (MemTotal)...
 const DEFAULT_SHARE: u64 = 4;
 /// ...but no more than this.
