@@ -392,7 +392,11 @@ pub fn run_rr(
             let id = (a * per_agent + i) as u16;
             let header = frame::data_header(&s.cookie, i as u16);
             let socket = match (spec.proto, spec.connect) {
-                (RrProto::Tcp, true) => rr::RrSocket::Connect { addr: peer, header },
+                (RrProto::Tcp, true) => rr::RrSocket::Connect {
+                    addr: peer,
+                    header,
+                    from: opts.bind,
+                },
                 (RrProto::Tcp, false) => {
                     let mut sock = connect(peer, opts, |_| Ok(()))?;
                     sock.set_write_timeout(Some(opts.connect_timeout)).map_err(data)?;
