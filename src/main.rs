@@ -457,12 +457,13 @@ fn keep_urls<'a>(output: &'a cli::common::OutputArgs, urls: &[String]) -> Keep<'
 
 fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     let config = agent::AgentConfig {
-        bind: SocketAddr::new(args.bind, args.port),
         secret: args.secret.load()?,
         no_auth: args.no_auth,
         max_tests: usize::from(args.max_tests),
-        max_connections: 256,
         joins: args.joins.clone(),
+        max_memory: args.max_memory.map_or_else(agent::default_budget_bytes, |b| b.0),
+        idle: args.idle.map(|t| t.0).filter(|d| !d.is_zero()),
+        ..agent::AgentConfig::new(SocketAddr::new(args.bind, args.port))
     };
     let agent = match agent::Agent::bind(config.clone()) {
         // No IPv6 on this host: the default `::` falls back to every IPv4 address.
@@ -518,11 +519,12 @@ fn print_agent_event(event: &AgentEvent) {
         let mut log = LOG.lock().unwrap_or_else(|e| e.into_inner());
         let (print, earlier) = log
             .get_or_insert_with(RefusalLog::default)
-            .admit(peer.ip(), std::time::Instant::now());
+            .admit(refusal_source(peer.ip()), std::time::Instant::now());
         if let Some(n) = earlier {
             eprintln!(
-                "linerate serve: {n} more refused from {} in the last {} s",
-                peer.ip(),
+                "linerate serve: {n} more refused from {}{} in the last {} s",
+                refusal_source(peer.ip()),
+                if peer.ip().to_canonical().is_ipv6() { "/64" } else { "" },
                 REFUSAL_WINDOW.as_secs()
             );
         }
@@ -530,6 +532,15 @@ fn print_agent_event(event: &AgentEvent) {
             // `message` comes cut and escaped from the agent (it may quote the peer).
             eprintln!("linerate serve: {peer}: {kind}: {message}");
         }
+    }
+}
+
+/// Whom refusals are counted against: an IPv4 address, or an IPv6 one's /64 (one host commonly
+/// holds a whole /64), as the agent caps them.
+fn refusal_source(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+        v4 => v4,
     }
 }
 
@@ -575,12 +586,8 @@ impl RefusalLog {
 
 fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
     let agent = agent::Agent::bind(agent::AgentConfig {
-        bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
-        secret: None,
-        no_auth: false,
-        max_tests: 1,
         max_connections: 64,
-        joins: Vec::new(),
+        ..agent::AgentConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
     })?;
     let addr = agent.local_addr();
     std::thread::spawn(move || agent.serve(print_agent_event));
@@ -742,5 +749,9 @@ mod refusal_tests {
         );
         assert_eq!(log.admit(a, t0 + Duration::from_secs(11)), (true, Some(999)));
         assert_eq!(log.admit(a, t0 + Duration::from_secs(22)), (true, None));
+        let one_host = |s: &str| refusal_source(s.parse().expect("ip"));
+        assert_eq!(one_host("2001:db8::1"), one_host("2001:db8::ffff:7"));
+        assert_ne!(one_host("2001:db8::1"), one_host("2001:db8:0:1::1"));
+        assert_eq!(one_host("::ffff:10.0.0.1"), one_host("10.0.0.1"));
     }
 }

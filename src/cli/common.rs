@@ -705,6 +705,26 @@ mod tests {
         }
     }
 
+    #[test]
+    fn bind_sets_the_clients_source_address_in_every_test_command() {
+        for cmd in ["tcp", "udp", "rr"] {
+            for args in [vec![cmd, "h", "-B", "127.0.0.2"], vec![cmd, "h", "--bind=127.0.0.2"]] {
+                let opts = match parse(&args).expect("valid") {
+                    Command::Tcp(a) => a.reach.options(),
+                    Command::Udp(a) => a.reach.options(),
+                    Command::Rr(a) => a.reach.options(),
+                    _ => panic!("not a test command"),
+                };
+                assert_eq!(
+                    opts.expect("ok").bind,
+                    Some("127.0.0.2".parse().expect("ip")),
+                    "{args:?}"
+                );
+            }
+        }
+        assert!(parse(&["tcp", "h", "-B", "not-an-address"]).is_err());
+    }
+
     /// Issue 13: a wrong-sign value says so, not `unexpected argument '-1' found`.
     fn refused_as_negative(args: &[&str], flag: &str, value: &str) {
         let err = parse(args).expect_err("a negative value is refused").to_string();

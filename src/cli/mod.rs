@@ -84,6 +84,10 @@ pub struct ConnectArgs {
     #[arg(long, value_name = "SECONDS", default_value = "5")]
     pub connect_timeout: linerate_core::units::TimeSpan,
 
+    /// Local address to connect from (as iperf3's -B), e.g. 127.0.0.2 or 10.0.0.1
+    #[arg(short = 'B', long = "bind", value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+
     #[command(flatten)]
     pub secret: SecretArgs,
 }
@@ -96,6 +100,7 @@ impl ConnectArgs {
             connect_timeout: Some(self.connect_timeout.0)
                 .filter(|d| !d.is_zero())
                 .context("--connect-timeout must be a positive number of seconds")?,
+            bind: self.bind,
         })
     }
 }

@@ -22,6 +22,18 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_tests: u16,
 
+    /// Memory all running tests may take at once (e.g. 2G); a test that does not fit is refused
+    ///
+    /// Every test's buffers (length x depth x streams), the socket buffers it asks for and its
+    /// receivers' maps are counted before it is accepted. Default: a quarter of the host's memory,
+    /// at most 4 GiB. Example: --max-memory 512M
+    #[arg(long, value_name = "BYTES")]
+    pub max_memory: Option<linerate_core::units::ByteSize>,
+
+    /// How long no byte may move before a test is given up (default 30s; for tests of the agent)
+    #[arg(long, value_name = "DURATION", hide = true)]
+    pub idle: Option<linerate_core::units::TimeSpan>,
+
     /// Take part in multicast UDP tests to this group (repeatable); others are refused
     #[arg(long = "join", value_name = "GROUP", value_parser = multicast_group)]
     pub joins: Vec<IpAddr>,
@@ -51,5 +63,32 @@ fn multicast_group(s: &str) -> Result<IpAddr, String> {
         Ok(ip)
     } else {
         Err(format!("{ip} is not a multicast group (224.0.0.0/4 or ff00::/8)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn serve(args: &[&str]) -> super::ServeArgs {
+        let mut full = vec!["linerate", "serve"];
+        full.extend_from_slice(args);
+        match Cli::try_parse_from(full).expect("parses").command {
+            Command::Serve(s) => s,
+            _ => panic!("not serve"),
+        }
+    }
+
+    #[test]
+    fn max_memory_takes_a_size_and_idle_a_time() {
+        assert_eq!(serve(&[]).max_memory, None);
+        assert_eq!(serve(&["--max-memory", "2G"]).max_memory.map(|b| b.0), Some(2 << 30));
+        assert_eq!(serve(&["--max-memory=512M"]).max_memory.map(|b| b.0), Some(512 << 20));
+        assert!(Cli::try_parse_from(["linerate", "serve", "--max-memory", "lots"]).is_err());
+        assert_eq!(
+            serve(&["--idle", "2s"]).idle.map(|t| t.0),
+            Some(std::time::Duration::from_secs(2))
+        );
     }
 }

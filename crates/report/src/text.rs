@@ -11,23 +11,9 @@ mod udp;
 use mix::mix_block;
 use udp::{tcp_loss_line, udp_block};
 
-/// 1,234,567.891 style: thousands separated, fixed decimals.
-pub fn grouped(v: f64, decimals: usize) -> String {
-    let s = format!("{:.*}", decimals, v.abs());
-    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(a, b)| (a, Some(b)));
-    let mut out = String::new();
-    for (i, ch) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    if let Some(f) = frac {
-        out.push('.');
-        out.push_str(f);
-    }
-    if v < 0.0 { format!("-{out}") } else { out }
-}
+/// 1,234,567.891 style: thousands separated, fixed decimals (in core: the protocol's errors
+/// use it too).
+pub use linerate_core::units::grouped;
 
 fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |p| format!("{p:.2}%"))

@@ -14,7 +14,8 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &HttpSpec) -> Result<(),
     send_accepted(conn, state, &cookie, Vec::new())?;
     await_start(conn)?;
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(conn, Some(conn.peer().ip()), |control| {
+    let peer = Some(conn.peer().ip());
+    run_and_report(state, conn, peer, |control| {
         Ok(crate::engine::http::sample_host(spec, &mut Quiet, control))
     })
 }

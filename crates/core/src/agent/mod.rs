@@ -8,9 +8,16 @@
 //! `max_tests`; past that a client is told "busy" at once. The handshake and what every test
 //! shares are in `session`, each kind's half of a test in `tcp`, `udp`, `rr` and `http`.
 //!
+//! What an unauthenticated peer can cost is bounded (issue 14, docs/security.md): connections
+//! still opening are capped per source and in all and must finish their whole handshake within
+//! [`HANDSHAKE_TIMEOUT`] (`admit`); a test's data connections are bounded by its spec; every
+//! test's memory is counted against `max_memory` before it is accepted (`budget`).
+//!
 //! It prints nothing: what its owner may want to tell a user (a refused client, a test started
 //! or ended) comes to the callback given to [`Agent::serve`] as an [`AgentEvent`].
 
+mod admit;
+mod budget;
 mod connection;
 mod http;
 mod rr;
@@ -23,14 +30,18 @@ use crate::proto::ErrorKind;
 use crate::proto::frame::COOKIE_LEN;
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// How long a new connection may take to say what it is.
-const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+pub use budget::default_budget_bytes;
+
+/// How long a new connection has, in all, to say what it is and (a control connection) to send
+/// its preamble, authenticate and send its request, however the bytes trickle.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections still opening from one source (an IPv4 address, an IPv6 /64) at once.
+pub const MAX_OPENING_PER_SOURCE: usize = 8;
 /// How long a control connection may sit idle between set-up messages.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long after `start` the data connections may take to arrive.
@@ -47,10 +58,31 @@ pub struct AgentConfig {
     pub no_auth: bool,
     /// Tests run at once; past this a client is told the agent is busy.
     pub max_tests: usize,
-    /// Connections (control and data) open at once, past which new ones are closed at once.
+    /// Connections (control and data) still opening at once, past which new ones are closed at
+    /// once; [`MAX_OPENING_PER_SOURCE`] of them from any one source.
     pub max_connections: usize,
     /// Multicast groups this agent takes part in (`--join`).
     pub joins: Vec<IpAddr>,
+    /// Memory all running tests may take at once, bytes (`--max-memory`).
+    pub max_memory: u64,
+    /// How long no byte may move before a test is given up; None: the runner's 30 s.
+    pub idle: Option<Duration>,
+}
+
+impl AgentConfig {
+    /// Listens on `bind`, no secret, one test at a time, the default limits.
+    pub fn new(bind: SocketAddr) -> AgentConfig {
+        AgentConfig {
+            bind,
+            secret: None,
+            no_auth: false,
+            max_tests: 1,
+            max_connections: 256,
+            joins: Vec::new(),
+            max_memory: default_budget_bytes(),
+            idle: None,
+        }
+    }
 }
 
 /// Why an agent could not start serving.
@@ -95,15 +127,18 @@ fn is_loopback(addr: &SocketAddr) -> bool {
 }
 
 /// Tests waiting for their data connections, by cookie.
-type Pending = Mutex<HashMap<[u8; COOKIE_LEN], Sender<(u16, TcpStream)>>>;
+type Pending = Mutex<HashMap<[u8; COOKIE_LEN], session::Expecting>>;
 
 /// What every connection thread of one agent shares.
 struct State {
     config: AgentConfig,
     host: HostInfo,
     tests: AtomicUsize,
-    connections: AtomicUsize,
+    opening: admit::Opening,
     pending: Pending,
+    budget: budget::Budget,
+    /// The soft descriptor limit in force (raised to the hard one at bind).
+    fd_limit: u64,
 }
 
 /// A bound agent, ready to serve.
@@ -141,11 +176,13 @@ impl Agent {
             source,
         })?;
         let state = State {
+            budget: budget::Budget::new(config.max_memory),
             config,
             host: HostInfo::read(),
             tests: AtomicUsize::new(0),
-            connections: AtomicUsize::new(0),
+            opening: admit::Opening::default(),
             pending: Mutex::new(HashMap::new()),
+            fd_limit: admit::raise_fd_limit(),
         };
         Ok(Agent {
             listener,
@@ -176,21 +213,46 @@ impl Agent {
                     continue;
                 }
             };
+            let Ok(peer) = stream.peer_addr() else { continue };
+            let source = admit::Source::of(&peer);
             let state = Arc::clone(&self.state);
+            let config = &state.config;
+            // Over a cap: closed at once, before any thread is spent on it, unless it is a data
+            // connection of a running test (its test bounds those). The data connections running
+            // tests still expect from this source (and from all) come on top of the caps: a
+            // client opening 256 streams at once is not a flood.
+            let (mine, all) = session::expected_from(&state, source);
+            let counted = match state
+                .opening
+                .enter(source, MAX_OPENING_PER_SOURCE + mine, config.max_connections + all)
+            {
+                Ok(()) => true,
+                Err(_) if admit::is_known_data(&state, &stream) => false,
+                Err(shed) => {
+                    let message = match shed {
+                        admit::Shed::Source(n) => {
+                            format!("{n} connections from this address are still opening, its limit")
+                        }
+                        admit::Shed::Total(n) => format!("{n} connections are still opening, the limit"),
+                    };
+                    events(&AgentEvent::Refused {
+                        peer,
+                        kind: ErrorKind::Busy,
+                        message,
+                    });
+                    continue;
+                }
+            };
             let events = Arc::clone(&events);
-            // Over the connection limit: closed at once, before any thread is spent on it.
-            if state.connections.load(Ordering::SeqCst) >= state.config.max_connections {
-                continue;
-            }
-            state.connections.fetch_add(1, Ordering::SeqCst);
             let spawned = std::thread::Builder::new().name("linerate-conn".into()).spawn(move || {
-                let _slot = Slot(&state.connections);
-                connection::handle_connection(&state, &*events, stream);
+                let mut slot = admit::OpeningSlot::new(&state.opening, counted.then_some(source));
+                connection::handle_connection(&state, &*events, stream, peer, &mut slot);
             });
             if spawned.is_err() {
-                // Out of threads: this connection is dropped (and its slot given back, as the
-                // closure holding it is dropped unrun), the agent keeps listening.
-                self.state.connections.fetch_sub(1, Ordering::SeqCst);
+                // Out of threads: this connection is dropped, the agent keeps listening.
+                if counted {
+                    self.state.opening.leave(source);
+                }
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
@@ -208,12 +270,9 @@ mod tests {
     /// An agent on 127.0.0.1:0 serving on its own thread, its events sent to the returned channel.
     fn start(secret: Option<&[u8]>) -> (SocketAddr, mpsc::Receiver<AgentEvent>) {
         let agent = Agent::bind(AgentConfig {
-            bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
             secret: secret.map(<[u8]>::to_vec),
-            no_auth: false,
-            max_tests: 1,
             max_connections: 8,
-            joins: Vec::new(),
+            ..AgentConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
         })
         .expect("bind on loopback");
         let addr = agent.local_addr();
@@ -256,6 +315,31 @@ mod tests {
         open(addr).send(&Message::Stop).expect("send");
         let again = events.recv_timeout(Duration::from_secs(10)).expect("an event");
         assert!(matches!(again, AgentEvent::Refused { .. }), "{again:?}");
+    }
+
+    #[test]
+    fn issue_14_past_its_sources_cap_a_connection_is_closed_at_once() {
+        use std::io::Read;
+        let (addr, events) = start(None);
+        let held: Vec<TcpStream> = (0..MAX_OPENING_PER_SOURCE)
+            .map(|_| TcpStream::connect(addr).expect("connect"))
+            .collect();
+        let mut extra = TcpStream::connect(addr).expect("connect");
+        extra.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
+        let mut b = [0u8; 8];
+        assert!(
+            match extra.read(&mut b) {
+                Ok(n) => n == 0,
+                Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+            },
+            "closed on arrival, not held"
+        );
+        let event = events.recv_timeout(Duration::from_secs(10)).expect("an event");
+        assert!(
+            matches!(&event, AgentEvent::Refused { kind: ErrorKind::Busy, message, .. } if message.contains("still opening")),
+            "{event:?}"
+        );
+        drop(held);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! connections (one each, or a new one per transaction with `connect`); UDP streams as sockets
 //! on the control connection's address, connected to the client's once it names its ports.
 
+use super::admit::Source;
 use super::session::{
-    Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
+    Expecting, Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
     run_and_report, send_accepted, source_of,
 };
 use super::{IDLE_TIMEOUT, State};
@@ -13,7 +14,6 @@ use crate::proto::{ErrorKind, Message};
 use crate::result::Role;
 use crate::spec::{RrProto, RrSpec};
 use std::net::UdpSocket;
-use std::sync::mpsc;
 
 /// A request-response test: this end answers. TCP streams come as data connections (one each,
 /// or a new one per transaction with `connect`); UDP as for a UDP test.
@@ -23,7 +23,11 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), R
     let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));
     let per_agent = usize::from(spec.streams);
     let peer_ip = conn.peer().ip();
-    let (tx, rx) = mpsc::channel();
+    let (expecting, rx) = if spec.connect {
+        Expecting::per_transaction(per_agent, spec.rate, Source::of(&conn.peer()))
+    } else {
+        Expecting::per_stream(per_agent, Source::of(&conn.peer()))
+    };
     let mut udp_sockets = Vec::new();
     let mut udp_ports = Vec::new();
     if spec.proto == RrProto::Udp {
@@ -38,7 +42,7 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), R
             udp_sockets.push(s);
         }
     } else {
-        expect_streams(state, cookie, tx);
+        expect_streams(state, cookie, expecting);
     }
     // Held for the whole run: TCP_CRR connections keep arriving with this cookie.
     let _registration = Registration {
@@ -87,7 +91,7 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), R
         });
     }
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(conn, Some(peer_ip), |control| {
+    run_and_report(state, conn, Some(peer_ip), |control| {
         rr::run(spec, &spec.peer_cpus, streams, accept, &mut Quiet, control)
     })
 }

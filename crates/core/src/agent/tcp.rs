@@ -2,8 +2,9 @@
 //! configured for its direction, and the engine runs until done, stopped or abandoned.
 
 use super::State;
+use super::admit::Source;
 use super::session::{
-    Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
+    Expecting, Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
     run_and_report, send_accepted, source_of,
 };
 use crate::engine::{pin, sockopt, tcp};
@@ -11,13 +12,12 @@ use crate::proto::conn::Conn;
 use crate::proto::{ErrorKind, Message};
 use crate::result::Role;
 use crate::spec::TcpSpec;
-use std::sync::mpsc;
 
 pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
     let cookie = new_cookie();
-    let (tx, rx) = mpsc::channel();
-    expect_streams(state, cookie, tx);
+    let (expecting, rx) = Expecting::per_stream(spec.streams_per_agent(), Source::of(&conn.peer()));
+    expect_streams(state, cookie, expecting);
     let registration = Registration {
         pending: &state.pending,
         cookie,
@@ -48,7 +48,7 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), 
     }
     let peer = streams.first().and_then(|s| s.socket.peer_addr().ok()).map(|a| a.ip());
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(conn, peer, |control| match spec.mix {
+    run_and_report(state, conn, peer, |control| match spec.mix {
         Some(_) => tcp::mix::run(
             spec,
             tcp::mix::MixEnd::Agent,

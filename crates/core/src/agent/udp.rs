@@ -95,7 +95,7 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), 
     }
     await_start(conn)?;
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(conn, Some(peer_ip), |control| {
+    run_and_report(state, conn, Some(peer_ip), |control| {
         udp::run(spec, &spec.peer_cpus, streams, &mut Quiet, control)
     })
 }

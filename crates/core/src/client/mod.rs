@@ -119,6 +119,8 @@ impl Target {
 pub struct ClientOptions {
     pub secret: Option<Vec<u8>>,
     pub connect_timeout: Duration,
+    /// The local address control and data connections leave from (`-B`); None: the kernel's.
+    pub bind: Option<IpAddr>,
 }
 
 impl Default for ClientOptions {
@@ -126,21 +128,27 @@ impl Default for ClientOptions {
         ClientOptions {
             secret: None,
             connect_timeout: Duration::from_secs(5),
+            bind: None,
         }
     }
 }
 
 fn connect(
     addr: SocketAddr,
-    timeout: Duration,
+    opts: &ClientOptions,
     before: impl FnOnce(&socket2::Socket) -> Result<(), EngineError>,
 ) -> Result<TcpStream, ClientError> {
+    let timeout = opts.connect_timeout;
     let sock = socket2::Socket::new(
         socket2::Domain::for_address(addr),
         socket2::Type::STREAM,
         Some(socket2::Protocol::TCP),
     )
     .map_err(|source| ClientError::Connect { peer: addr, source })?;
+    if let Some(ip) = opts.bind {
+        sock.bind(&SocketAddr::new(ip, 0).into())
+            .map_err(|source| ClientError::Connect { peer: addr, source })?;
+    }
     before(&sock)?;
     match sock.connect_timeout(&addr.into(), timeout) {
         Ok(()) => Ok(sock.into()),
@@ -167,7 +175,7 @@ pub(crate) struct Session {
 /// Connects, exchanges preambles, authenticates and asks for `spec`.
 pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> Result<Session, ClientError> {
     let peer = target.addr;
-    let stream = connect(peer, opts.connect_timeout, |_| Ok(()))?;
+    let stream = connect(peer, opts, |_| Ok(()))?;
     let mut conn = Conn::new(stream, peer);
     conn.exchange_preambles(opts.connect_timeout)?;
     let challenge = match conn.recv(REPLY_TIMEOUT, "waiting for the agent's hello")? {
@@ -250,7 +258,7 @@ pub fn run_tcp(
             } else {
                 Role::Receive
             };
-            let mut sock = connect(peer, opts.connect_timeout, |sock| sockopt::before_connect(sock, spec))?;
+            let mut sock = connect(peer, opts, |sock| sockopt::before_connect(sock, spec))?;
             let header = frame::data_header(&s.cookie, i as u16);
             sock.set_write_timeout(Some(opts.connect_timeout))
                 .map_err(|source| ClientError::Data { peer, source })?;
@@ -394,9 +402,13 @@ pub fn run_rr(
             let id = (a * per_agent + i) as u16;
             let header = frame::data_header(&s.cookie, i as u16);
             let socket = match (spec.proto, spec.connect) {
-                (RrProto::Tcp, true) => rr::RrSocket::Connect { addr: peer, header },
+                (RrProto::Tcp, true) => rr::RrSocket::Connect {
+                    addr: peer,
+                    header,
+                    from: opts.bind,
+                },
                 (RrProto::Tcp, false) => {
-                    let mut sock = connect(peer, opts.connect_timeout, |_| Ok(()))?;
+                    let mut sock = connect(peer, opts, |_| Ok(()))?;
                     sock.set_write_timeout(Some(opts.connect_timeout)).map_err(data)?;
                     sock.write_all(&header).map_err(data)?;
                     rr::RrSocket::Tcp(sock)

@@ -42,6 +42,9 @@ pub struct Control {
     pub stop_send: AtomicBool,
     /// Everything stops now; the run is reported as partial.
     pub abort: AtomicBool,
+    /// How long no byte may move before the run is given up, for a run that has that rule;
+    /// None: the runner's own (30 s). An agent sets it (`serve --idle`).
+    pub idle: Option<std::time::Duration>,
 }
 
 impl Control {

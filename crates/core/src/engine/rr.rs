@@ -37,10 +37,12 @@ const HIST_MAX_NS: u64 = 60_000_000_000;
 pub enum RrSocket {
     Tcp(TcpStream),
     Udp(UdpSocket),
-    /// TCP_CRR, asking end: a new connection to `addr` per transaction, opening with `header`.
+    /// TCP_CRR, asking end: a new connection to `addr` per transaction, opening with `header`,
+    /// from the local address `from` when given (the client's `-B`).
     Connect {
         addr: SocketAddr,
         header: [u8; DATA_HEADER_LEN],
+        from: Option<std::net::IpAddr>,
     },
     /// TCP_CRR, answering end: connections arrive on this channel (shared by the streams).
     Accept,
@@ -366,9 +368,9 @@ fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate
                     lost += 1;
                 }
             }),
-            RrSocket::Connect { addr, header } => {
+            RrSocket::Connect { addr, header, from } => {
                 let c0 = Instant::now();
-                match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
+                match connect_from(*addr, *from) {
                     Ok(t) => {
                         let _ = connect_hist.record((c0.elapsed().as_nanos() as u64).clamp(1, HIST_MAX_NS));
                         let _ = t.set_nodelay(true);
@@ -578,6 +580,17 @@ fn answer(
     }
 }
 
+/// A TCP_CRR connection to `addr`, from the local address `from` when given.
+fn connect_from(addr: SocketAddr, from: Option<std::net::IpAddr>) -> io::Result<TcpStream> {
+    let Some(ip) = from else {
+        return TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT);
+    };
+    let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+    sock.bind(&SocketAddr::new(ip, 0).into())?;
+    sock.connect_timeout(&addr.into(), CONNECT_TIMEOUT)?;
+    Ok(sock.into())
+}
+
 /// Reads one whole request and writes the response; Ok(false) at end of stream.
 fn serve_tcp(
     mut t: &TcpStream,
@@ -617,6 +630,18 @@ pub fn raw_fd(s: &RrSocket) -> Option<std::os::fd::RawFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crr_connections_leave_from_the_address_asked_for() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let from: std::net::IpAddr = "127.0.0.2".parse().expect("ip");
+        let _c = connect_from(addr, Some(from)).expect("connect from 127.0.0.2");
+        let (_, peer) = l.accept().expect("accept");
+        assert_eq!(peer.ip(), from);
+        let _d = connect_from(addr, None).expect("connect");
+        assert_eq!(l.accept().expect("accept").1.ip(), addr.ip());
+    }
 
     #[test]
     fn issue_13_busy_poll_says_whether_it_applied() {

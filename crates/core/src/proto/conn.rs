@@ -1,11 +1,24 @@
 //! A control connection over a blocking TCP socket: preamble exchange, then whole messages in
 //! and out with a deadline on every read, so a silent peer can never hang either end.
+//!
+//! Deadlines cover whole messages (issue 14): once the first byte of a message is in, the rest
+//! must follow within [`Conn::set_message_timeout`] (plus a second per [`MESSAGE_RATE_BYTES`]
+//! received, so a large message on a slow link still arrives), however the bytes trickle; a byte
+//! every few seconds does not restart the clock. The error says what arrived.
 
 use super::frame::{self, FrameError, PREAMBLE_LEN};
 use super::{ErrorKind, Message, VERSION};
+use crate::units::grouped;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
+
+/// How long a message may take from its first byte to its last, by default (the client's end:
+/// a result after the run).
+pub(crate) const MESSAGE_TIMEOUT: Duration = Duration::from_secs(20);
+/// Each this many bytes of a message received adds a second to its deadline (1 MiB/s: a result
+/// of the largest size, 128 MiB, may take 128 s more than a small one).
+pub(crate) const MESSAGE_RATE_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProtoError {
@@ -17,6 +30,15 @@ pub enum ProtoError {
     Timeout {
         peer: SocketAddr,
         what: &'static str,
+        seconds: f64,
+    },
+    #[error("{peer}: received {} in {seconds:.0} s", partial_text(*.received, *.announced))]
+    Partial {
+        peer: SocketAddr,
+        /// Bytes of the message in so far, its length prefix included.
+        received: u64,
+        /// The whole frame's length as its prefix announced (prefix included), once known.
+        announced: Option<u64>,
         seconds: f64,
     },
     #[error("{peer} closed the control connection")]
@@ -43,6 +65,18 @@ pub enum ProtoError {
     },
 }
 
+/// "15 of 134,217,732 bytes of a message", or of its length prefix while that is incomplete.
+fn partial_text(received: u64, announced: Option<u64>) -> String {
+    match announced {
+        Some(total) => format!(
+            "{} of {} bytes of a message",
+            grouped(received as f64, 0),
+            grouped(total as f64, 0)
+        ),
+        None => format!("{received} of the 4 bytes of a message's length"),
+    }
+}
+
 /// One end of a control connection.
 pub(crate) struct Conn {
     stream: TcpStream,
@@ -52,6 +86,10 @@ pub(crate) struct Conn {
     max_message: u32,
     /// Past the preamble: from here a short read is a closed connection, not a stranger.
     opened: bool,
+    /// When the first byte of the message now arriving came in (None: nothing buffered).
+    partial_since: Option<Instant>,
+    /// How long a message may take from its first byte to its last (before the size allowance).
+    message_timeout: Duration,
 }
 
 fn is_timeout(e: &io::Error) -> bool {
@@ -67,6 +105,40 @@ impl Conn {
             buf: Vec::with_capacity(4096),
             max_message: frame::MAX_MESSAGE_BYTES,
             opened: false,
+            partial_since: None,
+            message_timeout: MESSAGE_TIMEOUT,
+        }
+    }
+
+    /// How long a message may take from its first byte to its last (plus a second per
+    /// [`MESSAGE_RATE_BYTES`] received).
+    pub(crate) fn set_message_timeout(&mut self, timeout: Duration) {
+        self.message_timeout = timeout;
+    }
+
+    /// The largest message taken from the peer from now on (larger: a frame error at once).
+    pub(crate) fn set_max_message(&mut self, bytes: u32) {
+        self.max_message = bytes;
+    }
+
+    /// When the message now arriving must be whole, if one is arriving.
+    fn message_deadline(&self) -> Option<Instant> {
+        let since = self.partial_since?;
+        let allowance = Duration::from_secs_f64(self.buf.len() as f64 / MESSAGE_RATE_BYTES as f64);
+        Some(since + self.message_timeout + allowance)
+    }
+
+    /// The error for a message that did not arrive whole: what came, of how much, over how long.
+    fn partial(&self) -> ProtoError {
+        let announced = self
+            .buf
+            .get(..4)
+            .map(|p| u64::from(u32::from_be_bytes(p.try_into().expect("four bytes"))) + 4);
+        ProtoError::Partial {
+            peer: self.peer,
+            received: self.buf.len() as u64,
+            announced,
+            seconds: self.partial_since.map_or(0.0, |t| t.elapsed().as_secs_f64()),
         }
     }
 
@@ -179,7 +251,9 @@ impl Conn {
                 return Err(self.stranger());
             }
         }
-        Ok(self.buf.drain(..n).collect())
+        let got = self.buf.drain(..n).collect();
+        self.partial_since = (!self.buf.is_empty()).then(Instant::now);
+        Ok(got)
     }
 
     fn stranger(&self) -> ProtoError {
@@ -208,6 +282,9 @@ impl Conn {
                     return Err(self.stranger());
                 }
                 Ok(n) => {
+                    if self.buf.is_empty() {
+                        self.partial_since = Some(Instant::now());
+                    }
                     self.buf.extend_from_slice(&chunk[..n]);
                     return Ok(true);
                 }
@@ -221,7 +298,8 @@ impl Conn {
         }
     }
 
-    /// The next message if one arrives within `timeout`, `Ok(None)` if none did.
+    /// The next message if one arrives within `timeout`, `Ok(None)` if none did; an error when
+    /// a message that began arriving is not whole by its own deadline.
     pub(crate) fn try_recv(&mut self, timeout: Duration) -> Result<Option<Message>, ProtoError> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -234,10 +312,17 @@ impl Conn {
                 }
                 Ok(Some((msg, used))) => {
                     self.buf.drain(..used);
+                    // What follows in the buffer is the start of the next message.
+                    self.partial_since = (!self.buf.is_empty()).then(Instant::now);
                     return Ok(Some(msg));
                 }
                 Ok(None) => {
-                    if !self.fill(deadline)? {
+                    let whole_by = self.message_deadline();
+                    if whole_by.is_some_and(|t| Instant::now() >= t) {
+                        return Err(self.partial());
+                    }
+                    let until = whole_by.map_or(deadline, |t| t.min(deadline));
+                    if !self.fill(until)? && Instant::now() >= deadline {
                         return Ok(None);
                     }
                 }
@@ -249,6 +334,8 @@ impl Conn {
     /// [`ProtoError::Refused`].
     pub(crate) fn recv(&mut self, timeout: Duration, what: &'static str) -> Result<Message, ProtoError> {
         match self.try_recv(timeout)? {
+            // Part of a message came: say how much, not "nothing" (issue 14).
+            None if !self.buf.is_empty() => Err(self.partial()),
             None => Err(ProtoError::Timeout {
                 peer: self.peer,
                 what,
@@ -317,6 +404,58 @@ mod tests {
             a.exchange_preambles(Duration::from_secs(1)),
             Err(ProtoError::Version { .. })
         ));
+    }
+
+    #[test]
+    fn issue_14_a_trickled_message_ends_at_its_deadline_however_the_bytes_come() {
+        let (mut a, b) = pair();
+        a.set_message_timeout(Duration::from_millis(400));
+        let mut raw = b.stream;
+        let writer = std::thread::spawn(move || {
+            // A frame announcing 1000 bytes, then one byte every 100 ms: each byte would restart
+            // a per-read timer.
+            let _ = raw.write_all(&1000u32.to_be_bytes());
+            for _ in 0..40 {
+                std::thread::sleep(Duration::from_millis(100));
+                if raw.write_all(b"{").is_err() {
+                    break;
+                }
+            }
+        });
+        let start = Instant::now();
+        let err = loop {
+            match a.try_recv(Duration::from_millis(50)) {
+                Ok(None) => assert!(start.elapsed() < Duration::from_secs(3), "still waiting"),
+                Ok(Some(m)) => panic!("no whole message was sent, got {m:?}"),
+                Err(e) => break e,
+            }
+        };
+        let ProtoError::Partial {
+            received, announced, ..
+        } = &err
+        else {
+            panic!("expected a partial message, got {err:?}");
+        };
+        assert!((4..1004).contains(received), "{err}");
+        assert_eq!(*announced, Some(1004));
+        assert!(err.to_string().contains(" of 1,004 bytes of a message in "), "{err}");
+        drop(a);
+        let _ = writer.join();
+    }
+
+    #[test]
+    fn issue_14_a_stalled_message_is_reported_with_what_arrived() {
+        let (mut a, b) = pair();
+        let mut raw = b.stream;
+        raw.write_all(&(128u32 << 20).to_be_bytes()).expect("write");
+        raw.write_all(b"{\"type\":\"re").expect("write");
+        let err = a
+            .recv(Duration::from_millis(300), "waiting")
+            .expect_err("no whole message");
+        assert_eq!(
+            err.to_string(),
+            format!("{}: received 15 of 134,217,732 bytes of a message in 0 s", a.peer()),
+        );
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub(crate) const MAX_MESSAGE_BYTES: u32 = 128 << 20;
 /// The largest message an agent accepts: requests are small, and whoever sends more before it has
 /// authenticated is not to be buffered.
 pub(crate) const MAX_REQUEST_BYTES: u32 = 1 << 20;
+/// The largest message an agent that wants a secret accepts before the client has proved it
+/// knows it: an `auth` message is under 200 bytes, and a stranger's megabyte is not parsed.
+pub(crate) const MAX_AUTH_BYTES: u32 = 4 << 10;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {

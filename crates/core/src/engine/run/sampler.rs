@@ -208,7 +208,7 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
         let moved: u64 = counters.iter().map(|c| c.bytes.load(Relaxed)).sum();
         if moved != idle_since.1 {
             idle_since = (now, moved);
-        } else if let Some(idle) = plan.idle
+        } else if let Some(idle) = plan.idle.map(|own| control.idle.unwrap_or(own))
             && now - idle_since.0 >= idle
             && !control.aborted()
         {

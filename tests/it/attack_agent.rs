@@ -1,0 +1,479 @@
+//! The agent attacked as issue 14 found it open: log floods, connection and descriptor floods,
+//! silent data connections, memory bombs, and (for the client) a result trickled byte by byte.
+//! Loopback only; every process and connection is bounded in time and ended by the test.
+
+use crate::util::*;
+use linerate_core::spec::{Limit, RrSpec, TestSpec};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// `linerate serve` on 127.0.0.1:0 with its stderr in a file, killed on drop.
+struct LoggedAgent {
+    child: Child,
+    addr: SocketAddr,
+    log: std::path::PathBuf,
+}
+
+impl LoggedAgent {
+    fn start(extra: &[&str], env: &[(&str, &str)]) -> LoggedAgent {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = std::env::temp_dir().join(format!("linerate-attack-{}-{n}.log", std::process::id()));
+        let file = std::fs::File::create(&log).expect("create the agent's log");
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(file));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start linerate serve");
+        let mut out = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = Vec::new();
+            let mut byte = [0u8; 1];
+            while out.read(&mut byte).is_ok_and(|n| n == 1) {
+                if byte[0] == b'\n' {
+                    let _ = tx.send(String::from_utf8_lossy(&line).to_string());
+                    line.clear();
+                } else {
+                    line.push(byte[0]);
+                }
+            }
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the agent's address line");
+        let addr = line
+            .split_whitespace()
+            .find_map(|w| w.parse::<SocketAddr>().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        LoggedAgent { child, addr, log }
+    }
+
+    fn log_bytes(&self) -> Vec<u8> {
+        std::fs::read(&self.log).unwrap_or_default()
+    }
+
+    fn target(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// Descriptors the agent holds now.
+    fn descriptors(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).map_or(0, |d| d.count())
+    }
+}
+
+impl Drop for LoggedAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// A connection from `source` (a loopback address) to `to`.
+fn connect_from(source: &str, to: SocketAddr) -> std::io::Result<TcpStream> {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    let from: SocketAddr = format!("{source}:0").parse().expect("source address");
+    sock.bind(&from.into())?;
+    sock.connect_timeout(&to.into(), Duration::from_secs(5))?;
+    Ok(sock.into())
+}
+
+fn frame(v: &Value) -> Vec<u8> {
+    let body = serde_json::to_vec(v).expect("json");
+    let mut out = (body.len() as u32).to_be_bytes().to_vec();
+    out.extend(body);
+    out
+}
+
+/// The control preamble of the protocol version this build speaks (docs/protocol.md).
+fn preamble() -> [u8; 8] {
+    [b'L', b'N', b'R', b'T', 0, 2, 0, 0]
+}
+
+/// A control connection spoken by hand: the protocol as a client that means harm would.
+struct Ctl(TcpStream);
+
+impl Ctl {
+    /// Past the preambles and the agent's hello.
+    fn open(to: SocketAddr) -> Ctl {
+        let mut s = TcpStream::connect(to).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        s.write_all(&preamble()).expect("preamble");
+        let mut theirs = [0u8; 8];
+        s.read_exact(&mut theirs).expect("the agent's preamble");
+        let mut c = Ctl(s);
+        assert_eq!(c.recv()["type"], "hello");
+        c
+    }
+
+    fn send(&mut self, v: Value) {
+        self.0.write_all(&frame(&v)).expect("send a message");
+    }
+
+    fn recv(&mut self) -> Value {
+        let mut len = [0u8; 4];
+        self.0.read_exact(&mut len).expect("a message's length");
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        self.0.read_exact(&mut body).expect("a message's body");
+        serde_json::from_slice(&body).expect("a JSON message")
+    }
+
+    /// Asks for `spec` and returns the cookie of the accepted test.
+    fn request(&mut self, spec: TestSpec) -> [u8; 16] {
+        self.send(json!({"type": "request", "spec": spec}));
+        let accepted = self.recv();
+        assert_eq!(accepted["type"], "accepted", "{accepted}");
+        let hex = accepted["cookie"].as_str().expect("a cookie");
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        bytes.try_into().expect("16 bytes")
+    }
+}
+
+fn data_header(cookie: &[u8; 16], stream: u16) -> [u8; 24] {
+    let mut h = [0u8; 24];
+    h[..4].copy_from_slice(b"LNRD");
+    h[4..20].copy_from_slice(cookie);
+    h[20..22].copy_from_slice(&stream.to_be_bytes());
+    h
+}
+
+/// Whether the agent has closed `s` (end of stream or reset), looking without waiting long.
+fn closed_by_peer(mut s: &TcpStream) -> bool {
+    let _ = s.set_read_timeout(Some(Duration::from_millis(1)));
+    let mut b = [0u8; 256];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn issue_14_a_refusal_flood_grows_the_log_by_a_few_kb_with_nothing_forged() {
+    let agent = LoggedAgent::start(&[], &[("LINERATE_SECRET", "attack-test-secret")]);
+    let before = agent.log_bytes().len();
+    // A message whose type is a forged log line with an escape sequence and padding: serde's
+    // error quotes it. Small enough to be parsed before authentication, and near a megabyte
+    // (refused by its length alone), in turn.
+    let forged = |pad: usize| {
+        let text = format!(
+            "x\nlinerate serve: 10.9.9.9:1: test by admin accepted\u{1b}[2J{}",
+            "y".repeat(pad)
+        );
+        frame(&json!({"type": text}))
+    };
+    let bombs = [forged(3000), forged(1_000_000)];
+    let start = Instant::now();
+    let sent = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..8 {
+            let (bombs, sent, addr) = (&bombs, &sent, agent.addr);
+            scope.spawn(move || {
+                let source = format!("127.0.0.{}", 1 + t % 4);
+                while start.elapsed() < Duration::from_secs(10)
+                    && sent.load(std::sync::atomic::Ordering::Relaxed) < 1500
+                {
+                    let Ok(mut s) = connect_from(&source, addr) else {
+                        continue;
+                    };
+                    let n = sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let bomb = &bombs[n % 2];
+                    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                    let _ = s.write_all(&preamble());
+                    let _ = s.write_all(bomb);
+                    let mut sink = [0u8; 4096];
+                    while s.read(&mut sink).is_ok_and(|n| n > 0) {}
+                }
+            });
+        }
+    });
+    let connections = sent.into_inner();
+    assert!(connections >= 1000, "only {connections} connections in 10 s");
+    std::thread::sleep(Duration::from_millis(500));
+    let log = agent.log_bytes();
+    let grown = log.len() - before;
+    let text = String::from_utf8_lossy(&log[before..]);
+    eprintln!("{connections} refused connections grew the log by {grown} bytes:\n{text}");
+    assert!(grown <= 8 << 10, "the log grew by {grown} bytes under the flood");
+    assert!(!log.contains(&0x1b), "a raw escape reached the log");
+    assert!(
+        !text.lines().any(|l| l.starts_with("linerate serve: 10.9.9.9")),
+        "a forged line reached the log"
+    );
+    assert!(
+        text.contains("linerate serve: 127.0.0."),
+        "refusals are still logged: {text}"
+    );
+}
+
+#[test]
+fn issue_14_idle_and_drip_fed_connections_from_one_address_do_not_lock_out_another() {
+    let agent = LoggedAgent::start(&[], &[]);
+    // Drip-feeders first, so they hold 127.0.0.1's opening slots: a byte every 500 ms would keep
+    // a per-read timer alive for ever.
+    let drips: Vec<_> = (0..8)
+        .map(|_| {
+            let addr = agent.addr;
+            std::thread::spawn(move || {
+                let mut s = connect_from("127.0.0.1", addr).expect("connect");
+                let opened = Instant::now();
+                let mut reader = s.try_clone().expect("clone");
+                let closed = std::thread::spawn(move || {
+                    let _ = reader.set_read_timeout(Some(Duration::from_secs(20)));
+                    let mut b = [0u8; 1024];
+                    while reader.read(&mut b).is_ok_and(|n| n > 0) {}
+                    opened.elapsed()
+                });
+                let mut bytes = preamble().to_vec();
+                bytes.extend(frame(&json!({"type": "stop", "pad": "z".repeat(64)})));
+                for b in bytes {
+                    if closed.is_finished() || s.write_all(&[b]).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                closed.join().expect("reader")
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // Then 1,000 idle connections from the same address.
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        if let Ok(s) = connect_from("127.0.0.1", agent.addr) {
+            idle.push(s);
+        }
+    }
+    assert!(idle.len() >= 900, "only {} idle connections opened", idle.len());
+    // A client from another address gets through meanwhile.
+    let target = agent.target();
+    let out = linerate(&["tcp", &target, "-B", "127.0.0.2", "-t", "1", "-i", "0"], LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for d in drips {
+        let held = d.join().expect("drip thread");
+        assert!(
+            held < Duration::from_secs(8),
+            "a drip-fed connection was held {held:?}, past the 5 s handshake deadline"
+        );
+    }
+    let still_open = idle.iter().filter(|s| !closed_by_peer(s)).count();
+    assert!(
+        still_open <= 16,
+        "{still_open} idle connections still held after the deadline"
+    );
+}
+
+#[test]
+fn issue_14_a_crr_cookie_flood_is_refused_past_the_declared_rate() {
+    let agent = LoggedAgent::start(&[], &[]);
+    let mut spec = RrSpec::new();
+    spec.connect = true;
+    spec.rate = Some(10.0);
+    spec.limit = Limit::Seconds(20.0);
+    let mut ctl = Ctl::open(agent.addr);
+    let cookie = ctl.request(TestSpec::Rr(spec));
+    ctl.send(json!({"type": "start"}));
+    assert_eq!(ctl.recv()["type"], "started");
+    let header = data_header(&cookie, 0);
+    let base = agent.descriptors();
+    let mut flood = Vec::new();
+    let start = Instant::now();
+    while flood.len() < 3000 && start.elapsed() < Duration::from_secs(15) {
+        let Ok(mut s) = connect_from("127.0.0.1", agent.addr) else {
+            continue;
+        };
+        let _ = s.write_all(&header);
+        flood.push(s);
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let held = agent.descriptors().saturating_sub(base);
+    // While the flood is held open, a new client from another address is answered.
+    let target = agent.target();
+    let out = linerate(&["tcp", &target, "-B", "127.0.0.2", "-t", "1", "-i", "0"], LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let open = flood.iter().filter(|s| !closed_by_peer(s)).count();
+    eprintln!(
+        "{} flood connections: agent holds {held} more descriptors, {open} left open",
+        flood.len()
+    );
+    assert!(flood.len() >= 2000, "only {} connections", flood.len());
+    // 10 transactions/s on one stream: twice that over a second, plus the queue.
+    assert!(held <= 64, "the agent holds {held} descriptors for the flood");
+    assert!(open <= 64, "{open} flood connections still open");
+}
+
+#[test]
+fn issue_14_a_silent_rr_data_connection_frees_its_slot() {
+    let agent = LoggedAgent::start(&["--max-tests", "1", "--idle", "2s"], &[]);
+    let mut spec = RrSpec::new();
+    spec.limit = Limit::Buffers(1_000_000);
+    let mut ctl = Ctl::open(agent.addr);
+    let cookie = ctl.request(TestSpec::Rr(spec));
+    let mut data = TcpStream::connect(agent.addr).expect("data connection");
+    data.write_all(&data_header(&cookie, 0)).expect("header");
+    ctl.send(json!({"type": "start"}));
+    assert_eq!(ctl.recv()["type"], "started");
+    // Not a byte on the data connection: the idle rule ends the test.
+    let start = Instant::now();
+    let result = ctl.recv();
+    assert_eq!(result["type"], "result", "{result}");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "ended after {:?}",
+        start.elapsed()
+    );
+    drop((ctl, data));
+    // The agent lets go of the session once the client has closed (a moment after its result).
+    let target = agent.target();
+    let start = Instant::now();
+    loop {
+        let out = linerate(&["tcp", &target, "-t", "1", "-i", "0"], LIMIT);
+        if out.status.success() {
+            break;
+        }
+        let err = stderr(&out);
+        assert!(err.contains("busy"), "{err}");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the slot is still held: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn issue_14_a_gibibyte_buffer_four_deep_is_refused_by_the_budget() {
+    let agent = LoggedAgent::start(&["--max-memory", "2G"], &[]);
+    let target = agent.target();
+    let out = linerate(&["tcp", &target, "-l", "1G", "--depth", "4", "-n", "1"], LIMIT);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("needs 4.0 GiB of memory on the agent, its budget is 2.0 GiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn issue_14_two_tests_that_fit_alone_do_not_fit_together() {
+    let agent = LoggedAgent::start(&["--max-memory", "40M"], &[]);
+    let target = agent.target();
+    let first = Command::new(BIN)
+        .args(["tcp", &target, "-l", "24M", "-t", "6", "-i", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let first = KillOnDrop(first);
+    poll_until(LIMIT, "the first test's data to flow", || {
+        data_segments_at(agent.addr.port()) > 10
+    });
+    let out = linerate(&["tcp", &target, "-l", "24M", "-t", "1", "-i", "0"], LIMIT);
+    assert!(!out.status.success(), "the second test fit beside the first");
+    let err = stderr(&out);
+    assert!(err.contains("busy"), "{err}");
+    assert!(err.contains("its budget is 40.0 MiB of which 24."), "{err}");
+    let done = wait_bounded_status(first, LIMIT);
+    assert!(done, "the first test succeeded");
+    let again = linerate(&["tcp", &target, "-l", "24M", "-t", "1", "-i", "0"], LIMIT);
+    assert!(again.status.success(), "fits once the first ended: {}", stderr(&again));
+}
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits for the child to exit within `limit`; whether it succeeded.
+fn wait_bounded_status(mut child: KillOnDrop, limit: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            return status.success();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the child ran past {limit:?}");
+}
+
+#[test]
+fn issue_14_a_trickled_result_ends_the_client_within_its_deadline() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake agent");
+    let addr = listener.local_addr().expect("address");
+    let fake = std::thread::spawn(move || {
+        let (mut ctl, _) = listener.accept().expect("control connection");
+        ctl.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        let mut pre = [0u8; 8];
+        ctl.read_exact(&mut pre).expect("preamble");
+        ctl.write_all(&preamble()).expect("preamble");
+        ctl.write_all(&frame(&json!({"type": "hello", "software": "fake", "challenge": null})))
+            .expect("hello");
+        let mut len = [0u8; 4];
+        ctl.read_exact(&mut len).expect("request length");
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        ctl.read_exact(&mut body).expect("request");
+        let host = json!({"hostname": "fake", "kernel": "0", "os": null, "cpu_model": null, "cores": 1});
+        ctl.write_all(&frame(
+            &json!({"type": "accepted", "cookie": "00".repeat(16), "host": host}),
+        ))
+        .expect("accepted");
+        // The data connection: read and dropped.
+        let (mut data, _) = listener.accept().expect("data connection");
+        std::thread::spawn(move || {
+            let mut sink = vec![0u8; 1 << 16];
+            while data.read(&mut sink).is_ok_and(|n| n > 0) {}
+        });
+        ctl.read_exact(&mut len).expect("start length");
+        let mut start = vec![0u8; u32::from_be_bytes(len) as usize];
+        ctl.read_exact(&mut start).expect("start");
+        ctl.write_all(&frame(&json!({"type": "started"}))).expect("started");
+        // The result, a byte a second, for as long as the client listens.
+        let _ = ctl.write_all(&1000u32.to_be_bytes());
+        for _ in 0..90 {
+            std::thread::sleep(Duration::from_secs(1));
+            if ctl.write_all(b" ").is_err() {
+                break;
+            }
+        }
+    });
+    let start = Instant::now();
+    let out = linerate(&["tcp", &addr.to_string(), "-t", "1", "-i", "0"], LIMIT);
+    let took = start.elapsed();
+    assert!(!out.status.success(), "a trickled result is not a result");
+    let err = stderr(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // A partial run: the report notes what came of the agent's result ("received 23 of 1,004
+    // bytes of a message in 20 s"; a byte more or a second later on a loaded box).
+    assert!(
+        text.contains(" of 1,004 bytes of a message in 2") || err.contains(" of 1,004 bytes of a message in 2"),
+        "stderr: {err}\nstdout: {text}"
+    );
+    assert!(text.contains("PARTIAL"), "{text}");
+    // 1 s of test, then 20 s for the whole result from its first byte.
+    assert!(took < Duration::from_secs(45), "the client waited {took:?}");
+    drop(fake);
+}
