@@ -3,9 +3,12 @@
 //! stored document renders again without the network.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod figures;
+pub mod html;
 pub mod json;
 pub mod lab;
 pub mod live;
+pub mod plot;
 pub mod sweep;
 pub mod sys;
 pub mod text;
