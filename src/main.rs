@@ -2,6 +2,7 @@
 
 mod cli;
 mod live;
+mod report;
 
 use anyhow::Context;
 use clap::Parser;
@@ -139,6 +140,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Http(args) => http_command(&args),
         Command::Quick(args) => quick(&args),
+        Command::Report(args) => report::report(&args),
         Command::Lab(args) => lab_command(args.command),
         Command::Sys(args) => sys(&args),
         Command::Doctor(args) => doctor(&args),

@@ -6,6 +6,7 @@ pub mod complete;
 pub mod http;
 pub mod lab;
 pub mod quick;
+pub mod report;
 pub mod rr;
 pub mod serve;
 pub mod sys;
@@ -44,6 +45,8 @@ pub enum Command {
     Http(http::HttpArgs),
     /// A short TCP test against an agent started on loopback, to see linerate work
     Quick(quick::QuickArgs),
+    /// Plots and a self-contained HTML page from result documents (--json files)
+    Report(report::ReportArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)
     Lab(lab::LabArgs),
     /// This host's samplers live (CPU, interrupts, interfaces, stack), or its configuration

@@ -11,6 +11,7 @@ mod httpd;
 mod lab;
 mod layout;
 mod netns;
+mod report;
 mod rr;
 mod settings;
 mod tcp;

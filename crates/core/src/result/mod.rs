@@ -10,6 +10,7 @@
 
 mod http;
 pub mod lab;
+mod read;
 mod rr;
 mod side;
 mod udp;
@@ -167,7 +168,8 @@ impl Counted {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// Read back by hand (`read`): the kinds' flattened figures share field names.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
     /// Counted by the senders, summed over streams and agents.
     pub sent: SideSummary,
@@ -327,6 +329,8 @@ pub struct LineRate {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bin {
     pub from_us: f64,
+    /// Infinite for an "and longer" bin, written as null (and read back as infinite).
+    #[serde(deserialize_with = "read::infinite_if_null")]
     pub to_us: f64,
     pub count: u64,
 }

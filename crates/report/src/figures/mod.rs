@@ -27,11 +27,11 @@ pub enum Document {
 /// Why a document could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentError {
-    #[error("not JSON: {0}")]
+    #[error("not JSON")]
     Json(#[source] serde_json::Error),
     #[error("not a linerate result or sweep document (no \"test\" field)")]
     NoTest,
-    #[error("a \"{test}\" document that does not match its schema: {source}")]
+    #[error("a \"{test}\" document that does not match its schema")]
     Schema {
         test: String,
         #[source]
@@ -93,6 +93,8 @@ pub fn figures(doc: &Document) -> Vec<Figure> {
         }
         Document::Sweep(s) => out.extend(sweeps::figures(s)),
     }
+    // A figure with nothing to draw (every point's figure unknown) is left out.
+    out.retain(Figure::has_data);
     out
 }
 

@@ -10,6 +10,8 @@ use crate::plot::{Figure, escape, svg};
 pub use tables::Table;
 
 /// One block of a section, in reading order.
+// A handful per page, built once: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Block {
     Table(Table),

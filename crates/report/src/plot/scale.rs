@@ -75,7 +75,7 @@ impl Mapping {
             Scale::Log if v > 0.0 => (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()),
             Scale::Log => return None,
         };
-        t.is_finite().then(|| self.from + t * (self.to - self.from))
+        t.is_finite().then_some(self.from + t * (self.to - self.from))
     }
 
     /// The position of `v`, clamped to the axis (a bar's floor, a band's edge).
