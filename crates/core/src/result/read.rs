@@ -59,10 +59,11 @@ pub(super) fn infinite_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::Bin;
 
     #[test]
     fn an_open_bin_reads_back_as_infinite() {
-        let open = super::super::Bin {
+        let open = Bin {
             from_us: 5.0,
             to_us: f64::INFINITY,
             count: 2,
@@ -70,7 +71,7 @@ mod tests {
         let text = serde_json::to_string(&open).expect("serialises");
         assert_eq!(text, r#"{"from_us":5.0,"to_us":null,"count":2}"#);
         assert_eq!(
-            serde_json::from_str::<super::super::Bin>(&text).expect("reads back"),
+            serde_json::from_str::<Bin>(&text).expect("reads back"),
             open
         );
     }
