@@ -374,7 +374,12 @@ fn a_figures_csv_holds_the_documents_numbers() {
         let want: Vec<(f64, f64)> = received
             .iter()
             .filter(|i| i["stream"] == stream)
-            .map(|i| (f(i, "/end_ns") / 1e9, f(i, "/bits_per_second") / 1e6))
+            .map(|i| {
+                (
+                    (f(i, "/start_ns") / 1e9 + f(i, "/end_ns") / 1e9) / 2.0,
+                    f(i, "/bits_per_second") / 1e6,
+                )
+            })
             .collect();
         let got: Vec<(f64, f64)> = rows
             .iter()

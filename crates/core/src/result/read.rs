@@ -70,10 +70,7 @@ mod tests {
         };
         let text = serde_json::to_string(&open).expect("serialises");
         assert_eq!(text, r#"{"from_us":5.0,"to_us":null,"count":2}"#);
-        assert_eq!(
-            serde_json::from_str::<Bin>(&text).expect("reads back"),
-            open
-        );
+        assert_eq!(serde_json::from_str::<Bin>(&text).expect("reads back"), open);
     }
 
     fn round_trip(s: Summary) -> Summary {

@@ -1,7 +1,7 @@
 //! What every test's report draws: the interval timeline (throughput per stream and in total),
 //! each end's CPU over time, and CPU and interrupts per CPU over the window as bars.
 
-use super::{mbit, seconds};
+use super::{mbit, middle};
 use crate::plot::{Axis, Figure, Point, Series, Style};
 use linerate_core::result::{IntervalRecord, SideSummary, StreamInterval, TestResult};
 use std::collections::BTreeMap;
@@ -40,12 +40,14 @@ pub fn timeline(r: &TestResult) -> Option<Figure> {
             .entry((s.agent.as_str(), s.direction.as_str(), s.sample.stream))
             .or_default();
         let k = points.len();
-        let (x, y) = (seconds(s.sample.end_ns), mbit(s.bits_per_second));
+        let (x, y) = (middle(s.sample.start_ns, s.sample.end_ns), mbit(s.bits_per_second));
         points.push(Point::xy(x, y));
         let total = totals.entry(s.direction.as_str()).or_default();
         if total.len() <= k {
             total.resize(k + 1, (0.0, 0.0));
         }
+        // The streams' k-th intervals cover (nearly) the same time: the total sits at the latest
+        // of their middles.
         total[k].0 = total[k].0.max(x);
         total[k].1 += y;
     }
@@ -105,7 +107,7 @@ pub fn cpu_timeline(r: &TestResult) -> Option<Figure> {
     for i in &r.intervals {
         let IntervalRecord::Host(h) = i else { continue };
         let entry = hosts.entry(h.host.as_str()).or_default();
-        let x = seconds(h.sample.end_ns);
+        let x = middle(h.sample.start_ns, h.sample.end_ns);
         if let Some(c) = &h.sample.usage.cpu {
             entry.0.push(Point::xy(x, c.busy));
         }

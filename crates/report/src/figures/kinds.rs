@@ -1,7 +1,7 @@
 //! What a UDP, request-response or HTTP run adds to its report: the arrival-spacing,
 //! one-way-delay and latency histograms, the loss pattern, and the HTTP timeline.
 
-use super::{mbit, seconds};
+use super::{mbit, middle, seconds};
 use crate::plot::{Axis, Figure, Mark, Point, Series, Style};
 use linerate_core::result::{Bin, IntervalRecord, TestResult};
 
@@ -14,6 +14,13 @@ fn bars(bins: &[Bin]) -> Vec<Point> {
         .collect()
 }
 
+/// Counts of datagrams per bin: a log axis when they span two decades (a long tail of rare
+/// spacings would otherwise not show beside the peak).
+fn counts_axis(bins: &[Bin]) -> Axis {
+    let counts: Vec<f64> = bins.iter().map(|b| b.count as f64).collect();
+    Axis::fitting("datagrams", "count", &counts)
+}
+
 /// `fig-udp-interarrival`, `fig-udp-loss`, `fig-udp-owd-histogram`.
 pub fn udp(r: &TestResult) -> Vec<Figure> {
     let Some(u) = &r.summary.udp else { return Vec::new() };
@@ -23,7 +30,7 @@ pub fn udp(r: &TestResult) -> Vec<Figure> {
             "fig-udp-interarrival",
             "Spacing between arrivals",
             Axis::linear("time between consecutive datagrams", "µs"),
-            Axis::linear("datagrams", "count"),
+            counts_axis(&u.arrival_spacing_histogram),
         );
         f.series
             .push(Series::new("arrivals", Style::Bars, bars(&u.arrival_spacing_histogram)));
@@ -57,7 +64,7 @@ pub fn udp(r: &TestResult) -> Vec<Figure> {
                 },
                 "µs",
             ),
-            Axis::linear("datagrams", "count"),
+            counts_axis(&u.one_way_delay_histogram),
         );
         f.series
             .push(Series::new("datagrams", Style::Bars, bars(&u.one_way_delay_histogram)));
@@ -231,7 +238,7 @@ pub fn http(r: &TestResult) -> Vec<Figure> {
                 Style::Line,
                 records
                     .iter()
-                    .filter_map(|i| f(i).map(|y| Point::xy(seconds(i.end_ns), y)))
+                    .filter_map(|i| f(i).map(|y| Point::xy(middle(i.start_ns, i.end_ns), y)))
                     .collect(),
             )
         };

@@ -103,6 +103,11 @@ fn mbit(bits_per_second: f64) -> f64 {
     bits_per_second / 1e6
 }
 
+/// Where an interval's figure is drawn: its middle, seconds on its end's clock.
+fn middle(start_ns: u64, end_ns: u64) -> f64 {
+    (seconds(start_ns) + seconds(end_ns)) / 2.0
+}
+
 /// Nanoseconds on a side's clock in seconds.
 fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9

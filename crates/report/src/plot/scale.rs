@@ -42,7 +42,9 @@ impl Mapping {
                 hi = (hi / step).ceil() * step;
             }
             Scale::Log => {
-                lo = 10f64.powf(lo.log10().floor());
+                // A decade below a lowest value that is itself a power of ten, so a bar of it
+                // still has a height.
+                lo = 10f64.powf((lo.log10() - 1e-3).floor());
                 hi = 10f64.powf(hi.log10().ceil());
                 if hi <= lo {
                     hi = lo * 10.0;
@@ -188,6 +190,13 @@ mod tests {
         assert_eq!(m.ticks(), [10.0, 100.0, 1000.0, 10_000.0, 100_000.0]);
         assert_eq!(m.at(0.0), None);
         assert!((m.at(1000.0).expect("on the axis") - 200.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_log_axis_reaches_below_a_power_of_ten() {
+        let m = Mapping::fit(&Axis::log("count", ""), &[1.0, 5000.0], 100.0, 0.0);
+        assert_eq!((m.lo, m.hi), (0.1, 10_000.0));
+        assert!(m.at(1.0).expect("on the axis") < 100.0);
     }
 
     #[test]

@@ -148,7 +148,8 @@ fn bands(o: &mut String, fig: &Figure, xm: &Mapping, y0: f64, y1: f64) {
                 f1((b - a).max(0.0)),
                 f1(y0 - y1),
                 f1(a + 4.0),
-                f1(y1 + 12.0),
+                // At the bottom, clear of the notes at the top.
+                f1(y0 - 6.0),
                 escape(label)
             );
         }
@@ -539,7 +540,7 @@ mod tests {
                 Point::xy(1000.0, 1.0),
             ],
         );
-        let xm = Mapping::fit(&Axis::log("size", "bytes"), &[10.0, 1000.0], 0.0, 200.0);
+        let xm = Mapping::fit(&Axis::log("size", "bytes"), &[20.0, 500.0], 0.0, 200.0);
         let ym = Mapping::fit(&Axis::linear("y", ""), &[0.0, 1.0], 100.0, 0.0);
         assert_eq!(data_path(&s, &xm, &ym), "M0 0M100 0L200 0");
     }
