@@ -191,6 +191,7 @@ fn a_udp_report_opens_with_its_figures() {
             "fig-timeline",
             "fig-udp-interarrival",
             "fig-udp-loss",
+            "fig-udp-owd-sequence",
             "fig-udp-owd-histogram",
         ]),
     );
@@ -452,4 +453,63 @@ fn bad_report_arguments_are_one_line_errors() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
     assert!(!out_html.exists(), "nothing written on an error");
+}
+
+#[test]
+fn issue_17_loss_along_the_sequence_adds_up_and_is_what_the_loss_figure_draws() {
+    let agent = Agent::start(&[]);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    // Unpaced large datagrams: loopback usually drops some.
+    let (doc, v) = document(
+        dir.path(),
+        "udp",
+        &["udp", &agent.addr, "-t", "1", "--gap", "0", "-l", "1400"],
+    );
+    let along = &v["summary"]["along_sequence"];
+    assert_eq!(along.as_array().map(Vec::len), Some(1), "one receiving stream: {along}");
+    let p = &along[0];
+    let width = u(p, "/width_datagrams");
+    assert!(width.is_power_of_two());
+    let lost: Vec<u64> = p["lost"]
+        .as_array()
+        .expect("lost")
+        .iter()
+        .map(|n| n.as_u64().expect("count"))
+        .collect();
+    assert!(!lost.is_empty() && lost.len() <= 64);
+    // Counted up to the sender's count when its end markers came (then equal), else up to the
+    // highest number seen: never more than the summary's loss.
+    let total: u64 = lost.iter().sum();
+    assert!(total <= u(&v, "/summary/lost"), "{total} along the sequence");
+    // A stretch with arrivals has a delay; one with none lost all of its datagrams.
+    for (i, d) in p["delay_mean_us"].as_array().expect("delays").iter().enumerate() {
+        if d.is_null() {
+            assert!(lost[i] > 0, "stretch {i}: nothing arrived and nothing lost");
+        } else {
+            assert!(d.as_f64().expect("µs") >= 0.0);
+        }
+    }
+    let csv = dir.path().join("csv");
+    let out = linerate(
+        &[
+            "report",
+            doc.to_str().expect("utf-8"),
+            "--csv",
+            csv.to_str().expect("utf-8"),
+        ],
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (head, rows) = csv_rows(&csv.join("fig-udp-loss.csv"));
+    if total > 0 {
+        assert!(head.contains("sequence number (datagram) end"), "{head}");
+        let drawn: Vec<u64> = rows
+            .iter()
+            .map(|r| r[3].parse::<f64>().expect("count") as u64)
+            .collect();
+        assert_eq!(drawn, lost);
+    } else {
+        assert!(rows.iter().all(|r| r[2] == "0"), "nothing lost, a zero line: {rows:?}");
+    }
+    assert!(csv.join("fig-udp-owd-sequence.csv").exists());
 }

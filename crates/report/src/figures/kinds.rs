@@ -51,6 +51,7 @@ pub fn udp(r: &TestResult) -> Vec<Figure> {
         out.push(f);
     }
     out.push(loss_pattern(r));
+    out.extend(delay_along(r));
     if !u.one_way_delay_histogram.is_empty() {
         let relative = u.one_way_delay_us.is_none_or(|d| d.relative);
         let mut f = Figure::new(
@@ -99,7 +100,29 @@ fn loss_pattern(r: &TestResult) -> Figure {
         Axis::linear("datagrams lost", "count per stretch"),
     );
     let mut drawn_lost = 0;
-    for s in &u.loss_ranges {
+    // Exact, from the receivers' profiles along the sequence; else from the listed loss runs.
+    for p in &u.along_sequence {
+        let w = p.profile.width_datagrams as f64;
+        let points = p
+            .profile
+            .lost
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Point::bar(i as f64 * w, (i + 1) as f64 * w, *n as f64))
+            .collect();
+        drawn_lost += p.profile.lost.iter().sum::<u64>();
+        f.series.push(Series::new(
+            &format!("stream {} to {}", p.stream, p.agent),
+            Style::Bars,
+            points,
+        ));
+    }
+    let ranges = if u.along_sequence.is_empty() {
+        u.loss_ranges.as_slice()
+    } else {
+        &[]
+    };
+    for s in ranges {
         let end = s
             .ranges
             .iter()
@@ -131,7 +154,8 @@ fn loss_pattern(r: &TestResult) -> Figure {
             points,
         ));
     }
-    if f.series.is_empty() {
+    if f.series.iter().all(|s| s.points.iter().all(|p| p.y == 0.0)) {
+        f.series.clear();
         // Nothing lost: a zero line over the sequence, so the reader sees the stream was whole.
         f.series.push(Series::new(
             "lost (none)",
@@ -147,7 +171,7 @@ fn loss_pattern(r: &TestResult) -> Figure {
             u.lost,
             u.datagrams_sent,
             u.loss_percent,
-            if drawn_lost < u.lost {
+            if drawn_lost < u.lost && u.along_sequence.is_empty() {
                 format!("; the document lists the first runs only, {drawn_lost} of the lost are drawn")
             } else {
                 String::new()
@@ -155,6 +179,47 @@ fn loss_pattern(r: &TestResult) -> Figure {
         )
     };
     f
+}
+
+/// `fig-udp-owd-sequence`: the one-way delay against sequence number, each stretch's mean with
+/// its least and most as an error bar.
+fn delay_along(r: &TestResult) -> Option<Figure> {
+    let u = r.summary.udp.as_ref()?;
+    let mut f = Figure::new(
+        "fig-udp-owd-sequence",
+        "One-way delay along the sequence",
+        Axis::linear("sequence number", "datagram"),
+        Axis::linear("one-way delay above the stream's minimum", "µs"),
+    );
+    let mut worst: f64 = 0.0;
+    for p in &u.along_sequence {
+        let q = &p.profile;
+        let w = q.width_datagrams as f64;
+        let points: Vec<Point> = (0..q.delay_mean_us.len())
+            .filter_map(|i| {
+                let mean = q.delay_mean_us[i]?;
+                let (lo, hi) = (
+                    q.delay_min_us.get(i).copied().flatten()?,
+                    q.delay_max_us.get(i).copied().flatten()?,
+                );
+                worst = worst.max(hi);
+                Some(Point {
+                    error: Some((lo, hi)),
+                    ..Point::xy((i as f64 + 0.5) * w, mean)
+                })
+            })
+            .collect();
+        f.series.push(Series::new(
+            &format!("stream {} to {}", p.stream, p.agent),
+            Style::Line,
+            points,
+        ));
+    }
+    f.description = format!(
+        "Mean one-way delay above each stream's minimum over stretches of {} sequence numbers, µs, with each stretch's least and most as bars; the most seen {worst:.1} µs.",
+        u.along_sequence.first().map_or(0, |p| p.profile.width_datagrams)
+    );
+    f.has_data().then_some(f)
 }
 
 /// `fig-rr-histogram`: the round-trip histogram with its peaks and their separations.
