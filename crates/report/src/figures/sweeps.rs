@@ -161,7 +161,7 @@ fn rr_sweep(s: &Sweep, rr: &RrSweep) -> Option<Figure> {
     if let Some(fit) = &rr.summary.fit {
         f.series.push(Series::new(
             "least-squares line",
-            Style::Line,
+            Style::Curve,
             along(fit.slope_us_per_byte, fit.intercept_us),
         ));
         let text = format!(
@@ -173,7 +173,7 @@ fn rr_sweep(s: &Sweep, rr: &RrSweep) -> Option<Figure> {
         if let Some(e) = rr.summary.expected_slope_us_per_byte {
             f.series.push(Series::new(
                 "expected slope (through the intercept)",
-                Style::Line,
+                Style::Curve,
                 along(e, fit.intercept_us),
             ));
             let text = format!(

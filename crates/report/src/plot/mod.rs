@@ -102,6 +102,8 @@ pub enum Style {
     Line,
     /// Markers only.
     Points,
+    /// A line without markers: a fitted or expected line, not measured points.
+    Curve,
     /// Bars from 0 (or the axis floor) to y, over `x..x_end`.
     Bars,
 }

@@ -277,7 +277,7 @@ pub fn data_path(s: &Series, xm: &Mapping, ym: &Mapping) -> String {
                 let _ = write!(d, "M{} {}V{}H{}V{}Z", f1(a), f1(floor), f1(top), f1(b), f1(floor));
             }
         }
-        Style::Line | Style::Points => {
+        Style::Line | Style::Points | Style::Curve => {
             let mut pen_down = false;
             for p in &s.points {
                 match (xm.at(p.x), ym.at(p.y)) {
@@ -316,7 +316,7 @@ fn series(o: &mut String, sid: &str, i: usize, s: &Series, xm: &Mapping, ym: &Ma
                 }
             );
         }
-        Style::Line | Style::Points => {
+        Style::Line | Style::Points | Style::Curve => {
             let stroke = if s.style == Style::Points { "none" } else { colour };
             let _ = write!(
                 o,
@@ -327,7 +327,7 @@ fn series(o: &mut String, sid: &str, i: usize, s: &Series, xm: &Mapping, ym: &Ma
                     format!(r#" stroke-dasharray="{dash}""#)
                 }
             );
-            if s.style == Style::Points || s.points.len() <= MARKERS_UP_TO {
+            if s.style == Style::Points || (s.style == Style::Line && s.points.len() <= MARKERS_UP_TO) {
                 let mut m = String::new();
                 for p in &s.points {
                     if let (Some(x), Some(y)) = (xm.at(p.x), ym.at(p.y)) {
@@ -384,6 +384,7 @@ fn style_name(s: Style) -> &'static str {
         Style::Line => "line",
         Style::Points => "points",
         Style::Bars => "bars",
+        Style::Curve => "curve",
     }
 }
 
@@ -454,7 +455,11 @@ fn legend(o: &mut String, fig: &Figure, top: f64) {
                 r#"<path d="M{} {}h22" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/><path d="{}" fill="{colour}" stroke="{colour}"/>"#,
                 f1(x),
                 f1(y - 4.0),
-                marker(i, x + 11.0, y - 4.0)
+                if s.style == Style::Curve {
+                    String::new()
+                } else {
+                    marker(i, x + 11.0, y - 4.0)
+                }
             ),
         };
         let axis = if s.right && fig.y2.is_some() {
