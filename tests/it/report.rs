@@ -352,16 +352,45 @@ fn a_figures_csv_holds_the_documents_numbers() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let (doc, v) = document(dir.path(), "tcp", &["tcp", &agent.addr, "-t", "2", "-P", "2"]);
     let csv = dir.path().join("csv");
+    let (svg, all) = (dir.path().join("svg"), dir.path().join("all.svg"));
     let out = linerate(
         &[
             "report",
             doc.to_str().expect("utf-8"),
             "--csv",
             csv.to_str().expect("utf-8"),
+            "--svg",
+            svg.to_str().expect("utf-8"),
+            "-o",
+            all.to_str().expect("utf-8"),
         ],
         LIMIT,
     );
     assert!(out.status.success(), "{}", stderr(&out));
+    // Every path written is printed, and is there.
+    let printed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(printed[0], all.display().to_string());
+    for id in ["fig-timeline", "fig-cpu-timeline", "fig-cpu-per-cpu", "fig-irq-per-cpu"] {
+        for path in [svg.join(format!("{id}.svg")), csv.join(format!("{id}.csv"))] {
+            assert!(
+                printed.contains(&path.display().to_string()),
+                "{} not printed",
+                path.display()
+            );
+        }
+        let one = std::fs::read_to_string(svg.join(format!("{id}.svg"))).expect("svg file");
+        assert!(one.starts_with(&format!("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"{id}\"")));
+    }
+    let stacked = std::fs::read_to_string(&all).expect("the stacked svg");
+    let figures = printed.iter().filter(|p| p.ends_with(".csv")).count();
+    assert_eq!(
+        stacked.matches("<svg ").count(),
+        1 + figures,
+        "one outer svg around each figure's"
+    );
     let (head, rows) = csv_rows(&csv.join("fig-timeline.csv"));
     assert_eq!(head, "series,time since start (s),\"throughput, received (Mbit/s)\"");
     let received: Vec<&Value> = v["intervals"]
