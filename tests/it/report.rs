@@ -220,7 +220,9 @@ fn an_http_report_opens_with_its_figures() {
         "http://{}/bytes/2000",
         agent.http_addr.as_deref().expect("http address")
     );
-    round(
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (doc, v) = document(
+        dir.path(),
         "http",
         &[
             "http",
@@ -234,6 +236,26 @@ fn an_http_report_opens_with_its_figures() {
             "--agent",
             &agent.addr,
         ],
+    );
+    // Each interval's connections by outcome, counted with their attempts: never more
+    // outcomes than attempts (the rest were still connecting when the interval was drawn).
+    for i in v["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .filter(|i| i["kind"] == "http")
+    {
+        let (tried, ok, failed) = (
+            f(i, "/connections_per_second"),
+            f(i, "/connections_successful_per_second"),
+            f(i, "/connections_unsuccessful_per_second"),
+        );
+        assert!(ok + failed <= tried + 1e-6, "{i}");
+    }
+    let html = report(dir.path(), &doc, "http");
+    check_in_browser(
+        dir.path(),
+        &html,
         &with_every_run(&[
             "fig-http-rate",
             "fig-http-throughput",

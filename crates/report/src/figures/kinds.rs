@@ -392,8 +392,11 @@ pub fn http(r: &TestResult) -> Vec<Figure> {
             x(),
             Axis::linear("rate", "1/s"),
         );
+        f.series.push(line("attempted/s", &|i| Some(i.connections_per_second)));
         f.series
-            .push(line("connections/s", &|i| Some(i.connections_per_second)));
+            .push(line("successful/s", &|i| i.connections_successful_per_second));
+        f.series
+            .push(line("unsuccessful/s", &|i| i.connections_unsuccessful_per_second));
         f.series.push(line("errors/s", &|i| {
             let secs = seconds(i.end_ns.saturating_sub(i.start_ns));
             (secs > 0.0).then(|| i.errors as f64 / secs)
@@ -407,7 +410,7 @@ pub fn http(r: &TestResult) -> Vec<Figure> {
         });
         ramp(&mut f);
         f.description = format!(
-            "New connections and failed requests per second at each interval; over the steady state {:.1} connections/s attempted, {:.1} successful, {:.1} unsuccessful.{ramp_note}",
+            "Connections attempted, successful and unsuccessful (by when each attempt began) and failed requests per second at each interval; over the steady state {:.1} connections/s attempted, {:.1} successful, {:.1} unsuccessful.{ramp_note}",
             c.attempted, c.successful, c.unsuccessful
         );
         out.push(f);

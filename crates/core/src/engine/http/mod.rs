@@ -38,7 +38,12 @@ pub struct HttpBucket {
     pub errors: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// Connections begun in the interval (attempted), and of those, by outcome whenever it came.
     pub connections: u64,
+    #[serde(default)]
+    pub connections_successful: u64,
+    #[serde(default)]
+    pub connections_unsuccessful: u64,
     pub response_time_sum_ns: u64,
     pub response_time_max_ns: u64,
 }
@@ -50,6 +55,8 @@ impl HttpBucket {
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
         self.connections += o.connections;
+        self.connections_successful += o.connections_successful;
+        self.connections_unsuccessful += o.connections_unsuccessful;
         self.response_time_sum_ns += o.response_time_sum_ns;
         self.response_time_max_ns = self.response_time_max_ns.max(o.response_time_max_ns);
     }
