@@ -356,11 +356,19 @@ pub fn http(r: &TestResult) -> Vec<Figure> {
         );
         out.push(f);
 
+        // Log when the longest responses dwarf the typical ones by two decades or more.
+        let times: Vec<f64> = records
+            .iter()
+            .flat_map(|i| [i.response_time_mean_us, i.response_time_max_us])
+            .flatten()
+            .chain(h.response_time_us.iter().flat_map(|t| [t.p50, t.p99]))
+            .map(|v| v / 1e3)
+            .collect();
         let mut f = Figure::new(
             "fig-http-response-time",
             "Response time over time",
             x(),
-            Axis::linear("response time", "ms"),
+            Axis::fitting("response time", "ms", &times),
         );
         f.series
             .push(line("mean", &|i| i.response_time_mean_us.map(|v| v / 1e3)));

@@ -133,6 +133,14 @@ fn y_values(series: &[&Series], marks: &[Mark]) -> Vec<f64> {
             v.push(*y);
         }
     }
+    // Room above the data for the notes written at the top.
+    let notes = marks.iter().filter(|m| matches!(m, Mark::Note { .. })).count();
+    if notes > 0 {
+        let hi = v.iter().copied().filter(|x| x.is_finite()).fold(f64::MIN, f64::max);
+        if hi > 0.0 {
+            v.push(hi * (1.0 + 0.12 * notes as f64));
+        }
+    }
     v
 }
 
@@ -391,13 +399,14 @@ fn style_name(s: Style) -> &'static str {
 fn marks(o: &mut String, fig: &Figure, xm: &Mapping, ym: &Mapping) {
     let (top, bottom) = (ym.to.min(ym.from), ym.to.max(ym.from));
     let mut notes = 0;
+    let mut hlines = 0;
     for m in &fig.marks {
         match m {
             Mark::VLine { x, label } => {
                 let Some(px) = xm.at(*x) else { continue };
                 let _ = write!(
                     o,
-                    r##"<g class="mark vline"><line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="#000" stroke-dasharray="4 3"/><text x="{}" y="{}" fill="#000">{}</text></g>"##,
+                    r##"<g class="mark vline"><line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="#000" stroke-dasharray="4 3"/><text x="{}" y="{}" fill="#000" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text></g>"##,
                     f1(top),
                     f1(bottom),
                     f1(px.min(xm.to - 120.0) + 4.0),
@@ -411,19 +420,22 @@ fn marks(o: &mut String, fig: &Figure, xm: &Mapping, ym: &Mapping) {
                 let Some(py) = ym.at(*y) else { continue };
                 let _ = write!(
                     o,
-                    r##"<g class="mark hline"><line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="#555" stroke-dasharray="3 3"/><text x="{}" y="{}" text-anchor="end" fill="#333">{}</text></g>"##,
+                    r##"<g class="mark hline"><line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="#555" stroke-dasharray="3 3"/><text x="{}" y="{}" text-anchor="{}" fill="#333" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text></g>"##,
                     f1(xm.from),
                     f1(xm.to),
-                    f1(xm.to - 4.0),
+                    // Alternate ends, so the labels of close lines do not overlap.
+                    f1(if hlines % 2 == 0 { xm.to - 4.0 } else { xm.from + 4.0 }),
                     f1(py - 3.0),
+                    if hlines % 2 == 0 { "end" } else { "start" },
                     escape(label),
                     py = f1(py)
                 );
+                hlines += 1;
             }
             Mark::Note { text } => {
                 let _ = write!(
                     o,
-                    r##"<text class="mark note" x="{}" y="{}" fill="#000">{}</text>"##,
+                    r##"<text class="mark note" x="{}" y="{}" fill="#000" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
                     f1(xm.from + 8.0),
                     f1(top + 14.0 + 13.0 * notes as f64),
                     escape(text)
