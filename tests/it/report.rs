@@ -251,6 +251,16 @@ fn an_http_report_opens_with_its_figures() {
             f(i, "/connections_unsuccessful_per_second"),
         );
         assert!(ok + failed <= tried + 1e-6, "{i}");
+        // The interval's percentiles, from bins 12.5 % wide: ordered, and the p99 not past the
+        // longest by more than half a bin.
+        if u(i, "/responses") > 0 {
+            let (p50, p99, max) = (
+                f(i, "/response_time_p50_us"),
+                f(i, "/response_time_p99_us"),
+                f(i, "/response_time_max_us"),
+            );
+            assert!(0.0 < p50 && p50 <= p99 && p99 <= max * 1.0625 + 1.0, "{i}");
+        }
     }
     let html = report(dir.path(), &doc, "http");
     check_in_browser(

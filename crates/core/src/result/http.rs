@@ -180,4 +180,10 @@ pub struct HttpIntervalRecord {
     pub errors: u64,
     pub response_time_mean_us: Option<f64>,
     pub response_time_max_us: Option<f64>,
+    /// Median and 99th percentile of the interval's response times, µs, within 12.5 % (log-linear
+    /// bins); absent with no response, and from older documents.
+    #[serde(default)]
+    pub response_time_p50_us: Option<f64>,
+    #[serde(default)]
+    pub response_time_p99_us: Option<f64>,
 }

@@ -108,6 +108,8 @@ pub(crate) fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpI
             errors: b.errors,
             response_time_mean_us: (b.responses > 0).then(|| b.response_time_sum_ns as f64 / b.responses as f64 / 1e3),
             response_time_max_us: (b.responses > 0).then(|| b.response_time_max_ns as f64 / 1e3),
+            response_time_p50_us: run.timeline_response_time.get(i).and_then(|t| t.quantile(0.5)),
+            response_time_p99_us: run.timeline_response_time.get(i).and_then(|t| t.quantile(0.99)),
         });
     }
     out

@@ -359,7 +359,14 @@ pub fn http(r: &TestResult) -> Vec<Figure> {
         // Log when the longest responses dwarf the typical ones by two decades or more.
         let times: Vec<f64> = records
             .iter()
-            .flat_map(|i| [i.response_time_mean_us, i.response_time_max_us])
+            .flat_map(|i| {
+                [
+                    i.response_time_mean_us,
+                    i.response_time_max_us,
+                    i.response_time_p50_us,
+                    i.response_time_p99_us,
+                ]
+            })
             .flatten()
             .chain(h.response_time_us.iter().flat_map(|t| [t.p50, t.p99]))
             .map(|v| v / 1e3)
@@ -373,6 +380,8 @@ pub fn http(r: &TestResult) -> Vec<Figure> {
         f.series
             .push(line("mean", &|i| i.response_time_mean_us.map(|v| v / 1e3)));
         f.series.push(line("max", &|i| i.response_time_max_us.map(|v| v / 1e3)));
+        f.series.push(line("p50", &|i| i.response_time_p50_us.map(|v| v / 1e3)));
+        f.series.push(line("p99", &|i| i.response_time_p99_us.map(|v| v / 1e3)));
         if let Some(t) = &h.response_time_us {
             f.marks.push(Mark::HLine {
                 y: t.p50 / 1e3,
@@ -385,7 +394,7 @@ pub fn http(r: &TestResult) -> Vec<Figure> {
         }
         ramp(&mut f);
         f.description = format!(
-            "Mean and longest response time per interval, ms, from each request's intended start to its last byte{}.{ramp_note}",
+            "Mean, longest, median and 99th-percentile response time per interval (percentiles within 12.5 %), ms, from each request's intended start to its last byte{}.{ramp_note}",
             h.response_time_us.map_or(String::new(), |t| format!(
                 "; over the steady state p50 {:.2} ms and p99 {:.2} ms (dashed lines)",
                 t.p50 / 1e3,

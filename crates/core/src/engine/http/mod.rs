@@ -10,6 +10,7 @@
 //! the users' state machine in `worker`, response heads in `head`, and the agent-side host
 //! sampler in `sampler`.
 
+mod bins;
 mod head;
 mod sampler;
 mod url;
@@ -98,6 +99,8 @@ pub struct HttpRun {
     pub window_seconds: f64,
     /// Every interval of the run, ramp included, `interval_seconds` long.
     pub timeline: Vec<HttpBucket>,
+    /// Each interval's response times (the same intervals as `timeline`), for its percentiles.
+    pub timeline_response_time: Vec<bins::TimeBins>,
     pub interval_ns: u64,
 }
 
@@ -216,6 +219,7 @@ pub(super) fn empty_run(buckets: usize, interval_ns: u64) -> HttpRun {
         open_files_limit: None,
         window_seconds: 0.0,
         timeline: vec![HttpBucket::default(); buckets],
+        timeline_response_time: vec![bins::TimeBins::default(); buckets],
         interval_ns,
     }
 }
@@ -240,6 +244,9 @@ fn merge(t: &mut HttpRun, o: &HttpRun) {
     t.in_flight_at_end += o.in_flight_at_end;
     t.queued_late += o.queued_late;
     for (a, b) in t.timeline.iter_mut().zip(&o.timeline) {
+        a.add(b);
+    }
+    for (a, b) in t.timeline_response_time.iter_mut().zip(&o.timeline_response_time) {
         a.add(b);
     }
 }

@@ -394,6 +394,13 @@ impl Worker<'_> {
                         self.out.errors.bad_status += 1;
                     }
                 }
+                if let Some(t) = self
+                    .out
+                    .timeline_response_time
+                    .get_mut((now / self.interval_ns) as usize)
+                {
+                    t.record(rt);
+                }
                 if let Some(b) = self.bucket(now) {
                     b.responses += 1;
                     b.response_time_sum_ns += rt;
