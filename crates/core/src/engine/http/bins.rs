@@ -3,6 +3,10 @@
 //! value wide), from 1 µs to 2^32 µs (71 minutes). Recording is a few instructions and never
 //! allocates; 1 KiB per interval.
 
+/// Intervals whose response times are kept in bins (1 KiB each, per worker): an hour at 1 s.
+/// Later intervals have no percentiles.
+pub const MAX_INTERVALS: usize = 3600;
+
 /// Bins per power of two.
 const SUB: u32 = 8;
 const SUB_BITS: u32 = 3;

@@ -99,7 +99,8 @@ pub struct HttpRun {
     pub window_seconds: f64,
     /// Every interval of the run, ramp included, `interval_seconds` long.
     pub timeline: Vec<HttpBucket>,
-    /// Each interval's response times (the same intervals as `timeline`), for its percentiles.
+    /// Each interval's response times (the first [`bins::MAX_INTERVALS`] of `timeline`'s), for
+    /// its percentiles.
     pub timeline_response_time: Vec<bins::TimeBins>,
     pub interval_ns: u64,
 }
@@ -219,7 +220,7 @@ pub(super) fn empty_run(buckets: usize, interval_ns: u64) -> HttpRun {
         open_files_limit: None,
         window_seconds: 0.0,
         timeline: vec![HttpBucket::default(); buckets],
-        timeline_response_time: vec![bins::TimeBins::default(); buckets],
+        timeline_response_time: vec![bins::TimeBins::default(); buckets.min(bins::MAX_INTERVALS)],
         interval_ns,
     }
 }
