@@ -99,7 +99,7 @@ pub struct HttpRun {
     pub window_seconds: f64,
     /// Every interval of the run, ramp included, `interval_seconds` long.
     pub timeline: Vec<HttpBucket>,
-    /// Each interval's response times (the first [`bins::MAX_INTERVALS`] of `timeline`'s), for
+    /// Each interval's response times (the first 3600 of `timeline`'s, `bins::MAX_INTERVALS`), for
     /// its percentiles.
     pub timeline_response_time: Vec<bins::TimeBins>,
     pub interval_ns: u64,
