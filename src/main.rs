@@ -6,6 +6,7 @@ mod compare;
 mod finish;
 mod live;
 mod repeat;
+mod report;
 
 use anyhow::Context;
 use clap::Parser;
@@ -195,6 +196,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plan(args) => match args.command {
             cli::plan::PlanCommand::Check { file, quick, commands } => campaign::check(&file, quick, commands),
         },
+        Command::Report(args) => report::report(&args),
         Command::Lab(args) => lab_command(args.command),
         Command::Sys(args) => sys(&args),
         Command::Doctor(args) => doctor(&args),

@@ -8,6 +8,7 @@ pub mod http;
 pub mod lab;
 pub mod plan;
 pub mod quick;
+pub mod report;
 pub mod results;
 pub mod rr;
 pub mod serve;
@@ -53,6 +54,8 @@ pub enum Command {
     Quick(quick::QuickArgs),
     /// Stored results: list, show again, export, label, remove (every test is stored)
     Results(results::ResultsArgs),
+    /// Plots and a self-contained HTML page from result documents (--json files)
+    Report(report::ReportArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)
     Lab(lab::LabArgs),
     /// This host's samplers live (CPU, interrupts, interfaces, stack), or its configuration

@@ -16,6 +16,7 @@ mod mix;
 mod netns;
 mod plan;
 mod repeat;
+mod report;
 mod rr;
 mod settings;
 mod store;
