@@ -195,6 +195,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::run(&args),
         Command::Plan(args) => match args.command {
             cli::plan::PlanCommand::Check { file, quick, commands } => campaign::check(&file, quick, commands),
+            cli::plan::PlanCommand::Run {
+                file,
+                quick,
+                resume,
+                db,
+            } => campaign::run(&file, quick, resume.as_deref(), &db),
+            cli::plan::PlanCommand::Show { id, json, db } => campaign::show(&id, json, &db),
         },
         Command::Report(args) => report::report(&args),
         Command::Lab(args) => lab_command(args.command),

@@ -4,6 +4,7 @@
 //! network.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod campaign;
 pub mod compare;
 pub mod figures;
 pub mod html;

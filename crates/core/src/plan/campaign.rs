@@ -51,9 +51,9 @@ pub struct CampaignTable {
     pub rows: Vec<TableRow>,
 }
 
-/// Whether a headline figure is a CPU cost shown beside the headline.
+/// Whether a headline figure is a CPU cost shown beside the headline (the host's busy CPU).
 fn is_cost(unit: &str) -> bool {
-    unit.contains("% of host")
+    unit == "% of host"
 }
 
 /// The tables of a campaign's rows (any order), tests in the order their first point ran.
