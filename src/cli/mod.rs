@@ -77,6 +77,13 @@ pub struct ConnectArgs {
 
     #[command(flatten)]
     pub secret: SecretArgs,
+
+    /// With a secret, still run against an agent that asks for none
+    ///
+    /// A client that has a secret requires the agent to prove it knows it too; an agent that
+    /// asks for no secret proves nothing and is refused unless this is given.
+    #[arg(long)]
+    pub allow_unauthenticated_agent: bool,
 }
 
 impl ConnectArgs {
@@ -87,6 +94,7 @@ impl ConnectArgs {
             connect_timeout: Some(self.connect_timeout.0)
                 .filter(|d| !d.is_zero())
                 .context("--connect-timeout must be a positive number of seconds")?,
+            allow_unauthenticated_agent: self.allow_unauthenticated_agent,
         })
     }
 }

@@ -78,6 +78,12 @@ impl Conn {
         c
     }
 
+    /// The largest message accepted from the peer from now on (a client bounds an agent's
+    /// result by what its test can fill: `summary::check::result_limit_bytes`).
+    pub(crate) fn set_max_message(&mut self, max: u32) {
+        self.max_message = max;
+    }
+
     /// Bytes received but not yet part of a whole message (for progress on a long one).
     pub(crate) fn buffered(&self) -> usize {
         self.buf.len()
