@@ -2,6 +2,7 @@
 //! namespaces. One test binary; the harness is in util.rs.
 
 mod agent;
+mod attack_client;
 mod cli;
 mod cost;
 mod exit;

@@ -3,8 +3,8 @@
 //! window; a lost agent stops the users and marks the run partial.
 
 use super::{
-    ClientError, ClientOptions, ResultBound, Target, config_towards, forward_interrupt, now_unix_ms, open_session, start_all,
-    watch_agent,
+    ClientError, ClientOptions, ResultBound, Target, config_towards, forward_interrupt, now_unix_ms, open_session,
+    start_all, watch_agent,
 };
 use crate::engine::Control;
 use crate::engine::Sink;

@@ -381,7 +381,10 @@ mod tests {
         samples.intervals = vec![sample; 1000];
         assert!(matches!(
             check_report(&spec, &samples, &client, RUN),
-            Err(ReportError::TooMany { what: "interval samples", .. })
+            Err(ReportError::TooMany {
+                what: "interval samples",
+                ..
+            })
         ));
     }
 
