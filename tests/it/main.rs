@@ -3,6 +3,7 @@
 
 mod agent;
 mod attack_client;
+mod attack_httpd;
 mod cli;
 mod cost;
 mod exit;
