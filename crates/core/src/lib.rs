@@ -10,6 +10,8 @@ pub mod agent;
 pub mod client;
 pub mod codec;
 pub mod engine;
+#[cfg(test)]
+mod fuzz;
 pub mod goodput;
 pub mod httpd;
 pub mod metrics;

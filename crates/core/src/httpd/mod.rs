@@ -28,6 +28,8 @@
 mod body;
 mod conn;
 mod date;
+#[cfg(test)]
+mod fuzz;
 mod parser;
 mod response;
 mod router;
