@@ -97,16 +97,16 @@ fn sized(bits: u32) -> impl Strategy<Value = usize> {
 fn mutation(seeds: usize) -> impl Strategy<Value = Mutation> {
     let at = any::<usize>();
     prop_oneof![
-        4 => (at.clone(), 0u8..8).prop_map(|(at, bit)| Mutation::FlipBit { at, bit }),
-        3 => (at.clone(), any::<u8>()).prop_map(|(at, value)| Mutation::SetByte { at, value }),
-        2 => at.clone().prop_map(|at| Mutation::Truncate { at }),
-        2 => (at.clone(), prop::collection::vec(any::<u8>(), 1..16)).prop_map(|(at, bytes)| Mutation::Insert { at, bytes }),
-        2 => (0..seeds.max(1), at.clone(), 1usize..512, at.clone())
+        4 => (at, 0u8..8).prop_map(|(at, bit)| Mutation::FlipBit { at, bit }),
+        3 => (at, any::<u8>()).prop_map(|(at, value)| Mutation::SetByte { at, value }),
+        2 => at.prop_map(|at| Mutation::Truncate { at }),
+        2 => (at, prop::collection::vec(any::<u8>(), 1..16)).prop_map(|(at, bytes)| Mutation::Insert { at, bytes }),
+        2 => (0..seeds.max(1), at, 1usize..512, at)
             .prop_map(|(seed, from, len, at)| Mutation::Splice { seed, from, len, at }),
-        1 => (at.clone(), 1usize..64, 1usize..64).prop_map(|(at, len, times)| Mutation::Repeat { at, len, times }),
-        2 => (at.clone(), prop_oneof![prop::sample::select(&EDGES[..]), any::<u32>()])
+        1 => (at, 1usize..64, 1usize..64).prop_map(|(at, len, times)| Mutation::Repeat { at, len, times }),
+        2 => (at, prop_oneof![prop::sample::select(&EDGES[..]), any::<u32>()])
             .prop_map(|(at, value)| Mutation::LengthPrefix { at, value }),
-        1 => (at.clone(), sized(17), any::<bool>(), any::<bool>())
+        1 => (at, sized(17), any::<bool>(), any::<bool>())
             .prop_map(|(at, depth, object, closed)| Mutation::Nest { at, depth, object, closed }),
         1 => (at, sized(21), prop::sample::select(&b"a\\\x1b\"\x00\xff"[..]))
             .prop_map(|(at, len, fill)| Mutation::HugeString { at, len, fill }),
