@@ -65,7 +65,8 @@ fn fetch_from(from: [u8; 4], addr: SocketAddr, path: &str) -> (String, Vec<u8>) 
 
 #[test]
 fn issue_14_partial_heads_from_one_address_leave_room_for_another() {
-    let (_agent, addr) = http_agent(&[], &["--http-max-per-address", "1000"]);
+    // A head deadline longer than the test, so that only the cap closes connections here.
+    let (_agent, addr) = http_agent(&[], &["--http-max-per-address", "1000", "--http-head-timeout", "120"]);
     let held = flood(addr, 3000);
     assert!(held.len() > 2900, "{} of 3000 connected", held.len());
     let (status, body) = fetch_from([127, 0, 0, 2], addr, "/bytes/10");
@@ -88,7 +89,7 @@ fn issue_14_at_the_descriptor_limit_the_oldest_waiting_connection_makes_room() {
     // no per-address cap, so only the reserve and the eviction stand between 1,500 connections
     // and the last descriptor.
     let prefix = ["sh", "-c", "ulimit -n 1100 && exec \"$0\" \"$@\""];
-    let (_agent, addr) = http_agent(&prefix, &["--http-max-per-address", "0"]);
+    let (_agent, addr) = http_agent(&prefix, &["--http-max-per-address", "0", "--http-head-timeout", "120"]);
     let held = flood(addr, 1500);
     assert!(held.len() > 1400, "{} of 1500 connected", held.len());
     poll_until(LIMIT, "the server to make room by closing the oldest", || {
