@@ -238,25 +238,31 @@ fn issue_14_an_oversized_result_is_refused_at_its_length_with_memory_bounded() {
 
 #[test]
 fn issue_14_a_100_mb_error_text_reaches_stderr_cut_and_escaped() {
-    // 100 MB with an escape sequence every kilobyte: about 100.5 MB as JSON, under the 128 MiB
-    // a client reads while a test is being set up.
-    let mut text = String::with_capacity(101 << 20);
-    text.push_str("\u{1b}[2J\nlinerate: forged line\n");
-    while text.len() < 100_000_000 {
-        text.push_str("\u{1b}[31m");
-        text.push_str(&"flood ".repeat(170));
+    // 500 kB is read (under the 1 MiB a client reads before the result) and cut and escaped;
+    // 100 MB is refused from its length prefix. Either way stderr is one short line.
+    for len in [500_000, 100_000_000] {
+        let mut text = String::with_capacity(len + 4096);
+        text.push_str("\u{1b}[2J\nlinerate: forged line\n");
+        while text.len() < len {
+            text.push_str("\u{1b}[31m");
+            text.push_str(&"flood ".repeat(170));
+        }
+        let addr = fake_agent(Lie::ErrorText(text));
+        let out = run_bounded(&mut client(&addr, &[], None), LIMIT);
+        assert!(!out.status.success());
+        assert!(out.stderr.len() < 4096, "{} bytes of stderr", out.stderr.len());
+        assert!(!out.stderr.contains(&0x1b), "an escape byte reached stderr");
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        if len < 1 << 20 {
+            assert!(
+                err.contains("test failed: \\u{1b}[2J\\u{a}linerate: forged line"),
+                "{err}"
+            );
+        } else {
+            assert!(err.contains("exceeds the 1048576-byte limit"), "{err}");
+        }
     }
-    let addr = fake_agent(Lie::ErrorText(text));
-    let out = run_bounded(&mut client(&addr, &[], None), LIMIT);
-    assert!(!out.status.success());
-    assert!(out.stderr.len() < 4096, "{} bytes of stderr", out.stderr.len());
-    assert!(!out.stderr.contains(&0x1b), "an escape byte reached stderr");
-    let err = stderr(&out);
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(
-        err.contains("test failed: \\u{1b}[2J\\u{a}linerate: forged line"),
-        "{err}"
-    );
 }
 
 #[test]

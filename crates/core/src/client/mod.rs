@@ -28,6 +28,10 @@ mod http;
 const RESULT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long an agent may take to answer a set-up message.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest message read from an agent before its result (hello, auth_ok, accepted,
+/// started, an error): they are small, and a larger one is refused from its length prefix
+/// rather than parsed (issue 14). The result has its own bound, from the test.
+const MAX_SETUP_MESSAGE_BYTES: u32 = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -179,6 +183,7 @@ pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOption
     let peer = target.addr;
     let stream = connect(peer, opts.connect_timeout, |_| Ok(()))?;
     let mut conn = Conn::new(stream, peer);
+    conn.set_max_message(MAX_SETUP_MESSAGE_BYTES);
     conn.exchange_preambles(opts.connect_timeout)?;
     let challenge = match conn.recv(REPLY_TIMEOUT, "waiting for the agent's hello")? {
         Message::Hello { challenge, .. } => challenge,
