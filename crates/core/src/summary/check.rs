@@ -268,6 +268,12 @@ fn check_counts(
 /// name, interface names, notes), so none reaches a terminal raw; the value itself when it has
 /// none, or when it does not survive the round trip through JSON unchanged in shape.
 pub(crate) fn escape_controls<T: Serialize + DeserializeOwned>(value: T) -> T {
+    // The JSON text first (about the size the report came in): only when it may hold a control
+    // character is the value rebuilt as a tree, which takes several times that.
+    match serde_json::to_vec(&value) {
+        Ok(text) if may_hold_control(&text) => {}
+        _ => return value,
+    }
     let Ok(mut tree) = serde_json::to_value(&value) else {
         return value;
     };
@@ -275,6 +281,17 @@ pub(crate) fn escape_controls<T: Serialize + DeserializeOwned>(value: T) -> T {
         return value;
     }
     serde_json::from_value(tree).unwrap_or(value)
+}
+
+/// Whether JSON text from serde_json may hold a control character in a string: it writes those
+/// below U+0020 as `\b \f \n \r \t \u00XX` and DEL and the C1 controls (U+007F to U+009F)
+/// raw. A false alarm (an escaped backslash before an `n`) only costs the closer look.
+fn may_hold_control(json: &[u8]) -> bool {
+    json.contains(&0x7f)
+        || json.windows(2).any(|w| {
+            (w[0] == b'\\' && matches!(w[1], b'b' | b'f' | b'n' | b'r' | b't' | b'u'))
+                || (w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]))
+        })
 }
 
 /// Escapes the control characters in every string of `v`; true if any was found.
@@ -413,6 +430,9 @@ mod tests {
         let safe = escape_controls(r);
         assert_eq!(safe.io, "sys\\u{1b}[2Jcall");
         assert_eq!(safe.notes, ["fine", "forged\\u{a}line"]);
+        let mut c1 = report(vec![]);
+        c1.io = "a\u{9b}2Jb\u{7f}".into();
+        assert_eq!(escape_controls(c1).io, "a\\u{9b}2Jb\\u{7f}");
         let plain = report(vec![stream(0, Role::Send, 5)]);
         assert_eq!(escape_controls(plain.clone()), plain);
     }
