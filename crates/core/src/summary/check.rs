@@ -60,6 +60,12 @@ pub enum ReportError {
         max: u64,
         seconds: f64,
     },
+    #[error("it reports stream {stream} with {part} figures in a {kind} test")]
+    WrongKind {
+        stream: u16,
+        part: &'static str,
+        kind: &'static str,
+    },
     #[error("stream {stream} counts {seconds} s, more than the run lasted")]
     BadSeconds { stream: u16, seconds: f64 },
     #[error("its window ends ({end_ns} ns) before it starts ({start_ns} ns)")]
@@ -186,6 +192,22 @@ pub(crate) fn check_report(
                 stream: st.stream,
                 got: role_name(st.role),
                 expected: role_name(expected),
+            });
+        }
+        // A stream carries the figures of its test's kind only.
+        let foreign = match spec {
+            TestSpec::Tcp(_) | TestSpec::Http(_) => [
+                ("UDP", st.udp_send.is_some() || st.udp_receive.is_some()),
+                ("rr", st.rr.is_some()),
+            ],
+            TestSpec::Udp(_) => [("rr", st.rr.is_some()), ("", false)],
+            TestSpec::Rr(_) => [("UDP", st.udp_send.is_some() || st.udp_receive.is_some()), ("", false)],
+        };
+        if let Some((part, _)) = foreign.into_iter().find(|(_, present)| *present) {
+            return Err(ReportError::WrongKind {
+                stream: st.stream,
+                part,
+                kind: spec.kind(),
             });
         }
         if !(st.seconds >= 0.0 && st.seconds <= seconds) {
@@ -374,6 +396,12 @@ mod tests {
             check_report(&spec, &role, &client, RUN),
             Err(ReportError::WrongRole { .. })
         ));
+        let mut alien = report(vec![stream(0, Role::Receive, 10)]);
+        alien.streams[0].rr = Some(crate::result::RrStreamReport::default());
+        assert_eq!(
+            check_report(&spec, &alien, &client, RUN).map_err(|e| e.to_string()),
+            Err("it reports stream 0 with rr figures in a tcp test".into())
+        );
         let mut long = report(vec![stream(0, Role::Receive, 10)]);
         long.streams[0].seconds = 1e9;
         assert!(matches!(
