@@ -18,6 +18,8 @@ pub(super) const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// After an accept failure (EMFILE, ENFILE, ENOBUFS), wait this long before trying again.
 pub(super) const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 pub(super) const EVENTS: usize = 1024;
+/// At the connection cap, the share of waiting connections closed at once to make room.
+pub(super) const EVICT_SHARE: usize = 64;
 pub(super) const LISTENER: Token = Token(usize::MAX - 1);
 pub(super) const WAKER: Token = Token(usize::MAX);
 
@@ -166,23 +168,29 @@ impl Worker {
         }
     }
 
-    /// Closes this worker's connection that has waited longest for its client (a partial or
-    /// absent head, a keep-alive wait, a linger); false when every one is being answered.
+    /// Closes this worker's connections that have waited longest for their clients (a partial
+    /// or absent head, a keep-alive wait, a linger): the oldest 1/[`EVICT_SHARE`] of them, at
+    /// least one, so that one scan makes room for many accepts and a flood at the cap costs
+    /// no scan per connection. False when every connection is being answered.
     pub(super) fn evict_oldest_waiting(&mut self) -> bool {
-        let oldest = self
+        let mut waiting: Vec<(Instant, usize)> = self
             .conns
             .iter()
             .enumerate()
             .filter_map(|(i, c)| c.as_ref().filter(|c| c.waiting()).map(|c| (c.quiet_since, i)))
-            .min();
-        match oldest {
-            Some((_, i)) => {
-                self.close(i);
-                self.counts.evicted += 1;
-                true
-            }
-            None => false,
+            .collect();
+        if waiting.is_empty() {
+            return false;
         }
+        let batch = (waiting.len() / EVICT_SHARE).max(1);
+        if batch < waiting.len() {
+            waiting.select_nth_unstable(batch - 1);
+        }
+        for &(_, i) in &waiting[..batch] {
+            self.close(i);
+            self.counts.evicted += 1;
+        }
+        true
     }
 
     /// Closes connections idle past [`IDLE`] and lingering past [`LINGER`].
