@@ -203,9 +203,9 @@ pub(crate) struct Figures {
     pub input_bytes: u64,
 }
 
-/// Feeds `cases()` mutated inputs to `check`, which panics (or returns an error) when a
+/// Feeds `cases()` mutated inputs to `check`, which panics (or returns what went wrong) when a
 /// decoder misbehaves; fails on the first such input, shrunk, or one that takes [`HANG`].
-pub(crate) fn run(name: &str, seeds: &[Vec<u8>], check: impl Fn(&[u8]) -> Result<(), TestCaseError>) -> Figures {
+pub(crate) fn run(name: &str, seeds: &[Vec<u8>], check: impl Fn(&[u8]) -> Result<(), String>) -> Figures {
     let config = Config {
         cases: cases(),
         failure_persistence: None,
@@ -218,7 +218,7 @@ pub(crate) fn run(name: &str, seeds: &[Vec<u8>], check: impl Fn(&[u8]) -> Result
     let outcome = runner.run(&input(seeds.len()), |(seed, mutations)| {
         let data = apply(seeds, seed, &mutations);
         let t = Instant::now();
-        check(&data)?;
+        check(&data).map_err(TestCaseError::fail)?;
         let took = t.elapsed();
         prop_assert!(took < HANG, "{} bytes took {took:?}", data.len());
         inputs.set(inputs.get() + 1);

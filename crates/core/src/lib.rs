@@ -12,6 +12,9 @@ pub mod codec;
 pub mod engine;
 #[cfg(test)]
 mod fuzz;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod goodput;
 pub mod httpd;
 pub mod metrics;

@@ -28,8 +28,8 @@
 mod body;
 mod conn;
 mod date;
-#[cfg(test)]
-mod fuzz;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod fuzz;
 mod parser;
 mod response;
 mod router;

@@ -9,8 +9,8 @@
 pub mod auth;
 pub(crate) mod conn;
 pub(crate) mod frame;
-#[cfg(test)]
-mod fuzz;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod fuzz;
 
 use crate::metrics::host::HostInfo;
 use crate::result::SideReport;
