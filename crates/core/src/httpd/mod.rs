@@ -85,8 +85,9 @@ pub struct HttpdConfig {
     /// Connections open at once over all workers; past it new ones are closed at accept
     /// (0 = no limit). The soft open-files limit is raised toward it, up to the hard limit,
     /// and the cap is lowered to keep [`FD_RESERVE`] descriptors below that limit. At the cap a
-    /// new connection closes the oldest one still waiting for its client (a head, a keep-alive
-    /// wait) on the same worker, so a flood of idle connections cannot lock others out.
+    /// new connection closes the oldest ones still waiting for their clients (a head, a
+    /// keep-alive wait) on the same worker, so a flood of idle connections cannot lock others
+    /// out.
     pub max_connections: usize,
     /// Connections open at once from one IP address; past it that address's new connections
     /// are closed at accept (0 = no limit).
