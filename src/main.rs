@@ -494,8 +494,14 @@ fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         None => None,
         Some(port) => {
             use linerate_core::httpd::{Httpd, HttpdConfig, HttpdError};
+            anyhow::ensure!(
+                !args.http_head_timeout.0.is_zero(),
+                "--http-head-timeout must be a positive number of seconds"
+            );
             let config = HttpdConfig {
                 files: args.files.clone(),
+                head_timeout: args.http_head_timeout.0,
+                max_connections_per_address: args.http_max_per_address,
                 ..HttpdConfig::default()
             };
             let httpd = match Httpd::bind(SocketAddr::new(args.bind, port), config.clone()) {

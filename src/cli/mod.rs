@@ -93,6 +93,13 @@ pub struct ConnectArgs {
 
     #[command(flatten)]
     pub secret: SecretArgs,
+
+    /// With a secret, still run against an agent that asks for none
+    ///
+    /// A client that has a secret requires the agent to prove it knows it too; an agent that
+    /// asks for no secret proves nothing and is refused unless this is given.
+    #[arg(long)]
+    pub allow_unauthenticated_agent: bool,
 }
 
 impl ConnectArgs {
@@ -104,6 +111,7 @@ impl ConnectArgs {
                 .filter(|d| !d.is_zero())
                 .context("--connect-timeout must be a positive number of seconds")?,
             bind: self.bind,
+            allow_unauthenticated_agent: self.allow_unauthenticated_agent,
         })
     }
 }

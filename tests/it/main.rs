@@ -3,6 +3,8 @@
 
 mod agent;
 mod attack_agent;
+mod attack_client;
+mod attack_httpd;
 mod cli;
 mod compare;
 mod cost;
