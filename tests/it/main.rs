@@ -8,6 +8,7 @@ mod attack_httpd;
 mod cli;
 mod compare;
 mod cost;
+mod examples;
 mod exit;
 mod flags;
 mod http;

@@ -99,6 +99,7 @@ pub(crate) fn start_agent(state: &LabState, i: usize) -> Result<u32, LabError> {
     let exe = current_exe()?;
     let log = dir.join(format!("agent-{}.log", h.name));
     let port = crate::AGENT_PORT.to_string();
+    let http_port = crate::HTTP_PORT.to_string();
     let pid = spawn_daemon(
         &[
             "ip",
@@ -115,6 +116,8 @@ pub(crate) fn start_agent(state: &LabState, i: usize) -> Result<u32, LabError> {
             utf8(&state.secret_file, "the state path")?,
             "--max-tests",
             "16",
+            "--http-port",
+            &http_port,
         ],
         &log,
     )?;

@@ -39,3 +39,6 @@ pub use topology::{UpOptions, down, up};
 pub const DEFAULT_NAME: &str = "lab";
 pub const SUBNET: &str = "10.211.0";
 pub const AGENT_PORT: u16 = 5301;
+/// The port of each host's HTTP server (`serve --http-port`: `/bytes/N` and files), for
+/// `linerate http` inside the lab.
+pub const HTTP_PORT: u16 = 8080;
