@@ -17,7 +17,23 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     args.check()?;
     let a = side(&args.a, &args.db).with_context(|| format!("side A '{}'", args.a))?;
     let b = side(&args.b, &args.db).with_context(|| format!("side B '{}'", args.b))?;
-    let c = compare(&a, &b);
+    let mut c = compare(&a, &b);
+    if !args.figures.is_empty() {
+        let known: std::collections::BTreeSet<&str> = c
+            .points
+            .iter()
+            .flat_map(|p| p.figures.iter().map(|f| f.figure.as_str()))
+            .collect();
+        if let Some(bad) = args.figures.iter().find(|f| !known.contains(f.as_str())) {
+            anyhow::bail!(
+                "no figure '{bad}' in these results; they have {}",
+                known.into_iter().collect::<Vec<_>>().join(", ")
+            );
+        }
+        for p in &mut c.points {
+            p.figures.retain(|f| args.figures.contains(&f.figure));
+        }
+    }
     crate::print_text(&if args.json {
         linerate_report::compare::json(&c)
     } else {

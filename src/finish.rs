@@ -184,7 +184,7 @@ fn command_line() -> String {
     std::env::args().map(|a| shell_quote(&a)).collect::<Vec<_>>().join(" ")
 }
 
-fn shell_quote(arg: &str) -> String {
+pub fn shell_quote(arg: &str) -> String {
     let plain = !arg.is_empty()
         && arg
             .bytes()

@@ -328,19 +328,10 @@ fn duration_text(seconds: f64) -> String {
     }
 }
 
-/// A command line as a shell would take it back: words with spaces or quotes single-quoted.
+/// A command line as a shell would take it back.
 pub fn shell_words(argv: &[String]) -> String {
     argv.iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/@%+[]".contains(c))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
+        .map(|w| crate::finish::shell_quote(w))
         .collect::<Vec<_>>()
         .join(" ")
 }

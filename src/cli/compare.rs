@@ -16,6 +16,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
 
+    /// Compare (and gate on) only this figure, by its name in the document (repeatable), e.g.
+    /// --figure received_mbit_per_second
+    #[arg(long = "figure", value_name = "NAME")]
+    pub figures: Vec<String>,
+
     /// Print the comparison document (JSON) instead of the tables
     #[arg(long)]
     pub json: bool,

@@ -439,27 +439,13 @@ fn a_100mbit_lab_link_carries_90_to_100_mbit_of_http() {
     let Some(lab) = Lab::up(2, &["rate=100mbit"]) else {
         return;
     };
-    let ns = lab.namespace("h2");
-    let server = Agent::start_with(
-        &["ip", "netns", "exec", &ns],
-        &[
-            "--bind",
-            "0.0.0.0",
-            "--port",
-            "5311",
-            "--no-auth",
-            "--http-port",
-            "8080",
-        ],
-        &[],
-        &[],
-    );
+    // The lab's own agent in h2 serves HTTP on the lab's port beside it (crates/lab, HTTP_PORT).
     let h2 = lab.status["hosts"][1]["address"]
         .as_str()
         .expect("h2 address")
         .to_string();
-    let url = format!("http://{h2}:8080/bytes/524288");
-    let agent = format!("{h2}:5311");
+    let url = format!("http://{h2}:{}/bytes/524288", linerate_lab::HTTP_PORT);
+    let agent = format!("{h2}:{}", linerate_lab::AGENT_PORT);
     let cmd = [
         "linerate",
         "http",
@@ -474,8 +460,6 @@ fn a_100mbit_lab_link_carries_90_to_100_mbit_of_http() {
         "--keepalive",
         "--agent",
         &agent,
-        // `lab exec` gives the client the lab's secret; this agent runs open (issue 14).
-        "--allow-unauthenticated-agent",
     ];
     let v = json_of(&lab.exec("h1", &cmd, LIMIT));
     check_document(&v);
@@ -486,7 +470,6 @@ fn a_100mbit_lab_link_carries_90_to_100_mbit_of_http() {
             .as_array()
             .is_some_and(|a| !a.is_empty())
     );
-    drop(server);
 }
 
 /// The document on stdout, whatever the exit status (a partial run or one whose requests all

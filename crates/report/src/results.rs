@@ -137,14 +137,14 @@ pub fn csv(rows: &[Row]) -> String {
             r.targets.join(" "),
             labels_text(r),
         ];
-        let fixed: Vec<String> = fixed.iter().map(|c| csv_cell(c)).collect();
+        let fixed: Vec<String> = fixed.iter().map(|c| crate::plot::csv::field(c)).collect();
         for f in &r.figures {
             let value = f.value.map(|v| v.to_string()).unwrap_or_default();
             out += &format!(
                 "{},{},{},{}\n",
                 fixed.join(","),
-                csv_cell(&f.name),
-                csv_cell(&f.unit),
+                crate::plot::csv::field(&f.name),
+                crate::plot::csv::field(&f.unit),
                 value
             );
         }
@@ -153,14 +153,6 @@ pub fn csv(rows: &[Row]) -> String {
         }
     }
     out
-}
-
-fn csv_cell(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
 }
 
 #[cfg(test)]

@@ -206,6 +206,14 @@ pub struct Store {
     version: u32,
 }
 
+/// Whether SQLite said the database is busy or locked by another connection.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 impl Store {
     /// Opens (creating it and its directory if needed) the database at `path`, in WAL mode,
     /// migrated to this build's layout. A database of a newer layout opens for reading only.
@@ -235,11 +243,26 @@ impl Store {
         if version > schema::VERSION {
             return Ok(store);
         }
-        // WAL: readers never block the writer, and a commit is one append to the log.
-        store
-            .conn
-            .pragma_update(None, "journal_mode", "WAL")
-            .map_err(open_err)?;
+        // WAL: readers never block the writer, and a commit is one append to the log. The mode
+        // is kept in the file; switching to it takes the database for a moment and SQLite then
+        // answers "locked" without waiting, so the first openers of a new file take turns.
+        let started = std::time::Instant::now();
+        loop {
+            let mode: String = store
+                .conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .map_err(open_err)?;
+            if mode.eq_ignore_ascii_case("wal") {
+                break;
+            }
+            match store.conn.pragma_update(None, "journal_mode", "WAL") {
+                Ok(()) => break,
+                Err(e) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => return Err(open_err(e)),
+            }
+        }
         store.conn.pragma_update(None, "foreign_keys", "ON").map_err(open_err)?;
         store.migrate()?;
         Ok(store)

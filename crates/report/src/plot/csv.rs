@@ -57,7 +57,7 @@ fn rows(out: &mut String, fig: &Figure, s: &Series, bins: bool, errors: bool) {
 }
 
 /// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
-fn field(s: &str) -> String {
+pub(crate) fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
