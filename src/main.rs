@@ -463,6 +463,7 @@ fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         joins: args.joins.clone(),
         max_memory: args.max_memory.map_or_else(agent::default_budget_bytes, |b| b.0),
         idle: args.idle.map(|t| t.0).filter(|d| !d.is_zero()),
+        profiles: agent::Profiles::parse(&args.profiles)?,
         ..agent::AgentConfig::new(SocketAddr::new(args.bind, args.port))
     };
     let agent = match agent::Agent::bind(config.clone()) {

@@ -69,7 +69,7 @@ pub fn run_http(
     let engine_done = AtomicBool::new(false);
     let (local, watched) = std::thread::scope(|scope| {
         let watcher = session.as_mut().map(|s| {
-            let (control, engine_done) = (&control, &engine_done);
+            let (control, engine_done, wait) = (&control, &engine_done, s.result_timeout);
             // A lost agent stops the users: the server side can no longer be measured, and the
             // run is reported as partial (issue 13).
             scope.spawn(move || {
@@ -79,6 +79,7 @@ pub fn run_http(
                     interrupt,
                     engine_done,
                     test.agent_waits_for_stop(),
+                    wait,
                 )
             })
         });

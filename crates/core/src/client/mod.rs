@@ -121,6 +121,19 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// The local address control and data connections leave from (`-B`); None: the kernel's.
     pub bind: Option<IpAddr>,
+    /// The agents' profile to run the test under (`--profile`); every agent must have it.
+    pub profile: Option<String>,
+}
+
+impl ClientOptions {
+    /// How much longer than usual an agent may take to accept a test and to send its result:
+    /// under a profile, its command and its undo run then.
+    fn profile_allowance(&self) -> Duration {
+        match self.profile {
+            Some(_) => crate::proto::PROFILE_TIMEOUT,
+            None => Duration::ZERO,
+        }
+    }
 }
 
 impl Default for ClientOptions {
@@ -129,6 +142,7 @@ impl Default for ClientOptions {
             secret: None,
             connect_timeout: Duration::from_secs(5),
             bind: None,
+            profile: None,
         }
     }
 }
@@ -170,6 +184,9 @@ pub(crate) struct Session {
     pub host: HostInfo,
     /// The agent's UDP data sockets (UDP tests).
     pub udp_ports: Vec<u16>,
+    /// How long the agent may be silent after the local engine is done before its result is
+    /// given up (longer under a profile: its undo runs first).
+    pub result_timeout: Duration,
 }
 
 /// Connects, exchanges preambles, authenticates and asks for `spec`.
@@ -204,8 +221,12 @@ pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOption
             other => return Err(conn.unexpected("auth_ok", &other).into()),
         }
     }
-    conn.send(&Message::Request { spec: spec.clone() })?;
-    match conn.recv(REPLY_TIMEOUT, "waiting for the test to be accepted")? {
+    conn.send(&Message::Request {
+        spec: spec.clone(),
+        profile: opts.profile.clone(),
+    })?;
+    let wait = REPLY_TIMEOUT + opts.profile_allowance();
+    match conn.recv(wait, "waiting for the test to be accepted")? {
         Message::Accepted {
             cookie,
             host,
@@ -221,6 +242,7 @@ pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOption
                 cookie,
                 host,
                 udp_ports,
+                result_timeout: RESULT_TIMEOUT + opts.profile_allowance(),
             })
         }
         other => Err(conn.unexpected("accepted", &other).into()),
@@ -461,7 +483,18 @@ fn open_sessions(
         return Err(ClientError::TooManyStreams { streams: total });
     }
     crate::engine::pin::check_cpus(cpus)?;
-    targets.iter().map(|t| open_session(t, test, opts)).collect()
+    // At once: under a profile each agent runs its command before it accepts, and an agent that
+    // has accepted waits for `start` only so long.
+    std::thread::scope(|scope| {
+        let opening: Vec<_> = targets
+            .iter()
+            .map(|t| scope.spawn(move || open_session(t, test, opts)))
+            .collect();
+        opening
+            .into_iter()
+            .map(|o| o.join().expect("opening a session does not panic"))
+            .collect()
+    })
 }
 
 /// Tells every agent to start, then waits until each has.
@@ -517,8 +550,8 @@ fn drive(
         let watchers: Vec<_> = sessions
             .iter_mut()
             .map(|s| {
-                let (control, engine_done) = (&control, &engine_done);
-                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done).0)
+                let (control, engine_done, wait) = (&control, &engine_done, s.result_timeout);
+                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done, wait).0)
             })
             .collect();
         // Ctrl-C reaches the local engine even when every watcher has already returned.
@@ -642,8 +675,9 @@ fn watch_agent(
     interrupt: &AtomicBool,
     engine_done: &AtomicBool,
     stop_when_done: bool,
+    result_timeout: Duration,
 ) -> (Result<SideReport, ProtoError>, bool) {
-    let result = await_result(conn, control, interrupt, engine_done, stop_when_done);
+    let result = await_result(conn, control, interrupt, engine_done, stop_when_done, result_timeout);
     let lost_mid_run = result.is_err() && !engine_done.load(Ordering::Relaxed);
     if lost_mid_run {
         control.abort();
@@ -658,6 +692,7 @@ fn await_result(
     interrupt: &AtomicBool,
     engine_done: &AtomicBool,
     stop_when_done: bool,
+    result_timeout: Duration,
 ) -> Result<SideReport, ProtoError> {
     let mut stop_sent = false;
     // Since when the agent has sent nothing while the local engine was done: a large result
@@ -680,11 +715,11 @@ fn await_result(
                 _ => silent_since = Some((Instant::now(), have)),
             }
         }
-        if silent_since.is_some_and(|(t, _)| t.elapsed() > RESULT_TIMEOUT) {
+        if silent_since.is_some_and(|(t, _)| t.elapsed() > result_timeout) {
             return Err(ProtoError::Timeout {
                 peer: conn.peer(),
                 what: "waiting for its result",
-                seconds: RESULT_TIMEOUT.as_secs_f64(),
+                seconds: result_timeout.as_secs_f64(),
             });
         }
         match conn.try_recv(Duration::from_millis(100))? {
