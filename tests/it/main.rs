@@ -15,6 +15,7 @@ mod layout;
 mod mix;
 mod netns;
 mod plan;
+mod profile;
 mod repeat;
 mod rr;
 mod settings;
