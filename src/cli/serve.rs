@@ -104,7 +104,11 @@ mod tests {
 
     #[test]
     fn issue_16_profiles_are_repeatable_and_checked_by_the_agent() {
-        let s = serve(&["--profile", "toe-on=ethtool -K eth0 tso on", "--profile=toe-on.undo=true"]);
+        let s = serve(&[
+            "--profile",
+            "toe-on=ethtool -K eth0 tso on",
+            "--profile=toe-on.undo=true",
+        ]);
         let p = linerate_core::agent::Profiles::parse(&s.profiles).expect("valid");
         assert_eq!(p.names(), ["toe-on"]);
         assert_eq!(p.get("toe-on").and_then(|t| t.undo.as_deref()), Some("true"));

@@ -63,12 +63,18 @@ fn issue_16_a_profile_runs_before_the_test_and_its_undo_after_both_recorded() {
     assert!(u(&v, "/summary/received/bytes") > 0, "the test ran");
     let p = &agent_host(&v)["profile"];
     assert_eq!(p["name"], "on", "{p:#}");
-    assert_eq!(p["command"].as_str(), Some(format!("touch {}; echo hello", dir.file("on")).as_str()));
+    assert_eq!(
+        p["command"].as_str(),
+        Some(format!("touch {}; echo hello", dir.file("on")).as_str())
+    );
     assert_eq!(p["exit_status"], 0, "{p:#}");
     assert_eq!(p["output"], "hello", "the profile's output is kept: {p:#}");
     assert!(p["duration_ms"].is_u64(), "{p:#}");
     let undo = &p["undo"];
-    assert_eq!(undo["exit_status"], 0, "the undo found the file the profile made: {p:#}");
+    assert_eq!(
+        undo["exit_status"], 0,
+        "the undo found the file the profile made: {p:#}"
+    );
     assert_eq!(undo["output"], "removed");
     assert!(
         undo["command"].as_str().is_some_and(|c| c.starts_with("test -e ")),
@@ -93,8 +99,14 @@ fn issue_16_the_text_report_has_a_line_per_profiled_agent_for_rr_and_udp_too() {
             .lines()
             .find(|l| l.contains("profile on:"))
             .unwrap_or_else(|| panic!("{kind}: no profile line in\n{text}"));
-        assert!(line.starts_with(&format!("agent {}: profile on: `touch ", agent.addr)), "{line}");
-        assert!(line.contains("exit 0 in ") && line.contains(" ms; undo `test -e "), "{line}");
+        assert!(
+            line.starts_with(&format!("agent {}: profile on: `touch ", agent.addr)),
+            "{line}"
+        );
+        assert!(
+            line.contains("exit 0 in ") && line.contains(" ms; undo `test -e "),
+            "{line}"
+        );
         assert!(!dir.0.join("on").exists(), "{kind}: undone");
     }
 }
@@ -103,7 +115,10 @@ fn issue_16_the_text_report_has_a_line_per_profiled_agent_for_rr_and_udp_too() {
 fn issue_16_an_unknown_profile_is_refused_with_the_list_before_any_data() {
     let dir = Dir::new("unknown");
     let agent = agent_with_on(&dir);
-    let out = linerate(&["tcp", &agent.addr, "-t", "1", "--json", "--profile", "toe-off"], LIMIT);
+    let out = linerate(
+        &["tcp", &agent.addr, "-t", "1", "--json", "--profile", "toe-off"],
+        LIMIT,
+    );
     assert!(!out.status.success(), "refused");
     let err = stderr(&out);
     assert!(
@@ -130,7 +145,10 @@ fn issue_16_a_failing_profile_refuses_the_test_with_its_status_and_is_undone() {
     let out = linerate(&["tcp", &agent.addr, "-t", "1", "--profile", "bad"], LIMIT);
     assert!(!out.status.success(), "refused");
     let err = stderr(&out);
-    assert!(err.contains("profile 'bad'") && err.contains("exited with status 3"), "{err}");
+    assert!(
+        err.contains("profile 'bad'") && err.contains("exited with status 3"),
+        "{err}"
+    );
     assert!(err.contains("broken"), "its output: {err}");
     assert!(dir.0.join("undone").exists(), "the undo ran");
 }
@@ -155,7 +173,10 @@ fn issue_16_one_profiled_test_at_a_time_plain_tests_still_run() {
     let err = stderr(&other);
     assert!(err.contains("busy") && err.contains("under its profile 'on'"), "{err}");
     let plain = tcp_json(&[&agent.addr, "-t", "1"], LIMIT);
-    assert!(u(&plain, "/summary/received/bytes") > 0, "a test without a profile runs");
+    assert!(
+        u(&plain, "/summary/received/bytes") > 0,
+        "a test without a profile runs"
+    );
     // The client killed mid-test: the agent undoes the profile all the same.
     let _ = long.0.kill();
     poll_until(LIMIT, "the undo after the killed client", || !dir.0.join("on").exists());
@@ -194,7 +215,10 @@ fn issue_16_the_agents_configuration_is_read_under_its_profile() {
         ],
         &[],
     );
-    let h2 = lab.status["hosts"][1]["address"].as_str().expect("h2 address").to_string();
+    let h2 = lab.status["hosts"][1]["address"]
+        .as_str()
+        .expect("h2 address")
+        .to_string();
     let target = format!("{h2}:5313");
     let v = json_of(&lab.exec(
         "h1",

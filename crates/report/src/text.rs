@@ -614,11 +614,19 @@ fn profile_lines(out: &mut String, r: &TestResult) {
             None if c.timed_out => "killed at its time-out".to_string(),
             None => "killed".to_string(),
         };
-        format!("`{}` {how} in {} ms", peer_text(&c.command), grouped(c.duration_ms as f64, 0))
+        format!(
+            "`{}` {how} in {} ms",
+            peer_text(&c.command),
+            grouped(c.duration_ms as f64, 0)
+        )
     };
     for (host, record) in &r.hosts {
         let Some(p) = &record.profile else { continue };
-        let undo = p.undo.as_ref().map(|u| format!("; undo {}", ended(u))).unwrap_or_default();
+        let undo = p
+            .undo
+            .as_ref()
+            .map(|u| format!("; undo {}", ended(u)))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
             "agent {}: profile {}: {}{undo}",

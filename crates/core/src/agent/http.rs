@@ -10,7 +10,12 @@ use crate::spec::HttpSpec;
 
 /// An HTTP test: the client loads an HTTP server on this host; the agent samples the host from
 /// `started` until the client says the run is over.
-pub(super) fn run(state: &State, conn: &mut Conn, spec: &HttpSpec, profile: &mut Option<Applied<'_>>) -> Result<(), Refusal> {
+pub(super) fn run(
+    state: &State,
+    conn: &mut Conn,
+    spec: &HttpSpec,
+    profile: &mut Option<Applied<'_>>,
+) -> Result<(), Refusal> {
     let cookie = new_cookie();
     send_accepted(conn, state, &cookie, Vec::new())?;
     await_start(conn, profile)?;

@@ -119,7 +119,10 @@ impl Profiles {
             } else {
                 format!("it has: {}", self.names().join(", "))
             };
-            (ErrorKind::BadSpec, format!("agent has no profile '{}' ({has})", peer_text(name)))
+            (
+                ErrorKind::BadSpec,
+                format!("agent has no profile '{}' ({has})", peer_text(name)),
+            )
         })
     }
 }
@@ -300,8 +303,12 @@ mod tests {
 
     #[test]
     fn issue_16_profiles_parse_with_their_undos() {
-        let p = Profiles::parse(&["toe-on=ethtool -K eth0 tso on", "mtu9000=ip link set mtu 9000", "toe-on.undo=x=y"])
-            .expect("valid");
+        let p = Profiles::parse(&[
+            "toe-on=ethtool -K eth0 tso on",
+            "mtu9000=ip link set mtu 9000",
+            "toe-on.undo=x=y",
+        ])
+        .expect("valid");
         assert_eq!(p.names(), ["toe-on", "mtu9000"]);
         let toe = p.get("toe-on").expect("there");
         assert_eq!(toe.command, "ethtool -K eth0 tso on");
@@ -319,7 +326,10 @@ mod tests {
         assert_eq!(err(&["a.b=x"]), ProfileError::BadName("a.b".into()));
         assert_eq!(err(&["a=  "]), ProfileError::EmptyCommand("a".into()));
         assert_eq!(err(&["a=x", "a=y"]), ProfileError::Twice("a".into()));
-        assert_eq!(err(&["a=x", "a.undo=y", "a.undo=z"]), ProfileError::Twice("a.undo".into()));
+        assert_eq!(
+            err(&["a=x", "a.undo=y", "a.undo=z"]),
+            ProfileError::Twice("a.undo".into())
+        );
         let e = err(&["a=x", "b.undo=y"]);
         assert_eq!(e, ProfileError::UndoWithout("b".into()));
         assert_eq!(e.to_string(), "--profile b.undo: there is no profile 'b' to undo");
@@ -355,7 +365,11 @@ mod tests {
         let t0 = Instant::now();
         let r = run_command("sleep 30 & sleep 30; echo never", Duration::from_millis(300));
         assert!(r.timed_out && r.exit_status.is_none(), "{r:?}");
-        assert!(t0.elapsed() < Duration::from_secs(10), "not waited out: {:?}", t0.elapsed());
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "not waited out: {:?}",
+            t0.elapsed()
+        );
         assert!(describe(&r).contains("was killed at its time-out"), "{}", describe(&r));
     }
 
@@ -384,7 +398,10 @@ mod tests {
         drop(apply(&p, &running, "b").expect("free again"));
         let (kind, failed) = apply(&p, &running, "bad").err().expect("fails");
         assert_eq!(kind, ErrorKind::Failed);
-        assert!(failed.contains("exited with status 3") && failed.contains("broken"), "{failed}");
+        assert!(
+            failed.contains("exited with status 3") && failed.contains("broken"),
+            "{failed}"
+        );
         assert!(dir.join("undone").exists(), "a failed profile is undone too");
         assert!(running.lock().expect("lock").is_none());
         let _ = std::fs::remove_dir_all(&dir);

@@ -2,8 +2,8 @@
 //! connections (one each, or a new one per transaction with `connect`); UDP streams as sockets
 //! on the control connection's address, connected to the client's once it names its ports.
 
-use super::profile::Applied;
 use super::admit::Source;
+use super::profile::Applied;
 use super::session::{
     Expecting, Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
     run_and_report, send_accepted, source_of,
@@ -18,7 +18,12 @@ use std::net::UdpSocket;
 
 /// A request-response test: this end answers. TCP streams come as data connections (one each,
 /// or a new one per transaction with `connect`); UDP as for a UDP test.
-pub(super) fn run(state: &State, conn: &mut Conn, spec: &RrSpec, profile: &mut Option<Applied<'_>>) -> Result<(), Refusal> {
+pub(super) fn run(
+    state: &State,
+    conn: &mut Conn,
+    spec: &RrSpec,
+    profile: &mut Option<Applied<'_>>,
+) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
     let cookie = new_cookie();
     let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));

@@ -348,7 +348,12 @@ pub(super) fn send_accepted(
 
 /// Waits for `start`; under a profile longer, while the client's other agents run theirs.
 pub(super) fn await_start(conn: &mut Conn, profile: &Option<Applied<'_>>) -> Result<(), Refusal> {
-    let wait = IDLE_TIMEOUT + if profile.is_some() { proto::PROFILE_TIMEOUT } else { Duration::ZERO };
+    let wait = IDLE_TIMEOUT
+        + if profile.is_some() {
+            proto::PROFILE_TIMEOUT
+        } else {
+            Duration::ZERO
+        };
     match conn.recv(wait, "waiting for start").map_err(proto_refusal)? {
         Message::Start => Ok(()),
         other => Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),

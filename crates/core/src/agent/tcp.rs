@@ -2,8 +2,8 @@
 //! configured for its direction, and the engine runs until done, stopped or abandoned.
 
 use super::State;
-use super::profile::Applied;
 use super::admit::Source;
+use super::profile::Applied;
 use super::session::{
     Expecting, Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
     run_and_report, send_accepted, source_of,
@@ -14,7 +14,12 @@ use crate::proto::{ErrorKind, Message};
 use crate::result::Role;
 use crate::spec::TcpSpec;
 
-pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec, profile: &mut Option<Applied<'_>>) -> Result<(), Refusal> {
+pub(super) fn run(
+    state: &State,
+    conn: &mut Conn,
+    spec: &TcpSpec,
+    profile: &mut Option<Applied<'_>>,
+) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
     let cookie = new_cookie();
     let (expecting, rx) = Expecting::per_stream(spec.streams_per_agent(), Source::of(&conn.peer()));

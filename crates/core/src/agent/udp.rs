@@ -17,7 +17,12 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 
 /// A UDP test: a socket per stream on the control connection's address, connected to the
 /// client's socket for that stream once the client says which.
-pub(super) fn run(state: &State, conn: &mut Conn, spec: &UdpSpec, profile: &mut Option<Applied<'_>>) -> Result<(), Refusal> {
+pub(super) fn run(
+    state: &State,
+    conn: &mut Conn,
+    spec: &UdpSpec,
+    profile: &mut Option<Applied<'_>>,
+) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
     let cookie = new_cookie();
     let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));
