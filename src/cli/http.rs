@@ -153,9 +153,6 @@ impl HttpArgs {
 
     /// The agent to ask for the server side: --agent, else the first URL's host (not required).
     pub fn agent(&self, urls: &[HttpUrl]) -> anyhow::Result<Option<linerate_core::client::HttpAgent>> {
-        if self.reach.profile.is_some() && self.agent.is_none() {
-            anyhow::bail!("--profile needs --agent: the agent on the server's host that runs the profile");
-        }
         if self.no_agent {
             return Ok(None);
         }

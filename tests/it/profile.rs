@@ -236,3 +236,56 @@ fn issue_16_the_agents_configuration_is_read_under_its_profile() {
     assert_eq!(mtu(&lab), before, "undone after the test");
     drop(agent);
 }
+
+#[test]
+fn issue_16_http_asks_its_agent_for_the_profile() {
+    let dir = Dir::new("http");
+    let on = dir.file("on");
+    let agent = Agent::start(&[
+        "--http-port",
+        "0",
+        "--profile",
+        &format!("on=touch {on}"),
+        "--profile",
+        &format!("on.undo=rm {on}"),
+    ]);
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    let base = ["http", "--json", url.as_str(), "--users", "2", "--ramp", "0", "-t", "1"];
+    let mut args = base.to_vec();
+    args.extend(["--agent", &agent.addr, "--profile", "on"]);
+    let v = json_of(&linerate(&args, LIMIT));
+    let p = &v["hosts"][&agent.addr]["profile"];
+    assert_eq!(
+        (p["name"].as_str(), p["exit_status"].as_i64()),
+        (Some("on"), Some(0)),
+        "{:#}",
+        v["hosts"]
+    );
+    assert_eq!(p["undo"]["exit_status"], 0, "{p:#}");
+    assert!(!dir.0.join("on").exists(), "undone");
+    // Without --agent there is no agent to ask: a usage error.
+    let mut no_agent = base.to_vec();
+    no_agent.extend(["--profile", "on"]);
+    let out = linerate(&no_agent, LIMIT);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--profile needs --agent"), "{}", stderr(&out));
+}
+
+#[test]
+fn issue_16_bad_profiles_stop_the_agent_at_start_in_one_line() {
+    for (args, says) in [
+        (vec!["--profile", "x.undo=true"], "there is no profile 'x' to undo"),
+        (vec!["--profile", "a b=true"], "--profile name 'a b'"),
+        (vec!["--profile", "nocommand"], "expected NAME=COMMAND"),
+    ] {
+        let mut full = vec!["serve", "--bind", "127.0.0.1", "--port", "0"];
+        full.extend(args);
+        let out = linerate(&full, LIMIT);
+        assert_eq!(out.status.code(), Some(2), "{full:?}");
+        let err = stderr(&out);
+        assert!(err.contains(says) && err.trim().lines().count() == 1, "{full:?}: {err}");
+    }
+}
