@@ -120,7 +120,7 @@ fn store(
         targets: keep.targets.clone(),
         labels: keep.store.labels.iter().chain(&keep.labels).cloned().collect(),
         command: command_line(),
-        campaign: None,
+        campaign: keep.store.campaign.clone(),
     };
     let id = store.put(&record).map_err(failed)?;
     Ok((id, path))

@@ -6,6 +6,7 @@ mod compare;
 mod finish;
 mod live;
 mod repeat;
+mod report;
 
 use anyhow::Context;
 use clap::Parser;
@@ -194,7 +195,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::run(&args),
         Command::Plan(args) => match args.command {
             cli::plan::PlanCommand::Check { file, quick, commands } => campaign::check(&file, quick, commands),
+            cli::plan::PlanCommand::Run {
+                file,
+                quick,
+                resume,
+                db,
+            } => campaign::run(&file, quick, resume.as_deref(), &db),
+            cli::plan::PlanCommand::Show { id, json, db } => campaign::show(&id, json, &db),
         },
+        Command::Report(args) => report::report(&args),
         Command::Lab(args) => lab_command(args.command),
         Command::Sys(args) => sys(&args),
         Command::Doctor(args) => doctor(&args),
@@ -497,8 +506,14 @@ fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         None => None,
         Some(port) => {
             use linerate_core::httpd::{Httpd, HttpdConfig, HttpdError};
+            anyhow::ensure!(
+                !args.http_head_timeout.0.is_zero(),
+                "--http-head-timeout must be a positive number of seconds"
+            );
             let config = HttpdConfig {
                 files: args.files.clone(),
+                head_timeout: args.http_head_timeout.0,
+                max_connections_per_address: args.http_max_per_address,
                 ..HttpdConfig::default()
             };
             let httpd = match Httpd::bind(SocketAddr::new(args.bind, port), config.clone()) {

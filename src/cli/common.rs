@@ -192,6 +192,10 @@ anything. `linerate results --label KEY=VALUE` selects by it. Example: --label n
     /// Store nothing: the result is printed only
     #[arg(long, help_heading = "Results store", conflicts_with = "labels")]
     pub no_store: bool,
+
+    /// The campaign the result belongs to (set by `linerate plan run` on each of its runs)
+    #[arg(long, value_name = "ID", hide = true, conflicts_with = "no_store")]
+    pub campaign: Option<String>,
 }
 
 /// The results database: `--db`, else `LINERATE_DB`, else the default path.

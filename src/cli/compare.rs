@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "A and B are each a result document written by --json (FILE.json).\nExamples:\n  linerate compare before.json after.json\n  linerate compare before.json after.json --fail-if-worse 5"
+    after_help = "A and B are each: a result document written by --json (FILE.json); a stored result (42);\nstored results by label (label:nic=x2,mtu=9000); a campaign (ID), or one of its variants\n(ID@VARIANT). Points match by test and varied values.\nExamples:\n  linerate compare before.json after.json --fail-if-worse 5\n  linerate compare label:kernel=6.1 label:kernel=6.6\n  linerate compare toe-tp1d5j@off toe-tp1d5j@on"
 )]
 pub struct CompareArgs {
-    /// The baseline: a result document (FILE.json)
+    /// The baseline: FILE.json, a result id, label:K=V[,K=V], a campaign ID or ID@VARIANT
     pub a: String,
     /// What is compared against it
     pub b: String,
@@ -19,6 +19,9 @@ pub struct CompareArgs {
     /// Print the comparison document (JSON) instead of the tables
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub db: super::common::DbArgs,
 }
 
 impl CompareArgs {

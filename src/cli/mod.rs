@@ -8,6 +8,7 @@ pub mod http;
 pub mod lab;
 pub mod plan;
 pub mod quick;
+pub mod report;
 pub mod results;
 pub mod rr;
 pub mod serve;
@@ -53,6 +54,8 @@ pub enum Command {
     Quick(quick::QuickArgs),
     /// Stored results: list, show again, export, label, remove (every test is stored)
     Results(results::ResultsArgs),
+    /// Plots and a self-contained HTML page from result documents (--json files)
+    Report(report::ReportArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)
     Lab(lab::LabArgs),
     /// This host's samplers live (CPU, interrupts, interfaces, stack), or its configuration
@@ -97,6 +100,13 @@ pub struct ConnectArgs {
 
     #[command(flatten)]
     pub secret: SecretArgs,
+
+    /// With a secret, still run against an agent that asks for none
+    ///
+    /// A client that has a secret requires the agent to prove it knows it too; an agent that
+    /// asks for no secret proves nothing and is refused unless this is given.
+    #[arg(long)]
+    pub allow_unauthenticated_agent: bool,
 }
 
 impl ConnectArgs {
@@ -108,6 +118,7 @@ impl ConnectArgs {
                 .filter(|d| !d.is_zero())
                 .context("--connect-timeout must be a positive number of seconds")?,
             bind: self.bind,
+            allow_unauthenticated_agent: self.allow_unauthenticated_agent,
             profile: self.profile.clone(),
         })
     }

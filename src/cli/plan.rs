@@ -21,4 +21,27 @@ pub enum PlanCommand {
         #[arg(long)]
         commands: bool,
     },
+    /// Run a plan: every point stored as it ends, the campaign's tables at the end
+    Run {
+        /// The plan file (TOML)
+        file: PathBuf,
+        /// Shorten every duration with the plan's `[quick]` overlay
+        #[arg(long)]
+        quick: bool,
+        /// Run only the points campaign ID has not stored complete
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
+        #[command(flatten)]
+        db: super::common::DbArgs,
+    },
+    /// A campaign's tables again, from the store
+    Show {
+        /// The campaign's id (`plan run` prints it)
+        id: String,
+        /// The tables as a JSON document
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: super::common::DbArgs,
+    },
 }

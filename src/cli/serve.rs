@@ -52,6 +52,20 @@ pub struct ServeArgs {
     #[arg(long = "file", value_name = "PATH", requires = "http_port")]
     pub files: Vec<PathBuf>,
 
+    /// Seconds an HTTP request head may take to arrive whole, however it trickles
+    ///
+    /// Counted from its first byte (a new connection's first head: from accept); past it the
+    /// connection is closed. Example: --http-head-timeout 10
+    #[arg(long, value_name = "SECONDS", default_value = "10", requires = "http_port")]
+    pub http_head_timeout: linerate_core::units::TimeSpan,
+
+    /// HTTP connections open at once from one IP address (0 = no limit)
+    ///
+    /// Past it that address's new connections are closed at accept, so one address cannot
+    /// take the server's descriptors. Example: --http-max-per-address 1000
+    #[arg(long, value_name = "N", default_value_t = linerate_core::httpd::MAX_CONNECTIONS_PER_ADDRESS, requires = "http_port")]
+    pub http_max_per_address: usize,
+
     /// A command a client may ask to run around its test: NAME=COMMAND, NAME.undo=COMMAND (repeatable)
     ///
     /// For A/B tests of this host's configuration. A client's `--profile NAME` runs COMMAND

@@ -3,6 +3,8 @@
 
 mod agent;
 mod attack_agent;
+mod attack_client;
+mod attack_httpd;
 mod cli;
 mod compare;
 mod cost;
@@ -17,6 +19,7 @@ mod netns;
 mod plan;
 mod profile;
 mod repeat;
+mod report;
 mod rr;
 mod settings;
 mod store;

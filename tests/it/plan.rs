@@ -91,3 +91,198 @@ fn issue_16_a_wrong_plan_names_line_column_and_the_nearest_option() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("line 24"), "{}", stderr(&out));
 }
+
+/// A plan against `agent` whose points take about `seconds` each: two lengths x two variants
+/// of tcp, and an rr point.
+fn run_plan(agent: &str, seconds: &str) -> String {
+    format!(
+        r#"name = "loopback"
+[defaults]
+interval = "0"
+[quick]
+time = "{seconds}"
+
+[[test]]
+name = "writes"
+kind = "tcp"
+targets = ["{agent}"]
+time = "30s"
+vary = {{ length = ["4K", "64K"] }}
+[[test.variant]]
+name = "one"
+parallel = 1
+[[test.variant]]
+name = "two"
+parallel = 2
+
+[[test]]
+name = "latency"
+kind = "rr"
+targets = ["{agent}"]
+count = 300
+"#
+    )
+}
+
+fn campaign_of(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("campaign ")?.split(':').next())
+        .expect("the campaign's id")
+        .to_string()
+}
+
+#[test]
+fn issue_16_plan_run_stores_every_point_with_its_labels_and_prints_the_tables() {
+    let agent = Agent::start(&[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, run_plan(&agent.addr, "0.3s")).expect("write");
+    let db = dir.path().join("r.db");
+    let (plan, db) = (plan.to_str().expect("path"), db.to_str().expect("path"));
+    let out = linerate(&["plan", "run", plan, "--quick", "--db", db], Duration::from_secs(120));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    let id = campaign_of(&stderr(&out));
+    assert!(
+        stderr(&out).contains("5 points run (5 complete, 0 partial, 0 failed)"),
+        "{}",
+        stderr(&out)
+    );
+    // The seeds' shape: the varied value down, the variants across, a cell per point.
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("length"))
+        .expect("a table headed by the varied option");
+    assert!(lines[head].contains("one") && lines[head].contains("two"), "{text}");
+    assert!(
+        lines[head + 1].starts_with("4K") && lines[head + 2].starts_with("64K"),
+        "{text}"
+    );
+    assert_eq!(
+        lines[head + 1].matches(" #").count(),
+        2,
+        "a stored run per variant: {text}"
+    );
+    // Every run stored under the campaign with its point's labels.
+    let rows = json_of(&linerate(
+        &[
+            "results",
+            "--json",
+            "--db",
+            db,
+            "--label",
+            "point.length=64K",
+            "--label",
+            "campaign.variant=two",
+        ],
+        LIMIT,
+    ));
+    let rows = rows["results"]
+        .as_array()
+        .or(rows.as_array())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["campaign"], id.as_str());
+    let doc = json_of(&linerate(
+        &["results", "show", &rows[0]["id"].to_string(), "--json", "--db", db],
+        LIMIT,
+    ));
+    assert_eq!(doc["options"]["streams"], 2, "variant two ran -P 2");
+    assert_eq!(doc["options"]["buffer_bytes"], 65536, "at length 64K");
+    // The tables again from the store alone.
+    let shown = linerate(&["plan", "show", &id, "--db", db], LIMIT);
+    assert_eq!(
+        String::from_utf8_lossy(&shown.stdout),
+        text,
+        "plan show prints the same tables"
+    );
+    let json = json_of(&linerate(&["plan", "show", &id, "--json", "--db", db], LIMIT));
+    assert_eq!(json["tables"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn issue_16_ctrl_c_stops_a_campaign_and_resume_runs_only_what_is_missing() {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let agent = Agent::start(&[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, run_plan(&agent.addr, "1.5s")).expect("write");
+    let db = dir.path().join("r.db");
+    let (plan, db) = (plan.to_str().expect("path"), db.to_str().expect("path"));
+    let mut child = linerate_command()
+        .args(["plan", "run", plan, "--quick", "--db", db])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("spawn");
+    let mut err = child.stderr.take().expect("stderr");
+    // After the first point is stored, Ctrl-C (to the whole group, as a terminal sends it).
+    let mut seen = String::new();
+    let mut buf = [0u8; 256];
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !seen.contains("stored as #1") && std::time::Instant::now() < deadline {
+        let n = err.read(&mut buf).expect("read stderr");
+        if n == 0 {
+            break;
+        }
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.contains("stored as #1"), "{seen}");
+    // SAFETY: kill(2) on the process group this test made; no memory is involved.
+    unsafe {
+        libc::kill(-(child.id() as i32), libc::SIGINT);
+    }
+    let mut rest = String::new();
+    let _ = err.read_to_string(&mut rest);
+    seen += &rest;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the campaign did not stop: {seen}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(3), "{seen}");
+    assert!(seen.contains("--resume"), "says how to resume: {seen}");
+    let id = campaign_of(&seen);
+    let done = stored_points(db);
+    assert!((1..5).contains(&done.len()), "stopped part way: {done:?}");
+
+    let resumed = linerate(
+        &["plan", "run", plan, "--quick", "--db", db, "--resume", &id],
+        Duration::from_secs(120),
+    );
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    let missing = 5 - done.iter().filter(|(_, complete)| *complete).count();
+    assert!(
+        stderr(&resumed).contains(&format!("{missing} of 5 points to run")),
+        "{}",
+        stderr(&resumed)
+    );
+    let after = stored_points(db);
+    let complete: std::collections::BTreeSet<String> =
+        after.iter().filter(|(_, c)| *c).map(|(p, _)| p.clone()).collect();
+    assert_eq!(complete.len(), 5, "every point complete once resumed: {after:?}");
+}
+
+/// (campaign.point, complete) of every stored run.
+fn stored_points(db: &str) -> Vec<(String, bool)> {
+    let v = json_of(&linerate(&["results", "--json", "--db", db, "--limit", "0"], LIMIT));
+    let rows = v["results"].as_array().or(v.as_array()).cloned().unwrap_or_default();
+    rows.iter()
+        .map(|r| {
+            (
+                r["labels"]["campaign.point"].as_str().unwrap_or("?").to_string(),
+                r["outcome"] == "complete",
+            )
+        })
+        .collect()
+}

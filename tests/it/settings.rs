@@ -111,6 +111,8 @@ fn issue_13_multicast_works_with_the_default_bind() {
             "50",
             "-l",
             "200",
+            // `lab exec` gives the client the lab's secret; this agent runs open (issue 14).
+            "--allow-unauthenticated-agent",
         ],
         LIMIT,
     );

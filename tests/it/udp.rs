@@ -195,6 +195,8 @@ fn multicast_to_two_lab_hosts_reports_both() {
             "50",
             "-l",
             "200",
+            // `lab exec` gives the client the lab's secret; these agents run open (issue 14).
+            "--allow-unauthenticated-agent",
         ],
         LIMIT,
     );

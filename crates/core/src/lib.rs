@@ -11,6 +11,11 @@ pub mod client;
 pub mod codec;
 pub mod compare;
 pub mod engine;
+#[cfg(test)]
+mod fuzz;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod goodput;
 pub mod httpd;
 pub mod metrics;

@@ -4,10 +4,14 @@
 //! network.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod campaign;
 pub mod compare;
+pub mod figures;
+pub mod html;
 pub mod json;
 pub mod lab;
 pub mod live;
+pub mod plot;
 pub mod repeat;
 pub mod results;
 pub mod sweep;

@@ -3,8 +3,8 @@
 //! window; a lost agent stops the users and marks the run partial.
 
 use super::{
-    ClientError, ClientOptions, Target, config_towards, forward_interrupt, now_unix_ms, open_session, start_all,
-    watch_agent,
+    ClientError, ClientOptions, ResultBound, Target, config_towards, forward_interrupt, now_unix_ms, open_session,
+    start_all, watch_agent,
 };
 use crate::engine::Control;
 use crate::engine::Sink;
@@ -12,6 +12,7 @@ use crate::engine::http::{HttpTarget, HttpUrl};
 use crate::metrics::host::HostInfo;
 use crate::result::TestResult;
 use crate::spec::{HttpSpec, TestSpec};
+use crate::summary::check;
 use std::net::ToSocketAddrs;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -67,9 +68,17 @@ pub fn run_http(
     let started_unix_ms = now_unix_ms();
     let control = Control::default();
     let engine_done = AtomicBool::new(false);
+    let started = std::time::Instant::now();
+    let test = &test;
     let (local, watched) = std::thread::scope(|scope| {
         let watcher = session.as_mut().map(|s| {
-            let (control, engine_done, wait) = (&control, &engine_done, s.result_timeout);
+            let (control, engine_done) = (&control, &engine_done);
+            let bound = ResultBound {
+                spec: test,
+                cores: s.host.cores,
+                started,
+                silent: s.result_timeout,
+            };
             // A lost agent stops the users: the server side can no longer be measured, and the
             // run is reported as partial (issue 13).
             scope.spawn(move || {
@@ -79,7 +88,7 @@ pub fn run_http(
                     interrupt,
                     engine_done,
                     test.agent_waits_for_stop(),
-                    wait,
+                    bound,
                 )
             })
         });
@@ -94,6 +103,19 @@ pub fn run_http(
     let (mut local, run) = local?;
     local.config = Some(config_towards(targets.iter().map(|t| t.addr.ip())));
     notes.extend(local.notes.iter().cloned());
+    // A report that cannot be the server side of this test is dropped whole (issue 14).
+    let mut refused = false;
+    let agent_result = agent_result.map(|r| {
+        r.map_err(|e| e.to_string()).and_then(|report| {
+            let none = crate::result::SideReport::default();
+            check::check_report(test, &report, &none, started.elapsed())
+                .map(|()| check::escape_controls(report))
+                .map_err(|e| {
+                    refused = true;
+                    format!("result refused: {e}")
+                })
+        })
+    });
     let agent_report = match agent_result {
         Some(Ok(r)) => Some(r),
         Some(Err(e)) => {
@@ -120,7 +142,7 @@ pub fn run_http(
     });
     let mut result =
         crate::summary::http::assemble(spec, HostInfo::read(), &local, &run, server, started_unix_ms, notes);
-    result.partial |= agent_lost;
+    result.partial |= agent_lost || refused;
     Ok(result)
 }
 

@@ -28,6 +28,10 @@ mod http;
 const RESULT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long an agent may take to answer a set-up message.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest message read from an agent before its result (hello, auth_ok, accepted,
+/// started, an error): they are small, and a larger one is refused from its length prefix
+/// rather than parsed (issue 14). The result has its own bound, from the test.
+const MAX_SETUP_MESSAGE_BYTES: u32 = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -55,6 +59,12 @@ pub enum ClientError {
     Malformed { peer: SocketAddr, what: &'static str },
     #[error("{peer} could not prove it knows the secret: not the agent you meant")]
     AgentProof { peer: SocketAddr },
+    /// The client holds a secret but the agent asked for none: it cannot prove who it is, so an
+    /// impostor would skip authentication this way (issue 14, item 9).
+    #[error(
+        "{peer} asked for no secret, so it cannot prove it is the agent you meant; give --allow-unauthenticated-agent to run against it anyway"
+    )]
+    Unauthenticated { peer: SocketAddr },
     #[error("{streams} streams in all is more than the 65535 one client can number")]
     TooManyStreams { streams: usize },
     #[error("data connection to {peer}")]
@@ -121,19 +131,11 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// The local address control and data connections leave from (`-B`); None: the kernel's.
     pub bind: Option<IpAddr>,
+    /// With a secret, still run against an agent that asks for none (and so proves nothing).
+    /// Without a secret this changes nothing: such an agent is the only kind reachable.
+    pub allow_unauthenticated_agent: bool,
     /// The agents' profile to run the test under (`--profile`); every agent must have it.
     pub profile: Option<String>,
-}
-
-impl ClientOptions {
-    /// How much longer than usual an agent may take to accept a test and to send its result:
-    /// under a profile, its command and its undo run then.
-    fn profile_allowance(&self) -> Duration {
-        match self.profile {
-            Some(_) => crate::proto::PROFILE_TIMEOUT,
-            None => Duration::ZERO,
-        }
-    }
 }
 
 impl Default for ClientOptions {
@@ -142,6 +144,7 @@ impl Default for ClientOptions {
             secret: None,
             connect_timeout: Duration::from_secs(5),
             bind: None,
+            allow_unauthenticated_agent: false,
             profile: None,
         }
     }
@@ -194,6 +197,7 @@ pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOption
     let peer = target.addr;
     let stream = connect(peer, opts, |_| Ok(()))?;
     let mut conn = Conn::new(stream, peer);
+    conn.set_max_message(MAX_SETUP_MESSAGE_BYTES);
     conn.exchange_preambles(opts.connect_timeout)?;
     let challenge = match conn.recv(REPLY_TIMEOUT, "waiting for the agent's hello")? {
         Message::Hello { challenge, .. } => challenge,
@@ -220,13 +224,22 @@ pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOption
             }
             other => return Err(conn.unexpected("auth_ok", &other).into()),
         }
+    } else if opts.secret.is_some() && !opts.allow_unauthenticated_agent {
+        // Mutual authentication or none: a client that holds a secret expects the agent to
+        // prove it knows it, so `challenge: null` is a downgrade, not a shortcut.
+        return Err(ClientError::Unauthenticated { peer });
     }
     conn.send(&Message::Request {
         spec: spec.clone(),
         profile: opts.profile.clone(),
     })?;
-    let wait = REPLY_TIMEOUT + opts.profile_allowance();
-    match conn.recv(wait, "waiting for the test to be accepted")? {
+    // Under a profile the agent runs its command before it accepts, and its undo before it
+    // sends its result.
+    let allowance = opts
+        .profile
+        .as_ref()
+        .map_or(Duration::ZERO, |_| crate::proto::PROFILE_TIMEOUT);
+    match conn.recv(REPLY_TIMEOUT + allowance, "waiting for the test to be accepted")? {
         Message::Accepted {
             cookie,
             host,
@@ -240,9 +253,10 @@ pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOption
                 target: target.clone(),
                 conn,
                 cookie,
-                host,
+                // The agent's host name and OS reach the report: no escape sequence in them.
+                host: summary::check::escape_controls(host),
                 udp_ports,
-                result_timeout: RESULT_TIMEOUT + opts.profile_allowance(),
+                result_timeout: RESULT_TIMEOUT + allowance,
             })
         }
         other => Err(conn.unexpected("accepted", &other).into()),
@@ -546,12 +560,19 @@ fn drive(
     let started_unix_ms = now_unix_ms();
     let control = Control::default();
     let engine_done = AtomicBool::new(false);
+    let started = Instant::now();
     let (local, agent_results) = std::thread::scope(|scope| {
         let watchers: Vec<_> = sessions
             .iter_mut()
             .map(|s| {
-                let (control, engine_done, wait) = (&control, &engine_done, s.result_timeout);
-                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done, wait).0)
+                let (control, engine_done) = (&control, &engine_done);
+                let bound = ResultBound {
+                    spec,
+                    cores: s.host.cores,
+                    started,
+                    silent: s.result_timeout,
+                };
+                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done, bound).0)
             })
             .collect();
         // Ctrl-C reaches the local engine even when every watcher has already returned.
@@ -577,10 +598,22 @@ fn drive(
     }
     let mut reports = Vec::with_capacity(sessions.len());
     let mut first_error = None;
-    for (s, r) in sessions.iter().zip(agent_results) {
+    for ((s, r), mine) in sessions.iter().zip(agent_results).zip(&client_parts) {
+        // A report that cannot be the answer to this test is dropped whole (issue 14).
+        let r = r.map_err(|e| e.to_string()).and_then(|report| {
+            summary::check::check_report(spec, &report, mine, started.elapsed())
+                .map(|()| report)
+                .map_err(|e| format!("result refused: {e}"))
+        });
         match r {
             Ok(report) => {
-                notes.extend(report.notes.iter().map(|n| format!("agent {}: {n}", s.target.name)));
+                let report = summary::check::escape_controls(report);
+                notes.extend(
+                    report
+                        .notes
+                        .iter()
+                        .map(|n| format!("agent {}: {}", s.target.name, crate::proto::peer_text(n))),
+                );
                 reports.push(Some(report));
             }
             Err(e) => {
@@ -665,6 +698,23 @@ fn part_for_agent(local: &SideReport, agent: usize, per_agent: usize) -> SideRep
     part
 }
 
+/// What bounds an agent's result message: the test, the agent's CPUs, and when the run began.
+#[derive(Clone, Copy)]
+pub(crate) struct ResultBound<'a> {
+    pub spec: &'a TestSpec,
+    pub cores: usize,
+    pub started: Instant,
+    /// How long the agent may be silent after the local engine is done (`Session::result_timeout`).
+    pub silent: Duration,
+}
+
+impl ResultBound<'_> {
+    /// The largest result message the client reads now.
+    fn limit_bytes(&self) -> u32 {
+        summary::check::result_limit_bytes(self.spec, self.cores, self.started.elapsed())
+    }
+}
+
 /// Watches one agent's control connection while the local engine runs: passes on a Ctrl-C as
 /// `stop`, and waits for the agent's result. A connection lost (or an agent's error) while the
 /// local engine still runs stops that engine at once, since a UDP sender or an HTTP user has no
@@ -675,9 +725,9 @@ fn watch_agent(
     interrupt: &AtomicBool,
     engine_done: &AtomicBool,
     stop_when_done: bool,
-    result_timeout: Duration,
+    bound: ResultBound<'_>,
 ) -> (Result<SideReport, ProtoError>, bool) {
-    let result = await_result(conn, control, interrupt, engine_done, stop_when_done, result_timeout);
+    let result = await_result(conn, control, interrupt, engine_done, stop_when_done, bound);
     let lost_mid_run = result.is_err() && !engine_done.load(Ordering::Relaxed);
     if lost_mid_run {
         control.abort();
@@ -692,7 +742,7 @@ fn await_result(
     interrupt: &AtomicBool,
     engine_done: &AtomicBool,
     stop_when_done: bool,
-    result_timeout: Duration,
+    bound: ResultBound<'_>,
 ) -> Result<SideReport, ProtoError> {
     let mut stop_sent = false;
     // Since when the agent has sent nothing while the local engine was done: a large result
@@ -715,13 +765,15 @@ fn await_result(
                 _ => silent_since = Some((Instant::now(), have)),
             }
         }
-        if silent_since.is_some_and(|(t, _)| t.elapsed() > result_timeout) {
+        if silent_since.is_some_and(|(t, _)| t.elapsed() > bound.silent) {
             return Err(ProtoError::Timeout {
                 peer: conn.peer(),
                 what: "waiting for its result",
-                seconds: result_timeout.as_secs_f64(),
+                seconds: bound.silent.as_secs_f64(),
             });
         }
+        // A result larger than the test can fill is refused at its length prefix, unread.
+        conn.set_max_message(bound.limit_bytes());
         match conn.try_recv(Duration::from_millis(100))? {
             None => {}
             Some(Message::Result { report }) => return Ok(*report),

@@ -9,7 +9,7 @@ use super::router::Route;
 use super::{Counts, IDLE, LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared};
 use mio::net::TcpStream;
 use std::io::{self, Read};
-use std::net::Shutdown;
+use std::net::{IpAddr, Shutdown};
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
@@ -38,6 +38,17 @@ pub(super) struct Turn<'a> {
 
 pub(super) struct Conn {
     pub(super) stream: TcpStream,
+    /// The client's address, whose count of open connections this one is part of.
+    pub(super) peer: IpAddr,
+    /// Since when a request head has been arriving (from accept for the first one, else from
+    /// its first byte): the whole head must be in by this plus the head timeout, however its
+    /// bytes trickle (issue 14). None while no head is under way.
+    pub(super) head_since: Option<Instant>,
+    /// A request was answered on this connection: an empty buffer is a keep-alive wait.
+    pub(super) served: bool,
+    /// Since when the connection has waited for its client (a head, the next request, its
+    /// close): the oldest such one is closed first when descriptors run short.
+    pub(super) quiet_since: Instant,
     /// Received bytes not yet used are `buf[start..end]`.
     pub(super) buf: Box<[u8]>,
     pub(super) start: usize,
@@ -67,9 +78,13 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    pub(super) fn new(stream: TcpStream, now: Instant) -> Conn {
+    pub(super) fn new(stream: TcpStream, peer: IpAddr, now: Instant, head_timeout: std::time::Duration) -> Conn {
         Conn {
             stream,
+            peer,
+            head_since: Some(now),
+            served: false,
+            quiet_since: now,
             buf: vec![0; MAX_HEAD_BYTES].into_boxed_slice(),
             start: 0,
             end: 0,
@@ -85,22 +100,46 @@ impl Conn {
             read_ready: true,
             read_closed: false,
             write_ready: true,
-            deadline: now + IDLE,
+            deadline: now + head_timeout.min(IDLE),
         }
+    }
+
+    /// Whether it waits for its client rather than writes to it: such a connection may be
+    /// closed to make room.
+    pub(super) fn waiting(&self) -> bool {
+        !self.responding
+    }
+
+    /// [`Conn::step`], then when the sweep is to close the connection: a head under way by its
+    /// head deadline (set once, not moved by each byte), a response being written or a
+    /// keep-alive wait by [`IDLE`] from now.
+    pub(super) fn drive(&mut self, ready: Ready, turn: &mut Turn<'_>) -> Next {
+        let next = self.step(ready, turn);
+        if matches!(next, Next::Close) || self.draining {
+            return next;
+        }
+        let head_under_way = self.discard == 0 && !self.responding && (self.end > self.start || !self.served);
+        if head_under_way {
+            let since = *self.head_since.get_or_insert(turn.now);
+            self.deadline = since + turn.shared.head_timeout;
+        } else {
+            self.head_since = None;
+            self.deadline = turn.now + IDLE;
+        }
+        next
     }
 
     /// Goes as far as the socket lets it: writes the response under way, then answers the
     /// requests buffered, reading when it needs more, until a read or write would block.
     /// Under edge-triggered readiness it must get there (or see a short read or write, which
     /// means the same) before returning, or no further event would come.
-    pub(super) fn drive(&mut self, ready: Ready, turn: &mut Turn<'_>) -> Next {
+    fn step(&mut self, ready: Ready, turn: &mut Turn<'_>) -> Next {
         self.read_ready |= ready.readable || ready.read_closed;
         self.read_closed |= ready.read_closed;
         self.write_ready |= ready.writable;
         if self.draining {
             return self.drain();
         }
-        self.deadline = turn.now + IDLE;
         loop {
             if self.responding {
                 if !self.write_ready {
@@ -116,6 +155,7 @@ impl Conn {
                 }
                 turn.counts.responses[usize::from(self.status.code() / 100)] += 1;
                 self.responding = false;
+                self.quiet_since = turn.now;
                 if self.close_after {
                     // FIN after the response, then wait for the client's: closing with its
                     // bytes unread would send a reset that can destroy the response in flight.
@@ -134,6 +174,8 @@ impl Conn {
                 match parse_request(&self.buf[self.start..self.end], &turn.shared.names) {
                     Parsed::Complete(req) => {
                         self.start += req.head_bytes;
+                        self.served = true;
+                        self.head_since = None;
                         self.respond(&req, turn);
                         continue;
                     }

@@ -28,6 +28,8 @@
 mod body;
 mod conn;
 mod date;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod fuzz;
 mod parser;
 mod response;
 mod router;
@@ -39,12 +41,14 @@ use date::DATE_BYTES;
 use mio::net::TcpListener;
 use mio::{Interest, Poll, Waker};
 use setup::{ignore_sigpipe, listen, open_files, pattern_memfd, raise_open_files_limit};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
+use std::net::IpAddr;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use worker::{LISTENER, WAKER, Worker};
@@ -60,6 +64,14 @@ pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 pub const IDLE: Duration = Duration::from_secs(60);
 /// After a closing response, how long the client may take to close its side.
 pub const LINGER: Duration = Duration::from_secs(2);
+/// Default for [`HttpdConfig::head_timeout`].
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`HttpdConfig::max_connections_per_address`].
+pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 16_384;
+/// Descriptors kept free below the open-files limit (the agent's control port, its tests, the
+/// served files): connections past `limit - FD_RESERVE` make room by closing the oldest waiting
+/// one instead of taking the last descriptors.
+pub const FD_RESERVE: usize = 512;
 
 /// The pattern buffer (memory and memfd); a multiple of the pattern's 64 bytes.
 const PATTERN_BYTES: usize = 1 << 20;
@@ -71,8 +83,19 @@ pub struct HttpdConfig {
     /// Worker threads; 0 = one per online CPU.
     pub threads: usize,
     /// Connections open at once over all workers; past it new ones are closed at accept
-    /// (0 = no limit). The soft open-files limit is raised toward it, up to the hard limit.
+    /// (0 = no limit). The soft open-files limit is raised toward it, up to the hard limit,
+    /// and the cap is lowered to keep [`FD_RESERVE`] descriptors below that limit. At the cap a
+    /// new connection closes the oldest ones still waiting for their clients (a head, a
+    /// keep-alive wait) on the same worker, so a flood of idle connections cannot lock others
+    /// out.
     pub max_connections: usize,
+    /// Connections open at once from one IP address; past it that address's new connections
+    /// are closed at accept (0 = no limit).
+    pub max_connections_per_address: usize,
+    /// A request head must arrive whole within this, from its first byte (a new connection's
+    /// first head: from accept), however slowly its bytes trickle; past it the connection is
+    /// closed.
+    pub head_timeout: Duration,
 }
 
 impl Default for HttpdConfig {
@@ -81,6 +104,8 @@ impl Default for HttpdConfig {
             files: Vec::new(),
             threads: 0,
             max_connections: 65_536,
+            max_connections_per_address: MAX_CONNECTIONS_PER_ADDRESS,
+            head_timeout: HEAD_TIMEOUT,
         }
     }
 }
@@ -154,7 +179,13 @@ struct Shared {
     stop: AtomicBool,
     /// Connections open over all workers.
     open: AtomicUsize,
+    /// The configured cap, lowered to keep [`FD_RESERVE`] descriptors free.
     max_connections: usize,
+    max_per_address: usize,
+    /// Open connections per client address (only kept when `max_per_address` is a limit):
+    /// locked once at accept and once at close, never per request.
+    per_address: Mutex<HashMap<IpAddr, usize>>,
+    head_timeout: Duration,
     /// The part of `/files/NAME` after `/files/`, parallel to `files`.
     names: Box<[Box<[u8]>]>,
     files: Box<[ServedFile]>,
@@ -163,6 +194,36 @@ struct Shared {
     /// The same bytes in a memfd, for `sendfile`; None where memfd is not available.
     pattern_file: Option<File>,
     slots: Box<[Slot]>,
+}
+
+impl Shared {
+    /// Counts a new connection from `ip` against its address's cap; false when it is over.
+    fn admit(&self, ip: IpAddr) -> bool {
+        if self.max_per_address == usize::MAX {
+            return true;
+        }
+        let mut map = self.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.entry(ip).or_insert(0);
+        if *n >= self.max_per_address {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    /// A connection from `ip` that [`Shared::admit`] counted has closed.
+    fn release(&self, ip: IpAddr) {
+        if self.max_per_address == usize::MAX {
+            return;
+        }
+        let mut map = self.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = map.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&ip);
+            }
+        }
+    }
 }
 
 /// One worker's published counters, on a cache line no other worker writes.
@@ -174,6 +235,7 @@ struct Slot {
     responses: [AtomicU64; 6],
     body_bytes: AtomicU64,
     accept_errors: AtomicU64,
+    evicted: AtomicU64,
 }
 
 /// One worker's counters, plain integers: only it writes them.
@@ -184,6 +246,8 @@ struct Counts {
     responses: [u64; 6],
     body_bytes: u64,
     accept_errors: u64,
+    /// Waiting connections closed to make room at the connection cap.
+    evicted: u64,
 }
 
 impl Httpd {
@@ -201,7 +265,8 @@ impl Httpd {
         } else {
             config.max_connections
         };
-        raise_open_files_limit(max_connections.saturating_add(1024));
+        let fd_limit = raise_open_files_limit(max_connections.saturating_add(FD_RESERVE + 1024));
+        let max_connections = max_connections.min(fd_limit.saturating_sub(FD_RESERVE).max(1));
         // Every socket of a SO_REUSEPORT group shares the port's traffic, so a second server
         // of the same user would silently take half of it. A socket without the option is
         // refused while anyone listens there: bind one first to find out (and to learn the
@@ -222,6 +287,12 @@ impl Httpd {
             stop: AtomicBool::new(false),
             open: AtomicUsize::new(0),
             max_connections,
+            max_per_address: match config.max_connections_per_address {
+                0 => usize::MAX,
+                n => n,
+            },
+            per_address: Mutex::new(HashMap::new()),
+            head_timeout: config.head_timeout.max(Duration::from_millis(1)),
             names,
             files,
             pattern,
@@ -308,6 +379,11 @@ impl HttpdHandle {
     /// Accept failures (EMFILE and the like) and connections refused past `max_connections`.
     pub fn accept_errors(&self) -> u64 {
         self.shared.slots.iter().map(|s| s.accept_errors.load(Relaxed)).sum()
+    }
+
+    /// Waiting connections closed to make room for new ones at the connection cap.
+    pub fn evicted(&self) -> u64 {
+        self.shared.slots.iter().map(|s| s.evicted.load(Relaxed)).sum()
     }
 
     /// Stops the workers, closes every connection, and returns the final counts.

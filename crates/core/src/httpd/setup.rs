@@ -74,22 +74,27 @@ pub(super) fn pattern_memfd(pattern: &[u8]) -> io::Result<File> {
 }
 
 /// Raises the soft RLIMIT_NOFILE to `wanted` (capped at the hard limit): the usual soft limit
-/// of 1024 would refuse connections long before `max_connections`. Never lowers it.
-pub(super) fn raise_open_files_limit(wanted: usize) {
+/// of 1024 would refuse connections long before `max_connections`. Never lowers it. Returns
+/// the soft limit in force afterwards (`usize::MAX` when it cannot be read).
+pub(super) fn raise_open_files_limit(wanted: usize) -> usize {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes into the struct we own.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return;
+        return usize::MAX;
     }
     let target = (wanted as libc::rlim_t).min(limit.rlim_max);
     if target > limit.rlim_cur {
+        let old = limit.rlim_cur;
         limit.rlim_cur = target;
         // SAFETY: setrlimit reads the struct we own; a failure leaves the old limit.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+            limit.rlim_cur = old;
+        }
     }
+    usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
 }
 
 /// `sendfile` into a socket whose client has gone raises SIGPIPE (unlike `sendmsg`, it takes

@@ -18,6 +18,8 @@ pub(super) const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// After an accept failure (EMFILE, ENFILE, ENOBUFS), wait this long before trying again.
 pub(super) const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 pub(super) const EVENTS: usize = 1024;
+/// At the connection cap, the share of waiting connections closed at once to make room.
+pub(super) const EVICT_SHARE: usize = 64;
 pub(super) const LISTENER: Token = Token(usize::MAX - 1);
 pub(super) const WAKER: Token = Token(usize::MAX);
 
@@ -86,9 +88,22 @@ impl Worker {
         self.accept_paused_until = None;
         loop {
             match self.listener.accept() {
-                Ok((stream, _)) => {
-                    if self.shared.open.fetch_add(1, Relaxed) >= self.shared.max_connections {
+                Ok((stream, peer)) => {
+                    let ip = peer.ip();
+                    // One address over its cap: its new connections close at once, and the
+                    // room it would take stays for others.
+                    if !self.shared.admit(ip) {
+                        self.counts.accept_errors += 1;
+                        continue;
+                    }
+                    // At the cap (which keeps a reserve of descriptors), the oldest connection
+                    // waiting for its client makes room: a flood of idle or trickling ones
+                    // cannot keep a new client out.
+                    if self.shared.open.fetch_add(1, Relaxed) >= self.shared.max_connections
+                        && !self.evict_oldest_waiting()
+                    {
                         self.shared.open.fetch_sub(1, Relaxed);
+                        self.shared.release(ip);
                         self.counts.accept_errors += 1;
                         continue;
                     }
@@ -99,7 +114,7 @@ impl Worker {
                         self.conns.push(None);
                         self.conns.len() - 1
                     });
-                    let mut conn = Conn::new(stream, now);
+                    let mut conn = Conn::new(stream, ip, now, self.shared.head_timeout);
                     // Both interests once, edge-triggered: no epoll_ctl as the state changes.
                     let registered = self.poll.registry().register(
                         &mut conn.stream,
@@ -109,6 +124,7 @@ impl Worker {
                     if registered.is_err() {
                         self.free.push(i);
                         self.shared.open.fetch_sub(1, Relaxed);
+                        self.shared.release(ip);
                         self.counts.accept_errors += 1;
                         continue;
                     }
@@ -145,10 +161,36 @@ impl Worker {
 
     pub(super) fn close(&mut self, i: usize) {
         // Dropping the socket closes it, which also takes it out of the epoll set.
-        if self.conns[i].take().is_some() {
+        if let Some(conn) = self.conns[i].take() {
             self.free.push(i);
             self.shared.open.fetch_sub(1, Relaxed);
+            self.shared.release(conn.peer);
         }
+    }
+
+    /// Closes this worker's connections that have waited longest for their clients (a partial
+    /// or absent head, a keep-alive wait, a linger): the oldest 1/[`EVICT_SHARE`] of them, at
+    /// least one, so that one scan makes room for many accepts and a flood at the cap costs
+    /// no scan per connection. False when every connection is being answered.
+    pub(super) fn evict_oldest_waiting(&mut self) -> bool {
+        let mut waiting: Vec<(Instant, usize)> = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().filter(|c| c.waiting()).map(|c| (c.quiet_since, i)))
+            .collect();
+        if waiting.is_empty() {
+            return false;
+        }
+        let batch = (waiting.len() / EVICT_SHARE).max(1);
+        if batch < waiting.len() {
+            waiting.select_nth_unstable(batch - 1);
+        }
+        for &(_, i) in &waiting[..batch] {
+            self.close(i);
+            self.counts.evicted += 1;
+        }
+        true
     }
 
     /// Closes connections idle past [`IDLE`] and lingering past [`LINGER`].
@@ -180,5 +222,6 @@ impl Worker {
         }
         slot.body_bytes.store(c.body_bytes, Relaxed);
         slot.accept_errors.store(c.accept_errors, Relaxed);
+        slot.evicted.store(c.evicted, Relaxed);
     }
 }

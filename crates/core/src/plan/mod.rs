@@ -28,6 +28,7 @@
 //! profile = "offload-on"          # asks the agent for a profile it was started with
 //! ```
 
+pub mod campaign;
 mod expand;
 
 pub use expand::{Point, expand_range};

@@ -116,7 +116,9 @@ impl Conn {
         self.message_timeout = timeout;
     }
 
-    /// The largest message taken from the peer from now on (larger: a frame error at once).
+    /// The largest message taken from the peer from now on (larger: a frame error at once): an
+    /// agent before authentication, a client bounding an agent's result by what its test can
+    /// fill (`summary::check`).
     pub(crate) fn set_max_message(&mut self, bytes: u32) {
         self.max_message = bytes;
     }

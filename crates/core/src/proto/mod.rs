@@ -9,6 +9,8 @@
 pub mod auth;
 pub(crate) mod conn;
 pub(crate) mod frame;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod fuzz;
 
 use crate::metrics::host::HostInfo;
 use crate::result::SideReport;

@@ -169,8 +169,21 @@ pub struct HttpIntervalRecord {
     pub responses_per_second: f64,
     pub bits_per_second_in: f64,
     pub bits_per_second_out: f64,
+    /// Connections begun in the interval (attempted), per second.
     pub connections_per_second: f64,
+    /// Of those, established, and failed before they were established, per second (by when
+    /// each attempt began, as `summary.connections`); absent from older documents.
+    #[serde(default)]
+    pub connections_successful_per_second: Option<f64>,
+    #[serde(default)]
+    pub connections_unsuccessful_per_second: Option<f64>,
     pub errors: u64,
     pub response_time_mean_us: Option<f64>,
     pub response_time_max_us: Option<f64>,
+    /// Median and 99th percentile of the interval's response times, µs, within 12.5 % (log-linear
+    /// bins); absent with no response, and from older documents.
+    #[serde(default)]
+    pub response_time_p50_us: Option<f64>,
+    #[serde(default)]
+    pub response_time_p99_us: Option<f64>,
 }

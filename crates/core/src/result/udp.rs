@@ -63,6 +63,34 @@ pub struct UdpReceiveReport {
     /// Received through UDP GRO (trains of datagrams per read, one arrival time per train).
     #[serde(default)]
     pub gro: bool,
+    /// Loss and one-way delay along the sequence numbers; absent from older agents.
+    #[serde(default)]
+    pub along_sequence: Option<SequenceProfile>,
+}
+
+/// A stream's sequence numbers cut into up to 64 equal stretches, in order: the datagrams lost
+/// in each and the one-way delay of each one's arrivals (UDPmon's loss pattern and one-way delay
+/// against sequence number). The lists have one entry per stretch.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SequenceProfile {
+    /// Sequence numbers per stretch (a power of two); the last stretch may be shorter.
+    pub width_datagrams: u64,
+    /// Datagrams lost in each stretch.
+    pub lost: Vec<u64>,
+    /// One-way delay above the stream's minimum, µs, over each stretch's arrivals: mean, least
+    /// and most; null for a stretch of which nothing arrived.
+    pub delay_mean_us: Vec<Option<f64>>,
+    pub delay_min_us: Vec<Option<f64>>,
+    pub delay_max_us: Vec<Option<f64>>,
+}
+
+/// One stream's [`SequenceProfile`], named.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamProfile {
+    pub agent: String,
+    pub stream: u16,
+    #[serde(flatten)]
+    pub profile: SequenceProfile,
 }
 
 /// The spacing a sender achieved.
@@ -132,6 +160,10 @@ pub struct UdpSummary {
     pub send_spacing_us: Option<SendSpacingFigures>,
     /// Each receiving end's own figures (with several agents, and for multicast).
     pub receivers: Vec<ReceiverFigures>,
+    /// Each receiving stream's loss and one-way delay along its sequence numbers (streams whose
+    /// receiver sent one).
+    #[serde(default)]
+    pub along_sequence: Vec<StreamProfile>,
     /// Datagrams received per receiving end, mean over `receivers` (with multicast each
     /// receiver is sent the same datagrams, so `datagrams_received` is a sum over copies).
     pub received_per_receiver_mean_datagrams: Option<f64>,

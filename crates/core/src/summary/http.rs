@@ -103,9 +103,13 @@ pub(crate) fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpI
             bits_per_second_in: b.bytes_in as f64 * 8.0 / secs,
             bits_per_second_out: b.bytes_out as f64 * 8.0 / secs,
             connections_per_second: b.connections as f64 / secs,
+            connections_successful_per_second: Some(b.connections_successful as f64 / secs),
+            connections_unsuccessful_per_second: Some(b.connections_unsuccessful as f64 / secs),
             errors: b.errors,
             response_time_mean_us: (b.responses > 0).then(|| b.response_time_sum_ns as f64 / b.responses as f64 / 1e3),
             response_time_max_us: (b.responses > 0).then(|| b.response_time_max_ns as f64 / 1e3),
+            response_time_p50_us: run.timeline_response_time.get(i).and_then(|t| t.quantile(0.5)),
+            response_time_p99_us: run.timeline_response_time.get(i).and_then(|t| t.quantile(0.99)),
         });
     }
     out

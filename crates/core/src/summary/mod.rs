@@ -7,6 +7,7 @@
 //! adds its own figures from its module (`tcp`, `udp`, `rr`); an HTTP run has its own
 //! `http::assemble`. The types they fill in are in `crate::result`.
 
+pub(crate) mod check;
 pub mod headline;
 pub mod http;
 pub mod rr;

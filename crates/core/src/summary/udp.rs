@@ -4,7 +4,7 @@
 use super::{AgentOutcome, decode};
 use crate::result::{
     Bin, DelayFigures, LossCauses, ReceiverFigures, Role, SendSpacingFigures, SideReport, SideSummary, SpacingFigures,
-    StreamLoss, StreamReport, UdpReceiveReport, UdpSendReport, UdpSummary,
+    StreamLoss, StreamProfile, StreamReport, UdpReceiveReport, UdpSendReport, UdpSummary,
 };
 use crate::spec::UdpSpec;
 use hdrhistogram::Histogram;
@@ -111,6 +111,13 @@ pub(crate) fn summarise<'a>(
             u.first_arrival_unix_ns = earliest(u.first_arrival_unix_ns, r.first_arrival_unix_ns);
             u.last_arrival_unix_ns = u.last_arrival_unix_ns.max(r.last_arrival_unix_ns);
             arrival_windows.add(rcv_owner, r.first_arrival_unix_ns, r.last_arrival_unix_ns, r.datagrams);
+            if let Some(p) = &r.along_sequence {
+                u.along_sequence.push(StreamProfile {
+                    agent: a.name.to_string(),
+                    stream: index as u16,
+                    profile: p.clone(),
+                });
+            }
             if lost > 0 {
                 u.loss_ranges.push(StreamLoss {
                     agent: a.name.to_string(),

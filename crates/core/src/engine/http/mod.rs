@@ -10,6 +10,7 @@
 //! the users' state machine in `worker`, response heads in `head`, and the agent-side host
 //! sampler in `sampler`.
 
+mod bins;
 mod head;
 mod sampler;
 mod url;
@@ -38,7 +39,12 @@ pub struct HttpBucket {
     pub errors: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// Connections begun in the interval (attempted), and of those, by outcome whenever it came.
     pub connections: u64,
+    #[serde(default)]
+    pub connections_successful: u64,
+    #[serde(default)]
+    pub connections_unsuccessful: u64,
     pub response_time_sum_ns: u64,
     pub response_time_max_ns: u64,
 }
@@ -50,6 +56,8 @@ impl HttpBucket {
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
         self.connections += o.connections;
+        self.connections_successful += o.connections_successful;
+        self.connections_unsuccessful += o.connections_unsuccessful;
         self.response_time_sum_ns += o.response_time_sum_ns;
         self.response_time_max_ns = self.response_time_max_ns.max(o.response_time_max_ns);
     }
@@ -91,6 +99,9 @@ pub struct HttpRun {
     pub window_seconds: f64,
     /// Every interval of the run, ramp included, `interval_seconds` long.
     pub timeline: Vec<HttpBucket>,
+    /// Each interval's response times (the first 3600 of `timeline`'s, `bins::MAX_INTERVALS`), for
+    /// its percentiles.
+    pub timeline_response_time: Vec<bins::TimeBins>,
     pub interval_ns: u64,
 }
 
@@ -209,6 +220,7 @@ pub(super) fn empty_run(buckets: usize, interval_ns: u64) -> HttpRun {
         open_files_limit: None,
         window_seconds: 0.0,
         timeline: vec![HttpBucket::default(); buckets],
+        timeline_response_time: vec![bins::TimeBins::default(); buckets.min(bins::MAX_INTERVALS)],
         interval_ns,
     }
 }
@@ -233,6 +245,9 @@ fn merge(t: &mut HttpRun, o: &HttpRun) {
     t.in_flight_at_end += o.in_flight_at_end;
     t.queued_late += o.queued_late;
     for (a, b) in t.timeline.iter_mut().zip(&o.timeline) {
+        a.add(b);
+    }
+    for (a, b) in t.timeline_response_time.iter_mut().zip(&o.timeline_response_time) {
         a.add(b);
     }
 }

@@ -184,6 +184,11 @@ impl Worker<'_> {
         };
         match result {
             Ok(()) => {
+                // Counted with the attempt's interval, as the summary counts it with its attempt.
+                let began = self.users[u].connect_ns;
+                if let Some(b) = self.bucket(began) {
+                    b.connections_successful += 1;
+                }
                 if self.users[u].connect_counted {
                     self.out.connections_successful += 1;
                     let _ = self
@@ -355,6 +360,10 @@ impl Worker<'_> {
         // so is its error: every unsuccessful connection has a class.
         let connect_failed = self.users[u].state == State::Connecting;
         let count_error = if connect_failed {
+            let began = self.users[u].connect_ns;
+            if let Some(b) = self.bucket(began) {
+                b.connections_unsuccessful += 1;
+            }
             let counted = self.users[u].connect_counted;
             if counted {
                 self.out.connections_unsuccessful += 1;
@@ -384,6 +393,13 @@ impl Worker<'_> {
                     if !ok {
                         self.out.errors.bad_status += 1;
                     }
+                }
+                if let Some(t) = self
+                    .out
+                    .timeline_response_time
+                    .get_mut((now / self.interval_ns) as usize)
+                {
+                    t.record(rt);
                 }
                 if let Some(b) = self.bucket(now) {
                     b.responses += 1;

@@ -16,6 +16,7 @@
 //! Here: the stream type, socket setup and the run (on the one runner, `engine::run`); the
 //! datagram header in `header`, the sender in `send`, the receiver in `receive`.
 
+mod along;
 mod header;
 mod receive;
 mod send;

@@ -7,6 +7,7 @@
 //! markers came and nothing more for a moment, or when nothing arrives for a while after the
 //! sender's time was up. Out: a [`UdpReceiveReport`].
 
+use super::along::AlongSequence;
 use super::header::{HEADER_BYTES, Header, KIND_END, parse_header, realtime_ns};
 use super::{BATCH, UdpStream, set_udp_int};
 use crate::engine::run::{Gate, Shared};
@@ -43,6 +44,8 @@ struct Receiver {
     delay_above: Histogram<u64>,
     delay_below: Histogram<u64>,
     delay_base_ns: Option<i64>,
+    /// Loss and delay along the sequence, in fixed stretches.
+    along: AlongSequence,
     bins: Vec<u64>,
     bin_ns: u64,
     bin_overflow: u64,
@@ -68,6 +71,7 @@ impl Receiver {
             delay_above: histogram(),
             delay_below: histogram(),
             delay_base_ns: None,
+            along: AlongSequence::new(expected),
             bins: vec![0; MAX_BINS],
             bin_ns: u64::from(spec.bin_us) * 1000,
             bin_overflow: 0,
@@ -103,6 +107,7 @@ impl Receiver {
         let owd = at_ns as i64 - h.send_ns as i64;
         let base = *self.delay_base_ns.get_or_insert(owd);
         let d = owd - base;
+        self.along.record(h.seq, d);
         if d >= 0 {
             let _ = self.delay_above.record((d + 1).min(HIST_MAX_NS as i64) as u64);
         } else {
@@ -135,6 +140,11 @@ impl Receiver {
         let sent = self.end_count;
         let (delay, delay_min_ns) = self.delay_above_minimum();
         let seq = self.tracker.summary(sent, 1000);
+        let end = sent.unwrap_or(0).max(self.tracker.highest_plus_one());
+        let along = (self.tracker.received() > 0).then(|| {
+            let min_relative = delay_min_ns - self.delay_base_ns.unwrap_or(0);
+            self.along.profile(&self.tracker, end, min_relative)
+        });
         let hex = crate::codec::histogram_to_hex;
         let bins = self
             .bins
@@ -169,6 +179,7 @@ impl Receiver {
             bins,
             bin_overflow: self.bin_overflow,
             gro,
+            along_sequence: along,
         }
     }
 }

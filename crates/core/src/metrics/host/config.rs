@@ -98,6 +98,9 @@ pub struct InterfaceConfig {
     pub gro_max_size_bytes: Option<u32>,
     /// The root qdisc (`fq`, `fq_codel`, `mq`, `noqueue`).
     pub qdisc: Option<String>,
+    /// Every qdisc on the interface with its parameters, as `tc qdisc show` words them (`tbf
+    /// 8001: root rate 100Mbit burst 12500b lat 50ms`); empty where `tc` is not installed.
+    pub qdiscs: Vec<String>,
     /// Transmit queue length, packets.
     pub tx_queue_len_packets: Option<u32>,
     /// Offload -> active, for the offloads of [`OFFLOADS`](super::OFFLOADS) the device knows: `tso`, `gso`,

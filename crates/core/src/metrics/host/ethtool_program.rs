@@ -1,5 +1,5 @@
 //! The `ethtool` program as the fallback when ethtool's netlink fails, and the parsers of its
-//! output (`ethtool IF`, `-k`, `-g`, `-l`).
+//! output (`ethtool IF`, `-k`, `-g`, `-l`); `tc qdisc show` for the qdiscs' parameters.
 
 use super::QUERY_TIMEOUT;
 use super::config::{ChannelCounts, RingSizes};
@@ -52,55 +52,92 @@ impl EthtoolProgram<'_> {
 
     /// `ethtool OPTION IF`'s standard output, bounded in time.
     fn run(&self, option: &[&str]) -> Reply<String> {
-        use std::io::Read;
-        use std::process::{Command, Stdio};
+        let mut args = option.to_vec();
+        args.push(self.interface);
         // PATH may lack the sbin directories for a non-root user.
-        for program in ["ethtool", "/usr/sbin/ethtool", "/sbin/ethtool"] {
-            let spawned = Command::new(program)
-                .args(option)
-                .arg(self.interface)
-                .env("LC_ALL", "C")
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn();
-            let mut child = match spawned {
-                Ok(c) => c,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Reply::Failed(format!("running {program}: {e}")),
-            };
-            let started = std::time::Instant::now();
-            let status = loop {
-                match child.try_wait() {
-                    Ok(Some(status)) => break status,
-                    Ok(None) if started.elapsed() < QUERY_TIMEOUT => std::thread::sleep(Duration::from_millis(5)),
-                    Ok(None) => {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        return Reply::Failed(format!("no answer within {} s", QUERY_TIMEOUT.as_secs()));
-                    }
-                    Err(e) => return Reply::Failed(format!("waiting for {program}: {e}")),
-                }
-            };
-            let mut stdout = String::new();
-            let mut stderr = String::new();
-            if let Some(mut out) = child.stdout.take() {
-                let _ = out.read_to_string(&mut stdout);
-            }
-            if let Some(mut err) = child.stderr.take() {
-                let _ = err.read_to_string(&mut stderr);
-            }
-            if status.success() {
-                return Reply::Got(stdout);
-            }
-            if stderr.contains("Operation not supported") || stdout.contains("Operation not supported") {
-                return Reply::Unsupported;
-            }
-            let first = stderr.lines().next().unwrap_or_default().trim().to_string();
-            return Reply::Failed(if first.is_empty() { format!("{status}") } else { first });
-        }
-        Reply::Failed("not installed".into())
+        run_program(&["ethtool", "/usr/sbin/ethtool", "/sbin/ethtool"], &args)
     }
+}
+
+/// The first of `programs` that is installed, run with `args`: its standard output, bounded
+/// in time ([`QUERY_TIMEOUT`]); "Operation not supported" is [`Reply::Unsupported`].
+pub(super) fn run_program(programs: &[&str], args: &[&str]) -> Reply<String> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    for program in programs {
+        let spawned = Command::new(program)
+            .args(args)
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match spawned {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Reply::Failed(format!("running {program}: {e}")),
+        };
+        let started = std::time::Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() < QUERY_TIMEOUT => std::thread::sleep(Duration::from_millis(5)),
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Reply::Failed(format!("no answer within {} s", QUERY_TIMEOUT.as_secs()));
+                }
+                Err(e) => return Reply::Failed(format!("waiting for {program}: {e}")),
+            }
+        };
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        if let Some(mut out) = child.stdout.take() {
+            let _ = out.read_to_string(&mut stdout);
+        }
+        if let Some(mut err) = child.stderr.take() {
+            let _ = err.read_to_string(&mut stderr);
+        }
+        if status.success() {
+            return Reply::Got(stdout);
+        }
+        if stderr.contains("Operation not supported") || stdout.contains("Operation not supported") {
+            return Reply::Unsupported;
+        }
+        let first = stderr.lines().next().unwrap_or_default().trim().to_string();
+        return Reply::Failed(if first.is_empty() { format!("{status}") } else { first });
+    }
+    Reply::Failed("not installed".into())
+}
+
+/// `tc qdisc show dev IF`: one line per qdisc with its parameters (`tbf 8001: root rate 100Mbit
+/// burst 12500b lat 50ms`), the kernel's own words; `refcnt` (a count of users) left out.
+pub(super) fn qdiscs(interface: &str) -> Reply<Vec<String>> {
+    run_program(
+        &["tc", "/usr/sbin/tc", "/sbin/tc"],
+        &["qdisc", "show", "dev", interface],
+    )
+    .and_then(|t| Some(parse_qdiscs(&t)))
+}
+
+fn parse_qdiscs(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("qdisc "))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < words.len() {
+                if words[i] == "refcnt" {
+                    i += 2;
+                    continue;
+                }
+                out.push(words[i]);
+                i += 1;
+            }
+            out.join(" ")
+        })
+        .collect()
 }
 
 impl Reply<String> {
@@ -203,6 +240,18 @@ pub(super) fn parse_ethtool_sections(text: &str) -> Option<Sections> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn qdiscs_keep_their_parameters_without_refcnt() {
+        let text = "qdisc tbf 8001: root refcnt 2 rate 100Mbit burst 12500b lat 50ms \nqdisc noqueue 0: dev lo root refcnt 2\n";
+        assert_eq!(
+            parse_qdiscs(text),
+            [
+                "tbf 8001: root rate 100Mbit burst 12500b lat 50ms",
+                "noqueue 0: dev lo root"
+            ]
+        );
+    }
     use crate::metrics::host::fixture;
     use crate::metrics::host::offloads::offloads_from_features;
 

@@ -111,6 +111,14 @@ pub(super) fn read_interface_base(
             c.parent_device = link.parent_device;
             c.parent_bus = link.parent_bus;
             c.qdisc = link.qdisc;
+            match super::ethtool_program::qdiscs(name) {
+                Reply::Got(q) => {
+                    c.qdiscs = q;
+                    c.sources.insert("qdiscs".into(), "tc program".into());
+                }
+                Reply::Unsupported => {}
+                Reply::Failed(e) => notes.push(format!("{name}: qdiscs: tc: {e}")),
+            }
             c.tx_queue_len_packets = link.tx_queue_len;
             c.operstate = link.operstate.map(operstate_name);
             address = link.address;

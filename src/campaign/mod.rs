@@ -10,6 +10,9 @@ use clap::{CommandFactory, Parser};
 use linerate_core::plan::{self, Kind, OptionValue, Plan, Point, Position, Setting};
 use std::process::ExitCode;
 
+mod run;
+pub use run::{run, show};
+
 /// Runs a repeated point makes, at least and at most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Runs {
@@ -231,6 +234,21 @@ fn validate(command: Command) -> anyhow::Result<Option<f64>> {
     })
 }
 
+impl ReadyPoint {
+    /// Seconds this point is planned to take at most: its runs, a second each for connecting,
+    /// draining and storing, and the pauses between them; 0 when its runs are limited by a count.
+    pub fn estimate_seconds(&self) -> f64 {
+        self.seconds(self.runs.max)
+    }
+
+    fn seconds(&self, runs: u32) -> f64 {
+        match self.run_seconds {
+            Some(s) => f64::from(runs) * (s + 1.0) + f64::from(runs.saturating_sub(1)) * self.pause_seconds,
+            None => 0.0,
+        }
+    }
+}
+
 /// Points, runs and time, added up.
 #[derive(Default)]
 struct Tally {
@@ -248,13 +266,8 @@ impl Tally {
         self.points += 1;
         self.runs_min += u64::from(r.runs.min);
         self.runs_max += u64::from(r.runs.max);
-        // A second a run for connecting, draining and storing.
-        let per_run = |n: u32| match r.run_seconds {
-            Some(s) => f64::from(n) * (s + 1.0) + f64::from(n.saturating_sub(1)) * r.pause_seconds,
-            None => 0.0,
-        };
-        self.seconds_min += per_run(r.runs.min);
-        self.seconds_max += per_run(r.runs.max);
+        self.seconds_min += r.seconds(r.runs.min);
+        self.seconds_max += r.seconds(r.runs.max);
         if r.run_seconds.is_none() {
             self.unknown += u64::from(r.runs.max);
         }
@@ -287,7 +300,7 @@ impl Tally {
             )
         };
         let unknown = if self.unknown > 0 && self.seconds_max > 0.0 {
-            format!(" (+ {} runs limited by a count, not timed)", self.unknown)
+            format!(" (+ {} limited by a count, not timed)", plural(self.unknown, "run"))
         } else {
             String::new()
         };

@@ -1,0 +1,17 @@
+//! Entry points for coverage-guided fuzzers (feature `fuzzing`; the cargo-fuzz targets in
+//! `fuzz/`): each feeds one input to the decoders and panics on what the proptest harness
+//! (`crate::fuzz`) would report, so libFuzzer records it as a crash. Not an API.
+
+/// The control protocol's decoders: preamble, data header, frames at both limits, messages.
+pub fn control(data: &[u8]) {
+    if let Err(e) = crate::proto::fuzz::check(data) {
+        panic!("control decoders: {e}");
+    }
+}
+
+/// The HTTP server's request parser.
+pub fn http(data: &[u8]) {
+    if let Err(e) = crate::httpd::fuzz::check(data) {
+        panic!("http parser: {e}");
+    }
+}

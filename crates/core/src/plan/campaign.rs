@@ -1,0 +1,215 @@
+//! A campaign's records read back as the seeds' tables: one table per test of the plan, the
+//! varied values down, the variants across, each cell the point's headline figure with its CPU
+//! cost beside it. Built from the store's rows alone (their labels and headline columns), so a
+//! campaign shows again from the store without its plan.
+
+use crate::store::{Id, Outcome, Row};
+use serde::{Deserialize, Serialize};
+
+/// The labels a campaign's runs carry (`plan run` sets them; `results --label` selects by them).
+pub const TEST_LABEL: &str = "campaign.test";
+pub const VARIANT_LABEL: &str = "campaign.variant";
+/// The point's position in the plan's order, from 0: what `--resume` finds done.
+pub const POINT_LABEL: &str = "campaign.point";
+pub const PLAN_LABEL: &str = "campaign.plan";
+/// A varied option's value at the point: `point.length` = `64K`.
+pub const COORDINATE_PREFIX: &str = "point.";
+
+/// One cell: a point's run as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub id: Id,
+    /// The headline figure (a repeated point's mean), in the table's unit; null when unmeasured.
+    pub value: Option<f64>,
+    /// The CPU figures beside it, in the order of [`CampaignTable::cost`].
+    pub cost: Vec<Option<f64>>,
+    pub outcome: Outcome,
+}
+
+/// One row: the varied options' values, and a cell per variant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableRow {
+    pub values: Vec<String>,
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// One test of a campaign as a table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CampaignTable {
+    pub test: String,
+    /// The document kind of its runs (`tcp`, `tcp repeat`).
+    pub kind: String,
+    /// The varied options, in the order the plan varies them.
+    pub varied: Vec<String>,
+    /// The variants across; one unnamed column ("") for a test without variants.
+    pub variants: Vec<String>,
+    /// The headline figure's name and unit.
+    pub figure: String,
+    pub unit: String,
+    /// The CPU figures shown beside it: (name, unit).
+    pub cost: Vec<(String, String)>,
+    pub rows: Vec<TableRow>,
+}
+
+/// Whether a headline figure is a CPU cost shown beside the headline (the host's busy CPU).
+fn is_cost(unit: &str) -> bool {
+    unit == "% of host"
+}
+
+/// The tables of a campaign's rows (any order), tests in the order their first point ran.
+pub fn tables(rows: &[Row]) -> Vec<CampaignTable> {
+    let mut rows: Vec<&Row> = rows.iter().filter(|r| r.labels.contains_key(TEST_LABEL)).collect();
+    let point = |r: &Row| {
+        r.labels
+            .get(POINT_LABEL)
+            .and_then(|p| p.parse::<u64>().ok())
+            .unwrap_or(u64::MAX)
+    };
+    // Plan order; a point run again (`--resume`) after its earlier record.
+    rows.sort_by_key(|r| (point(r), r.id.0));
+    let mut out: Vec<CampaignTable> = Vec::new();
+    for r in rows {
+        let test = &r.labels[TEST_LABEL];
+        let varied: Vec<String> = r
+            .labels
+            .keys()
+            .filter_map(|k| k.strip_prefix(COORDINATE_PREFIX))
+            .map(str::to_string)
+            .collect();
+        let values: Vec<String> = varied
+            .iter()
+            .map(|k| r.labels[&format!("{COORDINATE_PREFIX}{k}")].clone())
+            .collect();
+        let variant = r.labels.get(VARIANT_LABEL).cloned().unwrap_or_default();
+        let at = match out.iter().position(|t| &t.test == test) {
+            Some(i) => i,
+            None => {
+                let first = r.figures.first();
+                out.push(CampaignTable {
+                    test: test.clone(),
+                    kind: r.kind.clone(),
+                    varied: varied.clone(),
+                    variants: Vec::new(),
+                    figure: first.map_or(String::new(), |f| f.name.clone()),
+                    unit: first.map_or(String::new(), |f| f.unit.clone()),
+                    cost: r
+                        .figures
+                        .iter()
+                        .filter(|f| is_cost(&f.unit))
+                        .map(|f| (f.name.clone(), f.unit.clone()))
+                        .collect(),
+                    rows: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let table = &mut out[at];
+        let column = match table.variants.iter().position(|v| *v == variant) {
+            Some(c) => c,
+            None => {
+                table.variants.push(variant);
+                for row in &mut table.rows {
+                    row.cells.push(None);
+                }
+                table.variants.len() - 1
+            }
+        };
+        let width = table.variants.len();
+        let row = match table.rows.iter().position(|x| x.values == values) {
+            Some(i) => i,
+            None => {
+                table.rows.push(TableRow {
+                    values,
+                    cells: vec![None; width],
+                });
+                table.rows.len() - 1
+            }
+        };
+        let figure = |name: &str| r.figures.iter().find(|f| f.name == name).and_then(|f| f.value);
+        let cell = Cell {
+            id: r.id,
+            value: figure(&table.figure),
+            cost: table.cost.iter().map(|(name, _)| figure(name)).collect(),
+            outcome: r.outcome,
+        };
+        // A complete run replaces an earlier one that was not; a later complete one wins.
+        let slot = &mut table.rows[row].cells[column];
+        if slot
+            .as_ref()
+            .is_none_or(|old| cell.outcome == Outcome::Complete || old.outcome != Outcome::Complete)
+        {
+            *slot = Some(cell);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Figure;
+    use std::collections::BTreeMap;
+
+    fn row(id: i64, point: u32, variant: &str, length: &str, mbit: f64, outcome: Outcome) -> Row {
+        let mut labels = BTreeMap::from([
+            (TEST_LABEL.to_string(), "send".to_string()),
+            (POINT_LABEL.to_string(), point.to_string()),
+            (format!("{COORDINATE_PREFIX}length"), length.to_string()),
+        ]);
+        if !variant.is_empty() {
+            labels.insert(VARIANT_LABEL.to_string(), variant.to_string());
+        }
+        Row {
+            id: Id(id),
+            started_unix_ms: 0,
+            stored_unix_ms: 0,
+            kind: "tcp".into(),
+            outcome,
+            targets: Vec::new(),
+            labels,
+            command: String::new(),
+            campaign: Some("c".into()),
+            linerate: String::new(),
+            figures: vec![
+                Figure {
+                    name: "receiver throughput".into(),
+                    unit: "Mbit/s".into(),
+                    value: Some(mbit),
+                },
+                Figure {
+                    name: "receiver's host CPU".into(),
+                    unit: "% of host".into(),
+                    value: Some(mbit / 100.0),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn varied_values_go_down_and_variants_across() {
+        let rows = vec![
+            row(4, 3, "B", "1M", 400.0, Outcome::Complete),
+            row(1, 0, "A", "64K", 100.0, Outcome::Complete),
+            row(2, 1, "B", "64K", 200.0, Outcome::Complete),
+            row(3, 2, "A", "1M", 300.0, Outcome::Partial),
+            row(5, 2, "A", "1M", 310.0, Outcome::Complete),
+        ];
+        let t = &tables(&rows)[0];
+        assert_eq!(t.variants, ["A", "B"]);
+        assert_eq!(t.varied, ["length"]);
+        assert_eq!((t.figure.as_str(), t.unit.as_str()), ("receiver throughput", "Mbit/s"));
+        assert_eq!(t.cost, [("receiver's host CPU".to_string(), "% of host".to_string())]);
+        let cell = |r: usize, c: usize| t.rows[r].cells[c].as_ref().map(|x| (x.id.0, x.value));
+        assert_eq!(t.rows[0].values, ["64K"]);
+        assert_eq!(
+            (cell(0, 0), cell(0, 1)),
+            (Some((1, Some(100.0))), Some((2, Some(200.0))))
+        );
+        assert_eq!(
+            cell(1, 0),
+            Some((5, Some(310.0))),
+            "the resumed complete run replaces the partial one"
+        );
+        assert_eq!(t.rows[1].cells[1].as_ref().map(|c| c.cost[0]), Some(Some(4.0)));
+    }
+}

@@ -1,0 +1,467 @@
+//! Whether an agent's report can be the answer to the test that was asked (issue 14, item 7).
+//!
+//! In: the spec, the agent's [`SideReport`], the client's own report of the same streams, and
+//! how long the run has lasted on the client's clock. Out: the largest result message the
+//! client reads for that test ([`result_limit_bytes`]) and, for a report that came, `Ok` or the
+//! one reason it cannot be true ([`ReportError`]). A report that fails is dropped whole: the
+//! run is partial and nothing (figures, advice) is built from it. [`escape_controls`] makes the
+//! text of a report that passed safe for a terminal.
+//!
+//! What is checked is what the client knows for certain: the streams the test has and which
+//! end sends on each, the number of samples a run of that length makes, and, on TCP, that no
+//! one receives more than was sent (the client's own counts on the other end).
+
+use crate::result::{Role, SideReport};
+use crate::spec::{Limit, TestSpec};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::time::Duration;
+
+/// Seconds added to the run's length before counting the intervals a report may hold: the
+/// agent's clock starts before the client's and its last samples come after the client's end.
+const SLACK_SECONDS: f64 = 30.0;
+/// The most notes a report may carry (an agent writes a handful).
+pub(crate) const MAX_NOTES: usize = 256;
+/// The most CPUs a host's samples are budgeted for (the spec's highest CPU number is 4095).
+const MAX_CORES: usize = 4096;
+/// JSON bytes budgeted: the report's fixed part (window usage, configuration, CPU) ...
+const BASE_BYTES: u64 = 2 << 20;
+/// ... per CPU of the agent's host in that part and per host timeline entry ...
+const PER_CORE_BYTES: u64 = 8 << 10;
+const PER_TIMELINE_CORE_BYTES: u64 = 2 << 10;
+const PER_TIMELINE_BYTES: u64 = 16 << 10;
+/// ... per interval sample (about 450 bytes with TCP_INFO) ...
+const PER_SAMPLE_BYTES: u64 = 1 << 10;
+/// ... and per stream: TCP is counters, rr adds two latency histograms, a UDP receiver its
+/// histograms and up to 100 000 spacing bins.
+const PER_TCP_STREAM_BYTES: u64 = 64 << 10;
+const PER_RR_STREAM_BYTES: u64 = 1 << 20;
+const PER_UDP_STREAM_BYTES: u64 = 4 << 20;
+
+/// Why an agent's report cannot be the answer to the test that was asked.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ReportError {
+    #[error("it reports {got} streams, the test has {max} per agent")]
+    TooManyStreams { got: usize, max: usize },
+    #[error("it reports stream {stream}, the test has {max} per agent")]
+    NoSuchStream { stream: u16, max: usize },
+    #[error("it reports stream {stream} twice")]
+    StreamTwice { stream: u16 },
+    #[error("it reports stream {stream} as {got}, but the agent {expected} on it")]
+    WrongRole {
+        stream: u16,
+        got: &'static str,
+        expected: &'static str,
+    },
+    #[error("it reports {got} {what}, more than the {max} a run of {seconds:.0} s makes")]
+    TooMany {
+        what: &'static str,
+        got: usize,
+        max: u64,
+        seconds: f64,
+    },
+    #[error("it reports stream {stream} with {part} figures in a {kind} test")]
+    WrongKind {
+        stream: u16,
+        part: &'static str,
+        kind: &'static str,
+    },
+    #[error("stream {stream} counts {seconds} s, more than the run lasted")]
+    BadSeconds { stream: u16, seconds: f64 },
+    #[error("its window ends ({end_ns} ns) before it starts ({start_ns} ns)")]
+    Window { start_ns: u64, end_ns: u64 },
+    #[error("it claims {agent} bytes received on stream {stream}, the client sent {client}")]
+    ReceivedMoreThanSent { stream: u16, agent: u64, client: u64 },
+    #[error("it claims {agent} bytes sent on stream {stream}, the client received {client}")]
+    SentLessThanReceived { stream: u16, agent: u64, client: u64 },
+    #[error("it claims {agent} datagrams received on stream {stream}, the client sent {client}")]
+    DatagramsMoreThanSent { stream: u16, agent: u64, client: u64 },
+    #[error("it carries {got} notes, over the limit of {max}")]
+    TooManyNotes { got: usize, max: usize },
+}
+
+/// The time limit and the seconds between interval samples of a spec (None: a count limit).
+fn timing(spec: &TestSpec) -> (Option<f64>, f64) {
+    let limit = |l: &Limit| match *l {
+        Limit::Seconds(s) => Some(s),
+        Limit::Buffers(_) => None,
+    };
+    match spec {
+        TestSpec::Tcp(t) => (limit(&t.limit), t.interval_seconds),
+        TestSpec::Udp(u) => (limit(&u.limit), u.interval_seconds),
+        TestSpec::Rr(r) => (limit(&r.limit), r.interval_seconds),
+        TestSpec::Http(h) => (Some(h.ramp_seconds + h.duration_seconds), h.interval_seconds),
+    }
+}
+
+/// How long a report may say the run lasted, seconds: the longer of the time asked for and the
+/// time the client has seen pass, plus [`SLACK_SECONDS`].
+fn run_seconds(spec: &TestSpec, elapsed: Duration) -> f64 {
+    let asked = timing(spec).0.unwrap_or(0.0);
+    asked.max(elapsed.as_secs_f64()) + SLACK_SECONDS
+}
+
+/// Intervals (per stream, and host timeline entries) a run of `seconds` makes at most.
+fn intervals_in(spec: &TestSpec, seconds: f64) -> u64 {
+    let interval = timing(spec).1;
+    if interval > 0.0 {
+        (seconds / interval).ceil() as u64 + 2
+    } else {
+        2
+    }
+}
+
+/// The largest result message, bytes, the client reads from an agent with `cores` CPUs for
+/// `spec` after `elapsed` of the run: what the test's streams, samples and host timeline can
+/// fill, never more than the protocol's [`crate::proto::frame::MAX_MESSAGE_BYTES`].
+pub(crate) fn result_limit_bytes(spec: &TestSpec, cores: usize, elapsed: Duration) -> u32 {
+    let cores = cores.clamp(1, MAX_CORES) as u64;
+    let streams = spec.streams_per_agent() as u64;
+    let per_stream = match spec {
+        TestSpec::Tcp(_) => PER_TCP_STREAM_BYTES,
+        TestSpec::Udp(_) => PER_UDP_STREAM_BYTES,
+        TestSpec::Rr(_) => PER_RR_STREAM_BYTES,
+        TestSpec::Http(_) => 0,
+    };
+    let intervals = intervals_in(spec, run_seconds(spec, elapsed));
+    let samples = (streams * intervals).min(crate::spec::MAX_INTERVAL_SAMPLES as u64);
+    let timeline = intervals.min(crate::metrics::sample::MAX_TIMELINE as u64);
+    let bytes = BASE_BYTES
+        + cores * PER_CORE_BYTES
+        + streams * per_stream
+        + samples * PER_SAMPLE_BYTES
+        + timeline * (PER_TIMELINE_BYTES + cores * PER_TIMELINE_CORE_BYTES);
+    bytes.min(u64::from(crate::proto::frame::MAX_MESSAGE_BYTES)) as u32
+}
+
+fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::Send => "sends",
+        Role::Receive => "receives",
+    }
+}
+
+/// Checks an agent's `report` against the test asked (`spec`) and the client's own report of
+/// the same streams (`client`, numbered as the agent numbers them), after `elapsed` of the run.
+pub(crate) fn check_report(
+    spec: &TestSpec,
+    report: &SideReport,
+    client: &SideReport,
+    elapsed: Duration,
+) -> Result<(), ReportError> {
+    let per_agent = spec.streams_per_agent();
+    let seconds = run_seconds(spec, elapsed);
+    if report.window_end_ns < report.window_start_ns {
+        return Err(ReportError::Window {
+            start_ns: report.window_start_ns,
+            end_ns: report.window_end_ns,
+        });
+    }
+    if report.notes.len() > MAX_NOTES {
+        return Err(ReportError::TooManyNotes {
+            got: report.notes.len(),
+            max: MAX_NOTES,
+        });
+    }
+    if report.streams.len() > per_agent {
+        return Err(ReportError::TooManyStreams {
+            got: report.streams.len(),
+            max: per_agent,
+        });
+    }
+    let mut seen = vec![false; per_agent];
+    for st in &report.streams {
+        let i = usize::from(st.stream);
+        if i >= per_agent {
+            return Err(ReportError::NoSuchStream {
+                stream: st.stream,
+                max: per_agent,
+            });
+        }
+        if std::mem::replace(&mut seen[i], true) {
+            return Err(ReportError::StreamTwice { stream: st.stream });
+        }
+        // The agent receives what flows forward (and answers rr requests as their receiver).
+        let expected = if spec.stream_flows_forward(i) {
+            Role::Receive
+        } else {
+            Role::Send
+        };
+        if st.role != expected {
+            return Err(ReportError::WrongRole {
+                stream: st.stream,
+                got: role_name(st.role),
+                expected: role_name(expected),
+            });
+        }
+        // A stream carries the figures of its test's kind only.
+        let foreign = match spec {
+            TestSpec::Tcp(_) | TestSpec::Http(_) => [
+                ("UDP", st.udp_send.is_some() || st.udp_receive.is_some()),
+                ("rr", st.rr.is_some()),
+            ],
+            TestSpec::Udp(_) => [("rr", st.rr.is_some()), ("", false)],
+            TestSpec::Rr(_) => [("UDP", st.udp_send.is_some() || st.udp_receive.is_some()), ("", false)],
+        };
+        if let Some((part, _)) = foreign.into_iter().find(|(_, present)| *present) {
+            return Err(ReportError::WrongKind {
+                stream: st.stream,
+                part,
+                kind: spec.kind(),
+            });
+        }
+        if !(st.seconds >= 0.0 && st.seconds <= seconds) {
+            return Err(ReportError::BadSeconds {
+                stream: st.stream,
+                seconds: st.seconds,
+            });
+        }
+        let mine = client.streams.iter().find(|c| c.stream == st.stream);
+        check_counts(spec, st, mine)?;
+    }
+    let intervals = intervals_in(spec, seconds);
+    let max_samples = (per_agent as u64 * intervals).min(crate::spec::MAX_INTERVAL_SAMPLES as u64);
+    let too_many = |what, got: usize, max: u64| {
+        (got as u64 > max).then_some(ReportError::TooMany {
+            what,
+            got,
+            max,
+            seconds,
+        })
+    };
+    if let Some(e) = too_many("interval samples", report.intervals.len(), max_samples) {
+        return Err(e);
+    }
+    if let Some(s) = report.intervals.iter().find(|s| usize::from(s.stream) >= per_agent) {
+        return Err(ReportError::NoSuchStream {
+            stream: s.stream,
+            max: per_agent,
+        });
+    }
+    let max_timeline = intervals.min(crate::metrics::sample::MAX_TIMELINE as u64);
+    if let Some(e) = too_many("host samples", report.timeline.len(), max_timeline) {
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// On TCP nobody receives more than was sent: the agent's counts against the client's own for
+/// the same stream. On UDP (one sender per stream) no more distinct datagrams arrive than were
+/// sent. Other kinds count transactions both ends cannot compare exactly.
+fn check_counts(
+    spec: &TestSpec,
+    agent: &crate::result::StreamReport,
+    client: Option<&crate::result::StreamReport>,
+) -> Result<(), ReportError> {
+    let Some(client) = client else { return Ok(()) };
+    let stream = agent.stream;
+    match spec {
+        TestSpec::Tcp(_) if agent.role == Role::Receive && agent.total_bytes > client.total_bytes => {
+            Err(ReportError::ReceivedMoreThanSent {
+                stream,
+                agent: agent.total_bytes,
+                client: client.total_bytes,
+            })
+        }
+        TestSpec::Tcp(_) if agent.role == Role::Send && agent.total_bytes < client.total_bytes => {
+            Err(ReportError::SentLessThanReceived {
+                stream,
+                agent: agent.total_bytes,
+                client: client.total_bytes,
+            })
+        }
+        TestSpec::Udp(u) if u.multicast.is_none() => {
+            let got = agent.udp_receive.as_ref().map(|r| r.datagrams);
+            let sent = client.udp_send.as_ref().map(|s| s.datagrams);
+            match (got, sent) {
+                (Some(got), Some(sent)) if got > sent => Err(ReportError::DatagramsMoreThanSent {
+                    stream,
+                    agent: got,
+                    client: sent,
+                }),
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `value` with every control character in its strings escaped as `\u{..}` (a peer's host
+/// name, interface names, notes), so none reaches a terminal raw; the value itself when it has
+/// none, or when it does not survive the round trip through JSON unchanged in shape.
+pub(crate) fn escape_controls<T: Serialize + DeserializeOwned>(value: T) -> T {
+    // The JSON text first (about the size the report came in): only when it may hold a control
+    // character is the value rebuilt as a tree, which takes several times that.
+    match serde_json::to_vec(&value) {
+        Ok(text) if may_hold_control(&text) => {}
+        _ => return value,
+    }
+    let Ok(mut tree) = serde_json::to_value(&value) else {
+        return value;
+    };
+    if !escape_tree(&mut tree) {
+        return value;
+    }
+    serde_json::from_value(tree).unwrap_or(value)
+}
+
+/// Whether JSON text from serde_json may hold a control character in a string: it writes those
+/// below U+0020 as `\b \f \n \r \t \u00XX` and DEL and the C1 controls (U+007F to U+009F)
+/// raw. A false alarm (an escaped backslash before an `n`) only costs the closer look.
+fn may_hold_control(json: &[u8]) -> bool {
+    json.contains(&0x7f)
+        || json.windows(2).any(|w| {
+            (w[0] == b'\\' && matches!(w[1], b'b' | b'f' | b'n' | b'r' | b't' | b'u'))
+                || (w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]))
+        })
+}
+
+/// Escapes the control characters in every string of `v`; true if any was found.
+fn escape_tree(v: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::String(s) if s.chars().any(char::is_control) => {
+            *s = s
+                .chars()
+                .flat_map(|c| {
+                    let escaped: Vec<char> = if c.is_control() {
+                        c.escape_unicode().collect()
+                    } else {
+                        vec![c]
+                    };
+                    escaped
+                })
+                .collect();
+            true
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |any, x| escape_tree(x) | any),
+        Value::Object(map) => map.values_mut().fold(false, |any, x| escape_tree(x) | any),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{ErrorCounts, SocketGrant, StreamEnd, StreamReport};
+    use crate::spec::TcpSpec;
+
+    fn stream(stream: u16, role: Role, total_bytes: u64) -> StreamReport {
+        StreamReport {
+            stream,
+            role,
+            bytes: total_bytes,
+            ops: 1,
+            seconds: 1.0,
+            total_bytes,
+            socket: SocketGrant::default(),
+            tcp: None,
+            errors: ErrorCounts::default(),
+            end: StreamEnd::Eof,
+            udp_send: None,
+            udp_receive: None,
+            rr: None,
+        }
+    }
+
+    fn report(streams: Vec<StreamReport>) -> SideReport {
+        SideReport {
+            streams,
+            ..SideReport::default()
+        }
+    }
+
+    const RUN: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn a_true_report_passes_and_forgeries_are_named() {
+        let spec = TestSpec::Tcp(TcpSpec::new());
+        let client = report(vec![stream(0, Role::Send, 1000)]);
+        assert_eq!(
+            check_report(&spec, &report(vec![stream(0, Role::Receive, 1000)]), &client, RUN),
+            Ok(())
+        );
+        let more = check_report(&spec, &report(vec![stream(0, Role::Receive, 1001)]), &client, RUN);
+        assert_eq!(
+            more.map_err(|e| e.to_string()),
+            Err("it claims 1001 bytes received on stream 0, the client sent 1000".into())
+        );
+        let extra = report(vec![stream(0, Role::Receive, 10), stream(1, Role::Receive, 10)]);
+        assert!(matches!(
+            check_report(&spec, &extra, &client, RUN),
+            Err(ReportError::TooManyStreams { got: 2, max: 1 })
+        ));
+        let role = report(vec![stream(0, Role::Send, 10)]);
+        assert!(matches!(
+            check_report(&spec, &role, &client, RUN),
+            Err(ReportError::WrongRole { .. })
+        ));
+        let mut alien = report(vec![stream(0, Role::Receive, 10)]);
+        alien.streams[0].rr = Some(crate::result::RrStreamReport::default());
+        assert_eq!(
+            check_report(&spec, &alien, &client, RUN).map_err(|e| e.to_string()),
+            Err("it reports stream 0 with rr figures in a tcp test".into())
+        );
+        let mut long = report(vec![stream(0, Role::Receive, 10)]);
+        long.streams[0].seconds = 1e9;
+        assert!(matches!(
+            check_report(&spec, &long, &client, RUN),
+            Err(ReportError::BadSeconds { .. })
+        ));
+        let mut chatty = report(vec![]);
+        chatty.notes = vec![String::new(); MAX_NOTES + 1];
+        assert!(matches!(
+            check_report(&spec, &chatty, &client, RUN),
+            Err(ReportError::TooManyNotes { .. })
+        ));
+        let mut samples = report(vec![]);
+        let sample = crate::result::IntervalSample {
+            stream: 0,
+            start_ns: 0,
+            end_ns: 1,
+            bytes: 0,
+            ops: 0,
+            tcp: None,
+        };
+        samples.intervals = vec![sample; 1000];
+        assert!(matches!(
+            check_report(&spec, &samples, &client, RUN),
+            Err(ReportError::TooMany {
+                what: "interval samples",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn the_result_limit_follows_the_test_and_stays_under_the_protocol_cap() {
+        let small = TestSpec::Tcp(TcpSpec::new());
+        let limit = result_limit_bytes(&small, 2, RUN);
+        assert!(limit > 2 << 20 && limit < 8 << 20, "{limit}");
+        let mut big = TcpSpec::new();
+        big.streams = 1024;
+        big.interval_seconds = 0.01;
+        let limit = result_limit_bytes(&TestSpec::Tcp(big), 4096, Duration::from_secs(3600));
+        assert_eq!(limit, crate::proto::frame::MAX_MESSAGE_BYTES);
+        // Time that passed raises the bound of a count-limited test.
+        let mut counted = TcpSpec::new();
+        counted.limit = Limit::Buffers(10);
+        let counted = TestSpec::Tcp(counted);
+        assert!(result_limit_bytes(&counted, 2, Duration::from_secs(600)) > result_limit_bytes(&counted, 2, RUN));
+    }
+
+    #[test]
+    fn control_characters_in_a_peers_strings_are_escaped() {
+        let mut r = report(vec![]);
+        r.io = "sys\u{1b}[2Jcall".into();
+        r.notes = vec!["fine".into(), "forged\nline".into()];
+        let safe = escape_controls(r);
+        assert_eq!(safe.io, "sys\\u{1b}[2Jcall");
+        assert_eq!(safe.notes, ["fine", "forged\\u{a}line"]);
+        let mut c1 = report(vec![]);
+        c1.io = "a\u{9b}2Jb\u{7f}".into();
+        assert_eq!(escape_controls(c1).io, "a\\u{9b}2Jb\\u{7f}");
+        let plain = report(vec![stream(0, Role::Send, 5)]);
+        assert_eq!(escape_controls(plain.clone()), plain);
+    }
+}

@@ -1,0 +1,201 @@
+//! The report page: one self-contained HTML file (inline CSS and SVG, a few lines of inline
+//! script to hide and show series; nothing fetched from anywhere) that reads without script,
+//! opens from file:// and prints. In: sections of tables and [`Figure`]s (`tables` builds them
+//! from a document); out: the page's text. The binary writes it.
+
+mod tables;
+
+use crate::figures::{Document, figures};
+use crate::plot::{Figure, escape, svg};
+pub use tables::Table;
+
+/// One block of a section, in reading order.
+// A handful per page, built once: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Block {
+    Table(Table),
+    Figure(Figure),
+    /// Preformatted text (the text report), folded away under its summary line.
+    Text {
+        summary: String,
+        text: String,
+    },
+}
+
+/// What the page shows of one source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Section {
+    /// Element id of the section: `source-1`.
+    pub id: String,
+    pub heading: String,
+    pub blocks: Vec<Block>,
+}
+
+impl Section {
+    /// The figures of this section.
+    pub fn figures(&self) -> impl Iterator<Item = &Figure> {
+        self.blocks.iter().filter_map(|b| match b {
+            Block::Figure(f) => Some(f),
+            _ => None,
+        })
+    }
+}
+
+/// The section for `doc`, the `n`-th (from 1) of `of` sources named `name`. With several
+/// sources, figure ids are prefixed `sN-` so they stay unique in the page.
+pub fn section(doc: &Document, name: &str, n: usize, of: usize) -> Section {
+    let mut blocks = tables::blocks(doc);
+    let mut figs = figures(doc);
+    if of > 1 {
+        for f in &mut figs {
+            f.id = format!("s{n}-{}", f.id);
+        }
+    }
+    // The tables first, then the figures, then the text report.
+    let text = blocks.pop();
+    blocks.extend(figs.into_iter().map(Block::Figure));
+    blocks.extend(text);
+    Section {
+        id: format!("source-{n}"),
+        heading: format!("{}: {name}", doc.test()),
+        blocks,
+    }
+}
+
+const CSS: &str = "\
+body{font-family:sans-serif;margin:1.5em auto;max-width:760px;color:#111;line-height:1.35}
+h1{font-size:1.4em}h2{font-size:1.2em;border-bottom:1px solid #999;margin-top:2em}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.85em}
+caption{text-align:left;font-weight:bold;padding:.3em 0}
+th,td{border:1px solid #bbb;padding:.15em .5em;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#eee;text-align:left}
+figure{margin:1em 0;break-inside:avoid}figcaption{font-size:.85em;color:#333;max-width:720px}
+svg{max-width:100%;height:auto}.legend-item{cursor:pointer}
+pre{font-size:.75em;overflow-x:auto;background:#f6f6f6;padding:.5em}
+@media print{body{max-width:none;margin:0}h2{break-after:avoid}table,figure{break-inside:avoid}
+.legend-item{cursor:default}pre{white-space:pre-wrap}details{display:none}}
+";
+
+/// Clicking a legend entry hides or shows its series; the page reads the same without it.
+const SCRIPT: &str = "document.addEventListener('click',function(e){var g=e.target.closest&&e.target.closest('.legend-item');if(!g)return;var s=document.getElementById(g.getAttribute('data-series'));if(!s)return;var off=s.style.display==='none';s.style.display=off?'':'none';g.style.opacity=off?'1':'0.35';});";
+
+/// The whole page over `sections`.
+pub fn page(title: &str, sections: &[Section]) -> String {
+    let mut o = String::with_capacity(64 * 1024);
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    o.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+    // Nothing may be fetched: no scripts, styles, images or frames from anywhere else.
+    o.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">");
+    o.push_str(&format!(
+        "<title>{}</title><style>{CSS}</style></head><body>\n",
+        escape(title)
+    ));
+    o.push_str(&format!("<h1>{}</h1>\n", escape(title)));
+    if sections.len() > 1 {
+        o.push_str("<nav><ul>");
+        for s in sections {
+            o.push_str(&format!(
+                "<li><a href=\"#{}\">{}</a></li>",
+                escape(&s.id),
+                escape(&s.heading)
+            ));
+        }
+        o.push_str("</ul></nav>\n");
+    }
+    for s in sections {
+        o.push_str(&format!(
+            "<section id=\"{}\"><h2>{}</h2>\n",
+            escape(&s.id),
+            escape(&s.heading)
+        ));
+        for b in &s.blocks {
+            match b {
+                Block::Table(t) => o.push_str(&t.html()),
+                Block::Figure(f) => {
+                    o.push_str(&format!(
+                        "<figure>{}<figcaption>{}</figcaption></figure>\n",
+                        svg::render(f),
+                        escape(&f.description)
+                    ));
+                }
+                Block::Text { summary, text } => o.push_str(&format!(
+                    "<details><summary>{}</summary><pre>{}</pre></details>\n",
+                    escape(summary),
+                    escape(text)
+                )),
+            }
+        }
+        o.push_str("</section>\n");
+    }
+    o.push_str(&format!(
+        "<p><small>Made by linerate {} from the documents named above; 1 Mbit = 10<sup>6</sup> bits.</small></p>",
+        escape(linerate_core::VERSION)
+    ));
+    o.push_str(&format!("<script>{SCRIPT}</script></body></html>\n"));
+    o
+}
+
+/// Every figure of `figs` as one SVG file: each figure's own `<svg>` stacked in an outer one.
+pub fn svg_file(figs: &[&Figure]) -> String {
+    let mut y = 0.0;
+    let mut body = String::new();
+    for f in figs {
+        let inner = svg::render(f);
+        // Place each figure by rewriting its root's opening tag with a y offset.
+        body.push_str(&inner.replacen("<svg ", &format!("<svg y=\"{y}\" "), 1));
+        y += svg::height(f);
+    }
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{y}\" viewBox=\"0 0 {w} {y}\">{body}</svg>\n",
+        w = svg::WIDTH
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plot::{Axis, Point, Series, Style};
+
+    fn fig(id: &str) -> Figure {
+        let mut f = Figure::new(id, "A <title>", Axis::linear("x", "s"), Axis::linear("y", "Mbit/s"));
+        f.series.push(Series::new(
+            "s",
+            Style::Line,
+            vec![Point::xy(0.0, 1.0), Point::xy(1.0, 2.0)],
+        ));
+        f
+    }
+
+    #[test]
+    fn the_page_fetches_nothing_and_escapes_its_text() {
+        let s = Section {
+            id: "source-1".into(),
+            heading: "tcp: <x>.json".into(),
+            blocks: vec![
+                Block::Figure(fig("fig-a")),
+                Block::Text {
+                    summary: "text".into(),
+                    text: "</pre><script>".into(),
+                },
+            ],
+        };
+        let html = page("Report & more", &[s]);
+        assert!(html.contains("<title>Report &amp; more</title>"));
+        assert!(html.contains("tcp: &lt;x&gt;.json"));
+        assert!(html.contains("&lt;/pre&gt;&lt;script&gt;"));
+        assert!(html.contains("id=\"fig-a\""));
+        for fetch in ["src=", "href=\"http", "url(http", "@import", "<link"] {
+            assert!(!html.contains(fetch), "{fetch}");
+        }
+    }
+
+    #[test]
+    fn an_svg_file_stacks_the_figures() {
+        let (a, b) = (fig("fig-a"), fig("fig-b"));
+        let s = svg_file(&[&a, &b]);
+        assert!(s.contains("<svg y=\"0\" xmlns"));
+        assert!(s.contains(&format!("<svg y=\"{}\" xmlns", svg::height(&a))));
+        assert!(s.contains("id=\"fig-b\""));
+    }
+}

@@ -1,0 +1,112 @@
+//! A figure's series as CSV: one row per point, headed with each column's quantity and unit
+//! (`time (s)`, `throughput (Mbit/s)`), numbers written in full (Rust's shortest round-trip
+//! form) so they read back as the document's own values.
+
+use super::{Figure, Series};
+use std::fmt::Write;
+
+/// The CSV of `fig`: `series,X,Y` and, when any point has them, `X end`, `Y low`, `Y high`
+/// (error bars); series on the right axis have their values in a `Y2` column instead.
+pub fn render(fig: &Figure) -> String {
+    let bins = fig.series.iter().any(|s| s.points.iter().any(|p| p.x_end.is_some()));
+    let errors = fig.series.iter().any(|s| s.points.iter().any(|p| p.error.is_some()));
+    let mut out = String::new();
+    let mut head = vec!["series".to_string(), field(&fig.x.title())];
+    if bins {
+        head.push(field(&format!("{} end", fig.x.title())));
+    }
+    head.push(field(&fig.y.title()));
+    if let Some(y2) = &fig.y2 {
+        head.push(field(&y2.title()));
+    }
+    if errors {
+        head.push(field(&format!("{} low", fig.y.title())));
+        head.push(field(&format!("{} high", fig.y.title())));
+    }
+    out.push_str(&head.join(","));
+    out.push('\n');
+    for s in &fig.series {
+        rows(&mut out, fig, s, bins, errors);
+    }
+    out
+}
+
+fn rows(out: &mut String, fig: &Figure, s: &Series, bins: bool, errors: bool) {
+    for p in &s.points {
+        let _ = write!(out, "{},{}", field(&s.name), p.x);
+        if bins {
+            let _ = write!(out, ",{}", p.x_end.map(|v| v.to_string()).unwrap_or_default());
+        }
+        let (left, right) = if s.right && fig.y2.is_some() {
+            (String::new(), p.y.to_string())
+        } else {
+            (p.y.to_string(), String::new())
+        };
+        let _ = write!(out, ",{left}");
+        if fig.y2.is_some() {
+            let _ = write!(out, ",{right}");
+        }
+        if errors {
+            let (lo, hi) = p
+                .error
+                .map_or((String::new(), String::new()), |(a, b)| (a.to_string(), b.to_string()));
+            let _ = write!(out, ",{lo},{hi}");
+        }
+        out.push('\n');
+    }
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plot::{Axis, Point, Style};
+
+    #[test]
+    fn columns_carry_units_and_values_read_back() {
+        let mut f = Figure::new(
+            "fig-t",
+            "T",
+            Axis::linear("time", "s"),
+            Axis::linear("throughput", "Mbit/s"),
+        );
+        f.series
+            .push(Series::new("stream 0", Style::Line, vec![Point::xy(1.0, 0.1 + 0.2)]));
+        f.series
+            .push(Series::new("a, \"b\"", Style::Line, vec![Point::xy(2.0, 3.5)]));
+        let csv = render(&f);
+        let mut lines = csv.lines();
+        assert_eq!(lines.next(), Some("series,time (s),throughput (Mbit/s)"));
+        let row: Vec<&str> = lines.next().expect("row").split(',').collect();
+        assert_eq!(row[2].parse::<f64>().expect("number"), 0.1 + 0.2);
+        assert_eq!(lines.next(), Some("\"a, \"\"b\"\"\",2,3.5"));
+    }
+
+    #[test]
+    fn bins_and_the_right_axis_get_their_own_columns() {
+        let mut f = Figure::new(
+            "fig-h",
+            "H",
+            Axis::linear("delay", "µs"),
+            Axis::linear("count", "datagrams"),
+        );
+        f.y2 = Some(Axis::linear("users", "users"));
+        f.series
+            .push(Series::new("bins", Style::Bars, vec![Point::bar(0.0, 1.5, 7.0)]));
+        f.series
+            .push(Series::new("users", Style::Line, vec![Point::xy(1.0, 4.0)]).on_right());
+        let csv = render(&f);
+        assert_eq!(
+            csv,
+            "series,delay (µs),delay (µs) end,count (datagrams),users (users)\nbins,0,1.5,7,\nusers,1,,,4\n"
+        );
+    }
+}

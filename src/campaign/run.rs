@@ -1,0 +1,369 @@
+//! `linerate plan run FILE`: every point of a plan run as its own `linerate` command (the same
+//! binary, the command line `plan check --commands` prints, plus the campaign's labels), so a
+//! point is measured, stored and cut short exactly as a command typed by hand would be. The
+//! campaign watches: a progress bar with points and runs done, elapsed time and ETA, and the
+//! current point's live line; each run is stored as it ends; Ctrl-C lets the current point
+//! store what it measured and stops; `--resume ID` runs only what is missing; at the end the
+//! campaign's tables are printed from the store.
+
+use super::{ReadyPoint, load, shell_words};
+use crate::cli::common::DbArgs;
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use linerate_core::plan::campaign::{COORDINATE_PREFIX, PLAN_LABEL, POINT_LABEL, TEST_LABEL, VARIANT_LABEL, tables};
+use linerate_core::plan::{Plan, Point};
+use linerate_core::store::{Filter, Outcome, Store};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a plan's setup or teardown command may take.
+const COMMAND_LIMIT: Duration = Duration::from_secs(300);
+
+/// `plan run`.
+pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyhow::Result<ExitCode> {
+    let (plan, ready) = match load(file, quick) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("linerate: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let db_path = db.path()?;
+    let store = Store::open(&db_path).with_context(|| format!("the results database {}", db_path.display()))?;
+    let (id, done) = match resume {
+        None => (campaign_id(&plan.name), Vec::new()),
+        Some(id) => (id.to_string(), finished_points(&store, id, &plan.name)?),
+    };
+    drop(store);
+    let interrupt = crate::interrupt_flag()?;
+    let todo: Vec<usize> = (0..ready.len()).filter(|i| !done.contains(i)).collect();
+    eprintln!(
+        "campaign {id}: plan '{}', {} of {} points to run{}",
+        plan.name,
+        todo.len(),
+        ready.len(),
+        if quick { " (quick)" } else { "" }
+    );
+    run_commands(&plan.setup, "setup")?;
+    let estimate: Vec<f64> = ready.iter().map(|(_, r)| r.estimate_seconds()).collect();
+    let total: f64 = todo.iter().map(|&i| estimate[i]).sum();
+    let bar = ProgressBar::with_draw_target(Some(todo.len() as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{bar:24} {pos}/{len} points, {msg}").expect("a fixed template is valid"),
+    );
+    let started = Instant::now();
+    let mut counted = Counted::default();
+    let mut estimated_done = 0.0;
+    let mut current_test = None;
+    for &i in &todo {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let (point, r) = &ready[i];
+        let test = &plan.tests[point.test];
+        if current_test != Some(point.test) {
+            if let Some(t) = current_test {
+                bar.suspend(|| run_commands(&plan.tests[t].teardown, "teardown"))?;
+            }
+            bar.suspend(|| run_commands(&test.setup, "setup"))?;
+            current_test = Some(point.test);
+        }
+        let what = describe(&plan, point);
+        let eta = |done: f64| {
+            let elapsed = started.elapsed().as_secs_f64();
+            let left = if done > 0.0 {
+                elapsed / done * (total - done)
+            } else {
+                total
+            };
+            format!(
+                "{}, ETA {}",
+                super::duration_text(elapsed),
+                super::duration_text(left.max(0.0))
+            )
+        };
+        bar.set_message(format!("{what}; {}", eta(estimated_done)));
+        let outcome = run_point(&plan, &id, i, point, r, db_path.as_path(), &bar, &what)?;
+        estimated_done += estimate[i];
+        counted.add(&outcome);
+        bar.inc(1);
+        let line = match &outcome {
+            PointOutcome::Stored { id: rid, status } => format!("{what}: stored as #{rid}{}", status_words(*status)),
+            PointOutcome::NotStored { status, last } => format!(
+                "{what}: not stored{} {}",
+                status_words(*status),
+                last.as_deref().unwrap_or("")
+            ),
+        };
+        bar.suspend(|| eprintln!("{line}"));
+    }
+    if let Some(t) = current_test {
+        run_commands(&plan.tests[t].teardown, "teardown")?;
+    }
+    bar.finish_and_clear();
+    run_commands(&plan.teardown, "teardown")?;
+    if counted.stored > 0 || !done.is_empty() {
+        show_tables(&db_path, &id)?;
+    }
+    let stopped = interrupt.load(Ordering::Relaxed);
+    eprintln!(
+        "campaign {id}: {} points run ({} complete, {} partial, {} failed) in {}{}",
+        counted.run,
+        counted.complete,
+        counted.partial,
+        counted.failed,
+        super::duration_text(started.elapsed().as_secs_f64()),
+        if stopped {
+            format!(
+                "; stopped: resume with `linerate plan run {} --resume {id}`",
+                file.display()
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(if stopped || counted.partial > 0 {
+        ExitCode::from(crate::finish::EXIT_PARTIAL)
+    } else if counted.failed > 0 {
+        ExitCode::from(crate::finish::EXIT_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `plan show ID`: the campaign's tables again, from the store.
+pub fn show(id: &str, json: bool, db: &DbArgs) -> anyhow::Result<ExitCode> {
+    let path = db.path()?;
+    if json {
+        let store = Store::open_read(&path).with_context(|| format!("the results database {}", path.display()))?;
+        let rows = store.list(&campaign_filter(id))?;
+        anyhow::ensure!(!rows.is_empty(), "no campaign '{id}' in {}", path.display());
+        let doc = serde_json::json!({
+            "linerate": env!("CARGO_PKG_VERSION"),
+            "schema": linerate_core::result::SCHEMA,
+            "test": "campaign",
+            "campaign": id,
+            "tables": tables(&rows),
+        });
+        crate::print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    show_tables(&path, id)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn campaign_filter(id: &str) -> Filter {
+    Filter {
+        campaign: Some(id.to_string()),
+        ..Filter::default()
+    }
+}
+
+fn show_tables(path: &Path, id: &str) -> anyhow::Result<()> {
+    let store = Store::open_read(path).with_context(|| format!("the results database {}", path.display()))?;
+    let rows = store.list(&campaign_filter(id))?;
+    anyhow::ensure!(!rows.is_empty(), "no campaign '{id}' in {}", path.display());
+    crate::print_text(&linerate_report::campaign::text(id, &tables(&rows)))
+}
+
+/// A campaign's id: the plan's name and the start time, short enough to type.
+fn campaign_id(plan: &str) -> String {
+    let name: String = plan
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = name.trim_matches('-');
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut n = secs;
+    let mut stamp = String::new();
+    while n > 0 {
+        stamp.insert(0, char::from_digit((n % 36) as u32, 36).unwrap_or('0'));
+        n /= 36;
+    }
+    format!("{}-{stamp}", if name.is_empty() { "plan" } else { name })
+}
+
+/// The points of campaign `id` already stored complete; refuses another plan's campaign.
+fn finished_points(store: &Store, id: &str, plan: &str) -> anyhow::Result<Vec<usize>> {
+    let rows = store.list(&campaign_filter(id))?;
+    anyhow::ensure!(
+        !rows.is_empty(),
+        "no campaign '{id}' to resume in {}",
+        store.path().display()
+    );
+    if let Some(other) = rows
+        .iter()
+        .filter_map(|r| r.labels.get(PLAN_LABEL))
+        .find(|p| *p != plan)
+    {
+        anyhow::bail!("campaign '{id}' ran plan '{other}', not '{plan}'");
+    }
+    Ok(rows
+        .iter()
+        .filter(|r| r.outcome == Outcome::Complete)
+        .filter_map(|r| r.labels.get(POINT_LABEL)?.parse().ok())
+        .collect())
+}
+
+/// `send length=64K variant B`.
+fn describe(plan: &Plan, point: &Point) -> String {
+    let test = &plan.tests[point.test];
+    let mut s = test.name.clone();
+    for (option, value) in &point.coordinates {
+        s += &format!(" {option}={value}");
+    }
+    if let Some(v) = point.variant {
+        s += &format!(" variant {}", test.variants[v].name);
+    }
+    s
+}
+
+fn status_words(status: Option<i32>) -> &'static str {
+    match status {
+        Some(0) => "",
+        Some(3) => " (partial)",
+        Some(4) => " (failed: nothing measured)",
+        Some(1) => " (setup error)",
+        _ => " (ended abnormally)",
+    }
+}
+
+enum PointOutcome {
+    Stored { id: i64, status: Option<i32> },
+    NotStored { status: Option<i32>, last: Option<String> },
+}
+
+#[derive(Default)]
+struct Counted {
+    run: u32,
+    stored: u32,
+    complete: u32,
+    partial: u32,
+    failed: u32,
+}
+
+impl Counted {
+    fn add(&mut self, o: &PointOutcome) {
+        self.run += 1;
+        if let PointOutcome::Stored { .. } = o {
+            self.stored += 1;
+        }
+        let status = match o {
+            PointOutcome::Stored { status, .. } | PointOutcome::NotStored { status, .. } => *status,
+        };
+        match status {
+            Some(0) => self.complete += 1,
+            Some(3) => self.partial += 1,
+            _ => self.failed += 1,
+        }
+    }
+}
+
+/// Runs one point as a child `linerate`, its live lines shown in the bar, its id read from its
+/// last line.
+#[allow(clippy::too_many_arguments)]
+fn run_point(
+    plan: &Plan,
+    campaign: &str,
+    index: usize,
+    point: &Point,
+    ready: &ReadyPoint,
+    db: &Path,
+    bar: &ProgressBar,
+    what: &str,
+) -> anyhow::Result<PointOutcome> {
+    let test = &plan.tests[point.test];
+    let mut args: Vec<String> = ready.argv[1..].to_vec();
+    let mut label = |k: &str, v: &str| args.extend(["--label".to_string(), format!("{k}={v}")]);
+    label(PLAN_LABEL, &plan.name);
+    label(TEST_LABEL, &test.name);
+    label(POINT_LABEL, &index.to_string());
+    if let Some(v) = point.variant {
+        label(VARIANT_LABEL, &test.variants[v].name);
+    }
+    for (option, value) in &point.coordinates {
+        label(
+            &format!("{COORDINATE_PREFIX}{}", option.replace('_', "-")),
+            &value.to_string(),
+        );
+    }
+    args.extend(["--campaign".to_string(), campaign.to_string()]);
+    args.extend(["--db".to_string(), db.display().to_string()]);
+    let exe = std::env::current_exe().context("finding this linerate binary")?;
+    let mut child = Command::new(exe)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {}", shell_words(&ready.argv)))?;
+    let last_error = Arc::new(Mutex::new(None::<String>));
+    let stderr = child.stderr.take().map(|e| {
+        let last_error = Arc::clone(&last_error);
+        std::thread::spawn(move || {
+            for line in BufReader::new(e).lines().map_while(Result::ok) {
+                if line.starts_with("linerate:") {
+                    *last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(line);
+                }
+            }
+        })
+    });
+    let mut stored = None;
+    if let Some(out) = child.stdout.take() {
+        // Bounded line reads: a child's line is ours, but a runaway one must not grow a buffer.
+        for line in BufReader::new(out.take(64 << 20)).lines().map_while(Result::ok) {
+            if let Some(id) = line.strip_prefix("stored as #") {
+                stored = id.trim().parse::<i64>().ok();
+            } else if !line.trim().is_empty() {
+                let live: String = line.trim().chars().take(70).collect();
+                bar.set_message(format!("{what}: {live}"));
+            }
+        }
+    }
+    let status = child.wait().context("waiting for a point's run")?.code();
+    if let Some(t) = stderr {
+        let _ = t.join();
+    }
+    let last = last_error.lock().unwrap_or_else(|p| p.into_inner()).take();
+    Ok(match stored {
+        Some(id) => PointOutcome::Stored { id, status },
+        None => PointOutcome::NotStored { status, last },
+    })
+}
+
+/// A plan's setup or teardown commands, one after another (`sh -c`), each bounded.
+fn run_commands(commands: &[String], what: &str) -> anyhow::Result<()> {
+    for c in commands {
+        let mut child = Command::new("sh")
+            .args(["-c", c])
+            .stdin(Stdio::null())
+            .spawn()
+            .with_context(|| format!("{what} `{c}`"))?;
+        let started = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait()? {
+                break s;
+            }
+            if started.elapsed() > COMMAND_LIMIT {
+                let _ = child.kill();
+                let _ = child.wait();
+                anyhow::bail!("{what} `{c}` ran past {} s and was stopped", COMMAND_LIMIT.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        anyhow::ensure!(status.success(), "{what} `{c}` failed ({status})");
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! `linerate report`: loads each source, builds its section of figures and tables (the report
+//! crate), and writes the page, the SVG files and the CSV files asked for; prints each path.
+//!
+//! A source is a JSON document today; the results store's ids (and campaign ids, `A..B`
+//! comparisons) become more [`Source`] variants that load into a [`Document`].
+
+use crate::cli::report::ReportArgs;
+use anyhow::{Context, bail};
+use linerate_report::figures::Document;
+use linerate_report::html::{self, Section};
+use linerate_report::plot;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Where a document comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A JSON document as `--json` wrote it.
+    File(PathBuf),
+}
+
+impl Source {
+    /// What the user named: a file path (a store id will be told apart here).
+    pub fn parse(arg: &str) -> Source {
+        Source::File(PathBuf::from(arg))
+    }
+
+    /// How the page names it.
+    pub fn name(&self) -> String {
+        match self {
+            Source::File(p) => p
+                .file_name()
+                .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        }
+    }
+
+    pub fn load(&self) -> anyhow::Result<Document> {
+        match self {
+            Source::File(p) => {
+                let text = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+                Document::parse(&text).with_context(|| format!("{}", p.display()))
+            }
+        }
+    }
+}
+
+/// What to write, checked before anything is read.
+enum Output {
+    Html(PathBuf),
+    Svg(PathBuf),
+}
+
+pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let output = match &args.output {
+        Some(p) => match p
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("html" | "htm") => Some(Output::Html(p.clone())),
+            Some("svg") => Some(Output::Svg(p.clone())),
+            _ => bail!("-o {}: give a file ending in .html or .svg", p.display()),
+        },
+        None => None,
+    };
+    if output.is_none() && args.svg.is_none() && args.csv.is_none() {
+        bail!("nothing to write: give -o FILE.html, -o FILE.svg, --svg DIR or --csv DIR");
+    }
+    let sources: Vec<Source> = args.sources.iter().map(|s| Source::parse(s)).collect();
+    let mut sections = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        let doc = s.load()?;
+        sections.push(html::section(&doc, &s.name(), i + 1, sources.len()));
+    }
+    let figures: Vec<&plot::Figure> = sections.iter().flat_map(Section::figures).collect();
+    let mut written = Vec::new();
+    match &output {
+        Some(Output::Html(p)) => {
+            let title = format!(
+                "linerate report: {}",
+                sources.iter().map(Source::name).collect::<Vec<_>>().join(", ")
+            );
+            write(p, &html::page(&title, &sections))?;
+            written.push(p.clone());
+        }
+        Some(Output::Svg(p)) => {
+            if figures.is_empty() {
+                bail!("the sources have nothing to plot");
+            }
+            write(p, &html::svg_file(&figures))?;
+            written.push(p.clone());
+        }
+        None => {}
+    }
+    for (dir, ext) in [(&args.svg, "svg"), (&args.csv, "csv")] {
+        let Some(dir) = dir else { continue };
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for f in &figures {
+            let path = dir.join(format!("{}.{ext}", f.id));
+            let text = if ext == "svg" {
+                plot::svg::render(f) + "\n"
+            } else {
+                plot::csv::render(f)
+            };
+            write(&path, &text)?;
+            written.push(path);
+        }
+    }
+    for p in written {
+        println!("{}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}

@@ -1,0 +1,307 @@
+//! Malicious agents against the client (issue 14, items 7, 8 and 9): a fake agent in the test
+//! speaks the real protocol (preambles, length-prefixed JSON written with serde_json) and lies:
+//! a result too large for the test, a forged one, a 100 MB error text full of escape
+//! sequences, no challenge to a client that holds a secret, a proof that is not one.
+
+use crate::util::*;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(60);
+/// What `linerate tcp -n 5` sends: five buffers of 128 KiB.
+const SENT_BYTES: u64 = 5 * 131_072;
+
+/// What the fake agent does after the client's `start`, or instead of accepting the test.
+#[derive(Clone)]
+enum Lie {
+    /// A report of what it really received, plus `extra_bytes`.
+    Report { extra_bytes: u64 },
+    /// A result whose length prefix says this many bytes; then bytes until the client leaves.
+    Huge { len: u32 },
+    /// An error of this text in place of `accepted`.
+    ErrorText(String),
+    /// A challenge, and an `auth_ok` whose proof is zeros.
+    BadProof,
+}
+
+fn write_frame(s: &mut TcpStream, v: &Value) -> std::io::Result<()> {
+    let body = serde_json::to_vec(v).expect("json");
+    s.write_all(&(body.len() as u32).to_be_bytes())?;
+    s.write_all(&body)
+}
+
+/// The next message from the client; an error when it left (as a refusing client does).
+fn read_frame(s: &mut TcpStream) -> std::io::Result<Value> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len)?;
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body)?;
+    Ok(serde_json::from_slice(&body).expect("the client sends JSON"))
+}
+
+/// An agent's report for a one-stream TCP test, receiving `bytes`.
+fn report(bytes: u64) -> Value {
+    json!({
+        "window_start_ns": 0, "window_end_ns": 1_000_000_000u64,
+        "streams": [{
+            "stream": 0, "role": "receive", "bytes": bytes, "ops": 5, "seconds": 1.0,
+            "total_bytes": bytes,
+            "socket": {"sndbuf_bytes": null, "rcvbuf_bytes": null, "mss_bytes": null,
+                       "congestion": null, "nodelay": false},
+            "tcp": null, "errors": {"resets": 0, "other": 0}, "end": "eof"
+        }],
+        "intervals": [],
+        "cpu": {"host_percent": null, "process_percent_of_host": null,
+                "process_user_seconds": 0.0, "process_system_seconds": 0.0},
+        "io": "syscall", "partial": false, "notes": []
+    })
+}
+
+/// One control session of the fake agent, as the script `lie` says.
+fn control(mut s: TcpStream, lie: &Lie, received: &mpsc::Receiver<u64>) -> std::io::Result<()> {
+    let mut preamble = [0u8; 8];
+    s.read_exact(&mut preamble)?;
+    // The preamble of protocol 3 (docs/protocol.md).
+    s.write_all(b"LNRT\x00\x03\x00\x00")?;
+    let challenge = matches!(lie, Lie::BadProof).then(|| "ab".repeat(32));
+    write_frame(
+        &mut s,
+        &json!({"type": "hello", "software": "fake", "challenge": challenge}),
+    )?;
+    if challenge.is_some() {
+        assert_eq!(read_frame(&mut s)?["type"], "auth");
+        write_frame(&mut s, &json!({"type": "auth_ok", "mac": "00".repeat(32)}))?;
+        return Ok(());
+    }
+    assert_eq!(read_frame(&mut s)?["type"], "request");
+    if let Lie::ErrorText(text) = lie {
+        return write_frame(&mut s, &json!({"type": "error", "kind": "failed", "message": text}));
+    }
+    let host = json!({"hostname": "fake", "kernel": "6.0", "os": null, "cpu_model": null, "cores": 2});
+    write_frame(
+        &mut s,
+        &json!({"type": "accepted", "cookie": "11".repeat(16), "host": host}),
+    )?;
+    assert_eq!(read_frame(&mut s)?["type"], "start");
+    write_frame(&mut s, &json!({"type": "started"}))?;
+    match lie {
+        Lie::Report { extra_bytes } => {
+            let got = received.recv_timeout(LIMIT).expect("the data connection ended");
+            write_frame(&mut s, &json!({"type": "result", "report": report(got + extra_bytes)}))
+        }
+        Lie::Huge { len } => {
+            received.recv_timeout(LIMIT).expect("the data connection ended");
+            s.write_all(&len.to_be_bytes())?;
+            let chunk = vec![b' '; 1 << 20];
+            // The client should leave at the prefix: a write then fails and ends this.
+            for _ in 0..(*len >> 20) {
+                s.write_all(&chunk)?;
+            }
+            Ok(())
+        }
+        Lie::ErrorText(_) | Lie::BadProof => unreachable!("handled above"),
+    }
+}
+
+/// Reads a data connection's header and then everything, and says how many bytes came.
+fn data(mut s: TcpStream, received: &mpsc::Sender<u64>) {
+    let mut header = [0u8; 24];
+    if s.read_exact(&mut header).is_err() {
+        return;
+    }
+    let mut sink = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    while let Ok(n) = s.read(&mut sink) {
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+    }
+    let _ = received.send(total);
+}
+
+/// A fake agent on 127.0.0.1 that serves connections until the test ends (its thread stops
+/// with the listener when nothing connects for `LIMIT`).
+fn fake_agent(lie: Lie) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    listener.set_nonblocking(true).expect("nonblocking");
+    std::thread::spawn(move || {
+        let (tx, rx) = mpsc::channel();
+        let mut rx = Some(rx);
+        let mut last = Instant::now();
+        while last.elapsed() < LIMIT {
+            let Ok((s, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            last = Instant::now();
+            s.set_nonblocking(false).expect("blocking");
+            s.set_read_timeout(Some(LIMIT)).expect("timeout");
+            // Both kinds of connection open with four bytes of magic from the client.
+            let mut magic = [0u8; 4];
+            let until = Instant::now() + Duration::from_secs(5);
+            while s.peek(&mut magic).is_ok_and(|n| n > 0 && n < 4) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if &magic == b"LNRD" {
+                let tx = tx.clone();
+                std::thread::spawn(move || data(s, &tx));
+            } else if let Some(rx) = rx.take() {
+                let lie = lie.clone();
+                std::thread::spawn(move || {
+                    let _ = control(s, &lie, &rx);
+                });
+            }
+        }
+    });
+    addr
+}
+
+/// `linerate tcp ADDR -n 5 --json EXTRA` with `secret` in LINERATE_SECRET (or none).
+fn client(addr: &str, extra: &[&str], secret: Option<&str>) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["tcp", addr, "-n", "5", "--json"]).args(extra);
+    match secret {
+        Some(s) => cmd.env("LINERATE_SECRET", s),
+        None => cmd.env_remove("LINERATE_SECRET"),
+    };
+    cmd
+}
+
+fn notes(v: &Value) -> String {
+    v["notes"].as_array().map(|n| format!("{n:?}")).unwrap_or_default()
+}
+
+#[test]
+fn issue_14_a_forged_result_is_refused_and_nothing_is_built_from_it() {
+    let addr = fake_agent(Lie::Report {
+        extra_bytes: 1_000_000_000,
+    });
+    let out = run_bounded(&mut client(&addr, &[], None), LIMIT);
+    let v = json_with_status(&out, 3);
+    let n = notes(&v);
+    assert!(
+        n.contains(&format!(
+            "result refused: it claims {} bytes received on stream 0, the client sent {SENT_BYTES}",
+            SENT_BYTES + 1_000_000_000
+        )),
+        "{n}"
+    );
+    assert!(v["partial"] == true, "a refused result makes the run partial");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let forged = (SENT_BYTES + 1_000_000_000).to_string();
+    assert_eq!(
+        text.matches(&forged).count(),
+        1,
+        "the forged figure is only in the note: {text}"
+    );
+    assert_eq!(u(&v, "/summary/sent/bytes"), SENT_BYTES);
+}
+
+#[test]
+fn issue_14_an_oversized_result_is_refused_at_its_length_with_memory_bounded() {
+    // 120 MB: under the protocol's 128 MiB cap, far over what one stream for a moment can fill.
+    let addr = fake_agent(Lie::Huge { len: 120_000_000 });
+    let child = client(&addr, &[], None)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let status = format!("/proc/{}/status", child.id());
+    let (tx, rx) = mpsc::channel();
+    // Peak resident memory while it runs (VmHWM is gone once it has exited).
+    std::thread::spawn(move || {
+        let mut peak_kb = 0u64;
+        while let Ok(text) = std::fs::read_to_string(&status) {
+            if let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak_kb = peak_kb.max(kb);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = tx.send(peak_kb);
+    });
+    let out = wait_bounded(child, LIMIT);
+    let v = json_with_status(&out, 3);
+    let n = notes(&v);
+    assert!(n.contains("control message of 120000000 bytes exceeds the"), "{n}");
+    let peak_kb = rx.recv_timeout(LIMIT).expect("the RSS watcher ends");
+    assert!(peak_kb < 100_000, "the client's peak RSS was {peak_kb} kB");
+}
+
+#[test]
+fn issue_14_a_100_mb_error_text_reaches_stderr_cut_and_escaped() {
+    // 500 kB is read (under the 1 MiB a client reads before the result) and cut and escaped;
+    // 100 MB is refused from its length prefix. Either way stderr is one short line.
+    for len in [500_000, 100_000_000] {
+        let mut text = String::with_capacity(len + 4096);
+        text.push_str("\u{1b}[2J\nlinerate: forged line\n");
+        while text.len() < len {
+            text.push_str("\u{1b}[31m");
+            text.push_str(&"flood ".repeat(170));
+        }
+        let addr = fake_agent(Lie::ErrorText(text));
+        let out = run_bounded(&mut client(&addr, &[], None), LIMIT);
+        assert!(!out.status.success());
+        assert!(out.stderr.len() < 4096, "{} bytes of stderr", out.stderr.len());
+        assert!(!out.stderr.contains(&0x1b), "an escape byte reached stderr");
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        if len < 1 << 20 {
+            assert!(
+                err.contains("test failed: \\u{1b}[2J\\u{a}linerate: forged line"),
+                "{err}"
+            );
+        } else {
+            assert!(err.contains("exceeds the 1048576-byte limit"), "{err}");
+        }
+    }
+}
+
+#[test]
+fn issue_14_a_client_with_a_secret_refuses_an_agent_that_asks_for_none() {
+    let addr = fake_agent(Lie::Report { extra_bytes: 0 });
+    let out = run_bounded(&mut client(&addr, &[], Some("correct horse")), LIMIT);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("asked for no secret") && err.contains("--allow-unauthenticated-agent"),
+        "{err}"
+    );
+    // Told to, it goes on against the same kind of agent.
+    let addr = fake_agent(Lie::Report { extra_bytes: 0 });
+    let out = run_bounded(
+        &mut client(&addr, &["--allow-unauthenticated-agent"], Some("correct horse")),
+        LIMIT,
+    );
+    let v = json_of(&out);
+    assert_eq!(u(&v, "/summary/received/bytes"), SENT_BYTES);
+    // Without a secret there is nothing to prove: an open agent is the only kind there is.
+    let addr = fake_agent(Lie::Report { extra_bytes: 0 });
+    assert_eq!(
+        u(
+            &json_of(&run_bounded(&mut client(&addr, &[], None), LIMIT)),
+            "/summary/received/bytes"
+        ),
+        SENT_BYTES
+    );
+}
+
+#[test]
+fn issue_14_an_agent_that_cannot_prove_the_secret_is_refused() {
+    let addr = fake_agent(Lie::BadProof);
+    let out = run_bounded(&mut client(&addr, &[], Some("correct horse")), LIMIT);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("could not prove it knows the secret"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
