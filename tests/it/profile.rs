@@ -222,7 +222,17 @@ fn issue_16_the_agents_configuration_is_read_under_its_profile() {
     let target = format!("{h2}:5313");
     let v = json_of(&lab.exec(
         "h1",
-        &["linerate", "tcp", "--json", &target, "-t", "1", "--profile", "mtu9000"],
+        &[
+            "linerate",
+            "tcp",
+            "--json",
+            &target,
+            "-t",
+            "1",
+            "--profile",
+            "mtu9000",
+            "--allow-unauthenticated-agent",
+        ],
         LIMIT,
     ));
     check_document(&v);
