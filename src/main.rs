@@ -377,6 +377,10 @@ fn http_test(
 /// `linerate http`: one run, or a sweep over user counts with the optimum.
 fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     use linerate_core::sweep::http::{HttpPlan, Users, baseline, sweep};
+    if args.reach.profile.is_some() && args.agent.is_none() {
+        eprintln!("linerate: --profile needs --agent: the agent on the server's host that runs the profile");
+        return Ok(ExitCode::from(2));
+    }
     let urls = args.parsed_urls()?;
     let counts = args.user_counts()?;
     let repeat = args.repeat.policy()?;
@@ -472,6 +476,14 @@ fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         joins: args.joins.clone(),
         max_memory: args.max_memory.map_or_else(agent::default_budget_bytes, |b| b.0),
         idle: args.idle.map(|t| t.0).filter(|d| !d.is_zero()),
+        profiles: match agent::Profiles::parse(&args.profiles) {
+            Ok(p) => p,
+            // A bad --profile is a usage error (status 2), as a bad flag is.
+            Err(e) => {
+                eprintln!("linerate: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        },
         ..agent::AgentConfig::new(SocketAddr::new(args.bind, args.port))
     };
     let agent = match agent::Agent::bind(config.clone()) {

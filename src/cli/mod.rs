@@ -91,6 +91,13 @@ pub struct ConnectArgs {
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
     pub bind: Option<std::net::IpAddr>,
 
+    /// Run the test under the agents' profile NAME (one their owner named with serve --profile)
+    ///
+    /// Each agent runs the profile's command before the test and its undo after, and the result
+    /// records both; an agent without that profile refuses the test. Example: --profile toe-off
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+
     #[command(flatten)]
     pub secret: SecretArgs,
 
@@ -112,6 +119,7 @@ impl ConnectArgs {
                 .context("--connect-timeout must be a positive number of seconds")?,
             bind: self.bind,
             allow_unauthenticated_agent: self.allow_unauthenticated_agent,
+            profile: self.profile.clone(),
         })
     }
 }

@@ -66,6 +66,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = linerate_core::httpd::MAX_CONNECTIONS_PER_ADDRESS, requires = "http_port")]
     pub http_max_per_address: usize,
 
+    /// A command a client may ask to run around its test: NAME=COMMAND, NAME.undo=COMMAND (repeatable)
+    ///
+    /// For A/B tests of this host's configuration. A client's `--profile NAME` runs COMMAND
+    /// (`sh -c`, as this agent's user, killed after 60 s) before its test and NAME.undo after;
+    /// the result records both, with their exit status and output. A failing command refuses the
+    /// test. The agent runs no other command. Names: letters, digits, '-' and '_'.
+    /// Example: --profile 'mtu9000=ip link set dev eth1 mtu 9000' --profile 'mtu9000.undo=ip link set dev eth1 mtu 1500'
+    #[arg(long = "profile", value_name = "NAME=COMMAND")]
+    pub profiles: Vec<String>,
+
     #[command(flatten)]
     pub secret: SecretArgs,
 }
@@ -104,5 +114,19 @@ mod tests {
             serve(&["--idle", "2s"]).idle.map(|t| t.0),
             Some(std::time::Duration::from_secs(2))
         );
+    }
+
+    #[test]
+    fn issue_16_profiles_are_repeatable_and_checked_by_the_agent() {
+        let s = serve(&[
+            "--profile",
+            "toe-on=ethtool -K eth0 tso on",
+            "--profile=toe-on.undo=true",
+        ]);
+        let p = linerate_core::agent::Profiles::parse(&s.profiles).expect("valid");
+        assert_eq!(p.names(), ["toe-on"]);
+        assert_eq!(p.get("toe-on").and_then(|t| t.undo.as_deref()), Some("true"));
+        let bad = serve(&["--profile", "x.undo=true"]);
+        assert!(linerate_core::agent::Profiles::parse(&bad.profiles).is_err());
     }
 }

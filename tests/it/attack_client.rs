@@ -65,8 +65,8 @@ fn report(bytes: u64) -> Value {
 fn control(mut s: TcpStream, lie: &Lie, received: &mpsc::Receiver<u64>) -> std::io::Result<()> {
     let mut preamble = [0u8; 8];
     s.read_exact(&mut preamble)?;
-    // The preamble of protocol 2 (docs/protocol.md).
-    s.write_all(b"LNRT\x00\x02\x00\x00")?;
+    // The preamble of protocol 3 (docs/protocol.md).
+    s.write_all(b"LNRT\x00\x03\x00\x00")?;
     let challenge = matches!(lie, Lie::BadProof).then(|| "ab".repeat(32));
     write_frame(
         &mut s,

@@ -18,6 +18,7 @@ mod layout;
 mod mix;
 mod netns;
 mod plan;
+mod profile;
 mod repeat;
 mod report;
 mod rr;

@@ -301,6 +301,7 @@ fn rr_block(out: &mut String, r: &TestResult) {
 fn render_http(r: &TestResult) -> String {
     let mut out = headline(r);
     let Some(h) = &r.summary.http else { return out };
+    profile_lines(&mut out, r);
     out.push('\n');
     let row = |out: &mut String, label: &str, value: String| {
         let _ = writeln!(out, "  {label:<38}{value}");
@@ -582,6 +583,7 @@ pub fn render(r: &TestResult) -> String {
             if by == "receive window" { "--window" } else { "--sndbuf" },
         );
     }
+    profile_lines(&mut out, r);
     if let Some(lab) = &r.lab {
         let links: Vec<String> = lab
             .hosts
@@ -600,6 +602,39 @@ pub fn render(r: &TestResult) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out
+}
+
+/// One line per agent that ran a profile around the test: its command and undo, how each ended.
+fn profile_lines(out: &mut String, r: &TestResult) {
+    use linerate_core::proto::peer_text;
+    use linerate_core::result::CommandRecord;
+    let ended = |c: &CommandRecord| {
+        let how = match c.exit_status {
+            Some(code) => format!("exit {code}"),
+            None if c.timed_out => "killed at its time-out".to_string(),
+            None => "killed".to_string(),
+        };
+        format!(
+            "`{}` {how} in {} ms",
+            peer_text(&c.command),
+            grouped(c.duration_ms as f64, 0)
+        )
+    };
+    for (host, record) in &r.hosts {
+        let Some(p) = &record.profile else { continue };
+        let undo = p
+            .undo
+            .as_ref()
+            .map(|u| format!("; undo {}", ended(u)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "agent {}: profile {}: {}{undo}",
+            peer_text(host),
+            peer_text(&p.name),
+            ended(&p.run)
+        );
+    }
 }
 
 /// The interfaces each counting side's kernel saw move data over the window.

@@ -13,6 +13,9 @@
 //! [`HANDSHAKE_TIMEOUT`] (`admit`); a test's data connections are bounded by its spec; every
 //! test's memory is counted against `max_memory` before it is accepted (`budget`).
 //!
+//! A client may ask for one of the profiles the owner named at start (`profile`): a command
+//! run before its test and undone after, recorded in the agent's report.
+//!
 //! It prints nothing: what its owner may want to tell a user (a refused client, a test started
 //! or ended) comes to the callback given to [`Agent::serve`] as an [`AgentEvent`].
 
@@ -20,6 +23,7 @@ mod admit;
 mod budget;
 mod connection;
 mod http;
+mod profile;
 mod rr;
 mod session;
 mod tcp;
@@ -36,6 +40,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use budget::default_budget_bytes;
+pub use profile::{Profile, ProfileError, Profiles};
 
 /// How long a new connection has, in all, to say what it is and (a control connection) to send
 /// its preamble, authenticate and send its request, however the bytes trickle.
@@ -67,6 +72,8 @@ pub struct AgentConfig {
     pub max_memory: u64,
     /// How long no byte may move before a test is given up; None: the runner's 30 s.
     pub idle: Option<Duration>,
+    /// Commands a client may ask to run around its test, by name (`--profile`, `profile`).
+    pub profiles: Profiles,
 }
 
 impl AgentConfig {
@@ -81,6 +88,7 @@ impl AgentConfig {
             joins: Vec::new(),
             max_memory: default_budget_bytes(),
             idle: None,
+            profiles: Profiles::default(),
         }
     }
 }
@@ -139,6 +147,8 @@ struct State {
     budget: budget::Budget,
     /// The soft descriptor limit in force (raised to the hard one at bind).
     fd_limit: u64,
+    /// The profile whose test runs now, if any: one profiled test at a time.
+    profile_running: Mutex<Option<String>>,
 }
 
 /// A bound agent, ready to serve.
@@ -183,6 +193,7 @@ impl Agent {
             opening: admit::Opening::default(),
             pending: Mutex::new(HashMap::new()),
             fd_limit: admit::raise_fd_limit(),
+            profile_running: Mutex::new(None),
         };
         Ok(Agent {
             listener,

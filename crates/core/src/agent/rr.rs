@@ -3,6 +3,7 @@
 //! on the control connection's address, connected to the client's once it names its ports.
 
 use super::admit::Source;
+use super::profile::Applied;
 use super::session::{
     Expecting, Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
     run_and_report, send_accepted, source_of,
@@ -17,7 +18,12 @@ use std::net::UdpSocket;
 
 /// A request-response test: this end answers. TCP streams come as data connections (one each,
 /// or a new one per transaction with `connect`); UDP as for a UDP test.
-pub(super) fn run(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), Refusal> {
+pub(super) fn run(
+    state: &State,
+    conn: &mut Conn,
+    spec: &RrSpec,
+    profile: &mut Option<Applied<'_>>,
+) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
     let cookie = new_cookie();
     let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));
@@ -63,7 +69,7 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), R
                 .map_err(|e| failed("connecting a UDP data socket", e))?;
         }
     }
-    await_start(conn)?;
+    await_start(conn, profile)?;
     let mut accept = None;
     let sockets: Vec<rr::RrSocket> = match (spec.proto, spec.connect) {
         (RrProto::Udp, _) => udp_sockets.into_iter().map(rr::RrSocket::Udp).collect(),
@@ -91,7 +97,7 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &RrSpec) -> Result<(), R
         });
     }
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(state, conn, Some(peer_ip), |control| {
+    run_and_report(state, conn, Some(peer_ip), profile, |control| {
         rr::run(spec, &spec.peer_cpus, streams, accept, &mut Quiet, control)
     })
 }

@@ -5,6 +5,7 @@
 
 use super::admit::{OpeningSlot, Source, near_fd_limit};
 use super::budget::spec_bytes;
+use super::profile::{self, Applied};
 use super::{AgentEvent, DATA_TIMEOUT, IDLE_TIMEOUT, Pending, Slot, State};
 use crate::engine::{Control, EngineError, Sink};
 use crate::metrics::host;
@@ -84,11 +85,11 @@ pub(super) fn control_session(
             }
         }
     }
-    let spec = match conn
+    let (spec, profile) = match conn
         .recv(left(deadline), "waiting for a test request")
         .map_err(|e| handshake_refusal(e, deadline))?
     {
-        Message::Request { spec } => spec,
+        Message::Request { spec, profile } => (spec, profile),
         other => {
             return Err((
                 ErrorKind::Protocol,
@@ -99,6 +100,9 @@ pub(super) fn control_session(
     // The handshake is over: this connection no longer counts as opening.
     opening.settle();
     spec.validate().map_err(|e| (ErrorKind::BadSpec, e.to_string()))?;
+    if let Some(name) = &profile {
+        state.config.profiles.find(name)?;
+    }
     let Some(_test) = Slot::take(&state.tests, state.config.max_tests) else {
         return Err((
             ErrorKind::Busy,
@@ -113,14 +117,21 @@ pub(super) fn control_session(
         };
         (kind, over.to_string())
     })?;
+    // The profile's command runs before the test is accepted, outside any measurement; its undo
+    // runs when the report is made or, however the test ends, when `applied` drops.
+    let mut applied = match &profile {
+        Some(name) => Some(profile::apply(&state.config.profiles, &state.profile_running, name)?),
+        None => None,
+    };
     let (peer, test) = (conn.peer(), spec.kind());
     events(&AgentEvent::TestStarted { peer, test });
     let outcome = match spec {
-        TestSpec::Tcp(tcp) => super::tcp::run(state, conn, &tcp),
-        TestSpec::Udp(udp) => super::udp::run(state, conn, &udp),
-        TestSpec::Rr(rr) => super::rr::run(state, conn, &rr),
-        TestSpec::Http(http) => super::http::run(state, conn, &http),
+        TestSpec::Tcp(tcp) => super::tcp::run(state, conn, &tcp, &mut applied),
+        TestSpec::Udp(udp) => super::udp::run(state, conn, &udp, &mut applied),
+        TestSpec::Rr(rr) => super::rr::run(state, conn, &rr, &mut applied),
+        TestSpec::Http(http) => super::http::run(state, conn, &http, &mut applied),
     };
+    drop(applied);
     events(&AgentEvent::TestEnded {
         peer,
         test,
@@ -335,8 +346,15 @@ pub(super) fn send_accepted(
     .map_err(proto_refusal)
 }
 
-pub(super) fn await_start(conn: &mut Conn) -> Result<(), Refusal> {
-    match conn.recv(IDLE_TIMEOUT, "waiting for start").map_err(proto_refusal)? {
+/// Waits for `start`; under a profile longer, while the client's other agents run theirs.
+pub(super) fn await_start(conn: &mut Conn, profile: &Option<Applied<'_>>) -> Result<(), Refusal> {
+    let wait = IDLE_TIMEOUT
+        + if profile.is_some() {
+            proto::PROFILE_TIMEOUT
+        } else {
+            Duration::ZERO
+        };
+    match conn.recv(wait, "waiting for start").map_err(proto_refusal)? {
         Message::Start => Ok(()),
         other => Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
     }
@@ -344,12 +362,14 @@ pub(super) fn await_start(conn: &mut Conn) -> Result<(), Refusal> {
 
 /// Runs this end's engine while watching the client's control connection, then sends the
 /// report with the configuration of the interface toward `peer`, read after the window
-/// (netlink and sysfs cost a few milliseconds). The client may be gone (killed mid-test): then
+/// (netlink and sysfs cost a few milliseconds), and with the profile's record, its undo run
+/// after that reading. The client may be gone (killed mid-test): then
 /// there is no one to tell, and that is fine.
 pub(super) fn run_and_report(
     state: &State,
     conn: &mut Conn,
     peer: Option<IpAddr>,
+    profile: &mut Option<Applied<'_>>,
     run: impl FnOnce(&Control) -> Result<SideReport, EngineError>,
 ) -> Result<(), Refusal> {
     let control = Control {
@@ -367,6 +387,7 @@ pub(super) fn run_and_report(
     let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
     let used: Vec<String> = peer.and_then(host::interface_towards).into_iter().collect();
     report.config = Some(host::read_config(&used));
+    report.profile = profile.take().map(Applied::finish);
     let _ = conn.send(&Message::Result {
         report: Box::new(report),
     });

@@ -3,6 +3,7 @@
 
 use super::State;
 use super::admit::Source;
+use super::profile::Applied;
 use super::session::{
     Expecting, Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
     run_and_report, send_accepted, source_of,
@@ -13,7 +14,12 @@ use crate::proto::{ErrorKind, Message};
 use crate::result::Role;
 use crate::spec::TcpSpec;
 
-pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), Refusal> {
+pub(super) fn run(
+    state: &State,
+    conn: &mut Conn,
+    spec: &TcpSpec,
+    profile: &mut Option<Applied<'_>>,
+) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
     let cookie = new_cookie();
     let (expecting, rx) = Expecting::per_stream(spec.streams_per_agent(), Source::of(&conn.peer()));
@@ -23,7 +29,7 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), 
         cookie,
     };
     send_accepted(conn, state, &cookie, Vec::new())?;
-    await_start(conn)?;
+    await_start(conn, profile)?;
     let sockets = collect_streams(&rx, spec.connections_per_agent())?;
     drop(registration);
     let mut streams = Vec::with_capacity(sockets.len());
@@ -48,7 +54,7 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &TcpSpec) -> Result<(), 
     }
     let peer = streams.first().and_then(|s| s.socket.peer_addr().ok()).map(|a| a.ip());
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(state, conn, peer, |control| match spec.mix {
+    run_and_report(state, conn, peer, profile, |control| match spec.mix {
         Some(_) => tcp::mix::run(
             spec,
             tcp::mix::MixEnd::Agent,

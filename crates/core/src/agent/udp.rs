@@ -2,6 +2,7 @@
 //! joined to the multicast group), connected to the client's socket for that stream once the
 //! client says which.
 
+use super::profile::Applied;
 use super::session::{
     Quiet, Refusal, await_start, new_cookie, proto_refusal, run_and_report, send_accepted, source_of,
 };
@@ -16,7 +17,12 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 
 /// A UDP test: a socket per stream on the control connection's address, connected to the
 /// client's socket for that stream once the client says which.
-pub(super) fn run(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), Refusal> {
+pub(super) fn run(
+    state: &State,
+    conn: &mut Conn,
+    spec: &UdpSpec,
+    profile: &mut Option<Applied<'_>>,
+) -> Result<(), Refusal> {
     pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
     let cookie = new_cookie();
     let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));
@@ -93,9 +99,9 @@ pub(super) fn run(state: &State, conn: &mut Conn, spec: &UdpSpec) -> Result<(), 
             grant,
         });
     }
-    await_start(conn)?;
+    await_start(conn, profile)?;
     conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(state, conn, Some(peer_ip), |control| {
+    run_and_report(state, conn, Some(peer_ip), profile, |control| {
         udp::run(spec, &spec.peer_cpus, streams, &mut Quiet, control)
     })
 }

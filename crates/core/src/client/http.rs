@@ -77,6 +77,7 @@ pub fn run_http(
                 spec: test,
                 cores: s.host.cores,
                 started,
+                silent: s.result_timeout,
             };
             // A lost agent stops the users: the server side can no longer be measured, and the
             // run is reported as partial (issue 13).

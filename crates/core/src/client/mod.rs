@@ -134,6 +134,8 @@ pub struct ClientOptions {
     /// With a secret, still run against an agent that asks for none (and so proves nothing).
     /// Without a secret this changes nothing: such an agent is the only kind reachable.
     pub allow_unauthenticated_agent: bool,
+    /// The agents' profile to run the test under (`--profile`); every agent must have it.
+    pub profile: Option<String>,
 }
 
 impl Default for ClientOptions {
@@ -143,6 +145,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(5),
             bind: None,
             allow_unauthenticated_agent: false,
+            profile: None,
         }
     }
 }
@@ -184,6 +187,9 @@ pub(crate) struct Session {
     pub host: HostInfo,
     /// The agent's UDP data sockets (UDP tests).
     pub udp_ports: Vec<u16>,
+    /// How long the agent may be silent after the local engine is done before its result is
+    /// given up (longer under a profile: its undo runs first).
+    pub result_timeout: Duration,
 }
 
 /// Connects, exchanges preambles, authenticates and asks for `spec`.
@@ -223,8 +229,17 @@ pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOption
         // prove it knows it, so `challenge: null` is a downgrade, not a shortcut.
         return Err(ClientError::Unauthenticated { peer });
     }
-    conn.send(&Message::Request { spec: spec.clone() })?;
-    match conn.recv(REPLY_TIMEOUT, "waiting for the test to be accepted")? {
+    conn.send(&Message::Request {
+        spec: spec.clone(),
+        profile: opts.profile.clone(),
+    })?;
+    // Under a profile the agent runs its command before it accepts, and its undo before it
+    // sends its result.
+    let allowance = opts
+        .profile
+        .as_ref()
+        .map_or(Duration::ZERO, |_| crate::proto::PROFILE_TIMEOUT);
+    match conn.recv(REPLY_TIMEOUT + allowance, "waiting for the test to be accepted")? {
         Message::Accepted {
             cookie,
             host,
@@ -241,6 +256,7 @@ pub(crate) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOption
                 // The agent's host name and OS reach the report: no escape sequence in them.
                 host: summary::check::escape_controls(host),
                 udp_ports,
+                result_timeout: RESULT_TIMEOUT + allowance,
             })
         }
         other => Err(conn.unexpected("accepted", &other).into()),
@@ -481,7 +497,18 @@ fn open_sessions(
         return Err(ClientError::TooManyStreams { streams: total });
     }
     crate::engine::pin::check_cpus(cpus)?;
-    targets.iter().map(|t| open_session(t, test, opts)).collect()
+    // At once: under a profile each agent runs its command before it accepts, and an agent that
+    // has accepted waits for `start` only so long.
+    std::thread::scope(|scope| {
+        let opening: Vec<_> = targets
+            .iter()
+            .map(|t| scope.spawn(move || open_session(t, test, opts)))
+            .collect();
+        opening
+            .into_iter()
+            .map(|o| o.join().expect("opening a session does not panic"))
+            .collect()
+    })
 }
 
 /// Tells every agent to start, then waits until each has.
@@ -543,6 +570,7 @@ fn drive(
                     spec,
                     cores: s.host.cores,
                     started,
+                    silent: s.result_timeout,
                 };
                 scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done, bound).0)
             })
@@ -676,6 +704,8 @@ pub(crate) struct ResultBound<'a> {
     pub spec: &'a TestSpec,
     pub cores: usize,
     pub started: Instant,
+    /// How long the agent may be silent after the local engine is done (`Session::result_timeout`).
+    pub silent: Duration,
 }
 
 impl ResultBound<'_> {
@@ -735,11 +765,11 @@ fn await_result(
                 _ => silent_since = Some((Instant::now(), have)),
             }
         }
-        if silent_since.is_some_and(|(t, _)| t.elapsed() > RESULT_TIMEOUT) {
+        if silent_since.is_some_and(|(t, _)| t.elapsed() > bound.silent) {
             return Err(ProtoError::Timeout {
                 peer: conn.peer(),
                 what: "waiting for its result",
-                seconds: RESULT_TIMEOUT.as_secs_f64(),
+                seconds: bound.silent.as_secs_f64(),
             });
         }
         // A result larger than the test can fill is refused at its length prefix, unread.

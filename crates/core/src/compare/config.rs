@@ -1,6 +1,7 @@
 //! The configuration difference between two results: what differs between the hosts that
 //! measured A and those that measured B (MTU, offloads, driver and firmware, qdisc, rings, IRQ
-//! affinity, sysctls, kernel, CPU governor, and the lab's links), and nothing that is the same.
+//! affinity, sysctls, kernel, CPU governor, an agent's profile, and the lab's links), and nothing
+//! that is the same.
 //! Read from the documents alone, so two results taken on different days compare.
 
 use crate::result::{ConfigChange, TestResult};
@@ -60,7 +61,17 @@ fn pair_hosts(a: &TestResult, b: &TestResult) -> Vec<(String, Option<Value>, Opt
         let mut client = None;
         let mut agents = Vec::new();
         for (name, h) in &r.hosts {
-            let v = h.config.as_ref().and_then(|c| serde_json::to_value(c).ok());
+            let mut v = h.config.as_ref().and_then(|c| serde_json::to_value(c).ok());
+            // An agent's profile (issue 16) is part of its configuration: A/B by profile.
+            if let Some(p) = &h.profile
+                && let Value::Object(m) = v.get_or_insert_with(|| Value::Object(Default::default()))
+            {
+                let undo = p.undo.as_ref().map(|u| u.command.clone());
+                m.insert(
+                    "profile".into(),
+                    serde_json::json!({"name": p.name, "command": p.run.command, "undo": undo}),
+                );
+            }
             if h.role == "client" {
                 client = v;
             } else {
@@ -172,6 +183,53 @@ mod tests {
         );
         assert_eq!(flat["cpu.online"], "0,1");
         assert_eq!(flat["interfaces.eth0.mtu_bytes"], "9000");
+    }
+
+    #[test]
+    fn issue_16_an_agents_profile_is_part_of_its_configuration() {
+        use crate::result::{CommandRecord, HostRecord, ProfileRecord};
+        let with = |name: Option<&str>| {
+            let mut r = crate::sweep::stub_result(
+                crate::spec::TestSpec::Tcp(crate::spec::TcpSpec::new()),
+                Default::default(),
+            );
+            let profile = name.map(|n| ProfileRecord {
+                name: n.into(),
+                run: CommandRecord {
+                    command: format!("ethtool -K eth0 tso {n}"),
+                    exit_status: Some(0),
+                    timed_out: false,
+                    output: String::new(),
+                    duration_ms: 3,
+                },
+                undo: None,
+            });
+            r.hosts.insert(
+                "h2".into(),
+                HostRecord {
+                    role: "agent".into(),
+                    info: crate::metrics::host::HostInfo::read(),
+                    config: None,
+                    profile,
+                },
+            );
+            r
+        };
+        let keys = |a, b| -> Vec<String> {
+            config_difference(&with(a), &with(b))
+                .iter()
+                .map(|c| format!("{} {} {:?} {:?}", c.host, c.key, c.a, c.b))
+                .collect()
+        };
+        assert_eq!(
+            keys(Some("off"), Some("on")),
+            [
+                "h2 profile.command Some(\"ethtool -K eth0 tso off\") Some(\"ethtool -K eth0 tso on\")",
+                "h2 profile.name Some(\"off\") Some(\"on\")"
+            ]
+        );
+        assert_eq!(keys(None, Some("on")).len(), 2, "{:?}", keys(None, Some("on")));
+        assert!(keys(Some("on"), Some("on")).is_empty());
     }
 
     #[test]

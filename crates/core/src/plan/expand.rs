@@ -69,6 +69,15 @@ impl Plan {
                     lay(&test.settings, false);
                     if let Some(v) = variant {
                         lay(&v.settings, false);
+                        // The variant's agent profile is the test command's `--profile NAME`.
+                        if let Some(name) = &v.profile {
+                            let profile = Setting {
+                                option: "profile".into(),
+                                value: OptionValue::One(name.clone()),
+                                at: v.at,
+                            };
+                            lay(std::slice::from_ref(&profile), false);
+                        }
                     }
                     if quick {
                         lay(&self.quick, true);

@@ -215,7 +215,11 @@ mod tests {
                 message: "the agent runs 4 tests, its most".into(),
             },
         ];
-        all.extend(specs.into_iter().map(|spec| Message::Request { spec }));
+        // One asks for an agent profile (issue 16), the others for none.
+        all.extend(specs.into_iter().enumerate().map(|(i, spec)| Message::Request {
+            spec,
+            profile: (i == 0).then(|| "toe-off".to_string()),
+        }));
         all
     }
 

@@ -18,8 +18,13 @@ use crate::spec::TestSpec;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks. Peers with another version are refused. 2: the TCP
-/// spec's `mix` (an agent of version 1 would ignore it and run one-way streams).
-pub(crate) const VERSION: u16 = 2;
+/// spec's `mix` (an agent of version 1 would ignore it and run one-way streams). 3: the
+/// request's `profile` (an agent of version 2 would ignore it and test the unchanged host).
+pub(crate) const VERSION: u16 = 3;
+
+/// How long an agent lets a profile's command (or its undo) run before it kills it
+/// (`linerate serve --profile`); a client asking for a profile waits this much longer.
+pub const PROFILE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The agent's default control (and data) port.
 pub const DEFAULT_PORT: u16 = 5301;
@@ -31,9 +36,14 @@ pub const PEER_TEXT_CHARS: usize = 160;
 /// Text a peer sent, made safe to print: at most [`PEER_TEXT_CHARS`] characters (then `...`),
 /// every control character (escape sequences, a forged newline) escaped as `\u{..}`.
 pub fn peer_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(PEER_TEXT_CHARS + 8));
+    peer_text_cut(text, PEER_TEXT_CHARS)
+}
+
+/// [`peer_text`] with another cut: at most `chars` characters (then `...`).
+pub fn peer_text_cut(text: &str, chars: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(chars + 8));
     for (i, c) in text.chars().enumerate() {
-        if i == PEER_TEXT_CHARS {
+        if i == chars {
             out.push_str("...");
             break;
         }
@@ -59,8 +69,12 @@ pub(crate) enum Message {
     Auth { client_nonce: String, mac: String },
     /// Agent -> client: the client is authenticated; `mac` proves the agent knows the secret too.
     AuthOk { mac: String },
-    /// Client -> agent: run this test.
-    Request { spec: TestSpec },
+    /// Client -> agent: run this test, under the agent's profile of this name when one is given.
+    Request {
+        spec: TestSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile: Option<String>,
+    },
     /// Agent -> client: the test is set up; data connections must carry `cookie`. For UDP,
     /// `udp_ports` are the agent's data sockets, one per stream in stream order.
     Accepted {
@@ -149,7 +163,16 @@ mod tests {
         assert_eq!(text, r#"{"type":"auth_ok","mac":"00"}"#);
         let req = Message::Request {
             spec: TestSpec::Tcp(TcpSpec::new()),
+            profile: None,
         };
+        let text = serde_json::to_string(&req).expect("serialises");
+        assert!(!text.contains("profile"), "no profile, no field: {text}");
+        let asked = Message::Request {
+            spec: TestSpec::Tcp(TcpSpec::new()),
+            profile: Some("toe-off".into()),
+        };
+        let back: Message = serde_json::from_str(&serde_json::to_string(&asked).expect("ok")).expect("parses");
+        assert_eq!(back, asked);
         let back: Message = serde_json::from_str(&serde_json::to_string(&req).expect("ok")).expect("parses");
         assert_eq!(back, req);
         assert_eq!(back.name(), "request");

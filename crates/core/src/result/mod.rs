@@ -7,12 +7,13 @@
 //! [`TestResult`], counts attributed to the side that counted them (`sent` = the sender's
 //! figure, `received` = the receiver's). By topic: `side` (one end's report), `udp`, `rr`, `mix`
 //! and `http` (what each test kind adds), `repeat` (the document of a repeated test), `compare`
-//! (the document of a comparison); every type is re-exported here, as `result::X`.
+//! (the document of a comparison), `profile` (an agent's profile around a test); every type is re-exported here, as `result::X`.
 
 mod compare;
 mod http;
 pub mod lab;
 mod mix;
+mod profile;
 mod repeat;
 mod rr;
 mod side;
@@ -21,6 +22,7 @@ mod udp;
 pub use compare::*;
 pub use http::*;
 pub use mix::*;
+pub use profile::*;
 pub use repeat::*;
 pub use rr::*;
 pub use side::*;
@@ -110,6 +112,9 @@ pub struct HostRecord {
     /// The configuration the end reported with its run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<HostConfig>,
+    /// An agent: the profile it ran around the test (`--profile`), if the client asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileRecord>,
 }
 
 /// One record of the timeline: a stream's counts, or a host's samplers, over one interval.

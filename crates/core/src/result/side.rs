@@ -194,6 +194,9 @@ pub struct SideReport {
     /// The host's configuration, read when the run ended (the caller fills it in).
     #[serde(default)]
     pub config: Option<HostConfig>,
+    /// An agent's report: the profile it ran around the test (the agent fills it in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::ProfileRecord>,
     /// Which I/O path drove the sockets: "syscall" (blocking read/write) or "io_uring".
     pub io: String,
     /// True when the run was cut short (Ctrl-C, a vanished peer).

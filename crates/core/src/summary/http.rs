@@ -168,6 +168,7 @@ pub(crate) fn assemble(
             role: "client".into(),
             info: client_host,
             config: client.config.clone(),
+            profile: None,
         },
     );
     let secs = run.window_seconds;
@@ -200,6 +201,7 @@ pub(crate) fn assemble(
                 role: "agent".into(),
                 info: s.host.clone(),
                 config: s.report.and_then(|r| r.config.clone()),
+                profile: s.report.and_then(|r| r.profile.clone()),
             },
         );
         match s.report {

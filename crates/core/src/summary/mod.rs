@@ -344,6 +344,7 @@ pub(crate) fn assemble(
             role: "client".into(),
             info: client_host.clone(),
             config: agents.first().and_then(|a| a.client.config.clone()),
+            profile: None,
         },
     );
     let mut intervals = Vec::new();
@@ -359,6 +360,7 @@ pub(crate) fn assemble(
                     role: "agent".into(),
                     info: h.clone(),
                     config: a.report.and_then(|r| r.config.clone()),
+                    profile: a.report.and_then(|r| r.profile.clone()),
                 },
             );
         }

@@ -310,6 +310,7 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
         host: Some(host),
         timeline: timeline.into_entries(),
         config: None,
+        profile: None,
         io: String::new(),
         partial,
         notes,
