@@ -3,6 +3,8 @@
 //! networking off: every documented figure is there with data, nothing is logged to the console,
 //! a screenshot is taken. The CSV of a figure holds the document's own numbers.
 
+mod store;
+
 use crate::util::*;
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
