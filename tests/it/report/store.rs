@@ -206,7 +206,7 @@ fn a_stored_repeated_run_opens_with_its_runs_and_its_last_runs_figures() {
     let db = dir.path().join("r.db");
     let db = db.to_str().expect("path");
     let out = linerate(
-        &["tcp", &agent.addr, "--repeat", "3", "-t", "0.5", "--pause", "0", "--db", db],
+        &["tcp", &agent.addr, "--repeat", "3", "-t", "1", "-i", "0.25", "--pause", "0", "--db", db],
         LIMIT,
     );
     assert!(out.status.success(), "{}", stderr(&out));
