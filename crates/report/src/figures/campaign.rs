@@ -59,7 +59,10 @@ impl Campaign {
     /// single runs and repeated runs; a point run again keeps its complete record.
     pub fn from_side(side: &SideInput) -> Campaign {
         let mut points: Vec<CampaignPoint> = Vec::new();
-        for e in &side.entries {
+        // In the order they were stored (`#3` after `#2`), so a point run again comes later.
+        let mut entries: Vec<&linerate_core::compare::Entry> = side.entries.iter().collect();
+        entries.sort_by_key(|e| e.source.trim_start_matches('#').parse::<i64>().unwrap_or(i64::MAX));
+        for e in entries {
             let (kind, complete, figures) = match &e.document {
                 Document::Test(r) => (
                     r.test.clone(),

@@ -5,6 +5,7 @@
 use super::campaign::slug;
 use crate::plot::{Axis, Figure, Mark, Point, Series, Style};
 use linerate_core::result::{Comparison, PointComparison, Repeated};
+use linerate_core::units::ByteSize;
 
 /// `fig-repeat-runs`: the primary figure of each run, and beside them its mean with the 95 %
 /// confidence interval as an error bar and a line across the runs (NTttcp's repeated runs).
@@ -56,6 +57,30 @@ pub fn point_name(p: &PointComparison) -> String {
     s
 }
 
+/// A value in the order a reader expects: sizes and numbers by size (`4K` before `64K`), then
+/// the rest as text.
+fn value_key(v: &str) -> (f64, String) {
+    let n = v
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .or_else(|| v.parse::<ByteSize>().ok().map(|b| b.0 as f64));
+    (n.unwrap_or(f64::INFINITY), v.to_string())
+}
+
+/// The points of a comparison in reading order: by test, then by their values, sizes by size.
+pub fn ordered(c: &Comparison) -> Vec<&PointComparison> {
+    let key = |p: &PointComparison| -> (String, Vec<(String, (f64, String))>) {
+        (
+            p.test.clone(),
+            p.coordinates.iter().map(|x| (x.name.clone(), value_key(&x.value))).collect(),
+        )
+    };
+    let mut out: Vec<&PointComparison> = c.points.iter().collect();
+    out.sort_by(|a, b| key(a).partial_cmp(&key(b)).unwrap_or(std::cmp::Ordering::Equal));
+    out
+}
+
 /// `fig-compare-<figure>` for each headline figure: per point a bar for A and one for B (their
 /// means, or medians for percentiles), the change of B against A in % written over them.
 pub fn compare(c: &Comparison) -> Vec<Figure> {
@@ -67,18 +92,19 @@ pub fn compare(c: &Comparison) -> Vec<Figure> {
             }
         }
     }
-    let points: Vec<String> = c.points.iter().map(point_name).collect();
+    let ordered = ordered(c);
+    let points: Vec<String> = ordered.iter().map(|p| point_name(p)).collect();
     let mut out = Vec::new();
     for (name, label, unit) in names {
         let mut fig = Figure::new(
             &format!("fig-compare-{}", slug(name)),
-            &format!("{label}: A against B"),
+            &format!("{label}: A and B"),
             Axis::categories("point", points.clone()),
             Axis::linear(label, unit).with_min(0.0),
         );
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let mut words = Vec::new();
-        for (i, p) in c.points.iter().enumerate() {
+        for (i, p) in ordered.iter().enumerate() {
             let Some(f) = p.figures.iter().find(|f| f.figure == name) else {
                 continue;
             };
@@ -113,4 +139,16 @@ pub fn compare(c: &Comparison) -> Vec<Figure> {
         out.push(fig);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_sort_by_size_and_words_after_them() {
+        let mut v = vec!["64K", "cubic", "512", "4K", "1M"];
+        v.sort_by(|a, b| value_key(a).partial_cmp(&value_key(b)).expect("comparable"));
+        assert_eq!(v, ["512", "4K", "64K", "1M", "cubic"]);
+    }
 }

@@ -5,7 +5,7 @@
 
 use super::Block;
 use super::tables::{Table, config_table, sides_table, test_table};
-use crate::figures::sets::point_name;
+use crate::figures::sets::{ordered, point_name};
 use crate::figures::{Campaign, last_complete};
 use linerate_core::result::{Comparison, Repeated};
 
@@ -109,7 +109,7 @@ pub fn campaign(c: &Campaign) -> Vec<Block> {
 /// A comparison: `tab-verdicts` and `tab-config-diff`, then the text.
 pub fn comparison(c: &Comparison) -> Vec<Block> {
     let mut rows = Vec::new();
-    for p in &c.points {
+    for p in ordered(c) {
         for f in &p.figures {
             rows.push(vec![
                 point_name(p),
