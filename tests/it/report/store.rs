@@ -63,7 +63,10 @@ fn report(args: &[&str], db: &str) -> Vec<PathBuf> {
     full.extend(["--db", db]);
     let out = linerate(&full, LIMIT);
     assert!(out.status.success(), "report {args:?} failed: {}", stderr(&out));
-    String::from_utf8_lossy(&out.stdout).lines().map(PathBuf::from).collect()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect()
 }
 
 /// The text of the `<svg>` with id `id` in the page.
@@ -86,7 +89,10 @@ fn stored(db: &str, labels: &[&str]) -> Vec<Value> {
 }
 
 fn document(db: &str, id: &Value) -> Value {
-    json_of(&linerate(&["results", "show", &id.to_string(), "--json", "--db", db], LIMIT))
+    json_of(&linerate(
+        &["results", "show", &id.to_string(), "--json", "--db", db],
+        LIMIT,
+    ))
 }
 
 #[test]
@@ -101,12 +107,15 @@ fn a_campaign_report_opens_with_a_line_per_variant_and_error_bars() {
     let id = campaign(dir.path(), &agent.addr, db);
     let html = dir.path().join("campaign.html");
     let written = report(&[&id, "-o", html.to_str().expect("path")], db);
-    assert_eq!(written, [html.clone()]);
+    assert_eq!(written, std::slice::from_ref(&html));
     check_in_browser(dir.path(), &html, &[PRIMARY, EFFICIENCY]);
     let page = std::fs::read_to_string(&html).expect("read the page");
     let primary = figure(&page, PRIMARY);
     for variant in ["one", "two"] {
-        assert!(primary.contains(&format!("data-name=\"{variant}\"")), "a line for {variant}");
+        assert!(
+            primary.contains(&format!("data-name=\"{variant}\"")),
+            "a line for {variant}"
+        );
     }
     assert!(
         primary.contains("class=\"errors\" d=\"M"),
@@ -132,7 +141,13 @@ fn a_campaign_figures_csv_holds_the_stored_means_and_intervals() {
     );
     let mut checked = 0;
     for (variant, length, bytes) in [("one", "4K", 4096.0), ("two", "64K", 65536.0)] {
-        let rows_stored = stored(db, &[&format!("point.length={length}"), &format!("campaign.variant={variant}")]);
+        let rows_stored = stored(
+            db,
+            &[
+                &format!("point.length={length}"),
+                &format!("campaign.variant={variant}"),
+            ],
+        );
         assert_eq!(rows_stored.len(), 1, "{rows_stored:?}");
         let doc = document(db, &rows_stored[0]["id"]);
         assert_eq!(doc["test"], "tcp repeat");
@@ -193,7 +208,11 @@ fn a_comparison_of_two_repeated_runs_opens_with_its_bars_and_verdicts() {
     // The same comparison through `label:` sides.
     let html2 = dir.path().join("ab2.html");
     report(&["label:side=a..label:side=b", "-o", html2.to_str().expect("path")], db);
-    assert!(std::fs::read_to_string(&html2).expect("read").contains("id=\"tab-verdicts\""));
+    assert!(
+        std::fs::read_to_string(&html2)
+            .expect("read")
+            .contains("id=\"tab-verdicts\"")
+    );
 }
 
 #[test]
@@ -206,18 +225,27 @@ fn a_stored_repeated_run_opens_with_its_runs_and_its_last_runs_figures() {
     let db = dir.path().join("r.db");
     let db = db.to_str().expect("path");
     let out = linerate(
-        &["tcp", &agent.addr, "--repeat", "3", "-t", "1", "-i", "0.25", "--pause", "0", "--db", db],
+        &[
+            "tcp",
+            &agent.addr,
+            "--repeat",
+            "3",
+            "-t",
+            "1",
+            "-i",
+            "0.25",
+            "--pause",
+            "0",
+            "--db",
+            db,
+        ],
         LIMIT,
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let id = stored(db, &[])[0]["id"].to_string();
     let html = dir.path().join("stored.html");
     report(&[&id, "-o", html.to_str().expect("path")], db);
-    check_in_browser(
-        dir.path(),
-        &html,
-        &with_every_run(&["fig-repeat-runs", "fig-timeline"]),
-    );
+    check_in_browser(dir.path(), &html, &with_every_run(&["fig-repeat-runs", "fig-timeline"]));
     let page = std::fs::read_to_string(&html).expect("read the page");
     assert!(page.contains("id=\"tab-repeat\""));
     assert!(

@@ -208,7 +208,11 @@ fn test_figures(test: &str, points: &[&CampaignPoint]) -> Vec<Figure> {
     let varied = first.values.first().map(|(k, _)| k.clone());
     let x_of = |p: &CampaignPoint| -> String {
         match &varied {
-            Some(k) => p.values.iter().find(|(n, _)| n == k).map_or(String::new(), |(_, v)| v.clone()),
+            Some(k) => p
+                .values
+                .iter()
+                .find(|(n, _)| n == k)
+                .map_or(String::new(), |(_, v)| v.clone()),
             None => p.variant.clone(),
         }
     };
@@ -221,7 +225,11 @@ fn test_figures(test: &str, points: &[&CampaignPoint]) -> Vec<Figure> {
             parts.push(p.variant.clone());
         }
         parts.extend(p.values.iter().skip(1).map(|(k, v)| format!("{k}={v}")));
-        if parts.is_empty() { test.to_string() } else { parts.join(", ") }
+        if parts.is_empty() {
+            test.to_string()
+        } else {
+            parts.join(", ")
+        }
     };
     let xs: Vec<String> = points.iter().map(|p| x_of(p)).collect();
     let xa = x_axis(
@@ -285,13 +293,19 @@ fn test_figures(test: &str, points: &[&CampaignPoint]) -> Vec<Figure> {
             if !cost.is_empty() {
                 fig.y2 = Some(Axis::linear("host CPU busy", "%").with_min(0.0));
                 for c in cost {
-                    fig.series
-                        .extend(series(&c.name, &format!(", {}", c.label)).into_iter().map(Series::on_right));
+                    fig.series.extend(
+                        series(&c.name, &format!(", {}", c.label))
+                            .into_iter()
+                            .map(Series::on_right),
+                    );
                 }
                 what += ", with each end's host CPU (percent of all its CPUs) on the right axis";
             }
         }
-        fig.description = format!("{what}; error bars are 95 % confidence intervals of repeated points. {}", values_text(&fig));
+        fig.description = format!(
+            "{what}; error bars are 95 % confidence intervals of repeated points. {}",
+            values_text(&fig)
+        );
         out.push(fig);
     }
     if !efficiency.is_empty() {

@@ -79,7 +79,9 @@ impl Document {
         } else if test.ends_with(" repeat") {
             Ok(Document::Repeated(Box::new(serde_json::from_value(v).map_err(schema)?)))
         } else if test == "compare" {
-            Ok(Document::Comparison(Box::new(serde_json::from_value(v).map_err(schema)?)))
+            Ok(Document::Comparison(Box::new(
+                serde_json::from_value(v).map_err(schema)?,
+            )))
         } else {
             Ok(Document::Result(Box::new(serde_json::from_value(v).map_err(schema)?)))
         }

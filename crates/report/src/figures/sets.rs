@@ -68,12 +68,18 @@ fn value_key(v: &str) -> (f64, String) {
     (n.unwrap_or(f64::INFINITY), v.to_string())
 }
 
+/// A point's place: its test, then each varied value by [`value_key`].
+type PointKey = (String, Vec<(String, (f64, String))>);
+
 /// The points of a comparison in reading order: by test, then by their values, sizes by size.
 pub fn ordered(c: &Comparison) -> Vec<&PointComparison> {
-    let key = |p: &PointComparison| -> (String, Vec<(String, (f64, String))>) {
+    let key = |p: &PointComparison| -> PointKey {
         (
             p.test.clone(),
-            p.coordinates.iter().map(|x| (x.name.clone(), value_key(&x.value))).collect(),
+            p.coordinates
+                .iter()
+                .map(|x| (x.name.clone(), value_key(&x.value)))
+                .collect(),
         )
     };
     let mut out: Vec<&PointComparison> = c.points.iter().collect();
@@ -130,8 +136,10 @@ pub fn compare(c: &Comparison) -> Vec<Figure> {
                 f.verdict.words()
             ));
         }
-        fig.series.push(Series::new(&format!("A: {}", c.a.source), Style::Bars, a));
-        fig.series.push(Series::new(&format!("B: {}", c.b.source), Style::Bars, b));
+        fig.series
+            .push(Series::new(&format!("A: {}", c.a.source), Style::Bars, a));
+        fig.series
+            .push(Series::new(&format!("B: {}", c.b.source), Style::Bars, b));
         fig.description = format!(
             "{label} ({unit}) on side A and side B at each point both measured, the change of B against A in percent over each pair. {}.",
             words.join("; ")

@@ -43,7 +43,16 @@ pub fn repeated(rep: &Repeated) -> Vec<Block> {
             rep.runs.len(),
             rep.aggregated_runs
         ),
-        head: strings(["figure", "runs", "mean", "95 % CI low", "95 % CI high", "CV %", "min", "max"]),
+        head: strings([
+            "figure",
+            "runs",
+            "mean",
+            "95 % CI low",
+            "95 % CI high",
+            "CV %",
+            "min",
+            "max",
+        ]),
         rows,
     })];
     if let Some(r) = last_complete(rep) {
@@ -87,11 +96,7 @@ pub fn campaign(c: &Campaign) -> Vec<Block> {
             ]
         })
         .collect();
-    let text = rows
-        .iter()
-        .map(|r| r.join("  "))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = rows.iter().map(|r| r.join("  ")).collect::<Vec<_>>().join("\n");
     vec![
         Block::Table(Table {
             id: "tab-campaign".to_string(),
