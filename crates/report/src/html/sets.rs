@@ -39,9 +39,18 @@ pub fn repeated(rep: &Repeated) -> Vec<Block> {
     let mut out = vec![Block::Table(Table {
         id: "tab-repeat".to_string(),
         caption: format!(
-            "{} runs, aggregated over runs {:?}",
+            "{} runs; the aggregate over runs {}; below, the tables of run {}, the last complete one",
             rep.runs.len(),
             rep.aggregated_runs
+                .iter()
+                .map(|k| k.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            last_complete(rep).map_or(0, |r| rep
+                .runs
+                .iter()
+                .position(|x| std::ptr::eq(x, r))
+                .map_or(0, |i| i + 1))
         ),
         head: strings([
             "figure",
