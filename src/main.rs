@@ -7,6 +7,7 @@ mod finish;
 mod live;
 mod repeat;
 mod report;
+mod sources;
 
 use anyhow::Context;
 use clap::Parser;

@@ -1,12 +1,14 @@
 //! `linerate report`: loads each source, builds its section of figures and tables (the report
 //! crate), and writes the page, the SVG files and the CSV files asked for; prints each path.
 //!
-//! A source is a JSON document today; the results store's ids (and campaign ids, `A..B`
-//! comparisons) become more [`Source`] variants that load into a [`Document`].
+//! A source is a JSON document, a stored result, a campaign (or anything else a side of
+//! `linerate compare` can be, resolved by [`crate::sources::side`]), or a comparison `A..B`.
 
+use crate::cli::common::DbArgs;
 use crate::cli::report::ReportArgs;
+use crate::sources::side;
 use anyhow::{Context, bail};
-use linerate_report::figures::Document;
+use linerate_report::figures::{Campaign, Document};
 use linerate_report::html::{self, Section};
 use linerate_report::plot;
 use std::path::{Path, PathBuf};
@@ -17,12 +19,37 @@ use std::process::ExitCode;
 pub enum Source {
     /// A JSON document as `--json` wrote it.
     File(PathBuf),
+    /// A stored result (`42`): its own document.
+    Stored(String),
+    /// Several stored results: a campaign (`ID`, `ID@VARIANT`) or a label selection.
+    Set(String),
+    /// `A..B`: B compared against A, each side anything `linerate compare` takes.
+    Comparison(String, String),
 }
 
 impl Source {
-    /// What the user named: a file path (a store id will be told apart here).
+    /// What the user named: an existing file first, then `A..B`, a result id, a set.
     pub fn parse(arg: &str) -> Source {
-        Source::File(PathBuf::from(arg))
+        let path = PathBuf::from(arg);
+        if path.is_file() {
+            return Source::File(path);
+        }
+        if let Some((a, b)) = arg.split_once("..")
+            && !a.is_empty()
+            && !b.is_empty()
+            && !a.ends_with('/')
+            && !b.starts_with('/')
+        {
+            return Source::Comparison(a.to_string(), b.to_string());
+        }
+        if arg.trim_start_matches('#').parse::<i64>().is_ok() {
+            return Source::Stored(arg.to_string());
+        }
+        // A name that looks like a file is one that is missing.
+        if arg.ends_with(".json") || arg.contains('/') {
+            return Source::File(path);
+        }
+        Source::Set(arg.to_string())
     }
 
     /// How the page names it.
@@ -31,14 +58,28 @@ impl Source {
             Source::File(p) => p
                 .file_name()
                 .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
+            Source::Stored(id) => format!("#{}", id.trim_start_matches('#')),
+            Source::Set(s) => s.clone(),
+            Source::Comparison(a, b) => format!("{a}..{b}"),
         }
     }
 
-    pub fn load(&self) -> anyhow::Result<Document> {
+    pub fn load(&self, db: &DbArgs) -> anyhow::Result<Document> {
         match self {
             Source::File(p) => {
                 let text = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
                 Document::parse(&text).with_context(|| format!("{}", p.display()))
+            }
+            Source::Stored(id) => {
+                let input = side(id, db)?;
+                let entry = input.entries.into_iter().next().context("the store gave no document")?;
+                Ok(Document::from(entry.document))
+            }
+            Source::Set(s) => Ok(Document::Campaign(Box::new(Campaign::from_side(&side(s, db)?)))),
+            Source::Comparison(a, b) => {
+                let a = side(a, db).with_context(|| format!("side A '{a}'"))?;
+                let b = side(b, db).with_context(|| format!("side B '{b}'"))?;
+                Ok(Document::Comparison(Box::new(linerate_core::compare::compare(&a, &b))))
             }
         }
     }
@@ -70,7 +111,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let sources: Vec<Source> = args.sources.iter().map(|s| Source::parse(s)).collect();
     let mut sections = Vec::new();
     for (i, s) in sources.iter().enumerate() {
-        let doc = s.load()?;
+        let doc = s.load(&args.db).with_context(|| format!("source '{}'", s.name()))?;
         sections.push(html::section(&doc, &s.name(), i + 1, sources.len()));
     }
     let figures: Vec<&plot::Figure> = sections.iter().flat_map(Section::figures).collect();

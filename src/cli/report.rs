@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  linerate tcp host --json > run.json && linerate report run.json -o run.html\n  linerate report sweep.json --svg plots/ --csv plots/"
+    after_help = "A SOURCE is: a document written by --json (FILE.json: a run, a repeated run, a sweep, a\ncomparison); a stored result (42); a campaign (ID, or ID@VARIANT); stored results by label\n(label:K=V[,K=V]); a comparison A..B of any two of these.\nExamples:\n  linerate tcp host --json > run.json && linerate report run.json -o run.html\n  linerate report sweep.json --svg plots/ --csv plots/\n  linerate report toe-tp1d5j -o campaign.html\n  linerate report toe-tp1d5j@off..toe-tp1d5j@on -o ab.html"
 )]
 pub struct ReportArgs {
-    /// Documents to report on: JSON files written by --json (a run or a sweep)
+    /// What to report on: FILE.json, a result id, a campaign ID[@VARIANT], label:K=V, or A..B
     #[arg(value_name = "SOURCE", required = true)]
     pub sources: Vec<String>,
 
@@ -22,4 +22,7 @@ pub struct ReportArgs {
     /// Write each plot's series as DIR/ID.csv (headed columns with units)
     #[arg(long, value_name = "DIR")]
     pub csv: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub db: super::common::DbArgs,
 }

@@ -5,14 +5,19 @@
 //! [`Document`] and one more builder here.
 //!
 //! By topic: `common` (every test: timeline, CPU and interrupts per CPU), `kinds` (what udp,
-//! rr and http add), `sweeps` (the curves over a sweep's points).
+//! rr and http add), `sweeps` (the curves over a sweep's points), `campaign` (a campaign's
+//! figures against its varied option), `sets` (a repeated test's runs, a comparison's bars).
 
+pub mod campaign;
 mod common;
 mod kinds;
+pub mod sets;
 mod sweeps;
 
+pub use campaign::Campaign;
+
 use crate::plot::Figure;
-use linerate_core::result::TestResult;
+use linerate_core::result::{Comparison, Outcome, Repeated, TestResult};
 use linerate_core::sweep::Sweep;
 
 /// A document a report is made from.
@@ -22,6 +27,23 @@ pub enum Document {
     Result(Box<TestResult>),
     /// A sweep (`"test": "udp sweep"`).
     Sweep(Box<Sweep>),
+    /// A repeated test (`"test": "tcp repeat"`).
+    Repeated(Box<Repeated>),
+    /// A campaign's stored runs (`linerate plan run`).
+    Campaign(Box<Campaign>),
+    /// A comparison (`"test": "compare"`).
+    Comparison(Box<Comparison>),
+}
+
+impl From<linerate_core::compare::Document> for Document {
+    fn from(d: linerate_core::compare::Document) -> Document {
+        use linerate_core::compare::Document as D;
+        match d {
+            D::Test(r) => Document::Result(r),
+            D::Repeated(r) => Document::Repeated(r),
+            D::Sweep(s) => Document::Sweep(s),
+        }
+    }
 }
 
 /// Why a document could not be read.
@@ -54,6 +76,12 @@ impl Document {
         };
         if test.ends_with(" sweep") {
             Ok(Document::Sweep(Box::new(serde_json::from_value(v).map_err(schema)?)))
+        } else if test.ends_with(" repeat") {
+            Ok(Document::Repeated(Box::new(serde_json::from_value(v).map_err(schema)?)))
+        } else if test == "compare" {
+            Ok(Document::Comparison(Box::new(
+                serde_json::from_value(v).map_err(schema)?,
+            )))
         } else {
             Ok(Document::Result(Box::new(serde_json::from_value(v).map_err(schema)?)))
         }
@@ -69,33 +97,56 @@ impl Document {
                 linerate_core::sweep::SweepKind::Http(_) => "http sweep".to_string(),
                 linerate_core::sweep::SweepKind::Tcp(_) => "tcp sweep".to_string(),
             },
+            Document::Repeated(r) => r.test.clone(),
+            Document::Campaign(_) => "campaign".to_string(),
+            Document::Comparison(_) => "compare".to_string(),
         }
     }
+}
+
+/// The last complete run of a repeated test (the last run when none is complete).
+pub fn last_complete(rep: &Repeated) -> Option<&TestResult> {
+    rep.runs
+        .iter()
+        .rev()
+        .find(|r| r.outcome() == Outcome::Complete)
+        .or(rep.runs.last())
 }
 
 /// Every figure the document has data for, in reading order.
 pub fn figures(doc: &Document) -> Vec<Figure> {
     let mut out = Vec::new();
     match doc {
-        Document::Result(r) => {
-            if r.summary.http.is_some() {
-                out.extend(kinds::http(r));
-            } else {
-                out.extend(common::timeline(r));
-            }
-            out.extend(common::cpu_timeline(r));
-            out.extend(common::per_cpu(r));
-            if r.summary.udp.is_some() {
-                out.extend(kinds::udp(r));
-            }
-            if r.summary.rr.is_some() {
-                out.extend(kinds::rr(r));
-            }
-        }
+        Document::Result(r) => out.extend(run_figures(r)),
         Document::Sweep(s) => out.extend(sweeps::figures(s)),
+        Document::Repeated(rep) => {
+            out.extend(sets::repeat_runs(rep));
+            out.extend(last_complete(rep).map(run_figures).into_iter().flatten());
+        }
+        Document::Campaign(c) => out.extend(campaign::figures(c)),
+        Document::Comparison(c) => out.extend(sets::compare(c)),
     }
     // A figure with nothing to draw (every point's figure unknown) is left out.
     out.retain(Figure::has_data);
+    out
+}
+
+/// The figures of one run.
+fn run_figures(r: &TestResult) -> Vec<Figure> {
+    let mut out = Vec::new();
+    if r.summary.http.is_some() {
+        out.extend(kinds::http(r));
+    } else {
+        out.extend(common::timeline(r));
+    }
+    out.extend(common::cpu_timeline(r));
+    out.extend(common::per_cpu(r));
+    if r.summary.udp.is_some() {
+        out.extend(kinds::udp(r));
+    }
+    if r.summary.rr.is_some() {
+        out.extend(kinds::rr(r));
+    }
     out
 }
 

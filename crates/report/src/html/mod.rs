@@ -3,6 +3,7 @@
 //! opens from file:// and prints. In: sections of tables and [`Figure`]s (`tables` builds them
 //! from a document); out: the page's text. The binary writes it.
 
+mod sets;
 mod tables;
 
 use crate::figures::{Document, figures};

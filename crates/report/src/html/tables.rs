@@ -70,6 +70,9 @@ pub fn blocks(doc: &Document) -> Vec<Block> {
                 text: crate::sweep::text(s),
             },
         ],
+        Document::Repeated(rep) => super::sets::repeated(rep),
+        Document::Campaign(c) => super::sets::campaign(c),
+        Document::Comparison(c) => super::sets::comparison(c),
     }
 }
 
@@ -99,7 +102,7 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<Vec<String>>) {
 }
 
 /// `tab-test`: what was run, when, how it ended, and every option of its spec.
-fn test_table(r: &TestResult) -> Table {
+pub(super) fn test_table(r: &TestResult) -> Table {
     let outcome = match r.outcome() {
         Outcome::Complete => "complete",
         Outcome::Partial => "partial",
@@ -137,7 +140,7 @@ fn pct(v: Option<f64>) -> String {
 }
 
 /// `tab-sides`: SEND SIDE and RECEIVE SIDE (an HTTP run: client and server), NTttcp's rows.
-fn sides_table(r: &TestResult) -> Table {
+pub(super) fn sides_table(r: &TestResult) -> Table {
     let s = &r.summary;
     let mut cols: Vec<(String, &SideSummary)> = if s.http.is_some() {
         vec![("CLIENT".to_string(), &s.received)]
@@ -195,7 +198,7 @@ fn sides_table(r: &TestResult) -> Table {
 }
 
 /// `tab-config`: each end's system configuration, one column per host.
-fn config_table(r: &TestResult) -> Option<Table> {
+pub(super) fn config_table(r: &TestResult) -> Option<Table> {
     let hosts: Vec<(&String, &linerate_core::metrics::host::HostConfig)> = r
         .hosts
         .iter()

@@ -6,7 +6,8 @@ use super::{Figure, Series};
 use std::fmt::Write;
 
 /// The CSV of `fig`: `series,X,Y` and, when any point has them, `X end`, `Y low`, `Y high`
-/// (error bars); series on the right axis have their values in a `Y2` column instead.
+/// (error bars); series on the right axis have their values in a `Y2` column instead. On an
+/// axis of categories, a last column `X name` names each point's category.
 pub fn render(fig: &Figure) -> String {
     let bins = fig.series.iter().any(|s| s.points.iter().any(|p| p.x_end.is_some()));
     let errors = fig.series.iter().any(|s| s.points.iter().any(|p| p.error.is_some()));
@@ -22,6 +23,9 @@ pub fn render(fig: &Figure) -> String {
     if errors {
         head.push(field(&format!("{} low", fig.y.title())));
         head.push(field(&format!("{} high", fig.y.title())));
+    }
+    if fig.x.categories.is_some() {
+        head.push(field(&format!("{} name", fig.x.label)));
     }
     out.push_str(&head.join(","));
     out.push('\n');
@@ -51,6 +55,11 @@ fn rows(out: &mut String, fig: &Figure, s: &Series, bins: bool, errors: bool) {
                 .error
                 .map_or((String::new(), String::new()), |(a, b)| (a.to_string(), b.to_string()));
             let _ = write!(out, ",{lo},{hi}");
+        }
+        if let Some(names) = &fig.x.categories {
+            let centre = p.x_end.map_or(p.x, |e| (p.x + e) / 2.0).round();
+            let name = (centre >= 0.0).then(|| names.get(centre as usize)).flatten();
+            let _ = write!(out, ",{}", field(name.map_or("", String::as_str)));
         }
         out.push('\n');
     }
@@ -107,6 +116,25 @@ mod tests {
         assert_eq!(
             csv,
             "series,delay (µs),delay (µs) end,count (datagrams),users (users)\nbins,0,1.5,7,\nusers,1,,,4\n"
+        );
+    }
+
+    #[test]
+    fn a_category_is_named_in_the_last_column() {
+        let mut f = Figure::new(
+            "fig-c",
+            "C",
+            Axis::categories("point", vec!["len=4K".into(), "len=64K".into()]),
+            Axis::linear("throughput", "Mbit/s"),
+        );
+        f.series.push(Series::new(
+            "A",
+            Style::Bars,
+            vec![Point::bar(-0.4, 0.0, 1.0), Point::bar(0.6, 1.0, 2.0)],
+        ));
+        assert_eq!(
+            render(&f),
+            "series,point,point end,throughput (Mbit/s),point name\nA,-0.4,0,1,len=4K\nA,0.6,1,2,len=64K\n"
         );
     }
 }

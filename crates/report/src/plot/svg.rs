@@ -129,8 +129,11 @@ fn y_values(series: &[&Series], marks: &[Mark]) -> Vec<f64> {
         })
         .collect();
     for m in marks {
-        if let Mark::HLine { y, .. } = m {
-            v.push(*y);
+        match m {
+            Mark::HLine { y, .. } => v.push(*y),
+            // Room above a labelled point for its text.
+            Mark::Label { y, .. } if *y > 0.0 => v.push(*y * 1.1),
+            _ => {}
         }
     }
     // Room above the data for the notes written at the top.
@@ -441,6 +444,18 @@ fn marks(o: &mut String, fig: &Figure, xm: &Mapping, ym: &Mapping) {
                     escape(text)
                 );
                 notes += 1;
+            }
+            Mark::Label { x, y, text } => {
+                let (Some(px), Some(py)) = (xm.at(*x), ym.at(*y)) else {
+                    continue;
+                };
+                let _ = write!(
+                    o,
+                    r##"<text class="mark label" x="{}" y="{}" text-anchor="middle" font-size="11" fill="#000" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
+                    f1(px),
+                    f1(py - 4.0),
+                    escape(text)
+                );
             }
             Mark::Band { .. } => {}
         }

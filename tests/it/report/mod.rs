@@ -3,6 +3,8 @@
 //! networking off: every documented figure is there with data, nothing is logged to the console,
 //! a screenshot is taken. The CSV of a figure holds the document's own numbers.
 
+mod store;
+
 use crate::util::*;
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
@@ -495,6 +497,8 @@ fn bad_report_arguments_are_one_line_errors() {
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, "{\"test\": \"tcp\", ").expect("write");
     let out_html = dir.path().join("r.html");
+    let no_db = dir.path().join("none").join("r.db");
+    let no_db = no_db.to_str().expect("utf-8");
     let (junk, broken, html) = (
         junk.to_str().expect("utf-8"),
         broken.to_str().expect("utf-8"),
@@ -506,6 +510,8 @@ fn bad_report_arguments_are_one_line_errors() {
         (vec!["report", broken, "-o", html], "not JSON"),
         (vec!["report", junk], "nothing to write"),
         (vec!["report", junk, "-o", "x.png"], ".html or .svg"),
+        (vec!["report", "42", "--db", no_db, "-o", html], "results database"),
+        (vec!["report", "7..8", "--db", no_db, "-o", html], "side A '7'"),
     ] {
         let out = linerate(&args, Duration::from_secs(20));
         assert_eq!(out.status.code(), Some(1), "{args:?}");

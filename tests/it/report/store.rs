@@ -1,0 +1,255 @@
+//! `linerate report` on what the results store holds (issue 17): a campaign made by
+//! `linerate plan run` (its figures against the varied option, a line per variant, error bars
+//! from the repeats), a comparison `A..B` of two repeated runs (its A/B bars and verdict table),
+//! a stored result by id; all made by real runs on loopback and opened in headless Chromium.
+
+use super::{CHROMIUM, LIMIT, check_in_browser, csv_rows, with_every_run};
+use crate::util::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The campaign's primary figure and its efficiency figure (docs/reports.md).
+const PRIMARY: &str = "fig-campaign-writes-received-mbit-per-second";
+const EFFICIENCY: &str = "fig-campaign-writes-efficiency";
+
+/// Runs a tiny plan against `agent` (two lengths x two variants, two runs a point under
+/// `--quick`) into the database `db`; returns the campaign's id.
+fn campaign(dir: &Path, agent: &str, db: &str) -> String {
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"name = "report"
+[defaults]
+interval = "0"
+[quick]
+time = "0.3s"
+repeat = 2
+pause = "0"
+
+[[test]]
+name = "writes"
+kind = "tcp"
+targets = ["{agent}"]
+time = "30s"
+vary = {{ length = ["4K", "64K"] }}
+[[test.variant]]
+name = "one"
+parallel = 1
+[[test.variant]]
+name = "two"
+parallel = 2
+"#
+        ),
+    )
+    .expect("write the plan");
+    let out = linerate(
+        &["plan", "run", plan.to_str().expect("path"), "--quick", "--db", db],
+        Duration::from_secs(180),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    stderr(&out)
+        .lines()
+        .find_map(|l| l.strip_prefix("campaign ")?.split(':').next())
+        .expect("the campaign's id")
+        .to_string()
+}
+
+/// `linerate report ARGS --db DB`: requires success and that it printed what it wrote.
+fn report(args: &[&str], db: &str) -> Vec<PathBuf> {
+    let mut full = vec!["report"];
+    full.extend_from_slice(args);
+    full.extend(["--db", db]);
+    let out = linerate(&full, LIMIT);
+    assert!(out.status.success(), "report {args:?} failed: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// The text of the `<svg>` with id `id` in the page.
+fn figure<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no {id} in the page"));
+    let end = page[start..].find("</svg>").map_or(page.len(), |e| start + e);
+    &page[start..end]
+}
+
+/// The stored results of `db` with the labels `labels`, as `linerate results --json` lists them.
+fn stored(db: &str, labels: &[&str]) -> Vec<Value> {
+    let mut args = vec!["results", "--json", "--db", db];
+    for l in labels {
+        args.extend(["--label", l]);
+    }
+    let v = json_of(&linerate(&args, LIMIT));
+    v["results"].as_array().or(v.as_array()).cloned().unwrap_or_default()
+}
+
+fn document(db: &str, id: &Value) -> Value {
+    json_of(&linerate(
+        &["results", "show", &id.to_string(), "--json", "--db", db],
+        LIMIT,
+    ))
+}
+
+#[test]
+fn a_campaign_report_opens_with_a_line_per_variant_and_error_bars() {
+    if !can_run(&[CHROMIUM]) {
+        return;
+    }
+    let agent = Agent::start(&[]);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let db = dir.path().join("r.db");
+    let db = db.to_str().expect("path");
+    let id = campaign(dir.path(), &agent.addr, db);
+    let html = dir.path().join("campaign.html");
+    let written = report(&[&id, "-o", html.to_str().expect("path")], db);
+    assert_eq!(written, std::slice::from_ref(&html));
+    check_in_browser(dir.path(), &html, &[PRIMARY, EFFICIENCY]);
+    let page = std::fs::read_to_string(&html).expect("read the page");
+    let primary = figure(&page, PRIMARY);
+    for variant in ["one", "two"] {
+        assert!(
+            primary.contains(&format!("data-name=\"{variant}\"")),
+            "a line for {variant}"
+        );
+    }
+    assert!(
+        primary.contains("class=\"errors\" d=\"M"),
+        "error bars from the repeats' intervals"
+    );
+    assert!(primary.contains("(right axis)"), "CPU on the right axis");
+    assert!(page.contains("id=\"tab-campaign\""));
+}
+
+#[test]
+fn a_campaign_figures_csv_holds_the_stored_means_and_intervals() {
+    let agent = Agent::start(&[]);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let db = dir.path().join("r.db");
+    let db = db.to_str().expect("path");
+    let id = campaign(dir.path(), &agent.addr, db);
+    let csv = dir.path().join("csv");
+    report(&[&id, "--csv", csv.to_str().expect("path")], db);
+    let (head, rows) = csv_rows(&csv.join(format!("{PRIMARY}.csv")));
+    assert!(
+        head.starts_with("series,length (bytes),receiver throughput (Mbit/s),host CPU busy (%)"),
+        "{head}"
+    );
+    let mut checked = 0;
+    for (variant, length, bytes) in [("one", "4K", 4096.0), ("two", "64K", 65536.0)] {
+        let rows_stored = stored(
+            db,
+            &[
+                &format!("point.length={length}"),
+                &format!("campaign.variant={variant}"),
+            ],
+        );
+        assert_eq!(rows_stored.len(), 1, "{rows_stored:?}");
+        let doc = document(db, &rows_stored[0]["id"]);
+        assert_eq!(doc["test"], "tcp repeat");
+        let agg = &doc["aggregate"][0];
+        assert_eq!(agg["figure"], "received_mbit_per_second");
+        let row = rows
+            .iter()
+            .find(|r| r[0] == variant && r[1].parse::<f64>().ok() == Some(bytes))
+            .unwrap_or_else(|| panic!("no row for {variant} at {bytes}: {rows:?}"));
+        let num = |s: &str| s.parse::<f64>().unwrap_or_else(|_| panic!("not a number: {s:?}"));
+        assert_eq!(num(&row[2]), agg["mean"].as_f64().expect("mean"), "the stored mean");
+        assert_eq!(num(&row[4]), agg["ci95_low"].as_f64().expect("low"), "the interval");
+        assert_eq!(num(&row[5]), agg["ci95_high"].as_f64().expect("high"), "the interval");
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}
+
+/// Two `tcp --repeat 3` runs stored in `db`; returns their ids.
+fn two_repeated_runs(agent: &str, db: &str) -> (String, String) {
+    let mut ids = Vec::new();
+    for label in ["side=a", "side=b"] {
+        let out = linerate(
+            &[
+                "tcp", agent, "--repeat", "3", "-t", "0.3", "--pause", "0", "-i", "0", "--db", db, "--label", label,
+            ],
+            LIMIT,
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let rows = stored(db, &[label]);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        ids.push(rows[0]["id"].to_string());
+    }
+    (ids[0].clone(), ids[1].clone())
+}
+
+#[test]
+fn a_comparison_of_two_repeated_runs_opens_with_its_bars_and_verdicts() {
+    if !can_run(&[CHROMIUM]) {
+        return;
+    }
+    let agent = Agent::start(&[]);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let db = dir.path().join("r.db");
+    let db = db.to_str().expect("path");
+    let (a, b) = two_repeated_runs(&agent.addr, db);
+    let html = dir.path().join("ab.html");
+    report(&[&format!("{a}..{b}"), "-o", html.to_str().expect("path")], db);
+    let bars = "fig-compare-received-mbit-per-second";
+    check_in_browser(dir.path(), &html, &[bars]);
+    let page = std::fs::read_to_string(&html).expect("read the page");
+    for table in ["id=\"tab-verdicts\"", "id=\"tab-config-diff\""] {
+        assert!(page.contains(table), "{table}");
+    }
+    let fig = figure(&page, bars);
+    assert!(fig.contains("class=\"mark label\""), "the change written on the bars");
+    assert!(fig.contains(" %</text>"), "the change in %");
+    // The same comparison through `label:` sides.
+    let html2 = dir.path().join("ab2.html");
+    report(&["label:side=a..label:side=b", "-o", html2.to_str().expect("path")], db);
+    assert!(
+        std::fs::read_to_string(&html2)
+            .expect("read")
+            .contains("id=\"tab-verdicts\"")
+    );
+}
+
+#[test]
+fn a_stored_repeated_run_opens_with_its_runs_and_its_last_runs_figures() {
+    if !can_run(&[CHROMIUM]) {
+        return;
+    }
+    let agent = Agent::start(&[]);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let db = dir.path().join("r.db");
+    let db = db.to_str().expect("path");
+    let out = linerate(
+        &[
+            "tcp",
+            &agent.addr,
+            "--repeat",
+            "3",
+            "-t",
+            "1",
+            "-i",
+            "0.25",
+            "--pause",
+            "0",
+            "--db",
+            db,
+        ],
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = stored(db, &[])[0]["id"].to_string();
+    let html = dir.path().join("stored.html");
+    report(&[&id, "-o", html.to_str().expect("path")], db);
+    check_in_browser(dir.path(), &html, &with_every_run(&["fig-repeat-runs", "fig-timeline"]));
+    let page = std::fs::read_to_string(&html).expect("read the page");
+    assert!(page.contains("id=\"tab-repeat\""));
+    assert!(
+        figure(&page, "fig-repeat-runs").contains("class=\"errors\" d=\"M"),
+        "the mean's interval"
+    );
+}
