@@ -4,16 +4,18 @@ mod campaign;
 mod cli;
 mod compare;
 mod finish;
+mod host;
 mod live;
 mod repeat;
 mod report;
+mod serve;
 mod sources;
 
 use anyhow::Context;
 use clap::Parser;
 use cli::{Cli, Command};
 use finish::{Keep, Produced, finish};
-use linerate_core::agent::{self, AgentEvent};
+use linerate_core::agent;
 use linerate_core::client::HttpTarget;
 use linerate_core::client::{ClientOptions, Target, run_tcp};
 use linerate_core::result::{Role, TestResult};
@@ -24,7 +26,6 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -75,7 +76,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve(args) => serve(&args),
+        Command::Serve(args) => serve::serve(&args),
         Command::Tcp(args) => {
             let targets = args.hosts.targets()?;
             let opts = args.reach.options()?;
@@ -206,76 +207,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         },
         Command::Report(args) => report::report(&args),
         Command::Lab(args) => lab_command(args.command),
-        Command::Sys(args) => sys(&args),
-        Command::Doctor(args) => doctor(&args),
-        Command::Calc(args) => calc(&args),
+        Command::Sys(args) => host::sys(&args),
+        Command::Doctor(args) => host::doctor(&args),
+        Command::Calc(args) => host::calc(&args),
         Command::Completions(args) => Ok(cli::complete::print_completions(args.shell).map(|()| ExitCode::SUCCESS)?),
         Command::Man => Ok(cli::complete::print_man().map(|()| ExitCode::SUCCESS)?),
     }
-}
-
-/// `linerate sys`: a line (or a JSON document) per interval until Ctrl-C or `--count`.
-fn sys(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
-    use linerate_core::metrics::sample::{HostInterval, HostSnapshot, HostUsage, IrqGroups};
-    if args.config {
-        return sys_config(args);
-    }
-    let interval = args.interval()?;
-    args.check_interfaces()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
-    let mut prev = HostSnapshot::read();
-    let groups = IrqGroups::discover(prev.interrupts.as_ref(), &prev.interfaces);
-    let start = prev.at;
-    let mut lines = 0u64;
-    while args.count.is_none_or(|n| lines < n) {
-        let due = prev.at + interval;
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            let left = due.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            std::thread::sleep(left.min(Duration::from_millis(100)));
-        }
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            break;
-        }
-        let now = HostSnapshot::read();
-        let sample = HostInterval {
-            start_ns: prev.at.duration_since(start).as_nanos() as u64,
-            end_ns: now.at.duration_since(start).as_nanos() as u64,
-            usage: HostUsage::between(&prev, &now, &groups, args.json),
-        };
-        let line = if args.json {
-            linerate_report::json::headed(&sample, false)
-        } else {
-            linerate_report::sys::usage_line(&sample, &args.interfaces)
-        };
-        print_text(&format!("{line}\n"))?;
-        prev = now;
-        lines += 1;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `linerate calc goodput`.
-fn calc(args: &cli::sys::CalcArgs) -> anyhow::Result<ExitCode> {
-    use linerate_core::goodput::{Transport, goodput};
-    let cli::sys::CalcCommand::Goodput { link, mtu, ipv6, json } = &args.command;
-    anyhow::ensure!(link.0 > 0.0, "--link must be above 0");
-    anyhow::ensure!((68..=65_535).contains(mtu), "--mtu {mtu} is not between 68 and 65535");
-    let rows: Vec<_> = [Transport::Tcp, Transport::Udp]
-        .into_iter()
-        .filter_map(|t| goodput(link.0, *mtu, t, *ipv6))
-        .collect();
-    let text = if *json {
-        linerate_report::json::headed(&std::collections::BTreeMap::from([("rows", &rows)]), true)
-    } else {
-        linerate_report::sys::goodput_text(&rows)
-    };
-    print_text(&text)?;
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The process's Ctrl-C flag, registered once (sweeps run many tests): the first Ctrl-C (or
@@ -469,156 +406,13 @@ fn keep_urls<'a>(output: &'a cli::common::OutputArgs, urls: &[String]) -> Keep<'
     }
 }
 
-fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
-    let config = agent::AgentConfig {
-        secret: args.secret.load()?,
-        no_auth: args.no_auth,
-        max_tests: usize::from(args.max_tests),
-        joins: args.joins.clone(),
-        max_memory: args.max_memory.map_or_else(agent::default_budget_bytes, |b| b.0),
-        idle: args.idle.map(|t| t.0).filter(|d| !d.is_zero()),
-        profiles: match agent::Profiles::parse(&args.profiles) {
-            Ok(p) => p,
-            // A bad --profile is a usage error (status 2), as a bad flag is.
-            Err(e) => {
-                eprintln!("linerate: {e}");
-                return Ok(ExitCode::from(2));
-            }
-        },
-        ..agent::AgentConfig::new(SocketAddr::new(args.bind, args.port))
-    };
-    let agent = match agent::Agent::bind(config.clone()) {
-        // No IPv6 on this host: the default `::` falls back to every IPv4 address.
-        Err(agent::AgentError::Bind { .. }) if args.bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) => {
-            agent::Agent::bind(agent::AgentConfig {
-                bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), args.port),
-                ..config
-            })?
-        }
-        other => other?,
-    };
-    let auth = if agent.auth_required() {
-        "secret required"
-    } else {
-        "open"
-    };
-    // `--http-port`: the HTTP server runs beside the agent, on the same address, as long as it.
-    let http = match args.http_port {
-        None => None,
-        Some(port) => {
-            use linerate_core::httpd::{Httpd, HttpdConfig, HttpdError};
-            anyhow::ensure!(
-                !args.http_head_timeout.0.is_zero(),
-                "--http-head-timeout must be a positive number of seconds"
-            );
-            let config = HttpdConfig {
-                files: args.files.clone(),
-                head_timeout: args.http_head_timeout.0,
-                max_connections_per_address: args.http_max_per_address,
-                ..HttpdConfig::default()
-            };
-            let httpd = match Httpd::bind(SocketAddr::new(args.bind, port), config.clone()) {
-                Err(HttpdError::Bind { .. }) if args.bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) => {
-                    Httpd::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port), config)?
-                }
-                other => other?,
-            };
-            Some(httpd.spawn()?)
-        }
-    };
-    // One write for both lines: a reader that stops after the first sees the second too.
-    let mut lines = format!("linerate agent listening on {} ({auth})\n", agent.local_addr());
-    if let Some(http) = &http {
-        lines += &format!("linerate http server listening on {}\n", http.local_addr());
-    }
-    let mut out = std::io::stdout().lock();
-    out.write_all(lines.as_bytes())?;
-    out.flush()?;
-    drop(out);
-    agent.serve(print_agent_event);
-    drop(http);
-    Ok(ExitCode::SUCCESS)
-}
-
-/// What `serve` (and `quick`'s agent) tells the user: a refused client, one line on stderr.
-fn print_agent_event(event: &AgentEvent) {
-    static LOG: std::sync::Mutex<Option<RefusalLog>> = std::sync::Mutex::new(None);
-    if let AgentEvent::Refused { peer, kind, message } = event {
-        let mut log = LOG.lock().unwrap_or_else(|e| e.into_inner());
-        let (print, earlier) = log
-            .get_or_insert_with(RefusalLog::default)
-            .admit(refusal_source(peer.ip()), std::time::Instant::now());
-        if let Some(n) = earlier {
-            eprintln!(
-                "linerate serve: {n} more refused from {}{} in the last {} s",
-                refusal_source(peer.ip()),
-                if peer.ip().to_canonical().is_ipv6() { "/64" } else { "" },
-                REFUSAL_WINDOW.as_secs()
-            );
-        }
-        if print {
-            // `message` comes cut and escaped from the agent (it may quote the peer).
-            eprintln!("linerate serve: {peer}: {kind}: {message}");
-        }
-    }
-}
-
-/// Whom refusals are counted against: an IPv4 address, or an IPv6 one's /64 (one host commonly
-/// holds a whole /64), as the agent caps them.
-fn refusal_source(ip: IpAddr) -> IpAddr {
-    match ip.to_canonical() {
-        IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
-        v4 => v4,
-    }
-}
-
-/// One refusal line per source address per window; the rest are counted and summed up in one
-/// line when that address is next refused after the window (issue 14: a refusal flood must not
-/// grow the log).
-const REFUSAL_WINDOW: Duration = Duration::from_secs(10);
-/// Addresses remembered at most; past it, those whose window is over are forgotten.
-const REFUSAL_ADDRESSES: usize = 4096;
-
-#[derive(Default)]
-struct RefusalLog {
-    /// Per address: when its window began and how many refusals were not printed in it.
-    by_address: std::collections::HashMap<IpAddr, (std::time::Instant, u64)>,
-}
-
-impl RefusalLog {
-    /// Whether to print this refusal, and how many went unprinted in the address's last window.
-    fn admit(&mut self, ip: IpAddr, now: std::time::Instant) -> (bool, Option<u64>) {
-        if self.by_address.len() >= REFUSAL_ADDRESSES {
-            self.by_address
-                .retain(|_, (t, _)| now.duration_since(*t) < REFUSAL_WINDOW);
-        }
-        let full = self.by_address.len() >= REFUSAL_ADDRESSES;
-        match self.by_address.get_mut(&ip) {
-            Some((start, quiet)) if now.duration_since(*start) < REFUSAL_WINDOW => {
-                *quiet += 1;
-                (false, None)
-            }
-            Some((start, quiet)) => {
-                let earlier = (*quiet > 0).then_some(*quiet);
-                (*start, *quiet) = (now, 0);
-                (true, earlier)
-            }
-            None if full => (false, None),
-            None => {
-                self.by_address.insert(ip, (now, 0));
-                (true, None)
-            }
-        }
-    }
-}
-
 fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
     let agent = agent::Agent::bind(agent::AgentConfig {
         max_connections: 64,
         ..agent::AgentConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
     })?;
     let addr = agent.local_addr();
-    std::thread::spawn(move || agent.serve(print_agent_event));
+    std::thread::spawn(move || agent.serve(serve::print_agent_event));
     let mut spec = TcpSpec::new();
     spec.limit = linerate_core::spec::Limit::Seconds(args.time.as_secs_f64());
     spec.streams = args.streams;
@@ -696,90 +490,4 @@ fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `linerate sys --config`: the configuration of this host and of the interfaces named (default:
-/// every interface of this network namespace).
-fn sys_config(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
-    args.check_interfaces()?;
-    let names: Vec<String> = if args.interfaces.is_empty() {
-        linerate_core::metrics::netdev::read()
-            .into_iter()
-            .map(|i| i.name)
-            .collect()
-    } else {
-        args.interfaces.clone()
-    };
-    let config = linerate_core::metrics::host::read_config(&names);
-    let text = if args.json {
-        linerate_report::json::headed(&config, true)
-    } else {
-        linerate_report::sys::config_text(&config)
-    };
-    print_text(&text)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `linerate doctor`: this host's configuration against tuning advice. Exits 0 whatever it
-/// finds: the findings are the output.
-fn doctor(args: &cli::sys::DoctorArgs) -> anyhow::Result<ExitCode> {
-    use linerate_core::metrics::doctor::{DoctorInput, check};
-    let rtt = args.rtt.map(Duration::from);
-    if let Some(r) = args.rate {
-        anyhow::ensure!(r.0 > 0.0, "--rate must be above 0");
-    }
-    let names: Vec<String> = if args.interfaces.is_empty() {
-        linerate_core::metrics::netdev::read()
-            .into_iter()
-            .map(|i| i.name)
-            .collect()
-    } else {
-        args.interfaces.clone()
-    };
-    let config = linerate_core::metrics::host::read_config(&names);
-    if let Some(missing) = config.interfaces.iter().find(|i| i.ifindex.is_none()) {
-        anyhow::bail!("no interface named '{}' here", missing.name);
-    }
-    let findings = check(
-        &config,
-        &DoctorInput {
-            rtt,
-            rate_bits_per_second: args.rate.map(|r| r.0),
-        },
-    );
-    let text = if args.json {
-        linerate_report::json::headed(&std::collections::BTreeMap::from([("findings", &findings)]), true)
-    } else {
-        linerate_report::sys::doctor_text(&findings)
-    };
-    print_text(&text)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod refusal_tests {
-    use super::*;
-
-    #[test]
-    fn issue_14_a_refusal_flood_prints_one_line_per_address_per_window() {
-        let mut log = RefusalLog::default();
-        let t0 = std::time::Instant::now();
-        let a: IpAddr = "127.0.0.1".parse().expect("ip");
-        let b: IpAddr = "127.0.0.2".parse().expect("ip");
-        assert_eq!(log.admit(a, t0), (true, None));
-        for i in 1..1000 {
-            assert_eq!(log.admit(a, t0 + Duration::from_millis(i)), (false, None));
-        }
-        assert_eq!(
-            log.admit(b, t0 + Duration::from_secs(1)),
-            (true, None),
-            "another address"
-        );
-        assert_eq!(log.admit(a, t0 + Duration::from_secs(11)), (true, Some(999)));
-        assert_eq!(log.admit(a, t0 + Duration::from_secs(22)), (true, None));
-        let one_host = |s: &str| refusal_source(s.parse().expect("ip"));
-        assert_eq!(one_host("2001:db8::1"), one_host("2001:db8::ffff:7"));
-        assert_ne!(one_host("2001:db8::1"), one_host("2001:db8:0:1::1"));
-        assert_eq!(one_host("::ffff:10.0.0.1"), one_host("10.0.0.1"));
-    }
 }
