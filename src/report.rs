@@ -112,7 +112,13 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let mut sections = Vec::new();
     for (i, s) in sources.iter().enumerate() {
         let doc = s.load(&args.db).with_context(|| format!("source '{}'", s.name()))?;
-        sections.push(html::section(&doc, &s.name(), i + 1, sources.len()));
+        let mut section = html::section(&doc, &s.name(), i + 1, sources.len());
+        if let Source::Stored(id) = s {
+            section
+                .blocks
+                .insert(0, html::Block::Table(stored_record(id, &args.db)?));
+        }
+        sections.push(section);
     }
     let figures: Vec<&plot::Figure> = sections.iter().flat_map(Section::figures).collect();
     let mut written = Vec::new();
@@ -152,6 +158,30 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         println!("{}", p.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `tab-stored`: a stored result's id, the command line that made it and its labels, as the store
+/// keeps them beside the document.
+fn stored_record(id: &str, db: &DbArgs) -> anyhow::Result<html::Table> {
+    use linerate_core::store::{Id, Store};
+    let path = db.path()?;
+    let store = Store::open_read(&path).with_context(|| format!("the results database {}", path.display()))?;
+    let n: i64 = id.trim_start_matches('#').parse().context("a result id")?;
+    let row = store.row(Id(n))?;
+    let mut rows = vec![
+        vec!["stored as".to_string(), format!("#{n}")],
+        vec!["command".to_string(), row.command.clone()],
+    ];
+    if let Some(c) = &row.campaign {
+        rows.push(vec!["campaign".to_string(), c.clone()]);
+    }
+    rows.extend(row.labels.iter().map(|(k, v)| vec![format!("label {k}"), v.clone()]));
+    Ok(html::Table {
+        id: "tab-stored".to_string(),
+        caption: "The stored record: command line and labels".to_string(),
+        head: vec![String::new(), "value".to_string()],
+        rows,
+    })
 }
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {

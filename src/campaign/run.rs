@@ -51,6 +51,9 @@ pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyho
     run_commands(&plan.setup, "setup")?;
     let estimate: Vec<f64> = ready.iter().map(|(_, r)| r.estimate_seconds()).collect();
     let total: f64 = todo.iter().map(|&i| estimate[i]).sum();
+    // Runs as planned (an auto-repeated point counts its most); the child runs them.
+    let runs_total: u32 = todo.iter().map(|&i| ready[i].1.runs.max).sum();
+    let mut runs_done = 0u32;
     let bar = ProgressBar::with_draw_target(Some(todo.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{bar:24} {pos}/{len} points, {msg}").expect("a fixed template is valid"),
@@ -86,9 +89,13 @@ pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyho
                 super::duration_text(left.max(0.0))
             )
         };
-        bar.set_message(format!("{what}; {}", eta(estimated_done)));
+        bar.set_message(format!(
+            "{runs_done}/{runs_total} runs; {what}; {}",
+            eta(estimated_done)
+        ));
         let outcome = run_point(&plan, &id, i, point, r, db_path.as_path(), &bar, &what)?;
         estimated_done += estimate[i];
+        runs_done += r.runs.max;
         counted.add(&outcome);
         bar.inc(1);
         let line = match &outcome {

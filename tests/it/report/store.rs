@@ -238,6 +238,8 @@ fn a_stored_repeated_run_opens_with_its_runs_and_its_last_runs_figures() {
             "0",
             "--db",
             db,
+            "--label",
+            "nic=lo",
         ],
         LIMIT,
     );
@@ -248,6 +250,12 @@ fn a_stored_repeated_run_opens_with_its_runs_and_its_last_runs_figures() {
     check_in_browser(dir.path(), &html, &with_every_run(&["fig-repeat-runs", "fig-timeline"]));
     let page = std::fs::read_to_string(&html).expect("read the page");
     assert!(page.contains("id=\"tab-repeat\""));
+    // A stored source says how it was made: its command line and labels.
+    assert!(page.contains("id=\"tab-stored\""), "the stored record's table");
+    assert!(
+        page.contains("label nic") && page.contains("--repeat 3"),
+        "command and labels"
+    );
     assert!(
         figure(&page, "fig-repeat-runs").contains("class=\"errors\" d=\"M"),
         "the mean's interval"
