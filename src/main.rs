@@ -459,6 +459,7 @@ fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
             hosts,
             links,
             no_netem,
+            profiles,
             json,
         } => {
             let state = lab::up(&lab::UpOptions {
@@ -466,6 +467,7 @@ fn lab_command(cmd: cli::lab::LabCommand) -> anyhow::Result<ExitCode> {
                 hosts,
                 links,
                 no_netem,
+                profiles,
             })?;
             show(&lab::status(&state), json)?;
         }

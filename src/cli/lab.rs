@@ -34,6 +34,10 @@ pub enum LabCommand {
         /// Use linerate's own emulation even where the kernel has netem
         #[arg(long)]
         no_netem: bool,
+        /// A profile for every host's agent (serve --profile NAME=COMMAND; repeatable), e.g.
+        /// --profile offload-off='ethtool -K eth0 tso off gso off gro off'
+        #[arg(long = "profile", value_name = "NAME=COMMAND")]
+        profiles: Vec<String>,
         /// Print the lab's status as JSON
         #[arg(long)]
         json: bool,

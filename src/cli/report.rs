@@ -7,7 +7,7 @@ use std::path::PathBuf;
     after_help = "A SOURCE is: a document written by --json (FILE.json: a run, a repeated run, a sweep, a\ncomparison); a stored result (42); a campaign (ID, or ID@VARIANT); stored results by label\n(label:K=V[,K=V]); a comparison A..B of any two of these.\nExamples:\n  linerate tcp host --json > run.json && linerate report run.json -o run.html\n  linerate report sweep.json --svg plots/ --csv plots/\n  linerate report toe-tp1d5j -o campaign.html\n  linerate report toe-tp1d5j@off..toe-tp1d5j@on -o ab.html"
 )]
 pub struct ReportArgs {
-    /// What to report on: FILE.json, a result id, a campaign ID[@VARIANT], label:K=V, or A..B
+    /// What to report on: FILE.json, a result id, a campaign `ID` or `ID@VARIANT`, `label:K=V`, or `A..B`
     #[arg(value_name = "SOURCE", required = true)]
     pub sources: Vec<String>,
 

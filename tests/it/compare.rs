@@ -49,6 +49,7 @@ fn throughput(c: &Value) -> &Value {
 
 #[test]
 fn issue_16_compare_tells_a_faster_link_from_noise_and_names_its_rate() {
+    let _quiet = quiet_machine();
     let Some(slow) = Lab::up(2, &["rate=100mbit"]) else {
         return;
     };

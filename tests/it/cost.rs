@@ -42,6 +42,7 @@ fn eth0_rx_packets(lab: &Lab, host: &str) -> u64 {
 
 #[test]
 fn veth_bytes_match_the_receiver_and_net_rx_is_counted() {
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up(2, &[]) else { return };
     // The test's own readings, over a window that holds the run's.
     let (softirqs_before, packets_before) = (net_rx_softirqs(), eth0_rx_packets(&lab, "h2"));

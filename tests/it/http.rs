@@ -436,6 +436,7 @@ fn open_loop_keeps_its_rate() {
 
 #[test]
 fn a_100mbit_lab_link_carries_90_to_100_mbit_of_http() {
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up(2, &["rate=100mbit"]) else {
         return;
     };

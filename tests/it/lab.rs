@@ -20,6 +20,7 @@ fn ping_rtts(lab: &Lab, from: &str, to: &str, count: u32) -> Vec<f64> {
 
 #[test]
 fn delay_of_10ms_each_way_gives_a_20ms_ping() {
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up(2, &["delay=10ms"]) else { return };
     assert_eq!(
         lab.status["netem"], false,
@@ -34,6 +35,7 @@ fn delay_of_10ms_each_way_gives_a_20ms_ping() {
 
 #[test]
 fn delay_through_netem_where_the_kernel_has_it() {
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up_netem(2, &["delay=10ms"]) else {
         return;
     };

@@ -118,6 +118,7 @@ fn issue_15_best_3_of_5_and_the_interval_follow_from_the_runs() {
 
 #[test]
 fn issue_15_repeat_auto_converges_on_a_shaped_link() {
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up(2, &["rate=100mbit"]) else {
         return;
     };

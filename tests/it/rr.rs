@@ -171,6 +171,7 @@ fn a_loopback_sweep_rises_with_size_and_fits_a_line() {
 
 #[test]
 fn a_lab_link_with_2ms_each_way_gives_a_4ms_round_trip() {
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up(2, &["delay=2ms"]) else { return };
     for proto in ["tcp", "udp"] {
         let v = lab_rr(&lab, "h1", "h2", &["--proto", proto, "-t", "3"]);

@@ -120,6 +120,7 @@ fn reordered_datagrams_are_out_of_order_not_lost() {
 
 #[test]
 fn delay_of_5ms_with_1ms_jitter_spreads_the_one_way_delay() {
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up(2, &["h1:delay=5ms,jitter=1ms"]) else {
         return;
     };

@@ -375,15 +375,20 @@ impl Lab {
     /// the relay) whether or not the kernel has netem, so a test's backends do not depend on the
     /// kernel. `None`, after printing why, where a lab cannot be made (see [`can_run`]).
     pub fn up(hosts: usize, links: &[&str]) -> Option<Lab> {
-        Lab::make(hosts, links, false)
+        Lab::make(hosts, links, false, &[])
+    }
+
+    /// `linerate lab up` whose agents are started with these `NAME=COMMAND` profiles.
+    pub fn up_with_profiles(hosts: usize, links: &[&str], profiles: &[&str]) -> Option<Lab> {
+        Lab::make(hosts, links, false, profiles)
     }
 
     /// `linerate lab up` letting the lab use netem where the kernel has it.
     pub fn up_netem(hosts: usize, links: &[&str]) -> Option<Lab> {
-        Lab::make(hosts, links, true)
+        Lab::make(hosts, links, true, &[])
     }
 
-    fn make(hosts: usize, links: &[&str], netem: bool) -> Option<Lab> {
+    fn make(hosts: usize, links: &[&str], netem: bool, profiles: &[&str]) -> Option<Lab> {
         let mut needs = vec![
             Need::Root { why: NAMESPACES },
             Need::Program {
@@ -413,6 +418,9 @@ impl Lab {
         }
         if !netem {
             args.push("--no-netem");
+        }
+        for p in profiles {
+            args.extend(["--profile", p]);
         }
         let out = linerate(&args, Duration::from_secs(60));
         // The guard exists before anything can fail, so a failed `up` is still taken down.
@@ -524,4 +532,12 @@ fn a_test_says_what_it_lacks() {
     assert!(unmet(&needs, &old).is_some_and(|r| r.contains("io_uring")));
     assert!(on_path("sh") && !on_path("linerate-no-such-program"));
     assert_eq!(port_of("[::1]:5201"), 5201);
+}
+
+/// Tests that measure time across an emulated link (the relay's delay, a shaped rate) and tests
+/// that load the machine for long (a whole campaign) take this in turn, so that on CI's two
+/// cores a campaign does not stretch another test's 20 ms ping: hold it for the test's length.
+pub fn quiet_machine() -> std::sync::MutexGuard<'static, ()> {
+    static QUIET: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    QUIET.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

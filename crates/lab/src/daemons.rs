@@ -100,27 +100,28 @@ pub(crate) fn start_agent(state: &LabState, i: usize) -> Result<u32, LabError> {
     let log = dir.join(format!("agent-{}.log", h.name));
     let port = crate::AGENT_PORT.to_string();
     let http_port = crate::HTTP_PORT.to_string();
-    let pid = spawn_daemon(
-        &[
-            "ip",
-            "netns",
-            "exec",
-            &h.namespace,
-            utf8(&exe, "the linerate path")?,
-            "serve",
-            "--bind",
-            &h.address,
-            "--port",
-            &port,
-            "--secret-file",
-            utf8(&state.secret_file, "the state path")?,
-            "--max-tests",
-            "16",
-            "--http-port",
-            &http_port,
-        ],
-        &log,
-    )?;
+    let mut args: Vec<&str> = vec![
+        "ip",
+        "netns",
+        "exec",
+        &h.namespace,
+        utf8(&exe, "the linerate path")?,
+        "serve",
+        "--bind",
+        &h.address,
+        "--port",
+        &port,
+        "--secret-file",
+        utf8(&state.secret_file, "the state path")?,
+        "--max-tests",
+        "16",
+        "--http-port",
+        &http_port,
+    ];
+    for p in &state.profiles {
+        args.extend(["--profile", p.as_str()]);
+    }
+    let pid = spawn_daemon(&args, &log)?;
     wait_for(&format!("the agent on {}", h.name), || {
         std::fs::read_to_string(&log).is_ok_and(|t| t.contains("listening"))
     })?;

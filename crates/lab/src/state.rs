@@ -35,6 +35,9 @@ pub struct LabState {
     pub secret_file: PathBuf,
     /// Whether this kernel has sch_netem (then netem emulates delay, loss and the rest).
     pub netem: bool,
+    /// The agents' profiles (`serve --profile NAME=COMMAND`), for A/B of a host's configuration.
+    #[serde(default)]
+    pub profiles: Vec<String>,
 }
 
 pub fn state_dir(name: &str) -> PathBuf {

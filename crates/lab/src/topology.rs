@@ -35,6 +35,8 @@ pub struct UpOptions {
     pub links: Vec<String>,
     /// Refuse netem even where the kernel has it (to exercise the fallback).
     pub no_netem: bool,
+    /// `NAME=COMMAND` profiles every host's agent is started with (`serve --profile`).
+    pub profiles: Vec<String>,
 }
 
 /// Creates a lab. On any failure, whatever was made is removed again.
@@ -94,6 +96,7 @@ fn build(opts: &UpOptions, specs: Vec<LinkSpec>) -> Result<LabState, LabError> {
         relay_pid: None,
         secret_file: secret_file.clone(),
         netem,
+        profiles: opts.profiles.clone(),
     };
     save(&state)?;
     for h in &hosts {
