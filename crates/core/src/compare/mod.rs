@@ -116,6 +116,20 @@ fn points(side: &SideInput) -> BTreeMap<Key, Vec<&TestResult>> {
     out
 }
 
+/// Two varied values in their own order: as sizes (`4K` = 4096) or numbers where both read
+/// so, else as text.
+fn value_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let number = |v: &str| {
+        v.parse::<f64>()
+            .ok()
+            .or_else(|| v.parse::<crate::units::ByteSize>().ok().map(|s| s.0 as f64))
+    };
+    match (number(a), number(b)) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        _ => a.cmp(b),
+    }
+}
+
 fn first_run<'r>(points: &BTreeMap<Key, Vec<&'r TestResult>>) -> Option<&'r TestResult> {
     points.values().find_map(|runs| runs.first().copied())
 }
@@ -148,6 +162,17 @@ pub fn compare(a: &SideInput, b: &SideInput) -> Comparison {
             figures: compare_runs(runs_a, runs_b),
         });
     }
+    // Test by test, each varied value in its own order: 512 before 4K before 1M.
+    compared.sort_by(|x, y| {
+        x.test.cmp(&y.test).then_with(|| {
+            x.coordinates
+                .iter()
+                .zip(&y.coordinates)
+                .map(|(p, q)| p.name.cmp(&q.name).then_with(|| value_order(&p.value, &q.value)))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+    });
     if compared.iter().any(|p| p.runs_a < 2 || p.runs_b < 2) {
         notes.push("a side with one run has no spread: significance needs repeats (--repeat 3 or more)".into());
     }
@@ -276,3 +301,16 @@ pub fn compare_runs(a: &[&TestResult], b: &[&TestResult]) -> Vec<FigureCompariso
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod order_tests {
+    #[test]
+    fn varied_values_order_as_sizes_and_numbers() {
+        let mut v = vec!["1M", "512", "4K", "64K"];
+        v.sort_by(|a, b| super::value_order(a, b));
+        assert_eq!(v, ["512", "4K", "64K", "1M"]);
+        let mut n = vec!["10", "9.5", "100"];
+        n.sort_by(|a, b| super::value_order(a, b));
+        assert_eq!(n, ["9.5", "10", "100"]);
+    }
+}

@@ -43,8 +43,10 @@ pub enum ProtoError {
     },
     #[error("{peer} closed the control connection")]
     Closed { peer: SocketAddr },
-    #[error("{peer}: {source}")]
-    Frame { peer: SocketAddr, source: FrameError },
+    /// The frame's error is part of this message, not a cause below it (a `source` here made
+    /// the chain print it twice).
+    #[error("{peer}: {error}")]
+    Frame { peer: SocketAddr, error: FrameError },
     #[error("{peer} refused: {kind}: {message}")]
     Refused {
         peer: SocketAddr,
@@ -195,10 +197,7 @@ impl Conn {
     }
 
     pub(crate) fn send(&mut self, msg: &Message) -> Result<(), ProtoError> {
-        let bytes = frame::encode(msg).map_err(|source| ProtoError::Frame {
-            peer: self.peer,
-            source,
-        })?;
+        let bytes = frame::encode(msg).map_err(|error| ProtoError::Frame { peer: self.peer, error })?;
         self.stream
             .set_write_timeout(Some(Duration::from_secs(10)))
             .map_err(|e| self.io(e))?;
@@ -309,7 +308,7 @@ impl Conn {
                 Err(source) => {
                     return Err(ProtoError::Frame {
                         peer: self.peer,
-                        source,
+                        error: source,
                     });
                 }
                 Ok(Some((msg, used))) => {
