@@ -9,12 +9,12 @@
 //! nothing, and sees `stop_send` / `abort` within [`POLL_SLICE`] (the epoll_wait timeout).
 
 use super::WorkerStream;
+use super::epoll::Epoll;
 use crate::engine::run::Shared;
 use crate::engine::sockopt::POLL_SLICE;
 use crate::result::{Role, StreamEnd};
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// What the loop keeps of one stream.
@@ -30,8 +30,7 @@ struct State {
 
 /// An epoll instance with the worker's streams registered, and room for one event per stream.
 pub(super) struct EventLoop {
-    epoll: OwnedFd,
-    events: Vec<libc::epoll_event>,
+    epoll: Epoll,
     streams: Vec<State>,
 }
 
@@ -44,32 +43,16 @@ impl EventLoop {
     /// report it again after a call hit EAGAIN, so the loop would have to keep its own list of
     /// streams left ready; level-triggered lets the kernel keep that list.
     pub fn new(mine: &[WorkerStream<'_>]) -> io::Result<EventLoop> {
-        // SAFETY: epoll_create1 takes no pointers; a non-negative result is a new descriptor
-        // that nothing else owns.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just returned by epoll_create1 and is owned by nothing else.
-        let epoll = unsafe { OwnedFd::from_raw_fd(fd) };
+        let epoll = Epoll::new(mine.len())?;
         for (i, s) in mine.iter().enumerate() {
-            s.socket.set_nonblocking(true)?;
-            let mut ev = libc::epoll_event {
-                events: match s.role {
-                    Role::Send => libc::EPOLLOUT,
-                    Role::Receive => libc::EPOLLIN | libc::EPOLLRDHUP,
-                } as u32,
-                u64: i as u64,
+            let interest = match s.role {
+                Role::Send => libc::EPOLLOUT,
+                Role::Receive => libc::EPOLLIN | libc::EPOLLRDHUP,
             };
-            // SAFETY: both descriptors are open for the call and `ev` is a valid epoll_event.
-            let rc = unsafe { libc::epoll_ctl(fd, libc::EPOLL_CTL_ADD, s.socket.as_raw_fd(), &mut ev) };
-            if rc < 0 {
-                return Err(io::Error::last_os_error());
-            }
+            epoll.add(s.socket, i, interest)?;
         }
         Ok(EventLoop {
             epoll,
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; mine.len().max(1)],
             streams: vec![
                 State {
                     open: true,
@@ -102,19 +85,8 @@ impl EventLoop {
                 }
                 continue;
             }
-            // SAFETY: `events` is a valid, writable array of `events.len()` epoll_events for the
-            // whole call, and the epoll descriptor is open.
-            let ready = unsafe {
-                libc::epoll_wait(
-                    self.epoll.as_raw_fd(),
-                    self.events.as_mut_ptr(),
-                    self.events.len() as i32,
-                    timeout_ms,
-                )
-            };
-            // 0: the slice passed with nothing ready; < 0: EINTR (nothing else can fail here).
-            for k in 0..ready.max(0) as usize {
-                let i = self.events[k].u64 as usize;
+            for k in 0..self.epoll.wait(timeout_ms) {
+                let i = self.epoll.token(k);
                 self.step(i, mine, send_buf, recv_buf, shared, &mut open);
             }
         }
@@ -189,16 +161,7 @@ impl EventLoop {
         if s.role == Role::Send {
             let _ = s.socket.shutdown(Shutdown::Write);
         }
-        // SAFETY: both descriptors are open; EPOLL_CTL_DEL ignores the event pointer (null is
-        // allowed since Linux 2.6.9).
-        unsafe {
-            libc::epoll_ctl(
-                self.epoll.as_raw_fd(),
-                libc::EPOLL_CTL_DEL,
-                s.socket.as_raw_fd(),
-                std::ptr::null_mut(),
-            );
-        }
+        self.epoll.remove(s.socket);
         shared.finish(s.idx, end);
     }
 }

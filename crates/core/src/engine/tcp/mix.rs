@@ -20,10 +20,10 @@
 //! allocate, lock and format nothing.
 
 use super::{DataStream, mix_event};
-use crate::engine::run::{Counters, Gate, Plan, RunState, Runner, Shared, StreamInfo};
+use crate::engine::run::{Counters, Gate, RunState, Runner, Shared, StreamInfo};
 use crate::engine::{Control, EngineError, Sink, pin, sockopt};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd};
-use crate::spec::{Limit, MixPattern, TcpSpec};
+use crate::spec::{MixPattern, TcpSpec};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::OnceLock;
@@ -75,14 +75,7 @@ pub fn run(
     let epoll_failed: OnceLock<String> = OnceLock::new();
     let state = RunState::new(2 * n);
     let gate = Gate::new();
-    let shared = Shared {
-        buffer_bytes: spec.buffer_bytes.0 as usize,
-        count: match spec.limit {
-            Limit::Buffers(b) => Some(b),
-            Limit::Seconds(_) => None,
-        },
-        ..state.shared(control)
-    };
+    let shared = super::shared_for(spec, &state, control);
     let (forward, reverse) = match end {
         MixEnd::Client => (Role::Send, Role::Receive),
         MixEnd::Agent => (Role::Receive, Role::Send),
@@ -99,17 +92,7 @@ pub fn run(
             .flatten()
     };
     let runner = Runner {
-        plan: Plan {
-            // The client's workers check the stop flag between transfers; the agent's ignore it
-            // and end when the client closes.
-            deadline_stops_senders: true,
-            ..Plan::from_spec(
-                spec.warmup_seconds,
-                spec.cooldown_seconds,
-                spec.limit,
-                spec.interval_seconds,
-            )
-        },
+        plan: super::plan_for(spec),
         streams: StreamInfo::all(infos),
         workers,
         name: "linerate-m",
@@ -155,17 +138,7 @@ pub fn run(
         }
     })?;
     report.io = "syscall".into();
-    if let Some(e) = epoll_failed.get() {
-        report.notes.push(format!(
-            "a worker could not set up epoll ({e}): its streams ended at once"
-        ));
-    }
-    let asked = sockopt::Asked {
-        window: spec.window_bytes,
-        sndbuf: spec.sndbuf_bytes,
-        mss_bytes: spec.mss_bytes,
-    };
-    report.notes.extend(sockopt::grant_notes(asked, &report.streams));
+    super::end_notes(&mut report, spec, &epoll_failed);
     Ok(report)
 }
 
@@ -323,6 +296,7 @@ impl Link<'_> {
 mod tests {
     use super::*;
     use crate::engine::NullSink;
+    use crate::spec::Limit;
     use crate::units::ByteSize;
     use std::net::TcpListener;
     use std::thread;

@@ -10,6 +10,7 @@
 //! connection is driven until a call would block; each transfer waits for its peer's answer, so
 //! no connection can hold the worker for long. Stop flags are seen within [`POLL_SLICE`].
 
+use super::epoll::Epoll;
 use super::mix::{ACK, Link, MixEnd, REQUEST};
 use crate::engine::run::Shared;
 use crate::engine::sockopt::POLL_SLICE;
@@ -17,7 +18,6 @@ use crate::result::StreamEnd;
 use crate::spec::MixPattern;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Where one connection stands.
@@ -71,33 +71,20 @@ fn completes_after(end: MixEnd, read: bool) -> u8 {
 }
 
 pub(super) struct EventLoop {
-    epoll: OwnedFd,
-    events: Vec<libc::epoll_event>,
+    epoll: Epoll,
     states: Vec<State>,
 }
 
 impl EventLoop {
     /// Makes the sockets non-blocking and registers them, before the clock starts.
     pub fn new(links: &[Link<'_>], pattern: MixPattern) -> io::Result<EventLoop> {
-        // SAFETY: epoll_create1 takes no pointers; a non-negative result is a new descriptor
-        // that nothing else owns.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just returned by epoll_create1 and is owned by nothing else.
-        let epoll = unsafe { OwnedFd::from_raw_fd(fd) };
+        let epoll = Epoll::new(links.len())?;
         for (i, l) in links.iter().enumerate() {
-            l.socket.set_nonblocking(true)?;
-            let mut ev = libc::epoll_event {
-                events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
-                u64: i as u64,
-            };
-            // SAFETY: both descriptors are open for the call and `ev` is a valid epoll_event.
-            let rc = unsafe { libc::epoll_ctl(fd, libc::EPOLL_CTL_ADD, l.socket.as_raw_fd(), &mut ev) };
-            if rc < 0 {
-                return Err(io::Error::last_os_error());
-            }
+            epoll.add(
+                l.socket,
+                i,
+                libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET,
+            )?;
         }
         let state = State {
             pattern,
@@ -114,7 +101,6 @@ impl EventLoop {
         };
         Ok(EventLoop {
             epoll,
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; links.len().max(1)],
             states: vec![state; links.len()],
         })
     }
@@ -134,18 +120,8 @@ impl EventLoop {
                 }
                 break;
             }
-            // SAFETY: `events` is a valid, writable array of `events.len()` epoll_events for the
-            // whole call, and the epoll descriptor is open.
-            let ready = unsafe {
-                libc::epoll_wait(
-                    self.epoll.as_raw_fd(),
-                    self.events.as_mut_ptr(),
-                    self.events.len() as i32,
-                    timeout_ms,
-                )
-            };
-            for k in 0..ready.max(0) as usize {
-                let i = self.events[k].u64 as usize;
+            for k in 0..self.epoll.wait(timeout_ms) {
+                let i = self.epoll.token(k);
                 self.drive(i, links, end, buf, shared, &mut open);
             }
         }
@@ -260,16 +236,7 @@ impl EventLoop {
         *open -= 1;
         let l = &links[i];
         let _ = l.socket.shutdown(Shutdown::Write);
-        // SAFETY: both descriptors are open; EPOLL_CTL_DEL ignores the event pointer (null is
-        // allowed since Linux 2.6.9).
-        unsafe {
-            libc::epoll_ctl(
-                self.epoll.as_raw_fd(),
-                libc::EPOLL_CTL_DEL,
-                l.socket.as_raw_fd(),
-                std::ptr::null_mut(),
-            );
-        }
+        self.epoll.remove(l.socket);
         l.shared.finish(l.forward, why);
         l.shared.finish(l.reverse, why);
     }

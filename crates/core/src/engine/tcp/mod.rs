@@ -10,6 +10,7 @@ use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
 use super::sockopt;
 use super::{Control, EngineError, Sink, pin};
 
+mod epoll;
 mod event;
 pub mod mix;
 mod mix_event;
@@ -62,14 +63,7 @@ pub fn run(
     let gate = Gate::new();
     let uring_failed: OnceLock<String> = OnceLock::new();
     let epoll_failed: OnceLock<String> = OnceLock::new();
-    let shared = Shared {
-        buffer_bytes: spec.buffer_bytes.0 as usize,
-        count: match spec.limit {
-            Limit::Buffers(b) => Some(b),
-            Limit::Seconds(_) => None,
-        },
-        ..state.shared(control)
-    };
+    let shared = shared_for(spec, &state, control);
     let depth = spec.depth as usize;
     // Senders report TCP_INFO (cwnd, RTT, retransmits) in each interval and at the end.
     let tcp_info = |i: usize| {
@@ -77,15 +71,7 @@ pub fn run(
         (s.role == Role::Send).then(|| sockopt::tcp_info(&s.socket)).flatten()
     };
     let runner = Runner {
-        plan: Plan {
-            deadline_stops_senders: true,
-            ..Plan::from_spec(
-                spec.warmup_seconds,
-                spec.cooldown_seconds,
-                spec.limit,
-                spec.interval_seconds,
-            )
-        },
+        plan: plan_for(spec),
         streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         workers,
         name: "linerate-w",
@@ -130,6 +116,40 @@ pub fn run(
             "io_uring unavailable ({e}): --depth fell back to one blocking call at a time"
         ));
     }
+    end_notes(&mut report, spec, &epoll_failed);
+    Ok(report)
+}
+
+/// The counters and flags of a TCP run (one-way or mixed): buffers of `-l` bytes, a count per
+/// stream with `-n`.
+fn shared_for<'a>(spec: &TcpSpec, state: &'a RunState, control: &'a Control) -> Shared<'a> {
+    Shared {
+        buffer_bytes: spec.buffer_bytes.0 as usize,
+        count: match spec.limit {
+            Limit::Buffers(b) => Some(b),
+            Limit::Seconds(_) => None,
+        },
+        ..state.shared(control)
+    }
+}
+
+/// The runner's plan for a TCP run: the spec's windows; the deadline stops the senders (a
+/// mixed run's client checks it between transfers, its agent ends when the client closes).
+fn plan_for(spec: &TcpSpec) -> Plan {
+    Plan {
+        deadline_stops_senders: true,
+        ..Plan::from_spec(
+            spec.warmup_seconds,
+            spec.cooldown_seconds,
+            spec.limit,
+            spec.interval_seconds,
+        )
+    }
+}
+
+/// What every TCP run's report says at its end: a worker without epoll, and socket options the
+/// kernel capped.
+fn end_notes(report: &mut SideReport, spec: &TcpSpec, epoll_failed: &OnceLock<String>) {
     if let Some(e) = epoll_failed.get() {
         report.notes.push(format!(
             "a worker could not set up epoll ({e}): its streams ended at once"
@@ -141,7 +161,6 @@ pub fn run(
         mss_bytes: spec.mss_bytes,
     };
     report.notes.extend(sockopt::grant_notes(asked, &report.streams));
-    Ok(report)
 }
 
 /// Workers on this end: `threads` when the spec sets it, else one per CPU this end may use (the
