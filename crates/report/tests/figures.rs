@@ -1,6 +1,9 @@
 //! Figures of hand-built documents: the lines, marks and text a sweep's or a UDP run's figures
 //! must carry, checked on the figure model and in the SVG and the page.
 
+mod common;
+use common::result;
+
 use linerate_core::result::{
     Fit, HttpSummary, LatencyFigures, LossRange, Optimum, RrSummary, SequenceProfile, StreamLoss, StreamProfile,
     Summary, TestResult, UdpSummary,
@@ -12,23 +15,6 @@ use linerate_core::sweep::{
 use linerate_report::figures::{Document, figures};
 use linerate_report::html;
 use linerate_report::plot::{Figure, Mark, Scale, Style};
-
-fn result(options: TestSpec, summary: Summary) -> TestResult {
-    TestResult {
-        linerate: "0.1.0".into(),
-        schema: linerate_core::result::SCHEMA,
-        test: options.kind().into(),
-        started_unix_ms: 1_700_000_000_000,
-        partial: false,
-        error: None,
-        options,
-        hosts: Default::default(),
-        intervals: Vec::new(),
-        summary,
-        notes: Vec::new(),
-        lab: None,
-    }
-}
 
 fn find<'a>(figs: &'a [Figure], id: &str) -> &'a Figure {
     figs.iter()

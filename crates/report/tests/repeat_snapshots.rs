@@ -3,44 +3,16 @@
 //! fixture runs, so the statistics in the snapshots are the driver's. After an intended change:
 //! `UPDATE_SNAPSHOTS=1 cargo test -p linerate-report` rewrites them; review the diff like code.
 
+mod common;
+use common::{check, result};
+
 use linerate_core::repeat::repeat;
 use linerate_core::result::{
     AgentSummary, CpuUsage, LatencyFigures, RepeatPolicy, Repeated, RrSummary, Runs, SideSummary, Summary, TestResult,
 };
 use linerate_core::spec::{RrSpec, TcpSpec, TestSpec};
 use linerate_report::repeat as render;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-fn check(name: &str, text: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, text).expect("write snapshot");
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(
-        text, want,
-        "{name} differs from its snapshot (UPDATE_SNAPSHOTS=1 to accept)"
-    );
-}
-
-fn result(options: TestSpec, summary: Summary) -> TestResult {
-    TestResult {
-        linerate: "0.1.0".into(),
-        schema: linerate_core::result::SCHEMA,
-        test: options.kind().into(),
-        started_unix_ms: 1_700_000_000_000,
-        partial: false,
-        error: None,
-        options,
-        hosts: Default::default(),
-        intervals: Vec::new(),
-        summary,
-        notes: Vec::new(),
-        lab: None,
-    }
-}
 
 fn side(mbit: f64, cpu: f64) -> SideSummary {
     SideSummary {

@@ -2,46 +2,18 @@
 //! tests/snapshots/. After an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p linerate-report`
 //! rewrites them; review the diff like code.
 
+mod common;
+use common::{check, result};
+
+use linerate_core::result::Summary;
 use linerate_core::result::UdpSummary;
 use linerate_core::result::{Fit, LatencyFigures, RrSummary};
 use linerate_core::result::{HttpSummary, Optimum};
-use linerate_core::result::{Summary, TestResult};
 use linerate_core::spec::{HttpSpec, RrProto, RrSpec, TestSpec, UdpSpec};
 use linerate_core::sweep::{
     At, HttpSweep, HttpSweepSummary, Parameter, RrSweep, RrSweepSummary, RrVaries, Sweep, SweepKind, SweepPoint,
 };
 use linerate_report::sweep;
-use std::path::Path;
-
-fn check(name: &str, text: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, text).expect("write snapshot");
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(
-        text, want,
-        "{name} differs from its snapshot (UPDATE_SNAPSHOTS=1 to accept)"
-    );
-}
-
-fn result(options: TestSpec, summary: Summary) -> TestResult {
-    TestResult {
-        linerate: "0.1.0".into(),
-        schema: linerate_core::result::SCHEMA,
-        test: options.kind().into(),
-        started_unix_ms: 1_700_000_000_000,
-        partial: false,
-        error: None,
-        options,
-        hosts: Default::default(),
-        intervals: Vec::new(),
-        summary,
-        notes: Vec::new(),
-        lab: None,
-    }
-}
 
 fn parameter(name: &str, unit: &str, values: &[f64]) -> Parameter {
     Parameter {

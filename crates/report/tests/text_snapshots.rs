@@ -2,6 +2,9 @@
 //! tests/snapshots/. After an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p linerate-report`
 //! rewrites them; review the diff like code.
 
+mod common;
+use common::check;
+
 use linerate_core::metrics::cpu::CpuSplit;
 use linerate_core::metrics::host::HostInfo;
 use linerate_core::metrics::sample::{HostUsage, InterfaceUsage, InterruptRates, SoftirqRate};
@@ -11,7 +14,6 @@ use linerate_core::result::{
 use linerate_core::spec::{Direction, Limit, TcpSpec};
 use linerate_core::summary::{AgentOutcome, assemble_tcp};
 use linerate_core::units::ByteSize;
-use std::path::Path;
 
 fn stream(stream: u16, role: Role, bytes: u64, seconds: f64) -> StreamReport {
     StreamReport {
@@ -135,19 +137,6 @@ fn host(name: &str) -> HostInfo {
         boot_id: None,
         net_namespace: None,
     }
-}
-
-fn check(name: &str, text: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, text).expect("write snapshot");
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(
-        text, want,
-        "{name} differs from its snapshot (UPDATE_SNAPSHOTS=1 to accept)"
-    );
 }
 
 #[test]
