@@ -269,15 +269,18 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
 /// The text report a stored document's run printed, from the document alone: a single run's
 /// report block, a sweep's whole table, a repeated test's runs and aggregate.
 fn show_text(kind: &str, document: &str) -> anyhow::Result<String> {
-    if kind.ends_with(" sweep") {
-        let sweep: Sweep =
-            serde_json::from_str(document).with_context(|| format!("reading the stored {kind} document"))?;
-        return Ok(linerate_report::sweep::text(&sweep));
-    }
-    if kind.ends_with(" repeat") {
-        let rep: linerate_core::result::Repeated =
-            serde_json::from_str(document).with_context(|| format!("reading the stored {kind} document"))?;
-        return Ok(linerate_report::repeat::text(&rep));
+    use linerate_core::result::DocumentKind;
+    let reading = || format!("reading the stored {kind} document");
+    match DocumentKind::of(kind) {
+        DocumentKind::Sweep => {
+            let sweep: Sweep = serde_json::from_str(document).with_context(reading)?;
+            return Ok(linerate_report::sweep::text(&sweep));
+        }
+        DocumentKind::Repeated => {
+            let rep: linerate_core::result::Repeated = serde_json::from_str(document).with_context(reading)?;
+            return Ok(linerate_report::repeat::text(&rep));
+        }
+        DocumentKind::Run | DocumentKind::Comparison => {}
     }
     match serde_json::from_str::<TestResult>(document) {
         Ok(r) => Ok(linerate_report::text::render(&r)),

@@ -95,33 +95,16 @@ fn issue_16_a_wrong_plan_names_line_column_and_the_nearest_option() {
 /// A plan against `agent` whose points take about `seconds` each: two lengths x two variants
 /// of tcp, and an rr point.
 fn run_plan(agent: &str, seconds: &str) -> String {
-    format!(
-        r#"name = "loopback"
-[defaults]
-interval = "0"
-[quick]
-time = "{seconds}"
-
-[[test]]
-name = "writes"
-kind = "tcp"
-targets = ["{agent}"]
-time = "30s"
-vary = {{ length = ["4K", "64K"] }}
-[[test.variant]]
-name = "one"
-parallel = 1
-[[test.variant]]
-name = "two"
-parallel = 2
-
+    writes_plan("loopback", agent, &format!("time = \"{seconds}\""))
+        + &format!(
+            r#"
 [[test]]
 name = "latency"
 kind = "rr"
 targets = ["{agent}"]
 count = 300
 "#
-    )
+        )
 }
 
 fn campaign_of(stderr: &str) -> String {

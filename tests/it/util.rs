@@ -541,3 +541,30 @@ pub fn quiet_machine() -> std::sync::MutexGuard<'static, ()> {
     static QUIET: std::sync::Mutex<()> = std::sync::Mutex::new(());
     QUIET.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+/// A campaign plan named `name` against `agent`: test `writes` (tcp, 30 s) over two lengths (4K,
+/// 64K) x two variants (`one`: -P 1, `two`: -P 2), no interval lines, and `quick` as the body of
+/// its `[quick]` overlay. More `[[test]]`s may be appended.
+pub fn writes_plan(name: &str, agent: &str, quick: &str) -> String {
+    format!(
+        r#"name = "{name}"
+[defaults]
+interval = "0"
+[quick]
+{quick}
+
+[[test]]
+name = "writes"
+kind = "tcp"
+targets = ["{agent}"]
+time = "30s"
+vary = {{ length = ["4K", "64K"] }}
+[[test.variant]]
+name = "one"
+parallel = 1
+[[test.variant]]
+name = "two"
+parallel = 2
+"#
+    )
+}

@@ -19,29 +19,7 @@ fn campaign(dir: &Path, agent: &str, db: &str) -> String {
     let plan = dir.join("plan.toml");
     std::fs::write(
         &plan,
-        format!(
-            r#"name = "report"
-[defaults]
-interval = "0"
-[quick]
-time = "0.3s"
-repeat = 2
-pause = "0"
-
-[[test]]
-name = "writes"
-kind = "tcp"
-targets = ["{agent}"]
-time = "30s"
-vary = {{ length = ["4K", "64K"] }}
-[[test.variant]]
-name = "one"
-parallel = 1
-[[test.variant]]
-name = "two"
-parallel = 2
-"#
-        ),
+        writes_plan("report", agent, "time = \"0.3s\"\nrepeat = 2\npause = \"0\""),
     )
     .expect("write the plan");
     let out = linerate(

@@ -8,8 +8,8 @@ pub mod config;
 pub use config::config_difference;
 
 use crate::result::{
-    Better, ComparedSide, Comparison, Coordinate, FigureComparison, IntervalMethod, Outcome, PointComparison, Repeated,
-    SCHEMA, SideFigure, TestResult, Verdict,
+    Better, ComparedSide, Comparison, Coordinate, DocumentKind, FigureComparison, IntervalMethod, Outcome,
+    PointComparison, Repeated, SCHEMA, SideFigure, TestResult, Verdict,
 };
 use crate::stats;
 use crate::summary::headline::headline;
@@ -35,14 +35,11 @@ impl Document {
         let head: Head = serde_json::from_str(text).map_err(|e| format!("not a result document: {e}"))?;
         let test = head.test.or(head.kind).unwrap_or_default();
         let read = |e: serde_json::Error| format!("a `{test}` document that does not read: {e}");
-        Ok(if test.ends_with(" repeat") {
-            Document::Repeated(Box::new(serde_json::from_str(text).map_err(read)?))
-        } else if test.ends_with(" sweep") || test.ends_with("sweep") {
-            Document::Sweep(Box::new(serde_json::from_str(text).map_err(read)?))
-        } else if test == "compare" {
-            return Err("a comparison is not a result to compare".into());
-        } else {
-            Document::Test(Box::new(serde_json::from_str(text).map_err(read)?))
+        Ok(match DocumentKind::of(&test) {
+            DocumentKind::Repeated => Document::Repeated(Box::new(serde_json::from_str(text).map_err(read)?)),
+            DocumentKind::Sweep => Document::Sweep(Box::new(serde_json::from_str(text).map_err(read)?)),
+            DocumentKind::Comparison => return Err("a comparison is not a result to compare".into()),
+            DocumentKind::Run => Document::Test(Box::new(serde_json::from_str(text).map_err(read)?)),
         })
     }
 }

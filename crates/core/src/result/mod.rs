@@ -39,6 +39,31 @@ use std::collections::BTreeMap;
 /// Version of the result document's layout.
 pub const SCHEMA: u32 = 4;
 
+/// What kind of document a `test` field names: one run (`tcp`), a repeated test (`tcp repeat`),
+/// a sweep (`rr sweep`) or a comparison (`compare`). Every reader of stored or written documents
+/// tells them apart by this one rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DocumentKind {
+    Run,
+    Repeated,
+    Sweep,
+    Comparison,
+}
+
+impl DocumentKind {
+    pub fn of(test: &str) -> DocumentKind {
+        if test.ends_with(" repeat") {
+            DocumentKind::Repeated
+        } else if test.ends_with(" sweep") {
+            DocumentKind::Sweep
+        } else if test == "compare" {
+            DocumentKind::Comparison
+        } else {
+            DocumentKind::Run
+        }
+    }
+}
+
 /// The whole document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TestResult {

@@ -6,7 +6,7 @@
 //! document kind adds one arm to [`figures`].
 
 use super::Figure;
-use crate::result::{Repeated, TestResult};
+use crate::result::{DocumentKind, Repeated, TestResult};
 use crate::summary::headline::headline;
 use serde::Deserialize;
 use serde_json::Value;
@@ -16,17 +16,19 @@ use serde_json::Value;
 /// each kind's figures (a repeated test's are the means over its runs). Empty for a kind this
 /// build does not know or a document that does not read.
 pub fn figures(kind: &str, document: &Value) -> Vec<Figure> {
-    let typed = |f: &crate::summary::headline::Figure, value: Option<f64>| Figure {
-        name: f.label.to_string(),
-        unit: f.unit.to_string(),
-        value,
-    };
-    match kind {
-        "tcp" | "udp" | "rr" | "http" => match TestResult::deserialize(document) {
-            Ok(r) => headline(&r).iter().map(|f| typed(f, f.value)).collect(),
+    match DocumentKind::of(kind) {
+        DocumentKind::Run => match TestResult::deserialize(document) {
+            Ok(r) => headline(&r)
+                .iter()
+                .map(|f| Figure {
+                    name: f.label.to_string(),
+                    unit: f.unit.to_string(),
+                    value: f.value,
+                })
+                .collect(),
             Err(_) => Vec::new(),
         },
-        "tcp repeat" | "udp repeat" | "rr repeat" | "http repeat" => match Repeated::deserialize(document) {
+        DocumentKind::Repeated => match Repeated::deserialize(document) {
             Ok(rep) => rep
                 .aggregate
                 .iter()
@@ -38,8 +40,8 @@ pub fn figures(kind: &str, document: &Value) -> Vec<Figure> {
                 .collect(),
             Err(_) => Vec::new(),
         },
-        "tcp sweep" | "udp sweep" | "rr sweep" | "http sweep" => sweep_figures(document),
-        _ => Vec::new(),
+        DocumentKind::Sweep => sweep_figures(document),
+        DocumentKind::Comparison => Vec::new(),
     }
 }
 

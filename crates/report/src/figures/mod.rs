@@ -74,17 +74,13 @@ impl Document {
             test: test.clone(),
             source,
         };
-        if test.ends_with(" sweep") {
-            Ok(Document::Sweep(Box::new(serde_json::from_value(v).map_err(schema)?)))
-        } else if test.ends_with(" repeat") {
-            Ok(Document::Repeated(Box::new(serde_json::from_value(v).map_err(schema)?)))
-        } else if test == "compare" {
-            Ok(Document::Comparison(Box::new(
-                serde_json::from_value(v).map_err(schema)?,
-            )))
-        } else {
-            Ok(Document::Result(Box::new(serde_json::from_value(v).map_err(schema)?)))
-        }
+        use linerate_core::result::DocumentKind;
+        Ok(match DocumentKind::of(&test) {
+            DocumentKind::Sweep => Document::Sweep(Box::new(serde_json::from_value(v).map_err(schema)?)),
+            DocumentKind::Repeated => Document::Repeated(Box::new(serde_json::from_value(v).map_err(schema)?)),
+            DocumentKind::Comparison => Document::Comparison(Box::new(serde_json::from_value(v).map_err(schema)?)),
+            DocumentKind::Run => Document::Result(Box::new(serde_json::from_value(v).map_err(schema)?)),
+        })
     }
 
     /// The test kind as the document names it: "tcp", "udp sweep".
