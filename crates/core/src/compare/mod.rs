@@ -215,16 +215,22 @@ pub fn compare_runs(a: &[&TestResult], b: &[&TestResult]) -> Vec<FigureCompariso
     let Some(first) = a.first().or(b.first()) else {
         return Vec::new();
     };
-    let values = |runs: &[&TestResult], name: &str| -> Vec<f64> {
-        runs.iter()
-            .filter_map(|r| headline(r).into_iter().find(|f| f.name == name).and_then(|f| f.value))
+    // Each run's headline figures, read once.
+    let (heads_a, heads_b): (Vec<_>, Vec<_>) = (
+        a.iter().map(|r| headline(r)).collect(),
+        b.iter().map(|r| headline(r)).collect(),
+    );
+    let values = |heads: &[Vec<crate::summary::headline::Figure>], name: &str| -> Vec<f64> {
+        heads
+            .iter()
+            .filter_map(|h| h.iter().find(|f| f.name == name).and_then(|f| f.value))
             .filter(|v| v.is_finite())
             .collect()
     };
     headline(first)
         .into_iter()
         .map(|f| {
-            let (va, vb) = (values(a, f.name), values(b, f.name));
+            let (va, vb) = (values(&heads_a, f.name), values(&heads_b, f.name));
             let percentile = is_percentile(f.name);
             let centre = |xs: &[f64]| {
                 if percentile { stats::median(xs) } else { stats::mean(xs) }
