@@ -49,6 +49,9 @@ pub(super) struct Conn {
     /// Since when the connection has waited for its client (a head, the next request, its
     /// close): the oldest such one is closed first when descriptors run short.
     pub(super) quiet_since: Instant,
+    /// This worker's count of accepts when it was accepted: among connections quiet since the
+    /// same moment (one accept burst reads the clock once) the earlier accepted is the older.
+    pub(super) accepted_as: u64,
     /// Received bytes not yet used are `buf[start..end]`.
     pub(super) buf: Box<[u8]>,
     pub(super) start: usize,
@@ -78,13 +81,20 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    pub(super) fn new(stream: TcpStream, peer: IpAddr, now: Instant, head_timeout: std::time::Duration) -> Conn {
+    pub(super) fn new(
+        stream: TcpStream,
+        peer: IpAddr,
+        now: Instant,
+        accepted_as: u64,
+        head_timeout: std::time::Duration,
+    ) -> Conn {
         Conn {
             stream,
             peer,
             head_since: Some(now),
             served: false,
             quiet_since: now,
+            accepted_as,
             buf: vec![0; MAX_HEAD_BYTES].into_boxed_slice(),
             start: 0,
             end: 0,

@@ -503,6 +503,43 @@ mod tests {
     }
 
     #[test]
+    fn at_the_cap_a_burst_of_accepts_keeps_its_newest() {
+        // 40 connections queued before the worker starts: one accept pass takes them all at
+        // one clock reading, 10 may stay open, and the 30 closed to make room must be the
+        // first 30 accepted, not whichever slot was freed last (issue 14's CI failure).
+        let server = Httpd::bind(
+            SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            HttpdConfig {
+                threads: 1,
+                max_connections: 10,
+                max_connections_per_address: 0,
+                ..HttpdConfig::default()
+            },
+        )
+        .expect("bind");
+        let conns: Vec<StdStream> = (0..40)
+            .map(|_| StdStream::connect(server.local_addr()).expect("connect"))
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        let handle = server.spawn().expect("spawn");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while handle.evicted() < 30 {
+            assert!(Instant::now() < deadline, "{} evicted after 10 s", handle.evicted());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let open: Vec<bool> = conns
+            .iter()
+            .map(|s| {
+                // A closed one shows its FIN (the closes were done before they were counted).
+                s.set_nonblocking(true).expect("nonblocking");
+                !matches!(s.peek(&mut [0u8; 1]), Ok(0))
+            })
+            .collect();
+        let kept: Vec<usize> = (0..40).filter(|&i| open[i]).collect();
+        assert_eq!(kept, (30..40).collect::<Vec<_>>(), "the connections left open");
+    }
+
+    #[test]
     fn bind_errors_name_the_address_or_the_file() {
         let missing = PathBuf::from("/nonexistent/linerate-test-file");
         let config = HttpdConfig {

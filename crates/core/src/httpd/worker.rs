@@ -114,7 +114,7 @@ impl Worker {
                         self.conns.push(None);
                         self.conns.len() - 1
                     });
-                    let mut conn = Conn::new(stream, ip, now, self.shared.head_timeout);
+                    let mut conn = Conn::new(stream, ip, now, self.counts.accepted, self.shared.head_timeout);
                     // Both interests once, edge-triggered: no epoll_ctl as the state changes.
                     let registered = self.poll.registry().register(
                         &mut conn.stream,
@@ -173,11 +173,18 @@ impl Worker {
     /// least one, so that one scan makes room for many accepts and a flood at the cap costs
     /// no scan per connection. False when every connection is being answered.
     pub(super) fn evict_oldest_waiting(&mut self) -> bool {
-        let mut waiting: Vec<(Instant, usize)> = self
+        // Oldest first by when they went quiet, then by accept order: a burst accepted in
+        // one pass shares one clock reading, and without the second key its newest could go
+        // before its oldest.
+        let mut waiting: Vec<((Instant, u64), usize)> = self
             .conns
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| c.as_ref().filter(|c| c.waiting()).map(|c| (c.quiet_since, i)))
+            .filter_map(|(i, c)| {
+                c.as_ref()
+                    .filter(|c| c.waiting())
+                    .map(|c| ((c.quiet_since, c.accepted_as), i))
+            })
             .collect();
         if waiting.is_empty() {
             return false;
