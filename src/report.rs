@@ -1,85 +1,74 @@
 //! `linerate report`: loads each source, builds its section of figures and tables (the report
 //! crate), and writes the page, the SVG files and the CSV files asked for; prints each path.
 //!
-//! A source is a JSON document, a stored result, a campaign (or anything else a side of
-//! `linerate compare` can be, resolved by [`crate::sources::side`]), or a comparison `A..B`.
+//! A source is anything a side of `linerate compare` can be (a JSON document, a stored result, a
+//! campaign, a label selection: [`crate::sources::Selection`]), or a comparison `A..B`.
 
 use crate::cli::common::DbArgs;
 use crate::cli::report::ReportArgs;
-use crate::sources::side;
+use crate::sources::{Selection, side};
 use anyhow::{Context, bail};
-use linerate_report::figures::{Campaign, Document};
+use linerate_core::document::Document;
+use linerate_report::figures::{Campaign, Subject};
 use linerate_report::html::{self, Section};
 use linerate_report::plot;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Where a document comes from.
+/// Where a section comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Source {
-    /// A JSON document as `--json` wrote it.
-    File(PathBuf),
-    /// A stored result (`42`): its own document.
-    Stored(String),
-    /// Several stored results: a campaign (`ID`, `ID@VARIANT`) or a label selection.
-    Set(String),
+    /// Anything one side of `linerate compare` names: a document file or a stored result is
+    /// drawn as itself, a campaign or a label selection as a campaign.
+    One(String, Selection),
     /// `A..B`: B compared against A, each side anything `linerate compare` takes.
     Comparison(String, String),
 }
 
 impl Source {
-    /// What the user named: an existing file first, then `A..B`, a result id, a set.
-    pub fn parse(arg: &str) -> Source {
-        let path = PathBuf::from(arg);
-        if path.is_file() {
-            return Source::File(path);
-        }
-        if let Some((a, b)) = arg.split_once("..")
+    /// What the user named: an existing file first, then `A..B`, then what a side can be.
+    pub fn parse(arg: &str) -> anyhow::Result<Source> {
+        if !std::path::Path::new(arg).is_file()
+            && let Some((a, b)) = arg.split_once("..")
             && !a.is_empty()
             && !b.is_empty()
             && !a.ends_with('/')
             && !b.starts_with('/')
         {
-            return Source::Comparison(a.to_string(), b.to_string());
+            return Ok(Source::Comparison(a.to_string(), b.to_string()));
         }
-        if arg.trim_start_matches('#').parse::<i64>().is_ok() {
-            return Source::Stored(arg.to_string());
-        }
-        // A name that looks like a file is one that is missing.
-        if arg.ends_with(".json") || arg.contains('/') {
-            return Source::File(path);
-        }
-        Source::Set(arg.to_string())
+        Ok(Source::One(arg.to_string(), Selection::parse(arg)?))
     }
 
     /// How the page names it.
     pub fn name(&self) -> String {
         match self {
-            Source::File(p) => p
+            Source::One(_, Selection::File(p)) => p
                 .file_name()
                 .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
-            Source::Stored(id) => format!("#{}", id.trim_start_matches('#')),
-            Source::Set(s) => s.clone(),
+            Source::One(_, Selection::Id(id)) => format!("#{id}"),
+            Source::One(arg, _) => arg.clone(),
             Source::Comparison(a, b) => format!("{a}..{b}"),
         }
     }
 
-    pub fn load(&self, db: &DbArgs) -> anyhow::Result<Document> {
+    pub fn load(&self, db: &DbArgs) -> anyhow::Result<Subject> {
         match self {
-            Source::File(p) => {
-                let text = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
-                Document::parse(&text).with_context(|| format!("{}", p.display()))
+            Source::One(arg, selection) => {
+                let input = selection.load(arg, db)?;
+                if selection.is_one() {
+                    let entry = input.entries.into_iter().next().context("no document")?;
+                    Ok(Subject::Document(entry.document))
+                } else {
+                    Ok(Subject::Campaign(Box::new(Campaign::from_side(&input))))
+                }
             }
-            Source::Stored(id) => {
-                let input = side(id, db)?;
-                let entry = input.entries.into_iter().next().context("the store gave no document")?;
-                Ok(Document::from(entry.document))
-            }
-            Source::Set(s) => Ok(Document::Campaign(Box::new(Campaign::from_side(&side(s, db)?)))),
             Source::Comparison(a, b) => {
                 let a = side(a, db).with_context(|| format!("side A '{a}'"))?;
                 let b = side(b, db).with_context(|| format!("side B '{b}'"))?;
-                Ok(Document::Comparison(Box::new(linerate_core::compare::compare(&a, &b))))
+                Ok(Subject::Document(Document::Comparison(Box::new(
+                    linerate_core::compare::compare(&a, &b),
+                ))))
             }
         }
     }
@@ -108,15 +97,19 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if output.is_none() && args.svg.is_none() && args.csv.is_none() {
         bail!("nothing to write: give -o FILE.html, -o FILE.svg, --svg DIR or --csv DIR");
     }
-    let sources: Vec<Source> = args.sources.iter().map(|s| Source::parse(s)).collect();
+    let sources = args
+        .sources
+        .iter()
+        .map(|s| Source::parse(s))
+        .collect::<anyhow::Result<Vec<Source>>>()?;
     let mut sections = Vec::new();
     for (i, s) in sources.iter().enumerate() {
         let doc = s.load(&args.db).with_context(|| format!("source '{}'", s.name()))?;
         let mut section = html::section(&doc, &s.name(), i + 1, sources.len());
-        if let Source::Stored(id) = s {
+        if let Source::One(_, Selection::Id(id)) = s {
             section
                 .blocks
-                .insert(0, html::Block::Table(stored_record(id, &args.db)?));
+                .insert(0, html::Block::Table(stored_record(*id, &args.db)?));
         }
         sections.push(section);
     }
@@ -162,11 +155,10 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
 
 /// `tab-stored`: a stored result's id, the command line that made it and its labels, as the store
 /// keeps them beside the document.
-fn stored_record(id: &str, db: &DbArgs) -> anyhow::Result<html::Table> {
+fn stored_record(n: i64, db: &DbArgs) -> anyhow::Result<html::Table> {
     use linerate_core::store::{Id, Store};
     let path = db.path()?;
     let store = Store::open_read(&path).with_context(|| format!("the results database {}", path.display()))?;
-    let n: i64 = id.trim_start_matches('#').parse().context("a result id")?;
     let row = store.row(Id(n))?;
     let mut rows = vec![
         vec!["stored as".to_string(), format!("#{n}")],

@@ -1,7 +1,5 @@
 //! `linerate compare A B`: did B beat A, and by more than the noise?
 
-use std::path::PathBuf;
-
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "A and B are each: a result document written by --json (FILE.json); a stored result (42);\nstored results by label (label:nic=x2,mtu=9000); a campaign (ID), or one of its variants\n(ID@VARIANT). Points match by test and varied values.\nExamples:\n  linerate compare before.json after.json --fail-if-worse 5\n  linerate compare label:kernel=6.1 label:kernel=6.6\n  linerate compare toe-tp1d5j@off toe-tp1d5j@on"
@@ -39,10 +37,4 @@ impl CompareArgs {
         }
         Ok(())
     }
-}
-
-/// A side's source read from a file.
-pub fn file_of(source: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(source);
-    path.is_file().then_some(path)
 }

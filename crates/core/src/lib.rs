@@ -10,6 +10,7 @@ pub mod agent;
 pub mod client;
 pub mod codec;
 pub mod compare;
+pub mod document;
 pub mod engine;
 #[cfg(test)]
 mod fuzz;

@@ -4,6 +4,7 @@
 mod common;
 use common::result;
 
+use linerate_core::document::Document;
 use linerate_core::result::{
     Fit, HttpSummary, LatencyFigures, LossRange, Optimum, RrSummary, SequenceProfile, StreamLoss, StreamProfile,
     Summary, TestResult, UdpSummary,
@@ -12,7 +13,7 @@ use linerate_core::spec::{RrProto, RrSpec, TestSpec, UdpSpec};
 use linerate_core::sweep::{
     At, HttpSweep, HttpSweepSummary, RrSweep, RrSweepSummary, RrVaries, Sweep, SweepKind, SweepPoint,
 };
-use linerate_report::figures::{Document, figures};
+use linerate_report::figures::{Subject, figures};
 use linerate_report::html;
 use linerate_report::plot::{Figure, Mark, Scale, Style};
 
@@ -71,7 +72,7 @@ fn rr_sweep() -> Sweep {
 
 #[test]
 fn an_rr_sweep_draws_the_fitted_and_the_expected_line() {
-    let figs = figures(&Document::Sweep(Box::new(rr_sweep())));
+    let figs = figures(&Subject::Document(Document::Sweep(Box::new(rr_sweep()))));
     let f = find(&figs, "fig-rr-sweep");
     assert_eq!(f.x.scale, Scale::Log, "64 to 8000 bytes spans two decades");
     assert_eq!(f.series[0].style, Style::Points);
@@ -131,7 +132,7 @@ fn an_http_sweep_marks_its_optimum() {
             result(TestSpec::Udp(UdpSpec::new()), summary),
         ));
     }
-    let figs = figures(&Document::Sweep(Box::new(s)));
+    let figs = figures(&Subject::Document(Document::Sweep(Box::new(s))));
     let f = find(&figs, "fig-http-sweep");
     assert_eq!(f.x.scale, Scale::Linear, "16 to 256 users spans under two decades");
     assert!(f.marks.contains(&Mark::VLine {
@@ -193,7 +194,7 @@ fn udp_run(along: bool) -> TestResult {
 
 #[test]
 fn the_loss_pattern_comes_from_the_profile_or_else_the_loss_runs() {
-    let figs = figures(&Document::Result(Box::new(udp_run(true))));
+    let figs = figures(&Subject::Document(Document::Run(Box::new(udp_run(true)))));
     let loss = find(&figs, "fig-udp-loss");
     assert_eq!(loss.series.len(), 1);
     let bars = &loss.series[0].points;
@@ -206,7 +207,7 @@ fn the_loss_pattern_comes_from_the_profile_or_else_the_loss_runs() {
     assert_eq!((p[4].x, p[4].y, p[4].error), (72.0, 4.0, Some((2.0, 8.0))));
 
     // Without the profile (older documents): the listed runs, in 64 stretches of 16.
-    let figs = figures(&Document::Result(Box::new(udp_run(false))));
+    let figs = figures(&Subject::Document(Document::Run(Box::new(udp_run(false)))));
     assert!(figs.iter().all(|f| f.id != "fig-udp-owd-sequence"));
     let loss = find(&figs, "fig-udp-loss");
     let bars = &loss.series[0].points;
@@ -218,8 +219,8 @@ fn the_loss_pattern_comes_from_the_profile_or_else_the_loss_runs() {
 
 #[test]
 fn a_page_of_two_sources_keeps_its_ids_apart() {
-    let a = Document::Result(Box::new(udp_run(true)));
-    let b = Document::Sweep(Box::new(rr_sweep()));
+    let a = Subject::Document(Document::Run(Box::new(udp_run(true))));
+    let b = Subject::Document(Document::Sweep(Box::new(rr_sweep())));
     let sections = [html::section(&a, "a.json", 1, 2), html::section(&b, "b.json", 2, 2)];
     let page = html::page("two", &sections);
     assert!(page.contains("id=\"s1-fig-udp-loss\""));

@@ -7,42 +7,14 @@ pub mod config;
 
 pub use config::config_difference;
 
+use crate::document::Document;
 use crate::result::{
-    Better, ComparedSide, Comparison, Coordinate, DocumentKind, FigureComparison, IntervalMethod, Outcome,
-    PointComparison, Repeated, SCHEMA, SideFigure, TestResult, Verdict,
+    Better, ComparedSide, Comparison, Coordinate, FigureComparison, IntervalMethod, Outcome, PointComparison, SCHEMA,
+    SideFigure, TestResult, Verdict,
 };
 use crate::stats;
 use crate::summary::headline::headline;
-use crate::sweep::Sweep;
 use std::collections::BTreeMap;
-
-/// A document one side takes.
-#[derive(Clone, Debug)]
-pub enum Document {
-    Test(Box<TestResult>),
-    Repeated(Box<Repeated>),
-    Sweep(Box<Sweep>),
-}
-
-impl Document {
-    /// Reads any result document by its `test` field (`tcp`, `tcp repeat`, `rr sweep`).
-    pub fn from_json(text: &str) -> Result<Document, String> {
-        #[derive(serde::Deserialize)]
-        struct Head {
-            test: Option<String>,
-            kind: Option<String>,
-        }
-        let head: Head = serde_json::from_str(text).map_err(|e| format!("not a result document: {e}"))?;
-        let test = head.test.or(head.kind).unwrap_or_default();
-        let read = |e: serde_json::Error| format!("a `{test}` document that does not read: {e}");
-        Ok(match DocumentKind::of(&test) {
-            DocumentKind::Repeated => Document::Repeated(Box::new(serde_json::from_str(text).map_err(read)?)),
-            DocumentKind::Sweep => Document::Sweep(Box::new(serde_json::from_str(text).map_err(read)?)),
-            DocumentKind::Comparison => return Err("a comparison is not a result to compare".into()),
-            DocumentKind::Run => Document::Test(Box::new(serde_json::from_str(text).map_err(read)?)),
-        })
-    }
-}
 
 /// A document with where it came from and where it sits in a campaign.
 #[derive(Clone, Debug)]
@@ -72,7 +44,7 @@ fn points(side: &SideInput) -> BTreeMap<Key, Vec<&TestResult>> {
     for e in &side.entries {
         let name = |kind: &str| e.test.clone().unwrap_or_else(|| kind.to_string());
         match &e.document {
-            Document::Test(r) => {
+            Document::Run(r) => {
                 if complete(&&**r) {
                     out.entry((name(&r.test), sorted(e.coordinates.clone())))
                         .or_default()
@@ -108,6 +80,8 @@ fn points(side: &SideInput) -> BTreeMap<Key, Vec<&TestResult>> {
                     out.entry((name(&r.test), sorted(coords))).or_default().push(r);
                 }
             }
+            // Not a measurement: the sources refuse one as a side (`linerate compare`).
+            Document::Comparison(_) => {}
         }
     }
     out

@@ -30,7 +30,7 @@ fn side(name: &str, runs: &[(f64, f64)]) -> SideInput {
             .enumerate()
             .map(|(i, (m, c))| Entry {
                 source: format!("{name}{i}"),
-                document: Document::Test(Box::new(tcp(*m, *c))),
+                document: Document::Run(Box::new(tcp(*m, *c))),
                 test: None,
                 coordinates: Vec::new(),
             })

@@ -7,7 +7,8 @@
 //! `fig-campaign-writes-received-mbit-per-second`) and `fig-campaign-<test>-efficiency`.
 
 use crate::plot::{Axis, Figure, Point, Series, Style};
-use linerate_core::compare::{Document, SideInput};
+use linerate_core::compare::SideInput;
+use linerate_core::document::Document;
 use linerate_core::result::Outcome;
 use linerate_core::summary::headline::headline;
 use linerate_core::units::ByteSize;
@@ -64,7 +65,7 @@ impl Campaign {
         entries.sort_by_key(|e| e.source.trim_start_matches('#').parse::<i64>().unwrap_or(i64::MAX));
         for e in entries {
             let (kind, complete, figures) = match &e.document {
-                Document::Test(r) => (
+                Document::Run(r) => (
                     r.test.clone(),
                     r.outcome() == Outcome::Complete,
                     headline(r)
@@ -93,7 +94,7 @@ impl Campaign {
                         .collect(),
                 ),
                 // A sweep point of a campaign has its own report; not drawn here.
-                Document::Sweep(_) => continue,
+                Document::Sweep(_) | Document::Comparison(_) => continue,
             };
             let variant = e
                 .coordinates

@@ -1,8 +1,8 @@
 //! Result documents to figures: which charts a document gets, built from its numbers alone.
-//! In: a [`Document`] (a single result or a sweep, as `--json` wrote it). Out: [`Figure`]s for
-//! the renderers in [`crate::plot`] and the page in [`crate::html`]. Every figure id is listed
-//! in docs/reports.md; a new document kind (a campaign, a comparison) is one more arm of
-//! [`Document`] and one more builder here.
+//! In: a [`Subject`]: a document as `--json` wrote it (`linerate_core::document`), or a
+//! campaign's stored runs. Out: [`Figure`]s for the renderers in [`crate::plot`] and the page in
+//! [`crate::html`]. Every figure id is listed in docs/reports.md; a new document kind is one more
+//! arm of the core's `Document` and one more builder here.
 //!
 //! By topic: `common` (every test: timeline, CPU and interrupts per CPU), `kinds` (what udp,
 //! rr and http add), `sweeps` (the curves over a sweep's points), `campaign` (a campaign's
@@ -17,85 +17,24 @@ mod sweeps;
 pub use campaign::Campaign;
 
 use crate::plot::Figure;
-use linerate_core::result::{Comparison, Outcome, Repeated, TestResult};
-use linerate_core::sweep::Sweep;
+use linerate_core::document::Document;
+use linerate_core::result::{Outcome, Repeated, TestResult};
 
-/// A document a report is made from.
+/// What a report section is made from: a document linerate wrote (a run, a repeated test, a
+/// sweep, a comparison), or a campaign's stored runs.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Document {
-    /// One run of a test (`"test": "tcp"`).
-    Result(Box<TestResult>),
-    /// A sweep (`"test": "udp sweep"`).
-    Sweep(Box<Sweep>),
-    /// A repeated test (`"test": "tcp repeat"`).
-    Repeated(Box<Repeated>),
-    /// A campaign's stored runs (`linerate plan run`).
+pub enum Subject {
+    Document(Document),
+    /// A campaign's stored runs (`linerate plan run`), or stored results by label.
     Campaign(Box<Campaign>),
-    /// A comparison (`"test": "compare"`).
-    Comparison(Box<Comparison>),
 }
 
-impl From<linerate_core::compare::Document> for Document {
-    fn from(d: linerate_core::compare::Document) -> Document {
-        use linerate_core::compare::Document as D;
-        match d {
-            D::Test(r) => Document::Result(r),
-            D::Repeated(r) => Document::Repeated(r),
-            D::Sweep(s) => Document::Sweep(s),
-        }
-    }
-}
-
-/// Why a document could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum DocumentError {
-    #[error("not JSON")]
-    Json(#[source] serde_json::Error),
-    #[error("not a linerate result or sweep document (no \"test\" field)")]
-    NoTest,
-    #[error("a \"{test}\" document that does not match its schema")]
-    Schema {
-        test: String,
-        #[source]
-        source: serde_json::Error,
-    },
-}
-
-impl Document {
-    /// Reads a document as `linerate ... --json` printed it.
-    pub fn parse(text: &str) -> Result<Document, DocumentError> {
-        let v: serde_json::Value = serde_json::from_str(text).map_err(DocumentError::Json)?;
-        let test = v
-            .get("test")
-            .and_then(|t| t.as_str())
-            .ok_or(DocumentError::NoTest)?
-            .to_string();
-        let schema = |source| DocumentError::Schema {
-            test: test.clone(),
-            source,
-        };
-        use linerate_core::result::DocumentKind;
-        Ok(match DocumentKind::of(&test) {
-            DocumentKind::Sweep => Document::Sweep(Box::new(serde_json::from_value(v).map_err(schema)?)),
-            DocumentKind::Repeated => Document::Repeated(Box::new(serde_json::from_value(v).map_err(schema)?)),
-            DocumentKind::Comparison => Document::Comparison(Box::new(serde_json::from_value(v).map_err(schema)?)),
-            DocumentKind::Run => Document::Result(Box::new(serde_json::from_value(v).map_err(schema)?)),
-        })
-    }
-
-    /// The test kind as the document names it: "tcp", "udp sweep".
-    pub fn test(&self) -> String {
+impl Subject {
+    /// The test kind as the section's heading names it: "tcp", "udp sweep", "campaign".
+    pub fn test(&self) -> &str {
         match self {
-            Document::Result(r) => r.test.clone(),
-            Document::Sweep(s) => match &s.kind {
-                linerate_core::sweep::SweepKind::Udp => "udp sweep".to_string(),
-                linerate_core::sweep::SweepKind::Rr(_) => "rr sweep".to_string(),
-                linerate_core::sweep::SweepKind::Http(_) => "http sweep".to_string(),
-                linerate_core::sweep::SweepKind::Tcp(_) => "tcp sweep".to_string(),
-            },
-            Document::Repeated(r) => r.test.clone(),
-            Document::Campaign(_) => "campaign".to_string(),
-            Document::Comparison(_) => "compare".to_string(),
+            Subject::Document(d) => d.test(),
+            Subject::Campaign(_) => "campaign",
         }
     }
 }
@@ -109,18 +48,18 @@ pub fn last_complete(rep: &Repeated) -> Option<&TestResult> {
         .or(rep.runs.last())
 }
 
-/// Every figure the document has data for, in reading order.
-pub fn figures(doc: &Document) -> Vec<Figure> {
+/// Every figure the subject has data for, in reading order.
+pub fn figures(subject: &Subject) -> Vec<Figure> {
     let mut out = Vec::new();
-    match doc {
-        Document::Result(r) => out.extend(run_figures(r)),
-        Document::Sweep(s) => out.extend(sweeps::figures(s)),
-        Document::Repeated(rep) => {
+    match subject {
+        Subject::Document(Document::Run(r)) => out.extend(run_figures(r)),
+        Subject::Document(Document::Sweep(s)) => out.extend(sweeps::figures(s)),
+        Subject::Document(Document::Repeated(rep)) => {
             out.extend(sets::repeat_runs(rep));
             out.extend(last_complete(rep).map(run_figures).into_iter().flatten());
         }
-        Document::Campaign(c) => out.extend(campaign::figures(c)),
-        Document::Comparison(c) => out.extend(sets::compare(c)),
+        Subject::Document(Document::Comparison(c)) => out.extend(sets::compare(c)),
+        Subject::Campaign(c) => out.extend(campaign::figures(c)),
     }
     // A figure with nothing to draw (every point's figure unknown) is left out.
     out.retain(Figure::has_data);

@@ -6,7 +6,7 @@
 mod sets;
 mod tables;
 
-use crate::figures::{Document, figures};
+use crate::figures::{Subject, figures};
 use crate::plot::{Figure, escape, svg};
 pub use tables::Table;
 
@@ -43,11 +43,11 @@ impl Section {
     }
 }
 
-/// The section for `doc`, the `n`-th (from 1) of `of` sources named `name`. With several
+/// The section for `subject`, the `n`-th (from 1) of `of` sources named `name`. With several
 /// sources, figure ids are prefixed `sN-` so they stay unique in the page.
-pub fn section(doc: &Document, name: &str, n: usize, of: usize) -> Section {
-    let mut blocks = tables::blocks(doc);
-    let mut figs = figures(doc);
+pub fn section(subject: &Subject, name: &str, n: usize, of: usize) -> Section {
+    let mut blocks = tables::blocks(subject);
+    let mut figs = figures(subject);
     if of > 1 {
         for f in &mut figs {
             f.id = format!("s{n}-{}", f.id);
@@ -59,7 +59,7 @@ pub fn section(doc: &Document, name: &str, n: usize, of: usize) -> Section {
     blocks.extend(text);
     Section {
         id: format!("source-{n}"),
-        heading: format!("{}: {name}", doc.test()),
+        heading: format!("{}: {name}", subject.test()),
         blocks,
     }
 }

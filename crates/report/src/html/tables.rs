@@ -3,9 +3,10 @@
 //! and the text report, folded, for everything else.
 
 use super::Block;
-use crate::figures::Document;
+use crate::figures::Subject;
 use crate::plot::escape;
 use crate::text::grouped;
+use linerate_core::document::Document;
 use linerate_core::result::{Outcome, SideSummary, TestResult};
 use linerate_core::sweep::{At, Sweep};
 
@@ -52,9 +53,9 @@ impl Table {
 }
 
 /// The tables of a section, with the text report last.
-pub fn blocks(doc: &Document) -> Vec<Block> {
-    match doc {
-        Document::Result(r) => {
+pub fn blocks(subject: &Subject) -> Vec<Block> {
+    match subject {
+        Subject::Document(Document::Run(r)) => {
             let mut out = vec![Block::Table(test_table(r)), Block::Table(sides_table(r))];
             out.extend(config_table(r).map(Block::Table));
             out.push(Block::Text {
@@ -63,16 +64,16 @@ pub fn blocks(doc: &Document) -> Vec<Block> {
             });
             out
         }
-        Document::Sweep(s) => vec![
+        Subject::Document(Document::Sweep(s)) => vec![
             Block::Table(points_table(s)),
             Block::Text {
                 summary: "Text report".to_string(),
                 text: crate::sweep::text(s),
             },
         ],
-        Document::Repeated(rep) => super::sets::repeated(rep),
-        Document::Campaign(c) => super::sets::campaign(c),
-        Document::Comparison(c) => super::sets::comparison(c),
+        Subject::Document(Document::Repeated(rep)) => super::sets::repeated(rep),
+        Subject::Document(Document::Comparison(c)) => super::sets::comparison(c),
+        Subject::Campaign(c) => super::sets::campaign(c),
     }
 }
 

@@ -1,0 +1,98 @@
+//! Any document linerate writes with `--json` or keeps in its store, read back as typed data:
+//! one run (`"test": "tcp"`), a repeated test (`"tcp repeat"`), a sweep (`"rr sweep"`) or a
+//! comparison (`"compare"`). Told apart by [`DocumentKind::of`], the one rule every reader uses;
+//! `compare`, `report` and the store's readers all start here.
+
+use crate::result::{Comparison, DocumentKind, Repeated, TestResult};
+use crate::sweep::{Sweep, SweepKind};
+
+/// A result document of any kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Document {
+    /// One run of a test.
+    Run(Box<TestResult>),
+    /// A test run several times, with its statistics.
+    Repeated(Box<Repeated>),
+    /// A sweep over sizes, gaps or user counts.
+    Sweep(Box<Sweep>),
+    /// Two sets of results compared.
+    Comparison(Box<Comparison>),
+}
+
+/// Why a text is not a document.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    #[error("not JSON")]
+    Json(#[source] serde_json::Error),
+    #[error("not a linerate result document (no \"test\" field)")]
+    NoTest,
+    #[error("a \"{test}\" document that does not match its schema")]
+    Schema {
+        test: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl Document {
+    /// Reads a document as `linerate ... --json` printed it or the store keeps it.
+    pub fn from_json(text: &str) -> Result<Document, DocumentError> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            test: Option<String>,
+        }
+        let head: Head = serde_json::from_str(text).map_err(DocumentError::Json)?;
+        let test = head.test.ok_or(DocumentError::NoTest)?;
+        let schema = |source| DocumentError::Schema {
+            test: test.clone(),
+            source,
+        };
+        Ok(match DocumentKind::of(&test) {
+            DocumentKind::Run => Document::Run(Box::new(serde_json::from_str(text).map_err(schema)?)),
+            DocumentKind::Repeated => Document::Repeated(Box::new(serde_json::from_str(text).map_err(schema)?)),
+            DocumentKind::Sweep => Document::Sweep(Box::new(serde_json::from_str(text).map_err(schema)?)),
+            DocumentKind::Comparison => Document::Comparison(Box::new(serde_json::from_str(text).map_err(schema)?)),
+        })
+    }
+
+    /// The test kind as the document names it: `tcp`, `udp sweep`, `rr repeat`, `compare`.
+    pub fn test(&self) -> &str {
+        match self {
+            Document::Run(r) => &r.test,
+            Document::Repeated(r) => &r.test,
+            Document::Sweep(s) => match &s.kind {
+                SweepKind::Udp => "udp sweep",
+                SweepKind::Rr(_) => "rr sweep",
+                SweepKind::Http(_) => "http sweep",
+                SweepKind::Tcp(_) => "tcp sweep",
+            },
+            Document::Comparison(c) => &c.test,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::Summary;
+    use crate::spec::{TcpSpec, TestSpec};
+
+    #[test]
+    fn each_kind_reads_back_as_itself_and_bad_text_says_why() {
+        let run = crate::sweep::stub_result(TestSpec::Tcp(TcpSpec::new()), Summary::default());
+        let text = serde_json::to_string(&run).expect("serialize");
+        let doc = Document::from_json(&text).expect("a run");
+        assert_eq!(doc, Document::Run(Box::new(run.clone())));
+        assert_eq!(doc.test(), run.test);
+
+        let not_json = Document::from_json("{").expect_err("not JSON");
+        assert!(matches!(not_json, DocumentError::Json(_)));
+        let no_test = Document::from_json(r#"{"schema": 4}"#).expect_err("no test");
+        assert!(matches!(no_test, DocumentError::NoTest));
+        let bad = Document::from_json(r#"{"test": "rr sweep", "points": 3}"#).expect_err("schema");
+        assert_eq!(
+            bad.to_string(),
+            "a \"rr sweep\" document that does not match its schema"
+        );
+    }
+}
