@@ -373,7 +373,7 @@ mod tests {
         let (lo, hi) = bootstrap_interval(&xs, median_of, 2000, 7).expect("values");
         assert_eq!(bootstrap_interval(&xs, median_of, 2000, 7), Some((lo, hi)), "same seed");
         // Every resampled median lies within the values, and the interval holds the median.
-        assert!(9.5 <= lo && lo <= 10.35 && 10.35 <= hi && hi <= 30.0, "{lo} {hi}");
+        assert!((9.5..=10.35).contains(&lo) && (10.35..=30.0).contains(&hi), "{lo} {hi}");
         assert_eq!(bootstrap_interval(&[4.0, 4.0], median_of, 100, 1), Some((4.0, 4.0)));
         assert_eq!(bootstrap_interval(&[], median_of, 100, 1), None);
     }
