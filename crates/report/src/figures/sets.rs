@@ -301,6 +301,10 @@ mod tests {
         let series_a = &svg[svg.find("id=\"fig-compare-received-mbit-per-second-s0\"").expect("A")..];
         let series_a = &series_a[..series_a.find("</g>").expect("end of A")];
         assert!(series_a.contains("class=\"errors\""), "A's error bar drawn");
+        assert!(
+            series_a.contains("stroke=\"#000\" fill=\"none\""),
+            "in black, not lost in the bar's fill: {series_a}"
+        );
         let series_b = &svg[svg.find("id=\"fig-compare-received-mbit-per-second-s1\"").expect("B")..];
         let series_b = &series_b[..series_b.find("</g>").expect("end of B")];
         assert!(!series_b.contains("class=\"errors\""), "B has none");
