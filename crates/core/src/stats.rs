@@ -1,5 +1,6 @@
 //! Statistics over a handful of runs: the figures of a repeated test ([`describe`]) and the
-//! comparison of two sets of runs ([`welch`], [`bootstrap_difference`]).
+//! comparison of two sets of runs ([`welch`], [`bootstrap_difference`]), and the interval of one
+//! set's median ([`bootstrap_interval`]).
 //!
 //! In: plain values, one per run (a throughput, a latency percentile). Out: numbers, and the
 //! [`Stats`] of the result document. Sample statistics throughout (n - 1 in the variance); the
@@ -169,24 +170,46 @@ pub fn bootstrap_difference(
     resamples: usize,
     seed: u64,
 ) -> Option<(f64, f64)> {
-    if a.is_empty() || b.is_empty() || resamples == 0 {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let (mut ra, mut rb) = (Vec::with_capacity(a.len()), Vec::with_capacity(b.len()));
+    bootstrap(resamples, seed, |rng| {
+        rng.draw(a, &mut ra);
+        rng.draw(b, &mut rb);
+        statistic(&rb) - statistic(&ra)
+    })
+}
+
+/// The percentile bootstrap 95 % interval of `statistic(xs)` for one set of runs (a side's
+/// median, beside [`bootstrap_difference`] of two sides); deterministic for a given `seed`.
+/// None for no values.
+pub fn bootstrap_interval(
+    xs: &[f64],
+    statistic: impl Fn(&[f64]) -> f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<(f64, f64)> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut r = Vec::with_capacity(xs.len());
+    bootstrap(resamples, seed, |rng| {
+        rng.draw(xs, &mut r);
+        statistic(&r)
+    })
+}
+
+/// `resamples` rounds of `round` (one bootstrap statistic each), and the 2.5th and 97.5th
+/// percentiles of what they gave; None for no rounds.
+fn bootstrap(resamples: usize, seed: u64, mut round: impl FnMut(&mut SplitMix64) -> f64) -> Option<(f64, f64)> {
+    if resamples == 0 {
         return None;
     }
     let mut rng = SplitMix64(seed);
-    let mut draw = |xs: &[f64], into: &mut Vec<f64>| {
-        into.clear();
-        into.extend((0..xs.len()).map(|_| xs[rng.below(xs.len())]));
-    };
-    let (mut ra, mut rb) = (Vec::with_capacity(a.len()), Vec::with_capacity(b.len()));
-    let mut diffs: Vec<f64> = (0..resamples)
-        .map(|_| {
-            draw(a, &mut ra);
-            draw(b, &mut rb);
-            statistic(&rb) - statistic(&ra)
-        })
-        .collect();
-    diffs.sort_by(f64::total_cmp);
-    let at = |q: f64| diffs[((q * (diffs.len() - 1) as f64).round() as usize).min(diffs.len() - 1)];
+    let mut got: Vec<f64> = (0..resamples).map(|_| round(&mut rng)).collect();
+    got.sort_by(f64::total_cmp);
+    let at = |q: f64| got[((q * (got.len() - 1) as f64).round() as usize).min(got.len() - 1)];
     let tail = (1.0 - CONFIDENCE) / 2.0;
     Some((at(tail), at(1.0 - tail)))
 }
@@ -207,6 +230,12 @@ impl SplitMix64 {
     /// Uniform in 0..n (Lemire's multiply-shift; its bias is below 2^-40 for the n used here).
     fn below(&mut self, n: usize) -> usize {
         ((u128::from(self.next()) * n as u128) >> 64) as usize
+    }
+
+    /// `xs.len()` values drawn from `xs` with replacement, into `into` (cleared first).
+    fn draw(&mut self, xs: &[f64], into: &mut Vec<f64>) {
+        into.clear();
+        into.extend((0..xs.len()).map(|_| xs[self.below(xs.len())]));
     }
 }
 
@@ -335,6 +364,18 @@ mod tests {
         // Another seed, a close but not necessarily equal interval.
         let other = bootstrap_difference(&a, &b, median_of, 2000, 8).expect("values");
         assert!((other.0 - one.0).abs() < 1.0 && (other.1 - one.1).abs() < 1.0);
+    }
+
+    #[test]
+    fn one_sides_bootstrap_brackets_its_median_within_its_range() {
+        let xs = [10.0, 11.0, 9.5, 10.5, 10.2, 30.0];
+        let median_of = |xs: &[f64]| median(xs).expect("resamples are never empty");
+        let (lo, hi) = bootstrap_interval(&xs, median_of, 2000, 7).expect("values");
+        assert_eq!(bootstrap_interval(&xs, median_of, 2000, 7), Some((lo, hi)), "same seed");
+        // Every resampled median lies within the values, and the interval holds the median.
+        assert!((9.5..=10.35).contains(&lo) && (10.35..=30.0).contains(&hi), "{lo} {hi}");
+        assert_eq!(bootstrap_interval(&[4.0, 4.0], median_of, 100, 1), Some((4.0, 4.0)));
+        assert_eq!(bootstrap_interval(&[], median_of, 100, 1), None);
     }
 
     #[test]

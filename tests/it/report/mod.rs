@@ -118,8 +118,9 @@ fn numbers(d: &str) -> usize {
 }
 
 /// Opens the page in Chromium and checks it: the figures `ids` each with a data path of
-/// several points, no console message, a screenshot written.
-fn check_in_browser(dir: &Path, html: &Path, ids: &[&str]) {
+/// several points, no console message, a screenshot written. Returns the DOM Chromium built, for
+/// checks of what the page shows.
+fn check_in_browser(dir: &Path, html: &Path, ids: &[&str]) -> String {
     let text = std::fs::read_to_string(html).expect("read the page");
     assert!(text.len() < 1_000_000, "the page is {} bytes", text.len());
     for fetch in [" src=", "<link", "@import", "url(http", "href=\"http"] {
@@ -153,14 +154,64 @@ fn check_in_browser(dir: &Path, html: &Path, ids: &[&str]) {
     );
     let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
     assert!(size > 20_000, "screenshot of {size} bytes; chromium said: {log}");
+    dom
 }
 
-/// Makes the document with `args`, its report, and checks it in the browser.
-fn round(name: &str, args: &[&str], ids: &[&str]) {
+/// In a [`Case`]'s arguments: the agent's control address, and its HTTP server's.
+const AGENT: &str = "{agent}";
+const HTTP: &str = "{http}";
+
+/// One report test: what differs from kind to kind.
+struct Case<'a> {
+    /// Names the document and the page.
+    name: &'a str,
+    /// Flags of the agent the run goes to (`--http-port 0`).
+    agent: &'a [&'a str],
+    /// The command, `--json` left out; [`AGENT`] and [`HTTP`] stand for the agent's addresses.
+    args: &'a [&'a str],
+    /// The figures the page must show, each with data.
+    figures: &'a [&'a str],
+}
+
+/// What a round made, for the checks a test adds.
+struct Round {
+    /// The document `--json` printed.
+    doc: Value,
+    /// The page as written, and as Chromium's DOM has it.
+    page: String,
+    dom: String,
+    /// Holds the files until the test ends.
+    _dir: tempfile::TempDir,
+}
+
+/// Starts the case's agent, makes its document with a real run, the page from it, and checks the
+/// page in the browser ([`check_in_browser`]); None (skipped, the reason printed) without
+/// Chromium.
+fn round(case: Case) -> Option<Round> {
+    if !can_run(&[CHROMIUM]) {
+        return None;
+    }
+    let agent = Agent::start(case.agent);
+    let http = agent.http_addr.clone().unwrap_or_default();
+    let args: Vec<String> = case
+        .args
+        .iter()
+        .map(|a| a.replace(AGENT, &agent.addr).replace(HTTP, &http))
+        .collect();
     let dir = tempfile::tempdir().expect("temporary directory");
-    let (doc, _) = document(dir.path(), name, args);
-    let html = report(dir.path(), &doc, name);
-    check_in_browser(dir.path(), &html, ids);
+    let (doc, v) = document(
+        dir.path(),
+        case.name,
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let html = report(dir.path(), &doc, case.name);
+    let dom = check_in_browser(dir.path(), &html, case.figures);
+    Some(Round {
+        doc: v,
+        page: std::fs::read_to_string(&html).expect("read the page"),
+        dom,
+        _dir: dir,
+    })
 }
 
 fn with_every_run<'a>(ids: &[&'a str]) -> Vec<&'a str> {
@@ -169,66 +220,48 @@ fn with_every_run<'a>(ids: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn a_tcp_report_opens_with_its_figures() {
-    if !can_run(&[CHROMIUM]) {
-        return;
-    }
-    let agent = Agent::start(&[]);
-    round(
-        "tcp",
-        &["tcp", &agent.addr, "-t", "2", "-P", "2"],
-        &with_every_run(&["fig-timeline"]),
-    );
+    round(Case {
+        name: "tcp",
+        agent: &[],
+        args: &["tcp", AGENT, "-t", "2", "-P", "2"],
+        figures: &with_every_run(&["fig-timeline"]),
+    });
 }
 
 #[test]
 fn a_udp_report_opens_with_its_figures() {
-    if !can_run(&[CHROMIUM]) {
-        return;
-    }
-    let agent = Agent::start(&[]);
-    round(
-        "udp",
-        &["udp", &agent.addr, "-t", "2", "--gap", "50"],
-        &with_every_run(&[
+    round(Case {
+        name: "udp",
+        agent: &[],
+        args: &["udp", AGENT, "-t", "2", "--gap", "50"],
+        figures: &with_every_run(&[
             "fig-timeline",
             "fig-udp-interarrival",
             "fig-udp-loss",
             "fig-udp-owd-sequence",
             "fig-udp-owd-histogram",
         ]),
-    );
+    });
 }
 
 #[test]
 fn an_rr_report_opens_with_its_figures() {
-    if !can_run(&[CHROMIUM]) {
-        return;
-    }
-    let agent = Agent::start(&[]);
-    round(
-        "rr",
-        &["rr", &agent.addr, "-t", "2"],
-        &with_every_run(&["fig-timeline", "fig-rr-histogram"]),
-    );
+    round(Case {
+        name: "rr",
+        agent: &[],
+        args: &["rr", AGENT, "-t", "2"],
+        figures: &with_every_run(&["fig-timeline", "fig-rr-histogram"]),
+    });
 }
 
 #[test]
 fn an_http_report_opens_with_its_figures() {
-    if !can_run(&[CHROMIUM]) {
-        return;
-    }
-    let agent = Agent::start(&["--http-port", "0"]);
-    let url = format!(
-        "http://{}/bytes/2000",
-        agent.http_addr.as_deref().expect("http address")
-    );
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let (doc, v) = document(
-        dir.path(),
-        "http",
-        &[
+    let Some(r) = round(Case {
+        name: "http",
+        agent: &["--http-port", "0"],
+        args: &[
             "http",
-            &url,
+            "http://{http}/bytes/2000",
             "--users",
             "4",
             "--ramp",
@@ -236,12 +269,21 @@ fn an_http_report_opens_with_its_figures() {
             "-d",
             "2s",
             "--agent",
-            &agent.addr,
+            AGENT,
         ],
-    );
+        figures: &with_every_run(&[
+            "fig-http-rate",
+            "fig-http-throughput",
+            "fig-http-response-time",
+            "fig-http-connections",
+            "fig-http-nic",
+        ]),
+    }) else {
+        return;
+    };
     // Each interval's connections by outcome, counted with their attempts: never more
     // outcomes than attempts (the rest were still connecting when the interval was drawn).
-    for i in v["intervals"]
+    for i in r.doc["intervals"]
         .as_array()
         .expect("intervals")
         .iter()
@@ -264,95 +306,48 @@ fn an_http_report_opens_with_its_figures() {
             assert!(0.0 < p50 && p50 <= p99 && p99 <= max * 1.0625 + 1.0, "{i}");
         }
     }
-    let html = report(dir.path(), &doc, "http");
-    check_in_browser(
-        dir.path(),
-        &html,
-        &with_every_run(&[
-            "fig-http-rate",
-            "fig-http-throughput",
-            "fig-http-response-time",
-            "fig-http-connections",
-            "fig-http-nic",
-        ]),
-    );
 }
 
 #[test]
 fn a_udp_sweep_report_opens_with_its_curves() {
-    if !can_run(&[CHROMIUM]) {
-        return;
-    }
-    let agent = Agent::start(&[]);
-    round(
-        "udp-sweep",
-        &[
-            "udp",
-            &agent.addr,
-            "--sizes",
-            "64,512",
-            "--gaps",
-            "10,20,50",
-            "-n",
-            "20000",
-        ],
-        &["fig-udp-sweep-rate", "fig-udp-sweep-loss", "fig-udp-sweep-cpu"],
-    );
+    round(Case {
+        name: "udp-sweep",
+        agent: &[],
+        args: &["udp", AGENT, "--sizes", "64,512", "--gaps", "10,20,50", "-n", "20000"],
+        figures: &["fig-udp-sweep-rate", "fig-udp-sweep-loss", "fig-udp-sweep-cpu"],
+    });
 }
 
 #[test]
 fn an_rr_sweep_report_opens_with_its_fit() {
-    if !can_run(&[CHROMIUM]) {
+    let Some(r) = round(Case {
+        name: "rr-sweep",
+        agent: &[],
+        args: &["rr", AGENT, "--sizes", "64,1000,8000", "-t", "0.3", "--expect", "10G"],
+        figures: &["fig-rr-sweep"],
+    }) else {
         return;
-    }
-    let agent = Agent::start(&[]);
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let (doc, v) = document(
-        dir.path(),
-        "rr-sweep",
-        &[
-            "rr",
-            &agent.addr,
-            "--sizes",
-            "64,1000,8000",
-            "-t",
-            "0.3",
-            "--expect",
-            "10G",
-        ],
-    );
-    let html = report(dir.path(), &doc, "rr-sweep");
-    let text = std::fs::read_to_string(&html).expect("page");
+    };
     // The fitted line's slope and intercept are written on the figure.
-    let slope = f(&v, "/summary/fit/slope_us_per_byte");
+    let slope = f(&r.doc, "/summary/fit/slope_us_per_byte");
     assert!(
-        text.contains(&format!("slope {slope:.6} µs/byte")),
+        r.page.contains(&format!("slope {slope:.6} µs/byte")),
         "no slope on the figure"
     );
     assert!(
-        text.contains("expected slope 0.000800 µs/byte"),
+        r.page.contains("expected slope 0.000800 µs/byte"),
         "no expected slope (8 / 10 Gbit/s)"
     );
-    check_in_browser(dir.path(), &html, &["fig-rr-sweep"]);
 }
 
 #[test]
 fn an_http_sweep_report_opens_with_its_optimum() {
-    if !can_run(&[CHROMIUM]) {
-        return;
-    }
-    let agent = Agent::start(&["--http-port", "0"]);
-    let url = format!(
-        "http://{}/bytes/2000",
-        agent.http_addr.as_deref().expect("http address")
-    );
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let (doc, v) = document(
-        dir.path(),
-        "http-sweep",
-        &[
+    let Some(r) = round(Case {
+        name: "http-sweep",
+        agent: &["--http-port", "0"],
+        args: &[
             "http",
-            &url,
+            "http://{http}/bytes/2000",
             "--users",
             "1,4,16",
             "-d",
@@ -361,12 +356,12 @@ fn an_http_sweep_report_opens_with_its_optimum() {
             "10ms",
             "--no-agent",
         ],
-    );
-    let html = report(dir.path(), &doc, "http-sweep");
-    let users = u(&v, "/summary/optimum/users");
-    let text = std::fs::read_to_string(&html).expect("page");
-    assert!(text.contains(&format!("optimum {users} users")), "optimum not marked");
-    check_in_browser(dir.path(), &html, &["fig-http-sweep", "fig-http-sweep-response-time"]);
+        figures: &["fig-http-sweep", "fig-http-sweep-response-time"],
+    }) else {
+        return;
+    };
+    let users = u(&r.doc, "/summary/optimum/users");
+    assert!(r.dom.contains(&format!("optimum {users} users")), "optimum not marked");
 }
 
 /// The rows of a CSV file after its header, split on commas (the tests' names hold none).

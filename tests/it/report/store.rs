@@ -1,6 +1,7 @@
 //! `linerate report` on what the results store holds (issue 17): a campaign made by
 //! `linerate plan run` (its figures against the varied option, a line per variant, error bars
-//! from the repeats), a comparison `A..B` of two repeated runs (its A/B bars and verdict table),
+//! from the repeats, each test's table as `plan show` prints it), a comparison `A..B` of two
+//! repeated runs (its A/B bars with each side's interval, its verdict table),
 //! a stored result by id; all made by real runs on loopback and opened in headless Chromium.
 
 use super::{CHROMIUM, LIMIT, check_in_browser, csv_rows, with_every_run};
@@ -56,6 +57,44 @@ fn figure<'a>(page: &'a str, id: &str) -> &'a str {
     &page[start..end]
 }
 
+/// The rows of the table with id `id` in a DOM, each a list of its cells' text (head row first).
+fn table_cells(dom: &str, id: &str) -> Vec<Vec<String>> {
+    let start = dom
+        .find(&format!("<table id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no table {id}"));
+    let end = dom[start..].find("</table>").map_or(dom.len(), |e| start + e);
+    let text = |html: &str| {
+        let mut out = String::new();
+        let mut tag = false;
+        for ch in html.chars() {
+            match ch {
+                '<' => tag = true,
+                '>' => tag = false,
+                c if !tag => out.push(c),
+                _ => {}
+            }
+        }
+        out.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    };
+    dom[start..end]
+        .split("<tr>")
+        .skip(1)
+        .map(|row| {
+            // Each `<th ...>` or `<td ...>` up to its closing tag (`<thead>`, `<tbody>` are not cells).
+            row.match_indices("<t")
+                .filter(|(i, _)| {
+                    let b = row.as_bytes();
+                    matches!(b.get(i + 2), Some(b'h' | b'd')) && matches!(b.get(i + 3), Some(b' ' | b'>'))
+                })
+                .map(|(i, _)| {
+                    let cell = &row[i..];
+                    text(&cell[..cell.find("</t").unwrap_or(cell.len())])
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// The stored results of `db` with the labels `labels`, as `linerate results --json` lists them.
 fn stored(db: &str, labels: &[&str]) -> Vec<Value> {
     let mut args = vec!["results", "--json", "--db", db];
@@ -86,8 +125,40 @@ fn a_campaign_report_opens_with_a_line_per_variant_and_error_bars() {
     let html = dir.path().join("campaign.html");
     let written = report(&[&id, "-o", html.to_str().expect("path")], db);
     assert_eq!(written, std::slice::from_ref(&html));
-    check_in_browser(dir.path(), &html, &[PRIMARY, EFFICIENCY]);
+    let dom = check_in_browser(dir.path(), &html, &[PRIMARY, EFFICIENCY]);
     let page = std::fs::read_to_string(&html).expect("read the page");
+    // The test's table as `plan show` prints it: lengths down, variants across, each cell the
+    // stored mean ± half its 95 % interval and the record's id.
+    let table = table_cells(&dom, "tab-campaign-writes");
+    assert_eq!(table[0], ["length", "one", "two"], "{table:?}");
+    for (r, length) in ["4K", "64K"].iter().enumerate() {
+        let row = &table[r + 1];
+        assert_eq!(row[0], *length, "{table:?}");
+        for (c, variant) in ["one", "two"].iter().enumerate() {
+            let rec = stored(
+                db,
+                &[
+                    &format!("point.length={length}"),
+                    &format!("campaign.variant={variant}"),
+                ],
+            );
+            assert_eq!(rec.len(), 1, "{rec:?}");
+            let agg = &document(db, &rec[0]["id"])["aggregate"][0];
+            let half = (agg["ci95_high"].as_f64().expect("high") - agg["ci95_low"].as_f64().expect("low")) / 2.0;
+            let cell = &row[c + 1];
+            let shown = cell
+                .split_once(" ± ")
+                .and_then(|(_, rest)| rest.split(' ').next())
+                .and_then(|h| h.replace(',', "").parse::<f64>().ok())
+                .unwrap_or_else(|| panic!("no ± half-interval in {cell:?}"));
+            assert!(
+                (shown - half).abs() <= 0.0051 * half.abs().max(1.0),
+                "{cell:?}: half-interval {half}"
+            );
+            assert!(cell.ends_with(&format!("#{}", rec[0]["id"])), "{cell:?}");
+        }
+    }
+    assert!(dom.contains("Tables as text"), "the tables as text, folded");
     let primary = figure(&page, PRIMARY);
     for variant in ["one", "two"] {
         assert!(
@@ -175,7 +246,7 @@ fn a_comparison_of_two_repeated_runs_opens_with_its_bars_and_verdicts() {
     let html = dir.path().join("ab.html");
     report(&[&format!("{a}..{b}"), "-o", html.to_str().expect("path")], db);
     let bars = "fig-compare-received-mbit-per-second";
-    check_in_browser(dir.path(), &html, &[bars]);
+    let dom = check_in_browser(dir.path(), &html, &[bars]);
     let page = std::fs::read_to_string(&html).expect("read the page");
     for table in ["id=\"tab-verdicts\"", "id=\"tab-config-diff\""] {
         assert!(page.contains(table), "{table}");
@@ -183,6 +254,59 @@ fn a_comparison_of_two_repeated_runs_opens_with_its_bars_and_verdicts() {
     let fig = figure(&page, bars);
     assert!(fig.contains("class=\"mark label\""), "the change written on the bars");
     assert!(fig.contains(" %</text>"), "the change in %");
+    // Each side's bar (three runs) carries its 95 % interval as an error bar, as the browser draws it.
+    for side in ["s0", "s1"] {
+        let group = figure(&dom, &format!("{bars}-{side}"));
+        let group = &group[..group.find("</g>").expect("the series' end")];
+        assert!(
+            group.contains("class=\"errors\" d=\"M"),
+            "side {side}: no error bar in {group}"
+        );
+    }
+    // The CSV holds each side's mean and its Student t interval, t(0.975, 2) x s / sqrt(3).
+    let c = json_of(&linerate(&["compare", &a, &b, "--json", "--db", db], LIMIT));
+    let csv = dir.path().join("csv");
+    report(&[&format!("{a}..{b}"), "--csv", csv.to_str().expect("path")], db);
+    let (head, rows) = csv_rows(&csv.join(format!("{bars}.csv")));
+    assert!(
+        head.contains("(Mbit/s) low,") && head.contains("(Mbit/s) high,"),
+        "{head}"
+    );
+    let figure_of = &c["points"][0]["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .find(|f| f["figure"] == "received_mbit_per_second")
+        .expect("throughput compared")
+        .clone();
+    for (side, row) in ["a", "b"].iter().zip(&rows) {
+        let xs: Vec<f64> = figure_of[side]["values"]
+            .as_array()
+            .expect("values")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect();
+        assert_eq!(xs.len(), 3, "{side}: {xs:?}");
+        let mean = xs.iter().sum::<f64>() / 3.0;
+        let s = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+        let half = 4.302_652_729_911_275 * s / 3f64.sqrt();
+        let num = |i: usize| row[i].parse::<f64>().unwrap_or_else(|_| panic!("{side}: {row:?}"));
+        let tol = 1e-6 * mean.max(1.0);
+        assert!(
+            (num(3) - mean).abs() <= tol,
+            "{side}: the bar is the mean {mean}: {row:?}"
+        );
+        assert!(
+            (num(4) - (mean - half)).abs() <= tol,
+            "{side}: low {}: {row:?}",
+            mean - half
+        );
+        assert!(
+            (num(5) - (mean + half)).abs() <= tol,
+            "{side}: high {}: {row:?}",
+            mean + half
+        );
+    }
     // The same comparison through `label:` sides.
     let html2 = dir.path().join("ab2.html");
     report(&["label:side=a..label:side=b", "-o", html2.to_str().expect("path")], db);

@@ -184,6 +184,27 @@ fn is_percentile(name: &str) -> bool {
 /// Seed of the bootstrap: the same runs give the same interval.
 const BOOTSTRAP_SEED: u64 = 0x5eed_c0de;
 
+/// The 95 % confidence interval of one side's value of `figure`, by the method the figure is
+/// compared with: Student's t interval of the mean, or for a percentile a percentile bootstrap of
+/// the median (the comparison's resamples and seed). None with fewer than two runs.
+pub fn side_interval(figure: &str, side: &SideFigure) -> Option<(f64, f64)> {
+    let xs = &side.values;
+    if xs.len() < 2 {
+        return None;
+    }
+    if is_percentile(figure) {
+        stats::bootstrap_interval(
+            xs,
+            |r| stats::median(r).unwrap_or(f64::NAN),
+            stats::BOOTSTRAP_RESAMPLES,
+            BOOTSTRAP_SEED,
+        )
+    } else {
+        let (m, h) = (stats::mean(xs)?, stats::ci95_half_width(xs)?);
+        Some((m - h, m + h))
+    }
+}
+
 /// The headline figures of two sets of runs of one point, compared.
 pub fn compare_runs(a: &[&TestResult], b: &[&TestResult]) -> Vec<FigureComparison> {
     let Some(first) = a.first().or(b.first()) else {

@@ -113,3 +113,28 @@ fn percentiles_are_told_by_their_name() {
     assert!(!is_percentile("received_mbit_per_second"));
     assert!(!is_percentile("loss_percent"));
 }
+
+#[test]
+fn a_sides_interval_is_its_means_t_interval_or_its_medians_bootstrap() {
+    let c = compare(
+        &side("a", &[(100.0, 20.0), (104.0, 21.0), (97.0, 19.0)]),
+        &side("b", &[(100.0, 20.0)]),
+    );
+    let t = figure(&c, "received_mbit_per_second");
+    let a = t.a.as_ref().expect("side a");
+    // n = 3, mean 100.333, s = 3.5119: half-width t(0.975, 2) 4.303 x 3.5119 / sqrt(3) = 8.724.
+    let (lo, hi) = side_interval(&t.figure, a).expect("three runs");
+    assert!(
+        (lo - (100.333 - 8.724)).abs() < 0.01 && (hi - (100.333 + 8.724)).abs() < 0.01,
+        "{lo} {hi}"
+    );
+    assert_eq!(side_interval(&t.figure, t.b.as_ref().expect("side b")), None, "one run");
+    // A percentile's side is its median: the interval lies within its runs.
+    let p = SideFigure {
+        n: 3,
+        value: 50.0,
+        values: vec![40.0, 50.0, 90.0],
+    };
+    let (lo, hi) = side_interval("latency_p99_us", &p).expect("three runs");
+    assert!((40.0..=50.0).contains(&lo) && (50.0..=90.0).contains(&hi), "{lo} {hi}");
+}

@@ -24,6 +24,11 @@ pub struct Cell {
     /// The CPU figures beside it, in the order of [`CampaignTable::cost`].
     pub cost: Vec<Option<f64>>,
     pub outcome: Outcome,
+    /// Half the width of the headline figure's 95 % confidence interval (a repeated point of two
+    /// runs or more), in the table's unit; absent where it is not known (the store's rows keep
+    /// means only, so `plan show` has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_half_width: Option<f64>,
 }
 
 /// One row: the varied options' values, and a cell per variant.
@@ -56,6 +61,34 @@ fn is_cost(unit: &str) -> bool {
     unit == "% of host"
 }
 
+/// One stored point as a table takes it: what [`tables`] reads from a store row, and what a
+/// report reads from the point's document (which also knows the interval).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TablePoint {
+    /// The campaign test's name.
+    pub test: String,
+    /// The document kind (`tcp`, `tcp repeat`).
+    pub kind: String,
+    /// The varied options' values: (option, value), in the order the table puts them.
+    pub values: Vec<(String, String)>,
+    /// "" without variants.
+    pub variant: String,
+    pub id: Id,
+    pub outcome: Outcome,
+    /// The headline figures, the first the table's.
+    pub figures: Vec<TableFigure>,
+}
+
+/// A headline figure of a [`TablePoint`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableFigure {
+    /// As the store names it: `receiver throughput`, `receiver throughput (mean)`.
+    pub name: String,
+    pub unit: String,
+    pub value: Option<f64>,
+    pub ci95_half_width: Option<f64>,
+}
+
 /// The tables of a campaign's rows (any order), tests in the order their first point ran.
 pub fn tables(rows: &[Row]) -> Vec<CampaignTable> {
     let mut rows: Vec<&Row> = rows.iter().filter(|r| r.labels.contains_key(TEST_LABEL)).collect();
@@ -69,79 +102,104 @@ pub fn tables(rows: &[Row]) -> Vec<CampaignTable> {
     rows.sort_by_key(|r| (point(r), r.id.0));
     let mut out: Vec<CampaignTable> = Vec::new();
     for r in rows {
-        let test = &r.labels[TEST_LABEL];
-        let varied: Vec<String> = r
-            .labels
-            .keys()
-            .filter_map(|k| k.strip_prefix(COORDINATE_PREFIX))
-            .map(str::to_string)
-            .collect();
-        let values: Vec<String> = varied
-            .iter()
-            .map(|k| r.labels[&format!("{COORDINATE_PREFIX}{k}")].clone())
-            .collect();
-        let variant = r.labels.get(VARIANT_LABEL).cloned().unwrap_or_default();
-        let at = match out.iter().position(|t| &t.test == test) {
-            Some(i) => i,
-            None => {
-                let first = r.figures.first();
-                out.push(CampaignTable {
-                    test: test.clone(),
-                    kind: r.kind.clone(),
-                    varied: varied.clone(),
-                    variants: Vec::new(),
-                    figure: first.map_or(String::new(), |f| f.name.clone()),
-                    unit: first.map_or(String::new(), |f| f.unit.clone()),
-                    cost: r
-                        .figures
-                        .iter()
-                        .filter(|f| is_cost(&f.unit))
-                        .map(|f| (f.name.clone(), f.unit.clone()))
-                        .collect(),
-                    rows: Vec::new(),
-                });
-                out.len() - 1
-            }
-        };
-        let table = &mut out[at];
-        let column = match table.variants.iter().position(|v| *v == variant) {
-            Some(c) => c,
-            None => {
-                table.variants.push(variant);
-                for row in &mut table.rows {
-                    row.cells.push(None);
-                }
-                table.variants.len() - 1
-            }
-        };
-        let width = table.variants.len();
-        let row = match table.rows.iter().position(|x| x.values == values) {
-            Some(i) => i,
-            None => {
-                table.rows.push(TableRow {
-                    values,
-                    cells: vec![None; width],
-                });
-                table.rows.len() - 1
-            }
-        };
-        let figure = |name: &str| r.figures.iter().find(|f| f.name == name).and_then(|f| f.value);
-        let cell = Cell {
-            id: r.id,
-            value: figure(&table.figure),
-            cost: table.cost.iter().map(|(name, _)| figure(name)).collect(),
-            outcome: r.outcome,
-        };
-        // A complete run replaces an earlier one that was not; a later complete one wins.
-        let slot = &mut table.rows[row].cells[column];
-        if slot
-            .as_ref()
-            .is_none_or(|old| cell.outcome == Outcome::Complete || old.outcome != Outcome::Complete)
-        {
-            *slot = Some(cell);
-        }
+        add(
+            &mut out,
+            TablePoint {
+                test: r.labels[TEST_LABEL].clone(),
+                kind: r.kind.clone(),
+                values: r
+                    .labels
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.strip_prefix(COORDINATE_PREFIX)?.to_string(), v.clone())))
+                    .collect(),
+                variant: r.labels.get(VARIANT_LABEL).cloned().unwrap_or_default(),
+                id: r.id,
+                outcome: r.outcome,
+                figures: r
+                    .figures
+                    .iter()
+                    .map(|f| TableFigure {
+                        name: f.name.clone(),
+                        unit: f.unit.clone(),
+                        value: f.value,
+                        ci95_half_width: None,
+                    })
+                    .collect(),
+            },
+        );
     }
     out
+}
+
+/// Puts one point in its test's table (made on its first point), in its variant's column and its
+/// values' row. Points come in plan order: a complete run replaces an earlier one that was not; a
+/// later complete one wins.
+pub fn add(out: &mut Vec<CampaignTable>, p: TablePoint) {
+    let (varied, values): (Vec<String>, Vec<String>) = p.values.into_iter().unzip();
+    let at = match out.iter().position(|t| t.test == p.test) {
+        Some(i) => i,
+        None => {
+            let first = p.figures.first();
+            out.push(CampaignTable {
+                test: p.test.clone(),
+                kind: p.kind.clone(),
+                varied,
+                variants: Vec::new(),
+                figure: first.map_or(String::new(), |f| f.name.clone()),
+                unit: first.map_or(String::new(), |f| f.unit.clone()),
+                cost: p
+                    .figures
+                    .iter()
+                    .filter(|f| is_cost(&f.unit))
+                    .map(|f| (f.name.clone(), f.unit.clone()))
+                    .collect(),
+                rows: Vec::new(),
+            });
+            out.len() - 1
+        }
+    };
+    let table = &mut out[at];
+    let column = match table.variants.iter().position(|v| *v == p.variant) {
+        Some(c) => c,
+        None => {
+            table.variants.push(p.variant);
+            for row in &mut table.rows {
+                row.cells.push(None);
+            }
+            table.variants.len() - 1
+        }
+    };
+    let width = table.variants.len();
+    let row = match table.rows.iter().position(|x| x.values == values) {
+        Some(i) => i,
+        None => {
+            table.rows.push(TableRow {
+                values,
+                cells: vec![None; width],
+            });
+            table.rows.len() - 1
+        }
+    };
+    let figure = |name: &str| p.figures.iter().find(|f| f.name == name);
+    let head = figure(&table.figure);
+    let cell = Cell {
+        id: p.id,
+        value: head.and_then(|f| f.value),
+        cost: table
+            .cost
+            .iter()
+            .map(|(name, _)| figure(name).and_then(|f| f.value))
+            .collect(),
+        outcome: p.outcome,
+        ci95_half_width: head.and_then(|f| f.ci95_half_width),
+    };
+    let slot = &mut table.rows[row].cells[column];
+    if slot
+        .as_ref()
+        .is_none_or(|old| cell.outcome == Outcome::Complete || old.outcome != Outcome::Complete)
+    {
+        *slot = Some(cell);
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@
 use crate::plot::{Axis, Figure, Point, Series, Style};
 use linerate_core::compare::SideInput;
 use linerate_core::document::Document;
+use linerate_core::plan::campaign::{CampaignTable, TableFigure, TablePoint, add};
 use linerate_core::result::Outcome;
+use linerate_core::store::Id;
 use linerate_core::summary::headline::headline;
 use linerate_core::units::ByteSize;
 
@@ -41,7 +43,10 @@ pub struct CampaignPoint {
     pub values: Vec<(String, String)>,
     /// The stored document (`#42`).
     pub source: String,
-    pub complete: bool,
+    /// How the run ended (a repeated test's: failed when no run completed, partial when cut short).
+    pub outcome: Outcome,
+    /// A repeated test: its figures are means over its runs.
+    pub repeated: bool,
     pub figures: Vec<PointFigure>,
 }
 
@@ -64,10 +69,10 @@ impl Campaign {
         let mut entries: Vec<&linerate_core::compare::Entry> = side.entries.iter().collect();
         entries.sort_by_key(|e| e.source.trim_start_matches('#').parse::<i64>().unwrap_or(i64::MAX));
         for e in entries {
-            let (kind, complete, figures) = match &e.document {
+            let (kind, outcome, figures) = match &e.document {
                 Document::Run(r) => (
                     r.test.clone(),
-                    r.outcome() == Outcome::Complete,
+                    r.outcome(),
                     headline(r)
                         .into_iter()
                         .map(|f| PointFigure {
@@ -81,7 +86,7 @@ impl Campaign {
                 ),
                 Document::Repeated(rep) => (
                     rep.test.trim_end_matches(" repeat").to_string(),
-                    !rep.partial,
+                    rep.outcome(),
                     rep.aggregate
                         .iter()
                         .map(|f| PointFigure {
@@ -114,14 +119,15 @@ impl Campaign {
                 variant,
                 values,
                 source: e.source.clone(),
-                complete,
+                outcome,
+                repeated: matches!(e.document, Document::Repeated(_)),
                 figures,
             };
             match points
                 .iter()
                 .position(|q| (&q.test, &q.variant, &q.values) == (&p.test, &p.variant, &p.values))
             {
-                Some(i) if p.complete || !points[i].complete => points[i] = p,
+                Some(i) if p.complete() || !points[i].complete() => points[i] = p,
                 Some(_) => {}
                 None => points.push(p),
             }
@@ -130,6 +136,51 @@ impl Campaign {
             name: side.source.clone(),
             points,
         }
+    }
+
+    /// Each test's table as `linerate plan show` prints it (the varied values down, the variants
+    /// across), each cell the point's headline figure with, for a repeated point, the half-width
+    /// of its 95 % interval, which the store's rows do not keep.
+    pub fn tables(&self) -> Vec<CampaignTable> {
+        let mut out = Vec::new();
+        for p in &self.points {
+            // A campaign's points are stored records (`#42`); anything else has no cell to name.
+            let Ok(id) = p.source.trim_start_matches('#').parse::<i64>() else {
+                continue;
+            };
+            let figures = p
+                .figures
+                .iter()
+                .map(|f| TableFigure {
+                    // The store's names, so the table reads as `plan show`'s.
+                    name: if p.repeated {
+                        format!("{} (mean)", f.label)
+                    } else {
+                        f.label.clone()
+                    },
+                    unit: f.unit.clone(),
+                    value: f.value,
+                    ci95_half_width: f.ci95.map(|(lo, hi)| (hi - lo) / 2.0),
+                })
+                .collect();
+            add(
+                &mut out,
+                TablePoint {
+                    test: p.test.clone(),
+                    kind: if p.repeated {
+                        format!("{} repeat", p.kind)
+                    } else {
+                        p.kind.clone()
+                    },
+                    values: p.values.clone(),
+                    variant: p.variant.clone(),
+                    id: Id(id),
+                    outcome: p.outcome.into(),
+                    figures,
+                },
+            );
+        }
+        out
     }
 
     /// The tests in the order their first point comes.
@@ -141,6 +192,12 @@ impl Campaign {
             }
         }
         out
+    }
+}
+
+impl CampaignPoint {
+    pub fn complete(&self) -> bool {
+        self.outcome == Outcome::Complete
     }
 }
 
@@ -351,6 +408,58 @@ fn values_text(fig: &Figure) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(source: &str, variant: &str, length: &str, repeated: bool, ci95: Option<(f64, f64)>) -> CampaignPoint {
+        CampaignPoint {
+            test: "writes".into(),
+            kind: "tcp".into(),
+            variant: variant.into(),
+            values: vec![("length".into(), length.into())],
+            source: source.into(),
+            outcome: Outcome::Complete,
+            repeated,
+            figures: vec![PointFigure {
+                name: "received_mbit_per_second".into(),
+                label: "receiver throughput".into(),
+                unit: "Mbit/s".into(),
+                value: Some(100.0),
+                ci95,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_campaign_s_tables_are_plan_show_s_with_the_repeats_half_intervals() {
+        let c = Campaign {
+            name: "c".into(),
+            points: vec![
+                point("#1", "one", "4K", true, Some((90.0, 110.0))),
+                point("#2", "two", "4K", true, None),
+                point("#3", "one", "64K", true, Some((95.0, 105.0))),
+            ],
+        };
+        let t = &c.tables()[0];
+        assert_eq!((t.test.as_str(), t.kind.as_str()), ("writes", "tcp repeat"));
+        assert_eq!(
+            t.figure, "receiver throughput (mean)",
+            "the store's name, as plan show has it"
+        );
+        assert_eq!(
+            (t.varied.clone(), t.variants.clone()),
+            (vec!["length".to_string()], vec!["one".to_string(), "two".to_string()])
+        );
+        let half = |r: usize, v: usize| t.rows[r].cells[v].as_ref().map(|c| (c.id.0, c.ci95_half_width));
+        assert_eq!(half(0, 0), Some((1, Some(10.0))));
+        assert_eq!(half(0, 1), Some((2, None)), "a repeat of one run has no interval");
+        assert_eq!(half(1, 0), Some((3, Some(5.0))));
+        assert_eq!(half(1, 1), None, "no run");
+        let single = Campaign {
+            name: "c".into(),
+            points: vec![point("#4", "", "4K", false, None)],
+        };
+        let t = &single.tables()[0];
+        assert_eq!((t.kind.as_str(), t.figure.as_str()), ("tcp", "receiver throughput"));
+    }
 
     #[test]
     fn sizes_are_bytes_and_other_values_categories() {

@@ -1,10 +1,12 @@
 //! Figures of documents made of several runs: a repeated test's runs with their mean and
-//! interval (`fig-repeat-runs`), and a comparison's A/B bars with the change written on them
-//! (`fig-compare-<figure>`, the figure's name with `-` for `_`).
+//! interval (`fig-repeat-runs`), and a comparison's A/B bars with the change written on them and
+//! each side's 95 % interval as an error bar (`fig-compare-<figure>`, the figure's name with `-`
+//! for `_`).
 
 use super::campaign::slug;
 use crate::plot::{Axis, Figure, Mark, Point, Series, Style};
-use linerate_core::result::{Comparison, PointComparison, Repeated};
+use linerate_core::compare::side_interval;
+use linerate_core::result::{Comparison, PointComparison, Repeated, SideFigure};
 use linerate_core::units::ByteSize;
 
 /// `fig-repeat-runs`: the primary figure of each run, and beside them its mean with the 95 %
@@ -88,7 +90,9 @@ pub fn ordered(c: &Comparison) -> Vec<&PointComparison> {
 }
 
 /// `fig-compare-<figure>` for each headline figure: per point a bar for A and one for B (their
-/// means, or medians for percentiles), the change of B against A in % written over them.
+/// means, or medians for percentiles), each with its side's 95 % confidence interval as an error
+/// bar when the side has two runs or more ([`side_interval`]: Student's t of the mean, a bootstrap
+/// of the median), the change of B against A in % written over them.
 pub fn compare(c: &Comparison) -> Vec<Figure> {
     let mut names: Vec<(&str, &str, &str)> = Vec::new();
     for p in &c.points {
@@ -115,13 +119,22 @@ pub fn compare(c: &Comparison) -> Vec<Figure> {
                 continue;
             };
             let x = i as f64;
-            if let Some(s) = &f.a {
-                a.push(Point::bar(x - 0.4, x, s.value));
-            }
-            if let Some(s) = &f.b {
-                b.push(Point::bar(x, x + 0.4, s.value));
-            }
-            let top = f.a.iter().chain(&f.b).map(|s| s.value).fold(0.0, f64::max);
+            // Each side's bar carries its own interval (a side of one run has none).
+            let bar = |s: &SideFigure, from: f64, to: f64| {
+                let mut p = Point::bar(from, to, s.value);
+                p.error = side_interval(&f.figure, s);
+                p
+            };
+            let (pa, pb) = (
+                f.a.as_ref().map(|s| bar(s, x - 0.4, x)),
+                f.b.as_ref().map(|s| bar(s, x, x + 0.4)),
+            );
+            // The change is written above the pair's highest bar or error bar.
+            let top = pa
+                .iter()
+                .chain(&pb)
+                .map(|p| p.error.map_or(p.y, |(_, hi)| hi.max(p.y)))
+                .fold(0.0, f64::max);
             let change = f.change_percent.map_or("n/a".to_string(), |c| format!("{c:+.1} %"));
             fig.marks.push(Mark::Label {
                 x,
@@ -131,17 +144,19 @@ pub fn compare(c: &Comparison) -> Vec<Figure> {
             words.push(format!(
                 "{}: A {}, B {}, {change} ({})",
                 points[i],
-                f.a.as_ref().map_or("unmeasured".into(), |s| format!("{:.4}", s.value)),
-                f.b.as_ref().map_or("unmeasured".into(), |s| format!("{:.4}", s.value)),
+                side_words(pa.as_ref()),
+                side_words(pb.as_ref()),
                 f.verdict.words()
             ));
+            a.extend(pa);
+            b.extend(pb);
         }
         fig.series
             .push(Series::new(&format!("A: {}", c.a.source), Style::Bars, a));
         fig.series
             .push(Series::new(&format!("B: {}", c.b.source), Style::Bars, b));
         fig.description = format!(
-            "{label} ({unit}) on side A and side B at each point both measured, the change of B against A in percent over each pair. {}.",
+            "{label} ({unit}) on side A and side B at each point both measured (a percentile's bar is the median of the runs, any other the mean; its error bar the 95 % confidence interval of that, where the side has two runs or more), the change of B against A in percent over each pair. {}.",
             words.join("; ")
         );
         out.push(fig);
@@ -149,9 +164,159 @@ pub fn compare(c: &Comparison) -> Vec<Figure> {
     out
 }
 
+/// A side's bar in words, with its interval where it has one: `812.0000 (95 % CI 790.1000 to
+/// 833.9000)`.
+fn side_words(bar: Option<&Point>) -> String {
+    match bar {
+        None => "unmeasured".to_string(),
+        Some(Point {
+            y,
+            error: Some((lo, hi)),
+            ..
+        }) => format!("{y:.4} (95 % CI {lo:.4} to {hi:.4})"),
+        Some(p) => format!("{:.4}", p.y),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linerate_core::result::{Better, ComparedSide, FigureComparison, Verdict};
+
+    fn side(values: &[f64], value: f64) -> Option<SideFigure> {
+        Some(SideFigure {
+            n: values.len(),
+            value,
+            values: values.to_vec(),
+        })
+    }
+
+    fn compared(figure: &str, a: Option<SideFigure>, b: Option<SideFigure>) -> FigureComparison {
+        FigureComparison {
+            figure: figure.into(),
+            label: figure.replace('_', " "),
+            unit: "u".into(),
+            better: Better::Up,
+            a,
+            b,
+            change_percent: None,
+            difference: None,
+            difference_ci95_low: None,
+            difference_ci95_high: None,
+            method: None,
+            p_value: None,
+            verdict: Verdict::NeedsRepeats,
+        }
+    }
+
+    /// A comparison at one point: throughput with A repeated three times and B run once, and a
+    /// latency percentile repeated on both sides.
+    fn comparison() -> Comparison {
+        let side_of = |s: &str| ComparedSide {
+            source: s.into(),
+            documents: Vec::new(),
+        };
+        Comparison {
+            linerate: "0".into(),
+            schema: 1,
+            test: "compare".into(),
+            a: side_of("a"),
+            b: side_of("b"),
+            points: vec![PointComparison {
+                test: "tcp".into(),
+                coordinates: Vec::new(),
+                runs_a: 3,
+                runs_b: 1,
+                figures: vec![
+                    compared(
+                        "received_mbit_per_second",
+                        side(&[100.0, 104.0, 97.0], 100.0 + 1.0 / 3.0),
+                        side(&[200.0], 200.0),
+                    ),
+                    compared(
+                        "latency_p99_us",
+                        side(&[40.0, 50.0, 90.0], 50.0),
+                        side(&[30.0, 31.0, 32.0], 31.0),
+                    ),
+                ],
+            }],
+            only_a: Vec::new(),
+            only_b: Vec::new(),
+            config: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_compared_sides_bar_carries_its_interval_when_it_has_repeats() {
+        let figs = compare(&comparison());
+        let tput = figs
+            .iter()
+            .find(|f| f.id == "fig-compare-received-mbit-per-second")
+            .expect("the throughput bars");
+        let (a, b) = (&tput.series[0].points[0], &tput.series[1].points[0]);
+        // n = 3, mean 100.333, s = 3.5119: half-width t(0.975, 2) 4.303 x 3.5119 / sqrt(3) = 8.724.
+        let (lo, hi) = a.error.expect("A has three runs");
+        assert!((lo - 91.609).abs() < 0.01 && (hi - 109.057).abs() < 0.01, "{lo} {hi}");
+        assert_eq!(b.error, None, "B has one run: no interval");
+        assert!(
+            tput.description.contains("A 100.3333 (95 % CI 91.6"),
+            "{}",
+            tput.description
+        );
+        // The change is written above the pair: here B's bar, higher than A's error bar.
+        let Some(Mark::Label { y, .. }) = tput.marks.first() else {
+            panic!("no change label");
+        };
+        assert_eq!(*y, 200.0);
+        // A percentile's bar is the median; its interval one of the median, within the runs.
+        let p99 = figs
+            .iter()
+            .find(|f| f.id == "fig-compare-latency-p99-us")
+            .expect("p99 bars");
+        let (lo, hi) = p99.series[0].points[0].error.expect("A repeated");
+        assert!((40.0..=50.0).contains(&lo) && (50.0..=90.0).contains(&hi), "{lo} {hi}");
+        let Some(Mark::Label { y, .. }) = p99.marks.first() else {
+            panic!("no change label");
+        };
+        assert_eq!(*y, hi, "the change above A's error bar");
+        // The CSV carries each bar's interval in its low and high columns, the SVG draws it.
+        let csv = crate::plot::csv::render(tput);
+        let mut lines = csv.lines();
+        assert_eq!(
+            lines.next(),
+            Some(
+                "series,point,point end,received mbit per second (u),received mbit per second (u) low,received mbit per second (u) high,point name"
+            )
+        );
+        let row_a: Vec<&str> = lines.next().expect("A's row").split(',').collect();
+        assert_eq!(row_a[0], "A: a");
+        assert_eq!(
+            (row_a[4].parse::<f64>().ok(), row_a[5].parse::<f64>().ok()),
+            (Some(lo_of(tput, 0)), Some(hi_of(tput, 0)))
+        );
+        let row_b: Vec<&str> = lines.next().expect("B's row").split(',').collect();
+        assert_eq!((row_b[0], row_b[4], row_b[5]), ("B: b", "", ""));
+        let svg = crate::plot::svg::render(tput);
+        let series_a = &svg[svg.find("id=\"fig-compare-received-mbit-per-second-s0\"").expect("A")..];
+        let series_a = &series_a[..series_a.find("</g>").expect("end of A")];
+        assert!(series_a.contains("class=\"errors\""), "A's error bar drawn");
+        assert!(
+            series_a.contains("stroke=\"#000\" fill=\"none\""),
+            "in black, not lost in the bar's fill: {series_a}"
+        );
+        let series_b = &svg[svg.find("id=\"fig-compare-received-mbit-per-second-s1\"").expect("B")..];
+        let series_b = &series_b[..series_b.find("</g>").expect("end of B")];
+        assert!(!series_b.contains("class=\"errors\""), "B has none");
+    }
+
+    fn lo_of(f: &Figure, s: usize) -> f64 {
+        f.series[s].points[0].error.expect("interval").0
+    }
+
+    fn hi_of(f: &Figure, s: usize) -> f64 {
+        f.series[s].points[0].error.expect("interval").1
+    }
 
     #[test]
     fn sizes_sort_by_size_and_words_after_them() {

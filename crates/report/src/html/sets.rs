@@ -1,10 +1,12 @@
 //! The tables of documents made of several runs: a repeated test (its last complete run's
-//! tables and `tab-repeat`, the aggregate), a campaign (`tab-campaign`, its points) and a
+//! tables and `tab-repeat`, the aggregate), a campaign (`tab-campaign-<test>`, each test's table
+//! as `plan show` prints it; `tab-campaign`, its points) and a
 //! comparison (`tab-verdicts`, each figure's change and verdict; `tab-config-diff`, what
 //! differs between the two sides' configurations).
 
 use super::Block;
 use super::tables::{Table, config_table, sides_table, test_table};
+use crate::figures::campaign::slug;
 use crate::figures::sets::{ordered, point_name};
 use crate::figures::{Campaign, last_complete};
 use linerate_core::result::{Comparison, Repeated};
@@ -76,8 +78,23 @@ pub fn repeated(rep: &Repeated) -> Vec<Block> {
     out
 }
 
-/// A campaign: `tab-campaign`, each point with its stored document and headline figure.
+/// A campaign: per test `tab-campaign-<test>`, the table `linerate plan show` prints (the varied
+/// values down, the variants across, each cell the headline figure, ± half its 95 % interval
+/// where repeated); `tab-campaign`, each point with its stored document; then the tables as text.
 pub fn campaign(c: &Campaign) -> Vec<Block> {
+    let tables = c.tables();
+    let mut out: Vec<Block> = tables
+        .iter()
+        .map(|t| {
+            let g = crate::campaign::grid(t);
+            Block::Table(Table {
+                id: format!("tab-campaign-{}", slug(&t.test)),
+                caption: crate::campaign::caption(t),
+                head: g.head,
+                rows: g.rows,
+            })
+        })
+        .collect();
     let rows: Vec<Vec<String>> = c
         .points
         .iter()
@@ -92,7 +109,7 @@ pub fn campaign(c: &Campaign) -> Vec<Block> {
                     .collect::<Vec<_>>()
                     .join(" "),
                 p.source.clone(),
-                if p.complete { "complete" } else { "partial" }.to_string(),
+                linerate_core::store::Outcome::from(p.outcome).as_str().to_string(),
                 head.map_or(String::new(), |f| {
                     format!(
                         "{} {}{}",
@@ -105,19 +122,17 @@ pub fn campaign(c: &Campaign) -> Vec<Block> {
             ]
         })
         .collect();
-    let text = rows.iter().map(|r| r.join("  ")).collect::<Vec<_>>().join("\n");
-    vec![
-        Block::Table(Table {
-            id: "tab-campaign".to_string(),
-            caption: format!("Campaign {}: its points", c.name),
-            head: strings(["test", "variant", "varied", "document", "outcome", "headline figure"]),
-            rows,
-        }),
-        Block::Text {
-            summary: "Points as text".to_string(),
-            text,
-        },
-    ]
+    out.push(Block::Table(Table {
+        id: "tab-campaign".to_string(),
+        caption: format!("Campaign {}: its points", c.name),
+        head: strings(["test", "variant", "varied", "document", "outcome", "headline figure"]),
+        rows,
+    }));
+    out.push(Block::Text {
+        summary: "Tables as text (linerate plan show)".to_string(),
+        text: crate::campaign::text(&c.name, &tables),
+    });
+    out
 }
 
 /// A comparison: `tab-verdicts` and `tab-config-diff`, then the text.

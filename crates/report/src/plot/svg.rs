@@ -352,7 +352,8 @@ fn series(o: &mut String, sid: &str, i: usize, s: &Series, xm: &Mapping, ym: &Ma
             }
         }
     }
-    errors(o, s, xm, ym, colour);
+    // On a bar, an error bar in the bar's own colour would vanish into its fill.
+    errors(o, s, xm, ym, if s.style == Style::Bars { "#000" } else { colour });
     o.push_str("</g>");
 }
 
