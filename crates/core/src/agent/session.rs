@@ -97,8 +97,11 @@ pub(super) fn control_session(
             ));
         }
     };
-    // The handshake is over: this connection no longer counts as opening.
-    opening.settle();
+    // The handshake is over: this connection no longer counts as opening (unless it was closed
+    // to make room for a newer one just before).
+    if !opening.settle() {
+        return Err((ErrorKind::Busy, "closed to make room for a newer connection".into()));
+    }
     spec.validate().map_err(|e| (ErrorKind::BadSpec, e.to_string()))?;
     if let Some(name) = &profile {
         state.config.profiles.find(name)?;
