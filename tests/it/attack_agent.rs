@@ -66,6 +66,18 @@ impl LoggedAgent {
         self.addr.to_string()
     }
 
+    /// The agent's threads now.
+    fn threads(&self) -> usize {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Threads:").map(|n| n.trim().parse().ok()))
+            })
+            .flatten()
+            .unwrap_or(0)
+    }
+
     /// Descriptors the agent holds now.
     fn descriptors(&self) -> usize {
         std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).map_or(0, |d| d.count())
@@ -299,8 +311,9 @@ fn issue_14_a_many_address_flood_cannot_hold_every_handshake_slot() {
     let agent = LoggedAgent::start(&[], &[]);
     let addr = agent.addr;
     let stop = AtomicBool::new(false);
-    // Flood connections the agent closed, by how long they were held: at once (refused at
-    // accept), after up to 4.5 s (evicted), at the 5 s handshake deadline.
+    // Flood connections seen closed, by how long after their connect (as the flood saw it, so
+    // only a rough split): under 100 ms (refused at accept), up to 4.5 s (evicted, or refused
+    // late under load), at the 5 s handshake deadline.
     let (at_once, early, at_deadline, opened) = (
         AtomicUsize::new(0),
         AtomicUsize::new(0),
@@ -308,7 +321,7 @@ fn issue_14_a_many_address_flood_cannot_hold_every_handshake_slot() {
         AtomicUsize::new(0),
     );
     let mut attempts = Vec::new();
-    let (mut filled, mut full) = (0, false);
+    let (mut filled, mut full, mut threads) = (0, false, 0);
     std::thread::scope(|scope| {
         let stopper = StopOnDrop(&stop);
         // 64 source addresses x 8 idle connections each (their per-source cap): 512 against the
@@ -356,6 +369,7 @@ fn issue_14_a_many_address_flood_cannot_hold_every_handshake_slot() {
         }
         std::thread::sleep(Duration::from_secs(1));
         filled = filled.max(agent.descriptors());
+        threads = agent.threads();
         // Meanwhile a client from another address gets its test run, in a few tries at most.
         let target = agent.target();
         let start = Instant::now();
@@ -374,10 +388,13 @@ fn issue_14_a_many_address_flood_cannot_hold_every_handshake_slot() {
     let (at_once, early, at_deadline) = (at_once.into_inner(), early.into_inner(), at_deadline.into_inner());
     eprintln!(
         "{} flood connections opened; closed at once {at_once}, early {early}, at the deadline \
-         {at_deadline}; the agent held up to {filled} descriptors; client tries (ok, took): {:?}",
+         {at_deadline}; the agent held up to {filled} descriptors and {threads} threads; client tries (ok, took): {:?}",
         opened.into_inner(),
         attempts.iter().map(|(ok, took, _)| (*ok, *took)).collect::<Vec<_>>()
     );
+    for (_, _, err) in attempts.iter().filter(|(ok, _, _)| !ok).take(3) {
+        eprintln!("a refused try: {err}");
+    }
     assert!(
         filled >= 256,
         "the flood never filled the agent's table: {filled} descriptors"
@@ -392,7 +409,6 @@ fn issue_14_a_many_address_flood_cannot_hold_every_handshake_slot() {
         log.contains("of its handshake to make room: "),
         "the agent evicted no flood connection: {log}"
     );
-    assert!(early > 0, "no flood connection was closed before its deadline");
 }
 
 #[test]

@@ -12,6 +12,8 @@
 //! client gets at least the grace, and in practice as long as the flood takes to turn the whole
 //! table over, to finish its handshake. The table keeps a duplicate of each opening stream; the
 //! accept loop shuts it down (both ways), which wakes its handshake thread's read with an error.
+//! A control connection that has proved it knows the secret is never evicted (its request is one
+//! message away), so with a secret an honest client needs the grace for one round trip only.
 //! An evicted connection leaves the count at once; its thread's own release finds it gone and
 //! does nothing, so a slot is given back exactly once.
 //!
@@ -184,6 +186,12 @@ impl Opening {
         self.lock().remove(ticket).is_some()
     }
 
+    /// Takes this connection's duplicate out of the table, so that it is never evicted: whether
+    /// it was still counted.
+    fn protect(&self, ticket: &Ticket) -> bool {
+        self.lock().by_age.get_mut(ticket).map(|h| h.stream = None).is_some()
+    }
+
     /// Whether this connection is still counted as opening.
     fn holds(&self, ticket: &Ticket) -> bool {
         self.lock().by_age.contains_key(ticket)
@@ -230,6 +238,15 @@ impl<'a> OpeningSlot<'a> {
             self.evicted = !self.opening.leave(&t);
         }
         !self.evicted
+    }
+
+    /// Authenticated: the connection still counts as opening but is never evicted (it has
+    /// proved it knows the secret). False if it was evicted first.
+    pub(super) fn authenticated(&mut self) -> bool {
+        match &self.ticket {
+            Some(t) => self.opening.protect(t),
+            None => !self.evicted,
+        }
     }
 
     /// Whether the accept loop closed this connection to make room for a newer one.
@@ -489,6 +506,44 @@ mod tests {
         assert_eq!(opening.len(), 1, "dropping settled slots gives nothing back again");
         let uncounted = OpeningSlot::new(&opening, None);
         assert!(!uncounted.evicted());
+    }
+
+    #[test]
+    fn an_authenticated_connection_is_never_evicted_but_still_counts() {
+        let opening = Opening::default();
+        let conns = pairs(3);
+        let t0 = Instant::now();
+        let caps = Caps {
+            per_source: 8,
+            total: 2,
+        };
+        let (a, _) = opening
+            .enter(&conns[0].0, addr("127.0.1.1:1"), t0, caps, None)
+            .expect("in");
+        opening
+            .enter(&conns[1].0, addr("127.0.1.2:1"), t0, caps, None)
+            .expect("in");
+        let mut slot_a = OpeningSlot::new(&opening, Some(a));
+        assert!(slot_a.authenticated());
+        let later = t0 + Duration::from_secs(1);
+        let (_, evicted) = opening
+            .enter(&conns[2].0, addr("127.0.1.3:1"), later, caps, evict(250))
+            .expect("room made");
+        assert_eq!(
+            evicted.map(|e| e.peer),
+            Some(addr("127.0.1.2:1")),
+            "the younger one went"
+        );
+        assert_eq!(
+            opening
+                .enter(&conns[2].0, addr("127.0.1.4:1"), later, caps, evict(250))
+                .err(),
+            Some(Shed::Total(2)),
+            "the authenticated one stays, counted"
+        );
+        assert!(!slot_a.evicted());
+        assert!(slot_a.settle());
+        assert_eq!(opening.len(), 1);
     }
 
     #[test]

@@ -50,12 +50,13 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections still opening from one source (an IPv4 address, an IPv6 /64) at once.
 pub const MAX_OPENING_PER_SOURCE: usize = 8;
 /// At the total cap of opening connections, a new one closes the oldest (by accept time) if it
-/// has been opening at least this long, else it is closed itself. An honest handshake takes one
-/// round trip from accept (two with a secret: `auth`, then `request`), so this lets one through
-/// on paths of up to 250 ms round trip however fast a many-address flood turns over; a longer
-/// grace lowers the rate (slots / grace) past which such a flood turns new clients away at
-/// accept (docs/security.md).
-pub const EVICTION_GRACE: Duration = Duration::from_millis(500);
+/// has been opening at least this long, else it is closed itself. An honest handshake needs one
+/// round trip from accept to its `request` (to its `auth` with a secret; once authenticated a
+/// connection is never closed to make room), so this lets clients on paths of up to 250 ms round
+/// trip through however fast a many-address flood turns over; a longer grace would let more
+/// through but lower the rate (slots / grace) past which such a flood turns new clients away at
+/// accept, and their odds past it (docs/security.md).
+pub const EVICTION_GRACE: Duration = Duration::from_millis(250);
 /// How long a control connection may sit idle between set-up messages.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long after `start` the data connections may take to arrive.
@@ -451,6 +452,65 @@ mod tests {
         );
         // Its thread, woken in its wait for the request, ends without a second report.
         assert!(events.recv_timeout(Duration::from_millis(500)).is_err());
+    }
+
+    #[test]
+    fn an_authenticated_connection_is_not_closed_to_make_room() {
+        use crate::proto::auth;
+        let (addr, events) = start_with(AgentConfig {
+            secret: Some(b"right".to_vec()),
+            max_connections: 2,
+            eviction_grace: Duration::ZERO,
+            ..AgentConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
+        });
+        // The oldest connection authenticates and waits before its request.
+        let stream = TcpStream::connect(addr).expect("connect");
+        let mut oldest = Conn::new(stream, addr);
+        oldest.exchange_preambles(Duration::from_secs(10)).expect("preambles");
+        let Ok(Message::Hello {
+            challenge: Some(challenge),
+            ..
+        }) = oldest.recv(Duration::from_secs(10), "waiting for hello")
+        else {
+            panic!("expected a hello with a challenge");
+        };
+        let agent_nonce = crate::proto::from_hex(&challenge).expect("hex challenge");
+        let client_nonce = auth::nonce();
+        oldest
+            .send(&Message::Auth {
+                client_nonce: crate::proto::to_hex(&client_nonce),
+                mac: crate::proto::to_hex(&auth::client_proof(b"right", &agent_nonce, &client_nonce)),
+            })
+            .expect("send auth");
+        let ok = oldest.recv(Duration::from_secs(10), "authenticating").expect("auth_ok");
+        assert!(matches!(ok, Message::AuthOk { .. }), "{ok:?}");
+        // An idle one fills the table; the next one closes the idle one, not the older one.
+        let mut idle = connect_from(Ipv4Addr::new(127, 0, 1, 1), addr);
+        let _next = connect_from(Ipv4Addr::new(127, 0, 1, 2), addr);
+        let event = events.recv_timeout(Duration::from_secs(10)).expect("an event");
+        assert!(
+            matches!(&event, AgentEvent::Refused { peer, message, .. }
+                if peer.ip() == IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1)) && message.contains("to make room")),
+            "{event:?}"
+        );
+        idle.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        let read = std::io::Read::read(&mut idle, &mut [0u8; 8]);
+        assert!(
+            match &read {
+                Ok(n) => *n == 0,
+                Err(e) => !matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut),
+            },
+            "the idle one is closed: {read:?}"
+        );
+        // The authenticated one is still served: a request out of turn is answered.
+        oldest.send(&Message::Stop).expect("send");
+        assert!(matches!(
+            oldest.recv(Duration::from_secs(10), "waiting for the error"),
+            Err(ProtoError::Refused {
+                kind: ErrorKind::Protocol,
+                ..
+            })
+        ));
     }
 
     #[test]
