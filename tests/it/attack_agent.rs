@@ -322,6 +322,8 @@ fn issue_14_a_many_address_flood_cannot_hold_every_handshake_slot() {
     );
     let mut attempts = Vec::new();
     let (mut filled, mut full, mut threads) = (0, false, 0);
+    let flood_start = Instant::now();
+    let mut flood_for = Duration::ZERO;
     std::thread::scope(|scope| {
         let stopper = StopOnDrop(&stop);
         // 64 source addresses x 8 idle connections each (their per-source cap): 512 against the
@@ -382,12 +384,13 @@ fn issue_14_a_many_address_flood_cannot_hold_every_handshake_slot() {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+        flood_for = flood_start.elapsed();
         drop(stopper);
     });
     let log = String::from_utf8_lossy(&agent.log_bytes()).to_string();
     let (at_once, early, at_deadline) = (at_once.into_inner(), early.into_inner(), at_deadline.into_inner());
     eprintln!(
-        "{} flood connections opened; closed at once {at_once}, early {early}, at the deadline \
+        "{} flood connections opened in {flood_for:.1?}; closed at once {at_once}, early {early}, at the deadline \
          {at_deadline}; the agent held up to {filled} descriptors and {threads} threads; client tries (ok, took): {:?}",
         opened.into_inner(),
         attempts.iter().map(|(ok, took, _)| (*ok, *took)).collect::<Vec<_>>()
