@@ -96,7 +96,8 @@ pub(super) struct Opening {
 pub(super) enum Shed {
     /// Its source already has this many connections opening.
     Source(usize),
-    /// This many connections are opening in all, none of them for the grace yet.
+    /// This many connections are opening in all, and none could be closed to make room (none
+    /// opening for the grace yet, or no eviction asked for).
     Total(usize),
 }
 
