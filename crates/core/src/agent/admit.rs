@@ -6,16 +6,28 @@
 //! source's cap a connection is closed at once, unless its first bytes, already in, are a data
 //! header with the cookie of a running test (a client opening many data connections at once).
 //!
+//! At the total cap a new connection makes room by closing the oldest opening one (by accept
+//! time, then accept order), if that one has been opening for at least the grace
+//! ([`super::EVICTION_GRACE`]): a flood from many addresses cannot hold every slot, and an honest
+//! client gets at least the grace, and in practice as long as the flood takes to turn the whole
+//! table over, to finish its handshake. The table keeps a duplicate of each opening stream; the
+//! accept loop shuts it down (both ways), which wakes its handshake thread's read with an error.
+//! A control connection that has proved it knows the secret is never evicted (its request is one
+//! message away), so with a secret an honest client needs the grace for one round trip only.
+//! An evicted connection leaves the count at once; its thread's own release finds it gone and
+//! does nothing, so a slot is given back exactly once.
+//!
 //! Descriptors: the soft `RLIMIT_NOFILE` is raised to the hard one at start, and data connections
 //! are refused while fewer than [`FD_RESERVE`] descriptors are left, so the control port stays
 //! reachable.
 
 use super::State;
 use crate::proto::frame::{self, DATA_HEADER_LEN};
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Descriptors kept for control connections and the agent's own files: data connections are
 /// refused once an accepted one's descriptor number comes this close to the limit.
@@ -41,10 +53,42 @@ impl Source {
     }
 }
 
+/// One counted opening connection's key: its accept time, then its accept order.
+pub(super) type Ticket = (Instant, u64);
+
+/// A counted opening connection.
+struct Held {
+    source: Source,
+    peer: SocketAddr,
+    /// A duplicate of its stream to shut it down by (None if none could be made: never evicted).
+    stream: Option<TcpStream>,
+}
+
+#[derive(Default)]
+struct Table {
+    by_source: HashMap<Source, usize>,
+    /// Oldest first.
+    by_age: BTreeMap<Ticket, Held>,
+    accepted: u64,
+}
+
+impl Table {
+    fn remove(&mut self, ticket: &Ticket) -> Option<Held> {
+        let held = self.by_age.remove(ticket)?;
+        if let Some(n) = self.by_source.get_mut(&held.source) {
+            *n -= 1;
+            if *n == 0 {
+                self.by_source.remove(&held.source);
+            }
+        }
+        Some(held)
+    }
+}
+
 /// Connections still opening, per source and in all.
 #[derive(Default)]
 pub(super) struct Opening {
-    by_source: Mutex<HashMap<Source, usize>>,
+    table: Mutex<Table>,
 }
 
 /// Why a connection was closed at its accept.
@@ -52,55 +96,163 @@ pub(super) struct Opening {
 pub(super) enum Shed {
     /// Its source already has this many connections opening.
     Source(usize),
-    /// This many connections are opening in all.
+    /// This many connections are opening in all, and none could be closed to make room (none
+    /// opening for the grace yet, or no eviction asked for).
     Total(usize),
 }
 
+/// The caps a new connection is counted against.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Caps {
+    pub per_source: usize,
+    pub total: usize,
+}
+
+/// How a connection at the total cap may make room: by closing the oldest opening connection
+/// that has been opening for `grace` and that `spare` does not protect.
+pub(super) struct Evict<'a> {
+    pub grace: Duration,
+    pub spare: &'a dyn Fn(&TcpStream) -> bool,
+}
+
+/// An opening connection closed to make room for a newer one.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Evicted {
+    pub peer: SocketAddr,
+    /// How long it had been opening.
+    pub opening_for: Duration,
+    /// Connections opening in all when it was closed.
+    pub opening: usize,
+}
+
 impl Opening {
-    /// Counts one more opening connection from `source`, or says why not.
-    pub(super) fn enter(&self, source: Source, per_source: usize, total: usize) -> Result<(), Shed> {
-        let mut map = self.by_source.lock().unwrap_or_else(|e| e.into_inner());
-        let all: usize = map.values().sum();
-        let mine = map.get(&source).copied().unwrap_or(0);
-        if mine >= per_source {
-            return Err(Shed::Source(mine));
-        }
-        if all >= total {
-            return Err(Shed::Total(all));
-        }
-        *map.entry(source).or_insert(0) += 1;
-        Ok(())
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Counts one opening connection from `source` settled or closed.
-    pub(super) fn leave(&self, source: Source) {
-        let mut map = self.by_source.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = map.get_mut(&source) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&source);
-            }
+    /// Counts `stream`, from `peer` and accepted `now`, as opening; at the total cap, with
+    /// `evict`, closes the oldest opening connection past its grace to make room. Says why not
+    /// when it cannot be counted.
+    pub(super) fn enter(
+        &self,
+        stream: &TcpStream,
+        peer: SocketAddr,
+        now: Instant,
+        caps: Caps,
+        evict: Option<Evict<'_>>,
+    ) -> Result<(Ticket, Option<Evicted>), Shed> {
+        let source = Source::of(&peer);
+        let mut table = self.lock();
+        let mine = table.by_source.get(&source).copied().unwrap_or(0);
+        if mine >= caps.per_source {
+            return Err(Shed::Source(mine));
         }
+        let all = table.by_age.len();
+        let mut evicted = None;
+        if all >= caps.total {
+            // One closed makes room only if the cap has not shrunk below the count (it moves with
+            // the data connections running tests expect).
+            let victim = evict
+                .filter(|_| all == caps.total)
+                .and_then(|e| oldest_past(&table, now, &e));
+            let Some(ticket) = victim else {
+                return Err(Shed::Total(all));
+            };
+            let held = table.remove(&ticket).expect("the oldest was just found in the table");
+            if let Some(s) = &held.stream {
+                // Wakes its handshake thread's read; that thread finds its ticket gone.
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            evicted = Some(Evicted {
+                peer: held.peer,
+                opening_for: now.saturating_duration_since(ticket.0),
+                opening: all,
+            });
+        }
+        table.accepted += 1;
+        let ticket = (now, table.accepted);
+        let held = Held {
+            source,
+            peer,
+            stream: stream.try_clone().ok(),
+        };
+        table.by_age.insert(ticket, held);
+        *table.by_source.entry(source).or_insert(0) += 1;
+        Ok((ticket, evicted))
     }
+
+    /// Counts one opening connection settled or closed: whether it was still counted (false: it
+    /// was evicted, and its slot already given back).
+    pub(super) fn leave(&self, ticket: &Ticket) -> bool {
+        self.lock().remove(ticket).is_some()
+    }
+
+    /// Takes this connection's duplicate out of the table, so that it is never evicted: whether
+    /// it was still counted.
+    fn protect(&self, ticket: &Ticket) -> bool {
+        self.lock().by_age.get_mut(ticket).map(|h| h.stream = None).is_some()
+    }
+
+    /// Whether this connection is still counted as opening.
+    fn holds(&self, ticket: &Ticket) -> bool {
+        self.lock().by_age.contains_key(ticket)
+    }
+
+    /// Connections opening now, in all.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().by_age.len()
+    }
+}
+
+/// The oldest connection opening for at least the grace that may be closed.
+fn oldest_past(table: &Table, now: Instant, evict: &Evict<'_>) -> Option<Ticket> {
+    table
+        .by_age
+        .iter()
+        .take_while(|(t, _)| now.saturating_duration_since(t.0) >= evict.grace)
+        .find(|(_, h)| h.stream.as_ref().is_some_and(|s| !(evict.spare)(s)))
+        .map(|(t, _)| *t)
 }
 
 /// An opening connection's place, given back when it is settled or dropped.
 pub(super) struct OpeningSlot<'a> {
     opening: &'a Opening,
-    source: Option<Source>,
+    ticket: Option<Ticket>,
+    evicted: bool,
 }
 
 impl<'a> OpeningSlot<'a> {
-    /// The place of a connection counted from `source` (None: one let in uncounted).
-    pub(super) fn new(opening: &'a Opening, source: Option<Source>) -> OpeningSlot<'a> {
-        OpeningSlot { opening, source }
+    /// The place of a connection counted under `ticket` (None: one let in uncounted).
+    pub(super) fn new(opening: &'a Opening, ticket: Option<Ticket>) -> OpeningSlot<'a> {
+        OpeningSlot {
+            opening,
+            ticket,
+            evicted: false,
+        }
     }
 
-    /// Settled: the connection no longer counts as opening.
-    pub(super) fn settle(&mut self) {
-        if let Some(s) = self.source.take() {
-            self.opening.leave(s);
+    /// Settled: the connection no longer counts as opening. False if it was evicted first (its
+    /// stream is shut down; drop it).
+    pub(super) fn settle(&mut self) -> bool {
+        if let Some(t) = self.ticket.take() {
+            self.evicted = !self.opening.leave(&t);
         }
+        !self.evicted
+    }
+
+    /// Authenticated: the connection still counts as opening but is never evicted (it has
+    /// proved it knows the secret). False if it was evicted first.
+    pub(super) fn authenticated(&mut self) -> bool {
+        match &self.ticket {
+            Some(t) => self.opening.protect(t),
+            None => !self.evicted,
+        }
+    }
+
+    /// Whether the accept loop closed this connection to make room for a newer one.
+    pub(super) fn evicted(&self) -> bool {
+        self.evicted || self.ticket.is_some_and(|t| !self.opening.holds(&t))
     }
 }
 
@@ -165,28 +317,234 @@ pub(super) fn near_fd_limit(stream: &TcpStream, soft_limit: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
+    use std::net::TcpListener;
 
     fn addr(s: &str) -> SocketAddr {
         s.parse().expect("socket address")
     }
 
+    /// Connected pairs on loopback: (the agent's end, the client's end).
+    fn pairs(n: usize) -> Vec<(TcpStream, TcpStream)> {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let to = listener.local_addr().expect("address");
+        (0..n)
+            .map(|_| {
+                let client = TcpStream::connect(to).expect("connect");
+                let (agent, _) = listener.accept().expect("accept");
+                (agent, client)
+            })
+            .collect()
+    }
+
+    const CAPS: Caps = Caps {
+        per_source: 8,
+        total: 10,
+    };
+
+    fn never(_: &TcpStream) -> bool {
+        false
+    }
+
+    fn evict(grace_ms: u64) -> Option<Evict<'static>> {
+        Some(Evict {
+            grace: Duration::from_millis(grace_ms),
+            spare: &never,
+        })
+    }
+
+    /// Whether the client's end sees the agent's end closed (not a read that timed out).
+    fn closed(client: &mut TcpStream) -> bool {
+        client.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        let mut b = [0u8; 8];
+        match client.read(&mut b) {
+            Ok(n) => n == 0,
+            Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+        }
+    }
+
     #[test]
     fn issue_14_one_source_cannot_take_every_opening_slot() {
         let opening = Opening::default();
-        let flood = Source::of(&addr("127.0.0.1:1000"));
-        for _ in 0..8 {
-            opening.enter(flood, 8, 10).expect("under the caps");
-        }
-        assert_eq!(opening.enter(flood, 8, 10), Err(Shed::Source(8)));
-        let other = Source::of(&addr("127.0.0.2:1000"));
-        opening.enter(other, 8, 10).expect("another address gets through");
-        opening.enter(other, 8, 10).expect("and another");
+        let conns = pairs(1);
+        let s = &conns[0].0;
+        let now = Instant::now();
+        let flood = addr("127.0.0.1:1000");
+        let mut tickets: Vec<Ticket> = (0..8)
+            .map(|_| opening.enter(s, flood, now, CAPS, None).expect("under the caps").0)
+            .collect();
+        assert_eq!(opening.enter(s, flood, now, CAPS, None).err(), Some(Shed::Source(8)));
+        let other = addr("127.0.0.2:1000");
+        opening
+            .enter(s, other, now, CAPS, None)
+            .expect("another address gets through");
+        opening.enter(s, other, now, CAPS, None).expect("and another");
         assert_eq!(
-            opening.enter(Source::of(&addr("127.0.0.3:1")), 8, 10),
-            Err(Shed::Total(10))
+            opening.enter(s, addr("127.0.0.3:1"), now, CAPS, None).err(),
+            Some(Shed::Total(10))
         );
-        opening.leave(flood);
-        opening.enter(flood, 8, 10).expect("a slot given back is taken again");
+        assert!(opening.leave(&tickets.pop().expect("eight")));
+        opening
+            .enter(s, flood, now, CAPS, None)
+            .expect("a slot given back is taken again");
+    }
+
+    #[test]
+    fn many_address_flood_at_the_cap_the_oldest_past_its_grace_makes_room() {
+        let opening = Opening::default();
+        let mut conns = pairs(11);
+        let t0 = Instant::now();
+        let mut tickets = Vec::new();
+        for (i, (agent, _)) in conns.iter().take(10).enumerate() {
+            let peer = addr(&format!("127.0.1.{}:1", i + 1));
+            let at = t0 + Duration::from_millis(10 * i as u64);
+            tickets.push(
+                opening
+                    .enter(agent, peer, at, CAPS, evict(250))
+                    .expect("under the cap")
+                    .0,
+            );
+        }
+        // 100 ms after the last one: the oldest has been opening 190 ms, under the grace.
+        let newcomer = addr("127.0.0.2:1");
+        let soon = t0 + Duration::from_millis(190);
+        assert_eq!(
+            opening.enter(&conns[10].0, newcomer, soon, CAPS, evict(250)).err(),
+            Some(Shed::Total(10))
+        );
+        // Without eviction nothing changes however old they are.
+        let late = t0 + Duration::from_millis(300);
+        assert_eq!(
+            opening.enter(&conns[10].0, newcomer, late, CAPS, None).err(),
+            Some(Shed::Total(10))
+        );
+        let (ticket, evicted) = opening
+            .enter(&conns[10].0, newcomer, late, CAPS, evict(250))
+            .expect("room made");
+        assert_eq!(
+            evicted,
+            Some(Evicted {
+                peer: addr("127.0.1.1:1"),
+                opening_for: Duration::from_millis(300),
+                opening: 10,
+            })
+        );
+        assert_eq!(opening.len(), 10, "one out, one in");
+        assert!(closed(&mut conns[0].1), "the evicted connection is shut down");
+        // Its thread's release finds it gone: no slot is given back twice.
+        assert!(!opening.leave(&tickets[0]), "released by the eviction already");
+        assert_eq!(opening.len(), 10);
+        // The next one goes second.
+        let (_, next) = opening
+            .enter(&conns[10].0, addr("127.0.0.3:1"), late, CAPS, evict(250))
+            .expect("room made again");
+        assert_eq!(next.map(|e| e.peer), Some(addr("127.0.1.2:1")));
+        assert!(opening.leave(&ticket), "the newcomer still counts");
+    }
+
+    #[test]
+    fn ties_in_accept_time_go_by_accept_order_and_spared_ones_are_skipped() {
+        let opening = Opening::default();
+        let mut conns = pairs(5);
+        let t0 = Instant::now();
+        let caps = Caps {
+            per_source: 8,
+            total: 4,
+        };
+        for (i, (agent, _)) in conns.iter().take(4).enumerate() {
+            let peer = addr(&format!("127.0.1.{}:1", i + 1));
+            opening.enter(agent, peer, t0, caps, None).expect("under the cap");
+        }
+        // The first accepted (same clock reading as the rest) is spared, say a data connection
+        // of a running test: the second goes.
+        let first = conns[0].0.local_addr().ok().zip(conns[0].0.peer_addr().ok());
+        let spare = move |s: &TcpStream| s.local_addr().ok().zip(s.peer_addr().ok()) == first;
+        let later = t0 + Duration::from_secs(1);
+        let (_, evicted) = opening
+            .enter(
+                &conns[4].0,
+                addr("127.0.0.2:1"),
+                later,
+                caps,
+                Some(Evict {
+                    grace: Duration::from_millis(250),
+                    spare: &spare,
+                }),
+            )
+            .expect("room made");
+        assert_eq!(evicted.map(|e| e.peer), Some(addr("127.0.1.2:1")));
+        assert!(closed(&mut conns[1].1));
+    }
+
+    #[test]
+    fn an_evicted_slot_settles_false_and_gives_nothing_back_twice() {
+        let opening = Opening::default();
+        let conns = pairs(3);
+        let t0 = Instant::now();
+        let caps = Caps {
+            per_source: 8,
+            total: 2,
+        };
+        let (a, _) = opening
+            .enter(&conns[0].0, addr("127.0.1.1:1"), t0, caps, None)
+            .expect("in");
+        let (b, _) = opening
+            .enter(&conns[1].0, addr("127.0.1.2:1"), t0, caps, None)
+            .expect("in");
+        let mut slot_a = OpeningSlot::new(&opening, Some(a));
+        let mut slot_b = OpeningSlot::new(&opening, Some(b));
+        assert!(!slot_a.evicted());
+        let later = t0 + Duration::from_secs(1);
+        let (_, evicted) = opening
+            .enter(&conns[2].0, addr("127.0.1.3:1"), later, caps, evict(250))
+            .expect("room made");
+        assert_eq!(evicted.map(|e| e.peer), Some(addr("127.0.1.1:1")));
+        assert!(slot_a.evicted());
+        assert!(!slot_a.settle(), "evicted before it settled");
+        assert!(slot_b.settle(), "settled in time");
+        assert_eq!(opening.len(), 1, "only the newcomer is opening");
+        drop((slot_a, slot_b));
+        assert_eq!(opening.len(), 1, "dropping settled slots gives nothing back again");
+        let uncounted = OpeningSlot::new(&opening, None);
+        assert!(!uncounted.evicted());
+    }
+
+    #[test]
+    fn an_authenticated_connection_is_never_evicted_but_still_counts() {
+        let opening = Opening::default();
+        let conns = pairs(3);
+        let t0 = Instant::now();
+        let caps = Caps {
+            per_source: 8,
+            total: 2,
+        };
+        let (a, _) = opening
+            .enter(&conns[0].0, addr("127.0.1.1:1"), t0, caps, None)
+            .expect("in");
+        opening
+            .enter(&conns[1].0, addr("127.0.1.2:1"), t0, caps, None)
+            .expect("in");
+        let mut slot_a = OpeningSlot::new(&opening, Some(a));
+        assert!(slot_a.authenticated());
+        let later = t0 + Duration::from_secs(1);
+        let (_, evicted) = opening
+            .enter(&conns[2].0, addr("127.0.1.3:1"), later, caps, evict(250))
+            .expect("room made");
+        assert_eq!(
+            evicted.map(|e| e.peer),
+            Some(addr("127.0.1.2:1")),
+            "the younger one went"
+        );
+        assert_eq!(
+            opening
+                .enter(&conns[2].0, addr("127.0.1.4:1"), later, caps, evict(250))
+                .err(),
+            Some(Shed::Total(2)),
+            "the authenticated one stays, counted"
+        );
+        assert!(!slot_a.evicted());
+        assert!(slot_a.settle());
+        assert_eq!(opening.len(), 1);
     }
 
     #[test]

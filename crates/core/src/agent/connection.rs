@@ -52,8 +52,12 @@ pub(super) fn handle_connection(
         if read_exact_by(&mut stream, &mut header[4..], deadline).is_err() {
             return;
         }
-        // Unknown cookie, not a data header, or past what its test takes: dropped.
-        if let Some((cookie, index)) = frame::parse_data_header(&header) {
+        // Settled before it is handed over, so that no eviction can shut down a stream its test
+        // holds; one evicted while its header came in is dropped. Unknown cookie, not a data
+        // header, or past what its test takes: dropped.
+        if let Some((cookie, index)) = frame::parse_data_header(&header)
+            && slot.settle()
+        {
             deliver(state, cookie, index, stream);
         }
         return;
@@ -80,6 +84,10 @@ pub(super) fn handle_connection(
         return;
     }
     if let Err((kind, message)) = control_session(state, events, &mut conn, deadline, slot) {
+        // Closed to make room for a newer connection: the accept loop has said so already.
+        if slot.evicted() {
+            return;
+        }
         // The message may quote what the peer sent (a bad field, up to a frame's size): the
         // event carries it cut and escaped (issue 14).
         events(&AgentEvent::Refused {

@@ -10,7 +10,9 @@
 //!
 //! What an unauthenticated peer can cost is bounded (issue 14, docs/security.md): connections
 //! still opening are capped per source and in all and must finish their whole handshake within
-//! [`HANDSHAKE_TIMEOUT`] (`admit`); a test's data connections are bounded by its spec; every
+//! [`HANDSHAKE_TIMEOUT`] (`admit`); at the total cap a new connection closes the oldest one
+//! opening for at least [`EVICTION_GRACE`], so many addresses together cannot hold every slot
+//! either; a test's data connections are bounded by its spec; every
 //! test's memory is counted against `max_memory` before it is accepted (`budget`).
 //!
 //! A client may ask for one of the profiles the owner named at start (`profile`): a command
@@ -34,10 +36,10 @@ use crate::proto::ErrorKind;
 use crate::proto::frame::COOKIE_LEN;
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use budget::default_budget_bytes;
 pub use profile::{Profile, ProfileError, Profiles};
@@ -47,6 +49,14 @@ pub use profile::{Profile, ProfileError, Profiles};
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections still opening from one source (an IPv4 address, an IPv6 /64) at once.
 pub const MAX_OPENING_PER_SOURCE: usize = 8;
+/// At the total cap of opening connections, a new one closes the oldest (by accept time) if it
+/// has been opening at least this long, else it is closed itself. An honest handshake needs one
+/// round trip from accept to its `request` (to its `auth` with a secret; once authenticated a
+/// connection is never closed to make room), so this lets clients on paths of up to 250 ms round
+/// trip through however fast a many-address flood turns over; a longer grace would let more
+/// through but lower the rate (slots / grace) past which such a flood turns new clients away at
+/// accept, and their odds past it (docs/security.md).
+pub const EVICTION_GRACE: Duration = Duration::from_millis(250);
 /// How long a control connection may sit idle between set-up messages.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long after `start` the data connections may take to arrive.
@@ -63,9 +73,13 @@ pub struct AgentConfig {
     pub no_auth: bool,
     /// Tests run at once; past this a client is told the agent is busy.
     pub max_tests: usize,
-    /// Connections (control and data) still opening at once, past which new ones are closed at
-    /// once; [`MAX_OPENING_PER_SOURCE`] of them from any one source.
+    /// Connections (control and data) still opening at once; past it a new one closes the oldest
+    /// opening for at least [`EVICTION_GRACE`], or is closed at once if none has been;
+    /// [`MAX_OPENING_PER_SOURCE`] of them from any one source.
     pub max_connections: usize,
+    /// How long the oldest opening connection is left to finish its handshake before a new one
+    /// at the `max_connections` cap may close it ([`EVICTION_GRACE`]).
+    pub eviction_grace: Duration,
     /// Multicast groups this agent takes part in (`--join`).
     pub joins: Vec<IpAddr>,
     /// Memory all running tests may take at once, bytes (`--max-memory`).
@@ -85,6 +99,7 @@ impl AgentConfig {
             no_auth: false,
             max_tests: 1,
             max_connections: 256,
+            eviction_grace: EVICTION_GRACE,
             joins: Vec::new(),
             max_memory: default_budget_bytes(),
             idle: None,
@@ -231,20 +246,51 @@ impl Agent {
             // Over a cap: closed at once, before any thread is spent on it, unless it is a data
             // connection of a running test (its test bounds those). The data connections running
             // tests still expect from this source (and from all) come on top of the caps: a
-            // client opening 256 streams at once is not a flood.
+            // client opening 256 streams at once is not a flood. At the total cap it may make
+            // room by closing the oldest opening connection past its grace (`admit`); a data
+            // connection of a running test is neither closed for that nor needs to.
             let (mine, all) = session::expected_from(&state, source);
-            let counted = match state
-                .opening
-                .enter(source, MAX_OPENING_PER_SOURCE + mine, config.max_connections + all)
-            {
-                Ok(()) => true,
-                Err(_) if admit::is_known_data(&state, &stream) => false,
+            let caps = admit::Caps {
+                per_source: MAX_OPENING_PER_SOURCE + mine,
+                total: config.max_connections + all,
+            };
+            let now = Instant::now();
+            let entered = match state.opening.enter(&stream, peer, now, caps, None) {
+                Err(admit::Shed::Total(_)) if !admit::is_known_data(&state, &stream) => {
+                    let spare = |s: &TcpStream| admit::is_known_data(&state, s);
+                    let evict = admit::Evict {
+                        grace: config.eviction_grace,
+                        spare: &spare,
+                    };
+                    state.opening.enter(&stream, peer, now, caps, Some(evict))
+                }
+                other => other,
+            };
+            let ticket = match entered {
+                Ok((ticket, evicted)) => {
+                    if let Some(e) = evicted {
+                        events(&AgentEvent::Refused {
+                            peer: e.peer,
+                            kind: ErrorKind::Busy,
+                            message: format!(
+                                "closed after {} ms of its handshake to make room: {} connections were opening, the limit",
+                                e.opening_for.as_millis(),
+                                e.opening
+                            ),
+                        });
+                    }
+                    Some(ticket)
+                }
+                Err(_) if admit::is_known_data(&state, &stream) => None,
                 Err(shed) => {
                     let message = match shed {
                         admit::Shed::Source(n) => {
                             format!("{n} connections from this address are still opening, its limit")
                         }
-                        admit::Shed::Total(n) => format!("{n} connections are still opening, the limit"),
+                        admit::Shed::Total(n) => format!(
+                            "{n} connections are still opening, the limit, none for {} ms yet",
+                            config.eviction_grace.as_millis()
+                        ),
                     };
                     events(&AgentEvent::Refused {
                         peer,
@@ -256,13 +302,13 @@ impl Agent {
             };
             let events = Arc::clone(&events);
             let spawned = std::thread::Builder::new().name("linerate-conn".into()).spawn(move || {
-                let mut slot = admit::OpeningSlot::new(&state.opening, counted.then_some(source));
+                let mut slot = admit::OpeningSlot::new(&state.opening, ticket);
                 connection::handle_connection(&state, &*events, stream, peer, &mut slot);
             });
             if spawned.is_err() {
                 // Out of threads: this connection is dropped, the agent keeps listening.
-                if counted {
-                    self.state.opening.leave(source);
+                if let Some(t) = ticket {
+                    self.state.opening.leave(&t);
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -275,17 +321,20 @@ mod tests {
     use super::*;
     use crate::proto::Message;
     use crate::proto::conn::{Conn, ProtoError};
-    use std::net::{Ipv4Addr, TcpStream};
+    use std::net::Ipv4Addr;
     use std::sync::mpsc;
 
     /// An agent on 127.0.0.1:0 serving on its own thread, its events sent to the returned channel.
     fn start(secret: Option<&[u8]>) -> (SocketAddr, mpsc::Receiver<AgentEvent>) {
-        let agent = Agent::bind(AgentConfig {
+        start_with(AgentConfig {
             secret: secret.map(<[u8]>::to_vec),
             max_connections: 8,
             ..AgentConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
         })
-        .expect("bind on loopback");
+    }
+
+    fn start_with(config: AgentConfig) -> (SocketAddr, mpsc::Receiver<AgentEvent>) {
+        let agent = Agent::bind(config).expect("bind on loopback");
         let addr = agent.local_addr();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -351,6 +400,117 @@ mod tests {
             "{event:?}"
         );
         drop(held);
+    }
+
+    /// A connection from `source` (a loopback address) to `to`.
+    fn connect_from(source: Ipv4Addr, to: SocketAddr) -> TcpStream {
+        let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+        sock.bind(&SocketAddr::new(IpAddr::V4(source), 0).into())
+            .expect("bind the source");
+        sock.connect(&to.into()).expect("connect to the agent");
+        sock.into()
+    }
+
+    #[test]
+    fn at_the_total_cap_a_new_client_closes_the_oldest_opening_connection() {
+        // No grace, so that the test does not hang on the clock: the grace's own rule is tested
+        // in `admit`.
+        let (addr, events) = start_with(AgentConfig {
+            max_connections: 4,
+            eviction_grace: Duration::ZERO,
+            ..AgentConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
+        });
+        // The oldest past its hello (its thread waits for a request), then idle connections
+        // from three more addresses, within their per-source caps, fill the table.
+        let mut oldest = open(addr);
+        let _idle: Vec<TcpStream> = (1..=3)
+            .map(|i| connect_from(Ipv4Addr::new(127, 0, 1, i), addr))
+            .collect();
+        // A client from a fifth gets its hello all the same (accepted after them: the queue is
+        // first in, first out).
+        let stream = connect_from(Ipv4Addr::new(127, 0, 0, 2), addr);
+        let mut conn = Conn::new(stream, addr);
+        conn.exchange_preambles(Duration::from_secs(10)).expect("preambles");
+        let hello = conn.recv(Duration::from_secs(10), "waiting for hello").expect("hello");
+        assert!(matches!(hello, Message::Hello { .. }), "{hello:?}");
+        assert!(
+            matches!(
+                oldest.recv(Duration::from_secs(10), "waiting"),
+                Err(ProtoError::Io { .. } | ProtoError::Closed { .. })
+            ),
+            "the oldest opening connection was closed without a word"
+        );
+        let event = events.recv_timeout(Duration::from_secs(10)).expect("an event");
+        let AgentEvent::Refused { peer, kind, message } = event else {
+            panic!("expected an eviction, got {event:?}");
+        };
+        assert_eq!(peer.ip(), IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(kind, ErrorKind::Busy);
+        assert!(
+            message.contains("to make room: 4 connections were opening"),
+            "{message}"
+        );
+        // Its thread, woken in its wait for the request, ends without a second report.
+        assert!(events.recv_timeout(Duration::from_millis(500)).is_err());
+    }
+
+    #[test]
+    fn an_authenticated_connection_is_not_closed_to_make_room() {
+        use crate::proto::auth;
+        let (addr, events) = start_with(AgentConfig {
+            secret: Some(b"right".to_vec()),
+            max_connections: 2,
+            eviction_grace: Duration::ZERO,
+            ..AgentConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
+        });
+        // The oldest connection authenticates and waits before its request.
+        let stream = TcpStream::connect(addr).expect("connect");
+        let mut oldest = Conn::new(stream, addr);
+        oldest.exchange_preambles(Duration::from_secs(10)).expect("preambles");
+        let Ok(Message::Hello {
+            challenge: Some(challenge),
+            ..
+        }) = oldest.recv(Duration::from_secs(10), "waiting for hello")
+        else {
+            panic!("expected a hello with a challenge");
+        };
+        let agent_nonce = crate::proto::from_hex(&challenge).expect("hex challenge");
+        let client_nonce = auth::nonce();
+        oldest
+            .send(&Message::Auth {
+                client_nonce: crate::proto::to_hex(&client_nonce),
+                mac: crate::proto::to_hex(&auth::client_proof(b"right", &agent_nonce, &client_nonce)),
+            })
+            .expect("send auth");
+        let ok = oldest.recv(Duration::from_secs(10), "authenticating").expect("auth_ok");
+        assert!(matches!(ok, Message::AuthOk { .. }), "{ok:?}");
+        // An idle one fills the table; the next one closes the idle one, not the older one.
+        let mut idle = connect_from(Ipv4Addr::new(127, 0, 1, 1), addr);
+        let _next = connect_from(Ipv4Addr::new(127, 0, 1, 2), addr);
+        let event = events.recv_timeout(Duration::from_secs(10)).expect("an event");
+        assert!(
+            matches!(&event, AgentEvent::Refused { peer, message, .. }
+                if peer.ip() == IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1)) && message.contains("to make room")),
+            "{event:?}"
+        );
+        idle.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        let read = std::io::Read::read(&mut idle, &mut [0u8; 8]);
+        assert!(
+            match &read {
+                Ok(n) => *n == 0,
+                Err(e) => !matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut),
+            },
+            "the idle one is closed: {read:?}"
+        );
+        // The authenticated one is still served: a request out of turn is answered.
+        oldest.send(&Message::Stop).expect("send");
+        assert!(matches!(
+            oldest.recv(Duration::from_secs(10), "waiting for the error"),
+            Err(ProtoError::Refused {
+                kind: ErrorKind::Protocol,
+                ..
+            })
+        ));
     }
 
     #[test]

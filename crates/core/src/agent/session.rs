@@ -71,6 +71,10 @@ pub(super) fn control_session(
                 if !auth::verify_client(secret, &agent_nonce, &cn, &mac) {
                     return Err((ErrorKind::Auth, "wrong secret".into()));
                 }
+                // It knows the secret: no flood connection may close it to make room.
+                if !opening.authenticated() {
+                    return Err((ErrorKind::Busy, "closed to make room for a newer connection".into()));
+                }
                 let proof = auth::agent_proof(secret, &agent_nonce, &cn);
                 conn.send(&Message::AuthOk {
                     mac: proto::to_hex(&proof),
@@ -97,8 +101,11 @@ pub(super) fn control_session(
             ));
         }
     };
-    // The handshake is over: this connection no longer counts as opening.
-    opening.settle();
+    // The handshake is over: this connection no longer counts as opening (unless it was closed
+    // to make room for a newer one just before).
+    if !opening.settle() {
+        return Err((ErrorKind::Busy, "closed to make room for a newer connection".into()));
+    }
     spec.validate().map_err(|e| (ErrorKind::BadSpec, e.to_string()))?;
     if let Some(name) = &profile {
         state.config.profiles.find(name)?;
