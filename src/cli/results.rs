@@ -213,7 +213,7 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
             let row = store.row(id)?;
             let document = store.document(id)?;
             print(&if *json {
-                document
+                linerate_core::store::document::pretty(&document)?
             } else {
                 show_text(&row.kind, &document)?
             })?;

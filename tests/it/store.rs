@@ -542,3 +542,69 @@ fn a_full_disk_loses_no_result() {
     loses_no_result(&out, &tmp);
     assert!(stderr(&out).contains("disk"), "names the disk: {}", stderr(&out));
 }
+
+/// Issue 15's leftover: documents were stored pretty-printed (58 KB for a short tcp run). They
+/// are stored on one line, compressed; `results show --json` still prints them as the run did,
+/// and a database written by the build before (layout 1, pretty text) still reads.
+#[test]
+fn issue_15_documents_are_stored_compressed_and_old_pretty_ones_still_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agent = Agent::start(&[]);
+    let db = dir.path().join("results.db");
+    let out = run(&db, &["tcp", &agent.addr, "-t", "0.5", "-i", "0.1", "--json"]);
+    let printed = json_of(&out);
+    let id = stored_id(&stderr(&out)).expect("stored");
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let (stored_bytes, encoding): (i64, String) = conn
+        .query_row(
+            "SELECT length(json), encoding FROM documents WHERE record_id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the stored row");
+    assert_eq!(encoding, "zlib");
+    assert!(
+        (stored_bytes as usize) * 4 < out.stdout.len(),
+        "{stored_bytes} bytes stored for a {}-byte document",
+        out.stdout.len()
+    );
+    let shown = run(&db, &["results", "show", &id.to_string(), "--json"]);
+    assert_eq!(out_text(&shown), out_text(&out), "pretty, byte for byte as printed");
+    drop(conn);
+
+    // The same run as the layout 1 build stored it: its tables, the pretty text as printed.
+    let old = dir.path().join("old.db");
+    let conn = rusqlite::Connection::open(&old).expect("create");
+    conn.execute_batch(linerate_core::store::schema::MIGRATIONS[0])
+        .expect("layout 1");
+    conn.execute_batch(
+        "PRAGMA user_version = 1;
+         INSERT INTO records (started_unix_ms, stored_unix_ms, kind, outcome, targets, command,
+             campaign, linerate, figure_name, figure_unit, figure_value)
+         VALUES (1764034212000, 1764034213000, 'tcp', 'complete', '[]', 'linerate tcp', NULL,
+             '0.1.0', 'receiver throughput', 'Mbit/s', 1.0);",
+    )
+    .expect("record");
+    conn.execute(
+        "INSERT INTO documents (record_id, json) VALUES (1, ?1)",
+        [out_text(&out)],
+    )
+    .expect("document");
+    drop(conn);
+    let shown = run(&old, &["results", "show", "1", "--json"]);
+    assert_eq!(out_text(&shown), out_text(&out), "{}", stderr(&shown));
+    let text = run(&old, &["results", "show", "1"]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    assert!(out_text(&text).contains("Mbit/s"), "{}", out_text(&text));
+    let export = json_of(&run(&old, &["results", "export", "1"]));
+    assert_eq!(export["results"][0]["document"], printed);
+    // Opening it to store migrates it; the old record stays as it was beside the new one.
+    let new = run(&old, &["tcp", &agent.addr, "-t", "0.2", "-i", "0"]);
+    assert!(new.status.success(), "{}", stderr(&new));
+    assert_eq!(ids_of(&rows(&old, &[])).len(), 2);
+    assert_eq!(
+        out_text(&run(&old, &["results", "show", "1", "--json"])),
+        out_text(&out)
+    );
+    assert_eq!(integrity(&old), "ok");
+}
