@@ -608,3 +608,66 @@ fn issue_15_documents_are_stored_compressed_and_old_pretty_ones_still_read() {
     );
     assert_eq!(integrity(&old), "ok");
 }
+
+/// Issue 15's leftover: an http `--baseline` line was not stored, so `results show` of an http
+/// sweep left it out. The sweep's document keeps the baseline (and each run's result all of
+/// it): `results show` prints the sweep as it ran, baseline line first, and a single run's
+/// report after the same line.
+#[test]
+fn issue_15_an_http_baseline_is_stored_and_results_show_prints_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&["--http-port", "0"]);
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    let out = run(
+        &db,
+        &["http", &url, "--users", "2,4", "-d", "0.5", "-i", "0", "--baseline"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = out_text(&out);
+    let id = stored_id(&text).expect("id");
+    let printed = text.strip_suffix(&format!("stored as #{id}\n")).expect("id last");
+    let first = printed.lines().next().expect("a line");
+    assert!(
+        first.starts_with("baseline: ") && first.ends_with("(1000 B objects, 2 users)"),
+        "{printed}"
+    );
+    assert_eq!(printed.matches("baseline: ").count(), 1, "printed once: {printed}");
+    let shown = run(&db, &["results", "show", &id.to_string()]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert_eq!(out_text(&shown), printed, "the sweep as it ran, baseline line first");
+    let doc = json_of(&run(&db, &["results", "show", &id.to_string(), "--json"]));
+    assert_eq!(doc["test"], "http sweep");
+    assert_eq!(doc["baseline"]["object_bytes"], 1000);
+    assert_eq!(doc["baseline"]["users"], 2);
+    let rps = f(&doc, "/baseline/responses_per_second");
+    assert!(rps > 0.0, "{rps}");
+    assert_eq!(
+        f(&doc, "/points/1/result/summary/baseline/responses_per_second"),
+        rps,
+        "each point's result carries the same baseline"
+    );
+    assert_eq!(doc["points"][1]["result"]["summary"]["baseline"]["users"], 2);
+
+    let out = run(
+        &db,
+        &["http", &url, "--users", "3", "-d", "0.5", "-i", "0", "--baseline"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = out_text(&out);
+    let id = stored_id(&text).expect("id");
+    let first = text.lines().next().expect("a line").to_string() + "\n";
+    assert!(first.ends_with("(1000 B objects, 3 users)\n"), "{text}");
+    let shown = out_text(&run(&db, &["results", "show", &id.to_string()]));
+    let report = shown
+        .strip_prefix(&first)
+        .unwrap_or_else(|| panic!("the baseline line first: {shown}"));
+    assert!(report.len() > 200, "then the report: {shown}");
+    assert!(
+        text.ends_with(&format!("\n{report}stored as #{id}\n")),
+        "the report as the run printed it: {text}\n---\n{shown}"
+    );
+}
