@@ -13,6 +13,8 @@ wall time of:
   linerate results --label nic=b        a label selection (half the rows), newest 20
   linerate results --kind tcp --since 30d --limit 0
   linerate results show ID              one stored report rendered again
+  linerate results show ID --json       one stored document printed again
+  linerate results export ID            one stored document with its row
 
 and prints a Markdown table of the medians (docs/benchmarks.md). The database is removed at the
 end unless --keep.
@@ -130,6 +132,8 @@ def main():
          [binary, "results", "--db", db, "--kind", "tcp", "--since", "30d", "--limit", "0"]),
         ("results --json --limit 0", [binary, "results", "--db", db, "--json", "--limit", "0"]),
         (f"results show {rid}", [binary, "results", "--db", db, "show", str(rid)]),
+        (f"results show {rid} --json", [binary, "results", "--db", db, "show", str(rid), "--json"]),
+        (f"results export {rid}", [binary, "results", "--db", db, "export", str(rid)]),
     ]
     times = {name: [] for name, _ in cases}
     for _ in range(args.rounds):

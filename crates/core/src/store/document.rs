@@ -65,10 +65,8 @@ pub fn encode(json: &str) -> Result<Vec<u8>, StoreError> {
     let line = compact(json)?;
     let mut z = flate2::write::ZlibEncoder::new(Vec::with_capacity(line.len() / 4), flate2::Compression::new(LEVEL));
     z.write_all(line.as_bytes())
-        .and_then(|()| z.finish())
-        .map_err(|source| StoreError::Corrupt {
-            why: format!("compressing the document: {source}"),
-        })
+        .expect("compressing into memory cannot fail");
+    Ok(z.finish().expect("compressing into memory cannot fail"))
 }
 
 /// The JSON text of stored bytes, as they were stored (one line since layout 2).
