@@ -13,6 +13,8 @@ wall time of:
   linerate results --label nic=b        a label selection (half the rows), newest 20
   linerate results --kind tcp --since 30d --limit 0
   linerate results show ID              one stored report rendered again
+  linerate results show ID --json       one stored document printed again
+  linerate results export ID            one stored document with its row
 
 and prints a Markdown table of the medians (docs/benchmarks.md). The database is removed at the
 end unless --keep.
@@ -61,7 +63,11 @@ def fill(db, record_id, total):
     cur = con.cursor()
     cols = [c[1] for c in cur.execute("PRAGMA table_info(records)") if c[1] != "id"]
     row = cur.execute(f"SELECT {', '.join(cols)} FROM records WHERE id = ?", (record_id,)).fetchone()
-    doc = cur.execute("SELECT json FROM documents WHERE record_id = ?", (record_id,)).fetchone()[0]
+    doc_cols = [c[1] for c in cur.execute("PRAGMA table_info(documents)") if c[1] != "record_id"]
+    doc_row = cur.execute(
+        f"SELECT {', '.join(doc_cols)} FROM documents WHERE record_id = ?", (record_id,)
+    ).fetchone()
+    doc = doc_row[doc_cols.index("json")]
     figures = cur.execute(
         "SELECT position, name, unit, value FROM figures WHERE record_id = ?", (record_id,)
     ).fetchall()
@@ -74,7 +80,10 @@ def fill(db, record_id, total):
         values["started_unix_ms"] = started - (i + 1) * 60_000
         cur.execute(f"INSERT INTO records ({', '.join(cols)}) VALUES ({place})", [values[c] for c in cols])
         rid = cur.lastrowid
-        cur.execute("INSERT INTO documents (record_id, json) VALUES (?, ?)", (rid, doc))
+        cur.execute(
+            f"INSERT INTO documents (record_id, {', '.join(doc_cols)}) VALUES (?, {', '.join('?' for _ in doc_cols)})",
+            (rid, *doc_row),
+        )
         cur.executemany(
             "INSERT INTO figures (record_id, position, name, unit, value) VALUES (?, ?, ?, ?, ?)",
             [(rid, *f) for f in figures],
@@ -113,7 +122,7 @@ def main():
     doc_bytes = fill(db, rid, args.records)
     fill_s = time.perf_counter() - t
     size = sum(os.path.getsize(os.path.join(tmp, f)) for f in os.listdir(tmp))
-    print(f"{args.records} records, document {doc_bytes} bytes each, database {size / 2**20:.0f} MiB "
+    print(f"{args.records} records, document {doc_bytes} bytes stored each, database {size / 2**20:.0f} MiB "
           f"(filled in {fill_s:.1f} s)", file=sys.stderr)
     cases = [
         ("results (newest 20)", [binary, "results", "--db", db]),
@@ -123,6 +132,8 @@ def main():
          [binary, "results", "--db", db, "--kind", "tcp", "--since", "30d", "--limit", "0"]),
         ("results --json --limit 0", [binary, "results", "--db", db, "--json", "--limit", "0"]),
         (f"results show {rid}", [binary, "results", "--db", db, "show", str(rid)]),
+        (f"results show {rid} --json", [binary, "results", "--db", db, "show", str(rid), "--json"]),
+        (f"results export {rid}", [binary, "results", "--db", db, "export", str(rid)]),
     ]
     times = {name: [] for name, _ in cases}
     for _ in range(args.rounds):

@@ -333,8 +333,9 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     let baseline = if args.baseline {
         let run = |spec: &HttpSpec, local: &[HttpTarget]| http_test(spec, local, None, &opts, true);
         let b = baseline(&base, &targets, run).context("--baseline")?;
-        if !args.output.json {
-            print_text(&linerate_report::sweep::baseline_line(&b, base.users))?;
+        // A sweep prints it at the head of its table (its document keeps it).
+        if !args.output.json && !sweeps {
+            print_text(&linerate_report::sweep::baseline_line(&b))?;
         }
         Some(b)
     } else {

@@ -213,7 +213,7 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
             let row = store.row(id)?;
             let document = store.document(id)?;
             print(&if *json {
-                document
+                linerate_core::store::document::pretty(&document)?
             } else {
                 show_text(&row.kind, &document)?
             })?;
@@ -267,7 +267,8 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The text report a stored document's run printed, from the document alone: a single run's
-/// report block, a sweep's whole table, a repeated test's runs and aggregate.
+/// report block, a sweep's whole table, a repeated test's runs and aggregate; an http test's
+/// `--baseline` line first, as the run printed it (a sweep's is in its table's head).
 fn show_text(kind: &str, document: &str) -> anyhow::Result<String> {
     use linerate_core::result::DocumentKind;
     let reading = || format!("reading the stored {kind} document");
@@ -278,16 +279,29 @@ fn show_text(kind: &str, document: &str) -> anyhow::Result<String> {
         }
         DocumentKind::Repeated => {
             let rep: linerate_core::result::Repeated = serde_json::from_str(document).with_context(reading)?;
-            return Ok(linerate_report::repeat::text(&rep));
+            let first = rep.runs.first().map(baseline_line).unwrap_or_default();
+            return Ok(first + &linerate_report::repeat::text(&rep));
         }
         DocumentKind::Run | DocumentKind::Comparison => {}
     }
     match serde_json::from_str::<TestResult>(document) {
-        Ok(r) => Ok(linerate_report::text::render(&r)),
+        Ok(r) => Ok(baseline_line(&r) + &linerate_report::text::render(&r)),
         Err(e) => anyhow::bail!(
             "no text report for a '{kind}' document in this build ({e}); `results show ID --json` prints it"
         ),
     }
+}
+
+/// The `--baseline` line an http run printed before it ran; empty without one (or from a
+/// document stored before results kept the baseline's object size and users).
+fn baseline_line(r: &TestResult) -> String {
+    r.summary
+        .http
+        .as_ref()
+        .and_then(|h| h.baseline.as_ref())
+        .and_then(linerate_core::sweep::http::HttpBaseline::of)
+        .map(|b| linerate_report::sweep::baseline_line(&b))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -542,3 +542,132 @@ fn a_full_disk_loses_no_result() {
     loses_no_result(&out, &tmp);
     assert!(stderr(&out).contains("disk"), "names the disk: {}", stderr(&out));
 }
+
+/// Issue 15's leftover: documents were stored pretty-printed (58 KB for a short tcp run). They
+/// are stored on one line, compressed; `results show --json` still prints them as the run did,
+/// and a database written by the build before (layout 1, pretty text) still reads.
+#[test]
+fn issue_15_documents_are_stored_compressed_and_old_pretty_ones_still_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agent = Agent::start(&[]);
+    let db = dir.path().join("results.db");
+    let out = run(&db, &["tcp", &agent.addr, "-t", "0.5", "-i", "0.1", "--json"]);
+    let printed = json_of(&out);
+    let id = stored_id(&stderr(&out)).expect("stored");
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let (stored_bytes, encoding): (i64, String) = conn
+        .query_row(
+            "SELECT length(json), encoding FROM documents WHERE record_id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the stored row");
+    assert_eq!(encoding, "zlib");
+    assert!(
+        (stored_bytes as usize) * 4 < out.stdout.len(),
+        "{stored_bytes} bytes stored for a {}-byte document",
+        out.stdout.len()
+    );
+    let shown = run(&db, &["results", "show", &id.to_string(), "--json"]);
+    assert_eq!(out_text(&shown), out_text(&out), "pretty, byte for byte as printed");
+    drop(conn);
+
+    // The same run as the layout 1 build stored it: its tables, the pretty text as printed.
+    let old = dir.path().join("old.db");
+    let conn = rusqlite::Connection::open(&old).expect("create");
+    conn.execute_batch(linerate_core::store::schema::MIGRATIONS[0])
+        .expect("layout 1");
+    conn.execute_batch(
+        "PRAGMA user_version = 1;
+         INSERT INTO records (started_unix_ms, stored_unix_ms, kind, outcome, targets, command,
+             campaign, linerate, figure_name, figure_unit, figure_value)
+         VALUES (1764034212000, 1764034213000, 'tcp', 'complete', '[]', 'linerate tcp', NULL,
+             '0.1.0', 'receiver throughput', 'Mbit/s', 1.0);",
+    )
+    .expect("record");
+    conn.execute(
+        "INSERT INTO documents (record_id, json) VALUES (1, ?1)",
+        [out_text(&out)],
+    )
+    .expect("document");
+    drop(conn);
+    let shown = run(&old, &["results", "show", "1", "--json"]);
+    assert_eq!(out_text(&shown), out_text(&out), "{}", stderr(&shown));
+    let text = run(&old, &["results", "show", "1"]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    assert!(out_text(&text).contains("Mbit/s"), "{}", out_text(&text));
+    let export = json_of(&run(&old, &["results", "export", "1"]));
+    assert_eq!(export["results"][0]["document"], printed);
+    // Opening it to store migrates it; the old record stays as it was beside the new one.
+    let new = run(&old, &["tcp", &agent.addr, "-t", "0.2", "-i", "0"]);
+    assert!(new.status.success(), "{}", stderr(&new));
+    assert_eq!(ids_of(&rows(&old, &[])).len(), 2);
+    assert_eq!(
+        out_text(&run(&old, &["results", "show", "1", "--json"])),
+        out_text(&out)
+    );
+    assert_eq!(integrity(&old), "ok");
+}
+
+/// Issue 15's leftover: an http `--baseline` line was not stored, so `results show` of an http
+/// sweep left it out. The sweep's document keeps the baseline (and each run's result all of
+/// it): `results show` prints the sweep as it ran, baseline line first, and a single run's
+/// report after the same line.
+#[test]
+fn issue_15_an_http_baseline_is_stored_and_results_show_prints_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&["--http-port", "0"]);
+    let url = format!(
+        "http://{}/bytes/1000",
+        agent.http_addr.as_deref().expect("http address")
+    );
+    let out = run(
+        &db,
+        &["http", &url, "--users", "2,4", "-d", "0.5", "-i", "0", "--baseline"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = out_text(&out);
+    let id = stored_id(&text).expect("id");
+    let printed = text.strip_suffix(&format!("stored as #{id}\n")).expect("id last");
+    let first = printed.lines().next().expect("a line");
+    assert!(
+        first.starts_with("baseline: ") && first.ends_with("(1000 B objects, 2 users)"),
+        "{printed}"
+    );
+    assert_eq!(printed.matches("baseline: ").count(), 1, "printed once: {printed}");
+    let shown = run(&db, &["results", "show", &id.to_string()]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert_eq!(out_text(&shown), printed, "the sweep as it ran, baseline line first");
+    let doc = json_of(&run(&db, &["results", "show", &id.to_string(), "--json"]));
+    assert_eq!(doc["test"], "http sweep");
+    assert_eq!(doc["baseline"]["object_bytes"], 1000);
+    assert_eq!(doc["baseline"]["users"], 2);
+    let rps = f(&doc, "/baseline/responses_per_second");
+    assert!(rps > 0.0, "{rps}");
+    assert_eq!(
+        f(&doc, "/points/1/result/summary/baseline/responses_per_second"),
+        rps,
+        "each point's result carries the same baseline"
+    );
+    assert_eq!(doc["points"][1]["result"]["summary"]["baseline"]["users"], 2);
+
+    let out = run(
+        &db,
+        &["http", &url, "--users", "3", "-d", "0.5", "-i", "0", "--baseline"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = out_text(&out);
+    let id = stored_id(&text).expect("id");
+    let first = text.lines().next().expect("a line").to_string() + "\n";
+    assert!(first.ends_with("(1000 B objects, 3 users)\n"), "{text}");
+    let shown = out_text(&run(&db, &["results", "show", &id.to_string()]));
+    let report = shown
+        .strip_prefix(&first)
+        .unwrap_or_else(|| panic!("the baseline line first: {shown}"));
+    assert!(report.len() > 200, "then the report: {shown}");
+    assert!(
+        text.ends_with(&format!("\n{report}stored as #{id}\n")),
+        "the report as the run printed it: {text}\n---\n{shown}"
+    );
+}

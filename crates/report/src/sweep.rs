@@ -36,7 +36,7 @@ pub fn progress(sweep: &Sweep) -> String {
     }
 }
 
-/// The title and the column heads.
+/// The title and the column heads (an http sweep's `--baseline` line first).
 pub fn head(sweep: &Sweep) -> String {
     match &sweep.kind {
         SweepKind::Udp => {
@@ -69,9 +69,15 @@ pub fn head(sweep: &Sweep) -> String {
             "p99 us",
             "lost"
         ),
-        SweepKind::Http(_) => format!(
-            "{:>7} {:>13} {:>12} {:>12} {:>12} {:>9}\n",
-            "users", "responses/s", "Mbit/s in", "mean rt us", "p99 rt us", "errors"
+        SweepKind::Http(h) => format!(
+            "{}{:>7} {:>13} {:>12} {:>12} {:>12} {:>9}\n",
+            h.baseline.as_ref().map(baseline_line).unwrap_or_default(),
+            "users",
+            "responses/s",
+            "Mbit/s in",
+            "mean rt us",
+            "p99 rt us",
+            "errors"
         ),
         SweepKind::Tcp(t) => format!(
             "tcp throughput, CPU and efficiency against transfer size ({})\n{:>12} {:>12} {:>11} {:>11} {:>12} {:>12} {:>13}\n",
@@ -154,13 +160,14 @@ pub fn tail(sweep: &Sweep) -> String {
     out
 }
 
-/// The `--baseline` line shown before an HTTP run or sweep.
-pub fn baseline_line(baseline: &HttpBaseline, users: u32) -> String {
+/// The `--baseline` line shown before an HTTP run (and first in an http sweep's [`head`]).
+pub fn baseline_line(baseline: &HttpBaseline) -> String {
     format!(
-        "baseline: {} responses/s, {} Mbit/s in against linerate's own server on this host ({} B objects, {users} users)\n",
+        "baseline: {} responses/s, {} Mbit/s in against linerate's own server on this host ({} B objects, {} users)\n",
         grouped(baseline.responses_per_second, 1),
         grouped(baseline.bits_per_second_in / 1e6, 1),
         baseline.object_bytes,
+        baseline.users,
     )
 }
 

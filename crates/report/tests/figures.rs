@@ -100,6 +100,7 @@ fn an_rr_sweep_draws_the_fitted_and_the_expected_line() {
 fn an_http_sweep_marks_its_optimum() {
     let mut s = Sweep::new(
         SweepKind::Http(HttpSweep {
+            baseline: None,
             summary: HttpSweepSummary {
                 optimum: Some(Optimum {
                     users: 64,

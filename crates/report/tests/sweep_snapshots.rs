@@ -10,6 +10,7 @@ use linerate_core::result::UdpSummary;
 use linerate_core::result::{Fit, LatencyFigures, RrSummary};
 use linerate_core::result::{HttpSummary, Optimum};
 use linerate_core::spec::{HttpSpec, RrProto, RrSpec, TestSpec, UdpSpec};
+use linerate_core::sweep::http::HttpBaseline;
 use linerate_core::sweep::{
     At, HttpSweep, HttpSweepSummary, Parameter, RrSweep, RrSweepSummary, RrVaries, Sweep, SweepKind, SweepPoint,
 };
@@ -170,6 +171,12 @@ fn an_rr_sweep_shows_latency_against_size_and_the_fit() {
 fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
     let mut s = Sweep::new(
         SweepKind::Http(HttpSweep {
+            baseline: Some(HttpBaseline {
+                responses_per_second: 41_250.5,
+                bits_per_second_in: 346.1e6,
+                object_bytes: 1048,
+                users: 16,
+            }),
             summary: HttpSweepSummary {
                 optimum: Some(Optimum {
                     users: 64,

@@ -154,6 +154,12 @@ pub struct Baseline {
     pub bits_per_second_in: f64,
     /// This run's responses/s as a share of the baseline's.
     pub share_percent: f64,
+    /// The object size the baseline served (the mean body length of the URLs under test) and
+    /// the users it ran with; null in documents from before they were kept.
+    #[serde(default)]
+    pub object_bytes: Option<u64>,
+    #[serde(default)]
+    pub users: Option<u32>,
 }
 
 /// One interval of the HTTP timeline (ramp included).

@@ -12,6 +12,7 @@
 //! Concurrency: WAL mode and a busy timeout ([`BUSY_TIMEOUT`]), so several clients storing at
 //! once each wait their turn; a writer killed mid-transaction leaves the database as it was.
 
+pub mod document;
 pub mod headline;
 pub mod schema;
 
@@ -67,6 +68,8 @@ pub enum StoreError {
     BadLabel { text: String },
     #[error("the document to store is not JSON")]
     Document(#[source] serde_json::Error),
+    #[error("a stored document does not read ({why})")]
+    Corrupt { why: String },
 }
 
 /// A stored result's id: an integer, never reused (even after `rm`), printed `#42`; `42` and
@@ -143,7 +146,8 @@ impl From<crate::result::Outcome> for Outcome {
 /// What is stored of one run: the document and what it does not hold.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
-    /// The whole document as `--json` prints it, of any kind; its `test` field is the kind.
+    /// The whole document as `--json` prints it, of any kind; its `test` field is the kind. It
+    /// is stored on one line, compressed ([`document`]).
     pub document: String,
     pub outcome: Outcome,
     /// The agents (HOST:PORT) or URLs as the user gave them.
@@ -360,6 +364,7 @@ impl Store {
         let figures = headline::figures(kind, &document);
         let head = figures.first();
         let targets = serde_json::to_string(&record.targets).map_err(StoreError::Document)?;
+        let stored_document = document::encode(&record.document)?;
         let path = self.path.clone();
         let sql = |source| StoreError::Sql {
             path: path.clone(),
@@ -390,8 +395,8 @@ impl Store {
         .map_err(sql)?;
         let id = tx.last_insert_rowid();
         tx.execute(
-            "INSERT INTO documents (record_id, json) VALUES (?1, ?2)",
-            params![id, record.document],
+            "INSERT INTO documents (record_id, json, encoding) VALUES (?1, ?2, ?3)",
+            params![id, stored_document, document::Encoding::Zlib.as_str()],
         )
         .map_err(sql)?;
         for (i, f) in figures.iter().enumerate() {
@@ -523,15 +528,38 @@ impl Store {
         rows.pop().ok_or(StoreError::NotFound { id: id.to_string() })
     }
 
-    /// One record's document, as stored (the JSON `--json` printed).
+    /// One record's document as JSON text: on one line (pretty-printed for a record stored
+    /// under layout 1); [`document::pretty`] gives it as `--json` printed it.
     pub fn document(&self, id: Id) -> Result<String, StoreError> {
-        self.conn
-            .query_row("SELECT json FROM documents WHERE record_id = ?1", params![id.0], |r| {
-                r.get(0)
+        // A layout 1 file opened for reading only has no `encoding` column: all its text is JSON.
+        let sql = if self.version >= 2 {
+            "SELECT json, encoding FROM documents WHERE record_id = ?1"
+        } else {
+            "SELECT json, 'json' FROM documents WHERE record_id = ?1"
+        };
+        let (bytes, encoding) = self
+            .conn
+            .query_row(sql, params![id.0], |r| {
+                // Text (layout 1) or a blob (compressed): either as its bytes.
+                let bytes = match r.get_ref(0)? {
+                    rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => t.to_vec(),
+                    other => {
+                        return Err(rusqlite::Error::InvalidColumnType(
+                            0,
+                            "json".to_string(),
+                            other.data_type(),
+                        ));
+                    }
+                };
+                Ok((bytes, r.get::<_, String>(1)?))
             })
             .optional()
             .map_err(self.sql())?
-            .ok_or(StoreError::NotFound { id: id.to_string() })
+            .ok_or(StoreError::NotFound { id: id.to_string() })?;
+        let encoding = document::Encoding::parse(&encoding).ok_or_else(|| StoreError::Corrupt {
+            why: format!("record {id} has the unknown encoding '{encoding}'"),
+        })?;
+        document::decode(&bytes, encoding)
     }
 
     /// Removes records; every id must exist (none is removed otherwise).

@@ -47,4 +47,9 @@ pub const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX labels_key_value ON labels(key, value);
     ",
+    // 2: documents kept on one line and compressed (`document`); the pretty-printed text of
+    // layout 1 stays as it was and reads as before.
+    "
+    ALTER TABLE documents ADD COLUMN encoding TEXT NOT NULL DEFAULT 'json';  -- 'json' or 'zlib'
+    ",
 ];

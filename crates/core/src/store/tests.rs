@@ -188,3 +188,117 @@ fn a_database_of_this_layout_migrates_to_the_next_with_its_records() {
     store.migrate_with(&next).expect("runs once");
     assert_eq!(store.integrity_check().expect("check"), vec!["ok"]);
 }
+
+#[test]
+fn a_document_is_stored_on_one_line_compressed_and_reads_back_whole() {
+    let dir = TempDir::new("compact");
+    let path = dir.0.join("results.db");
+    let mut store = Store::open(&path).expect("open");
+    let mut r = record("tcp", 7, 3.0, &[]);
+    let value: serde_json::Value = serde_json::from_str(&r.document).expect("JSON");
+    r.document = document::pretty(&r.document).expect("pretty");
+    assert!(r.document.lines().count() > 20, "as --json prints it");
+    let id = store.put(&r).expect("put");
+    let (stored, encoding): (Vec<u8>, String) = store
+        .conn
+        .query_row(
+            "SELECT json, encoding FROM documents WHERE record_id = ?1",
+            params![id.0],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .expect("the stored row");
+    assert_eq!(encoding, "zlib");
+    assert!(
+        stored.len() * 3 < r.document.len(),
+        "{} bytes stored of {}",
+        stored.len(),
+        r.document.len()
+    );
+    let text = store.document(id).expect("document");
+    assert!(!text.contains('\n'), "one line: {text}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&text).expect("JSON"), value);
+    assert_eq!(
+        document::pretty(&text).expect("pretty"),
+        r.document,
+        "as printed, byte for byte"
+    );
+}
+
+/// A database written by a build of layout 1: its tables and one record stored the way that
+/// build stored it (the pretty text in `documents.json`).
+fn layout_1_database(path: &Path, pretty: &str) -> Id {
+    let conn = Connection::open(path).expect("create");
+    conn.execute_batch(schema::MIGRATIONS[0]).expect("layout 1");
+    conn.pragma_update(None, "user_version", 1).expect("version");
+    conn.execute(
+        "INSERT INTO records (started_unix_ms, stored_unix_ms, kind, outcome, targets, command,
+             campaign, linerate, figure_name, figure_unit, figure_value)
+         VALUES (5, 6, 'tcp', 'complete', '[\"127.0.0.1:5201\"]', 'linerate tcp 127.0.0.1', NULL,
+             '0.1.0', 'receiver throughput', 'Mbit/s', 2.0)",
+        [],
+    )
+    .expect("record");
+    let id = conn.last_insert_rowid();
+    conn.execute(
+        "INSERT INTO documents (record_id, json) VALUES (?1, ?2)",
+        params![id, pretty],
+    )
+    .expect("document");
+    Id(id)
+}
+
+#[test]
+fn a_pretty_document_of_layout_1_still_reads_after_the_migration_and_read_only() {
+    let dir = TempDir::new("layout1");
+    let path = dir.0.join("results.db");
+    let pretty = document::pretty(&record("tcp", 5, 2.0, &[]).document).expect("pretty");
+    let old = layout_1_database(&path, &pretty);
+
+    let read_only = Store::open_read(&path).expect("open for reading");
+    assert_eq!(read_only.version(), 1, "not migrated");
+    assert_eq!(read_only.document(old).expect("reads"), pretty);
+    drop(read_only);
+
+    let mut store = Store::open(&path).expect("open migrates");
+    assert_eq!(store.version(), schema::VERSION);
+    assert_eq!(
+        store.document(old).expect("the old document"),
+        pretty,
+        "as it was stored"
+    );
+    assert_eq!(
+        document::pretty(&store.document(old).expect("doc")).expect("pretty"),
+        pretty
+    );
+    let new = store.put(&record("tcp", 9, 4.0, &[])).expect("a new record beside it");
+    let rows = store.list(&Filter::default()).expect("list");
+    assert_eq!(rows.iter().map(|r| r.id).collect::<Vec<_>>(), vec![new, old]);
+    assert!(!store.document(new).expect("new").contains('\n'));
+    assert_eq!(store.integrity_check().expect("check"), vec!["ok"]);
+}
+
+#[test]
+fn a_stored_document_that_does_not_read_is_an_error_not_a_panic() {
+    let dir = TempDir::new("badblob");
+    let path = dir.0.join("results.db");
+    let mut store = Store::open(&path).expect("open");
+    let id = store.put(&record("tcp", 1, 1.0, &[])).expect("put");
+    store
+        .conn
+        .execute(
+            "UPDATE documents SET json = x'78da0102' WHERE record_id = ?1",
+            params![id.0],
+        )
+        .expect("cut");
+    let err = store.document(id).expect_err("a cut stream");
+    assert!(err.to_string().contains("does not read"), "{err}");
+    store
+        .conn
+        .execute(
+            "UPDATE documents SET encoding = 'lz9' WHERE record_id = ?1",
+            params![id.0],
+        )
+        .expect("encoding");
+    let err = store.document(id).expect_err("an unknown encoding");
+    assert!(err.to_string().contains("'lz9'"), "{err}");
+}

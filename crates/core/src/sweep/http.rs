@@ -13,6 +13,7 @@ use crate::httpd::{Httpd, HttpdConfig, HttpdError};
 use crate::result::Baseline;
 use crate::result::TestResult;
 use crate::spec::HttpSpec;
+use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::time::Duration;
@@ -35,13 +36,16 @@ pub struct HttpPlan {
     pub baseline: Option<HttpBaseline>,
 }
 
-/// What this client drives against linerate's own server on this host (`--baseline`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// What this client drives against linerate's own server on this host (`--baseline`): kept in
+/// an http sweep's document (`baseline`) and, with this run's share, in each run's result.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HttpBaseline {
     pub responses_per_second: f64,
     pub bits_per_second_in: f64,
     /// The object size served: the mean body length of the URLs under test.
     pub object_bytes: u64,
+    /// The users it ran with: the test's (a sweep's first count).
+    pub users: u32,
 }
 
 /// The share of the baseline from which a note says the client may be the bottleneck.
@@ -60,6 +64,8 @@ impl HttpBaseline {
             responses_per_second: rps,
             bits_per_second_in: self.bits_per_second_in,
             share_percent: 100.0 * share,
+            object_bytes: Some(self.object_bytes),
+            users: Some(self.users),
         });
         if share >= GENERATOR_BOUND_SHARE {
             result.notes.push(format!(
@@ -68,6 +74,17 @@ impl HttpBaseline {
                 rps
             ));
         }
+    }
+
+    /// The baseline a run's result carries, whole: none from a document stored before results
+    /// kept its object size and users.
+    pub fn of(baseline: &Baseline) -> Option<HttpBaseline> {
+        Some(HttpBaseline {
+            responses_per_second: baseline.responses_per_second,
+            bits_per_second_in: baseline.bits_per_second_in,
+            object_bytes: baseline.object_bytes?,
+            users: baseline.users?,
+        })
     }
 }
 
@@ -177,6 +194,7 @@ pub fn baseline<E: From<BaselineError>>(
         responses_per_second: h.responses_per_second,
         bits_per_second_in: h.bits_per_second_in,
         object_bytes,
+        users: spec.users,
     })
 }
 
@@ -198,6 +216,7 @@ pub fn sweep<E>(
     };
     let mut sweep = Sweep::new(
         SweepKind::Http(HttpSweep {
+            baseline: plan.baseline,
             summary: HttpSweepSummary { optimum: None },
         }),
         vec![Parameter {
@@ -384,6 +403,7 @@ mod tests {
                 responses_per_second: 1000.0,
                 bits_per_second_in: 8e6,
                 object_bytes: 1000,
+                users: 4,
             }),
         };
         let s = sweep(&spec(), &plan, |s| Ok::<_, String>(saturating(s)), |_| Ok(())).expect("runs");
@@ -400,6 +420,58 @@ mod tests {
         assert_eq!(share(1), Some(100.0));
         assert!(result(0).notes.is_empty());
         assert!(result(1).notes[0].starts_with("the load generator may be the bottleneck"));
+        // The sweep's document keeps the baseline itself, and each point's result all of it.
+        let v = serde_json::to_value(&s).expect("serialises");
+        assert_eq!(v["baseline"]["responses_per_second"], 1000.0);
+        assert_eq!(v["baseline"]["object_bytes"], 1000);
+        assert_eq!(v["baseline"]["users"], 4);
+        let back: Sweep = serde_json::from_value(v.clone()).expect("reads back");
+        match &back.kind {
+            SweepKind::Http(h) => assert_eq!(h.baseline, plan.baseline),
+            other => panic!("{other:?}"),
+        }
+        let b = back.points[1]
+            .result
+            .as_ref()
+            .and_then(|r| r.summary.http.as_ref()?.baseline);
+        assert_eq!(
+            b.as_ref().and_then(HttpBaseline::of),
+            plan.baseline,
+            "a stored run's result gives the whole baseline back"
+        );
+    }
+
+    #[test]
+    fn documents_from_before_the_baseline_was_kept_still_read() {
+        let plan = HttpPlan {
+            users: Users::List(vec![4]),
+            baseline: Some(HttpBaseline {
+                responses_per_second: 1000.0,
+                bits_per_second_in: 8e6,
+                object_bytes: 1000,
+                users: 4,
+            }),
+        };
+        let s = sweep(&spec(), &plan, |s| Ok::<_, String>(saturating(s)), |_| Ok(())).expect("runs");
+        let mut v = serde_json::to_value(&s).expect("serialises");
+        v.as_object_mut().expect("an object").remove("baseline");
+        let b = v["points"][0]["result"]["summary"]["baseline"]
+            .as_object_mut()
+            .expect("baseline");
+        b.remove("object_bytes");
+        b.remove("users");
+        let old: Sweep = serde_json::from_value(v).expect("an older sweep reads");
+        match &old.kind {
+            SweepKind::Http(h) => assert_eq!(h.baseline, None),
+            other => panic!("{other:?}"),
+        }
+        let b = old.points[0]
+            .result
+            .as_ref()
+            .and_then(|r| r.summary.http.as_ref()?.baseline);
+        let b = b.expect("the run's baseline");
+        assert_eq!((b.responses_per_second, b.object_bytes, b.users), (1000.0, None, None));
+        assert_eq!(HttpBaseline::of(&b), None, "no line from half a baseline");
     }
 
     #[test]

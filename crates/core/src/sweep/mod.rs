@@ -134,6 +134,10 @@ pub struct RrSweepSummary {
 /// What an HTTP user sweep adds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HttpSweep {
+    /// `--baseline`, measured before the first point (each point's result carries its share of
+    /// it); null without `--baseline` and in documents from before it was kept here.
+    #[serde(default)]
+    pub baseline: Option<http::HttpBaseline>,
     pub summary: HttpSweepSummary,
 }
 
