@@ -91,11 +91,18 @@ impl Selection {
                 })?
             }
         };
-        anyhow::ensure!(
-            !rows.is_empty(),
-            "'{source}' is no result file, and selects nothing in {}",
-            path.display()
-        );
+        if rows.is_empty() {
+            let db = path.display();
+            match self {
+                Selection::Campaign { name, variant: Some(v) } => {
+                    anyhow::bail!("'{source}' is no result file, and no campaign '{name}' in {db} has a variant '{v}'")
+                }
+                Selection::Campaign { name, .. } => {
+                    anyhow::bail!("'{source}' is no result file, and no campaign '{name}' is in {db}")
+                }
+                _ => anyhow::bail!("no result in {db} has the labels of '{source}'"),
+            }
+        }
         let mut entries = Vec::new();
         for row in rows {
             let text = store.document(row.id)?;

@@ -10,7 +10,9 @@ use super::{ReadyPoint, load, shell_words};
 use crate::cli::common::DbArgs;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use linerate_core::plan::campaign::{COORDINATE_PREFIX, PLAN_LABEL, POINT_LABEL, TEST_LABEL, VARIANT_LABEL, tables};
+use linerate_core::plan::campaign::{
+    COORDINATE_PREFIX, CampaignTable, PLAN_LABEL, POINT_LABEL, TEST_LABEL, VARIANT_LABEL,
+};
 use linerate_core::plan::{Plan, Point};
 use linerate_core::store::{Filter, Outcome, Store};
 use std::io::{BufRead, BufReader, Read};
@@ -114,7 +116,7 @@ pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyho
     bar.finish_and_clear();
     run_commands(&plan.teardown, "teardown")?;
     if counted.stored > 0 || !done.is_empty() {
-        show_tables(&db_path, &id)?;
+        show_tables(db, &id)?;
     }
     let stopped = interrupt.load(Ordering::Relaxed);
     eprintln!(
@@ -144,37 +146,34 @@ pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyho
 
 /// `plan show ID`: the campaign's tables again, from the store.
 pub fn show(id: &str, json: bool, db: &DbArgs) -> anyhow::Result<ExitCode> {
-    let path = db.path()?;
     if json {
-        let store = Store::open_read(&path).with_context(|| format!("the results database {}", path.display()))?;
-        let rows = store.list(&campaign_filter(id))?;
-        anyhow::ensure!(!rows.is_empty(), "no campaign '{id}' in {}", path.display());
         let doc = serde_json::json!({
             "linerate": env!("CARGO_PKG_VERSION"),
             "schema": linerate_core::result::SCHEMA,
             "test": "campaign",
             "campaign": id,
-            "tables": tables(&rows),
+            "tables": campaign_tables(id, db)?,
         });
         crate::print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
         return Ok(ExitCode::SUCCESS);
     }
-    show_tables(&path, id)?;
+    show_tables(db, id)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn campaign_filter(id: &str) -> Filter {
-    Filter {
-        campaign: Some(id.to_string()),
-        ..Filter::default()
-    }
+/// A campaign's tables from its stored documents, as `linerate report ID` draws them: a
+/// repeated point's cell carries its interval, which the store's rows alone do not keep.
+fn campaign_tables(id: &str, db: &DbArgs) -> anyhow::Result<Vec<CampaignTable>> {
+    let selection = crate::sources::Selection::Campaign {
+        name: id.to_string(),
+        variant: None,
+    };
+    let side = selection.load(id, db).with_context(|| format!("campaign '{id}'"))?;
+    Ok(linerate_report::figures::Campaign::from_side(&side).tables())
 }
 
-fn show_tables(path: &Path, id: &str) -> anyhow::Result<()> {
-    let store = Store::open_read(path).with_context(|| format!("the results database {}", path.display()))?;
-    let rows = store.list(&campaign_filter(id))?;
-    anyhow::ensure!(!rows.is_empty(), "no campaign '{id}' in {}", path.display());
-    crate::print_text(&linerate_report::campaign::text(id, &tables(&rows)))
+fn show_tables(db: &DbArgs, id: &str) -> anyhow::Result<()> {
+    crate::print_text(&linerate_report::campaign::text(id, &campaign_tables(id, db)?))
 }
 
 /// A campaign's id: the plan's name and the start time, short enough to type.
@@ -204,7 +203,10 @@ fn campaign_id(plan: &str) -> String {
 
 /// The points of campaign `id` already stored complete; refuses another plan's campaign.
 fn finished_points(store: &Store, id: &str, plan: &str) -> anyhow::Result<Vec<usize>> {
-    let rows = store.list(&campaign_filter(id))?;
+    let rows = store.list(&Filter {
+        campaign: Some(id.to_string()),
+        ..Filter::default()
+    })?;
     anyhow::ensure!(
         !rows.is_empty(),
         "no campaign '{id}' to resume in {}",

@@ -175,7 +175,7 @@ fn a_campaign_report_opens_with_a_line_per_variant_and_error_bars() {
 }
 
 #[test]
-fn a_campaign_figures_csv_holds_the_stored_means_and_intervals() {
+fn a_campaign_figures_csv_and_plan_show_hold_the_stored_means_and_intervals() {
     let agent = Agent::start(&[]);
     let dir = tempfile::tempdir().expect("temporary directory");
     let db = dir.path().join("r.db");
@@ -213,6 +213,25 @@ fn a_campaign_figures_csv_holds_the_stored_means_and_intervals() {
         checked += 1;
     }
     assert_eq!(checked, 2);
+    // `plan show` reads the same documents: its cells carry the same intervals.
+    let shown: Value = serde_json::from_slice(&linerate(&["plan", "show", &id, "--json", "--db", db], LIMIT).stdout)
+        .expect("plan show --json");
+    let table = &shown["tables"][0];
+    assert_eq!(table["variants"], serde_json::json!(["one", "two"]), "{table}");
+    for row in table["rows"].as_array().expect("rows") {
+        for cell in row["cells"].as_array().expect("cells") {
+            let agg = &document(db, &cell["id"])["aggregate"][0];
+            let half = (agg["ci95_high"].as_f64().expect("high") - agg["ci95_low"].as_f64().expect("low")) / 2.0;
+            assert_eq!(cell["ci95_half_width"].as_f64(), Some(half), "{cell}");
+            assert_eq!(cell["value"].as_f64(), agg["mean"].as_f64(), "{cell}");
+        }
+    }
+    let text = linerate(&["plan", "show", &id, "--db", db], LIMIT);
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains(" ± "),
+        "{}",
+        stderr(&text)
+    );
 }
 
 /// Two `tcp --repeat 3` runs stored in `db`; returns their ids.

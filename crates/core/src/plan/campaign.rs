@@ -1,9 +1,10 @@
 //! A campaign's records read back as the seeds' tables: one table per test of the plan, the
 //! varied values down, the variants across, each cell the point's headline figure with its CPU
-//! cost beside it. Built from the store's rows alone (their labels and headline columns), so a
-//! campaign shows again from the store without its plan.
+//! cost beside it (and a repeated point's interval). Built point by point ([`add`]) from the
+//! stored documents and their labels, so a campaign shows again from the store without its plan
+//! (`plan show`, `report`: `linerate_report::figures::Campaign::tables`).
 
-use crate::store::{Id, Outcome, Row};
+use crate::store::{Id, Outcome};
 use serde::{Deserialize, Serialize};
 
 /// The labels a campaign's runs carry (`plan run` sets them; `results --label` selects by them).
@@ -61,8 +62,7 @@ fn is_cost(unit: &str) -> bool {
     unit == "% of host"
 }
 
-/// One stored point as a table takes it: what [`tables`] reads from a store row, and what a
-/// report reads from the point's document (which also knows the interval).
+/// One stored point as a table takes it, read from its document and its labels.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TablePoint {
     /// The campaign test's name.
@@ -87,48 +87,6 @@ pub struct TableFigure {
     pub unit: String,
     pub value: Option<f64>,
     pub ci95_half_width: Option<f64>,
-}
-
-/// The tables of a campaign's rows (any order), tests in the order their first point ran.
-pub fn tables(rows: &[Row]) -> Vec<CampaignTable> {
-    let mut rows: Vec<&Row> = rows.iter().filter(|r| r.labels.contains_key(TEST_LABEL)).collect();
-    let point = |r: &Row| {
-        r.labels
-            .get(POINT_LABEL)
-            .and_then(|p| p.parse::<u64>().ok())
-            .unwrap_or(u64::MAX)
-    };
-    // Plan order; a point run again (`--resume`) after its earlier record.
-    rows.sort_by_key(|r| (point(r), r.id.0));
-    let mut out: Vec<CampaignTable> = Vec::new();
-    for r in rows {
-        add(
-            &mut out,
-            TablePoint {
-                test: r.labels[TEST_LABEL].clone(),
-                kind: r.kind.clone(),
-                values: r
-                    .labels
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.strip_prefix(COORDINATE_PREFIX)?.to_string(), v.clone())))
-                    .collect(),
-                variant: r.labels.get(VARIANT_LABEL).cloned().unwrap_or_default(),
-                id: r.id,
-                outcome: r.outcome,
-                figures: r
-                    .figures
-                    .iter()
-                    .map(|f| TableFigure {
-                        name: f.name.clone(),
-                        unit: f.unit.clone(),
-                        value: f.value,
-                        ci95_half_width: None,
-                    })
-                    .collect(),
-            },
-        );
-    }
-    out
 }
 
 /// Puts one point in its test's table (made on its first point), in its variant's column and its
@@ -205,54 +163,43 @@ pub fn add(out: &mut Vec<CampaignTable>, p: TablePoint) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Figure;
-    use std::collections::BTreeMap;
 
-    fn row(id: i64, point: u32, variant: &str, length: &str, mbit: f64, outcome: Outcome) -> Row {
-        let mut labels = BTreeMap::from([
-            (TEST_LABEL.to_string(), "send".to_string()),
-            (POINT_LABEL.to_string(), point.to_string()),
-            (format!("{COORDINATE_PREFIX}length"), length.to_string()),
-        ]);
-        if !variant.is_empty() {
-            labels.insert(VARIANT_LABEL.to_string(), variant.to_string());
-        }
-        Row {
-            id: Id(id),
-            started_unix_ms: 0,
-            stored_unix_ms: 0,
+    fn point(id: i64, variant: &str, length: &str, mbit: f64, outcome: Outcome) -> TablePoint {
+        let figure = |name: &str, unit: &str, value: f64| TableFigure {
+            name: name.into(),
+            unit: unit.into(),
+            value: Some(value),
+            ci95_half_width: None,
+        };
+        TablePoint {
+            test: "send".into(),
             kind: "tcp".into(),
+            values: vec![("length".into(), length.into())],
+            variant: variant.into(),
+            id: Id(id),
             outcome,
-            targets: Vec::new(),
-            labels,
-            command: String::new(),
-            campaign: Some("c".into()),
-            linerate: String::new(),
             figures: vec![
-                Figure {
-                    name: "receiver throughput".into(),
-                    unit: "Mbit/s".into(),
-                    value: Some(mbit),
-                },
-                Figure {
-                    name: "receiver's host CPU".into(),
-                    unit: "% of host".into(),
-                    value: Some(mbit / 100.0),
-                },
+                figure("receiver throughput", "Mbit/s", mbit),
+                figure("receiver's host CPU", "% of host", mbit / 100.0),
             ],
         }
     }
 
     #[test]
     fn varied_values_go_down_and_variants_across() {
-        let rows = vec![
-            row(4, 3, "B", "1M", 400.0, Outcome::Complete),
-            row(1, 0, "A", "64K", 100.0, Outcome::Complete),
-            row(2, 1, "B", "64K", 200.0, Outcome::Complete),
-            row(3, 2, "A", "1M", 300.0, Outcome::Partial),
-            row(5, 2, "A", "1M", 310.0, Outcome::Complete),
-        ];
-        let t = &tables(&rows)[0];
+        let mut tables = Vec::new();
+        // In the order they were stored; #5 is point 3 run again (`--resume`).
+        for p in [
+            point(1, "A", "64K", 100.0, Outcome::Complete),
+            point(2, "B", "64K", 200.0, Outcome::Complete),
+            point(3, "A", "1M", 300.0, Outcome::Partial),
+            point(4, "B", "1M", 400.0, Outcome::Complete),
+            point(5, "A", "1M", 310.0, Outcome::Complete),
+            point(6, "A", "1M", 320.0, Outcome::Partial),
+        ] {
+            add(&mut tables, p);
+        }
+        let t = &tables[0];
         assert_eq!(t.variants, ["A", "B"]);
         assert_eq!(t.varied, ["length"]);
         assert_eq!((t.figure.as_str(), t.unit.as_str()), ("receiver throughput", "Mbit/s"));
@@ -266,7 +213,7 @@ mod tests {
         assert_eq!(
             cell(1, 0),
             Some((5, Some(310.0))),
-            "the resumed complete run replaces the partial one"
+            "the resumed complete run replaces the partial one, and a later partial does not replace it"
         );
         assert_eq!(t.rows[1].cells[1].as_ref().map(|c| c.cost[0]), Some(Some(4.0)));
     }
