@@ -95,10 +95,10 @@ impl Selection {
             let db = path.display();
             match self {
                 Selection::Campaign { name, variant: Some(v) } => {
-                    anyhow::bail!("'{source}' is no result file, and no campaign '{name}' in {db} has a variant '{v}'")
+                    anyhow::bail!("no campaign '{name}' in {db} has a variant '{v}'")
                 }
                 Selection::Campaign { name, .. } => {
-                    anyhow::bail!("'{source}' is no result file, and no campaign '{name}' is in {db}")
+                    anyhow::bail!("no campaign '{name}' in {db}")
                 }
                 _ => anyhow::bail!("no result in {db} has the labels of '{source}'"),
             }

@@ -168,7 +168,7 @@ fn campaign_tables(id: &str, db: &DbArgs) -> anyhow::Result<Vec<CampaignTable>> 
         name: id.to_string(),
         variant: None,
     };
-    let side = selection.load(id, db).with_context(|| format!("campaign '{id}'"))?;
+    let side = selection.load(id, db)?;
     Ok(linerate_report::figures::Campaign::from_side(&side).tables())
 }
 
