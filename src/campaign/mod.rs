@@ -28,6 +28,9 @@ pub struct ReadyPoint {
     pub run_seconds: Option<f64>,
     /// The pause between repeated runs, seconds.
     pub pause_seconds: f64,
+    /// Run under an agent profile: the agent runs its commands before and after each run, for
+    /// a time no plan can know.
+    pub profiled: bool,
 }
 
 /// `linerate plan check FILE`.
@@ -204,6 +207,7 @@ fn prepare(kind: Kind, point: &Point) -> Result<ReadyPoint, PointError> {
         runs,
         run_seconds,
         pause_seconds,
+        profiled: setting("profile").is_some(),
     })
 }
 
@@ -259,6 +263,8 @@ struct Tally {
     seconds_max: f64,
     /// Runs limited by a count, whose length is not known before they run.
     unknown: u64,
+    /// Runs under an agent profile, whose commands' time is not known either.
+    profiled: u64,
 }
 
 impl Tally {
@@ -271,6 +277,9 @@ impl Tally {
         if r.run_seconds.is_none() {
             self.unknown += u64::from(r.runs.max);
         }
+        if r.profiled {
+            self.profiled += u64::from(r.runs.max);
+        }
     }
 
     fn merge(&mut self, o: &Tally) {
@@ -280,6 +289,7 @@ impl Tally {
         self.seconds_min += o.seconds_min;
         self.seconds_max += o.seconds_max;
         self.unknown += o.unknown;
+        self.profiled += o.profiled;
     }
 
     fn describe(&self) -> String {
@@ -304,7 +314,15 @@ impl Tally {
         } else {
             String::new()
         };
-        format!("{runs}, {time}{unknown}")
+        let profiled = if self.profiled > 0 {
+            format!(
+                " (+ the agents' profile commands around {}, not timed)",
+                plural(self.profiled, "run")
+            )
+        } else {
+            String::new()
+        };
+        format!("{runs}, {time}{unknown}{profiled}")
     }
 }
 

@@ -43,6 +43,27 @@ count = 500
 "#;
 
 #[test]
+fn plan_check_says_its_estimate_leaves_out_the_profile_commands() {
+    let plan = PLAN.replace(
+        "name = \"B\"\nwindow = \"4M\"",
+        "name = \"B\"\nwindow = \"4M\"\nprofile = \"offload-on\"",
+    );
+    assert_ne!(plan, PLAN, "variant B runs under a profile");
+    let out = check(&plan, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    // Variant B: 3 lengths x 3 runs, each with the agent's commands before and after.
+    assert!(
+        text.contains("18 runs, about 7 min (+ the agents' profile commands around 9 runs, not timed)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("test rr (rr): 1 point, 1 run, each limited by a count\n"),
+        "no profile, no words: {text}"
+    );
+}
+
+#[test]
 fn issue_16_plan_check_counts_points_runs_and_time() {
     let out = check(PLAN, &["--commands"]);
     let text = String::from_utf8_lossy(&out.stdout);
