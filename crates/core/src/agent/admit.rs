@@ -102,10 +102,25 @@ pub(super) enum Shed {
 }
 
 /// The caps a new connection is counted against.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Caps {
     pub per_source: usize,
     pub total: usize,
+}
+
+impl Caps {
+    /// The caps for a connection from a source whose running tests still expect `mine` data
+    /// connections, of `all` expected from every source: those come on top of the caps (a
+    /// client opening 256 streams at once is not a flood). A source with data connections
+    /// still to come is held to its own cap only, not the total: a data connection whose header
+    /// is not in yet at its accept cannot be told from a flood's, and a flood from other
+    /// addresses that keeps every slot young must not cut a running test's streams.
+    pub(super) fn for_source(mine: usize, all: usize, max_per_source: usize, max_total: usize) -> Caps {
+        Caps {
+            per_source: max_per_source + mine,
+            total: if mine > 0 { usize::MAX } else { max_total + all },
+        }
+    }
 }
 
 /// How a connection at the total cap may make room: by closing the oldest opening connection
@@ -317,6 +332,25 @@ pub(super) fn near_fd_limit(stream: &TcpStream, soft_limit: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_with_data_connections_to_come_is_held_to_its_own_cap_only() {
+        assert_eq!(
+            Caps::for_source(0, 6, 8, 256),
+            Caps {
+                per_source: 8,
+                total: 262
+            },
+            "a source with none coming: the total, and room for the others' expected ones"
+        );
+        assert_eq!(
+            Caps::for_source(4, 6, 8, 256),
+            Caps {
+                per_source: 12,
+                total: usize::MAX
+            }
+        );
+    }
     use std::io::Read;
     use std::net::TcpListener;
 

@@ -245,15 +245,12 @@ impl Agent {
             let config = &state.config;
             // Over a cap: closed at once, before any thread is spent on it, unless it is a data
             // connection of a running test (its test bounds those). The data connections running
-            // tests still expect from this source (and from all) come on top of the caps: a
-            // client opening 256 streams at once is not a flood. At the total cap it may make
-            // room by closing the oldest opening connection past its grace (`admit`); a data
+            // tests still expect come on top of the caps, and their source is held to its own
+            // cap only (`Caps::for_source`). At the total cap a connection may make room by
+            // closing the oldest opening connection past its grace (`admit`); a data
             // connection of a running test is neither closed for that nor needs to.
             let (mine, all) = session::expected_from(&state, source);
-            let caps = admit::Caps {
-                per_source: MAX_OPENING_PER_SOURCE + mine,
-                total: config.max_connections + all,
-            };
+            let caps = admit::Caps::for_source(mine, all, MAX_OPENING_PER_SOURCE, config.max_connections);
             let now = Instant::now();
             let entered = match state.opening.enter(&stream, peer, now, caps, None) {
                 Err(admit::Shed::Total(_)) if !admit::is_known_data(&state, &stream) => {
