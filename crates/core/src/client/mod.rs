@@ -179,6 +179,23 @@ fn connect(
     }
 }
 
+/// Stream `index`'s data connection to the agent at `peer` for the test `cookie` names:
+/// connected (`before` sets the socket's options first) and its header sent, each within the
+/// connect timeout.
+fn data_connection(
+    peer: SocketAddr,
+    opts: &ClientOptions,
+    cookie: &[u8; COOKIE_LEN],
+    index: u16,
+    before: impl FnOnce(&socket2::Socket) -> Result<(), EngineError>,
+) -> Result<TcpStream, ClientError> {
+    let mut sock = connect(peer, opts, before)?;
+    let data = |source| ClientError::Data { peer, source };
+    sock.set_write_timeout(Some(opts.connect_timeout)).map_err(data)?;
+    sock.write_all(&frame::data_header(cookie, index)).map_err(data)?;
+    Ok(sock)
+}
+
 /// A control connection that has passed the handshake and had its test accepted.
 pub(crate) struct Session {
     pub target: Target,
@@ -294,12 +311,9 @@ pub fn run_tcp(
             } else {
                 Role::Receive
             };
-            let mut sock = connect(peer, opts, |sock| sockopt::before_connect(sock, spec))?;
-            let header = frame::data_header(&s.cookie, i as u16);
-            sock.set_write_timeout(Some(opts.connect_timeout))
-                .map_err(|source| ClientError::Data { peer, source })?;
-            sock.write_all(&header)
-                .map_err(|source| ClientError::Data { peer, source })?;
+            let sock = data_connection(peer, opts, &s.cookie, i as u16, |sock| {
+                sockopt::before_connect(sock, spec)
+            })?;
             let grant = match spec.mix {
                 Some(_) => tcp::mix::configure(&sock, spec)?,
                 None => sockopt::configure(&sock, spec, role)?,
@@ -436,18 +450,14 @@ pub fn run_rr(
         let mut udp_ports = Vec::new();
         for i in 0..per_agent {
             let id = (a * per_agent + i) as u16;
-            let header = frame::data_header(&s.cookie, i as u16);
             let socket = match (spec.proto, spec.connect) {
                 (RrProto::Tcp, true) => rr::RrSocket::Connect {
                     addr: peer,
-                    header,
+                    header: frame::data_header(&s.cookie, i as u16),
                     from: opts.bind,
                 },
                 (RrProto::Tcp, false) => {
-                    let mut sock = connect(peer, opts, |_| Ok(()))?;
-                    sock.set_write_timeout(Some(opts.connect_timeout)).map_err(data)?;
-                    sock.write_all(&header).map_err(data)?;
-                    rr::RrSocket::Tcp(sock)
+                    rr::RrSocket::Tcp(data_connection(peer, opts, &s.cookie, i as u16, |_| Ok(()))?)
                 }
                 (RrProto::Udp, _) => {
                     let port = *s.udp_ports.get(i).ok_or(ClientError::Malformed {
