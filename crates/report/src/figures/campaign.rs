@@ -396,7 +396,7 @@ fn values_text(fig: &Figure) -> String {
                 s.name,
                 s.points
                     .iter()
-                    .map(|p| format!("{:.4} at {}", p.y, p.x))
+                    .map(|p| format!("{} at {}", crate::repeat::num(p.y), p.x))
                     .collect::<Vec<_>>()
                     .join(", ")
             )

@@ -5,6 +5,7 @@
 
 use super::campaign::slug;
 use crate::plot::{Axis, Figure, Mark, Point, Series, Style};
+use crate::repeat::num;
 use linerate_core::compare::side_interval;
 use linerate_core::result::{Comparison, PointComparison, Repeated, SideFigure};
 use linerate_core::units::ByteSize;
@@ -164,8 +165,8 @@ pub fn compare(c: &Comparison) -> Vec<Figure> {
     out
 }
 
-/// A side's bar in words, with its interval where it has one: `812.0000 (95 % CI 790.1000 to
-/// 833.9000)`.
+/// A side's bar in words, with its interval where it has one, as the text report writes
+/// figures: `812.0 (95 % CI 790.1 to 833.9)`.
 fn side_words(bar: Option<&Point>) -> String {
     match bar {
         None => "unmeasured".to_string(),
@@ -173,8 +174,8 @@ fn side_words(bar: Option<&Point>) -> String {
             y,
             error: Some((lo, hi)),
             ..
-        }) => format!("{y:.4} (95 % CI {lo:.4} to {hi:.4})"),
-        Some(p) => format!("{:.4}", p.y),
+        }) => format!("{} (95 % CI {} to {})", num(*y), num(*lo), num(*hi)),
+        Some(p) => num(p.y),
     }
 }
 
@@ -260,7 +261,7 @@ mod tests {
         assert!((lo - 91.609).abs() < 0.01 && (hi - 109.057).abs() < 0.01, "{lo} {hi}");
         assert_eq!(b.error, None, "B has one run: no interval");
         assert!(
-            tput.description.contains("A 100.3333 (95 % CI 91.6"),
+            tput.description.contains("A 100.3 (95 % CI 91.61 to 109.1)"),
             "{}",
             tput.description
         );
