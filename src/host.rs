@@ -75,15 +75,7 @@ pub fn calc(args: &cli::sys::CalcArgs) -> anyhow::Result<ExitCode> {
 /// every interface of this network namespace).
 fn sys_config(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
     args.check_interfaces()?;
-    let names: Vec<String> = if args.interfaces.is_empty() {
-        linerate_core::metrics::netdev::read()
-            .into_iter()
-            .map(|i| i.name)
-            .collect()
-    } else {
-        args.interfaces.clone()
-    };
-    let config = linerate_core::metrics::host::read_config(&names);
+    let config = config_of(&args.interfaces);
     let text = if args.json {
         linerate_report::json::headed(&config, true)
     } else {
@@ -91,6 +83,20 @@ fn sys_config(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
     };
     print_text(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// This host's configuration, with the interfaces named (none: every interface of this network
+/// namespace).
+fn config_of(interfaces: &[String]) -> linerate_core::metrics::host::HostConfig {
+    let names: Vec<String> = if interfaces.is_empty() {
+        linerate_core::metrics::netdev::read()
+            .into_iter()
+            .map(|i| i.name)
+            .collect()
+    } else {
+        interfaces.to_vec()
+    };
+    linerate_core::metrics::host::read_config(&names)
 }
 
 /// `linerate doctor`: this host's configuration against tuning advice. Exits 0 whatever it
@@ -101,15 +107,7 @@ pub fn doctor(args: &cli::sys::DoctorArgs) -> anyhow::Result<ExitCode> {
     if let Some(r) = args.rate {
         anyhow::ensure!(r.0 > 0.0, "--rate must be above 0");
     }
-    let names: Vec<String> = if args.interfaces.is_empty() {
-        linerate_core::metrics::netdev::read()
-            .into_iter()
-            .map(|i| i.name)
-            .collect()
-    } else {
-        args.interfaces.clone()
-    };
-    let config = linerate_core::metrics::host::read_config(&names);
+    let config = config_of(&args.interfaces);
     if let Some(missing) = config.interfaces.iter().find(|i| i.ifindex.is_none()) {
         anyhow::bail!("no interface named '{}' here", missing.name);
     }
