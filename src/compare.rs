@@ -32,7 +32,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             p.figures.retain(|f| args.figures.contains(&f.figure));
         }
     }
-    crate::print_text(&if args.json {
+    crate::finish::print_text(&if args.json {
         linerate_report::compare::json(&c)
     } else {
         linerate_report::compare::text(&c)

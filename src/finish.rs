@@ -85,9 +85,9 @@ pub struct Keep<'a> {
 pub fn finish(produced: &Produced, keep: &Keep<'_>) -> anyhow::Result<ExitCode> {
     let document = produced.json();
     if keep.json {
-        print(&document)?;
+        print_text(&document)?;
     } else {
-        print(&produced.text())?;
+        print_text(&produced.text())?;
     }
     if !keep.store.no_store {
         match store(produced, &document, keep) {
@@ -96,7 +96,7 @@ pub fn finish(produced: &Produced, keep: &Keep<'_>) -> anyhow::Result<ExitCode> 
                 if keep.json {
                     eprint!("{line}");
                 } else {
-                    print(&line)?;
+                    print_text(&line)?;
                 }
             }
             Err((path, err)) => fall_back(&document, path.as_deref(), &err),
@@ -171,7 +171,8 @@ fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
     written
 }
 
-fn print(text: &str) -> anyhow::Result<()> {
+/// Writes `text` to stdout; a closed stdout (`| head`) is not an error.
+pub fn print_text(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),

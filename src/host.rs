@@ -1,7 +1,8 @@
 //! This host without a test: `sys` (its samplers live, or its configuration), `doctor` (its
 //! configuration against tuning advice) and `calc` (the arithmetic of the wire).
 
-use crate::{cli, print_text};
+use crate::cli;
+use crate::finish::print_text;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

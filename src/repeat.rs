@@ -1,8 +1,9 @@
 //! `--repeat` in the binary: the test's run closure handed to `linerate_core::repeat`, each
 //! run's line shown as it ends, and the repeated document printed with its exit status. The
-//! commands (`tcp`, `udp`, `rr`, `http`) call [`repeat_test`]; what a run is stays theirs.
+//! driver ([`crate::drive`]) calls [`repeat_test`] for every kind; what a run is stays the kind's.
 
-use crate::{interrupt_flag, print_text};
+use crate::drive::interrupt_flag;
+use crate::finish::print_text;
 use linerate_core::result::{RepeatPolicy, Repeated, TestResult};
 
 /// Runs `run` (one whole test, quiet: no interval lines) under `policy`, showing each run's
@@ -25,12 +26,4 @@ pub fn repeat_test(
         print_text(&lines)
     })?;
     Ok(rep)
-}
-
-/// Repeats and sweeps do not combine yet: one line naming both.
-pub fn refuse_with_sweep(policy: Option<&RepeatPolicy>, sweep: Option<&str>) -> anyhow::Result<()> {
-    if let (Some(_), Some(flags)) = (policy, sweep) {
-        anyhow::bail!("--repeat does not combine with a sweep ({flags}) yet: repeat single tests");
-    }
-    Ok(())
 }

@@ -78,7 +78,7 @@ pub fn check(file: &std::path::Path, quick: bool, commands: bool) -> anyhow::Res
         }
     }
     text += &format!("in all: {}, {}\n", plural(all.points as u64, "point"), all.describe());
-    crate::print_text(&text)?;
+    crate::finish::print_text(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -41,7 +41,7 @@ pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyho
         Some(id) => (id.to_string(), finished_points(&store, id, &plan.name)?),
     };
     drop(store);
-    let interrupt = crate::interrupt_flag()?;
+    let interrupt = crate::drive::interrupt_flag()?;
     let todo: Vec<usize> = (0..ready.len()).filter(|i| !done.contains(i)).collect();
     eprintln!(
         "campaign {id}: plan '{}', {} of {} points to run{}",
@@ -154,7 +154,7 @@ pub fn show(id: &str, json: bool, db: &DbArgs) -> anyhow::Result<ExitCode> {
             "campaign": id,
             "tables": campaign_tables(id, db)?,
         });
-        crate::print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
+        crate::finish::print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
         return Ok(ExitCode::SUCCESS);
     }
     show_tables(db, id)?;
@@ -173,7 +173,7 @@ fn campaign_tables(id: &str, db: &DbArgs) -> anyhow::Result<Vec<CampaignTable>> 
 }
 
 fn show_tables(db: &DbArgs, id: &str) -> anyhow::Result<()> {
-    crate::print_text(&linerate_report::campaign::text(id, &campaign_tables(id, db)?))
+    crate::finish::print_text(&linerate_report::campaign::text(id, &campaign_tables(id, db)?))
 }
 
 /// A campaign's id: the plan's name and the start time, short enough to type.

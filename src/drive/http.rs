@@ -1,0 +1,150 @@
+//! `linerate http` in the driver: one run is [`run_http`] against the URLs (and the agent on
+//! the server's host, when there is one), a sweep varies the user count or finds the optimum,
+//! and `--baseline` first measures this client against linerate's own server on this host.
+
+use super::{Kind, Mode, Test, drive, run_one};
+use crate::cli::http::HttpArgs;
+use crate::finish::print_text;
+use anyhow::Context;
+use linerate_core::client::{ClientOptions, HttpAgent, HttpTarget, Sink, http_targets, mark_interrupted, run_http};
+use linerate_core::result::{Role, TestResult};
+use linerate_core::spec::HttpSpec;
+use linerate_core::sweep::Sweep;
+use linerate_core::sweep::http::{HttpBaseline, HttpPlan, Users, baseline};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// An HTTP load: its URLs, the agent beside the server, and the baseline once measured.
+pub struct Http {
+    /// The URLs as given, as the store keeps them.
+    urls: Vec<String>,
+    targets: Vec<HttpTarget>,
+    agent: Option<HttpAgent>,
+    opts: ClientOptions,
+    /// `--baseline`: kept in a sweep's document, its share added to each single run's result.
+    baseline: Option<HttpBaseline>,
+}
+
+/// `linerate http`: one run, repeated runs, or a sweep over user counts with the optimum.
+pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
+    if args.reach.profile.is_some() && args.agent.is_none() {
+        eprintln!("linerate: --profile needs --agent: the agent on the server's host that runs the profile");
+        return Ok(ExitCode::from(2));
+    }
+    let urls = args.parsed_urls()?;
+    let counts = args.user_counts()?;
+    let sweeps = args.find_optimum || counts.len() > 1;
+    let users = if args.find_optimum {
+        Users::FindOptimum
+    } else {
+        Users::List(counts.clone())
+    };
+    let mode = Mode::of(
+        args.repeat.policy()?,
+        sweeps.then_some(users),
+        "--users with several counts, --find-optimum",
+    )?;
+    let base = args.spec_for(counts[0])?;
+    let mut http = Http {
+        urls: args.urls.clone(),
+        opts: args.reach.options()?,
+        targets: http_targets(&urls, args.keepalive)?,
+        agent: args.agent(&urls)?,
+        baseline: None,
+    };
+    if args.baseline {
+        let b =
+            baseline(&base, &http.targets, |spec, local| run_one(&http.on(local), spec, true)).context("--baseline")?;
+        // A sweep prints it at the head of its table (its document keeps it).
+        if !args.output.json && !sweeps {
+            print_text(&linerate_report::sweep::baseline_line(&b))?;
+        }
+        http.baseline = Some(b);
+    }
+    drive(Test {
+        kind: http,
+        spec: base,
+        mode,
+        output: args.output.clone(),
+        labels: Vec::new(),
+        lab: true,
+    })
+}
+
+impl Http {
+    /// The same load against `local` (the baseline's own server), without an agent.
+    fn on(&self, local: &[HttpTarget]) -> Http {
+        Http {
+            urls: self.urls.clone(),
+            targets: local.to_vec(),
+            agent: None,
+            opts: self.opts.clone(),
+            baseline: None,
+        }
+    }
+}
+
+impl Kind for Http {
+    type Spec = HttpSpec;
+    type Plan = Users;
+    const NAME: &'static str = "http";
+    const PER_SECOND: Option<&'static str> = Some("responses");
+
+    /// Every user sends requests; the live lines count responses.
+    fn roles(&self, _spec: &HttpSpec) -> Vec<Role> {
+        vec![Role::Send; 1024]
+    }
+
+    fn interval_seconds(spec: &HttpSpec) -> f64 {
+        spec.interval_seconds
+    }
+
+    fn run(&self, spec: &HttpSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {
+        let agent = self.agent.as_ref().map(|a| HttpAgent {
+            target: a.target.clone(),
+            required: a.required,
+        });
+        let mut result = run_http(spec, &self.targets, agent, &self.opts, sink, interrupt)?;
+        // The http client does not mark a Ctrl-C itself (the others' shared drive does).
+        if interrupt.load(Ordering::Relaxed) && !result.partial {
+            mark_interrupted(&mut result);
+        }
+        Ok(result)
+    }
+
+    fn complete(&self, result: &mut TestResult) {
+        if let Some(b) = &self.baseline {
+            b.apply(result);
+        }
+    }
+
+    fn targets(&self) -> Vec<String> {
+        self.urls.clone()
+    }
+
+    fn against(&self) -> String {
+        self.urls.join(" ")
+    }
+
+    fn validate(spec: &HttpSpec) -> anyhow::Result<()> {
+        Ok(spec.validate()?)
+    }
+
+    fn point(spec: &HttpSpec) -> Option<String> {
+        Some(format!("http sweep point of {} users", spec.users))
+    }
+
+    fn sweep(
+        &self,
+        base: &HttpSpec,
+        users: &Users,
+        run: impl FnMut(&HttpSpec) -> anyhow::Result<TestResult>,
+        progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Sweep> {
+        let plan = HttpPlan {
+            users: users.clone(),
+            baseline: self.baseline,
+        };
+        linerate_core::sweep::http::sweep(base, &plan, run, progress)
+    }
+}

@@ -1,0 +1,216 @@
+//! The one test driver: every test command (`tcp`, `udp`, `rr`, `http`, `quick`) runs through
+//! [`drive`]. A kind hands it a [`Test`]: its [`Kind`] (what differs: how one run goes, its
+//! sweep, its words), the spec and the [`Mode`] (once, `--repeat`, or a sweep). The driver
+//! owns what every kind shares: the Ctrl-C flag, the live lines, the lab record, the
+//! progress of a sweep or repeat, and the end ([`crate::finish`]: print, store, exit status).
+//!
+//! Each kind's file (`tcp.rs`, `udp.rs`, `rr.rs`, `http.rs`) turns its parsed arguments into a
+//! `Test` and implements `Kind`; a new kind is one more such file and one arm in `main.rs`.
+
+pub mod http;
+pub mod rr;
+pub mod tcp;
+pub mod udp;
+
+use crate::cli::common::OutputArgs;
+use crate::finish::{Keep, Produced, finish, print_text};
+use crate::live::LiveLines;
+use anyhow::Context;
+use linerate_core::client::{ClientOptions, Sink, Target};
+use linerate_core::result::{RepeatPolicy, Role, TestResult};
+use linerate_core::sweep::Sweep;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// What one test kind supplies to the driver; everything else is shared.
+pub trait Kind {
+    /// The validated spec of one run.
+    type Spec;
+    /// What a sweep of this kind varies (sizes, gaps, user counts).
+    type Plan;
+    /// The kind's name in a repeat's document and in errors (`tcp test against ...`).
+    const NAME: &'static str;
+    /// What the live lines count per second instead of Mbit/s (`transactions`, `responses`).
+    const PER_SECOND: Option<&'static str> = None;
+
+    /// What this end does with each stream, for the live lines.
+    fn roles(&self, spec: &Self::Spec) -> Vec<Role>;
+    /// The spec's interval; 0 means no live lines.
+    fn interval_seconds(spec: &Self::Spec) -> f64;
+    /// Runs one test, its samples to `sink`, stopped early when `interrupt` is set.
+    fn run(&self, spec: &Self::Spec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult>;
+    /// What a single or repeated run adds to its result once measured (http: the baseline).
+    fn complete(&self, _result: &mut TestResult) {}
+    /// The agents (HOST:PORT) or URLs as given, as the store keeps them.
+    fn targets(&self) -> Vec<String>;
+    /// The targets as an error names them (`tcp test against a, b`).
+    fn against(&self) -> String {
+        self.targets().join(", ")
+    }
+    /// Checks a sweep point's spec before it runs.
+    fn validate(spec: &Self::Spec) -> anyhow::Result<()>;
+    /// What an error of a sweep point names it by; none: the sweep's own words suffice.
+    fn point(spec: &Self::Spec) -> Option<String>;
+    /// Runs the kind's sweep over `plan`, each point through `run`, `progress` after each.
+    fn sweep(
+        &self,
+        base: &Self::Spec,
+        plan: &Self::Plan,
+        run: impl FnMut(&Self::Spec) -> anyhow::Result<TestResult>,
+        progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Sweep>;
+}
+
+/// How a test command runs.
+pub enum Mode<P> {
+    Once,
+    /// `--repeat`: the same test, run by the policy.
+    Repeat(RepeatPolicy),
+    /// The kind's sweep over this plan.
+    Sweep(P),
+}
+
+impl<P> Mode<P> {
+    /// The mode the flags ask for; a repeat and a sweep (named by `flags`) do not combine yet.
+    pub fn of(repeat: Option<RepeatPolicy>, sweep: Option<P>, flags: &str) -> anyhow::Result<Mode<P>> {
+        match (repeat, sweep) {
+            (Some(_), Some(_)) => {
+                anyhow::bail!("--repeat does not combine with a sweep ({flags}) yet: repeat single tests")
+            }
+            (Some(policy), None) => Ok(Mode::Repeat(policy)),
+            (None, Some(plan)) => Ok(Mode::Sweep(plan)),
+            (None, None) => Ok(Mode::Once),
+        }
+    }
+}
+
+/// One test command, ready to run.
+pub struct Test<K: Kind> {
+    pub kind: K,
+    pub spec: K::Spec,
+    pub mode: Mode<K::Plan>,
+    pub output: OutputArgs,
+    /// Labels the command adds to the user's (`quick=yes`).
+    pub labels: Vec<(String, String)>,
+    /// Whether a run records the lab it ran in (`quick` does not: its loopback crosses no
+    /// emulated link).
+    pub lab: bool,
+}
+
+/// Runs the test as its mode says, then prints, stores and returns the exit status.
+pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
+    let Test {
+        kind,
+        spec,
+        mode,
+        output,
+        labels,
+        lab,
+    } = test;
+    let json = output.json;
+    let produced = match mode {
+        Mode::Once => Produced::Test(measure(&kind, &spec, json, lab)?),
+        Mode::Repeat(policy) => Produced::Repeated(crate::repeat::repeat_test(K::NAME, &policy, json, |_| {
+            measure(&kind, &spec, true, lab)
+        })?),
+        Mode::Sweep(plan) => {
+            let run = |spec: &K::Spec| {
+                K::validate(spec)?;
+                let result = run_one(&kind, spec, true);
+                match K::point(spec) {
+                    Some(point) => result.context(point),
+                    None => result,
+                }
+            };
+            Produced::Sweep(kind.sweep(&spec, &plan, run, |s| show_sweep(s, json))?)
+        }
+    };
+    let keep = Keep {
+        json,
+        store: &output.store,
+        targets: kind.targets(),
+        labels,
+    };
+    finish(&produced, &keep)
+}
+
+/// A single or repeated run: measured, completed by the kind, and its lab recorded.
+fn measure<K: Kind>(kind: &K, spec: &K::Spec, quiet: bool, lab: bool) -> anyhow::Result<TestResult> {
+    let mut result =
+        run_one(kind, spec, quiet).with_context(|| format!("{} test against {}", K::NAME, kind.against()))?;
+    kind.complete(&mut result);
+    if lab {
+        record_lab(&mut result);
+    }
+    Ok(result)
+}
+
+/// One run of any kind (a test, a sweep point, a repeat's run, http's baseline): live lines
+/// (none when `quiet`) and Ctrl-C handling.
+pub fn run_one<K: Kind>(kind: &K, spec: &K::Spec, quiet: bool) -> anyhow::Result<TestResult> {
+    let interrupt = interrupt_flag()?;
+    let mut live = LiveLines::new(kind.roles(spec), quiet || K::interval_seconds(spec) == 0.0);
+    if let Some(what) = K::PER_SECOND {
+        live = live.per_second(what);
+    }
+    kind.run(spec, &mut live, &interrupt)
+}
+
+/// Inside a lab (`linerate lab exec`), the result records the emulated links.
+fn record_lab(result: &mut TestResult) {
+    if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
+        && let Ok(state) = linerate_lab::load(&name)
+    {
+        result.lab = Some(linerate_lab::status(&state));
+    }
+}
+
+/// A running sweep's table as it grows (nothing with `--json`: the document comes at the end).
+fn show_sweep(sweep: &Sweep, json: bool) -> anyhow::Result<()> {
+    if json {
+        return Ok(());
+    }
+    print_text(&linerate_report::sweep::progress(sweep))
+}
+
+/// The process's Ctrl-C flag, registered once (sweeps run many tests): the first Ctrl-C (or
+/// SIGTERM) stops the run and reports what was measured; a second one while stopping exits now.
+pub fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    if let Some(f) = FLAG.get() {
+        return Ok(Arc::clone(f));
+    }
+    let interrupt = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, Arc::clone(&interrupt))?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
+    Ok(Arc::clone(FLAG.get_or_init(|| interrupt)))
+}
+
+/// The agents a tcp, udp or rr test runs against, and how it reaches them.
+pub struct Agents {
+    pub targets: Vec<Target>,
+    pub opts: ClientOptions,
+}
+
+impl Agents {
+    /// The agents' names as given.
+    pub fn names(&self) -> Vec<String> {
+        self.targets.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// What this end does with each stream: `per_agent` streams per agent, stream i sent by
+    /// the client when `forward(i)`.
+    pub fn roles(&self, per_agent: usize, forward: impl Fn(usize) -> bool) -> Vec<Role> {
+        (0..per_agent * self.targets.len())
+            .map(|i| {
+                if forward(i % per_agent) {
+                    Role::Send
+                } else {
+                    Role::Receive
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,74 @@
+//! `linerate tcp` in the driver: one run is [`run_tcp`], a sweep varies the transfer size
+//! (`--sizes`).
+
+use super::{Agents, Kind, Mode, Test, drive};
+use crate::cli::tcp::TcpArgs;
+use linerate_core::client::{Sink, run_tcp};
+use linerate_core::result::{Role, TestResult};
+use linerate_core::spec::TcpSpec;
+use linerate_core::sweep::Sweep;
+use linerate_core::units::ByteSize;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+/// A TCP test against its agents.
+pub struct Tcp(pub Agents);
+
+/// `linerate tcp`.
+pub fn command(args: TcpArgs) -> anyhow::Result<ExitCode> {
+    let agents = Agents {
+        targets: args.hosts.targets()?,
+        opts: args.reach.options()?,
+    };
+    let output = args.output.clone();
+    let repeat = args.repeat.policy()?;
+    let mode = Mode::of(repeat, args.sizes()?, "--sizes")?;
+    drive(Test {
+        kind: Tcp(agents),
+        spec: args.into_spec()?,
+        mode,
+        output,
+        labels: Vec::new(),
+        lab: true,
+    })
+}
+
+impl Kind for Tcp {
+    type Spec = TcpSpec;
+    type Plan = Vec<ByteSize>;
+    const NAME: &'static str = "tcp";
+
+    fn roles(&self, spec: &TcpSpec) -> Vec<Role> {
+        self.0.roles(spec.streams_per_agent(), |i| spec.stream_flows_forward(i))
+    }
+
+    fn interval_seconds(spec: &TcpSpec) -> f64 {
+        spec.interval_seconds
+    }
+
+    fn run(&self, spec: &TcpSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {
+        Ok(run_tcp(spec, &self.0.targets, &self.0.opts, sink, interrupt)?)
+    }
+
+    fn targets(&self) -> Vec<String> {
+        self.0.names()
+    }
+
+    fn validate(spec: &TcpSpec) -> anyhow::Result<()> {
+        Ok(spec.validate()?)
+    }
+
+    fn point(spec: &TcpSpec) -> Option<String> {
+        Some(format!("sweep point -l {}", spec.buffer_bytes))
+    }
+
+    fn sweep(
+        &self,
+        base: &TcpSpec,
+        sizes: &Vec<ByteSize>,
+        run: impl FnMut(&TcpSpec) -> anyhow::Result<TestResult>,
+        progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Sweep> {
+        linerate_core::sweep::tcp::sweep(base, sizes, run, progress)
+    }
+}

@@ -1,0 +1,78 @@
+//! `linerate udp` in the driver: one run is [`run_udp`], a sweep varies sizes and gaps
+//! (`--sizes`, `--gaps`).
+
+use super::{Agents, Kind, Mode, Test, drive};
+use crate::cli::udp::UdpArgs;
+use linerate_core::client::{Sink, run_udp};
+use linerate_core::result::{Role, TestResult};
+use linerate_core::spec::UdpSpec;
+use linerate_core::sweep::Sweep;
+use linerate_core::sweep::udp::UdpPlan;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+/// A UDP test against its agents.
+pub struct Udp(pub Agents);
+
+/// `linerate udp`.
+pub fn command(args: UdpArgs) -> anyhow::Result<ExitCode> {
+    let agents = Agents {
+        targets: args.hosts.targets()?,
+        opts: args.reach.options()?,
+    };
+    let output = args.output.clone();
+    let sweep = args.sweep()?;
+    let mode = Mode::of(args.repeat.policy()?, sweep, "--sizes, --gaps")?;
+    drive(Test {
+        kind: Udp(agents),
+        spec: args.into_spec()?,
+        mode,
+        output,
+        labels: Vec::new(),
+        lab: true,
+    })
+}
+
+impl Kind for Udp {
+    type Spec = UdpSpec;
+    type Plan = UdpPlan;
+    const NAME: &'static str = "udp";
+
+    fn roles(&self, spec: &UdpSpec) -> Vec<Role> {
+        self.0.roles(spec.streams_per_agent(), |i| spec.stream_flows_forward(i))
+    }
+
+    fn interval_seconds(spec: &UdpSpec) -> f64 {
+        spec.interval_seconds
+    }
+
+    fn run(&self, spec: &UdpSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {
+        Ok(run_udp(spec, &self.0.targets, &self.0.opts, sink, interrupt)?)
+    }
+
+    fn targets(&self) -> Vec<String> {
+        self.0.names()
+    }
+
+    fn validate(spec: &UdpSpec) -> anyhow::Result<()> {
+        Ok(spec.validate()?)
+    }
+
+    fn point(spec: &UdpSpec) -> Option<String> {
+        Some(format!(
+            "sweep point {} bytes, gap {} us",
+            spec.payload_bytes,
+            spec.gap_ns as f64 / 1e3
+        ))
+    }
+
+    fn sweep(
+        &self,
+        base: &UdpSpec,
+        plan: &UdpPlan,
+        run: impl FnMut(&UdpSpec) -> anyhow::Result<TestResult>,
+        progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Sweep> {
+        linerate_core::sweep::udp::sweep(base, plan, run, progress)
+    }
+}
