@@ -2,9 +2,10 @@
 //! binary, the command line `plan check --commands` prints, plus the campaign's labels), so a
 //! point is measured, stored and cut short exactly as a command typed by hand would be. The
 //! campaign watches: a progress bar with points and runs done, elapsed time and ETA, and the
-//! current point's live line; each run is stored as it ends; Ctrl-C lets the current point
-//! store what it measured and stops; `--resume ID` runs only what is missing; at the end the
-//! campaign's tables are printed from the store.
+//! current point's live line; each run is stored as it ends, and the campaign finds it in the
+//! store by its labels (campaign and point), not in what the child printed; Ctrl-C lets the
+//! current point store what it measured and stops; `--resume ID` runs only what is missing; at
+//! the end the campaign's tables are printed from the store.
 
 use super::{ReadyPoint, load, shell_words};
 use crate::cli::common::DbArgs;
@@ -280,8 +281,9 @@ impl Counted {
     }
 }
 
-/// Runs one point as a child `linerate`, its live lines shown in the bar, its id read from its
-/// last line.
+/// Runs one point as a child `linerate`, its live lines shown in the bar, and finds its record
+/// in the store: the newest stored under the campaign with the point's label, if newer than
+/// any the point had before (a resumed point may have an earlier, partial one).
 #[allow(clippy::too_many_arguments)]
 fn run_point(
     plan: &Plan,
@@ -310,6 +312,7 @@ fn run_point(
     }
     args.extend(["--campaign".to_string(), campaign.to_string()]);
     args.extend(["--db".to_string(), db.display().to_string()]);
+    let before = last_stored(db, campaign, index)?;
     let exe = std::env::current_exe().context("finding this linerate binary")?;
     let mut child = Command::new(exe)
         .args(&args)
@@ -329,13 +332,10 @@ fn run_point(
             }
         })
     });
-    let mut stored = None;
     if let Some(out) = child.stdout.take() {
         // Bounded line reads: a child's line is ours, but a runaway one must not grow a buffer.
         for line in BufReader::new(out.take(64 << 20)).lines().map_while(Result::ok) {
-            if let Some(id) = line.strip_prefix("stored as #") {
-                stored = id.trim().parse::<i64>().ok();
-            } else if !line.trim().is_empty() {
+            if !line.trim().is_empty() {
                 let live: String = line.trim().chars().take(70).collect();
                 bar.set_message(format!("{what}: {live}"));
             }
@@ -346,10 +346,23 @@ fn run_point(
         let _ = t.join();
     }
     let last = last_error.lock().unwrap_or_else(|p| p.into_inner()).take();
-    Ok(match stored {
-        Some(id) => PointOutcome::Stored { id, status },
-        None => PointOutcome::NotStored { status, last },
-    })
+    Ok(
+        match last_stored(db, campaign, index)?.filter(|id| Some(*id) > before) {
+            Some(id) => PointOutcome::Stored { id, status },
+            None => PointOutcome::NotStored { status, last },
+        },
+    )
+}
+
+/// The id of the newest record stored under `campaign` for its point `index`, if any.
+fn last_stored(db: &Path, campaign: &str, index: usize) -> anyhow::Result<Option<i64>> {
+    let store = Store::open_read(db).with_context(|| format!("the results database {}", db.display()))?;
+    let rows = store.list(&Filter {
+        campaign: Some(campaign.to_string()),
+        labels: vec![(POINT_LABEL.to_string(), index.to_string())],
+        ..Filter::default()
+    })?;
+    Ok(rows.iter().map(|r| r.id.0).max())
 }
 
 /// A plan's setup or teardown commands, one after another (`sh -c`), each bounded.
