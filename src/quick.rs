@@ -36,12 +36,9 @@ pub fn quick(args: &QuickArgs) -> anyhow::Result<ExitCode> {
         opts: ClientOptions::default(),
     };
     drive(Test {
-        kind: Tcp(agents),
-        spec,
-        mode: Mode::Once,
-        output: args.output.clone(),
         // Told apart from a `tcp` run in `linerate results --label quick=yes`.
         labels: vec![("quick".to_string(), "yes".to_string())],
         lab: false,
+        ..Test::new(Tcp(agents), spec, Mode::Once, args.output.clone())
     })
 }

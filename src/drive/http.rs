@@ -61,14 +61,7 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         }
         http.baseline = Some(b);
     }
-    drive(Test {
-        kind: http,
-        spec: base,
-        mode,
-        output: args.output.clone(),
-        labels: Vec::new(),
-        lab: true,
-    })
+    drive(Test::new(http, base, mode, args.output.clone()))
 }
 
 impl Http {

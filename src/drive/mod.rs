@@ -12,7 +12,8 @@ pub mod rr;
 pub mod tcp;
 pub mod udp;
 
-use crate::cli::common::OutputArgs;
+use crate::cli::ConnectArgs;
+use crate::cli::common::{HostArgs, OutputArgs};
 use crate::finish::{Keep, Produced, finish, print_text};
 use crate::live::LiveLines;
 use anyhow::Context;
@@ -96,6 +97,20 @@ pub struct Test<K: Kind> {
     /// Whether a run records the lab it ran in (`quick` does not: its loopback crosses no
     /// emulated link).
     pub lab: bool,
+}
+
+impl<K: Kind> Test<K> {
+    /// A test command's test: no labels of its own, its lab recorded.
+    pub fn new(kind: K, spec: K::Spec, mode: Mode<K::Plan>, output: OutputArgs) -> Test<K> {
+        Test {
+            kind,
+            spec,
+            mode,
+            output,
+            labels: Vec::new(),
+            lab: true,
+        }
+    }
 }
 
 /// Runs the test as its mode says, then prints, stores and returns the exit status.
@@ -195,6 +210,14 @@ pub struct Agents {
 }
 
 impl Agents {
+    /// The agents named on the command line and the options to reach them.
+    pub fn new(hosts: &HostArgs, reach: &ConnectArgs) -> anyhow::Result<Agents> {
+        Ok(Agents {
+            targets: hosts.targets()?,
+            opts: reach.options()?,
+        })
+    }
+
     /// The agents' names as given.
     pub fn names(&self) -> Vec<String> {
         self.targets.iter().map(|t| t.name.clone()).collect()

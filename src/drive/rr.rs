@@ -22,10 +22,7 @@ pub struct Rr {
 
 /// `linerate rr`.
 pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
-    let agents = Agents {
-        targets: args.hosts.targets()?,
-        opts: args.reach.options()?,
-    };
+    let agents = Agents::new(&args.hosts, &args.reach)?;
     let output = args.output.clone();
     let sizes = args.sizes()?;
     let mode = Mode::of(args.repeat.policy()?, sizes, "--sizes")?;
@@ -36,14 +33,12 @@ pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
     } else {
         RrVaries::Request
     };
-    drive(Test {
-        kind: Rr { agents, varies, expect },
-        spec: args.into_spec()?,
+    drive(Test::new(
+        Rr { agents, varies, expect },
+        args.into_spec()?,
         mode,
         output,
-        labels: Vec::new(),
-        lab: true,
-    })
+    ))
 }
 
 impl Kind for Rr {

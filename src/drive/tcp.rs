@@ -16,21 +16,11 @@ pub struct Tcp(pub Agents);
 
 /// `linerate tcp`.
 pub fn command(args: TcpArgs) -> anyhow::Result<ExitCode> {
-    let agents = Agents {
-        targets: args.hosts.targets()?,
-        opts: args.reach.options()?,
-    };
+    let agents = Agents::new(&args.hosts, &args.reach)?;
     let output = args.output.clone();
     let repeat = args.repeat.policy()?;
     let mode = Mode::of(repeat, args.sizes()?, "--sizes")?;
-    drive(Test {
-        kind: Tcp(agents),
-        spec: args.into_spec()?,
-        mode,
-        output,
-        labels: Vec::new(),
-        lab: true,
-    })
+    drive(Test::new(Tcp(agents), args.into_spec()?, mode, output))
 }
 
 impl Kind for Tcp {

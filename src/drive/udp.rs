@@ -16,21 +16,11 @@ pub struct Udp(pub Agents);
 
 /// `linerate udp`.
 pub fn command(args: UdpArgs) -> anyhow::Result<ExitCode> {
-    let agents = Agents {
-        targets: args.hosts.targets()?,
-        opts: args.reach.options()?,
-    };
+    let agents = Agents::new(&args.hosts, &args.reach)?;
     let output = args.output.clone();
     let sweep = args.sweep()?;
     let mode = Mode::of(args.repeat.policy()?, sweep, "--sizes, --gaps")?;
-    drive(Test {
-        kind: Udp(agents),
-        spec: args.into_spec()?,
-        mode,
-        output,
-        labels: Vec::new(),
-        lab: true,
-    })
+    drive(Test::new(Udp(agents), args.into_spec()?, mode, output))
 }
 
 impl Kind for Udp {
