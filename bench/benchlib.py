@@ -1,11 +1,18 @@
-"""What every bench script does first: its own session, the peer tools, a release build."""
+"""What every bench script shares: its own session, the peer tools, a release build, servers
+started and read off the kernel, and the `--before PATH` comparison of two linerate builds."""
+import argparse
+import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LINERATE = os.path.join(ROOT, "target", "release", "linerate")
+# LINERATE_BIN names a linerate binary built elsewhere: the scripts then use it and build nothing.
+LINERATE = os.environ.get("LINERATE_BIN") or os.path.join(ROOT, "target", "release", "linerate")
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def own_session():
@@ -29,4 +36,121 @@ def ensure_tools(commands, packages):
 
 
 def build_release():
+    if os.environ.get("LINERATE_BIN"):
+        return
     subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
+
+
+def arguments(doc, seconds, extra=None):
+    """Parses the options every comparison takes (`--seconds`, `--rounds`, `--before`), plus
+    what `extra(parser)` adds."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=seconds, help="length of each run")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--before", metavar="PATH",
+                    help="a second linerate binary (e.g. the build before a change): each round runs the "
+                         "peer tool, this build, then PATH, and the medians are compared after/before")
+    if extra:
+        extra(ap)
+    return ap.parse_args()
+
+
+def prepare(args, commands, packages):
+    """Enters the bench's own session, installs the peer tools when missing and builds linerate."""
+    own_session()
+    ensure_tools(commands, packages)
+    build_release()
+    if args.before and not os.access(args.before, os.X_OK):
+        raise SystemExit(f"--before {args.before}: not an executable file")
+
+
+def binaries(args):
+    """The linerate builds a run compares: this tree's, and `--before`'s when given."""
+    return [("linerate", LINERATE)] + ([("before", os.path.abspath(args.before))] if args.before else [])
+
+
+def round_order(rnd, peer, mine):
+    """The runs of one round: `peer` and `mine` (lists of runs of linerate builds). Without a
+    before build the order alternates from round to round, as it always did; with one, every
+    round runs the peer, then this build, then the before build."""
+    if len(mine) > 1:
+        return peer + mine
+    runs = mine + peer
+    return runs if rnd % 2 else runs[::-1]
+
+
+def version(binary):
+    return subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+
+
+def print_builds(args):
+    """A comment line naming the before build, when there is one."""
+    if args.before:
+        print(f"# before: {args.before} ({version(args.before)}); after: {LINERATE} ({version(LINERATE)})")
+
+
+def proc_cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (proc(5) stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15 (1-based) of proc(5); after the ")" they are 12 and 13.
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def listening(port):
+    """True when something listens on TCP `port` (from /proc/net/tcp{,6}; state 0A = LISTEN)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    local, state = line.split()[1], line.split()[3]
+                    if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def start_server(cmd, port):
+    # Servers' stdout is block-buffered into a pipe, so readiness is read off the kernel instead.
+    srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if listening(port):
+            return srv
+        time.sleep(0.05)
+    srv.kill()
+    raise SystemExit(f"{cmd[0]} server did not start")
+
+
+def run_json(cmd, limit):
+    """Runs a client to its end and returns the JSON document it printed."""
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def column(rows, i, scale=1):
+    """Column i of a script's result rows, divided by `scale`."""
+    return [x[i] / scale for x in rows]
+
+
+def print_before(peer, cases):
+    """The before/after table: `cases` are (case, metric, peer values, after values, before
+    values). Prints the medians, each build's ratio to the peer, and after/before."""
+    med = statistics.median
+    print()
+    print(f"# before/after: medians; ratios are linerate/{peer} for each build, and after/before")
+    print(f"{'case':<24} {'metric':<14} {peer:>12} {'after':>12} {'ratio':>6} {'before':>12} {'ratio':>6} "
+          f"{'after/before':>12}")
+    for case, metric, p, a, b in cases:
+        mp, ma, mb = med(p), med(a), med(b)
+        print(f"{case:<24} {metric:<14} {number(mp):>12} {number(ma):>12} {ma / mp:>6.3f} {number(mb):>12} "
+              f"{mb / mp:>6.3f} {ma / mb:>12.3f}")
+
+
+def number(v):
+    """A median for the before/after table: one decimal from 100 up, else four."""
+    return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.4f}"
