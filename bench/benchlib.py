@@ -69,13 +69,13 @@ def binaries(args):
     return [("linerate", LINERATE)] + ([("before", os.path.abspath(args.before))] if args.before else [])
 
 
-def round_order(rnd, peer, mine):
-    """The runs of one round: `peer` and `mine` (lists of runs of linerate builds). Without a
-    before build the order alternates from round to round, as it always did; with one, every
-    round runs the peer, then this build, then the before build."""
-    if len(mine) > 1:
-        return peer + mine
-    runs = mine + peer
+def round_order(args, rnd, runs):
+    """The runs of round `rnd`, each a tuple that starts with its tool's name ("linerate" for
+    this build, "before" for --before's). Without a before build the order alternates from round
+    to round, as it always did; with one, every round runs the peer first, then this build, then
+    the before build."""
+    if args.before:
+        return sorted(runs, key=lambda run: {"linerate": 1, "before": 2}.get(run[0], 0))
     return runs if rnd % 2 else runs[::-1]
 
 
@@ -97,9 +97,10 @@ def proc_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def listening(port):
-    """True when something listens on TCP `port` (from /proc/net/tcp{,6}; state 0A = LISTEN)."""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+def listening(port, pid="self"):
+    """True when something listens on TCP `port` in the network namespace of process `pid`
+    (from /proc/PID/net/tcp{,6}; state 0A = LISTEN)."""
+    for table in (f"/proc/{pid}/net/tcp", f"/proc/{pid}/net/tcp6"):
         try:
             with open(table) as f:
                 next(f)
@@ -113,11 +114,13 @@ def listening(port):
 
 
 def start_server(cmd, port):
+    """Starts a server and returns once it listens on TCP `port`, in whatever network namespace
+    it runs (`ip netns exec` execs the command, so the process is the server itself)."""
     # Servers' stdout is block-buffered into a pipe, so readiness is read off the kernel instead.
     srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 10
     while time.time() < deadline:
-        if listening(port):
+        if listening(port, srv.pid):
             return srv
         time.sleep(0.05)
     srv.kill()
@@ -143,14 +146,14 @@ def print_before(peer, cases):
     med = statistics.median
     print()
     print(f"# before/after: medians; ratios are linerate/{peer} for each build, and after/before")
-    print(f"{'case':<24} {'metric':<14} {peer:>12} {'after':>12} {'ratio':>6} {'before':>12} {'ratio':>6} "
+    print(f"{'case':<24} {'metric':<14} {peer:>14} {'after':>14} {'ratio':>7} {'before':>14} {'ratio':>7} "
           f"{'after/before':>12}")
     for case, metric, p, a, b in cases:
         mp, ma, mb = med(p), med(a), med(b)
-        print(f"{case:<24} {metric:<14} {number(mp):>12} {number(ma):>12} {ma / mp:>6.3f} {number(mb):>12} "
-              f"{mb / mp:>6.3f} {ma / mb:>12.3f}")
+        print(f"{case:<24} {metric:<14} {number(mp):>14} {number(ma):>14} {ma / mp:>7.3f} {number(mb):>14} "
+              f"{mb / mp:>7.3f} {ma / mb:>12.3f}")
 
 
 def number(v):
-    """A median for the before/after table: one decimal from 100 up, else four."""
-    return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.4f}"
+    """A median for the before/after table: whole from 10,000 up, one decimal from 100, else four."""
+    return f"{v:,.0f}" if abs(v) >= 1e4 else f"{v:,.1f}" if abs(v) >= 100 else f"{v:.4f}"

@@ -73,8 +73,8 @@ def main():
     port = 5411
     for rnd in range(1, args.rounds + 1):
         for streams in (1, 2):
-            mine = [(name, functools.partial(linerate, binary)) for name, binary in benchlib.binaries(args)]
-            for name, fn in benchlib.round_order(rnd, [("iperf3", iperf3)], mine):
+            runs = [(name, functools.partial(linerate, binary)) for name, binary in benchlib.binaries(args)]
+            for name, fn in benchlib.round_order(args, rnd, runs[:1] + [("iperf3", iperf3)] + runs[1:]):
                 port += 1
                 bps, nbytes, cpu = fn(streams, args.seconds, port)
                 per_gbit = cpu / (nbytes * 8 / 1e9)
