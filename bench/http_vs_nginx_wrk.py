@@ -225,7 +225,7 @@ def main():
         client = [(f"client {name}", metric) + tuple(benchlib.column(res[("client", name, tool)], i)
                                                      for tool in ("wrk", "linerate", "before"))
                   for name, metric, i in (("1k.bin", "responses/s", 0), ("512k.bin", "Gbit/s", 1))]
-        server = [("server 512k.bin (nginx)", metric) + tuple(benchlib.column(res[("server", tool)], i)
+        server = [("server 512k.bin", metric) + tuple(benchlib.column(res[("server", tool)], i)
                                                               for tool in ("nginx", "linerate", "before"))
                   for metric, i in (("Gbit/s", 0), ("%core/Gbit/s", 1))]
         benchlib.print_before("wrk", client)
