@@ -135,23 +135,20 @@ def run_json(cmd, limit):
     return json.loads(out.stdout)
 
 
-def column(rows, i, scale=1):
-    """Column i of a script's result rows, divided by `scale`."""
-    return [x[i] / scale for x in rows]
-
-
-def print_before(peer, cases):
-    """The before/after table: `cases` are (case, metric, peer values, after values, before
-    values). Prints the medians, each build's ratio to the peer, and after/before."""
-    med = statistics.median
+def print_before(peer, rows, cases, metrics):
+    """The before/after table. `cases` are (label, key): `key(tool)` finds a case's result rows
+    in `rows` for the tool (peer, "linerate", "before"); `metrics` are (name, column, divisor).
+    Prints the medians, each build's ratio to the peer, and after/before."""
     print()
     print(f"# before/after: medians; ratios are linerate/{peer} for each build, and after/before")
     print(f"{'case':<24} {'metric':<14} {peer:>14} {'after':>14} {'ratio':>7} {'before':>14} {'ratio':>7} "
           f"{'after/before':>12}")
-    for case, metric, p, a, b in cases:
-        mp, ma, mb = med(p), med(a), med(b)
-        print(f"{case:<24} {metric:<14} {number(mp):>14} {number(ma):>14} {ma / mp:>7.3f} {number(mb):>14} "
-              f"{mb / mp:>7.3f} {ma / mb:>12.3f}")
+    for label, key in cases:
+        for metric, i, scale in metrics:
+            mp, ma, mb = (statistics.median(x[i] / scale for x in rows[key(tool)])
+                          for tool in (peer, "linerate", "before"))
+            print(f"{label:<24} {metric:<14} {number(mp):>14} {number(ma):>14} {ma / mp:>7.3f} {number(mb):>14} "
+                  f"{mb / mp:>7.3f} {ma / mb:>12.3f}")
 
 
 def number(v):

@@ -222,14 +222,10 @@ def main():
           f"throughput ratio {med(lr, 0) / med(ng, 0):.3f}, CPU per Gbit ratio {med(lr, 1) / med(ng, 1):.3f}")
     print("# medians; targets: client >= 1.0x wrk (both cases); server >= 1.0x nginx throughput at no more CPU per Gbit")
     if args.before:
-        client = [(f"client {name}", metric) + tuple(benchlib.column(res[("client", name, tool)], i)
-                                                     for tool in ("wrk", "linerate", "before"))
-                  for name, metric, i in (("1k.bin", "responses/s", 0), ("512k.bin", "Gbit/s", 1))]
-        server = [("server 512k.bin", metric) + tuple(benchlib.column(res[("server", tool)], i)
-                                                              for tool in ("nginx", "linerate", "before"))
-                  for metric, i in (("Gbit/s", 0), ("%core/Gbit/s", 1))]
-        benchlib.print_before("wrk", client)
-        benchlib.print_before("nginx", server)
+        benchlib.print_before("wrk", res, [(f"client {n}", lambda tool, n=n: ("client", n, tool)) for n in ("1k.bin", "512k.bin")],
+                              [("responses/s", 0, 1), ("Gbit/s", 1, 1)])
+        benchlib.print_before("nginx", res, [("server 512k.bin", lambda tool: ("server", tool))],
+                              [("Gbit/s", 0, 1), ("%core/Gbit/s", 1, 1)])
 
 
 if __name__ == "__main__":

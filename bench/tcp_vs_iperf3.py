@@ -90,11 +90,8 @@ def main():
         print(f"{streams:>2} {lt / 1e6:>16.1f} {it / 1e6:>14.1f} {lt / it:>6.3f}   {lc:>19.4f} {ic:>8.4f} {lc / ic:>6.3f}")
     print("# medians; throughput ratio >= 1 and CPU ratio <= 1 favour linerate")
     if args.before:
-        benchlib.print_before("iperf3", [
-            (f"-P {streams}", metric) + tuple(benchlib.column(results[(streams, name)], i, scale)
-                                              for name in ("iperf3", "linerate", "before"))
-            for streams in (1, 2) for metric, i, scale in (("Mbit/s", 0, 1e6), ("CPU s/Gbit", 1, 1))
-        ])
+        benchlib.print_before("iperf3", results, [(f"-P {n}", lambda tool, n=n: (n, tool)) for n in (1, 2)],
+                              [("Mbit/s", 0, 1e6), ("CPU s/Gbit", 1, 1)])
 
 
 if __name__ == "__main__":

@@ -105,12 +105,9 @@ def main():
             print(f"{where:<9} {size:>5} {lp:>17,.0f} {ipp:>12,.0f} {lp / ipp:>6.2f}   {lb / 1e9:>15.3f} {ib / 1e9:>7.3f} {lb / ib:>6.2f}")
     print("# medians of received figures; targets: 64 B datagrams/s >= 3x, 1472 B Gbit/s >= 1.5x iperf3")
     if args.before:
-        benchlib.print_before("iperf3", [
-            (f"{where} {size} B", metric) + tuple(benchlib.column(results[(where, size, name)], i, scale)
-                                                  for name in ("iperf3", "linerate", "before"))
-            for where in ("loopback", "lab veth") for size in (64, 1472)
-            for metric, i, scale in (("rx datagrams/s", 0, 1), ("rx Gbit/s", 1, 1e9))
-        ])
+        cases = [(f"{where} {size} B", lambda tool, w=where, s=size: (w, s, tool))
+                 for where in ("loopback", "lab veth") for size in (64, 1472)]
+        benchlib.print_before("iperf3", results, cases, [("rx datagrams/s", 0, 1), ("rx Gbit/s", 1, 1e9)])
 
 
 if __name__ == "__main__":

@@ -244,12 +244,5 @@ pub fn per_cpu(r: &TestResult) -> Vec<Figure> {
 
 /// "send side: 12.0, 80.5; receive side: ..." in category order.
 fn describe_bars(f: &Figure) -> String {
-    f.series
-        .iter()
-        .map(|s| {
-            let values: Vec<String> = s.points.iter().map(|p| format!("{:.1}", p.y)).collect();
-            format!("{}: {}", s.name, values.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
+    f.values_in_words(|p| format!("{:.1}", p.y))
 }

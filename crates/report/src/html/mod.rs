@@ -112,20 +112,14 @@ pub fn page(title: &str, sections: &[Section]) -> String {
     if sections.len() > 1 {
         o.push_str("<nav><ul>");
         for s in sections {
-            o.push_str(&format!(
-                "<li><a href=\"#{}\">{}</a></li>",
-                escape(&s.id),
-                escape(&s.heading)
-            ));
+            let (id, heading) = (escape(&s.id), escape(&s.heading));
+            o.push_str(&format!("<li><a href=\"#{id}\">{heading}</a></li>"));
         }
         o.push_str("</ul></nav>\n");
     }
     for s in sections {
-        o.push_str(&format!(
-            "<section id=\"{}\"><h2>{}</h2>\n",
-            escape(&s.id),
-            escape(&s.heading)
-        ));
+        let (id, heading) = (escape(&s.id), escape(&s.heading));
+        o.push_str(&format!("<section id=\"{id}\"><h2>{heading}</h2>\n"));
         for b in &s.blocks {
             match b {
                 Block::Table(t) => o.push_str(&t.html()),

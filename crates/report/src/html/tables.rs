@@ -3,7 +3,7 @@
 //! The documents made of several runs build on them in `sets`.
 
 use super::block::Table;
-use crate::text::grouped;
+use crate::text::{cpu_split, grouped, interrupts};
 use linerate_core::result::{Outcome, SideSummary, TestResult};
 use linerate_core::sweep::{At, Sweep};
 
@@ -99,16 +99,8 @@ pub(super) fn sides_table(r: &TestResult) -> Table {
         row("operations (writes, reads or transactions)", &|s| s.ops.to_string()),
         row("CPU busy, host (%)", &|s| pct(s.cpu.host_percent)),
         row("CPU, linerate (% of the host)", &|s| pct(s.cpu.process_percent_of_host)),
-        row("CPU usr/sys/irq/softirq (%)", &|s| {
-            s.cpu.split.map_or("n/a".into(), |c| {
-                format!("{:.1}/{:.1}/{:.1}/{:.1}", c.user, c.system, c.irq, c.softirq)
-            })
-        }),
-        row("interrupts (1/s, all CPUs)", &|s| {
-            s.interrupts_per_second
-                .as_ref()
-                .map_or("n/a".into(), |i| grouped(i.total, 0))
-        }),
+        row("CPU usr/sys/irq/softirq (%)", &|s| cpu_split(s, 1)),
+        row("interrupts (1/s, all CPUs)", &interrupts),
         row("throughput per busy core (Gbit/s)", &|s| {
             s.efficiency.map_or("n/a".into(), |e| format!("{:.3}", e.gbit_per_core))
         }),
