@@ -6,8 +6,8 @@ use common::{fit, ran, result, rr_only};
 
 use linerate_core::document::Document;
 use linerate_core::result::{
-    HttpSummary, LatencyFigures, LossRange, Optimum, RrSummary, SequenceProfile, StreamLoss, StreamProfile, Summary,
-    TestResult, UdpSummary,
+    HttpSummary, LatencyFigures, LossRange, RrSummary, SequenceProfile, StreamLoss, StreamProfile, Summary, TestResult,
+    UdpSummary,
 };
 use linerate_core::spec::{RrSpec, TestSpec, UdpSpec};
 use linerate_core::sweep::{At, HttpSweep, HttpSweepSummary, RrVaries, Sweep, SweepKind};
@@ -78,13 +78,7 @@ fn an_http_sweep_marks_its_optimum() {
         SweepKind::Http(HttpSweep {
             baseline: None,
             summary: HttpSweepSummary {
-                optimum: Some(Optimum {
-                    users: 64,
-                    responses_per_second: 9600.0,
-                    bits_per_second_in: 80.5e6,
-                    response_time_mean_us: 6600.0,
-                    rule: "the fewest users reaching 95 %".into(),
-                }),
+                optimum: common::optimum_at_64("the fewest users reaching 95 %"),
             },
         }),
         Vec::new(),

@@ -5,9 +5,9 @@
 mod common;
 use common::{check, failed, fit, ran, rr_only, rr_sweep};
 
+use linerate_core::result::HttpSummary;
 use linerate_core::result::Summary;
 use linerate_core::result::UdpSummary;
-use linerate_core::result::{HttpSummary, Optimum};
 use linerate_core::result::{LatencyFigures, RrSummary};
 use linerate_core::spec::{HttpSpec, RrProto, RrSpec, TestSpec, UdpSpec};
 use linerate_core::sweep::http::HttpBaseline;
@@ -159,13 +159,9 @@ fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
                 users: 16,
             }),
             summary: HttpSweepSummary {
-                optimum: Some(Optimum {
-                    users: 64,
-                    responses_per_second: 9600.0,
-                    bits_per_second_in: 80.5e6,
-                    response_time_mean_us: 6600.0,
-                    rule: "the fewest users reaching 95 % of the sweep's most responses per second (9800.0)".into(),
-                }),
+                optimum: common::optimum_at_64(
+                    "the fewest users reaching 95 % of the sweep's most responses per second (9800.0)",
+                ),
             },
         }),
         vec![parameter("users", "users", &[16.0, 64.0, 256.0])],

@@ -1,7 +1,7 @@
 //! What the report crate's test files share: the snapshot check and a bare result document.
 #![allow(dead_code)] // each test file uses what it needs
 
-use linerate_core::result::{Fit, RrSummary, Summary, TestResult};
+use linerate_core::result::{Fit, Optimum, RrSummary, Summary, TestResult};
 use linerate_core::spec::{RrProto, TestSpec};
 use linerate_core::sweep::{At, Parameter, RrSweep, RrSweepSummary, RrVaries, Sweep, SweepKind, SweepPoint};
 use std::path::Path;
@@ -95,4 +95,16 @@ pub fn fit(slope: f64, intercept: f64, r2: f64, points: usize) -> Fit {
         r2,
         points,
     }
+}
+
+/// An http sweep's optimum at 64 users (9600 responses/s, 80.5 Mbit/s in, 6.6 ms mean), found
+/// by `rule`.
+pub fn optimum_at_64(rule: &str) -> Option<Optimum> {
+    Some(Optimum {
+        users: 64,
+        responses_per_second: 9600.0,
+        bits_per_second_in: 80.5e6,
+        response_time_mean_us: 6600.0,
+        rule: rule.into(),
+    })
 }
