@@ -1,11 +1,18 @@
-"""What every bench script does first: its own session, the peer tools, a release build."""
+"""What every bench script shares: its own session, the peer tools, a release build, servers
+started and read off the kernel, and the `--before PATH` comparison of two linerate builds."""
+import argparse
+import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LINERATE = os.path.join(ROOT, "target", "release", "linerate")
+# LINERATE_BIN names a linerate binary built elsewhere: the scripts then use it and build nothing.
+LINERATE = os.environ.get("LINERATE_BIN") or os.path.join(ROOT, "target", "release", "linerate")
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def own_session():
@@ -29,4 +36,121 @@ def ensure_tools(commands, packages):
 
 
 def build_release():
+    if os.environ.get("LINERATE_BIN"):
+        return
     subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
+
+
+def arguments(doc, seconds, extra=None):
+    """Parses the options every comparison takes (`--seconds`, `--rounds`, `--before`), plus
+    what `extra(parser)` adds."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=seconds, help="length of each run")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--before", metavar="PATH",
+                    help="a second linerate binary (e.g. the build before a change): each round runs the "
+                         "peer tool, this build, then PATH, and the medians are compared after/before")
+    if extra:
+        extra(ap)
+    return ap.parse_args()
+
+
+def prepare(args, commands, packages):
+    """Enters the bench's own session, installs the peer tools when missing and builds linerate."""
+    own_session()
+    ensure_tools(commands, packages)
+    build_release()
+    if args.before and not os.access(args.before, os.X_OK):
+        raise SystemExit(f"--before {args.before}: not an executable file")
+
+
+def binaries(args):
+    """The linerate builds a run compares: this tree's, and `--before`'s when given."""
+    return [("linerate", LINERATE)] + ([("before", os.path.abspath(args.before))] if args.before else [])
+
+
+def round_order(args, rnd, runs):
+    """The runs of round `rnd`, each a tuple that starts with its tool's name ("linerate" for
+    this build, "before" for --before's). Without a before build the order alternates from round
+    to round, as it always did; with one, every round runs the peer first, then this build, then
+    the before build."""
+    if args.before:
+        return sorted(runs, key=lambda run: {"linerate": 1, "before": 2}.get(run[0], 0))
+    return runs if rnd % 2 else runs[::-1]
+
+
+def version(binary):
+    return subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+
+
+def print_builds(args):
+    """A comment line naming the before build, when there is one."""
+    if args.before:
+        print(f"# before: {args.before} ({version(args.before)}); after: {LINERATE} ({version(LINERATE)})")
+
+
+def proc_cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (proc(5) stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15 (1-based) of proc(5); after the ")" they are 12 and 13.
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def listening(port, pid="self"):
+    """True when something listens on TCP `port` in the network namespace of process `pid`
+    (from /proc/PID/net/tcp{,6}; state 0A = LISTEN)."""
+    for table in (f"/proc/{pid}/net/tcp", f"/proc/{pid}/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    local, state = line.split()[1], line.split()[3]
+                    if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def start_server(cmd, port):
+    """Starts a server and returns once it listens on TCP `port`, in whatever network namespace
+    it runs (`ip netns exec` execs the command, so the process is the server itself)."""
+    # Servers' stdout is block-buffered into a pipe, so readiness is read off the kernel instead.
+    srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if listening(port, srv.pid):
+            return srv
+        time.sleep(0.05)
+    srv.kill()
+    raise SystemExit(f"{cmd[0]} server did not start")
+
+
+def run_json(cmd, limit):
+    """Runs a client to its end and returns the JSON document it printed."""
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def print_before(peer, rows, cases, metrics):
+    """The before/after table. `cases` are (label, key): `key(tool)` finds a case's result rows
+    in `rows` for the tool (peer, "linerate", "before"); `metrics` are (name, column, divisor).
+    Prints the medians, each build's ratio to the peer, and after/before."""
+    print()
+    print(f"# before/after: medians; ratios are linerate/{peer} for each build, and after/before")
+    print(f"{'case':<24} {'metric':<14} {peer:>14} {'after':>14} {'ratio':>7} {'before':>14} {'ratio':>7} "
+          f"{'after/before':>12}")
+    for label, key in cases:
+        for metric, i, scale in metrics:
+            mp, ma, mb = (statistics.median(x[i] / scale for x in rows[key(tool)])
+                          for tool in (peer, "linerate", "before"))
+            print(f"{label:<24} {metric:<14} {number(mp):>14} {number(ma):>14} {ma / mp:>7.3f} {number(mb):>14} "
+                  f"{mb / mp:>7.3f} {ma / mb:>12.3f}")
+
+
+def number(v):
+    """A median for the before/after table: whole from 10,000 up, one decimal from 100, else four."""
+    return f"{v:,.0f}" if abs(v) >= 1e4 else f"{v:,.1f}" if abs(v) >= 100 else f"{v:.4f}"

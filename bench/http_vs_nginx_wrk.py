@@ -10,14 +10,16 @@ Server (the same client, wrk -c 240, for both servers):
 
 Run as root on a quiet machine:
 
-    python3 bench/http_vs_nginx_wrk.py [--seconds 5] [--rounds 3]
+    python3 bench/http_vs_nginx_wrk.py [--seconds 5] [--rounds 3] [--before PATH]
+
+With --before PATH (another linerate binary) every round runs wrk (or nginx), this build, then
+PATH, and last tables give each build's ratio to the peer and the after/before ratio of the medians.
 
 Re-runs itself in a session of its own (setsid) with a raised autogroup priority. Installs nginx
 and wrk (Debian) when missing; writes nginx's config in a temporary directory. Sends traffic to
 127.0.0.1 only.
 """
-import argparse
-import json
+import functools
 import os
 import re
 import shutil
@@ -28,10 +30,6 @@ import tempfile
 import time
 
 import benchlib
-
-ROOT = benchlib.ROOT
-LINERATE = benchlib.LINERATE
-HZ = os.sysconf("SC_CLK_TCK")
 
 
 def free_port():
@@ -56,12 +54,10 @@ def cpu_seconds(pids):
     total = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
+            total += benchlib.proc_cpu_seconds(pid)
         except OSError:
             pass
-    return total / HZ
+    return total
 
 
 def tree(pid):
@@ -102,9 +98,9 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000000
 
 
 class LinerateServer:
-    def __init__(self, root):
+    def __init__(self, binary, root):
         self.port = free_port()
-        self.proc = subprocess.Popen([LINERATE, "serve", "--bind", "127.0.0.1", "--port", str(free_port()),
+        self.proc = subprocess.Popen([binary, "serve", "--bind", "127.0.0.1", "--port", str(free_port()),
                                       "--http-port", str(self.port), "--file", os.path.join(root, "512k.bin"),
                                       "--file", os.path.join(root, "1k.bin")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -127,12 +123,9 @@ def wrk(url, conns, seconds):
     return rps, (errors.group(0) if errors else "")
 
 
-def linerate_http(url, users, seconds):
-    out = subprocess.run([LINERATE, "http", url, "--users", str(users), "--keepalive", "-d", f"{seconds}s",
-                          "-i", "0", "--no-agent", "--json"], capture_output=True, text=True, timeout=seconds + 60)
-    if out.returncode != 0:
-        raise SystemExit(f"linerate http failed: {out.stderr.strip()}")
-    s = json.loads(out.stdout)["summary"]
+def linerate_http(binary, url, users, seconds):
+    s = benchlib.run_json([binary, "http", url, "--users", str(users), "--keepalive", "-d", f"{seconds}s",
+                           "-i", "0", "--no-agent", "--json"], seconds + 60)["summary"]
     return s["responses_per_second"], s["bits_per_second_in"], s["errors"]["total"]
 
 
@@ -150,15 +143,20 @@ def response_bytes(url):
         n += len(b)
 
 
+def stop_packaged_nginx():
+    """Stops the nginx the Debian package may have started (by the pid it wrote), not any other."""
+    try:
+        with open("/run/nginx.pid") as f:
+            pid = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    subprocess.run(["kill", "-QUIT", str(pid)], stderr=subprocess.DEVNULL)
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    benchlib.own_session()
-    benchlib.ensure_tools(["nginx", "wrk"], ["nginx-light", "wrk"])
-    subprocess.run(["pkill", "-x", "nginx"])  # the package may start its own
-    benchlib.build_release()
+    args = benchlib.arguments(__doc__, 5)
+    benchlib.prepare(args, ["nginx", "wrk"], ["nginx-light", "wrk"])
+    stop_packaged_nginx()
     root = tempfile.mkdtemp(prefix="lrbench-www-")
     os.chmod(root, 0o755)
     with open(os.path.join(root, "1k.bin"), "wb") as f:
@@ -168,6 +166,8 @@ def main():
     nginx_version = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
     wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"# {nginx_version}; {wrk_version}; {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
+    benchlib.print_builds(args)
+    builds = benchlib.binaries(args)
     res = {}
     nginx = Nginx(root)
     try:
@@ -176,13 +176,13 @@ def main():
         print("# client: against nginx, keep-alive")
         for rnd in range(1, args.rounds + 1):
             for name, users, size in (("1k.bin", 64, size_1k), ("512k.bin", 240, size_512k)):
-                order = ["linerate", "wrk"] if rnd % 2 else ["wrk", "linerate"]
-                for tool in order:
+                runs = builds[:1] + [("wrk", None)] + builds[1:]
+                for tool, binary in benchlib.round_order(args, rnd, runs):
                     if tool == "wrk":
                         rps, err = wrk(nginx.url(name), users, args.seconds)
                         gbps = rps * size * 8 / 1e9
                     else:
-                        rps, bps, nerr = linerate_http(nginx.url(name), users, args.seconds)
+                        rps, bps, nerr = linerate_http(binary, nginx.url(name), users, args.seconds)
                         gbps, err = bps / 1e9, (f"errors {nerr}" if nerr else "")
                     res.setdefault(("client", name, tool), []).append((rps, gbps))
                     print(f"{rnd:>3} {name:<9} {users:>4} users {tool:<9} {rps:>12,.0f} responses/s {gbps:>8.3f} Gbit/s {err}",
@@ -192,11 +192,9 @@ def main():
         nginx.stop()
     print("# server: wrk -c 240 -t 2 fetching 512 KiB, keep-alive")
     for rnd in range(1, args.rounds + 1):
-        order = [("linerate", LinerateServer), ("nginx", Nginx)]
-        if rnd % 2 == 0:
-            order.reverse()
-        for name, cls in order:
-            srv = cls(root)
+        runs = [(name, functools.partial(LinerateServer, binary)) for name, binary in builds]
+        for name, start in benchlib.round_order(args, rnd, runs[:1] + [("nginx", Nginx)] + runs[1:]):
+            srv = start(root)
             try:
                 before = cpu_seconds(srv.pids)
                 t = time.time()
@@ -223,6 +221,11 @@ def main():
           f"nginx {med(ng, 0):.3f} Gbit/s, {med(ng, 1):.2f} %core/Gbit/s; "
           f"throughput ratio {med(lr, 0) / med(ng, 0):.3f}, CPU per Gbit ratio {med(lr, 1) / med(ng, 1):.3f}")
     print("# medians; targets: client >= 1.0x wrk (both cases); server >= 1.0x nginx throughput at no more CPU per Gbit")
+    if args.before:
+        benchlib.print_before("wrk", res, [(f"client {n}", lambda tool, n=n: ("client", n, tool)) for n in ("1k.bin", "512k.bin")],
+                              [("responses/s", 0, 1), ("Gbit/s", 1, 1)])
+        benchlib.print_before("nginx", res, [("server 512k.bin", lambda tool: ("server", tool))],
+                              [("Gbit/s", 0, 1), ("%core/Gbit/s", 1, 1)])
 
 
 if __name__ == "__main__":

@@ -9,14 +9,17 @@ Two placements: the OS's choice (ends on different CPUs: the round trip includes
 wake-ups) and both ends pinned to CPU 1 (taskset for sockperf, --cpus/--peer-cpus for linerate).
 Run as root on a quiet machine:
 
-    python3 bench/rr_vs_sockperf.py [--seconds 5] [--rounds 3]
+    python3 bench/rr_vs_sockperf.py [--seconds 5] [--rounds 3] [--before PATH]
+
+With --before PATH (another linerate binary) every round runs sockperf, this build (14 and 1
+byte), then PATH, and a last table gives each build's ratio to sockperf (the 1-byte rows too,
+against sockperf at 14 bytes) and the after/before ratio of the medians.
 
 Re-runs itself in a session of its own (setsid) with a raised autogroup priority. Installs
 sockperf (Debian) when missing. Sends traffic to 127.0.0.1 only. (netperf, the issue's other
 peer, is not packaged by Debian and its source is not reachable from here.)
 """
-import argparse
-import json
+import functools
 import os
 import re
 import statistics
@@ -25,23 +28,16 @@ import time
 
 import benchlib
 
-ROOT = benchlib.ROOT
-LINERATE = benchlib.LINERATE
 
 
-def linerate(proto, size, seconds, port, pinned):
-    srv = subprocess.Popen([LINERATE, "serve", "--bind", "127.0.0.1", "--port", str(port)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
-    cmd = [LINERATE, "rr", f"127.0.0.1:{port}", "--proto", proto, "--request", str(size),
+def linerate(binary, proto, size, seconds, port, pinned):
+    srv = benchlib.start_server([binary, "serve", "--bind", "127.0.0.1", "--port", str(port)], port)
+    cmd = [binary, "rr", f"127.0.0.1:{port}", "--proto", proto, "--request", str(size),
            "--response", str(size), "-t", str(seconds), "-i", "0", "--json"]
     if pinned:
         cmd += ["--cpus", "1", "--peer-cpus", "1"]
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
-        if out.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
-        s = json.loads(out.stdout)["summary"]
+        s = benchlib.run_json(cmd, seconds + 60)["summary"]
     finally:
         srv.kill()
         srv.wait()
@@ -74,25 +70,20 @@ def sockperf(proto, size, seconds, port, pinned):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    benchlib.own_session()
-    benchlib.ensure_tools(["sockperf"], ["sockperf"])
-    benchlib.build_release()
+    args = benchlib.arguments(__doc__, 5)
+    benchlib.prepare(args, ["sockperf"], ["sockperf"])
     version = subprocess.run(["sockperf", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     print(f"# {version.strip()}; {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
+    benchlib.print_builds(args)
     print(f"{'round':>5} {'proto':<5} {'placement':<10} {'bytes':>5} {'tool':<9} {'round trips/s':>14} {'p50 us':>8} {'p99 us':>8}")
     cases = [(proto, pinned) for pinned in (False, True) for proto in ("tcp", "udp")]
     results = {}
     port = 5560
     for rnd in range(1, args.rounds + 1):
         for proto, pinned in cases:
-            runs = [("linerate", linerate, 14), ("sockperf", sockperf, 14), ("linerate", linerate, 1)]
-            if rnd % 2 == 0:
-                runs.reverse()
-            for name, fn, size in runs:
+            runs = [(name, functools.partial(linerate, binary), size)
+                    for name, binary in benchlib.binaries(args) for size in (14, 1)]
+            for name, fn, size in benchlib.round_order(args, rnd, runs[:1] + [("sockperf", sockperf, 14)] + runs[1:]):
                 port += 1
                 rate, p50, p99 = fn(proto, size, args.seconds, port, pinned)
                 place = "cpu 1" if pinned else "os"
@@ -111,6 +102,11 @@ def main():
               f"{med(lr, 1):>6.2f}/{med(sp, 1):<7.2f}   {med(lr, 2):>7.2f}/{med(sp, 2):<7.2f}   {med(one, 0):>17,.0f}")
     print("# medians; round trips = closed-loop transactions completed per second; target: >= 0.95x sockperf "
           "with the same or lower p50 and p99")
+    if args.before:
+        # The 1-byte runs of each build are set beside sockperf's 14 bytes (its smallest).
+        rows = [(f"{proto} {place} {size} B", lambda tool, p=proto, pl=place, s=size: (p, pl, tool, 14 if tool == "sockperf" else s))
+                for proto, pinned in cases for place in ["cpu 1" if pinned else "os"] for size in (14, 1)]
+        benchlib.print_before("sockperf", results, rows, [("round trips/s", 0, 1), ("p50 us", 1, 1), ("p99 us", 2, 1)])
 
 
 if __name__ == "__main__":

@@ -25,33 +25,6 @@ import benchlib
 LINERATE = benchlib.LINERATE
 
 
-def listening(port):
-    """True when something listens on TCP `port` (from /proc/net/tcp{,6}; state 0A = LISTEN)."""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    local, state = line.split()[1], line.split()[3]
-                    if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-                        return True
-        except OSError:
-            pass
-    return False
-
-
-def start_server(cmd, port):
-    # Servers' stdout is block-buffered into a pipe, so readiness is read off the kernel instead.
-    srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        if listening(port):
-            return srv
-        time.sleep(0.05)
-    srv.kill()
-    raise SystemExit(f"{cmd[0]} server did not start")
-
-
 def vm_hwm_kib(pid):
     """Peak resident memory of a running process so far (VmHWM in /proc/PID/status), KiB."""
     with open(f"/proc/{pid}/status") as f:
@@ -83,7 +56,7 @@ def stop_server(srv):
 
 
 def linerate(streams, seconds, port):
-    srv = start_server([LINERATE, "serve", "--bind", "127.0.0.1", "--port", str(port)], port)
+    srv = benchlib.start_server([LINERATE, "serve", "--bind", "127.0.0.1", "--port", str(port)], port)
     doc, client_kib = run_client(
         [LINERATE, "tcp", f"127.0.0.1:{port}", "-P", str(streams), "-t", str(seconds), "-i", "0", "--json"],
         seconds + 60,
@@ -93,7 +66,7 @@ def linerate(streams, seconds, port):
 
 
 def iperf3(streams, seconds, port):
-    srv = start_server(["iperf3", "-s", "-p", str(port), "-B", "127.0.0.1"], port)
+    srv = benchlib.start_server(["iperf3", "-s", "-p", str(port), "-B", "127.0.0.1"], port)
     doc, client_kib = run_client(
         ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", str(streams), "-t", str(seconds), "-i", "0", "-J"],
         seconds + 60,

@@ -5,82 +5,45 @@ Prints each run, then the median ratio linerate/iperf3 of receiver throughput an
 per gigabit (client + server process CPU time, user + system, over the gigabits the receiver
 counted). Run it as root on a quiet machine:
 
-    python3 bench/tcp_vs_iperf3.py [--seconds 10] [--rounds 3]
+    python3 bench/tcp_vs_iperf3.py [--seconds 10] [--rounds 3] [--before PATH]
+
+With --before PATH (another linerate binary) every round runs iperf3, this build, then PATH, and
+a last table gives each build's ratio to iperf3 and the after/before ratio of the medians.
 
 It re-runs itself in a session of its own (setsid) with a raised autogroup priority, so that
 other sessions' load does not win the CPU. Installs iperf3 (Debian) and builds linerate
 (release) when they are missing. Sends traffic to 127.0.0.1 only.
 """
-import argparse
-import json
+import functools
 import os
-import re
 import statistics
 import subprocess
 import time
 
 import benchlib
 
-ROOT = benchlib.ROOT
 LINERATE = benchlib.LINERATE
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    # utime and stime are fields 14 and 15 (1-based) of proc(5); after the ")" they are 12 and 13.
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def run_client(cmd, limit):
     before = os.times()
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+    doc = benchlib.run_json(cmd, limit)
     after = os.times()
-    if out.returncode != 0:
-        raise SystemExit(f"{cmd[0]} failed: {out.stderr.strip()}")
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return json.loads(out.stdout), cpu
-
-
-def listening(port):
-    """True when something listens on TCP `port` (from /proc/net/tcp{,6}; state 0A = LISTEN)."""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    local, state = line.split()[1], line.split()[3]
-                    if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-                        return True
-        except OSError:
-            pass
-    return False
-
-
-def start_server(cmd, port):
-    # Servers' stdout is block-buffered into a pipe, so readiness is read off the kernel instead.
-    srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        if listening(port):
-            return srv
-        time.sleep(0.05)
-    srv.kill()
-    raise SystemExit(f"{cmd[0]} server did not start")
+    return doc, cpu
 
 
 def stop_server(srv):
-    cpu = proc_cpu_seconds(srv.pid)
+    cpu = benchlib.proc_cpu_seconds(srv.pid)
     srv.kill()
     srv.wait()
     return cpu
 
 
-def linerate(streams, seconds, port):
-    srv = start_server([LINERATE, "serve", "--bind", "127.0.0.1", "--port", str(port)], port)
+def linerate(binary, streams, seconds, port):
+    srv = benchlib.start_server([binary, "serve", "--bind", "127.0.0.1", "--port", str(port)], port)
     doc, client_cpu = run_client(
-        [LINERATE, "tcp", f"127.0.0.1:{port}", "-P", str(streams), "-t", str(seconds), "-i", "0", "--json"],
+        [binary, "tcp", f"127.0.0.1:{port}", "-P", str(streams), "-t", str(seconds), "-i", "0", "--json"],
         seconds + 30,
     )
     server_cpu = stop_server(srv)
@@ -89,7 +52,7 @@ def linerate(streams, seconds, port):
 
 
 def iperf3(streams, seconds, port):
-    srv = start_server(["iperf3", "-s", "-p", str(port), "-B", "127.0.0.1"], port)
+    srv = benchlib.start_server(["iperf3", "-s", "-p", str(port), "-B", "127.0.0.1"], port)
     doc, client_cpu = run_client(
         ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", str(streams), "-t", str(seconds), "-J"], seconds + 30
     )
@@ -99,25 +62,19 @@ def iperf3(streams, seconds, port):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    benchlib.own_session()
-    benchlib.ensure_tools(["iperf3"], ["iperf3"])
-    benchlib.build_release()
+    args = benchlib.arguments(__doc__, 10)
+    benchlib.prepare(args, ["iperf3"], ["iperf3"])
     version = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"# {version}; linerate {subprocess.run([LINERATE, '--version'], capture_output=True, text=True).stdout.strip()}")
     print(f"# loopback, {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
+    benchlib.print_builds(args)
     print(f"{'round':>5} {'P':>2} {'tool':<9} {'Mbit/s':>10} {'CPU s':>7} {'CPU s/Gbit':>11}")
     results = {}
     port = 5411
     for rnd in range(1, args.rounds + 1):
         for streams in (1, 2):
-            tools = [("linerate", linerate), ("iperf3", iperf3)]
-            if rnd % 2 == 0:
-                tools.reverse()
-            for name, fn in tools:
+            runs = [(name, functools.partial(linerate, binary)) for name, binary in benchlib.binaries(args)]
+            for name, fn in benchlib.round_order(args, rnd, runs[:1] + [("iperf3", iperf3)] + runs[1:]):
                 port += 1
                 bps, nbytes, cpu = fn(streams, args.seconds, port)
                 per_gbit = cpu / (nbytes * 8 / 1e9)
@@ -132,6 +89,9 @@ def main():
         lc, ic = statistics.median(x[1] for x in lr), statistics.median(x[1] for x in ip)
         print(f"{streams:>2} {lt / 1e6:>16.1f} {it / 1e6:>14.1f} {lt / it:>6.3f}   {lc:>19.4f} {ic:>8.4f} {lc / ic:>6.3f}")
     print("# medians; throughput ratio >= 1 and CPU ratio <= 1 favour linerate")
+    if args.before:
+        benchlib.print_before("iperf3", results, [(f"-P {n}", lambda tool, n=n: (n, tool)) for n in (1, 2)],
+                              [("Mbit/s", 0, 1e6), ("CPU s/Gbit", 1, 1)])
 
 
 if __name__ == "__main__":

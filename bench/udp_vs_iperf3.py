@@ -7,14 +7,17 @@ received payload Gbit/s. Both tools send as fast as they can from one stream for
 received = datagrams the receiver counted (linerate summary.datagrams_received, iperf3 packets
 minus lost_packets) over the run's seconds. Run as root on a quiet machine:
 
-    python3 bench/udp_vs_iperf3.py [--seconds 5] [--rounds 3]
+    python3 bench/udp_vs_iperf3.py [--seconds 5] [--rounds 3] [--before PATH]
+
+With --before PATH (another linerate binary) every round runs iperf3, this build, then PATH, and
+a last table gives each build's ratio to iperf3 and the after/before ratio of the medians.
 
 Re-runs itself in a session of its own (setsid) with a raised autogroup priority. Installs
-iperf3 (Debian) when missing; the lab case makes a lab named `ubench` and removes it. Sends
+iperf3 (Debian) when missing; the lab case makes a lab named `ubench` and removes it (each
+tool runs its own server in h2). Sends
 traffic to 127.0.0.1 and inside the lab only.
 """
-import argparse
-import json
+import functools
 import os
 import statistics
 import subprocess
@@ -22,7 +25,6 @@ import time
 
 import benchlib
 
-ROOT = benchlib.ROOT
 LINERATE = benchlib.LINERATE
 LAB = "ubench"
 
@@ -36,60 +38,47 @@ def target(where):
     return "127.0.0.1" if where == "loopback" else "10.211.0.2"
 
 
-def run(cmd, limit):
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
-    if out.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
-    return json.loads(out.stdout)
+def stop(srv):
+    srv.kill()
+    srv.wait()
 
 
-def linerate(where, size, seconds, port):
-    if where == "loopback":
-        srv = subprocess.Popen([LINERATE, "serve", "--bind", "127.0.0.1", "--port", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
-        cmd = [LINERATE, "udp", f"127.0.0.1:{port}"]
-    else:
-        srv = None  # the lab's own agent in h2
-        cmd = [LINERATE, "lab", "exec", "--name", LAB, "h1", "--", LINERATE, "udp", "h2"]
+def linerate(binary, where, size, seconds, port):
+    # In the lab too each build runs its own agent in h2 (not the lab's), so that both ends are
+    # the build measured; the lab's namespaces are private, so that agent asks for no secret.
+    auth = [] if where == "loopback" else ["--no-auth"]
+    srv = benchlib.start_server(ns(where, "h2") + [binary, "serve", "--bind", target(where), "--port", str(port)] + auth,
+                                port)
     try:
-        doc = run(cmd + ["-l", str(size), "-t", str(seconds), "-i", "0", "--json"], seconds + 60)
+        doc = benchlib.run_json(ns(where, "h1") + [binary, "udp", f"{target(where)}:{port}", "-l", str(size),
+                                                   "-t", str(seconds), "-i", "0", "--json"], seconds + 60)
     finally:
-        if srv:
-            srv.kill()
-            srv.wait()
+        stop(srv)
     s = doc["summary"]
     secs = s["received"]["seconds"]
     return s["datagrams_received"] / secs, s["datagrams_received"] * size * 8 / secs
 
 
 def iperf3(where, size, seconds, port):
-    srv = subprocess.Popen(ns(where, "h2") + ["iperf3", "-s", "-1", "-p", str(port)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
+    srv = benchlib.start_server(ns(where, "h2") + ["iperf3", "-s", "-1", "-p", str(port)], port)
     try:
-        doc = run(ns(where, "h1") + ["iperf3", "-c", target(where), "-p", str(port), "-u", "-b", "0",
-                                     "-l", str(size), "-t", str(seconds), "-J"], seconds + 60)
+        doc = benchlib.run_json(ns(where, "h1") + ["iperf3", "-c", target(where), "-p", str(port), "-u", "-b", "0",
+                                                   "-l", str(size), "-t", str(seconds), "-J"], seconds + 60)
     finally:
-        srv.kill()
-        srv.wait()
+        stop(srv)
     e = doc["end"]["sum"]
     got = e["packets"] - e["lost_packets"]
     return got / e["seconds"], got * size * 8 / e["seconds"]
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    benchlib.own_session()
-    benchlib.ensure_tools(["iperf3"], ["iperf3"])
-    benchlib.build_release()
+    args = benchlib.arguments(__doc__, 5)
+    benchlib.prepare(args, ["iperf3"], ["iperf3"])
     subprocess.run([LINERATE, "lab", "down", "--name", LAB], capture_output=True)
     subprocess.run([LINERATE, "lab", "up", "--name", LAB, "--hosts", "2"], check=True, capture_output=True)
     version = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"# {version}; {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
+    benchlib.print_builds(args)
     print(f"{'round':>5} {'where':<9} {'bytes':>5} {'tool':<9} {'rx datagrams/s':>15} {'rx Gbit/s':>10}")
     results = {}
     port = 5460
@@ -97,10 +86,8 @@ def main():
         for rnd in range(1, args.rounds + 1):
             for where in ("loopback", "lab veth"):
                 for size in (64, 1472):
-                    tools = [("linerate", linerate), ("iperf3", iperf3)]
-                    if rnd % 2 == 0:
-                        tools.reverse()
-                    for name, fn in tools:
+                    runs = [(name, functools.partial(linerate, binary)) for name, binary in benchlib.binaries(args)]
+                    for name, fn in benchlib.round_order(args, rnd, runs[:1] + [("iperf3", iperf3)] + runs[1:]):
                         port += 1
                         pps, bps = fn(where, size, args.seconds, port)
                         results.setdefault((where, size, name), []).append((pps, bps))
@@ -117,6 +104,10 @@ def main():
             lb, ib = statistics.median(x[1] for x in lr), statistics.median(x[1] for x in ip)
             print(f"{where:<9} {size:>5} {lp:>17,.0f} {ipp:>12,.0f} {lp / ipp:>6.2f}   {lb / 1e9:>15.3f} {ib / 1e9:>7.3f} {lb / ib:>6.2f}")
     print("# medians of received figures; targets: 64 B datagrams/s >= 3x, 1472 B Gbit/s >= 1.5x iperf3")
+    if args.before:
+        cases = [(f"{where} {size} B", lambda tool, w=where, s=size: (w, s, tool))
+                 for where in ("loopback", "lab veth") for size in (64, 1472)]
+        benchlib.print_before("iperf3", results, cases, [("rx datagrams/s", 0, 1), ("rx Gbit/s", 1, 1e9)])
 
 
 if __name__ == "__main__":

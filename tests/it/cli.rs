@@ -8,13 +8,7 @@ use std::time::{Duration, Instant};
 const LIMIT: Duration = Duration::from_secs(20);
 
 fn fails_with(args: &[&str], needle: &str) {
-    let out = linerate(args, LIMIT);
-    let err = stderr(&out);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err:?}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err:?}");
-    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
-    assert!(err.starts_with("linerate: "), "{err}");
+    crate::util::fails_with(args, needle, LIMIT);
 }
 
 #[test]

@@ -126,10 +126,7 @@ fn issue_13_cooldown_shrinks_the_window_in_every_kind() {
             "{kind}: a 2 s run less 1 s measured {secs} s"
         );
     }
-    let url = format!(
-        "http://{}/bytes/1000",
-        agent.http_addr.as_deref().expect("http address")
-    );
+    let url = agent.http_url("/bytes/1000");
     let v = run(&[
         "http",
         &url,

@@ -30,10 +30,7 @@ fn http_agent() -> Agent {
 #[test]
 fn users_against_linerates_server_are_counted_with_the_server_side() {
     let agent = http_agent();
-    let url = format!(
-        "http://{}/bytes/10000",
-        agent.http_addr.as_deref().expect("http address")
-    );
+    let url = agent.http_url("/bytes/10000");
     for keepalive in [false, true] {
         let mut args = vec![url.as_str(), "--users", "8", "-d", "1s", "--agent", &agent.addr];
         if keepalive {
@@ -263,11 +260,12 @@ fn bad_server(stop: Arc<AtomicBool>) -> (u16, std::thread::JoinHandle<()>) {
     (port, h)
 }
 
-#[test]
-fn a_misbehaving_server_gives_errors_by_class_and_the_run_ends_on_time() {
+/// `linerate http` for `seconds` with 4 users and `timeout` against two URLs: one of
+/// [`bad_server`]'s and one on a port nothing listens on (refused). Returns the document, how
+/// long the run took and the refused URL.
+fn against_bad_and_refused(seconds: &str, timeout: &str) -> (Value, Duration, String) {
     let stop = Arc::new(AtomicBool::new(false));
     let (port, server) = bad_server(Arc::clone(&stop));
-    // Nothing listens on the second URL's port: refused.
     let closed = TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()
@@ -276,20 +274,27 @@ fn a_misbehaving_server_gives_errors_by_class_and_the_run_ends_on_time() {
     let good = format!("http://127.0.0.1:{port}/x");
     let refused = format!("http://127.0.0.1:{closed}/x");
     let t = Instant::now();
-    let v = http_json(&[
+    let args = [
         &good,
         &refused,
         "--users",
         "4",
         "-d",
-        "3s",
+        seconds,
         "--timeout",
-        "500ms",
+        timeout,
         "--no-agent",
-    ]);
+    ];
+    let v = http_json(&args);
     let took = t.elapsed();
     stop.store(true, Ordering::Relaxed);
     let _ = server.join();
+    (v, took, refused)
+}
+
+#[test]
+fn a_misbehaving_server_gives_errors_by_class_and_the_run_ends_on_time() {
+    let (v, took, _) = against_bad_and_refused("3s", "500ms");
     assert!(took < Duration::from_secs(8), "took {took:?} for a 3 s run");
     let e = &v["summary"]["errors"];
     for class in ["refused", "reset", "timeout", "bad_status", "short_body"] {
@@ -304,10 +309,7 @@ fn a_misbehaving_server_gives_errors_by_class_and_the_run_ends_on_time() {
 #[test]
 fn the_ramp_is_in_the_timeline_only() {
     let agent = http_agent();
-    let url = format!(
-        "http://{}/bytes/1000",
-        agent.http_addr.as_deref().expect("http address")
-    );
+    let url = agent.http_url("/bytes/1000");
     let v = http_json(&[
         &url,
         "--users",
@@ -368,25 +370,10 @@ fn bad_http_options_are_one_line_errors() {
 #[test]
 fn a_user_sweep_reports_an_optimum() {
     let agent = http_agent();
-    let url = format!(
-        "http://{}/bytes/2000",
-        agent.http_addr.as_deref().expect("http address")
-    );
-    let out = linerate(
-        &[
-            "http",
-            "--json",
-            &url,
-            "--users",
-            "1,4,16",
-            "-d",
-            "0.5s",
-            "--think",
-            "10ms",
-            "--no-agent",
-        ],
-        LIMIT,
-    );
+    let url = agent.http_url("/bytes/2000");
+    let mut args = vec!["http", "--json", &url];
+    args.extend(USER_SWEEP);
+    let out = linerate(&args, LIMIT);
     let v = json_of(&out);
     assert_eq!(v["test"], "http sweep");
     assert_eq!(v["parameters"][0]["name"], "users");
@@ -416,7 +403,7 @@ fn a_user_sweep_reports_an_optimum() {
 #[test]
 fn open_loop_keeps_its_rate() {
     let agent = http_agent();
-    let url = format!("http://{}/bytes/100", agent.http_addr.as_deref().expect("http address"));
+    let url = agent.http_url("/bytes/100");
     let v = http_json(&[
         &url,
         "--rate",
@@ -511,10 +498,7 @@ fn assert_connections_add_up(v: &Value) {
 #[test]
 fn issue_13_connections_add_up_with_and_without_keepalive() {
     let agent = http_agent();
-    let url = format!(
-        "http://{}/bytes/1000",
-        agent.http_addr.as_deref().expect("http address")
-    );
+    let url = agent.http_url("/bytes/1000");
     for keepalive in [false, true] {
         // A ramp: connections begun in it and established after are not counted as ok.
         let mut args = vec![
@@ -550,28 +534,7 @@ fn issue_13_connections_add_up_with_and_without_keepalive() {
 
 #[test]
 fn issue_13_a_resetting_server_and_a_refusing_one_keep_the_identity() {
-    let stop = Arc::new(AtomicBool::new(false));
-    let (port, server) = bad_server(Arc::clone(&stop));
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let good = format!("http://127.0.0.1:{port}/x");
-    let refused = format!("http://127.0.0.1:{closed}/x");
-    let v = http_json(&[
-        &good,
-        &refused,
-        "--users",
-        "4",
-        "-d",
-        "2s",
-        "--timeout",
-        "300ms",
-        "--no-agent",
-    ]);
-    stop.store(true, Ordering::Relaxed);
-    let _ = server.join();
+    let (v, _, refused) = against_bad_and_refused("2s", "300ms");
     assert_connections_add_up(&v);
     assert!(u(&v, "/summary/errors/refused") > 0);
     assert!(u(&v, "/summary/connections/unsuccessful") >= u(&v, "/summary/errors/refused"));
@@ -620,10 +583,7 @@ fn http_with_open_files(files: u64, args: &[&str]) -> std::process::Output {
 #[test]
 fn issue_13_users_past_the_open_files_limit_are_local_limit_errors() {
     let agent = http_agent();
-    let url = format!(
-        "http://{}/bytes/1000",
-        agent.http_addr.as_deref().expect("http address")
-    );
+    let url = agent.http_url("/bytes/1000");
     let args = ["--users", "2000", "-d", "2s", "--no-agent"];
     let t = Instant::now();
     let mut json = vec!["--json", url.as_str()];
@@ -654,10 +614,7 @@ fn issue_13_users_past_the_open_files_limit_are_local_limit_errors() {
 #[test]
 fn issue_13_http_stops_when_its_agent_dies() {
     let mut agent = http_agent();
-    let url = format!(
-        "http://{}/bytes/1000",
-        agent.http_addr.as_deref().expect("http address")
-    );
+    let url = agent.http_url("/bytes/1000");
     let t = Instant::now();
     let client = linerate_command()
         .args([

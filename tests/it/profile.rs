@@ -259,10 +259,7 @@ fn issue_16_http_asks_its_agent_for_the_profile() {
         "--profile",
         &format!("on.undo=rm {on}"),
     ]);
-    let url = format!(
-        "http://{}/bytes/1000",
-        agent.http_addr.as_deref().expect("http address")
-    );
+    let url = agent.http_url("/bytes/1000");
     let base = ["http", "--json", url.as_str(), "--users", "2", "--ramp", "0", "-t", "1"];
     let mut args = base.to_vec();
     args.extend(["--agent", &agent.addr, "--profile", "on"]);

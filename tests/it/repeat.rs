@@ -300,7 +300,7 @@ fn issue_15_rr_udp_and_http_repeat_too() {
         .sum();
     assert!(close(f(figure(&udp, "datagrams_lost"), "/mean") * 2.0, lost as f64));
 
-    let url = format!("http://{}/bytes/1000", agent.http_addr.as_deref().expect("http"));
+    let url = agent.http_url("/bytes/1000");
     let http = repeated(
         &[
             "http",

@@ -7,12 +7,7 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(30);
 
 fn fails_with(args: &[&str], needle: &str) {
-    let out = linerate(args, LIMIT);
-    let err = stderr(&out);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err:?}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err:?}");
-    assert!(err.starts_with("linerate: "), "{err}");
+    crate::util::fails_with(args, needle, LIMIT);
 }
 
 #[test]
@@ -89,34 +84,8 @@ fn issue_13_a_window_past_rmem_max_is_noted_with_its_grant() {
 fn issue_13_multicast_works_with_the_default_bind() {
     let Some(lab) = Lab::up(2, &[]) else { return };
     let group = "239.7.7.9";
-    let ns = lab.namespace("h2");
-    let _agent = Agent::start_with(
-        &["ip", "netns", "exec", &ns],
-        &["--port", "5401", "--no-auth", "--join", group],
-        &[],
-        &[],
-    );
-    let out = lab.exec(
-        "h1",
-        &[
-            "linerate",
-            "udp",
-            "--json",
-            "--multicast",
-            group,
-            "10.211.0.2:5401",
-            "-n",
-            "2000",
-            "--gap",
-            "50",
-            "-l",
-            "200",
-            // `lab exec` gives the client the lab's secret; this agent runs open (issue 14).
-            "--allow-unauthenticated-agent",
-        ],
-        LIMIT,
-    );
-    let v = json_of(&out);
+    let _agent = lab.joined_agent("h2", &["--port", "5401"], group);
+    let v = lab.multicast_from_h1(group, &["10.211.0.2:5401"], "2000", LIMIT);
     let receivers = v["summary"]["receivers"].as_array().expect("receivers");
     assert_eq!(receivers.len(), 1, "{receivers:?}");
     assert_eq!(receivers[0]["datagrams_received"], 2000, "{}", receivers[0]);

@@ -203,10 +203,7 @@ fn results_show_reproduces_the_runs_text_byte_for_byte() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("results.db");
     let agent = Agent::start(&["--http-port", "0"]);
-    let url = format!(
-        "http://{}/bytes/1000",
-        agent.http_addr.as_deref().expect("http address")
-    );
+    let url = agent.http_url("/bytes/1000");
     for args in [
         &["tcp", &agent.addr, "-t", "1.2", "-i", "0.5"][..],
         &["rr", &agent.addr, "-t", "0.5", "-i", "0"][..],
@@ -618,10 +615,7 @@ fn issue_15_an_http_baseline_is_stored_and_results_show_prints_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("results.db");
     let agent = Agent::start(&["--http-port", "0"]);
-    let url = format!(
-        "http://{}/bytes/1000",
-        agent.http_addr.as_deref().expect("http address")
-    );
+    let url = agent.http_url("/bytes/1000");
     let out = run(
         &db,
         &["http", &url, "--users", "2,4", "-d", "0.5", "-i", "0", "--baseline"],

@@ -169,39 +169,10 @@ fn paced_at_100us_arrives_100us_apart() {
 fn multicast_to_two_lab_hosts_reports_both() {
     let Some(lab) = Lab::up(3, &[]) else { return };
     let group = "239.7.7.7";
-    let joined = |host: &str, addr: &str| {
-        let ns = lab.namespace(host);
-        Agent::start_with(
-            &["ip", "netns", "exec", &ns],
-            &["--bind", addr, "--port", "5400", "--no-auth", "--join", group],
-            &[],
-            &[],
-        )
-    };
+    let joined = |host: &str, addr: &str| lab.joined_agent(host, &["--bind", addr, "--port", "5400"], group);
     let _a2 = joined("h2", "10.211.0.2");
     let _a3 = joined("h3", "10.211.0.3");
-    let out = lab.exec(
-        "h1",
-        &[
-            "linerate",
-            "udp",
-            "--json",
-            "--multicast",
-            group,
-            "10.211.0.2:5400",
-            "10.211.0.3:5400",
-            "-n",
-            "5000",
-            "--gap",
-            "50",
-            "-l",
-            "200",
-            // `lab exec` gives the client the lab's secret; these agents run open (issue 14).
-            "--allow-unauthenticated-agent",
-        ],
-        LIMIT,
-    );
-    let v = json_of(&out);
+    let v = lab.multicast_from_h1(group, &["10.211.0.2:5400", "10.211.0.3:5400"], "5000", LIMIT);
     assert_eq!(u(&v, "/summary/datagrams_sent"), 5000, "one sender for both receivers");
     let receivers = v["summary"]["receivers"].as_array().expect("receivers");
     assert_eq!(receivers.len(), 2, "{receivers:?}");

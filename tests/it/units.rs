@@ -297,10 +297,7 @@ fn issue_13_every_number_in_every_kind_names_its_unit() {
         socket["congestion"].is_string(),
         "a TCP rr stream has its congestion control: {socket}"
     );
-    let url = format!(
-        "http://{}/bytes/1000",
-        agent.http_addr.as_deref().expect("http address")
-    );
+    let url = agent.http_url("/bytes/1000");
     let http = run(&[
         "http",
         "--json",

@@ -67,6 +67,14 @@ impl Agent {
     }
 }
 
+impl Agent {
+    /// `http://HOST:PORT/PATH` on the agent's HTTP server (`path` starts with `/`); the agent
+    /// must have been started with `--http-port`.
+    pub fn http_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.http_addr.as_deref().expect("http address"))
+    }
+}
+
 /// The HOST:PORT in a "listening on" line.
 fn address_in(line: &str) -> String {
     line.split_whitespace()
@@ -198,6 +206,22 @@ pub fn json_with_status(out: &Output, code: i32) -> Value {
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// `linerate ARGS` must fail with one line on stderr, `linerate: ...` naming `needle`, and no
+/// panic.
+pub fn fails_with(args: &[&str], needle: &str, limit: Duration) {
+    let out = linerate(args, limit);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err:?}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err:?}");
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+    assert!(err.starts_with("linerate: "), "{err}");
+}
+
+/// The flags of a small `linerate http` user sweep: 1, 4 and 16 users, 0.5 s each, 10 ms of
+/// think time (so that each user is bounded and more users make more responses), no agent.
+pub const USER_SWEEP: [&str; 7] = ["--users", "1,4,16", "-d", "0.5s", "--think", "10ms", "--no-agent"];
 
 /// A u64 at a JSON pointer.
 pub fn u(v: &Value, ptr: &str) -> u64 {
@@ -450,6 +474,24 @@ impl Lab {
         let v = json_of(&self.exec(from, &cmd, Duration::from_secs(90)));
         check_document(&v);
         v
+    }
+
+    /// `linerate udp --multicast GROUP TO... -n DATAGRAMS --gap 50 -l 200` from h1, its document.
+    pub fn multicast_from_h1(&self, group: &str, to: &[&str], datagrams: &str, limit: Duration) -> Value {
+        let mut cmd = vec!["linerate", "udp", "--json", "--multicast", group];
+        cmd.extend_from_slice(to);
+        cmd.extend(["-n", datagrams, "--gap", "50", "-l", "200"]);
+        // `lab exec` gives the client the lab's secret; the agents joined run open (issue 14).
+        cmd.push("--allow-unauthenticated-agent");
+        json_of(&self.exec("h1", &cmd, limit))
+    }
+
+    /// An agent in `host` on `args` (`--port` and `--bind`) that runs open and joins `group`.
+    pub fn joined_agent(&self, host: &str, args: &[&str], group: &str) -> Agent {
+        let ns = self.namespace(host);
+        let mut all = args.to_vec();
+        all.extend(["--no-auth", "--join", group]);
+        Agent::start_with(&["ip", "netns", "exec", &ns], &all, &[], &[])
     }
 
     pub fn status(&self) -> Value {

@@ -7,6 +7,14 @@ use crate::LabError;
 use crate::cmd::run;
 use crate::state::LabHost;
 
+/// A veth pair: `eth0` in the host namespace `host`, its peer `peer` in namespace `other`.
+fn veth(host: &str, peer: &str, other: &str) -> Result<(), LabError> {
+    run(&[
+        "ip", "link", "add", "eth0", "netns", host, "type", "veth", "peer", "name", peer, "netns", other,
+    ])
+    .map(drop)
+}
+
 /// Joins the hosts' namespaces (already made) as `topology` says. With a switch, `made_switch`
 /// hears its name as soon as it exists, so that a failure later still removes it.
 pub(crate) fn join_hosts(
@@ -17,21 +25,7 @@ pub(crate) fn join_hosts(
     mut made_switch: impl FnMut(&str) -> Result<(), LabError>,
 ) -> Result<(), LabError> {
     if topology == "point-to-point" {
-        run(&[
-            "ip",
-            "link",
-            "add",
-            "eth0",
-            "netns",
-            &hosts[0].namespace,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            &hosts[1].namespace,
-        ])?;
+        veth(&hosts[0].namespace, "eth0", &hosts[1].namespace)?;
     } else {
         let sw = format!("{name}-sw");
         run(&["ip", "netns", "add", &sw])?;
@@ -52,21 +46,7 @@ pub(crate) fn join_hosts(
         }
         for (i, h) in hosts.iter().enumerate() {
             let port = format!("p{}", i + 1);
-            run(&[
-                "ip",
-                "link",
-                "add",
-                "eth0",
-                "netns",
-                &h.namespace,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &port,
-                "netns",
-                &sw,
-            ])?;
+            veth(&h.namespace, &port, &sw)?;
             if let Some(m) = max_mtu {
                 run(&["ip", "-n", &sw, "link", "set", &port, "mtu", &m.to_string()])?;
             }

@@ -146,13 +146,10 @@ pub fn tail(sweep: &Sweep) -> String {
         SweepKind::Http(h) => {
             out += &cut_short(sweep);
             if let Some(o) = &h.summary.optimum {
+                let (rps, mbit) = http_rates(o.responses_per_second, o.bits_per_second_in);
                 out += &format!(
-                    "optimum: {} users ({} responses/s, {} Mbit/s in, mean response time {:.1} us): {}\n",
-                    o.users,
-                    grouped(o.responses_per_second, 1),
-                    grouped(o.bits_per_second_in / 1e6, 1),
-                    o.response_time_mean_us,
-                    o.rule
+                    "optimum: {} users ({rps} responses/s, {mbit} Mbit/s in, mean response time {:.1} us): {}\n",
+                    o.users, o.response_time_mean_us, o.rule
                 );
             }
         }
@@ -162,13 +159,16 @@ pub fn tail(sweep: &Sweep) -> String {
 
 /// The `--baseline` line shown before an HTTP run (and first in an http sweep's [`head`]).
 pub fn baseline_line(baseline: &HttpBaseline) -> String {
+    let (rps, mbit) = http_rates(baseline.responses_per_second, baseline.bits_per_second_in);
     format!(
-        "baseline: {} responses/s, {} Mbit/s in against linerate's own server on this host ({} B objects, {} users)\n",
-        grouped(baseline.responses_per_second, 1),
-        grouped(baseline.bits_per_second_in / 1e6, 1),
-        baseline.object_bytes,
-        baseline.users,
+        "baseline: {rps} responses/s, {mbit} Mbit/s in against linerate's own server on this host ({} B objects, {} users)\n",
+        baseline.object_bytes, baseline.users,
     )
+}
+
+/// Responses per second and Mbit/s in, one decimal each, as every http line of a sweep writes them.
+fn http_rates(responses_per_second: f64, bits_per_second_in: f64) -> (String, String) {
+    (grouped(responses_per_second, 1), grouped(bits_per_second_in / 1e6, 1))
 }
 
 /// A partial sweep says so, and that it derived nothing.
@@ -282,13 +282,10 @@ fn http_row(point: &SweepPoint) -> String {
         .and_then(|r| r.summary.http.clone())
         .unwrap_or_default();
     let rt = h.response_time_us.unwrap_or_default();
+    let (rps, mbit) = http_rates(h.responses_per_second, h.bits_per_second_in);
     format!(
-        "{users:>7} {:>13} {:>12} {:>12.1} {:>12.1} {:>9}\n",
-        grouped(h.responses_per_second, 1),
-        grouped(h.bits_per_second_in / 1e6, 1),
-        rt.mean,
-        rt.p99,
-        h.errors.total
+        "{users:>7} {rps:>13} {mbit:>12} {:>12.1} {:>12.1} {:>9}\n",
+        rt.mean, rt.p99, h.errors.total
     )
 }
 

@@ -239,23 +239,28 @@ mod tests {
         assert!(t.contains("(8948 payload bytes per 9038 on the wire)"), "{t}");
     }
 
-    #[test]
-    fn a_line_names_cpu_interrupts_and_interfaces() {
-        let s = HostInterval {
+    /// One second of host usage in which only `interface` was counted.
+    fn one_second(interface: InterfaceUsage) -> HostInterval {
+        HostInterval {
             start_ns: 0,
             end_ns: 1_000_000_000,
             usage: HostUsage {
                 seconds: 1.0,
-                interfaces: vec![InterfaceUsage {
-                    name: "eth0".into(),
-                    rx_bytes: 125_000_000,
-                    rx_bits_per_second: 1e9,
-                    rx_packets_per_second: 83_000.0,
-                    ..Default::default()
-                }],
+                interfaces: vec![interface],
                 ..Default::default()
             },
-        };
+        }
+    }
+
+    #[test]
+    fn a_line_names_cpu_interrupts_and_interfaces() {
+        let s = one_second(InterfaceUsage {
+            name: "eth0".into(),
+            rx_bytes: 125_000_000,
+            rx_bits_per_second: 1e9,
+            rx_packets_per_second: 83_000.0,
+            ..Default::default()
+        });
         let l = usage_line(&s, &[]);
         assert!(l.contains("eth0 rx 1,000.0 Mbit/s 83,000 pkt/s"), "{l}");
         assert!(l.contains("cpu n/a"));
@@ -263,19 +268,11 @@ mod tests {
 
     #[test]
     fn issue_13_a_named_idle_interface_is_shown_and_only_the_named_ones() {
-        let s = HostInterval {
-            start_ns: 0,
-            end_ns: 1_000_000_000,
-            usage: HostUsage {
-                seconds: 1.0,
-                interfaces: vec![InterfaceUsage {
-                    name: "lo".into(),
-                    rx_bytes: 1000,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            },
-        };
+        let s = one_second(InterfaceUsage {
+            name: "lo".into(),
+            rx_bytes: 1000,
+            ..Default::default()
+        });
         let l = usage_line(&s, &["eth0".into()]);
         assert!(l.contains("eth0 rx 0.0 Mbit/s 0 pkt/s tx 0.0 Mbit/s 0 pkt/s"), "{l}");
         assert!(!l.contains(" lo "), "{l}");

@@ -19,6 +19,21 @@ fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |p| format!("{p:.2}%"))
 }
 
+/// A side's CPU split, `usr/sys/irq/softirq` percent with `decimals` places, or n/a.
+pub(crate) fn cpu_split(s: &SideSummary, decimals: usize) -> String {
+    s.cpu.split.map_or("n/a".into(), |c| {
+        let d = decimals;
+        format!("{:.d$}/{:.d$}/{:.d$}/{:.d$}", c.user, c.system, c.irq, c.softirq)
+    })
+}
+
+/// A side's interrupts per second over all CPUs, or n/a.
+pub(crate) fn interrupts(s: &SideSummary) -> String {
+    s.interrupts_per_second
+        .as_ref()
+        .map_or("n/a".into(), |i| grouped(i.total, 0))
+}
+
 /// Whether the client and an agent ran on one host (the same boot id): the loopback case, where
 /// both sides' host counters are the same machine's.
 fn shares_client_host(r: &TestResult) -> bool {
@@ -63,16 +78,8 @@ fn side_block(
     row("Average CPU utilisation, linerate", &|s| {
         pct(s.cpu.process_percent_of_host)
     });
-    row("  of which usr/sys/irq/softirq (%)", &|s| {
-        s.cpu.split.map_or("n/a".into(), |c| {
-            format!("{:.0}/{:.0}/{:.0}/{:.0}", c.user, c.system, c.irq, c.softirq)
-        })
-    });
-    row("Interrupts (per second, all CPUs)", &|s| {
-        s.interrupts_per_second
-            .as_ref()
-            .map_or("n/a".into(), |i| grouped(i.total, 0))
-    });
+    row("  of which usr/sys/irq/softirq (%)", &|s| cpu_split(s, 0));
+    row("Interrupts (per second, all CPUs)", &interrupts);
     let kind = if sending { "NET_TX" } else { "NET_RX" };
     row(&format!("{kind} softirqs (per second)"), &|s| {
         s.softirqs_per_second

@@ -2,17 +2,15 @@
 //! must carry, checked on the figure model and in the SVG and the page.
 
 mod common;
-use common::result;
+use common::{fit, ran, result, rr_only};
 
 use linerate_core::document::Document;
 use linerate_core::result::{
-    Fit, HttpSummary, LatencyFigures, LossRange, Optimum, RrSummary, SequenceProfile, StreamLoss, StreamProfile,
-    Summary, TestResult, UdpSummary,
+    HttpSummary, LatencyFigures, LossRange, RrSummary, SequenceProfile, StreamLoss, StreamProfile, Summary, TestResult,
+    UdpSummary,
 };
-use linerate_core::spec::{RrProto, RrSpec, TestSpec, UdpSpec};
-use linerate_core::sweep::{
-    At, HttpSweep, HttpSweepSummary, RrSweep, RrSweepSummary, RrVaries, Sweep, SweepKind, SweepPoint,
-};
+use linerate_core::spec::{RrSpec, TestSpec, UdpSpec};
+use linerate_core::sweep::{At, HttpSweep, HttpSweepSummary, RrVaries, Sweep, SweepKind};
 use linerate_report::figures::{Subject, figures};
 use linerate_report::html;
 use linerate_report::plot::{Figure, Mark, Scale, Style};
@@ -24,47 +22,25 @@ fn find<'a>(figs: &'a [Figure], id: &str) -> &'a Figure {
 }
 
 fn rr_sweep() -> Sweep {
-    let mut s = Sweep::new(
-        SweepKind::Rr(RrSweep {
-            proto: RrProto::Udp,
-            sweep: RrVaries::Request,
-            interface: Some("eth0".into()),
-            mtu_bytes: Some(1500),
-            summary: RrSweepSummary {
-                fit: Some(Fit {
-                    slope_us_per_byte: 0.002,
-                    intercept_us: 20.0,
-                    r2: 0.99,
-                    points: 3,
-                }),
-                fit_of: "p50".into(),
-                expected_slope_us_per_byte: Some(0.0008),
-                expected_from: Some("--expect".into()),
-                expected_stages_bits_per_second: vec![10e9],
-            },
-        }),
-        Vec::new(),
-    );
+    let mut s = common::rr_sweep(RrVaries::Request, "eth0", fit(0.002, 20.0, 0.99, 3), 0.0008, Vec::new());
     for (size, p50) in [(64u32, 20.1), (1000, 22.0), (8000, 36.1)] {
         let mut spec = RrSpec::new();
         spec.request_bytes = size;
-        let summary = Summary {
-            rr: Some(RrSummary {
-                latency_us: Some(LatencyFigures {
-                    p50,
-                    ..LatencyFigures::default()
-                }),
-                ..RrSummary::default()
+        let summary = rr_only(RrSummary {
+            latency_us: Some(LatencyFigures {
+                p50,
+                ..LatencyFigures::default()
             }),
-            ..Summary::default()
-        };
-        s.points.push(SweepPoint::ran(
+            ..RrSummary::default()
+        });
+        s.points.push(ran(
             At::Rr {
                 request_bytes: size,
                 response_bytes: 1,
             },
-            String::new(),
-            result(TestSpec::Rr(spec), summary),
+            "",
+            TestSpec::Rr(spec),
+            summary,
         ));
     }
     s
@@ -102,13 +78,7 @@ fn an_http_sweep_marks_its_optimum() {
         SweepKind::Http(HttpSweep {
             baseline: None,
             summary: HttpSweepSummary {
-                optimum: Some(Optimum {
-                    users: 64,
-                    responses_per_second: 9600.0,
-                    bits_per_second_in: 80.5e6,
-                    response_time_mean_us: 6600.0,
-                    rule: "the fewest users reaching 95 %".into(),
-                }),
+                optimum: common::optimum_at_64("the fewest users reaching 95 %"),
             },
         }),
         Vec::new(),
@@ -127,11 +97,8 @@ fn an_http_sweep_marks_its_optimum() {
             }),
             ..Summary::default()
         };
-        s.points.push(SweepPoint::ran(
-            At::Http { users },
-            String::new(),
-            result(TestSpec::Udp(UdpSpec::new()), summary),
-        ));
+        s.points
+            .push(ran(At::Http { users }, "", TestSpec::Udp(UdpSpec::new()), summary));
     }
     let figs = figures(&Subject::Document(Document::Sweep(Box::new(s))));
     let f = find(&figs, "fig-http-sweep");

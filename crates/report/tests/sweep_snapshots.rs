@@ -3,17 +3,15 @@
 //! rewrites them; review the diff like code.
 
 mod common;
-use common::{check, result};
+use common::{check, failed, fit, ran, rr_only, rr_sweep};
 
+use linerate_core::result::HttpSummary;
 use linerate_core::result::Summary;
 use linerate_core::result::UdpSummary;
-use linerate_core::result::{Fit, LatencyFigures, RrSummary};
-use linerate_core::result::{HttpSummary, Optimum};
+use linerate_core::result::{LatencyFigures, RrSummary};
 use linerate_core::spec::{HttpSpec, RrProto, RrSpec, TestSpec, UdpSpec};
 use linerate_core::sweep::http::HttpBaseline;
-use linerate_core::sweep::{
-    At, HttpSweep, HttpSweepSummary, Parameter, RrSweep, RrSweepSummary, RrVaries, Sweep, SweepKind, SweepPoint,
-};
+use linerate_core::sweep::{At, HttpSweep, HttpSweepSummary, Parameter, RrVaries, Sweep, SweepKind};
 use linerate_report::sweep;
 
 fn parameter(name: &str, unit: &str, values: &[f64]) -> Parameter {
@@ -69,25 +67,25 @@ fn udp_sweep(partial: bool) -> Sweep {
             ..Summary::default()
         };
         summary.received.bits_per_second = bits;
-        s.points.push(SweepPoint::ran(
+        s.points.push(ran(
             At::Udp {
                 payload_bytes: size,
                 gap_us,
             },
-            String::new(),
-            result(TestSpec::Udp(spec), summary),
+            "",
+            TestSpec::Udp(spec),
+            summary,
         ));
     }
     if !partial {
-        s.points.push(SweepPoint {
-            at: At::Udp {
+        s.points.push(failed(
+            At::Udp {
                 payload_bytes: 1472,
                 gap_us: 12.5,
             },
-            note: String::new(),
-            result: None,
-            error: Some("no answer".into()),
-        });
+            "",
+            "no answer",
+        ));
     }
     s.partial = partial;
     s
@@ -105,25 +103,11 @@ fn a_partial_udp_sweep_ends_its_last_row_and_says_it_was_cut_short() {
 
 #[test]
 fn an_rr_sweep_shows_latency_against_size_and_the_fit() {
-    let mut s = Sweep::new(
-        SweepKind::Rr(RrSweep {
-            proto: RrProto::Udp,
-            sweep: RrVaries::Both,
-            interface: Some("eth1".into()),
-            mtu_bytes: Some(1500),
-            summary: RrSweepSummary {
-                fit: Some(Fit {
-                    slope_us_per_byte: 0.0017,
-                    intercept_us: 30.25,
-                    r2: 0.9987,
-                    points: 2,
-                }),
-                fit_of: "p50".into(),
-                expected_slope_us_per_byte: Some(0.0016),
-                expected_from: Some("--expect".into()),
-                expected_stages_bits_per_second: vec![10e9],
-            },
-        }),
+    let mut s = rr_sweep(
+        RrVaries::Both,
+        "eth1",
+        fit(0.0017, 30.25, 0.9987, 2),
+        0.0016,
         vec![parameter("request_bytes", "bytes", &[64.0, 9000.0, 60000.0])],
     );
     for (size, p50, note) in [(64, 30.36, ""), (9000, 45.55, "over MTU 1500: 7 IP fragments")] {
@@ -131,39 +115,36 @@ fn an_rr_sweep_shows_latency_against_size_and_the_fit() {
         spec.proto = RrProto::Udp;
         spec.request_bytes = size;
         spec.response_bytes = size;
-        let summary = Summary {
-            rr: Some(RrSummary {
-                transactions_per_second: 1e6 / p50,
-                lost: u64::from(size / 3000),
-                latency_us: Some(LatencyFigures {
-                    min: p50 - 2.0,
-                    mean: p50 + 1.5,
-                    p50,
-                    p99: p50 * 2.0,
-                    ..LatencyFigures::default()
-                }),
-                ..RrSummary::default()
+        let summary = rr_only(RrSummary {
+            transactions_per_second: 1e6 / p50,
+            lost: u64::from(size / 3000),
+            latency_us: Some(LatencyFigures {
+                min: p50 - 2.0,
+                mean: p50 + 1.5,
+                p50,
+                p99: p50 * 2.0,
+                ..LatencyFigures::default()
             }),
-            ..Summary::default()
-        };
-        s.points.push(SweepPoint::ran(
+            ..RrSummary::default()
+        });
+        s.points.push(ran(
             At::Rr {
                 request_bytes: size,
                 response_bytes: size,
             },
-            note.into(),
-            result(TestSpec::Rr(spec), summary),
+            note,
+            TestSpec::Rr(spec),
+            summary,
         ));
     }
-    s.points.push(SweepPoint {
-        at: At::Rr {
+    s.points.push(failed(
+        At::Rr {
             request_bytes: 60000,
             response_bytes: 60000,
         },
-        note: "over MTU 1500: 42 IP fragments; failed: message too long".into(),
-        result: None,
-        error: Some("message too long".into()),
-    });
+        "over MTU 1500: 42 IP fragments; failed: message too long",
+        "message too long",
+    ));
     check("sweep_rr.txt", &shown_as_it_runs(&s));
 }
 
@@ -178,13 +159,9 @@ fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
                 users: 16,
             }),
             summary: HttpSweepSummary {
-                optimum: Some(Optimum {
-                    users: 64,
-                    responses_per_second: 9600.0,
-                    bits_per_second_in: 80.5e6,
-                    response_time_mean_us: 6600.0,
-                    rule: "the fewest users reaching 95 % of the sweep's most responses per second (9800.0)".into(),
-                }),
+                optimum: common::optimum_at_64(
+                    "the fewest users reaching 95 % of the sweep's most responses per second (9800.0)",
+                ),
             },
         }),
         vec![parameter("users", "users", &[16.0, 64.0, 256.0])],
@@ -224,11 +201,8 @@ fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
             http: Some(http),
             ..Summary::default()
         };
-        s.points.push(SweepPoint::ran(
-            At::Http { users },
-            String::new(),
-            result(TestSpec::Http(spec), summary),
-        ));
+        s.points
+            .push(ran(At::Http { users }, "", TestSpec::Http(spec), summary));
     }
     check("sweep_http.txt", &shown_as_it_runs(&s));
     // The JSON is the document itself.
@@ -275,19 +249,15 @@ fn tcp_size_sweep_table_with_a_mix() {
                 transfers_per_second: Some(bits / 8.0 / size as f64),
             });
         }
-        s.points.push(SweepPoint::ran(
-            At::Tcp { buffer_bytes: size },
-            String::new(),
-            result(TestSpec::Tcp(spec), summary),
-        ));
+        s.points
+            .push(ran(At::Tcp { buffer_bytes: size }, "", TestSpec::Tcp(spec), summary));
     }
-    s.points.push(SweepPoint {
-        at: At::Tcp {
+    s.points.push(failed(
+        At::Tcp {
             buffer_bytes: 1_048_576,
         },
-        note: "failed: no answer".into(),
-        result: None,
-        error: Some("no answer".into()),
-    });
+        "failed: no answer",
+        "no answer",
+    ));
     check("sweep_tcp.txt", &shown_as_it_runs(&s));
 }

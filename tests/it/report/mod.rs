@@ -345,17 +345,7 @@ fn an_http_sweep_report_opens_with_its_optimum() {
     let Some(r) = round(Case {
         name: "http-sweep",
         agent: &["--http-port", "0"],
-        args: &[
-            "http",
-            "http://{http}/bytes/2000",
-            "--users",
-            "1,4,16",
-            "-d",
-            "0.5s",
-            "--think",
-            "10ms",
-            "--no-agent",
-        ],
+        args: &[&["http", "http://{http}/bytes/2000"][..], &USER_SWEEP].concat(),
         figures: &["fig-http-sweep", "fig-http-sweep-response-time"],
     }) else {
         return;

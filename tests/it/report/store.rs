@@ -35,6 +35,31 @@ fn campaign(dir: &Path, agent: &str, db: &str) -> String {
         .to_string()
 }
 
+/// An agent on loopback and the path of a database `r.db` in a new temporary directory.
+fn setup() -> (Agent, tempfile::TempDir, String) {
+    let agent = Agent::start(&[]);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let db = dir.path().join("r.db").to_str().expect("path").to_string();
+    (agent, dir, db)
+}
+
+/// `linerate report SOURCE -o DIR/FILE --db DB`, the page opened in headless Chromium with
+/// `figures` drawn: the page's path, what report printed that it wrote, the DOM the browser
+/// built and the page's text.
+fn open_page(
+    dir: &Path,
+    db: &str,
+    source: &str,
+    file: &str,
+    figures: &[&str],
+) -> (PathBuf, Vec<PathBuf>, String, String) {
+    let html = dir.join(file);
+    let written = report(&[source, "-o", html.to_str().expect("path")], db);
+    let dom = check_in_browser(dir, &html, figures);
+    let page = std::fs::read_to_string(&html).expect("read the page");
+    (html, written, dom, page)
+}
+
 /// `linerate report ARGS --db DB`: requires success and that it printed what it wrote.
 fn report(args: &[&str], db: &str) -> Vec<PathBuf> {
     let mut full = vec!["report"];
@@ -117,16 +142,11 @@ fn a_campaign_report_opens_with_a_line_per_variant_and_error_bars() {
     if !can_run(&[CHROMIUM]) {
         return;
     }
-    let agent = Agent::start(&[]);
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let db = dir.path().join("r.db");
-    let db = db.to_str().expect("path");
+    let (agent, dir, db) = setup();
+    let db = db.as_str();
     let id = campaign(dir.path(), &agent.addr, db);
-    let html = dir.path().join("campaign.html");
-    let written = report(&[&id, "-o", html.to_str().expect("path")], db);
+    let (html, written, dom, page) = open_page(dir.path(), db, &id, "campaign.html", &[PRIMARY, EFFICIENCY]);
     assert_eq!(written, std::slice::from_ref(&html));
-    let dom = check_in_browser(dir.path(), &html, &[PRIMARY, EFFICIENCY]);
-    let page = std::fs::read_to_string(&html).expect("read the page");
     // The test's table as `plan show` prints it: lengths down, variants across, each cell the
     // stored mean ± half its 95 % interval and the record's id.
     let table = table_cells(&dom, "tab-campaign-writes");
@@ -176,10 +196,8 @@ fn a_campaign_report_opens_with_a_line_per_variant_and_error_bars() {
 
 #[test]
 fn a_campaign_figures_csv_and_plan_show_hold_the_stored_means_and_intervals() {
-    let agent = Agent::start(&[]);
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let db = dir.path().join("r.db");
-    let db = db.to_str().expect("path");
+    let (agent, dir, db) = setup();
+    let db = db.as_str();
     let id = campaign(dir.path(), &agent.addr, db);
     let csv = dir.path().join("csv");
     report(&[&id, "--csv", csv.to_str().expect("path")], db);
@@ -257,16 +275,11 @@ fn a_comparison_of_two_repeated_runs_opens_with_its_bars_and_verdicts() {
     if !can_run(&[CHROMIUM]) {
         return;
     }
-    let agent = Agent::start(&[]);
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let db = dir.path().join("r.db");
-    let db = db.to_str().expect("path");
+    let (agent, dir, db) = setup();
+    let db = db.as_str();
     let (a, b) = two_repeated_runs(&agent.addr, db);
-    let html = dir.path().join("ab.html");
-    report(&[&format!("{a}..{b}"), "-o", html.to_str().expect("path")], db);
     let bars = "fig-compare-received-mbit-per-second";
-    let dom = check_in_browser(dir.path(), &html, &[bars]);
-    let page = std::fs::read_to_string(&html).expect("read the page");
+    let (_, _, dom, page) = open_page(dir.path(), db, &format!("{a}..{b}"), "ab.html", &[bars]);
     for table in ["id=\"tab-verdicts\"", "id=\"tab-config-diff\""] {
         assert!(page.contains(table), "{table}");
     }
@@ -341,10 +354,8 @@ fn a_stored_repeated_run_opens_with_its_runs_and_its_last_runs_figures() {
     if !can_run(&[CHROMIUM]) {
         return;
     }
-    let agent = Agent::start(&[]);
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let db = dir.path().join("r.db");
-    let db = db.to_str().expect("path");
+    let (agent, dir, db) = setup();
+    let db = db.as_str();
     let out = linerate(
         &[
             "tcp",
@@ -366,10 +377,8 @@ fn a_stored_repeated_run_opens_with_its_runs_and_its_last_runs_figures() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let id = stored(db, &[])[0]["id"].to_string();
-    let html = dir.path().join("stored.html");
-    report(&[&id, "-o", html.to_str().expect("path")], db);
-    check_in_browser(dir.path(), &html, &with_every_run(&["fig-repeat-runs", "fig-timeline"]));
-    let page = std::fs::read_to_string(&html).expect("read the page");
+    let figures = with_every_run(&["fig-repeat-runs", "fig-timeline"]);
+    let (_, _, _, page) = open_page(dir.path(), db, &id, "stored.html", &figures);
     assert!(page.contains("id=\"tab-repeat\""));
     // A stored source says how it was made: its command line and labels.
     assert!(page.contains("id=\"tab-stored\""), "the stored record's table");

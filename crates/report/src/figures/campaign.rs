@@ -385,24 +385,9 @@ fn test_figures(test: &str, points: &[&CampaignPoint]) -> Vec<Figure> {
     out
 }
 
-/// The figure's numbers in words, for its text alternative.
+/// The figure's numbers in words, for its text alternative: each value at its x.
 fn values_text(fig: &Figure) -> String {
-    fig.series
-        .iter()
-        .filter(|s| !s.points.is_empty())
-        .map(|s| {
-            format!(
-                "{}: {}",
-                s.name,
-                s.points
-                    .iter()
-                    .map(|p| format!("{} at {}", crate::repeat::num(p.y), p.x))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
+    fig.values_in_words(|p| format!("{} at {}", crate::repeat::num(p.y), p.x))
 }
 
 #[cfg(test)]

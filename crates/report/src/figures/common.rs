@@ -162,8 +162,9 @@ fn ends(r: &TestResult) -> Vec<(String, &SideSummary)> {
     out
 }
 
-/// Grouped bars: one group per CPU, one bar per end.
-fn grouped(id: &str, title: &str, y: Axis, rows: Vec<(String, BTreeMap<u32, f64>)>) -> Option<Figure> {
+/// Grouped bars: one group per CPU, one bar per end; described as `what`, then each end's values
+/// in category order.
+fn grouped(id: &str, title: &str, y: Axis, rows: Vec<(String, BTreeMap<u32, f64>)>, what: &str) -> Option<Figure> {
     let cpus: std::collections::BTreeSet<u32> = rows.iter().flat_map(|(_, m)| m.keys().copied()).collect();
     if cpus.is_empty() {
         return None;
@@ -183,6 +184,9 @@ fn grouped(id: &str, title: &str, y: Axis, rows: Vec<(String, BTreeMap<u32, f64>
             .collect();
         fig.series.push(Series::new(&name, Style::Bars, points));
     }
+    // "send side: 12.0, 80.5; receive side: ..." in category order.
+    let values = fig.values_in_words(|p| format!("{:.1}", p.y));
+    fig.description = format!("{what}, per end: {values}.");
     Some(fig)
 }
 
@@ -215,41 +219,19 @@ pub fn per_cpu(r: &TestResult) -> Vec<Figure> {
         })
         .collect();
     let mut out = Vec::new();
-    if let Some(mut f) = grouped(
+    out.extend(grouped(
         "fig-cpu-per-cpu",
         "CPU busy per CPU over the window",
         Axis::linear("busy", "%").with_min(0.0),
         busy,
-    ) {
-        f.description = format!(
-            "Each CPU's busy share over the measurement window, percent of that CPU, per end: {}.",
-            describe_bars(&f)
-        );
-        out.push(f);
-    }
-    if let Some(mut f) = grouped(
+        "Each CPU's busy share over the measurement window, percent of that CPU",
+    ));
+    out.extend(grouped(
         "fig-irq-per-cpu",
         "Interrupts per CPU over the window",
         Axis::linear("interrupts", "1/s"),
         irq,
-    ) {
-        f.description = format!(
-            "Interrupts per second taken by each CPU over the measurement window (/proc/interrupts), per end: {}.",
-            describe_bars(&f)
-        );
-        out.push(f);
-    }
+        "Interrupts per second taken by each CPU over the measurement window (/proc/interrupts)",
+    ));
     out
-}
-
-/// "send side: 12.0, 80.5; receive side: ..." in category order.
-fn describe_bars(f: &Figure) -> String {
-    f.series
-        .iter()
-        .map(|s| {
-            let values: Vec<String> = s.points.iter().map(|p| format!("{:.1}", p.y)).collect();
-            format!("{}: {}", s.name, values.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }

@@ -3,26 +3,14 @@
 //! opens from file:// and prints. In: sections of tables and [`Figure`]s (`tables` builds them
 //! from a document); out: the page's text. The binary writes it.
 
+mod block;
 mod sets;
 mod tables;
 
 use crate::figures::{Subject, figures};
 use crate::plot::{Figure, escape, svg};
-pub use tables::Table;
-
-/// One block of a section, in reading order.
-// A handful per page, built once: the size difference costs nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq)]
-pub enum Block {
-    Table(Table),
-    Figure(Figure),
-    /// Preformatted text (the text report), folded away under its summary line.
-    Text {
-        summary: String,
-        text: String,
-    },
-}
+pub use block::{Block, Table};
+use linerate_core::document::Document;
 
 /// What the page shows of one source.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,10 +31,38 @@ impl Section {
     }
 }
 
+/// The tables of a section, with the text report last.
+fn blocks(subject: &Subject) -> Vec<Block> {
+    match subject {
+        Subject::Document(Document::Run(r)) => {
+            let mut out = vec![
+                Block::Table(tables::test_table(r)),
+                Block::Table(tables::sides_table(r)),
+            ];
+            out.extend(tables::config_table(r).map(Block::Table));
+            out.push(Block::Text {
+                summary: "Text report".to_string(),
+                text: crate::text::render(r),
+            });
+            out
+        }
+        Subject::Document(Document::Sweep(s)) => vec![
+            Block::Table(tables::points_table(s)),
+            Block::Text {
+                summary: "Text report".to_string(),
+                text: crate::sweep::text(s),
+            },
+        ],
+        Subject::Document(Document::Repeated(rep)) => sets::repeated(rep),
+        Subject::Document(Document::Comparison(c)) => sets::comparison(c),
+        Subject::Campaign(c) => sets::campaign(c),
+    }
+}
+
 /// The section for `subject`, the `n`-th (from 1) of `of` sources named `name`. With several
 /// sources, figure ids are prefixed `sN-` so they stay unique in the page.
 pub fn section(subject: &Subject, name: &str, n: usize, of: usize) -> Section {
-    let mut blocks = tables::blocks(subject);
+    let mut blocks = blocks(subject);
     let mut figs = figures(subject);
     if of > 1 {
         for f in &mut figs {
@@ -96,20 +112,14 @@ pub fn page(title: &str, sections: &[Section]) -> String {
     if sections.len() > 1 {
         o.push_str("<nav><ul>");
         for s in sections {
-            o.push_str(&format!(
-                "<li><a href=\"#{}\">{}</a></li>",
-                escape(&s.id),
-                escape(&s.heading)
-            ));
+            let (id, heading) = (escape(&s.id), escape(&s.heading));
+            o.push_str(&format!("<li><a href=\"#{id}\">{heading}</a></li>"));
         }
         o.push_str("</ul></nav>\n");
     }
     for s in sections {
-        o.push_str(&format!(
-            "<section id=\"{}\"><h2>{}</h2>\n",
-            escape(&s.id),
-            escape(&s.heading)
-        ));
+        let (id, heading) = (escape(&s.id), escape(&s.heading));
+        o.push_str(&format!("<section id=\"{id}\"><h2>{heading}</h2>\n"));
         for b in &s.blocks {
             match b {
                 Block::Table(t) => o.push_str(&t.html()),

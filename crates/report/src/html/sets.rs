@@ -4,8 +4,8 @@
 //! comparison (`tab-verdicts`, each figure's change and verdict; `tab-config-diff`, what
 //! differs between the two sides' configurations).
 
-use super::Block;
-use super::tables::{Table, config_table, sides_table, test_table};
+use super::block::{Block, Table};
+use super::tables::{config_table, sides_table, test_table};
 use crate::figures::campaign::slug;
 use crate::figures::sets::{ordered, point_name};
 use crate::figures::{Campaign, last_complete};

@@ -1,81 +1,11 @@
-//! The tables of a report section: the test and its options, both ends' configuration (the
-//! seeds' "System configuration"), the SEND SIDE / RECEIVE SIDE figures, a sweep's points;
-//! and the text report, folded, for everything else.
+//! The tables of one run or sweep: the test and its options, both ends' configuration (the
+//! seeds' "System configuration"), the SEND SIDE / RECEIVE SIDE figures, a sweep's points.
+//! The documents made of several runs build on them in `sets`.
 
-use super::Block;
-use crate::figures::Subject;
-use crate::plot::escape;
-use crate::text::grouped;
-use linerate_core::document::Document;
+use super::block::Table;
+use crate::text::{cpu_split, grouped, interrupts};
 use linerate_core::result::{Outcome, SideSummary, TestResult};
 use linerate_core::sweep::{At, Sweep};
-
-/// A table: a caption, a header row, rows of cells (text, escaped when written).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Table {
-    /// Element id: `tab-options`.
-    pub id: String,
-    pub caption: String,
-    pub head: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    pub fn html(&self) -> String {
-        let mut o = format!(
-            "<table id=\"{}\"><caption>{}</caption><thead><tr>",
-            escape(&self.id),
-            escape(&self.caption)
-        );
-        for h in &self.head {
-            o.push_str(&format!("<th scope=\"col\">{}</th>", escape(h)));
-        }
-        o.push_str("</tr></thead><tbody>");
-        for r in &self.rows {
-            o.push_str("<tr>");
-            for (i, c) in r.iter().enumerate() {
-                if i == 0 {
-                    o.push_str(&format!("<th scope=\"row\">{}</th>", escape(c)));
-                } else {
-                    let numeric = c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-');
-                    o.push_str(&format!(
-                        "<td{}>{}</td>",
-                        if numeric { " class=\"n\"" } else { "" },
-                        escape(c)
-                    ));
-                }
-            }
-            o.push_str("</tr>");
-        }
-        o.push_str("</tbody></table>\n");
-        o
-    }
-}
-
-/// The tables of a section, with the text report last.
-pub fn blocks(subject: &Subject) -> Vec<Block> {
-    match subject {
-        Subject::Document(Document::Run(r)) => {
-            let mut out = vec![Block::Table(test_table(r)), Block::Table(sides_table(r))];
-            out.extend(config_table(r).map(Block::Table));
-            out.push(Block::Text {
-                summary: "Text report".to_string(),
-                text: crate::text::render(r),
-            });
-            out
-        }
-        Subject::Document(Document::Sweep(s)) => vec![
-            Block::Table(points_table(s)),
-            Block::Text {
-                summary: "Text report".to_string(),
-                text: crate::sweep::text(s),
-            },
-        ],
-        Subject::Document(Document::Repeated(rep)) => super::sets::repeated(rep),
-        Subject::Document(Document::Comparison(c)) => super::sets::comparison(c),
-        Subject::Campaign(c) => super::sets::campaign(c),
-    }
-}
 
 /// `2025-11-25 01:28:05 UTC`.
 pub fn utc(unix_ms: u64) -> String {
@@ -169,16 +99,8 @@ pub(super) fn sides_table(r: &TestResult) -> Table {
         row("operations (writes, reads or transactions)", &|s| s.ops.to_string()),
         row("CPU busy, host (%)", &|s| pct(s.cpu.host_percent)),
         row("CPU, linerate (% of the host)", &|s| pct(s.cpu.process_percent_of_host)),
-        row("CPU usr/sys/irq/softirq (%)", &|s| {
-            s.cpu.split.map_or("n/a".into(), |c| {
-                format!("{:.1}/{:.1}/{:.1}/{:.1}", c.user, c.system, c.irq, c.softirq)
-            })
-        }),
-        row("interrupts (1/s, all CPUs)", &|s| {
-            s.interrupts_per_second
-                .as_ref()
-                .map_or("n/a".into(), |i| grouped(i.total, 0))
-        }),
+        row("CPU usr/sys/irq/softirq (%)", &|s| cpu_split(s, 1)),
+        row("interrupts (1/s, all CPUs)", &interrupts),
         row("throughput per busy core (Gbit/s)", &|s| {
             s.efficiency.map_or("n/a".into(), |e| format!("{:.3}", e.gbit_per_core))
         }),
@@ -302,7 +224,7 @@ pub(super) fn config_table(r: &TestResult) -> Option<Table> {
 }
 
 /// `tab-points`: a sweep's points, where each lies and its headline figures.
-fn points_table(s: &Sweep) -> Table {
+pub(super) fn points_table(s: &Sweep) -> Table {
     let mut rows = Vec::new();
     for p in &s.points {
         let at = match p.at {
@@ -370,19 +292,5 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(utc(1_764_034_085_000), "2025-11-25 01:28:05 UTC");
         assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
-    }
-
-    #[test]
-    fn cells_are_escaped() {
-        let t = Table {
-            id: "tab-x".into(),
-            caption: "<c>".into(),
-            head: vec!["".into(), "a&b".into()],
-            rows: vec![vec!["<r>".into(), "1 < 2".into()]],
-        };
-        let h = t.html();
-        assert!(h.contains("<caption>&lt;c&gt;</caption>"));
-        assert!(h.contains("a&amp;b"));
-        assert!(h.contains("<td class=\"n\">1 &lt; 2</td>"));
     }
 }

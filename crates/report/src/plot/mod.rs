@@ -218,6 +218,21 @@ impl Figure {
     pub fn series_id(&self, i: usize) -> String {
         format!("{}-s{i}", self.id)
     }
+
+    /// The figure's numbers in words, for its text alternative: "send side: 12.0, 80.5;
+    /// receive side: ..." in series order, each point as `point` writes it; series without
+    /// points are left out.
+    pub fn values_in_words(&self, point: impl Fn(&Point) -> String) -> String {
+        self.series
+            .iter()
+            .filter(|s| !s.points.is_empty())
+            .map(|s| {
+                let values: Vec<String> = s.points.iter().map(&point).collect();
+                format!("{}: {}", s.name, values.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
 }
 
 /// Okabe & Ito's colour-blind-safe palette (yellow last: faint on white), paired by index with

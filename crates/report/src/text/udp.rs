@@ -51,21 +51,10 @@ fn loss_cause_lines(c: &LossCauses) -> Vec<String> {
 /// TCP retransmits beside the interfaces' drops: whether the hosts or the network lost segments.
 pub(super) fn tcp_loss_line(r: &TestResult) -> Option<String> {
     let t = r.summary.sent.tcp.as_ref().filter(|t| t.retransmits > 0)?;
-    let rx: u64 = r
-        .summary
-        .received
-        .interfaces
-        .iter()
-        .map(|i| i.rx_dropped + i.rx_errors)
-        .sum();
-    let tx: u64 = r
-        .summary
-        .sent
-        .interfaces
-        .iter()
-        .map(|i| i.tx_dropped + i.tx_errors)
-        .sum();
-    let counted = !r.summary.received.interfaces.is_empty() || !r.summary.sent.interfaces.is_empty();
+    let (received, sent) = (&r.summary.received.interfaces, &r.summary.sent.interfaces);
+    let rx: u64 = received.iter().map(|i| i.rx_dropped + i.rx_errors).sum();
+    let tx: u64 = sent.iter().map(|i| i.tx_dropped + i.tx_errors).sum();
+    let counted = !received.is_empty() || !sent.is_empty();
     Some(if !counted {
         format!(
             "TCP retransmits {}; the interfaces' drops were not counted.",
