@@ -4,7 +4,6 @@
 mod common;
 use common::result;
 
-use linerate_core::document::Document;
 use linerate_core::result::{
     Fit, HttpSummary, LatencyFigures, LossRange, Optimum, RrSummary, SequenceProfile, StreamLoss, StreamProfile,
     Summary, TestResult, UdpSummary,
@@ -16,6 +15,7 @@ use linerate_core::sweep::{
 use linerate_report::figures::{Subject, figures};
 use linerate_report::html;
 use linerate_report::plot::{Figure, Mark, Scale, Style};
+use linerate_results::document::Document;
 
 fn find<'a>(figs: &'a [Figure], id: &str) -> &'a Figure {
     figs.iter()

@@ -6,9 +6,9 @@ use super::Block;
 use crate::figures::Subject;
 use crate::plot::escape;
 use crate::text::grouped;
-use linerate_core::document::Document;
 use linerate_core::result::{Outcome, SideSummary, TestResult};
 use linerate_core::sweep::{At, Sweep};
+use linerate_results::document::Document;
 
 /// A table: a caption, a header row, rows of cells (text, escaped when written).
 #[derive(Clone, Debug, Default, PartialEq)]
