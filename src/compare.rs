@@ -1,11 +1,11 @@
 //! `linerate compare A B`: each side's documents gathered, compared point by point by
-//! `linerate_core::compare`, printed as tables or JSON; `--fail-if-worse` turns a significant
+//! `linerate_results::compare`, printed as tables or JSON; `--fail-if-worse` turns a significant
 //! loss into exit status 3 so that a CI job can gate a change on it.
 
 use crate::cli::compare::CompareArgs;
 use crate::sources::side;
 use anyhow::Context;
-use linerate_core::compare::compare;
+use linerate_results::compare::compare;
 use std::process::ExitCode;
 
 /// Status of a comparison that found a figure worse by more than `--fail-if-worse`.

@@ -10,8 +10,8 @@
 
 use crate::cli::common::StoreArgs;
 use linerate_core::result::{Repeated, TestResult};
-use linerate_core::store::{Id, Outcome, Record, Store};
 use linerate_core::sweep::Sweep;
+use linerate_results::store::{Id, Outcome, Record, Store};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -112,7 +112,7 @@ fn store(
     keep: &Keep<'_>,
 ) -> Result<(Id, PathBuf), (Option<PathBuf>, anyhow::Error)> {
     let path = keep.store.db.path().map_err(|e| (None, e))?;
-    let failed = |e: linerate_core::store::StoreError| (Some(path.clone()), anyhow::Error::from(e));
+    let failed = |e: linerate_results::store::StoreError| (Some(path.clone()), anyhow::Error::from(e));
     let mut store = Store::open(&path).map_err(failed)?;
     let record = Record {
         document: document.to_string(),

@@ -1,4 +1,4 @@
-//! `--repeat` in the binary: the test's run closure handed to `linerate_core::repeat`, each
+//! `--repeat` in the binary: the test's run closure handed to `linerate_results::repeat`, each
 //! run's line shown as it ends, and the repeated document printed with its exit status. The
 //! driver ([`crate::drive`]) calls [`repeat_test`] for every kind; what a run is stays the kind's.
 
@@ -16,7 +16,7 @@ pub fn repeat_test(
     run: impl FnMut(u32) -> anyhow::Result<TestResult>,
 ) -> anyhow::Result<Repeated> {
     let interrupt = interrupt_flag()?;
-    let rep = linerate_core::repeat::repeat(kind, policy, &interrupt, run, |rep| {
+    let rep = linerate_results::repeat::repeat(kind, policy, &interrupt, run, |rep| {
         let lines = linerate_report::repeat::progress(rep);
         if json {
             // The document owns stdout; the runs' lines still tell a watcher how far it got.

@@ -8,10 +8,10 @@ use crate::cli::common::DbArgs;
 use crate::cli::report::ReportArgs;
 use crate::sources::{Selection, side};
 use anyhow::{Context, bail};
-use linerate_core::document::Document;
 use linerate_report::figures::{Campaign, Subject};
 use linerate_report::html::{self, Section};
 use linerate_report::plot;
+use linerate_results::document::Document;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -67,7 +67,7 @@ impl Source {
                 let a = side(a, db).with_context(|| format!("side A '{a}'"))?;
                 let b = side(b, db).with_context(|| format!("side B '{b}'"))?;
                 Ok(Subject::Document(Document::Comparison(Box::new(
-                    linerate_core::compare::compare(&a, &b),
+                    linerate_results::compare::compare(&a, &b),
                 ))))
             }
         }
@@ -156,7 +156,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// `tab-stored`: a stored result's id, the command line that made it and its labels, as the store
 /// keeps them beside the document.
 fn stored_record(n: i64, db: &DbArgs) -> anyhow::Result<html::Table> {
-    use linerate_core::store::{Id, Store};
+    use linerate_results::store::{Id, Store};
     let path = db.path()?;
     let store = Store::open_read(&path).with_context(|| format!("the results database {}", path.display()))?;
     let row = store.row(Id(n))?;

@@ -4,11 +4,11 @@
 //! [`SideInput`], the same for both commands.
 
 use anyhow::Context;
-use linerate_core::compare::{Entry, SideInput};
-use linerate_core::document::Document;
-use linerate_core::plan::campaign::{COORDINATE_PREFIX, TEST_LABEL, VARIANT_LABEL};
 use linerate_core::result::Coordinate;
-use linerate_core::store::{Filter, Id, Store};
+use linerate_results::compare::{Entry, SideInput};
+use linerate_results::document::Document;
+use linerate_results::plan::campaign::{COORDINATE_PREFIX, TEST_LABEL, VARIANT_LABEL};
+use linerate_results::store::{Filter, Id, Store};
 use std::path::PathBuf;
 
 /// What a side names.
@@ -35,7 +35,7 @@ impl Selection {
         if let Some(labels) = arg.strip_prefix("label:") {
             let labels = labels
                 .split(',')
-                .map(|l| linerate_core::store::parse_label(l.trim()).map_err(anyhow::Error::from))
+                .map(|l| linerate_results::store::parse_label(l.trim()).map_err(anyhow::Error::from))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             return Ok(Selection::Labels(labels));
         }

@@ -7,7 +7,7 @@
 use crate::cli::{Cli, Command};
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
-use linerate_core::plan::{self, Kind, OptionValue, Plan, Point, Position, Setting};
+use linerate_results::plan::{self, Kind, OptionValue, Plan, Point, Position, Setting};
 use std::process::ExitCode;
 
 mod run;

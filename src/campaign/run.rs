@@ -11,11 +11,11 @@ use super::{ReadyPoint, load, shell_words};
 use crate::cli::common::DbArgs;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use linerate_core::plan::campaign::{
+use linerate_results::plan::campaign::{
     COORDINATE_PREFIX, CampaignTable, PLAN_LABEL, POINT_LABEL, TEST_LABEL, VARIANT_LABEL,
 };
-use linerate_core::plan::{Plan, Point};
-use linerate_core::store::{Filter, Outcome, Store};
+use linerate_results::plan::{Plan, Point};
+use linerate_results::store::{Filter, Outcome, Store};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};

@@ -221,14 +221,14 @@ impl DbArgs {
         if let Some(p) = std::env::var_os("LINERATE_DB").filter(|v| !v.is_empty()) {
             return Ok(p.into());
         }
-        linerate_core::store::default_path()
+        linerate_results::store::default_path()
             .ok_or_else(|| anyhow::anyhow!("no results database: set HOME, XDG_DATA_HOME or LINERATE_DB, or give --db"))
     }
 }
 
 /// `--label KEY=VALUE`.
 fn parse_label(text: &str) -> Result<(String, String), String> {
-    linerate_core::store::parse_label(text).map_err(|e| e.to_string())
+    linerate_results::store::parse_label(text).map_err(|e| e.to_string())
 }
 
 /// How many times a test runs (`--repeat N|auto`), and what is reported over the runs.
@@ -328,8 +328,8 @@ impl RepeatArgs {
     /// The policy asked for, checked; None without `--repeat` (then no other flag of the group
     /// may be given).
     pub fn policy(&self) -> anyhow::Result<Option<linerate_core::result::RepeatPolicy>> {
-        use linerate_core::repeat::{DEFAULT_CI_PERCENT, DEFAULT_MAX_RUNS, DEFAULT_MIN_RUNS};
         use linerate_core::result::{RepeatPolicy, Runs};
+        use linerate_results::repeat::{DEFAULT_CI_PERCENT, DEFAULT_MAX_RUNS, DEFAULT_MIN_RUNS};
         let Some(count) = self.repeat else {
             let given = [
                 ("--best", self.best.is_some()),
@@ -381,7 +381,7 @@ pub fn parse_list<T: Copy>(
     parse: impl Fn(&str) -> anyhow::Result<T>,
 ) -> anyhow::Result<Vec<T>> {
     if text.split(':').count() == 3 {
-        let values = linerate_core::plan::expand_range(text).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+        let values = linerate_results::plan::expand_range(text).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
         return values.iter().map(|v| parse(v)).collect();
     }
     text.split(',')

@@ -4,9 +4,9 @@
 use super::common::DbArgs;
 use anyhow::Context;
 use linerate_core::result::TestResult;
-use linerate_core::store::{Filter, Id, Store, parse_label};
 use linerate_core::sweep::Sweep;
 use linerate_report::results::Exported;
+use linerate_results::store::{Filter, Id, Store, parse_label};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -213,7 +213,7 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
             let row = store.row(id)?;
             let document = store.document(id)?;
             print(&if *json {
-                linerate_core::store::document::pretty(&document)?
+                linerate_results::store::document::pretty(&document)?
             } else {
                 show_text(&row.kind, &document)?
             })?;

@@ -1,12 +1,17 @@
 //! The house rules of docs/architecture.md, checked on the source text so they stay true:
 //! engines never import each other, the result document's types import nothing above them,
-//! the binary holds no protocol or engine logic, and no source file grows past 800 lines
-//! without saying why in its opening comment (issue 12).
+//! the binary holds no protocol or engine logic, no source file grows past 800 lines without
+//! saying why in its opening comment (issue 12), no two files of core or results import each
+//! other, even round a longer circle, and the crates keep their direction: the measuring core
+//! links nothing of the results side, and no library prints (issue 21).
 //!
 //! The checks read `use` paths as text (no parser): a path is a run of identifiers joined by
 //! `::`, and a brace group after `engine::` or `super::` is looked into, so both
-//! `use super::tcp::Gate` and `use crate::engine::{pin, udp}` are seen.
+//! `use super::tcp::Gate` and `use crate::engine::{pin, udp}` are seen. The circle check
+//! tokenizes a little further (comments and literals blanked, inline `mod` blocks followed);
+//! see [`file_graph`].
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -187,4 +192,402 @@ fn the_path_reader_sees_single_and_grouped_imports() {
     let code = "use super::tcp::Gate;\nuse crate::engine::{pin, udp::Header};\nuse xengine::rr;";
     assert_eq!(names_after(code, "super"), ["tcp"]);
     assert_eq!(names_after(code, "engine"), ["pin", "udp", "Header"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The crates' direction: core links nothing of the results side, no library prints.
+
+/// What only the results side needs (the store, plans, statistics): the agent links core alone.
+const RESULTS_ONLY: [&str; 6] = ["rusqlite", "toml", "statrs", "flate2", "serde-transcode", "strsim"];
+
+#[test]
+fn the_core_links_nothing_of_the_results_side() {
+    let manifest = fs::read_to_string(root().join("crates/core/Cargo.toml")).expect("readable");
+    let mut found = Vec::new();
+    for line in manifest.lines().map(|l| l.split('#').next().unwrap_or("")) {
+        let name = line.split(['=', '.']).next().unwrap_or("").trim();
+        if name == "linerate-results" || RESULTS_ONLY.contains(&name) {
+            found.push(format!("crates/core/Cargo.toml depends on {name}"));
+        }
+    }
+    for f in rust_files(&root().join("crates/core/src")) {
+        if code_of(&f).contains("linerate_results") {
+            found.push(format!("{} uses linerate_results", rel(&f)));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "linerate-core is what the agent links; the results side sits above it:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn no_library_prints() {
+    let mut found = Vec::new();
+    for lib in ["core", "lab", "report", "results"] {
+        let src = root().join("crates").join(lib).join("src");
+        let top = fs::read_to_string(src.join("lib.rs")).expect("every library has a lib.rs");
+        if !top.contains("#![deny(clippy::print_stdout, clippy::print_stderr)]") {
+            found.push(format!("crates/{lib}/src/lib.rs does not deny printing"));
+        }
+        if lib != "results" {
+            continue;
+        }
+        // The results side is data in, data out: not even its tests print.
+        for f in rust_files(&src) {
+            let t = tokens(&fs::read_to_string(&f).expect("readable"));
+            for pair in t.windows(2) {
+                let [Token::Ident(name), Token::Punct(next)] = pair else {
+                    continue;
+                };
+                let macro_ = *next == '!' && ["print", "println", "eprint", "eprintln", "dbg"].contains(&name.as_str());
+                let stream = *next == '(' && ["stdout", "stderr"].contains(&name.as_str());
+                if macro_ || stream {
+                    found.push(format!("{} uses {name}{next}", rel(&f)));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "libraries return data; the binary prints:\n{}",
+        found.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// No import circle between files.
+
+/// `text` with comments and the insides of string and char literals blanked, so that every
+/// brace and `::` left is code's (a `"{}"` in a format string opens no block).
+fn code_only(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+    let at = |k: usize| c.get(k).copied().unwrap_or('\0');
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] == '/' && at(i + 1) == '/' {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if c[i] == '/' && at(i + 1) == '*' {
+            let mut depth = 0;
+            while i < c.len() {
+                if c[i] == '/' && at(i + 1) == '*' {
+                    depth += 1;
+                    i += 2;
+                } else if c[i] == '*' && at(i + 1) == '/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            out.push(' ');
+        } else if c[i] == 'r'
+            && (at(i + 1) == '"' || (at(i + 1) == '#' && matches!(at(i + 2), '"' | '#')))
+            && !(i > 0 && ident(c[i - 1]) && c[i - 1] != 'b')
+        {
+            // A raw string: r"..." or r#"..."#, any number of #.
+            let hashes = (i + 1..c.len()).take_while(|&k| c[k] == '#').count();
+            i += 2 + hashes;
+            while i < c.len() && !(c[i] == '"' && (1..=hashes).all(|k| c.get(i + k) == Some(&'#'))) {
+                i += 1;
+            }
+            i += 1 + hashes;
+            out.push_str("\"\"");
+        } else if c[i] == '"' {
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                i += if c[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if c[i] == '\'' && (at(i + 1) == '\\' || at(i + 2) == '\'') {
+            // A char literal ('{', '\n', '\u{7b}'); a lifetime ('a) has no closing quote.
+            i += 2;
+            while i < c.len() && c[i] != '\'' {
+                i += if c[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("' '");
+        } else {
+            out.push(c[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Token {
+    Ident(String),
+    Path, // `::`
+    Punct(char),
+}
+
+fn tokens(code: &str) -> Vec<Token> {
+    let c: Vec<char> = code_only(code).chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        if c[i].is_alphanumeric() || c[i] == '_' {
+            let start = i;
+            while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
+                i += 1;
+            }
+            out.push(Token::Ident(c[start..i].iter().collect()));
+        } else if c[i] == ':' && c.get(i + 1) == Some(&':') {
+            out.push(Token::Path);
+            i += 2;
+        } else {
+            if !c[i].is_whitespace() {
+                out.push(Token::Punct(c[i]));
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The paths of a use tree starting at `t[at]` under `prefix`: `a::b`, `a::{b, c::d}`, `*`,
+/// `self`; an `as` alias or a generic argument ends a path. Returns the paths and where the
+/// tree ends.
+fn use_tree(t: &[Token], mut at: usize, prefix: Vec<String>) -> (Vec<Vec<String>>, usize) {
+    match t.get(at) {
+        Some(Token::Punct('{')) => {
+            let mut out = Vec::new();
+            at += 1;
+            loop {
+                match t.get(at) {
+                    None => return (out, at),
+                    Some(Token::Punct('}')) => return (out, at + 1),
+                    Some(Token::Punct(',')) => at += 1,
+                    _ => {
+                        let (paths, end) = use_tree(t, at, prefix.clone());
+                        out.extend(paths);
+                        // Skip what follows the path (`as name`) up to the next item.
+                        at = end.max(at + 1);
+                        while !matches!(t.get(at), None | Some(Token::Punct(',' | '}'))) {
+                            at += 1;
+                        }
+                    }
+                }
+            }
+        }
+        Some(Token::Ident(name)) if name == "self" => (vec![prefix], at + 1),
+        Some(Token::Ident(name)) => {
+            let mut path = prefix;
+            path.push(name.clone());
+            if t.get(at + 1) == Some(&Token::Path) {
+                use_tree(t, at + 2, path)
+            } else {
+                (vec![path], at + 1)
+            }
+        }
+        _ => (vec![prefix], at + 1),
+    }
+}
+
+/// Every module path a file names through `crate::`, `super::` or `self::` (in `use` lines and
+/// in code), made absolute from the module it is written in: the file's `module`, and any
+/// inline `mod name { ... }` around the path.
+fn absolute_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let t = tokens(code);
+    let mut out = Vec::new();
+    let mut inline: Vec<(String, usize)> = Vec::new(); // inline modules open, and their depth
+    let mut depth = 0;
+    for i in 0..t.len() {
+        match &t[i] {
+            Token::Punct('{') => depth += 1,
+            Token::Punct('}') => {
+                if inline.last().is_some_and(|(_, d)| *d == depth) {
+                    inline.pop();
+                }
+                depth -= 1;
+            }
+            Token::Ident(m) if m == "mod" => {
+                if let (Some(Token::Ident(name)), Some(Token::Punct('{'))) = (t.get(i + 1), t.get(i + 2)) {
+                    inline.push((name.clone(), depth + 1));
+                }
+            }
+            Token::Ident(root) if ["crate", "super", "self"].contains(&root.as_str()) => {
+                let continues = t.get(i + 1) == Some(&Token::Path);
+                let inside = i > 0 && matches!(t[i - 1], Token::Path | Token::Punct('$'));
+                if !continues || inside {
+                    continue;
+                }
+                let mut here: Vec<String> = module.to_vec();
+                here.extend(inline.iter().map(|(n, _)| n.clone()));
+                let mut at = i;
+                let base = match root.as_str() {
+                    "crate" => {
+                        at += 2;
+                        Vec::new()
+                    }
+                    "self" => {
+                        at += 2;
+                        here
+                    }
+                    _ => {
+                        while t.get(at) == Some(&Token::Ident("super".into())) && t.get(at + 1) == Some(&Token::Path) {
+                            here.pop();
+                            at += 2;
+                        }
+                        here
+                    }
+                };
+                out.extend(use_tree(&t, at, base).0);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The module path of a file under a crate's `src/`: `httpd/parser.rs` is `httpd::parser`,
+/// `httpd/mod.rs` is `httpd`, `lib.rs` the crate root.
+fn module_of(file: &str) -> Vec<String> {
+    let mut parts: Vec<String> = file.trim_end_matches(".rs").split('/').map(str::to_string).collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The files of a crate (paths under `src/`, with their text) as a graph: an edge from each
+/// file to every file whose module it names, resolved to the longest module path that is a
+/// file (`crate::httpd::router::Route` is `httpd/router.rs`, `super::MAX_BODY_BYTES` the
+/// parent's file). A file naming its own submodules is no edge: a module owns what it declares
+/// (it re-exports and calls them), while a submodule reading its parent's shared types is one.
+fn file_graph(files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>> {
+    let by_module: BTreeMap<Vec<String>, &str> = files.iter().map(|(f, _)| (module_of(f), f.as_str())).collect();
+    let mut graph = BTreeMap::new();
+    for (file, text) in files {
+        let module = module_of(file);
+        let edges: &mut BTreeSet<String> = graph.entry(file.clone()).or_default();
+        for path in absolute_paths(text, &module) {
+            let Some(target) = (0..=path.len()).rev().find_map(|n| by_module.get(&path[..n])) else {
+                continue;
+            };
+            if module_of(target).starts_with(&module) {
+                continue; // itself, or a module it owns
+            }
+            edges.insert(target.to_string());
+        }
+    }
+    graph
+}
+
+/// The circles of a graph: each set of two or more files that reach each other (a strongly
+/// connected component), written as the files in order with the imports among them.
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let reach = |from: &str| {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_string()];
+        while let Some(f) = todo.pop() {
+            for g in graph.get(&f).into_iter().flatten() {
+                if seen.insert(g.clone()) {
+                    todo.push(g.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> = graph.keys().map(|f| (f, reach(f))).collect();
+    let mut placed = BTreeSet::new();
+    let mut out = Vec::new();
+    for f in graph.keys() {
+        if placed.contains(f) || !reached[f].contains(f) {
+            continue;
+        }
+        let circle: BTreeSet<&String> = graph
+            .keys()
+            .filter(|g| reached[f].contains(*g) && reached[*g].contains(f))
+            .collect();
+        let imports: Vec<String> = circle
+            .iter()
+            .flat_map(|a| {
+                graph[*a]
+                    .iter()
+                    .filter(|b| circle.contains(b))
+                    .map(move |b| format!("{a} -> {b}"))
+            })
+            .collect();
+        placed.extend(circle.iter().map(|g| (*g).clone()));
+        out.push(imports.join(", "));
+    }
+    out
+}
+
+/// Every `.rs` file under `src` with its text, named by its path under `src`.
+fn sources(src: &Path) -> Vec<(String, String)> {
+    rust_files(src)
+        .into_iter()
+        .map(|f| {
+            let name = f.strip_prefix(src).expect("under src").display().to_string();
+            (name, fs::read_to_string(&f).expect("readable"))
+        })
+        .collect()
+}
+
+#[test]
+fn no_two_files_of_core_or_results_import_each_other() {
+    let mut found = Vec::new();
+    for krate in ["crates/core", "crates/results"] {
+        let src = root().join(krate).join("src");
+        let files = sources(&src);
+        assert!(files.len() > 5, "{krate}/src holds the crate");
+        for circle in circles(&file_graph(&files)) {
+            found.push(format!("{krate}/src: {circle}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "import circles (one of the files holds two things: move the shared part down):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_circle_finder_follows_groups_super_and_inline_modules() {
+    let files = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter().map(|(f, t)| (f.to_string(), t.to_string())).collect()
+    };
+    let tree = files(&[
+        ("lib.rs", "pub mod a;\npub mod b;\nmod c;\npub const X: u8 = 1;"),
+        ("a/mod.rs", "mod inner;\npub use inner::Y;\nuse crate::{c::Z, b as _};"),
+        ("a/inner.rs", "pub struct Y;\nfn f() -> u8 { super::super::X }"),
+        (
+            "b.rs",
+            "// use crate::a::Y;\nconst S: &str = \"crate::a::Y {\";\nmod t { use super::super::c::Z; }",
+        ),
+        (
+            "c.rs",
+            "pub struct Z;\nfn g() { let _ = '{'; let _ = crate::a::inner::Y; }",
+        ),
+    ]);
+    let graph = file_graph(&tree);
+    assert_eq!(
+        graph["a/mod.rs"],
+        BTreeSet::from(["b.rs".to_string(), "c.rs".to_string()])
+    );
+    assert_eq!(graph["a/inner.rs"], BTreeSet::from(["lib.rs".to_string()]));
+    assert_eq!(graph["b.rs"], BTreeSet::from(["c.rs".to_string()]));
+    assert_eq!(graph["lib.rs"], BTreeSet::new(), "a module owns what it declares");
+    assert!(
+        circles(&graph).is_empty(),
+        "a/mod.rs -> c.rs -> a/inner.rs is no circle"
+    );
+    let mut closed = tree.clone();
+    closed[4].1.push_str("\nuse crate::a::Y;");
+    assert_eq!(
+        circles(&file_graph(&closed)),
+        ["a/mod.rs -> b.rs, a/mod.rs -> c.rs, b.rs -> c.rs, c.rs -> a/mod.rs"]
+    );
 }

@@ -572,7 +572,7 @@ fn issue_15_documents_are_stored_compressed_and_old_pretty_ones_still_read() {
     // The same run as the layout 1 build stored it: its tables, the pretty text as printed.
     let old = dir.path().join("old.db");
     let conn = rusqlite::Connection::open(&old).expect("create");
-    conn.execute_batch(linerate_core::store::schema::MIGRATIONS[0])
+    conn.execute_batch(linerate_results::store::schema::MIGRATIONS[0])
         .expect("layout 1");
     conn.execute_batch(
         "PRAGMA user_version = 1;

@@ -9,8 +9,6 @@
 pub mod agent;
 pub mod client;
 pub mod codec;
-pub mod compare;
-pub mod document;
 pub mod engine;
 #[cfg(test)]
 mod fuzz;
@@ -20,13 +18,9 @@ pub mod fuzzing;
 pub mod goodput;
 pub mod httpd;
 pub mod metrics;
-pub mod plan;
 pub mod proto;
-pub mod repeat;
 pub mod result;
 pub mod spec;
-pub mod stats;
-pub mod store;
 pub mod summary;
 pub mod sweep;
 pub mod units;

@@ -5,8 +5,8 @@
 //! the text here and the page's tables.
 
 use crate::repeat::num;
-use linerate_core::plan::campaign::{CampaignTable, Cell};
-use linerate_core::store::Outcome;
+use linerate_results::plan::campaign::{CampaignTable, Cell};
+use linerate_results::store::Outcome;
 use std::fmt::Write;
 
 /// Every table of campaign `id`.
@@ -139,8 +139,8 @@ fn table(out: &mut String, t: &CampaignTable) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::plan::campaign::TableRow;
-    use linerate_core::store::Id;
+    use linerate_results::plan::campaign::TableRow;
+    use linerate_results::store::Id;
 
     fn table(half: Option<f64>) -> CampaignTable {
         let cell = |id: i64, value: f64| {

@@ -8,8 +8,8 @@
 
 use crate::text::grouped;
 use linerate_core::result::{Repeated, Runs, Stats, TestResult};
-use linerate_core::stats::NOISY_CV_PERCENT;
-use linerate_core::summary::headline::headline;
+use linerate_results::headline::headline;
+use linerate_results::stats::NOISY_CV_PERCENT;
 use std::fmt::Write;
 
 /// The document, pretty-printed, with a trailing newline.

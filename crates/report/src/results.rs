@@ -1,8 +1,8 @@
-//! Stored results ([`linerate_core::store::Row`]) as text tables, CSV and JSON: what
+//! Stored results ([`linerate_results::store::Row`]) as text tables, CSV and JSON: what
 //! `linerate results` and `results export` print. Times are UTC.
 
 use crate::text::grouped;
-use linerate_core::store::{Figure, Row};
+use linerate_results::store::{Figure, Row};
 use serde::Serialize;
 
 /// Milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
@@ -158,7 +158,7 @@ pub fn csv(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::store::{Id, Outcome};
+    use linerate_results::store::{Id, Outcome};
 
     fn row(id: i64, kind: &str, figures: Vec<Figure>) -> Row {
         Row {

@@ -4,7 +4,6 @@
 mod common;
 use common::{fit, ran, result, rr_only};
 
-use linerate_core::document::Document;
 use linerate_core::result::{
     HttpSummary, LatencyFigures, LossRange, RrSummary, SequenceProfile, StreamLoss, StreamProfile, Summary, TestResult,
     UdpSummary,
@@ -14,6 +13,7 @@ use linerate_core::sweep::{At, HttpSweep, HttpSweepSummary, RrVaries, Sweep, Swe
 use linerate_report::figures::{Subject, figures};
 use linerate_report::html;
 use linerate_report::plot::{Figure, Mark, Scale, Style};
+use linerate_results::document::Document;
 
 fn find<'a>(figs: &'a [Figure], id: &str) -> &'a Figure {
     figs.iter()

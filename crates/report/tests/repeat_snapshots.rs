@@ -1,17 +1,17 @@
 //! The text of hand-built repeated tests, compared with reviewed snapshot files in
-//! tests/snapshots/. The documents are made by the real driver (`linerate_core::repeat`) over
+//! tests/snapshots/. The documents are made by the real driver (`linerate_results::repeat`) over
 //! fixture runs, so the statistics in the snapshots are the driver's. After an intended change:
 //! `UPDATE_SNAPSHOTS=1 cargo test -p linerate-report` rewrites them; review the diff like code.
 
 mod common;
 use common::{check, result};
 
-use linerate_core::repeat::repeat;
 use linerate_core::result::{
     AgentSummary, CpuUsage, LatencyFigures, RepeatPolicy, Repeated, RrSummary, Runs, SideSummary, Summary, TestResult,
 };
 use linerate_core::spec::{RrSpec, TcpSpec, TestSpec};
 use linerate_report::repeat as render;
+use linerate_results::repeat::repeat;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 fn side(mbit: f64, cpu: f64) -> SideSummary {

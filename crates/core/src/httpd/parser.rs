@@ -1,7 +1,7 @@
 //! Request heads: method, target, version, `Connection` and `Content-Length` (RFC 9112), parsed
 //! in place from a connection's read buffer with `httparse`; nothing is allocated.
 
-use super::router::{Route, route};
+use super::router::{Route, parse_decimal, route};
 use std::mem::MaybeUninit;
 
 /// Header lines a request head may have (more is a 431, as an oversized head is).
@@ -87,22 +87,6 @@ pub(super) fn parse_request(buf: &[u8], names: &[Box<[u8]>]) -> Parsed {
         body_bytes: if chunked { 0 } else { body_bytes.unwrap_or(0) },
     })
 }
-
-/// A non-empty run of ASCII digits that fits in a u64.
-pub(super) fn parse_decimal(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |n, &d| {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Responses: the head, formatted into a fixed buffer.
 
 #[cfg(test)]
 mod tests {

@@ -1,8 +1,8 @@
 //! Which answer a request target gets: `/bytes/N`, `/files/NAME` (a file opened at bind time),
-//! or 404; a bad N is a 400.
+//! or 404; a bad N is a 400. Below the parser, which routes each head it reads and shares
+//! [`parse_decimal`] for `Content-Length`.
 
 use super::MAX_BODY_BYTES;
-use super::parser::parse_decimal;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Route {
@@ -45,6 +45,19 @@ pub(super) fn origin_path(target: &[u8]) -> &[u8] {
     }
     let end = path.iter().position(|b| *b == b'?' || *b == b'#').unwrap_or(path.len());
     &path[..end]
+}
+
+/// A non-empty run of ASCII digits that fits in a u64.
+pub(super) fn parse_decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &d| {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
 }
 
 #[cfg(test)]

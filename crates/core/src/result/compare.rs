@@ -1,7 +1,7 @@
 //! The comparison document (`linerate compare A B`): for every point the two sides share, each
 //! headline figure on both sides, the change, the 95 % confidence interval of the difference and
 //! a verdict; below, what differs between the configurations that measured them. Types only;
-//! `crate::compare` fills them in.
+//! linerate-results' `compare` fills them in.
 
 use super::Better;
 use serde::{Deserialize, Serialize};

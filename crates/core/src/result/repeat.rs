@@ -1,6 +1,6 @@
 //! The repeated test's document (`--repeat`): every run's whole result, and the statistics of
-//! each headline figure over the runs. Types only; `crate::repeat` fills them in with
-//! `crate::stats` over the figures `crate::summary::headline` reads from each run.
+//! each headline figure over the runs. Types (with the policy's check) only; linerate-results'
+//! `repeat` fills them in with its `stats` over the figures its `headline` reads from each run.
 
 use super::{Outcome, TestResult};
 use serde::{Deserialize, Serialize};
@@ -124,6 +124,25 @@ pub struct Repeated {
 }
 
 impl Repeated {
+    /// An empty repeated test of `kind` ("tcp") under `policy`.
+    pub fn new(kind: &str, policy: RepeatPolicy) -> Repeated {
+        Repeated {
+            linerate: crate::VERSION.to_string(),
+            schema: super::SCHEMA,
+            test: format!("{kind} repeat"),
+            partial: false,
+            converged: matches!(policy.runs, Runs::Auto { .. }).then_some(false),
+            policy,
+            primary: String::new(),
+            aggregated_runs: Vec::new(),
+            aggregate: Vec::new(),
+            best: None,
+            runs_needed_for_2_percent: None,
+            runs: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
     /// How the repeated test ended: failed when no run measured anything, else partial or
     /// complete as for a single run.
     pub fn outcome(&self) -> Outcome {
@@ -144,5 +163,76 @@ impl Repeated {
     /// The aggregate of the figure named `figure`.
     pub fn figure(&self, figure: &str) -> Option<&FigureStats> {
         self.aggregate.iter().find(|f| f.figure == figure)
+    }
+}
+
+/// The most runs one repeated test may make.
+pub const MAX_RUNS: u32 = 1000;
+
+/// A policy that cannot be followed.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RepeatError {
+    #[error("--repeat must be between 1 and {MAX_RUNS} runs, not {0}")]
+    Runs(u32),
+    #[error("--min-runs {min} is more than --max-runs {max}")]
+    MinOverMax { min: u32, max: u32 },
+    #[error("--min-runs must be 2 or more for --repeat auto (an interval needs two runs), not {0}")]
+    MinRuns(u32),
+    #[error("--max-runs must be at most {MAX_RUNS}, not {0}")]
+    MaxRuns(u32),
+    #[error("--ci must be above 0 % and below 100 %, not {0} %")]
+    Ci(f64),
+    #[error("--best must be 1 or more")]
+    BestZero,
+    #[error("--best {best} is more than the {runs} runs that are sure to be made ({what})")]
+    BestOverRuns { best: u32, runs: u32, what: &'static str },
+    #[error("--pause must be finite and not negative")]
+    Pause,
+}
+
+impl RepeatPolicy {
+    /// Checks the policy once, before any run.
+    pub fn validate(&self) -> Result<(), RepeatError> {
+        let (sure, what) = match self.runs {
+            Runs::Fixed { runs } => {
+                if !(1..=MAX_RUNS).contains(&runs) {
+                    return Err(RepeatError::Runs(runs));
+                }
+                (runs, "--repeat")
+            }
+            Runs::Auto {
+                ci_percent,
+                min_runs,
+                max_runs,
+            } => {
+                if !(ci_percent > 0.0 && ci_percent < 100.0) {
+                    return Err(RepeatError::Ci(ci_percent));
+                }
+                if min_runs < 2 {
+                    return Err(RepeatError::MinRuns(min_runs));
+                }
+                if max_runs > MAX_RUNS {
+                    return Err(RepeatError::MaxRuns(max_runs));
+                }
+                if min_runs > max_runs {
+                    return Err(RepeatError::MinOverMax {
+                        min: min_runs,
+                        max: max_runs,
+                    });
+                }
+                (min_runs, "--min-runs")
+            }
+        };
+        match self.best {
+            Some(0) => return Err(RepeatError::BestZero),
+            Some(best) if best > sure => {
+                return Err(RepeatError::BestOverRuns { best, runs: sure, what });
+            }
+            _ => {}
+        }
+        if !(self.pause_seconds.is_finite() && self.pause_seconds >= 0.0) {
+            return Err(RepeatError::Pause);
+        }
+        Ok(())
     }
 }

@@ -8,7 +8,6 @@
 //! `http::assemble`. The types they fill in are in `crate::result`.
 
 pub(crate) mod check;
-pub mod headline;
 pub mod http;
 pub mod rr;
 mod tcp;

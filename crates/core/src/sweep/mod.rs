@@ -277,8 +277,10 @@ pub(crate) fn read_back_without_results(v: serde_json::Value) -> Sweep {
 }
 
 /// A stand-in result for unit tests of the drivers: the spec as run, everything else empty.
-#[cfg(test)]
-pub(crate) fn stub_result(spec: crate::spec::TestSpec, summary: crate::result::Summary) -> TestResult {
+/// Also for linerate-results' tests (feature `testing`); not an API.
+#[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
+pub fn stub_result(spec: crate::spec::TestSpec, summary: crate::result::Summary) -> TestResult {
     TestResult {
         linerate: crate::VERSION.to_string(),
         schema: crate::result::SCHEMA,

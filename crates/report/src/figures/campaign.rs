@@ -7,15 +7,15 @@
 //! `fig-campaign-writes-received-mbit-per-second`) and `fig-campaign-<test>-efficiency`.
 
 use crate::plot::{Axis, Figure, Point, Series, Style};
-use linerate_core::compare::SideInput;
-use linerate_core::document::Document;
-use linerate_core::plan::campaign::{CampaignTable, TableFigure, TablePoint, add};
 use linerate_core::result::Outcome;
-use linerate_core::store::Id;
-use linerate_core::summary::headline::headline;
 use linerate_core::units::ByteSize;
+use linerate_results::compare::SideInput;
+use linerate_results::document::Document;
+use linerate_results::headline::headline;
+use linerate_results::plan::campaign::{CampaignTable, TableFigure, TablePoint, add};
+use linerate_results::store::Id;
 
-/// The coordinate a campaign's entry carries its variant in (`linerate_core::compare`'s).
+/// The coordinate a campaign's entry carries its variant in (`linerate_results::compare`'s).
 const VARIANT: &str = "variant";
 /// Headline units drawn on the right axis of the primary figure (TCP, UDP), or together.
 const COST_UNIT: &str = "% of host";
@@ -61,12 +61,12 @@ pub struct PointFigure {
 }
 
 impl Campaign {
-    /// The campaign's points from the documents a compare side resolved (`linerate_core::compare`):
+    /// The campaign's points from the documents a compare side resolved (`linerate_results::compare`):
     /// single runs and repeated runs; a point run again keeps its complete record.
     pub fn from_side(side: &SideInput) -> Campaign {
         let mut points: Vec<CampaignPoint> = Vec::new();
         // In the order they were stored (`#3` after `#2`), so a point run again comes later.
-        let mut entries: Vec<&linerate_core::compare::Entry> = side.entries.iter().collect();
+        let mut entries: Vec<&linerate_results::compare::Entry> = side.entries.iter().collect();
         entries.sort_by_key(|e| e.source.trim_start_matches('#').parse::<i64>().unwrap_or(i64::MAX));
         for e in entries {
             let (kind, outcome, figures) = match &e.document {

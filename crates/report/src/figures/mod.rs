@@ -1,5 +1,5 @@
 //! Result documents to figures: which charts a document gets, built from its numbers alone.
-//! In: a [`Subject`]: a document as `--json` wrote it (`linerate_core::document`), or a
+//! In: a [`Subject`]: a document as `--json` wrote it (`linerate_results::document`), or a
 //! campaign's stored runs. Out: [`Figure`]s for the renderers in [`crate::plot`] and the page in
 //! [`crate::html`]. Every figure id is listed in docs/reports.md; a new document kind is one more
 //! arm of the core's `Document` and one more builder here.
@@ -17,8 +17,8 @@ mod sweeps;
 pub use campaign::Campaign;
 
 use crate::plot::Figure;
-use linerate_core::document::Document;
 use linerate_core::result::{Outcome, Repeated, TestResult};
+use linerate_results::document::Document;
 
 /// What a report section is made from: a document linerate wrote (a run, a repeated test, a
 /// sweep, a comparison), or a campaign's stored runs.

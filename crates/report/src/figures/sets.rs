@@ -6,9 +6,9 @@
 use super::campaign::slug;
 use crate::plot::{Axis, Figure, Mark, Point, Series, Style};
 use crate::repeat::num;
-use linerate_core::compare::side_interval;
 use linerate_core::result::{Comparison, PointComparison, Repeated, SideFigure};
 use linerate_core::units::ByteSize;
+use linerate_results::compare::side_interval;
 
 /// `fig-repeat-runs`: the primary figure of each run, and beside them its mean with the 95 %
 /// confidence interval as an error bar and a line across the runs (NTttcp's repeated runs).

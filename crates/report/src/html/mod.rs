@@ -10,7 +10,7 @@ mod tables;
 use crate::figures::{Subject, figures};
 use crate::plot::{Figure, escape, svg};
 pub use block::{Block, Table};
-use linerate_core::document::Document;
+use linerate_results::document::Document;
 
 /// What the page shows of one source.
 #[derive(Clone, Debug, PartialEq)]

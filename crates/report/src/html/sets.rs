@@ -109,7 +109,7 @@ pub fn campaign(c: &Campaign) -> Vec<Block> {
                     .collect::<Vec<_>>()
                     .join(" "),
                 p.source.clone(),
-                linerate_core::store::Outcome::from(p.outcome).as_str().to_string(),
+                linerate_results::store::Outcome::from(p.outcome).as_str().to_string(),
                 head.map_or(String::new(), |f| {
                     format!(
                         "{} {}{}",

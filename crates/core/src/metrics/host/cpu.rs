@@ -3,15 +3,9 @@
 
 use super::CpuConfig;
 use super::info::cpu_model;
-use super::system::read_trimmed;
+use super::sysfs::{cpu_list, read_trimmed};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-
-/// A kernel CPU list (`0-3,8`) as u32s.
-pub(super) fn cpu_list(text: &str) -> Option<Vec<u32>> {
-    let cpus = crate::units::parse_cpu_list(text.trim()).ok()?;
-    cpus.into_iter().map(|c| u32::try_from(c).ok()).collect()
-}
 
 /// Sockets and physical cores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,12 +236,5 @@ mod tests {
             None
         );
         assert_eq!(parse_cpu_topology("", &[]), None);
-    }
-
-    #[test]
-    fn parses_cpu_lists() {
-        assert_eq!(cpu_list("0-3,8\n"), Some(vec![0, 1, 2, 3, 8]));
-        assert_eq!(cpu_list(""), None);
-        assert_eq!(cpu_list("3-1"), None);
     }
 }

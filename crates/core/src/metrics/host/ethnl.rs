@@ -3,8 +3,8 @@
 
 use super::QUERY_TIMEOUT;
 use super::config::{ChannelCounts, RingSizes};
-use super::interface::{EthtoolPieces, LinkSettings, Reply};
 use super::offloads::FeatureState;
+use super::pieces::{EthtoolPieces, LinkSettings, Reply};
 use ethtool::{
     EthtoolAttr, EthtoolChannelAttr, EthtoolError, EthtoolFeatureAttr, EthtoolHandle, EthtoolLinkModeAttr,
     EthtoolLinkModeDuplex, EthtoolMessage, EthtoolRingAttr,

@@ -3,8 +3,8 @@
 
 use super::QUERY_TIMEOUT;
 use super::config::{ChannelCounts, RingSizes};
-use super::interface::{LinkSettings, Reply};
 use super::offloads::FeatureState;
+use super::pieces::{LinkSettings, Reply};
 use std::collections::BTreeMap;
 use std::io;
 use std::time::Duration;

@@ -2,40 +2,14 @@
 //! from rtnetlink and the ioctls, then ethtool's netlink answers, each piece settled against the
 //! `ethtool` program when netlink failed; the device directory, NUMA node and IRQs from /sys.
 
-use super::config::{ChannelCounts, InterfaceConfig, RingSizes};
+use super::config::InterfaceConfig;
 use super::ethtool_program::EthtoolProgram;
 use super::irq::read_irqs;
-use super::offloads::{FeatureState, offloads_from_features};
-use super::system::read_trimmed;
+use super::offloads::offloads_from_features;
+use super::pieces::{EthtoolPieces, Reply};
+use super::sysfs::{is_pci_address, read_trimmed};
 use super::{ethnl, ioctl, rtnl};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// Link settings as a driver reports them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct LinkSettings {
-    pub(super) speed_mbit_per_second: Option<u32>,
-    pub(super) duplex: Option<String>,
-    pub(super) autoneg: Option<bool>,
-}
-
-/// One ethtool answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Reply<T> {
-    Got(T),
-    /// The driver does not implement it (EOPNOTSUPP): an answer, not a failure.
-    Unsupported,
-    Failed(String),
-}
-
-/// What ethtool tells about one interface.
-#[derive(Clone, Debug)]
-pub(super) struct EthtoolPieces {
-    pub(super) link: Reply<LinkSettings>,
-    pub(super) features: Reply<BTreeMap<String, FeatureState>>,
-    pub(super) rings: Reply<RingSizes>,
-    pub(super) channels: Reply<ChannelCounts>,
-}
 
 pub(super) fn read_interfaces(names: &[String], notes: &mut Vec<String>) -> Vec<InterfaceConfig> {
     let interrupts = crate::metrics::irq::Interrupts::read();
@@ -238,20 +212,6 @@ pub(super) fn device_dir(c: &InterfaceConfig, trusted: bool) -> Option<PathBuf> 
         .find_map(|p| std::fs::canonicalize(p).ok())
 }
 
-/// `0000:3b:00.0`: domain, bus, device, function.
-pub(super) fn is_pci_address(s: &str) -> bool {
-    let b = s.as_bytes();
-    let hex = |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_hexdigit));
-    b.len() == 12
-        && hex(0..4)
-        && b[4] == b':'
-        && hex(5..7)
-        && b[7] == b':'
-        && hex(8..10)
-        && b[10] == b'.'
-        && (b'0'..=b'7').contains(&b[11])
-}
-
 pub(super) fn read_numa_node(c: &mut InterfaceConfig, device: Option<&Path>, notes: &mut Vec<String>) {
     let Some(dir) = device else { return };
     let value = [Some(dir), dir.parent()]
@@ -355,20 +315,5 @@ pub(super) fn settle<T>(
                 None
             }
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn recognises_pci_addresses() {
-        assert!(is_pci_address("0000:3b:00.0"));
-        assert!(is_pci_address("0000:00:03.7"));
-        assert!(!is_pci_address("0000:00:03.8"));
-        assert!(!is_pci_address("virtio2"));
-        assert!(!is_pci_address(""));
-        assert!(!is_pci_address("0000:3b:00.0x"));
     }
 }

@@ -2,9 +2,7 @@
 //! name in /proc/interrupts, with the CPUs each may run on from /proc/irq/N.
 
 use super::config::{InterfaceConfig, IrqAffinity};
-use super::cpu::cpu_list;
-use super::interface::is_pci_address;
-use super::system::read_trimmed;
+use super::sysfs::{cpu_list, is_pci_address, read_trimmed};
 use std::path::Path;
 
 /// Whether `text` names interface `name` as a whole word: `eth0-TxRx-0` and `i40e-eth0-TxRx-0`

@@ -18,9 +18,10 @@
 //! The `ethtool` program is run only when netlink fails.
 //!
 //! One file per job: `info` and `config` hold the types, `system` and `cpu` the /proc and /sys
-//! parsers, `offloads` the offload names; `interface` assembles one interface from `rtnl`
-//! (rtnetlink), `ethnl` (ethtool generic netlink), `ioctl` (SIOCETHTOOL), `ethtool_program` (the
-//! fallback) and `irq` (IRQs and their affinity).
+//! parsers over `sysfs` (the readers they share), `offloads` the offload names; `interface`
+//! assembles one interface from `rtnl` (rtnetlink), `ethnl` (ethtool generic netlink), `ioctl`
+//! (SIOCETHTOOL), `ethtool_program` (the fallback), both answering in `pieces`, and `irq` (IRQs
+//! and their affinity).
 
 mod config;
 mod cpu;
@@ -31,7 +32,9 @@ mod interface;
 mod ioctl;
 mod irq;
 mod offloads;
+mod pieces;
 mod rtnl;
+mod sysfs;
 mod system;
 
 pub use config::{ChannelCounts, CpuConfig, HostConfig, InterfaceConfig, IrqAffinity, RingSizes};
@@ -45,7 +48,8 @@ use interface::read_interfaces;
 use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
-use system::{parse_meminfo_total, process_running, read_noting, read_numa_nodes, read_sysctls};
+use sysfs::read_noting;
+use system::{parse_meminfo_total, process_running, read_numa_nodes, read_sysctls};
 
 /// How long one kernel or program query may take before it is given up and noted.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(3);

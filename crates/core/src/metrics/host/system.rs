@@ -1,7 +1,7 @@
 //! Host-wide facts from /proc and /sys: the recorded sysctls, memory, NUMA nodes, whether a
 //! process (irqbalance) runs. Each reader notes what it could not read instead of failing.
 
-use super::cpu::cpu_list;
+use super::sysfs::{cpu_list, read_trimmed};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
@@ -24,16 +24,6 @@ pub const SYSCTLS: &[&str] = &[
     "net.ipv4.tcp_window_scaling",
     "net.ipv4.tcp_mtu_probing",
 ];
-
-pub(super) fn read_noting(path: &str, notes: &mut Vec<String>) -> Option<String> {
-    std::fs::read_to_string(path)
-        .map_err(|e| notes.push(format!("{path}: {e}")))
-        .ok()
-}
-
-pub(super) fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
-}
 
 pub(super) fn read_sysctls(notes: &mut Vec<String>) -> BTreeMap<String, String> {
     let mut sysctls = BTreeMap::new();

@@ -4,12 +4,12 @@
 //! In: a [`RepeatPolicy`], a closure that runs the test once (the client in the binary, a stub
 //! in tests), and the Ctrl-C flag. Out: a [`Repeated`] document, handed to a progress callback
 //! after each run so the caller can show it as it grows. Nothing here prints or touches the
-//! network; the figures come from `crate::summary::headline`, the statistics from
+//! network; the figures come from `crate::headline`, the statistics from
 //! `crate::stats`. docs/results.md describes the document.
 
-use crate::result::{Best, Better, FigureStats, Outcome, RepeatPolicy, Repeated, Runs, TestResult};
+use crate::headline::headline;
 use crate::stats;
-use crate::summary::headline::headline;
+use linerate_core::result::{Best, Better, FigureStats, Outcome, RepeatPolicy, Repeated, Runs, TestResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -17,98 +17,6 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_MIN_RUNS: u32 = 3;
 pub const DEFAULT_MAX_RUNS: u32 = 10;
 pub const DEFAULT_CI_PERCENT: f64 = 2.0;
-/// The most runs one repeated test may make.
-pub const MAX_RUNS: u32 = 1000;
-
-/// A policy that cannot be followed.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum RepeatError {
-    #[error("--repeat must be between 1 and {MAX_RUNS} runs, not {0}")]
-    Runs(u32),
-    #[error("--min-runs {min} is more than --max-runs {max}")]
-    MinOverMax { min: u32, max: u32 },
-    #[error("--min-runs must be 2 or more for --repeat auto (an interval needs two runs), not {0}")]
-    MinRuns(u32),
-    #[error("--max-runs must be at most {MAX_RUNS}, not {0}")]
-    MaxRuns(u32),
-    #[error("--ci must be above 0 % and below 100 %, not {0} %")]
-    Ci(f64),
-    #[error("--best must be 1 or more")]
-    BestZero,
-    #[error("--best {best} is more than the {runs} runs that are sure to be made ({what})")]
-    BestOverRuns { best: u32, runs: u32, what: &'static str },
-    #[error("--pause must be finite and not negative")]
-    Pause,
-}
-
-impl RepeatPolicy {
-    /// Checks the policy once, before any run.
-    pub fn validate(&self) -> Result<(), RepeatError> {
-        let (sure, what) = match self.runs {
-            Runs::Fixed { runs } => {
-                if !(1..=MAX_RUNS).contains(&runs) {
-                    return Err(RepeatError::Runs(runs));
-                }
-                (runs, "--repeat")
-            }
-            Runs::Auto {
-                ci_percent,
-                min_runs,
-                max_runs,
-            } => {
-                if !(ci_percent > 0.0 && ci_percent < 100.0) {
-                    return Err(RepeatError::Ci(ci_percent));
-                }
-                if min_runs < 2 {
-                    return Err(RepeatError::MinRuns(min_runs));
-                }
-                if max_runs > MAX_RUNS {
-                    return Err(RepeatError::MaxRuns(max_runs));
-                }
-                if min_runs > max_runs {
-                    return Err(RepeatError::MinOverMax {
-                        min: min_runs,
-                        max: max_runs,
-                    });
-                }
-                (min_runs, "--min-runs")
-            }
-        };
-        match self.best {
-            Some(0) => return Err(RepeatError::BestZero),
-            Some(best) if best > sure => {
-                return Err(RepeatError::BestOverRuns { best, runs: sure, what });
-            }
-            _ => {}
-        }
-        if !(self.pause_seconds.is_finite() && self.pause_seconds >= 0.0) {
-            return Err(RepeatError::Pause);
-        }
-        Ok(())
-    }
-}
-
-impl Repeated {
-    /// An empty repeated test of `kind` ("tcp") under `policy`.
-    pub fn new(kind: &str, policy: RepeatPolicy) -> Repeated {
-        Repeated {
-            linerate: crate::VERSION.to_string(),
-            schema: crate::result::SCHEMA,
-            test: format!("{kind} repeat"),
-            partial: false,
-            converged: matches!(policy.runs, Runs::Auto { .. }).then_some(false),
-            policy,
-            primary: String::new(),
-            aggregated_runs: Vec::new(),
-            aggregate: Vec::new(),
-            best: None,
-            runs_needed_for_2_percent: None,
-            runs: Vec::new(),
-            notes: Vec::new(),
-        }
-    }
-}
-
 /// Runs the test under `policy` (validated by the caller): `run(k)` makes run k (from 1),
 /// `progress` sees the document after each run. Stops early, as partial, on Ctrl-C (`stop`
 /// set during a run or a pause), on a run cut short (an agent lost), or on a run that fails

@@ -6,8 +6,8 @@
 //! document kind adds one arm to [`figures`].
 
 use super::Figure;
-use crate::result::{DocumentKind, Repeated, TestResult};
-use crate::summary::headline::headline;
+use crate::headline::headline;
+use linerate_core::result::{DocumentKind, Repeated, TestResult};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -87,12 +87,12 @@ mod tests {
 
     #[test]
     fn a_single_run_has_the_kinds_headline_and_a_missing_figure_is_null() {
-        let spec = crate::spec::TestSpec::Tcp(crate::spec::TcpSpec::new());
-        let mut summary = crate::result::Summary::default();
+        let spec = linerate_core::spec::TestSpec::Tcp(linerate_core::spec::TcpSpec::new());
+        let mut summary = linerate_core::result::Summary::default();
         summary.received.seconds = 2.0;
         summary.received.bits_per_second = 941.5e6;
         summary.sent.cpu.host_percent = None;
-        let d = serde_json::to_value(crate::sweep::stub_result(spec, summary)).expect("document");
+        let d = serde_json::to_value(linerate_core::sweep::stub_result(spec, summary)).expect("document");
         let f = figures("tcp", &d);
         assert_eq!(f[0], figure("receiver throughput", "Mbit/s", Some(941.5)));
         assert!(

@@ -3,8 +3,8 @@
 //! comparison (`"compare"`). Told apart by [`DocumentKind::of`], the one rule every reader uses;
 //! `compare`, `report` and the store's readers all start here.
 
-use crate::result::{Comparison, DocumentKind, Repeated, TestResult};
-use crate::sweep::{Sweep, SweepKind};
+use linerate_core::result::{Comparison, DocumentKind, Repeated, TestResult};
+use linerate_core::sweep::{Sweep, SweepKind};
 
 /// A result document of any kind.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,12 +74,12 @@ impl Document {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::Summary;
-    use crate::spec::{TcpSpec, TestSpec};
+    use linerate_core::result::Summary;
+    use linerate_core::spec::{TcpSpec, TestSpec};
 
     #[test]
     fn each_kind_reads_back_as_itself_and_bad_text_says_why() {
-        let run = crate::sweep::stub_result(TestSpec::Tcp(TcpSpec::new()), Summary::default());
+        let run = linerate_core::sweep::stub_result(TestSpec::Tcp(TcpSpec::new()), Summary::default());
         let text = serde_json::to_string(&run).expect("serialize");
         let doc = Document::from_json(&text).expect("a run");
         assert_eq!(doc, Document::Run(Box::new(run.clone())));

@@ -4,7 +4,7 @@
 //! that is the same.
 //! Read from the documents alone, so two results taken on different days compare.
 
-use crate::result::{ConfigChange, TestResult};
+use linerate_core::result::{ConfigChange, TestResult};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -187,10 +187,10 @@ mod tests {
 
     #[test]
     fn issue_16_an_agents_profile_is_part_of_its_configuration() {
-        use crate::result::{CommandRecord, HostRecord, ProfileRecord};
+        use linerate_core::result::{CommandRecord, HostRecord, ProfileRecord};
         let with = |name: Option<&str>| {
-            let mut r = crate::sweep::stub_result(
-                crate::spec::TestSpec::Tcp(crate::spec::TcpSpec::new()),
+            let mut r = linerate_core::sweep::stub_result(
+                linerate_core::spec::TestSpec::Tcp(linerate_core::spec::TcpSpec::new()),
                 Default::default(),
             );
             let profile = name.map(|n| ProfileRecord {
@@ -208,7 +208,7 @@ mod tests {
                 "h2".into(),
                 HostRecord {
                     role: "agent".into(),
-                    info: crate::metrics::host::HostInfo::read(),
+                    info: linerate_core::metrics::host::HostInfo::read(),
                     config: None,
                     profile,
                 },

@@ -133,12 +133,12 @@ impl Outcome {
     }
 }
 
-impl From<crate::result::Outcome> for Outcome {
-    fn from(o: crate::result::Outcome) -> Outcome {
+impl From<linerate_core::result::Outcome> for Outcome {
+    fn from(o: linerate_core::result::Outcome) -> Outcome {
         match o {
-            crate::result::Outcome::Complete => Outcome::Complete,
-            crate::result::Outcome::Partial => Outcome::Partial,
-            crate::result::Outcome::Failed => Outcome::Failed,
+            linerate_core::result::Outcome::Complete => Outcome::Complete,
+            linerate_core::result::Outcome::Partial => Outcome::Partial,
+            linerate_core::result::Outcome::Failed => Outcome::Failed,
         }
     }
 }
@@ -386,7 +386,7 @@ impl Store {
                 targets,
                 record.command,
                 record.campaign,
-                crate::VERSION,
+                linerate_core::VERSION,
                 head.map(|f| &f.name),
                 head.map(|f| &f.unit),
                 head.and_then(|f| f.value),

@@ -20,17 +20,17 @@ impl Drop for TempDir {
 
 /// A stored run of `kind` (tcp or udp) whose both sides moved `mbit` Mbit/s over 2 s.
 fn record(kind: &str, started: u64, mbit: f64, labels: &[(&str, &str)]) -> Record {
-    use crate::spec::{TcpSpec, TestSpec, UdpSpec};
+    use linerate_core::spec::{TcpSpec, TestSpec, UdpSpec};
     let spec = match kind {
         "udp" => TestSpec::Udp(UdpSpec::new()),
         _ => TestSpec::Tcp(TcpSpec::new()),
     };
-    let mut summary = crate::result::Summary::default();
+    let mut summary = linerate_core::result::Summary::default();
     for side in [&mut summary.received, &mut summary.sent] {
         side.seconds = 2.0;
         side.bits_per_second = mbit * 1e6;
     }
-    let mut result = crate::sweep::stub_result(spec, summary);
+    let mut result = linerate_core::sweep::stub_result(spec, summary);
     result.started_unix_ms = started;
     Record {
         document: serde_json::to_string(&result).expect("a result serialises"),

@@ -8,12 +8,12 @@ pub mod config;
 pub use config::config_difference;
 
 use crate::document::Document;
-use crate::result::{
+use crate::headline::headline;
+use crate::stats;
+use linerate_core::result::{
     Better, ComparedSide, Comparison, Coordinate, FigureComparison, IntervalMethod, Outcome, PointComparison, SCHEMA,
     SideFigure, TestResult, Verdict,
 };
-use crate::stats;
-use crate::summary::headline::headline;
 use std::collections::BTreeMap;
 
 /// A document with where it came from and where it sits in a campaign.
@@ -93,7 +93,7 @@ fn value_order(a: &str, b: &str) -> std::cmp::Ordering {
     let number = |v: &str| {
         v.parse::<f64>()
             .ok()
-            .or_else(|| v.parse::<crate::units::ByteSize>().ok().map(|s| s.0 as f64))
+            .or_else(|| v.parse::<linerate_core::units::ByteSize>().ok().map(|s| s.0 as f64))
     };
     match (number(a), number(b)) {
         (Some(x), Some(y)) => x.total_cmp(&y),
@@ -155,7 +155,7 @@ pub fn compare(a: &SideInput, b: &SideInput) -> Comparison {
         notes.push("the two sides share no point (same test and varied values) with a complete run".into());
     }
     Comparison {
-        linerate: crate::VERSION.to_string(),
+        linerate: linerate_core::VERSION.to_string(),
         schema: SCHEMA,
         test: "compare".into(),
         a: ComparedSide {
@@ -215,7 +215,7 @@ pub fn compare_runs(a: &[&TestResult], b: &[&TestResult]) -> Vec<FigureCompariso
         a.iter().map(|r| headline(r)).collect(),
         b.iter().map(|r| headline(r)).collect(),
     );
-    let values = |heads: &[Vec<crate::summary::headline::Figure>], name: &str| -> Vec<f64> {
+    let values = |heads: &[Vec<crate::headline::Figure>], name: &str| -> Vec<f64> {
         heads
             .iter()
             .filter_map(|h| h.iter().find(|f| f.name == name).and_then(|f| f.value))

@@ -8,8 +8,8 @@
 //! run has depends on its spec alone (a bidir TCP run adds the two directions), so runs of one
 //! test line up; a figure the run did not measure has no value.
 
-use crate::result::{Better, SideSummary, TestResult};
-use crate::spec::{Direction, TestSpec};
+use linerate_core::result::{Better, SideSummary, TestResult};
+use linerate_core::spec::{Direction, TestSpec};
 
 /// One headline figure of one run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -184,9 +184,9 @@ pub fn headline(r: &TestResult) -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::{CpuUsage, DirectionSummary, LatencyFigures, RrSummary, Summary, UdpSummary};
-    use crate::spec::{RrSpec, TcpSpec, UdpSpec};
-    use crate::sweep::stub_result;
+    use linerate_core::result::{CpuUsage, DirectionSummary, LatencyFigures, RrSummary, Summary, UdpSummary};
+    use linerate_core::spec::{RrSpec, TcpSpec, UdpSpec};
+    use linerate_core::sweep::stub_result;
 
     fn side(mbit_per_second: f64, cpu: Option<f64>) -> SideSummary {
         SideSummary {

@@ -1,7 +1,7 @@
 use super::*;
-use crate::result::{CpuUsage, SideSummary, Summary};
-use crate::spec::{TcpSpec, TestSpec};
-use crate::sweep::stub_result;
+use linerate_core::result::{CpuUsage, SideSummary, Summary};
+use linerate_core::spec::{TcpSpec, TestSpec};
+use linerate_core::sweep::stub_result;
 
 fn tcp(mbit_per_second: f64, cpu_percent: f64) -> TestResult {
     let side = |cpu: f64| SideSummary {
