@@ -21,7 +21,8 @@
 
 use super::{DataStream, mix_event};
 use crate::engine::run::{Counters, Gate, RunState, Runner, Shared, StreamInfo};
-use crate::engine::{Control, EngineError, Sink, pin, sockopt};
+use crate::engine::sockopt::{self, Proto, Tuning};
+use crate::engine::{Control, EngineError, Sink, pin};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd};
 use crate::spec::{MixPattern, TcpSpec};
 use std::io::{self, Read, Write};
@@ -45,13 +46,11 @@ pub(super) const ACK: u8 = b'a';
 /// and sets TCP_NODELAY: a transfer's last segment, and every one-byte message, would otherwise
 /// wait for the peer's delayed ACK (up to 40 ms each on Linux) and the run would measure that.
 pub fn configure(stream: &TcpStream, spec: &TcpSpec) -> Result<SocketGrant, EngineError> {
-    sockopt::configure(stream, spec, Role::Send)?;
-    sockopt::configure(stream, spec, Role::Receive)?;
-    stream.set_nodelay(true).map_err(|source| EngineError::SocketOption {
-        option: "TCP_NODELAY",
-        source,
-    })?;
-    Ok(sockopt::grant(stream))
+    let tuning = Tuning {
+        nodelay: true,
+        ..Tuning::tcp(spec, true, true)
+    };
+    sockopt::apply(stream, &tuning, Proto::Tcp)
 }
 
 /// Runs the mixed connections (each a [`DataStream`] whose `id` is its forward stream's number;
