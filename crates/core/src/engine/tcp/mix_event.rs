@@ -11,7 +11,7 @@
 //! no connection can hold the worker for long. Stop flags are seen within [`POLL_SLICE`].
 
 use super::epoll::Epoll;
-use super::mix::{ACK, Link, MixEnd, REQUEST};
+use super::mix_link::{ACK, Link, MixEnd, REQUEST};
 use crate::engine::run::Shared;
 use crate::engine::sockopt::POLL_SLICE;
 use crate::result::StreamEnd;
