@@ -1,6 +1,6 @@
 //! The socket-option base: every data socket of every engine (TCP, UDP, rr) is tuned here and
-//! nowhere else. An engine says what it wants as a [`Tuning`] (buffers, TCP options, busy-poll,
-//! timestamps, timeouts); [`apply`] sets it and reads back once what the kernel granted, as the
+//! nowhere else. An engine says what it wants as a `Tuning` (buffers, TCP options, busy-poll,
+//! timestamps, timeouts); `apply` sets it and reads back once what the kernel granted, as the
 //! [`SocketGrant`] the result carries. Besides: TCP's MSS before connect, UDP GSO and GRO (set
 //! and cleared by the UDP workers, which fall back when the kernel refuses), SO_BUSY_POLL and
 //! TCP_INFO read back, and the notes on grants that differ from the ask (`notes`). Everything

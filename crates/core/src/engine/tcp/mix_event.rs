@@ -1,5 +1,5 @@
 //! Several mixed connections on one worker (`--mix` with fewer workers than streams): the same
-//! transfers as [`super::mix`]'s blocking loop, as a state machine per connection driven from
+//! transfers as the blocking loop of `mix_link`, as a state machine per connection driven from
 //! one edge-triggered epoll(7) loop.
 //!
 //! In: the worker's [`Link`]s, which end this is, the pattern, one buffer (its bytes are never
