@@ -117,10 +117,6 @@ impl Workload for Mix {
         Ok(())
     }
 
-    fn uring(&self, _: &[Link<'_>], _: usize, _: &Shared<'_>, _: &Gate) -> io::Result<()> {
-        Err(io::Error::from(io::ErrorKind::Unsupported))
-    }
-
     fn fail(&self, unit: &Link<'_>, shared: &Shared<'_>, e: &io::Error) {
         shared.count_error(unit.forward, e);
         shared.finish(unit.forward, StreamEnd::Error);

@@ -38,8 +38,11 @@ pub(super) trait Workload: Sync {
     fn blocking(&self, unit: &Self::Unit<'_>, shared: &Shared<'_>, gate: &Gate);
     /// Several units on one epoll loop.
     fn event_loop(&self, units: &[Self::Unit<'_>], shared: &Shared<'_>, gate: &Gate) -> io::Result<()>;
-    /// `depth` operations in flight per unit through io_uring.
-    fn uring(&self, units: &[Self::Unit<'_>], depth: usize, shared: &Shared<'_>, gate: &Gate) -> io::Result<()>;
+    /// `depth` operations in flight per unit through io_uring (only where [`Workload::URING`]).
+    fn uring(&self, units: &[Self::Unit<'_>], depth: usize, shared: &Shared<'_>, gate: &Gate) -> io::Result<()> {
+        let _ = (units, depth, shared, gate);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
     /// Ends a unit whose worker could not start its loop: the error counted, its streams ended.
     fn fail(&self, unit: &Self::Unit<'_>, shared: &Shared<'_>, e: &io::Error);
 }
