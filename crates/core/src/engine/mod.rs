@@ -5,7 +5,7 @@
 //! Every engine ([`tcp`], [`udp`], [`rr`], [`http`]) runs on the one runner (`run`: workers, the
 //! start gate, sampling, the window, the stop rules) and uses the base here (this module's
 //! [`Control`], [`Sink`] and [`EngineError`], [`sockopt`], [`pin`], [`pacing`], [`sequence`],
-//! `uring`); none imports another.
+//! `uring`); none imports another. Socket options are set and read back in [`sockopt`] only.
 
 pub mod http;
 pub mod pacing;

@@ -11,6 +11,7 @@
 
 use super::pacing::Pacer;
 use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
+use super::sockopt::{self, Proto, Tuning};
 use super::{Control, EngineError, Sink, pin};
 use crate::codec::DATA_HEADER_LEN;
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
@@ -18,7 +19,7 @@ use crate::spec::{Limit, RrSpec};
 use hdrhistogram::Histogram;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, mpsc};
@@ -66,94 +67,19 @@ fn hex(h: &Histogram<u64>) -> String {
     crate::codec::histogram_to_hex(h)
 }
 
-/// Sets TCP_NODELAY (TCP), SO_BUSY_POLL (when asked) and, for UDP, a short receive timeout.
-pub fn configure_socket(fd: std::os::fd::RawFd, spec: &RrSpec, tcp: bool) -> Result<SocketGrant, EngineError> {
-    let set = |level: libc::c_int, option: libc::c_int, value: libc::c_int| {
-        // SAFETY: setsockopt reads an int we own for its stated length.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                level,
-                option,
-                (&value as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        }
-    };
-    if tcp && set(libc::IPPROTO_TCP, libc::TCP_NODELAY, 1) != 0 {
-        return Err(EngineError::SocketOption {
-            option: "TCP_NODELAY",
-            source: io::Error::last_os_error(),
-        });
-    }
-    if let Some(us) = spec.busy_poll_us
-        && set(libc::SOL_SOCKET, libc::SO_BUSY_POLL, us as libc::c_int) != 0
-    {
-        return Err(EngineError::SocketOption {
-            option: "SO_BUSY_POLL (needs CAP_NET_ADMIN above net.core.busy_read)",
-            source: io::Error::last_os_error(),
-        });
-    }
-    // TCP reads block without a timeout (a timer armed per blocking read costs ~2 % of the
-    // round trips): a guard thread shuts the sockets down when the run is stopped or stalls.
-    // UDP keeps a short timeout: it is how a lost request is noticed.
-    if !tcp {
-        let tv = libc::timeval {
-            tv_sec: 0,
-            tv_usec: POLL.as_micros() as libc::suseconds_t,
-        };
-        // SAFETY: as above, with a timeval.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&tv as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            )
-        };
-    }
-    // Read back what the kernel granted (issue 13: rr streams reported every figure as 0).
-    let get = |level: libc::c_int, option: libc::c_int| -> Option<u64> {
-        let mut value: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: getsockopt writes at most `len` bytes into an int we own.
-        let rc = unsafe { libc::getsockopt(fd, level, option, (&mut value as *mut libc::c_int).cast(), &mut len) };
-        (rc == 0).then_some(u64::try_from(value).unwrap_or(0))
-    };
-    let congestion = tcp
-        .then(|| {
-            let mut name = [0u8; 16];
-            let mut len = name.len() as libc::socklen_t;
-            // SAFETY: getsockopt writes at most `len` bytes into a buffer we own (tcp(7)).
-            let rc = unsafe {
-                libc::getsockopt(
-                    fd,
-                    libc::IPPROTO_TCP,
-                    libc::TCP_CONGESTION,
-                    name.as_mut_ptr().cast(),
-                    &mut len,
-                )
-            };
-            (rc == 0).then(|| {
-                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-                String::from_utf8_lossy(&name[..end]).into_owned()
-            })
-        })
-        .flatten()
-        .unwrap_or_default();
-    Ok(SocketGrant {
-        sndbuf_bytes: get(libc::SOL_SOCKET, libc::SO_SNDBUF).unwrap_or(0),
-        rcvbuf_bytes: get(libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0),
-        // Unknown (0, written as null) on UDP and before a TCP connection is made.
-        mss_bytes: if tcp {
-            get(libc::IPPROTO_TCP, libc::TCP_MAXSEG).map_or(0, |m| m as u32)
-        } else {
-            0
-        },
-        congestion,
+/// Sets TCP_NODELAY (TCP), SO_BUSY_POLL (when asked) and, for UDP, a short receive timeout;
+/// returns what the kernel granted (issue 13: rr streams once reported every figure as 0).
+pub fn configure_socket(fd: BorrowedFd<'_>, spec: &RrSpec, tcp: bool) -> Result<SocketGrant, EngineError> {
+    let tuning = Tuning {
         nodelay: tcp,
-    })
+        busy_poll_us: spec.busy_poll_us,
+        // TCP reads block without a timeout (a timer armed per blocking read costs ~2 % of the
+        // round trips): a guard thread shuts the sockets down when the run is stopped or stalls.
+        // UDP keeps a short timeout: it is how a lost request is noticed.
+        read_timeout: (!tcp).then_some(POLL),
+        ..Tuning::default()
+    };
+    sockopt::apply(&fd, &tuning, if tcp { Proto::Tcp } else { Proto::Udp })
 }
 
 fn is_timeout(e: &io::Error) -> bool {
@@ -161,34 +87,6 @@ fn is_timeout(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
     )
-}
-
-/// SO_BUSY_POLL as the kernel holds it on `fd`, microseconds (None where it cannot be read).
-fn read_busy_poll(fd: std::os::fd::RawFd) -> Option<u32> {
-    let mut got: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes an int we own, within `len`.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_BUSY_POLL,
-            (&mut got as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(got.max(0) as u32)
-}
-
-/// Says whether `--busy-poll` applied (issue 13): without CAP_NET_ADMIN the kernel refuses a
-/// value above net.core.busy_read (the run then fails with that error), so a run that got here
-/// has it; the note gives the value read back.
-fn busy_poll_note(asked_us: u32, granted_us: Option<u32>) -> String {
-    match granted_us {
-        Some(got) if got == asked_us => format!("--busy-poll {asked_us} us granted (SO_BUSY_POLL read back)"),
-        Some(got) => format!("--busy-poll {asked_us} us asked, {got} us granted (SO_BUSY_POLL read back)"),
-        None => format!("--busy-poll {asked_us} us set; SO_BUSY_POLL could not be read back"),
-    }
 }
 
 /// Runs the streams: askers until their limit, answerers until the askers are done. `accept`
@@ -234,12 +132,8 @@ pub fn run(
         })
         .collect();
     let busy_poll = spec.busy_poll_us.and_then(|us| {
-        let fd = streams.iter().find_map(|s| match &s.socket {
-            RrSocket::Tcp(t) => Some(t.as_raw_fd()),
-            RrSocket::Udp(u) => Some(u.as_raw_fd()),
-            _ => None,
-        })?;
-        Some(busy_poll_note(us, read_busy_poll(fd)))
+        let fd = streams.iter().find_map(|s| raw_fd(&s.socket))?;
+        Some(sockopt::busy_poll_note(us, sockopt::busy_poll_us(&fd)))
     });
     let guard_done = AtomicBool::new(false);
     let (mut report, outcomes) = thread::scope(|scope| {
@@ -624,10 +518,10 @@ fn serve_tcp(
 }
 
 /// The fd of a stream's socket, for options.
-pub fn raw_fd(s: &RrSocket) -> Option<std::os::fd::RawFd> {
+pub fn raw_fd(s: &RrSocket) -> Option<BorrowedFd<'_>> {
     match s {
-        RrSocket::Tcp(t) => Some(t.as_raw_fd()),
-        RrSocket::Udp(u) => Some(u.as_raw_fd()),
+        RrSocket::Tcp(t) => Some(t.as_fd()),
+        RrSocket::Udp(u) => Some(u.as_fd()),
         _ => None,
     }
 }
@@ -646,22 +540,5 @@ mod tests {
         assert_eq!(peer.ip(), from);
         let _d = connect_from(addr, None).expect("connect");
         assert_eq!(l.accept().expect("accept").1.ip(), addr.ip());
-    }
-
-    #[test]
-    fn issue_13_busy_poll_says_whether_it_applied() {
-        assert_eq!(
-            busy_poll_note(50, Some(50)),
-            "--busy-poll 50 us granted (SO_BUSY_POLL read back)"
-        );
-        assert_eq!(
-            busy_poll_note(50, Some(0)),
-            "--busy-poll 50 us asked, 0 us granted (SO_BUSY_POLL read back)"
-        );
-        let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
-        assert!(
-            read_busy_poll(s.as_raw_fd()).is_some(),
-            "SO_BUSY_POLL reads back on Linux"
-        );
     }
 }

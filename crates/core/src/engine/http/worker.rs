@@ -234,12 +234,10 @@ impl Worker<'_> {
                         b.bytes_out += n as u64;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let class = classify(&e);
-                    self.finish(u, End::Failed(class));
-                    return;
+                    if !self.again_after(u, &e) {
+                        return;
+                    }
                 }
             }
         }
@@ -339,18 +337,30 @@ impl Worker<'_> {
                         }
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let class = classify(&e);
-                    self.finish(u, End::Failed(class));
-                    return;
+                    if !self.again_after(u, &e) {
+                        return;
+                    }
                 }
             }
         }
     }
 
     /// The request of user `u` ended: count it, close or keep the connection, start the next.
+    /// After a failed read or write on user `u`: true to call again (interrupted); false to
+    /// leave it (it would block: the next edge wakes it; or it failed: ended, the error
+    /// classified).
+    fn again_after(&mut self, u: usize, e: &io::Error) -> bool {
+        match e.kind() {
+            io::ErrorKind::Interrupted => true,
+            io::ErrorKind::WouldBlock => false,
+            _ => {
+                self.finish(u, End::Failed(classify(e)));
+                false
+            }
+        }
+    }
+
     fn finish(&mut self, u: usize, end: End) {
         let now = self.now();
         self.cancel_timer(u);

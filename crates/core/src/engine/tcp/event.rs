@@ -8,8 +8,8 @@
 //! Opening, tuning and pinning are left to the caller; the loop allocates, locks and formats
 //! nothing, and sees `stop_send` / `abort` within [`POLL_SLICE`] (the epoll_wait timeout).
 
-use super::WorkerStream;
 use super::epoll::Epoll;
+use super::stream::WorkerStream;
 use crate::engine::run::Shared;
 use crate::engine::sockopt::POLL_SLICE;
 use crate::result::{Role, StreamEnd};

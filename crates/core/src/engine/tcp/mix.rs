@@ -16,42 +16,31 @@
 //! stream's ops transfers received in full. Workers as for one-way streams (`--threads`, else
 //! one per CPU, never more than connections); a worker with one connection makes blocking calls
 //! with the sockets' 100 ms timeouts (so stop flags are seen), one with several drives them from
-//! an epoll loop (`mix_event`); one buffer per worker, touched before the clock. The loops
-//! allocate, lock and format nothing.
+//! an epoll loop (`mix_event`): the TCP runner's blocking and epoll styles. One buffer per
+//! worker, touched before the clock. The loops allocate, lock and format nothing.
 
-use super::{DataStream, mix_event};
-use crate::engine::run::{Counters, Gate, RunState, Runner, Shared, StreamInfo};
-use crate::engine::{Control, EngineError, Sink, pin, sockopt};
+use super::mix_event;
+use super::mix_link::Link;
+pub use super::mix_link::MixEnd;
+use super::runner::{self, Workload};
+use super::stream::DataStream;
+use crate::engine::run::{Gate, Shared};
+use crate::engine::sockopt::{self, Proto, Tuning};
+use crate::engine::{Control, EngineError, Sink};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd};
 use crate::spec::{MixPattern, TcpSpec};
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
-use std::sync::OnceLock;
-use std::sync::atomic::Ordering::Relaxed;
-
-/// Which end of a mixed connection this is: the client drives, the agent answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MixEnd {
-    Client,
-    Agent,
-}
-
-/// The client's one-byte message asking for a read.
-pub(super) const REQUEST: u8 = b'r';
-/// The agent's one-byte answer to a write received in full.
-pub(super) const ACK: u8 = b'a';
+use std::io;
+use std::net::TcpStream;
 
 /// Tunes a mixed connection for both directions (SO_SNDBUF and SO_RCVBUF as asked, the timeouts)
 /// and sets TCP_NODELAY: a transfer's last segment, and every one-byte message, would otherwise
 /// wait for the peer's delayed ACK (up to 40 ms each on Linux) and the run would measure that.
 pub fn configure(stream: &TcpStream, spec: &TcpSpec) -> Result<SocketGrant, EngineError> {
-    sockopt::configure(stream, spec, Role::Send)?;
-    sockopt::configure(stream, spec, Role::Receive)?;
-    stream.set_nodelay(true).map_err(|source| EngineError::SocketOption {
-        option: "TCP_NODELAY",
-        source,
-    })?;
-    Ok(sockopt::grant(stream))
+    let tuning = Tuning {
+        nodelay: true,
+        ..Tuning::tcp(spec, true, true)
+    };
+    sockopt::apply(stream, &tuning, Proto::Tcp)
 }
 
 /// Runs the mixed connections (each a [`DataStream`] whose `id` is its forward stream's number;
@@ -65,231 +54,79 @@ pub fn run(
     sink: &mut dyn Sink,
     control: &Control,
 ) -> Result<SideReport, EngineError> {
-    pin::check_cpus(cpus)?;
     let pattern = spec.mix.map(|m| m.pattern()).ok_or(EngineError::Io {
         what: "a mixed run needs --mix in its spec",
         source: io::Error::from(io::ErrorKind::InvalidInput),
     })?;
-    let n = connections.len();
-    let workers = super::worker_count(spec.threads, cpus, n);
-    let epoll_failed: OnceLock<String> = OnceLock::new();
-    let state = RunState::new(2 * n);
-    let gate = Gate::new();
-    let shared = super::shared_for(spec, &state, control);
-    let (forward, reverse) = match end {
-        MixEnd::Client => (Role::Send, Role::Receive),
-        MixEnd::Agent => (Role::Receive, Role::Send),
+    let mix = Mix {
+        end,
+        pattern,
+        connections: connections.len(),
+        reverse_ids: spec.streams,
     };
-    let role = |i: usize| if i < n { forward } else { reverse };
-    let infos = connections
-        .iter()
-        .map(|c| (c.id, forward, &c.grant))
-        .chain(connections.iter().map(|c| (c.id + spec.streams, reverse, &c.grant)));
-    // The sending stream of each connection reports TCP_INFO (its socket's send side).
-    let tcp_info = |i: usize| {
-        (role(i) == Role::Send)
-            .then(|| sockopt::tcp_info(&connections[i % n].socket))
-            .flatten()
-    };
-    let runner = Runner {
-        plan: super::plan_for(spec),
-        streams: StreamInfo::all(infos),
-        workers,
-        name: "linerate-m",
-        cpus,
-        tcp_info: Some(&tcp_info),
-    };
-    let len = shared.buffer_bytes;
-    let (mut report, _) = runner.drive(&shared, &gate, sink, |w| {
-        let links: Vec<Link<'_>> = connections
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| i % workers == w)
-            .map(|(i, c)| Link {
-                socket: &c.socket,
-                shared: &shared,
-                forward: i,
-                reverse: n + i,
-            })
-            .collect();
-        // Touched before the clock matters: a byte pattern, not zero pages. One buffer serves
-        // every connection of the worker both ways; its bytes are never inspected.
-        let mut buf: Vec<u8> = (0..len).map(|i| i as u8).collect();
-        // One connection: plain blocking calls; several: one epoll loop (mix_event).
-        if let [one] = &links[..] {
-            gate.arrive_and_wait(&shared.sampler);
-            one.run(end, pattern, &mut buf);
-            return;
-        }
-        match mix_event::EventLoop::new(&links, pattern) {
-            Ok(mut ev) => {
-                gate.arrive_and_wait(&shared.sampler);
-                ev.run(&links, end, &mut buf, &shared);
-            }
-            Err(e) => {
-                let _ = epoll_failed.set(e.to_string());
-                gate.arrive_and_wait(&shared.sampler);
-                for l in &links {
-                    shared.count_error(l.forward, &e);
-                    shared.finish(l.forward, StreamEnd::Error);
-                    shared.finish(l.reverse, StreamEnd::Error);
-                }
-            }
-        }
-    })?;
-    report.io = "syscall".into();
-    super::end_notes(&mut report, spec, &epoll_failed);
-    Ok(report)
+    runner::run(spec, &mix, cpus, &connections, sink, control)
 }
 
-/// One mixed connection as its worker drives it, with the indices of its two counted streams.
-pub(super) struct Link<'a> {
-    pub socket: &'a TcpStream,
-    pub shared: &'a Shared<'a>,
-    pub forward: usize,
-    pub reverse: usize,
+/// Mixed transfers: every connection two counted streams, forward (the client's writes) and
+/// reverse (its reads).
+struct Mix {
+    end: MixEnd,
+    pattern: MixPattern,
+    connections: usize,
+    /// A reverse stream's id is its forward stream's plus this (the spec's streams).
+    reverse_ids: u16,
 }
 
-/// Bytes and completed transfers of one counted stream, as its worker keeps them.
-struct Tally<'a> {
-    counters: &'a Counters,
-    bytes: u64,
-    transfers: u64,
-}
+impl Workload for Mix {
+    type Unit<'a> = Link<'a>;
+    const NAME: &'static str = "linerate-m";
+    /// `--mix` waits for each transfer's answer: `--depth` does not apply.
+    const URING: bool = false;
 
-impl Tally<'_> {
-    fn add_bytes(&mut self, k: usize) {
-        self.bytes += k as u64;
-        self.counters.bytes.store(self.bytes, Relaxed);
-    }
-
-    fn complete(&mut self) {
-        self.transfers += 1;
-        self.counters.ops.store(self.transfers, Relaxed);
-    }
-}
-
-impl Link<'_> {
-    /// Transfers until the client's limit or the client's close, then records both streams' end.
-    fn run(&self, end: MixEnd, mut pattern: MixPattern, buf: &mut [u8]) {
-        let shared = self.shared;
-        let control = shared.control;
-        let mut fwd = Tally {
-            counters: &shared.counters[self.forward],
-            bytes: 0,
-            transfers: 0,
+    fn streams(&self, sockets: &[DataStream]) -> Vec<(u16, Role, usize)> {
+        let (forward, reverse) = match self.end {
+            MixEnd::Client => (Role::Send, Role::Receive),
+            MixEnd::Agent => (Role::Receive, Role::Send),
         };
-        let mut rev = Tally {
-            counters: &shared.counters[self.reverse],
-            bytes: 0,
-            transfers: 0,
-        };
-        let mut one = [0u8; 1];
-        let mut done = 0u64;
-        let why = loop {
-            if control.aborted() {
-                break StreamEnd::Stopped;
-            }
-            if end == MixEnd::Client {
-                if control.sending_stopped() {
-                    break shared.stop_reason();
-                }
-                if shared.count == Some(done) {
-                    break StreamEnd::Count;
-                }
-            }
-            let read = pattern.next_is_read();
-            let step = match (end, read) {
-                (MixEnd::Client, false) => self
-                    .write_all(buf, Some(&mut fwd))
-                    .and_then(|()| self.read_exact(&mut one, None))
-                    .and_then(|()| self.expect(one[0], ACK))
-                    .map(|()| fwd.complete()),
-                (MixEnd::Client, true) => self
-                    .write_all(&[REQUEST], None)
-                    .and_then(|()| self.read_exact(buf, Some(&mut rev)))
-                    .map(|()| rev.complete()),
-                (MixEnd::Agent, false) => self
-                    .read_exact(buf, Some(&mut fwd))
-                    .map(|()| fwd.complete())
-                    .and_then(|()| self.write_all(&[ACK], None)),
-                (MixEnd::Agent, true) => self
-                    .read_exact(&mut one, None)
-                    .and_then(|()| self.expect(one[0], REQUEST))
-                    .and_then(|()| self.write_all(buf, Some(&mut rev)))
-                    .map(|()| rev.complete()),
-            };
-            if let Err(why) = step {
-                break why;
-            }
-            done += 1;
-        };
-        let _ = self.socket.shutdown(Shutdown::Write);
-        shared.finish(self.forward, why);
-        shared.finish(self.reverse, why);
+        let ids = |role, add: u16| sockets.iter().enumerate().map(move |(i, c)| (c.id + add, role, i));
+        ids(forward, 0).chain(ids(reverse, self.reverse_ids)).collect()
     }
 
-    /// A one-byte message that is not the one the pattern calls for: the ends disagree on the
-    /// pattern (or something else is on the connection); counted as an error, the stream ends.
-    fn expect(&self, got: u8, want: u8) -> Result<(), StreamEnd> {
-        if got == want {
-            Ok(())
-        } else {
-            self.shared
-                .count_error(self.forward, &io::Error::from(io::ErrorKind::InvalidData));
-            Err(StreamEnd::Error)
+    fn unit<'a>(&self, i: usize, socket: &'a DataStream, shared: &'a Shared<'a>) -> Link<'a> {
+        Link {
+            socket: &socket.socket,
+            shared,
+            forward: i,
+            reverse: self.connections + i,
         }
     }
 
-    /// Writes all of `data`, counting it into `tally` when given.
-    fn write_all(&self, data: &[u8], mut tally: Option<&mut Tally<'_>>) -> Result<(), StreamEnd> {
-        let mut sock = self.socket;
-        let mut off = 0;
-        while off < data.len() {
-            if self.shared.control.aborted() {
-                return Err(StreamEnd::Stopped);
-            }
-            match sock.write(&data[off..]) {
-                Ok(k) => {
-                    off += k;
-                    if let Some(t) = tally.as_deref_mut() {
-                        t.add_bytes(k);
-                    }
-                }
-                Err(e) if super::is_again(&e) => {}
-                Err(e) => return Err(self.failed(&e)),
-            }
-        }
+    /// One buffer serves the connection both ways; its bytes are never inspected.
+    fn blocking(&self, unit: &Link<'_>, shared: &Shared<'_>, gate: &Gate) {
+        let mut buf = buffer(shared.buffer_bytes);
+        gate.arrive_and_wait(&shared.sampler);
+        unit.run(self.end, self.pattern, &mut buf);
+    }
+
+    /// One buffer serves every connection of the worker both ways.
+    fn event_loop(&self, units: &[Link<'_>], shared: &Shared<'_>, gate: &Gate) -> io::Result<()> {
+        let mut buf = buffer(shared.buffer_bytes);
+        let mut ev = mix_event::EventLoop::new(units, self.pattern)?;
+        gate.arrive_and_wait(&shared.sampler);
+        ev.run(units, self.end, &mut buf, shared);
         Ok(())
     }
 
-    /// Fills `buf`, counting into `tally` when given; the peer's close ends the stream (`Eof`).
-    fn read_exact(&self, buf: &mut [u8], mut tally: Option<&mut Tally<'_>>) -> Result<(), StreamEnd> {
-        let mut sock = self.socket;
-        let mut off = 0;
-        while off < buf.len() {
-            if self.shared.control.aborted() {
-                return Err(StreamEnd::Stopped);
-            }
-            match sock.read(&mut buf[off..]) {
-                Ok(0) => return Err(StreamEnd::Eof),
-                Ok(k) => {
-                    off += k;
-                    if let Some(t) = tally.as_deref_mut() {
-                        t.add_bytes(k);
-                    }
-                }
-                Err(e) if super::is_again(&e) => {}
-                Err(e) => return Err(self.failed(&e)),
-            }
-        }
-        Ok(())
+    fn fail(&self, unit: &Link<'_>, shared: &Shared<'_>, e: &io::Error) {
+        shared.count_error(unit.forward, e);
+        shared.finish(unit.forward, StreamEnd::Error);
+        shared.finish(unit.reverse, StreamEnd::Error);
     }
+}
 
-    fn failed(&self, e: &io::Error) -> StreamEnd {
-        self.shared.count_error(self.forward, e);
-        StreamEnd::Error
-    }
+/// Touched before the clock matters: a byte pattern, not zero pages.
+fn buffer(len: usize) -> Vec<u8> {
+    (0..len).map(|i| i as u8).collect()
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Several mixed connections on one worker (`--mix` with fewer workers than streams): the same
-//! transfers as [`super::mix`]'s blocking loop, as a state machine per connection driven from
+//! transfers as the blocking loop of `mix_link`, as a state machine per connection driven from
 //! one edge-triggered epoll(7) loop.
 //!
 //! In: the worker's [`Link`]s, which end this is, the pattern, one buffer (its bytes are never
@@ -11,7 +11,7 @@
 //! no connection can hold the worker for long. Stop flags are seen within [`POLL_SLICE`].
 
 use super::epoll::Epoll;
-use super::mix::{ACK, Link, MixEnd, REQUEST};
+use super::mix_link::{ACK, Link, MixEnd, REQUEST};
 use crate::engine::run::Shared;
 use crate::engine::sockopt::POLL_SLICE;
 use crate::result::StreamEnd;

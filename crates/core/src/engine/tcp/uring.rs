@@ -5,7 +5,7 @@
 //! buffer) until its completion arrives, so the worker drains every in-flight operation before its
 //! buffers are freed; if that fails even after shutting the sockets, the buffers are leaked.
 
-use super::WorkerStream;
+use super::stream::WorkerStream;
 use crate::engine::run::{Shared, is_reset};
 use crate::result::{Role, StreamEnd};
 use io_uring::{IoUring, opcode, types};

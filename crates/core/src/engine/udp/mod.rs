@@ -24,11 +24,11 @@ mod send;
 pub(crate) use receive::MAX_BINS;
 
 use super::run::{Gate, Plan, RunState, Runner, StreamInfo};
-use super::{Control, EngineError, Sink, pin, sockopt};
+use super::sockopt::{self, Proto, Tuning};
+use super::{Control, EngineError, Sink, pin};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd, UdpReceiveReport};
 use crate::spec::UdpSpec;
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
@@ -53,55 +53,22 @@ pub struct UdpStream {
 }
 
 /// Tunes a UDP data socket: the receive buffer (4 MiB unless asked, forced past rmem_max as
-/// root), a 50 ms receive timeout, kernel receive timestamps. Returns what the kernel granted.
+/// root), a 50 ms receive timeout, kernel receive timestamps; or the send buffer (room for four
+/// batches, at least 4 MiB). Returns what the kernel granted.
 pub fn configure(socket: &UdpSocket, spec: &UdpSpec, role: Role) -> Result<SocketGrant, EngineError> {
-    let sock = socket2::SockRef::from(socket);
-    let opt = |option: &'static str| move |source| EngineError::SocketOption { option, source };
-    if role == Role::Receive {
-        let want = spec.window_bytes.map_or(4 << 20, |w| w.0) as usize;
-        sockopt::set_buffer(socket.as_raw_fd(), libc::SO_RCVBUF, sockopt::SO_RCVBUFFORCE, want)
-            .map_err(opt("SO_RCVBUF"))?;
-        sock.set_read_timeout(Some(RECV_POLL)).map_err(opt("SO_RCVTIMEO"))?;
-        let on: libc::c_int = 1;
-        // SAFETY: setsockopt reads an int we own for its stated length.
-        let rc = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            // No kernel stamps: user-space ones are taken instead and the result says so.
-            let _ = std::io::Error::last_os_error();
-        }
-    } else {
-        let want = (4usize << 20).max(spec.payload_bytes as usize * BATCH * 4);
-        sockopt::set_buffer(socket.as_raw_fd(), libc::SO_SNDBUF, sockopt::SO_SNDBUFFORCE, want)
-            .map_err(opt("SO_SNDBUF"))?;
-    }
-    Ok(SocketGrant {
-        sndbuf_bytes: sock.send_buffer_size().map_err(opt("SO_SNDBUF"))? as u64,
-        rcvbuf_bytes: sock.recv_buffer_size().map_err(opt("SO_RCVBUF"))? as u64,
-        ..Default::default()
-    })
-}
-
-/// Sets an int option at SOL_UDP; false where the kernel has no such option.
-pub(super) fn set_udp_int(socket: &UdpSocket, option: libc::c_int, value: libc::c_int) -> bool {
-    // SAFETY: setsockopt reads an int we own for its stated length.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_UDP,
-            option,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
+    let tuning = match role {
+        Role::Receive => Tuning {
+            rcvbuf_bytes: Some(spec.window_bytes.map_or(4 << 20, |w| w.0)),
+            read_timeout: Some(RECV_POLL),
+            timestamps: true,
+            ..Tuning::default()
+        },
+        Role::Send => Tuning {
+            sndbuf_bytes: Some((4u64 << 20).max(u64::from(spec.payload_bytes) * BATCH as u64 * 4)),
+            ..Tuning::default()
+        },
     };
-    rc == 0
+    sockopt::apply(socket, &tuning, Proto::Udp)
 }
 
 /// What a worker hands back when its stream ends.
@@ -282,18 +249,9 @@ mod tests {
         // With SO_NO_CHECK the kernel still takes UDP_SEGMENT but refuses every GSO send with
         // EINVAL (udp_send_skb): the case of a driver that accepted the option and then fails.
         let no_check = |s: &UdpSocket| {
-            let on: libc::c_int = 1;
-            // SAFETY: setsockopt reads an int we own for its stated length.
-            let rc = unsafe {
-                libc::setsockopt(
-                    s.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_NO_CHECK,
-                    (&on as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            assert_eq!(rc, 0, "SO_NO_CHECK: {}", std::io::Error::last_os_error());
+            use std::os::fd::AsFd;
+            let set = sockopt::set_int(s.as_fd(), libc::SOL_SOCKET, libc::SO_NO_CHECK, 1);
+            assert!(set.is_ok(), "SO_NO_CHECK: {set:?}");
         };
         let mut spec = UdpSpec::new();
         spec.limit = Limit::Buffers(5000);

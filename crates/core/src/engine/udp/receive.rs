@@ -9,9 +9,10 @@
 
 use super::along::AlongSequence;
 use super::header::{HEADER_BYTES, Header, KIND_END, parse_header, realtime_ns};
-use super::{BATCH, UdpStream, set_udp_int};
+use super::{BATCH, UdpStream};
 use crate::engine::run::{Gate, Shared};
 use crate::engine::sequence::SequenceTracker;
+use crate::engine::sockopt::enable_gro;
 use crate::result::{StreamEnd, UdpReceiveReport};
 use crate::spec::{Limit, UdpSpec};
 use hdrhistogram::Histogram;
@@ -215,7 +216,7 @@ pub(super) fn receive_stream(
 ) -> UdpReceiveReport {
     // As fast as possible, UDP GRO hands up trains of datagrams in one message (each segment
     // keeps its own header; the train shares one arrival time).
-    let gro = spec.gap_ns == 0 && set_udp_int(&s.socket, libc::UDP_GRO, 1);
+    let gro = spec.gap_ns == 0 && enable_gro(&s.socket);
     let size = if gro {
         usize::from(u16::MAX)
     } else {

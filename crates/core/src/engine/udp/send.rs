@@ -5,27 +5,16 @@
 //! whether GSO had to be turned off at send time (the run notes it once for all streams).
 
 use super::header::{HEADER_BYTES, Header, KIND_DATA, KIND_END, realtime_ns, write_header};
-use super::{BATCH, GSO_MAX_BYTES, UdpStream, set_udp_int};
+use super::{BATCH, GSO_MAX_BYTES, UdpStream};
 use crate::engine::pacing::{self, Pacer};
 use crate::engine::run::{Gate, Shared};
+use crate::engine::sockopt::{disable_gso, enable_gso};
 use crate::result::{StreamEnd, UdpSendReport};
 use crate::spec::{Limit, UdpSpec};
-use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::thread;
 use std::time::Duration;
-
-/// Sets UDP_SEGMENT (UDP GSO) so one send of n x `size` bytes leaves as n datagrams.
-fn enable_gso(socket: &UdpSocket, size: u16) -> bool {
-    set_udp_int(socket, libc::UDP_SEGMENT, libc::c_int::from(size))
-}
-
-/// One sending stream: paced or as fast as possible, then the end markers.
-/// Sets UDP_SEGMENT to 0: each send is one datagram again.
-fn disable_gso(socket: &UdpSocket) -> bool {
-    set_udp_int(socket, libc::UDP_SEGMENT, 0)
-}
 
 /// What a sender does after a failed send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
