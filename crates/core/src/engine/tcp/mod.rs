@@ -16,7 +16,7 @@ pub mod mix;
 mod mix_event;
 mod uring;
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd};
-use crate::spec::{Limit, TcpSpec};
+use crate::spec::TcpSpec;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::OnceLock;
@@ -125,10 +125,7 @@ pub fn run(
 fn shared_for<'a>(spec: &TcpSpec, state: &'a RunState, control: &'a Control) -> Shared<'a> {
     Shared {
         buffer_bytes: spec.buffer_bytes.0 as usize,
-        count: match spec.limit {
-            Limit::Buffers(b) => Some(b),
-            Limit::Seconds(_) => None,
-        },
+        count: spec.timing.limit.count(),
         ..state.shared(control)
     }
 }
@@ -136,15 +133,9 @@ fn shared_for<'a>(spec: &TcpSpec, state: &'a RunState, control: &'a Control) -> 
 /// The runner's plan for a TCP run: the spec's windows; the deadline stops the senders (a
 /// mixed run's client checks it between transfers, its agent ends when the client closes).
 fn plan_for(spec: &TcpSpec) -> Plan {
-    Plan {
-        deadline_stops_senders: true,
-        ..Plan::from_spec(
-            spec.warmup_seconds,
-            spec.cooldown_seconds,
-            spec.limit,
-            spec.interval_seconds,
-        )
-    }
+    let mut plan = Plan::new(&spec.timing);
+    plan.deadline_stops_senders = true;
+    plan
 }
 
 /// What every TCP run's report says at its end: a worker without epoll, and socket options the
@@ -273,6 +264,7 @@ fn blocking_stream(s: &WorkerStream<'_>, buf: &mut [u8], shared: &Shared<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Limit;
     use crate::engine::NullSink;
     use crate::units::ByteSize;
     use std::net::TcpListener;
@@ -324,7 +316,7 @@ mod tests {
     #[test]
     fn count_mode_moves_exactly_the_buffers_asked_for() {
         let mut spec = TcpSpec::new();
-        spec.limit = Limit::Buffers(50);
+        spec.timing.limit = Limit::Buffers(50);
         spec.buffer_bytes = ByteSize(10_000);
         spec.threads = 1; // two streams on one worker: the epoll path
         let (sent, received) = run_pairs(&spec, 2);
@@ -341,7 +333,7 @@ mod tests {
         let mut spec = TcpSpec::new();
         spec.streams = 16;
         spec.threads = 2;
-        spec.limit = Limit::Buffers(40);
+        spec.timing.limit = Limit::Buffers(40);
         spec.buffer_bytes = ByteSize(7_000); // not a multiple of any socket buffer: partial writes
         let (sent, received) = run_pairs(&spec, 16);
         for r in [&sent, &received] {
@@ -358,8 +350,8 @@ mod tests {
         let mut spec = TcpSpec::new();
         spec.streams = 8;
         spec.threads = 1;
-        spec.limit = Limit::Seconds(0.5);
-        spec.interval_seconds = 0.0;
+        spec.timing.limit = Limit::Seconds(0.5);
+        spec.timing.interval_seconds = 0.0;
         let (sent, received) = run_pairs(&spec, 8);
         for (s, r) in sent.streams.iter().zip(&received.streams) {
             assert_eq!(s.end, StreamEnd::Deadline);
@@ -417,8 +409,8 @@ mod tests {
     #[test]
     fn time_mode_stops_at_the_deadline_and_samples_intervals() {
         let mut spec = TcpSpec::new();
-        spec.limit = Limit::Seconds(0.6);
-        spec.interval_seconds = 0.2;
+        spec.timing.limit = Limit::Seconds(0.6);
+        spec.timing.interval_seconds = 0.2;
         let (sent, received) = run_pairs(&spec, 1);
         let s = &sent.streams[0];
         assert_eq!(s.end, StreamEnd::Deadline);
@@ -434,8 +426,8 @@ mod tests {
     #[test]
     fn warmup_is_left_out_of_the_window() {
         let mut spec = TcpSpec::new();
-        spec.limit = Limit::Seconds(0.8);
-        spec.warmup_seconds = 0.3;
+        spec.timing.limit = Limit::Seconds(0.8);
+        spec.timing.warmup_seconds = 0.3;
         let (sent, _) = run_pairs(&spec, 1);
         let s = &sent.streams[0];
         assert!(s.bytes < s.total_bytes);
@@ -462,7 +454,7 @@ mod tests {
                 grant: g,
             }];
             let mut c = TcpSpec::new();
-            c.limit = Limit::Buffers(1);
+            c.timing.limit = Limit::Buffers(1);
             run(&c, &[], streams, &mut NullSink, &control).expect("run")
         });
         assert!(started.elapsed() < Duration::from_secs(2));

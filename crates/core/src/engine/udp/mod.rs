@@ -125,12 +125,7 @@ pub fn run(
     let gate = Gate::new();
     let shared = state.shared(control);
     let runner = Runner {
-        plan: Plan::from_spec(
-            spec.warmup_seconds,
-            spec.cooldown_seconds,
-            spec.limit,
-            spec.interval_seconds,
-        ),
+        plan: Plan::new(&spec.timing),
         streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         // One worker per stream.
         workers: n,
@@ -138,11 +133,12 @@ pub fn run(
         cpus,
         tcp_info: None,
     };
+    let plan = &runner.plan;
     let (mut report, outcomes) = runner.drive(&shared, &gate, sink, |idx| {
         let s = &streams[idx];
         match s.role {
-            Role::Send => Outcome::Sent(send::send_stream(spec, idx, s, &shared, &gate)),
-            Role::Receive => Outcome::Received(Box::new(receive::receive_stream(spec, idx, s, &shared, &gate))),
+            Role::Send => Outcome::Sent(send::send_stream(spec, plan, idx, s, &shared, &gate)),
+            Role::Receive => Outcome::Received(Box::new(receive::receive_stream(spec, plan, idx, s, &shared, &gate))),
         }
     })?;
     let mut gso_dropped: Vec<i32> = Vec::new();
@@ -242,7 +238,7 @@ mod tests {
     #[test]
     fn every_datagram_of_a_paced_count_arrives_in_order() {
         let mut spec = UdpSpec::new();
-        spec.limit = Limit::Buffers(2000);
+        spec.timing.limit = Limit::Buffers(2000);
         spec.gap_ns = 20_000;
         spec.direction = Direction::Send;
         let (sent, received) = run_pair(&spec);
@@ -267,7 +263,7 @@ mod tests {
     #[test]
     fn as_fast_as_possible_for_a_time() {
         let mut spec = UdpSpec::new();
-        spec.limit = Limit::Seconds(0.5);
+        spec.timing.limit = Limit::Seconds(0.5);
         spec.payload_bytes = 1000;
         let (sent, received) = run_pair(&spec);
         let s = sent.streams[0].udp_send.as_ref().expect("send report");
@@ -296,7 +292,7 @@ mod tests {
             assert_eq!(rc, 0, "SO_NO_CHECK: {}", std::io::Error::last_os_error());
         };
         let mut spec = UdpSpec::new();
-        spec.limit = Limit::Buffers(5000);
+        spec.timing.limit = Limit::Buffers(5000);
         spec.payload_bytes = 1000;
         let (sent, received) = run_pair_with(&spec, no_check);
         let st = &sent.streams[0];
