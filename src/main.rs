@@ -258,7 +258,7 @@ fn tcp_test(spec: &TcpSpec, targets: &[Target], opts: &ClientOptions, json: bool
     let roles = stream_roles(spec.streams_per_agent(), targets.len(), |i| {
         spec.stream_flows_forward(i)
     });
-    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0);
+    let mut live = live::LiveLines::new(roles, json || spec.timing.interval_seconds == 0.0);
     Ok(run_tcp(spec, targets, opts, &mut live, &interrupt)?)
 }
 
@@ -273,7 +273,7 @@ fn udp_test(
     let roles = stream_roles(spec.streams_per_agent(), targets.len(), |i| {
         spec.stream_flows_forward(i)
     });
-    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0);
+    let mut live = live::LiveLines::new(roles, json || spec.timing.interval_seconds == 0.0);
     Ok(linerate_core::client::run_udp(
         spec, targets, opts, &mut live, &interrupt,
     )?)
@@ -288,7 +288,7 @@ fn rr_test(
 ) -> anyhow::Result<TestResult> {
     let interrupt = interrupt_flag()?;
     let roles = vec![Role::Send; usize::from(spec.streams) * targets.len()];
-    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("transactions");
+    let mut live = live::LiveLines::new(roles, json || spec.timing.interval_seconds == 0.0).per_second("transactions");
     Ok(linerate_core::client::run_rr(
         spec, targets, opts, &mut live, &interrupt,
     )?)
@@ -304,7 +304,7 @@ fn http_test(
 ) -> anyhow::Result<TestResult> {
     let interrupt = interrupt_flag()?;
     let roles = vec![Role::Send; 1024];
-    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("responses");
+    let mut live = live::LiveLines::new(roles, json || spec.timing.interval_seconds == 0.0).per_second("responses");
     let mut result = linerate_core::client::run_http(spec, targets, agent, opts, &mut live, &interrupt)?;
     if interrupt.load(std::sync::atomic::Ordering::Relaxed) && !result.partial {
         linerate_core::client::mark_interrupted(&mut result);
@@ -415,7 +415,7 @@ fn quick(args: &cli::quick::QuickArgs) -> anyhow::Result<ExitCode> {
     let addr = agent.local_addr();
     std::thread::spawn(move || agent.serve(serve::print_agent_event));
     let mut spec = TcpSpec::new();
-    spec.limit = linerate_core::spec::Limit::Seconds(args.time.as_secs_f64());
+    spec.timing.limit = linerate_core::spec::Limit::Seconds(args.time.as_secs_f64());
     spec.streams = args.streams;
     spec.validate()?;
     if !args.output.json {

@@ -1,6 +1,6 @@
 //! `linerate udp`: paced UDP streams, UDPmon's method.
 
-use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs, parse_list, parse_sizes};
+use super::common::{HostArgs, OutputArgs, StreamArgs, TimingArgs, parse_list, parse_sizes};
 use anyhow::{Context, bail};
 use linerate_core::spec::{Direction, UdpSpec};
 use linerate_core::units::{BitRate, ByteSize};
@@ -18,7 +18,7 @@ pub struct UdpArgs {
     pub length: ByteSize,
 
     #[command(flatten)]
-    pub run: RunArgs,
+    pub timing: TimingArgs,
 
     /// Microseconds between datagrams of a stream (0: as fast as possible)
     #[arg(long, value_name = "MICROSECONDS", conflicts_with = "rate", allow_negative_numbers = true,
@@ -35,8 +35,6 @@ Sets the gap between datagrams from -l. 0: as fast as possible. Example: --rate 
     )]
     pub rate: Option<BitRate>,
 
-    #[command(flatten)]
-    pub interval: IntervalArgs,
 
     /// Receive socket buffer (SO_RCVBUF) on receivers (default 4M)
     #[arg(short = 'w', long, value_name = "BYTES")]
@@ -107,11 +105,8 @@ impl UdpArgs {
             cpus: self.streams.cpus.list(),
             peer_cpus: self.streams.peer_cpus(),
             payload_bytes: payload,
-            limit: self.run.limit(10.0),
+            timing: self.timing.timing(10.0),
             gap_ns,
-            warmup_seconds: self.run.warmup.as_secs_f64(),
-            cooldown_seconds: self.run.cooldown.seconds(),
-            interval_seconds: self.interval.interval.as_secs_f64(),
             window_bytes: self.window,
             bin_us: self.bin,
             synced_clocks: self.synced_clocks,
@@ -201,10 +196,10 @@ mod tests {
     #[test]
     fn cooldown_reaches_the_spec_and_needs_a_time() {
         assert_eq!(
-            spec(&["-t", "3", "--cooldown", "1s"]).expect("ok").cooldown_seconds,
+            spec(&["-t", "3", "--cooldown", "1s"]).expect("ok").timing.cooldown_seconds,
             1.0
         );
-        assert_eq!(spec(&["-t", "3", "--cooldown=0.5"]).expect("ok").cooldown_seconds, 0.5);
+        assert_eq!(spec(&["-t", "3", "--cooldown=0.5"]).expect("ok").timing.cooldown_seconds, 0.5);
         let e = spec(&["-n", "5", "--cooldown", "1"]).expect_err("count").to_string();
         assert_eq!(e, "--cooldown needs a time limit (-t), not a buffer count (-n)");
         assert!(spec(&["-t", "2", "--warmup", "1", "--cooldown", "1"]).is_err());

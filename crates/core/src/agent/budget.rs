@@ -3,7 +3,7 @@
 //! running is refused with the figures (`serve --max-memory`).
 
 use crate::engine::udp::{BATCH, MAX_BINS};
-use crate::spec::{Limit, RrSpec, TcpSpec, TestSpec, UdpSpec};
+use crate::spec::{RrSpec, TcpSpec, TestSpec, UdpSpec};
 use std::sync::Mutex;
 
 /// Per stream, what no spec field names: its counters, sample slots, thread and socket.
@@ -143,6 +143,7 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Limit;
     use crate::units::ByteSize;
 
     #[test]
