@@ -633,7 +633,14 @@ mod tests {
         let s = a.spec_for(1).expect("valid");
         assert_eq!(
             (s.timing, s.think_ms, s.timeout_ms),
-            (Timing::ramp(1.5, 240.0), 20.0, 500)
+            (
+                Timing {
+                    interval_seconds: 2.0,
+                    ..Timing::ramp(1.5, 240.0)
+                },
+                20.0,
+                500
+            )
         );
     }
 
