@@ -7,7 +7,7 @@
 
 use anyhow::{Context, bail};
 use linerate_core::client::Target;
-use linerate_core::spec::{Limit, MAX_STREAMS, Timing};
+use linerate_core::spec::{Direction, Limit, MAX_STREAMS, Timing};
 use linerate_core::units::{ByteSize, CpuList, TimeSpan};
 
 /// The agents a test runs against.
@@ -194,6 +194,18 @@ impl RampArgs {
     pub fn timing(&self) -> Timing {
         let timing = Timing::ramp(self.ramp.as_secs_f64(), self.time.as_secs_f64());
         self.cooldown.ending(&self.interval, timing)
+    }
+}
+
+/// The direction `-R` (`--reverse`) and `--bidir` ask for (tcp, udp); the client sends without
+/// either.
+pub fn direction(reverse: bool, bidir: bool) -> Direction {
+    if bidir {
+        Direction::Bidir
+    } else if reverse {
+        Direction::Reverse
+    } else {
+        Direction::Send
     }
 }
 

@@ -159,21 +159,14 @@ impl HttpArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
 
-    fn parse(args: &[&str]) -> Result<HttpArgs, clap::Error> {
-        let mut full = vec!["linerate", "http", "http://127.0.0.1/"];
-        full.extend_from_slice(args);
-        Cli::try_parse_from(full).map(|c| match c.command {
-            Command::Http(h) => h,
-            other => panic!("parsed as {other:?}"),
-        })
-    }
-
-    fn spec(args: &[&str]) -> anyhow::Result<HttpSpec> {
-        parse(args).map_err(anyhow::Error::from)?.spec_for(1)
-    }
+    flag_tests!(
+        Http,
+        HttpArgs,
+        HttpSpec,
+        ["http", "http://127.0.0.1/"],
+        |a: HttpArgs| a.spec_for(1)
+    );
 
     #[test]
     fn time_is_t_as_elsewhere_with_d_and_duration_kept() {
@@ -181,9 +174,16 @@ mod tests {
         assert_eq!(spec(&["-t", "30"]).expect("ok").timing.limit.seconds(), Some(30.0));
         assert_eq!(spec(&["--time=1500ms"]).expect("ok").timing.limit.seconds(), Some(1.5));
         assert_eq!(spec(&["-d", "4m"]).expect("alias").timing.limit.seconds(), Some(240.0));
-        assert_eq!(spec(&["--duration=2s"]).expect("alias").timing.limit.seconds(), Some(2.0));
         assert_eq!(
-            spec(&["-d", "1", "-t", "3"]).expect("last one wins").timing.limit.seconds(),
+            spec(&["--duration=2s"]).expect("alias").timing.limit.seconds(),
+            Some(2.0)
+        );
+        assert_eq!(
+            spec(&["-d", "1", "-t", "3"])
+                .expect("last one wins")
+                .timing
+                .limit
+                .seconds(),
             Some(3.0)
         );
         let e = parse(&["-t", "soon"]).expect_err("not a time").to_string();
@@ -218,7 +218,10 @@ mod tests {
         assert_eq!(spec(&["--timeout", "250ms"]).expect("ok").timeout_ms, 250);
         assert_eq!(spec(&[]).expect("ok").timing.cooldown_seconds, 0.0);
         assert_eq!(
-            spec(&["-t", "4", "--cooldown", "1s"]).expect("ok").timing.cooldown_seconds,
+            spec(&["-t", "4", "--cooldown", "1s"])
+                .expect("ok")
+                .timing
+                .cooldown_seconds,
             1.0
         );
         assert_eq!(spec(&["--cooldown=500ms"]).expect("ok").timing.cooldown_seconds, 0.5);

@@ -65,7 +65,6 @@ once took, is --timeout-ms 200. Example: --timeout 50ms"
     #[arg(long, value_name = "MS", hide = true, conflicts_with = "timeout")]
     pub timeout_ms: Option<u32>,
 
-
     /// Sweep the request size: a list (64,512,1472) or START:END:STEP, bytes; latency against
     /// size with its least-squares line
     #[arg(long, value_name = "LIST")]
@@ -146,21 +145,8 @@ impl RrArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
 
-    fn parse(args: &[&str]) -> Result<RrArgs, clap::Error> {
-        let mut full = vec!["linerate", "rr", "h"];
-        full.extend_from_slice(args);
-        Cli::try_parse_from(full).map(|c| match c.command {
-            Command::Rr(r) => r,
-            other => panic!("parsed as {other:?}"),
-        })
-    }
-
-    fn spec(args: &[&str]) -> anyhow::Result<RrSpec> {
-        parse(args).map_err(anyhow::Error::from)?.into_spec()
-    }
+    flag_tests!(Rr, RrArgs, RrSpec, ["rr", "h"], RrArgs::into_spec);
 
     #[test]
     fn tps_is_transactions_per_second_and_rate_its_old_spelling() {
@@ -208,7 +194,10 @@ mod tests {
         let s = spec(&["-t", "3", "--warmup", "500ms", "--cooldown", "1s"]).expect("ok");
         assert_eq!((s.timing.warmup_seconds, s.timing.cooldown_seconds), (0.5, 1.0));
         assert_eq!(
-            spec(&["-t", "2", "--cooldown=250ms"]).expect("ok").timing.cooldown_seconds,
+            spec(&["-t", "2", "--cooldown=250ms"])
+                .expect("ok")
+                .timing
+                .cooldown_seconds,
             0.25
         );
         let e = spec(&["-n", "5", "--cooldown", "1"]).expect_err("count").to_string();

@@ -1,7 +1,7 @@
 //! `linerate tcp HOST[:PORT]...`: flags, and their translation into a [`TcpSpec`].
 
 use super::common::{HostArgs, OutputArgs, StreamArgs, TimingArgs};
-use linerate_core::spec::{Direction, Mix, TcpSpec};
+use linerate_core::spec::{Mix, TcpSpec};
 use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]
@@ -118,13 +118,7 @@ impl TcpArgs {
             congestion: self.congestion,
             nodelay: self.nodelay,
             depth: self.depth,
-            direction: if self.bidir {
-                Direction::Bidir
-            } else if self.reverse {
-                Direction::Reverse
-            } else {
-                Direction::Send
-            },
+            direction: super::common::direction(self.reverse, self.bidir),
             link_speed: self.link_speed,
             link_mtu_bytes: self.mtu,
             mix: self.mix,
@@ -145,22 +139,9 @@ impl TcpArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-    use linerate_core::spec::Limit;
+    use linerate_core::spec::{Direction, Limit};
 
-    fn parse(args: &[&str]) -> Result<TcpArgs, clap::Error> {
-        let mut full = vec!["linerate", "tcp"];
-        full.extend_from_slice(args);
-        Cli::try_parse_from(full).map(|c| match c.command {
-            Command::Tcp(t) => t,
-            other => panic!("parsed as {other:?}"),
-        })
-    }
-
-    fn spec(args: &[&str]) -> anyhow::Result<TcpSpec> {
-        parse(args).map_err(anyhow::Error::from)?.into_spec()
-    }
+    flag_tests!(Tcp, TcpArgs, TcpSpec, ["tcp"], TcpArgs::into_spec);
 
     #[test]
     fn defaults_are_iperf3_like() {
@@ -241,13 +222,26 @@ mod tests {
 
     #[test]
     fn count_and_time_conflict() {
-        assert_eq!(spec(&["h", "-n", "200000"]).expect("ok").timing.limit, Limit::Buffers(200_000));
+        assert_eq!(
+            spec(&["h", "-n", "200000"]).expect("ok").timing.limit,
+            Limit::Buffers(200_000)
+        );
         assert_eq!(spec(&["h", "-t", "2.5"]).expect("ok").timing.limit, Limit::Seconds(2.5));
-        assert_eq!(spec(&["h", "-t", "1500ms"]).expect("ok").timing.limit, Limit::Seconds(1.5));
-        assert_eq!(spec(&["h", "-t", "2m"]).expect("ok").timing.limit, Limit::Seconds(120.0));
+        assert_eq!(
+            spec(&["h", "-t", "1500ms"]).expect("ok").timing.limit,
+            Limit::Seconds(1.5)
+        );
+        assert_eq!(
+            spec(&["h", "-t", "2m"]).expect("ok").timing.limit,
+            Limit::Seconds(120.0)
+        );
         let s = spec(&["h", "-t", "3", "--warmup", "500ms", "--cooldown=1s", "-i", "250ms"]).expect("ok");
         assert_eq!(
-            (s.timing.warmup_seconds, s.timing.cooldown_seconds, s.timing.interval_seconds),
+            (
+                s.timing.warmup_seconds,
+                s.timing.cooldown_seconds,
+                s.timing.interval_seconds
+            ),
             (0.5, 1.0, 0.25)
         );
         let e = parse(&["h", "-t", "soon"]).expect_err("not a time").to_string();

@@ -2,7 +2,7 @@
 
 use super::common::{HostArgs, OutputArgs, StreamArgs, TimingArgs, parse_list, parse_sizes};
 use anyhow::{Context, bail};
-use linerate_core::spec::{Direction, UdpSpec};
+use linerate_core::spec::UdpSpec;
 use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]
@@ -34,7 +34,6 @@ pub struct UdpArgs {
 Sets the gap between datagrams from -l. 0: as fast as possible. Example: --rate 1g"
     )]
     pub rate: Option<BitRate>,
-
 
     /// Receive socket buffer (SO_RCVBUF) on receivers (default 4M)
     #[arg(short = 'w', long, value_name = "BYTES")]
@@ -110,13 +109,7 @@ impl UdpArgs {
             window_bytes: self.window,
             bin_us: self.bin,
             synced_clocks: self.synced_clocks,
-            direction: if self.bidir {
-                Direction::Bidir
-            } else if self.reverse {
-                Direction::Reverse
-            } else {
-                Direction::Send
-            },
+            direction: super::common::direction(self.reverse, self.bidir),
             multicast: self.multicast.map(|group| linerate_core::spec::Multicast {
                 group,
                 port: self.multicast_port,
@@ -169,17 +162,8 @@ fn rand_test_id() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
 
-    fn spec(args: &[&str]) -> anyhow::Result<UdpSpec> {
-        let mut full = vec!["linerate", "udp", "h"];
-        full.extend_from_slice(args);
-        match Cli::try_parse_from(full)?.command {
-            Command::Udp(u) => u.into_spec(),
-            other => panic!("parsed as {other:?}"),
-        }
-    }
+    flag_tests!(Udp, UdpArgs, UdpSpec, ["udp", "h"], UdpArgs::into_spec);
 
     #[test]
     fn rate_is_bits_per_second_with_suffixes() {
@@ -196,10 +180,19 @@ mod tests {
     #[test]
     fn cooldown_reaches_the_spec_and_needs_a_time() {
         assert_eq!(
-            spec(&["-t", "3", "--cooldown", "1s"]).expect("ok").timing.cooldown_seconds,
+            spec(&["-t", "3", "--cooldown", "1s"])
+                .expect("ok")
+                .timing
+                .cooldown_seconds,
             1.0
         );
-        assert_eq!(spec(&["-t", "3", "--cooldown=0.5"]).expect("ok").timing.cooldown_seconds, 0.5);
+        assert_eq!(
+            spec(&["-t", "3", "--cooldown=0.5"])
+                .expect("ok")
+                .timing
+                .cooldown_seconds,
+            0.5
+        );
         let e = spec(&["-n", "5", "--cooldown", "1"]).expect_err("count").to_string();
         assert_eq!(e, "--cooldown needs a time limit (-t), not a buffer count (-n)");
         assert!(spec(&["-t", "2", "--warmup", "1", "--cooldown", "1"]).is_err());

@@ -252,7 +252,16 @@ impl Serialize for RrSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let t = &self.timing;
         let mut out = serializer.serialize_struct("RrSpec", 14)?;
-        keys!(out, self, proto, streams, cpus, peer_cpus, request_bytes, response_bytes);
+        keys!(
+            out,
+            self,
+            proto,
+            streams,
+            cpus,
+            peer_cpus,
+            request_bytes,
+            response_bytes
+        );
         keys!(out, t, limit);
         keys!(out, self, rate, connect, busy_poll_us, timeout_ms);
         keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
@@ -656,8 +665,24 @@ impl Serialize for TcpSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut out = serializer.serialize_struct("TcpSpec", 18 + usize::from(self.mix.is_some()))?;
         keys!(out, self, streams, threads, cpus, peer_cpus, buffer_bytes);
-        keys!(out, self.timing, limit, warmup_seconds, cooldown_seconds, interval_seconds);
-        keys!(out, self, window_bytes, sndbuf_bytes, mss_bytes, congestion, nodelay, depth);
+        keys!(
+            out,
+            self.timing,
+            limit,
+            warmup_seconds,
+            cooldown_seconds,
+            interval_seconds
+        );
+        keys!(
+            out,
+            self,
+            window_bytes,
+            sndbuf_bytes,
+            mss_bytes,
+            congestion,
+            nodelay,
+            depth
+        );
         keys!(out, self, direction, link_speed, link_mtu_bytes);
         // Absent, not null, when the streams run one way (documents before --mix had no key).
         if self.mix.is_some() {
@@ -797,7 +822,9 @@ mod tests {
         let spec: TestSpec = serde_json::from_str(&text).expect("parses");
         assert_eq!(spec.timing().cooldown_seconds, 0.0);
         let text = WRITTEN_BEFORE_TIMING[0].replace(r#""limit":{"seconds":2.5},"#, "");
-        let e = serde_json::from_str::<TestSpec>(&text).expect_err("no limit").to_string();
+        let e = serde_json::from_str::<TestSpec>(&text)
+            .expect_err("no limit")
+            .to_string();
         assert!(e.contains("missing field `limit`"), "{e}");
     }
 

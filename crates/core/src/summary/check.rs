@@ -11,8 +11,8 @@
 //! end sends on each, the number of samples a run of that length makes, and, on TCP, that no
 //! one receives more than was sent (the client's own counts on the other end).
 
-use crate::result::{Role, SideReport};
 use crate::engine::run::Plan;
+use crate::result::{Role, SideReport};
 use crate::spec::TestSpec;
 use serde::Serialize;
 use serde::de::DeserializeOwned;

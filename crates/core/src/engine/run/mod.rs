@@ -193,7 +193,7 @@ pub(crate) struct Plan {
     length: Option<Duration>,
     /// Where the runner acts on the time limit (marks it hit, stops TCP's senders): the length,
     /// or None for a count or a side that only samples until told to stop.
-    deadline: Option<Duration>,
+    watched_deadline: Option<Duration>,
     /// The window ends this long before the deadline (`--cooldown`); zero: at the run's end.
     cooldown: Duration,
     interval: Option<Duration>,
@@ -230,7 +230,9 @@ pub(crate) struct Unblock {
 
 impl fmt::Debug for Unblock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Unblock").field("quiet", &self.quiet).finish_non_exhaustive()
+        f.debug_struct("Unblock")
+            .field("quiet", &self.quiet)
+            .finish_non_exhaustive()
     }
 }
 
@@ -244,7 +246,7 @@ impl Plan {
         Plan {
             warmup: Duration::from_secs_f64(timing.warmup_seconds),
             length,
-            deadline: length,
+            watched_deadline: length,
             cooldown: Duration::from_secs_f64(timing.cooldown_seconds),
             interval: (timing.interval_seconds > 0.0).then(|| Duration::from_secs_f64(timing.interval_seconds)),
             count: timing.limit.count(),
@@ -263,7 +265,7 @@ impl Plan {
     /// deadline, no cool-down (the host's samples cover it), no idle rule.
     pub fn sampling(timing: &Timing) -> Plan {
         Plan {
-            deadline: None,
+            watched_deadline: None,
             cooldown: Duration::ZERO,
             ends_on_stop: true,
             idle: None,
@@ -289,7 +291,10 @@ impl Plan {
     /// Where the figures' window starts and ends, from time zero: after the warm-up, and
     /// `--cooldown` before the deadline (None: at the run's end).
     pub fn measure_window(&self) -> (Duration, Option<Duration>) {
-        let end = self.deadline.filter(|_| !self.cooldown.is_zero()).map(|d| d - self.cooldown);
+        let end = self
+            .watched_deadline
+            .filter(|_| !self.cooldown.is_zero())
+            .map(|d| d - self.cooldown);
         (self.warmup, end)
     }
 

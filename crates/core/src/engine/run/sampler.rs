@@ -76,7 +76,7 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
     let counters = shared.counters;
     let control = shared.control;
     // The deadline the runner acts on (none on a side that samples until told to stop).
-    let (deadline, interval) = (plan.deadline, plan.interval());
+    let (deadline, interval) = (plan.watched_deadline, plan.interval());
     let (warmup, cooldown_mark) = plan.measure_window();
     let max_samples = plan.max_samples;
 

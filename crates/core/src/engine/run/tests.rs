@@ -252,14 +252,20 @@ fn a_plan_turns_a_timing_into_deadlines_and_counts() {
     };
     let plan = Plan::new(&http);
     assert_eq!(plan.deadline(), Some(Duration::from_secs(12)));
-    assert_eq!(plan.measure_window(), (Duration::from_secs(2), Some(Duration::from_secs(11))));
+    assert_eq!(
+        plan.measure_window(),
+        (Duration::from_secs(2), Some(Duration::from_secs(11)))
+    );
     // Its host sampler keeps the ramp and the length but acts on no deadline nor cool-down.
     let host = Plan::sampling(&http);
     assert_eq!(host.deadline(), Some(Duration::from_secs(12)));
     assert_eq!(host.measure_window(), (Duration::from_secs(2), None));
     assert!(host.ends_on_stop && host.idle.is_none());
     let counted = Plan::new(&timing(Limit::Buffers(7)));
-    assert_eq!((counted.count(), counted.deadline(), counted.interval()), (Some(7), None, None));
+    assert_eq!(
+        (counted.count(), counted.deadline(), counted.interval()),
+        (Some(7), None, None)
+    );
 }
 
 /// A stand-in worker blocked "in a read" until the unblock rule wakes it.

@@ -264,8 +264,8 @@ fn blocking_stream(s: &WorkerStream<'_>, buf: &mut [u8], shared: &Shared<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Limit;
     use crate::engine::NullSink;
+    use crate::spec::Limit;
     use crate::units::ByteSize;
     use std::net::TcpListener;
     use std::thread;

@@ -23,7 +23,7 @@ mod send;
 
 pub(crate) use receive::MAX_BINS;
 
-use super::run::{Gate, Plan, RunState, Runner, StreamInfo};
+use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
 use super::{Control, EngineError, Sink, pin, sockopt};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd, UdpReceiveReport};
 use crate::spec::UdpSpec;
@@ -110,6 +110,16 @@ enum Outcome {
     Received(Box<UdpReceiveReport>),
 }
 
+/// What each stream's worker of a UDP run is handed: the spec, the runner's plan (limit,
+/// deadline), the counters the workers share and the start gate.
+#[derive(Clone, Copy)]
+pub(super) struct StreamRun<'r, 's> {
+    pub spec: &'r UdpSpec,
+    pub plan: &'r Plan,
+    pub shared: &'r Shared<'s>,
+    pub gate: &'r Gate,
+}
+
 /// Runs the streams until senders reach their limit and receivers their end, and returns what
 /// this end counted.
 pub fn run(
@@ -133,12 +143,17 @@ pub fn run(
         cpus,
         tcp_info: None,
     };
-    let plan = &runner.plan;
+    let run = StreamRun {
+        spec,
+        plan: &runner.plan,
+        shared: &shared,
+        gate: &gate,
+    };
     let (mut report, outcomes) = runner.drive(&shared, &gate, sink, |idx| {
         let s = &streams[idx];
         match s.role {
-            Role::Send => Outcome::Sent(send::send_stream(spec, plan, idx, s, &shared, &gate)),
-            Role::Receive => Outcome::Received(Box::new(receive::receive_stream(spec, plan, idx, s, &shared, &gate))),
+            Role::Send => Outcome::Sent(send::send_stream(run, idx, s)),
+            Role::Receive => Outcome::Received(Box::new(receive::receive_stream(run, idx, s))),
         }
     })?;
     let mut gso_dropped: Vec<i32> = Vec::new();

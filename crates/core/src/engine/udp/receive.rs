@@ -9,8 +9,7 @@
 
 use super::along::AlongSequence;
 use super::header::{HEADER_BYTES, Header, KIND_END, parse_header, realtime_ns};
-use super::{BATCH, UdpStream, set_udp_int};
-use crate::engine::run::{Gate, Plan, Shared};
+use super::{BATCH, StreamRun, UdpStream, set_udp_int};
 use crate::engine::sequence::SequenceTracker;
 use crate::result::{StreamEnd, UdpReceiveReport};
 use crate::spec::UdpSpec;
@@ -202,14 +201,13 @@ fn stamps(hdr: &libc::msghdr) -> (Option<u64>, Option<usize>) {
 }
 
 /// One receiving stream, until its end.
-pub(super) fn receive_stream(
-    spec: &UdpSpec,
-    plan: &Plan,
-    idx: usize,
-    s: &UdpStream,
-    shared: &Shared<'_>,
-    gate: &Gate,
-) -> UdpReceiveReport {
+pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> UdpReceiveReport {
+    let StreamRun {
+        spec,
+        plan,
+        shared,
+        gate,
+    } = run;
     // As fast as possible, UDP GRO hands up trains of datagrams in one message (each segment
     // keeps its own header; the train shares one arrival time).
     let gro = spec.gap_ns == 0 && set_udp_int(&s.socket, libc::UDP_GRO, 1);

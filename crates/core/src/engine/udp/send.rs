@@ -5,11 +5,9 @@
 //! whether GSO had to be turned off at send time (the run notes it once for all streams).
 
 use super::header::{HEADER_BYTES, Header, KIND_DATA, KIND_END, realtime_ns, write_header};
-use super::{BATCH, GSO_MAX_BYTES, UdpStream, set_udp_int};
+use super::{BATCH, GSO_MAX_BYTES, StreamRun, UdpStream, set_udp_int};
 use crate::engine::pacing::{self, Pacer};
-use crate::engine::run::{Gate, Plan, Shared};
 use crate::result::{StreamEnd, UdpSendReport};
-use crate::spec::UdpSpec;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -64,14 +62,13 @@ pub(super) struct Sent {
 }
 
 /// One sending stream: paced or as fast as possible, then the end markers.
-pub(super) fn send_stream(
-    spec: &UdpSpec,
-    plan: &Plan,
-    idx: usize,
-    s: &UdpStream,
-    shared: &Shared<'_>,
-    gate: &Gate,
-) -> Sent {
+pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> Sent {
+    let StreamRun {
+        spec,
+        plan,
+        shared,
+        gate,
+    } = run;
     let size = spec.payload_bytes as usize;
     let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
     // A GSO train as fast as possible; one datagram at a time when paced.
