@@ -1,12 +1,14 @@
 //! The one engine runner: every engine (tcp, udp, rr, http) hands it its streams, a [`Plan`] and
 //! a worker function, and gets back this end's [`SideReport`] and what each worker returned.
 //!
-//! It owns what the engines share: the per-stream [`Counters`] workers write and the sampler
-//! reads, the start [`Gate`] where pinned workers wait for time zero, worker threads (named,
-//! pinned), and the sampling thread ([`sampler`]): interval samples, the measurement window
-//! (warm-up, cool-down), the deadline, and the stop rules every kind follows alike (a gate that
-//! gives up, a drain after the senders stop, an idle run given up, a cap on kept samples), each
-//! noted in the report when it acts. What is particular to a kind (TCP_INFO, datagram and
+//! The [`Plan`] is made from the spec's [`Timing`] and is the only place it becomes durations,
+//! deadlines and counts: engines ask it for theirs. The runner owns what the engines share: the
+//! per-stream [`Counters`] workers write and the sampler reads, the start [`Gate`] where pinned
+//! workers wait for time zero, worker threads (named, pinned), and the sampling thread
+//! ([`sampler`]): interval samples, the measurement window (warm-up, cool-down), the deadline,
+//! and the stop rules every kind follows alike (a gate that gives up, a drain after the senders
+//! stop, an idle run given up, a cap on kept samples, and, where the plan has an [`Unblock`],
+//! waking workers blocked in reads), each noted in the report when it acts. What is particular to a kind (TCP_INFO, datagram and
 //! transaction reports) stays with its engine, passed in as a hook or added after the run.
 
 mod sampler;

@@ -202,12 +202,7 @@ fn stamps(hdr: &libc::msghdr) -> (Option<u64>, Option<usize>) {
 
 /// One receiving stream, until its end.
 pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> UdpReceiveReport {
-    let StreamRun {
-        spec,
-        plan,
-        shared,
-        gate,
-    } = run;
+    let (spec, plan, shared, gate) = (run.spec, run.plan, run.shared, run.gate);
     // As fast as possible, UDP GRO hands up trains of datagrams in one message (each segment
     // keeps its own header; the train shares one arrival time).
     let gro = spec.gap_ns == 0 && set_udp_int(&s.socket, libc::UDP_GRO, 1);

@@ -63,12 +63,7 @@ pub(super) struct Sent {
 
 /// One sending stream: paced or as fast as possible, then the end markers.
 pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> Sent {
-    let StreamRun {
-        spec,
-        plan,
-        shared,
-        gate,
-    } = run;
+    let (spec, plan, shared, gate) = (run.spec, run.plan, run.shared, run.gate);
     let size = spec.payload_bytes as usize;
     let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
     // A GSO train as fast as possible; one datagram at a time when paced.
