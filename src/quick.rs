@@ -19,7 +19,7 @@ pub fn quick(args: &QuickArgs) -> anyhow::Result<ExitCode> {
     let addr = agent.local_addr();
     std::thread::spawn(move || agent.serve(crate::serve::print_agent_event));
     let mut spec = TcpSpec::new();
-    spec.limit = Limit::Seconds(args.time.as_secs_f64());
+    spec.timing.limit = Limit::Seconds(args.time.as_secs_f64());
     spec.streams = args.streams;
     spec.validate()?;
     if !args.output.json {

@@ -213,26 +213,21 @@ fn prepare(kind: Kind, point: &Point) -> Result<ReadyPoint, PointError> {
 
 /// Validates a point's options as its command would, and gives one run's planned seconds.
 fn validate(command: Command) -> anyhow::Result<Option<f64>> {
-    use linerate_core::spec::Limit;
-    let limit = |l: &Limit| match l {
-        Limit::Seconds(s) => Some(*s),
-        Limit::Buffers(_) => None,
-    };
     Ok(match command {
-        Command::Tcp(a) => limit(&a.into_spec()?.limit),
+        Command::Tcp(a) => a.into_spec()?.timing.length_seconds(),
         Command::Udp(a) => {
             let points = a.sweep()?.map_or(1, |p| p.sizes_bytes.len() * p.gaps_ns.len());
-            limit(&a.into_spec()?.limit).map(|s| s * points as f64)
+            a.into_spec()?.timing.length_seconds().map(|s| s * points as f64)
         }
         Command::Rr(a) => {
             let points = a.sizes()?.map_or(1, |s| s.len());
-            limit(&a.into_spec()?.limit).map(|s| s * points as f64)
+            a.into_spec()?.timing.length_seconds().map(|s| s * points as f64)
         }
         Command::Http(a) => {
             let counts = a.user_counts()?;
             a.parsed_urls()?;
             let spec = a.spec_for(counts[0])?;
-            Some((spec.ramp_seconds + spec.duration_seconds) * counts.len() as f64)
+            spec.timing.length_seconds().map(|s| s * counts.len() as f64)
         }
         _ => anyhow::bail!("a plan runs tcp, udp, rr and http tests"),
     })

@@ -1,12 +1,13 @@
 //! Flag groups that several subcommands share, declared once and flattened into each: the agents
 //! (`HOST[:PORT]...`, `-p`), streams and pinning (`-P`, `--cpus`, `--peer-cpus`), how long a test
-//! runs (`-n`, `-t`, `--warmup`, `--cooldown`), the interval (`-i`), the output (`--json`) and
+//! runs and which part counts (`-n`, `-t`, `--warmup`, `--cooldown`, `-i`; http's `--ramp`,
+//! `-t`/`-d`), the output (`--json`) and
 //! repeated runs (`--repeat`, `--best`, `--ci`, `--min-runs`, `--max-runs`, `--pause`).
 //! Times are [`TimeSpan`]s: a bare number is seconds, `250ms` and the other suffixes also work.
 
 use anyhow::{Context, bail};
 use linerate_core::client::Target;
-use linerate_core::spec::{Limit, MAX_STREAMS};
+use linerate_core::spec::{Direction, Limit, MAX_STREAMS, Timing};
 use linerate_core::units::{ByteSize, CpuList, TimeSpan};
 
 /// The agents a test runs against.
@@ -72,10 +73,11 @@ impl StreamArgs {
     }
 }
 
-/// How long a test runs: a count (`-n`) or a time (`-t`), the start left out (`--warmup`) and
-/// the end left out (`--cooldown`).
+/// How long a test runs and which part of it counts (tcp, udp, rr): a count (`-n`) or a time
+/// (`-t`), the start left out (`--warmup`), the end left out (`--cooldown`) and the interval
+/// (`-i`). The spec's [`Timing`] is made here alone ([`TimingArgs::timing`]).
 #[derive(Debug, Clone, clap::Args)]
-pub struct RunArgs {
+pub struct TimingArgs {
     /// Buffers, datagrams or transactions per stream, then stop (instead of -t)
     #[arg(short = 'n', long = "count", value_name = "COUNT", conflicts_with = "time",
           allow_negative_numbers = true, value_parser = not_negative::<u64>)]
@@ -98,6 +100,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub cooldown: CooldownArgs,
+
+    #[command(flatten)]
+    pub interval: IntervalArgs,
 }
 
 /// `-t`'s long help in tcp, udp and rr.
@@ -123,9 +128,18 @@ impl CooldownArgs {
     pub fn seconds(&self) -> f64 {
         self.cooldown.as_secs_f64()
     }
+
+    /// `timing` with this cool-down and the interval `-i`: the part every kind takes alike.
+    fn ending(&self, interval: &IntervalArgs, timing: Timing) -> Timing {
+        Timing {
+            cooldown_seconds: self.seconds(),
+            interval_seconds: interval.interval.as_secs_f64(),
+            ..timing
+        }
+    }
 }
 
-impl RunArgs {
+impl TimingArgs {
     /// `-n` if given, else `-t`, else `default_seconds`.
     pub fn limit(&self, default_seconds: f64) -> Limit {
         match (self.count, self.time) {
@@ -133,6 +147,65 @@ impl RunArgs {
             (None, Some(t)) => Limit::Seconds(t.as_secs_f64()),
             (None, None) => Limit::Seconds(default_seconds),
         }
+    }
+
+    /// The spec's timing; `default_seconds` without `-n` or `-t`.
+    pub fn timing(&self, default_seconds: f64) -> Timing {
+        let timing = Timing {
+            warmup_seconds: self.warmup.as_secs_f64(),
+            ..Timing::new(self.limit(default_seconds))
+        };
+        self.cooldown.ending(&self.interval, timing)
+    }
+}
+
+/// How long an http test runs: users start over the ramp (`--ramp`, left out of the figures),
+/// then the full load runs for `-t` (also `-d`, `--duration`), its end left out with
+/// `--cooldown`; `-i` as in every kind.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RampArgs {
+    /// Users start evenly over this time; the figures leave it out (10s)
+    #[arg(long, value_name = "DURATION", default_value = "0")]
+    pub ramp: TimeSpan,
+
+    /// Full load after the ramp: the test length (30s, 4m; also -d/--duration)
+    #[arg(
+        short = 't',
+        long = "time",
+        visible_short_alias = 'd',
+        visible_alias = "duration",
+        value_name = "DURATION",
+        default_value = "10s",
+        long_help = "How long the full load runs after --ramp: the window the figures cover, less any\n\
+--cooldown. A bare number is seconds; suffixes ms, s, m, h also work. -d and\n\
+--duration are other names for it. Example: -t 30, -t 4m, --duration=90s"
+    )]
+    pub time: TimeSpan,
+
+    #[command(flatten)]
+    pub cooldown: CooldownArgs,
+
+    #[command(flatten)]
+    pub interval: IntervalArgs,
+}
+
+impl RampArgs {
+    /// The spec's timing: the ramp, then the full load.
+    pub fn timing(&self) -> Timing {
+        let timing = Timing::ramp(self.ramp.as_secs_f64(), self.time.as_secs_f64());
+        self.cooldown.ending(&self.interval, timing)
+    }
+}
+
+/// The direction `-R` (`--reverse`) and `--bidir` ask for (tcp, udp); the client sends without
+/// either.
+pub fn direction(reverse: bool, bidir: bool) -> Direction {
+    if bidir {
+        Direction::Bidir
+    } else if reverse {
+        Direction::Reverse
+    } else {
+        Direction::Send
     }
 }
 
@@ -399,6 +472,7 @@ pub fn parse_sizes<T: Copy>(text: &str, convert: impl Fn(ByteSize) -> anyhow::Re
 mod tests {
     use crate::cli::{Cli, Command};
     use clap::Parser;
+    use linerate_core::spec::Timing;
 
     fn parse(args: &[&str]) -> Result<Command, clap::Error> {
         let mut full = vec!["linerate"];
@@ -420,10 +494,10 @@ mod tests {
     );
 
     fn shared(cmd: Command) -> Shared {
-        let (h, s, r, i, o) = match cmd {
-            Command::Tcp(a) => (a.hosts, a.streams, a.run, a.interval, a.output),
-            Command::Udp(a) => (a.hosts, a.streams, a.run, a.interval, a.output),
-            Command::Rr(a) => (a.hosts, a.streams, a.run, a.interval, a.output),
+        let (h, s, r, o) = match cmd {
+            Command::Tcp(a) => (a.hosts, a.streams, a.timing, a.output),
+            Command::Udp(a) => (a.hosts, a.streams, a.timing, a.output),
+            Command::Rr(a) => (a.hosts, a.streams, a.timing, a.output),
             other => panic!("parsed as {other:?}"),
         };
         let targets = h
@@ -439,7 +513,7 @@ mod tests {
             r.count,
             r.time.map(|t| t.as_secs_f64()),
             r.warmup.as_secs_f64(),
-            i.interval.as_secs_f64(),
+            r.interval.interval.as_secs_f64(),
             o.json,
             targets,
         )
@@ -513,9 +587,9 @@ mod tests {
     fn time_and_cooldown_mean_the_same_in_every_kind() {
         for kind in ["tcp", "udp", "rr"] {
             let run = |args: &[&str]| match parse(args).expect(kind) {
-                Command::Tcp(a) => a.run,
-                Command::Udp(a) => a.run,
-                Command::Rr(a) => a.run,
+                Command::Tcp(a) => a.timing,
+                Command::Udp(a) => a.timing,
+                Command::Rr(a) => a.timing,
                 other => panic!("parsed as {other:?}"),
             };
             let r = run(&[kind, "h", "--time=2s", "--cooldown", "500ms"]);
@@ -539,7 +613,7 @@ mod tests {
         let Command::Http(a) = parse(&["http", "http://h/", "--time", "3s", "--cooldown", "1s"]).expect("http") else {
             panic!("not http")
         };
-        assert_eq!((a.time.as_secs_f64(), a.cooldown.seconds()), (3.0, 1.0));
+        assert_eq!((a.timing.time.as_secs_f64(), a.timing.cooldown.seconds()), (3.0, 1.0));
     }
 
     #[test]
@@ -565,13 +639,20 @@ mod tests {
             panic!("not http")
         };
         assert_eq!(
-            (a.cpus.list(), a.interval.interval.as_secs_f64(), a.output.json),
+            (a.cpus.list(), a.timing.interval.interval.as_secs_f64(), a.output.json),
             (vec![1], 2.0, true)
         );
         let s = a.spec_for(1).expect("valid");
         assert_eq!(
-            (s.ramp_seconds, s.think_ms, s.duration_seconds, s.timeout_ms),
-            (1.5, 20.0, 240.0, 500)
+            (s.timing, s.think_ms, s.timeout_ms),
+            (
+                Timing {
+                    interval_seconds: 2.0,
+                    ..Timing::ramp(1.5, 240.0)
+                },
+                20.0,
+                500
+            )
         );
     }
 

@@ -1,7 +1,7 @@
 //! `linerate http URL...`: simulated users (closed loop) or a request rate (open loop) against
 //! any HTTP/1.1 server, Avalanche's method.
 
-use super::common::{CpuArgs, IntervalArgs, OutputArgs};
+use super::common::{CpuArgs, OutputArgs, RampArgs};
 use anyhow::{Context, bail};
 use linerate_core::client::HttpUrl;
 use linerate_core::client::Target;
@@ -35,26 +35,8 @@ pub struct HttpArgs {
     #[arg(short = 'k', long)]
     pub keepalive: bool,
 
-    /// Users start evenly over this time; the figures leave it out (10s)
-    #[arg(long, value_name = "DURATION", default_value = "0")]
-    pub ramp: TimeSpan,
-
-    /// Full load after the ramp: the test length (30s, 4m; also -d/--duration)
-    #[arg(
-        short = 't',
-        long = "time",
-        visible_short_alias = 'd',
-        visible_alias = "duration",
-        value_name = "DURATION",
-        default_value = "10s",
-        long_help = "How long the full load runs after --ramp: the window the figures cover, less any\n\
---cooldown. A bare number is seconds; suffixes ms, s, m, h also work. -d and\n\
---duration are other names for it. Example: -t 30, -t 4m, --duration=90s"
-    )]
-    pub time: TimeSpan,
-
     #[command(flatten)]
-    pub cooldown: super::common::CooldownArgs,
+    pub timing: RampArgs,
 
     /// Open loop: requests per second in all [default: closed loop, --users]
     #[arg(
@@ -77,9 +59,6 @@ Example: --rps 5000"
 
     #[command(flatten)]
     pub cpus: CpuArgs,
-
-    #[command(flatten)]
-    pub interval: IntervalArgs,
 
     /// A linerate agent on the server's host, to sample it (default: try the first URL's host)
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "no_agent")]
@@ -137,15 +116,12 @@ impl HttpArgs {
             users,
             think_ms: self.think.as_secs_f64() * 1e3,
             keepalive: self.keepalive,
-            ramp_seconds: self.ramp.as_secs_f64(),
-            duration_seconds: self.time.as_secs_f64(),
-            cooldown_seconds: self.cooldown.seconds(),
+            timing: self.timing.timing(),
             rate: self.rps,
             // Saturates: the spec's check names a timeout out of range.
             timeout_ms: (self.timeout.as_secs_f64() * 1e3).round() as u32,
             threads: self.threads,
             cpus: self.cpus.list(),
-            interval_seconds: self.interval.interval.as_secs_f64(),
         };
         spec.validate()?;
         Ok(spec)
@@ -183,32 +159,32 @@ impl HttpArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
 
-    fn parse(args: &[&str]) -> Result<HttpArgs, clap::Error> {
-        let mut full = vec!["linerate", "http", "http://127.0.0.1/"];
-        full.extend_from_slice(args);
-        Cli::try_parse_from(full).map(|c| match c.command {
-            Command::Http(h) => h,
-            other => panic!("parsed as {other:?}"),
-        })
-    }
-
-    fn spec(args: &[&str]) -> anyhow::Result<HttpSpec> {
-        parse(args).map_err(anyhow::Error::from)?.spec_for(1)
-    }
+    flag_tests!(
+        Http,
+        HttpArgs,
+        HttpSpec,
+        ["http", "http://127.0.0.1/"],
+        |a: HttpArgs| a.spec_for(1)
+    );
 
     #[test]
     fn time_is_t_as_elsewhere_with_d_and_duration_kept() {
-        assert_eq!(spec(&[]).expect("ok").duration_seconds, 10.0);
-        assert_eq!(spec(&["-t", "30"]).expect("ok").duration_seconds, 30.0);
-        assert_eq!(spec(&["--time=1500ms"]).expect("ok").duration_seconds, 1.5);
-        assert_eq!(spec(&["-d", "4m"]).expect("alias").duration_seconds, 240.0);
-        assert_eq!(spec(&["--duration=2s"]).expect("alias").duration_seconds, 2.0);
+        assert_eq!(spec(&[]).expect("ok").timing.limit.seconds(), Some(10.0));
+        assert_eq!(spec(&["-t", "30"]).expect("ok").timing.limit.seconds(), Some(30.0));
+        assert_eq!(spec(&["--time=1500ms"]).expect("ok").timing.limit.seconds(), Some(1.5));
+        assert_eq!(spec(&["-d", "4m"]).expect("alias").timing.limit.seconds(), Some(240.0));
         assert_eq!(
-            spec(&["-d", "1", "-t", "3"]).expect("last one wins").duration_seconds,
-            3.0
+            spec(&["--duration=2s"]).expect("alias").timing.limit.seconds(),
+            Some(2.0)
+        );
+        assert_eq!(
+            spec(&["-d", "1", "-t", "3"])
+                .expect("last one wins")
+                .timing
+                .limit
+                .seconds(),
+            Some(3.0)
         );
         let e = parse(&["-t", "soon"]).expect_err("not a time").to_string();
         assert!(e.contains("'soon' is not a time"), "{e}");
@@ -240,12 +216,15 @@ mod tests {
             "a bare number is seconds"
         );
         assert_eq!(spec(&["--timeout", "250ms"]).expect("ok").timeout_ms, 250);
-        assert_eq!(spec(&[]).expect("ok").cooldown_seconds, 0.0);
+        assert_eq!(spec(&[]).expect("ok").timing.cooldown_seconds, 0.0);
         assert_eq!(
-            spec(&["-t", "4", "--cooldown", "1s"]).expect("ok").cooldown_seconds,
+            spec(&["-t", "4", "--cooldown", "1s"])
+                .expect("ok")
+                .timing
+                .cooldown_seconds,
             1.0
         );
-        assert_eq!(spec(&["--cooldown=500ms"]).expect("ok").cooldown_seconds, 0.5);
+        assert_eq!(spec(&["--cooldown=500ms"]).expect("ok").timing.cooldown_seconds, 0.5);
         let e = spec(&["-t", "1", "--cooldown", "1"])
             .expect_err("no window")
             .to_string();

@@ -1,6 +1,26 @@
 //! The command line: clap derive, one file per subcommand. Each subcommand's arguments turn
 //! into a validated spec (`into_spec`) before anything touches the network.
 
+/// A kind's flag tests: `parse(ARGS)` reads `linerate HEAD... ARGS...` as that kind's flags, and
+/// `spec(ARGS)` turns them into its spec with `into`.
+#[cfg(test)]
+macro_rules! flag_tests {
+    ($variant:ident, $args:ty, $spec:ty, [$($head:literal),+], $into:expr) => {
+        #[allow(dead_code)]
+        fn parse(args: &[&str]) -> Result<$args, clap::Error> {
+            let full = [&["linerate", $($head),+][..], args].concat();
+            match <crate::cli::Cli as clap::Parser>::try_parse_from(full)?.command {
+                crate::cli::Command::$variant(a) => Ok(a),
+                other => panic!("parsed as {other:?}"),
+            }
+        }
+
+        fn spec(args: &[&str]) -> anyhow::Result<$spec> {
+            $into(parse(args)?)
+        }
+    };
+}
+
 pub mod common;
 pub mod compare;
 pub mod complete;

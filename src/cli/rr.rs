@@ -1,7 +1,7 @@
 //! `linerate rr HOST[:PORT]`: request-response round trips (netperf's TCP_RR, UDP_RR, TCP_CRR;
 //! UDPmon's latency against frame size).
 
-use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs};
+use super::common::{HostArgs, OutputArgs, StreamArgs, TimingArgs};
 use anyhow::Context;
 use linerate_core::spec::{RrProto, RrSpec};
 use linerate_core::units::{BitRate, ByteSize, TimeSpan};
@@ -27,7 +27,7 @@ pub struct RrArgs {
     pub response: ByteSize,
 
     #[command(flatten)]
-    pub run: RunArgs,
+    pub timing: TimingArgs,
 
     /// Open loop: transactions per second per stream [default: closed loop]
     #[arg(
@@ -64,9 +64,6 @@ once took, is --timeout-ms 200. Example: --timeout 50ms"
     /// The old spelling of --timeout, in milliseconds
     #[arg(long, value_name = "MS", hide = true, conflicts_with = "timeout")]
     pub timeout_ms: Option<u32>,
-
-    #[command(flatten)]
-    pub interval: IntervalArgs,
 
     /// Sweep the request size: a list (64,512,1472) or START:END:STEP, bytes; latency against
     /// size with its least-squares line
@@ -122,7 +119,7 @@ impl RrArgs {
             peer_cpus: self.streams.peer_cpus(),
             request_bytes: bytes(self.request, "--request")?,
             response_bytes: bytes(self.response, "--response")?,
-            limit: self.run.limit(default_seconds),
+            timing: self.timing.timing(default_seconds),
             rate: self.tps,
             connect: self.connect,
             busy_poll_us: self.busy_poll,
@@ -131,9 +128,6 @@ impl RrArgs {
                 // Saturates: the spec's check names a timeout out of range.
                 None => (self.timeout.as_secs_f64() * 1e3).round() as u32,
             },
-            warmup_seconds: self.run.warmup.as_secs_f64(),
-            cooldown_seconds: self.run.cooldown.seconds(),
-            interval_seconds: self.interval.interval.as_secs_f64(),
         };
         spec.validate()?;
         Ok(spec)
@@ -151,21 +145,8 @@ impl RrArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
 
-    fn parse(args: &[&str]) -> Result<RrArgs, clap::Error> {
-        let mut full = vec!["linerate", "rr", "h"];
-        full.extend_from_slice(args);
-        Cli::try_parse_from(full).map(|c| match c.command {
-            Command::Rr(r) => r,
-            other => panic!("parsed as {other:?}"),
-        })
-    }
-
-    fn spec(args: &[&str]) -> anyhow::Result<RrSpec> {
-        parse(args).map_err(anyhow::Error::from)?.into_spec()
-    }
+    flag_tests!(Rr, RrArgs, RrSpec, ["rr", "h"], RrArgs::into_spec);
 
     #[test]
     fn tps_is_transactions_per_second_and_rate_its_old_spelling() {
@@ -211,9 +192,12 @@ mod tests {
     #[test]
     fn cooldown_reaches_the_spec_and_needs_a_time() {
         let s = spec(&["-t", "3", "--warmup", "500ms", "--cooldown", "1s"]).expect("ok");
-        assert_eq!((s.warmup_seconds, s.cooldown_seconds), (0.5, 1.0));
+        assert_eq!((s.timing.warmup_seconds, s.timing.cooldown_seconds), (0.5, 1.0));
         assert_eq!(
-            spec(&["-t", "2", "--cooldown=250ms"]).expect("ok").cooldown_seconds,
+            spec(&["-t", "2", "--cooldown=250ms"])
+                .expect("ok")
+                .timing
+                .cooldown_seconds,
             0.25
         );
         let e = spec(&["-n", "5", "--cooldown", "1"]).expect_err("count").to_string();

@@ -1,7 +1,7 @@
 //! `linerate tcp HOST[:PORT]...`: flags, and their translation into a [`TcpSpec`].
 
-use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs};
-use linerate_core::spec::{Direction, Mix, TcpSpec};
+use super::common::{HostArgs, OutputArgs, StreamArgs, TimingArgs};
+use linerate_core::spec::{Mix, TcpSpec};
 use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]
@@ -28,10 +28,7 @@ pub struct TcpArgs {
     pub length: ByteSize,
 
     #[command(flatten)]
-    pub run: RunArgs,
-
-    #[command(flatten)]
-    pub interval: IntervalArgs,
+    pub timing: TimingArgs,
 
     /// Receive socket buffer (SO_RCVBUF, the TCP window) on receiving sockets
     #[arg(short = 'w', long, value_name = "BYTES")]
@@ -114,23 +111,14 @@ impl TcpArgs {
             cpus: self.streams.cpus.list(),
             peer_cpus: self.streams.peer_cpus(),
             buffer_bytes: self.length,
-            limit: self.run.limit(if self.sizes.is_some() { 2.0 } else { 10.0 }),
-            warmup_seconds: self.run.warmup.as_secs_f64(),
-            cooldown_seconds: self.run.cooldown.seconds(),
-            interval_seconds: self.interval.interval.as_secs_f64(),
+            timing: self.timing.timing(if self.sizes.is_some() { 2.0 } else { 10.0 }),
             window_bytes: self.window,
             sndbuf_bytes: self.sndbuf,
             mss_bytes: self.mss,
             congestion: self.congestion,
             nodelay: self.nodelay,
             depth: self.depth,
-            direction: if self.bidir {
-                Direction::Bidir
-            } else if self.reverse {
-                Direction::Reverse
-            } else {
-                Direction::Send
-            },
+            direction: super::common::direction(self.reverse, self.bidir),
             link_speed: self.link_speed,
             link_mtu_bytes: self.mtu,
             mix: self.mix,
@@ -151,29 +139,16 @@ impl TcpArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-    use linerate_core::spec::Limit;
+    use linerate_core::spec::{Direction, Limit};
 
-    fn parse(args: &[&str]) -> Result<TcpArgs, clap::Error> {
-        let mut full = vec!["linerate", "tcp"];
-        full.extend_from_slice(args);
-        Cli::try_parse_from(full).map(|c| match c.command {
-            Command::Tcp(t) => t,
-            other => panic!("parsed as {other:?}"),
-        })
-    }
-
-    fn spec(args: &[&str]) -> anyhow::Result<TcpSpec> {
-        parse(args).map_err(anyhow::Error::from)?.into_spec()
-    }
+    flag_tests!(Tcp, TcpArgs, TcpSpec, ["tcp"], TcpArgs::into_spec);
 
     #[test]
     fn defaults_are_iperf3_like() {
         let s = spec(&["h"]).expect("valid");
         assert_eq!(s.streams, 1);
         assert_eq!(s.buffer_bytes, ByteSize(128 << 10));
-        assert_eq!(s.limit, Limit::Seconds(10.0));
+        assert_eq!(s.timing.limit, Limit::Seconds(10.0));
         assert_eq!(s.direction, Direction::Send);
         assert_eq!(s.depth, 1);
         assert_eq!(s.mix, None);
@@ -196,7 +171,7 @@ mod tests {
             Some(vec![ByteSize(1024), ByteSize(65_536), ByteSize(1 << 20)])
         );
         assert_eq!(
-            a.into_spec().expect("valid").limit,
+            a.into_spec().expect("valid").timing.limit,
             Limit::Seconds(2.0),
             "2 s per point"
         );
@@ -247,13 +222,26 @@ mod tests {
 
     #[test]
     fn count_and_time_conflict() {
-        assert_eq!(spec(&["h", "-n", "200000"]).expect("ok").limit, Limit::Buffers(200_000));
-        assert_eq!(spec(&["h", "-t", "2.5"]).expect("ok").limit, Limit::Seconds(2.5));
-        assert_eq!(spec(&["h", "-t", "1500ms"]).expect("ok").limit, Limit::Seconds(1.5));
-        assert_eq!(spec(&["h", "-t", "2m"]).expect("ok").limit, Limit::Seconds(120.0));
+        assert_eq!(
+            spec(&["h", "-n", "200000"]).expect("ok").timing.limit,
+            Limit::Buffers(200_000)
+        );
+        assert_eq!(spec(&["h", "-t", "2.5"]).expect("ok").timing.limit, Limit::Seconds(2.5));
+        assert_eq!(
+            spec(&["h", "-t", "1500ms"]).expect("ok").timing.limit,
+            Limit::Seconds(1.5)
+        );
+        assert_eq!(
+            spec(&["h", "-t", "2m"]).expect("ok").timing.limit,
+            Limit::Seconds(120.0)
+        );
         let s = spec(&["h", "-t", "3", "--warmup", "500ms", "--cooldown=1s", "-i", "250ms"]).expect("ok");
         assert_eq!(
-            (s.warmup_seconds, s.cooldown_seconds, s.interval_seconds),
+            (
+                s.timing.warmup_seconds,
+                s.timing.cooldown_seconds,
+                s.timing.interval_seconds
+            ),
             (0.5, 1.0, 0.25)
         );
         let e = parse(&["h", "-t", "soon"]).expect_err("not a time").to_string();

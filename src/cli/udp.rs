@@ -1,8 +1,8 @@
 //! `linerate udp`: paced UDP streams, UDPmon's method.
 
-use super::common::{HostArgs, IntervalArgs, OutputArgs, RunArgs, StreamArgs, parse_list, parse_sizes};
+use super::common::{HostArgs, OutputArgs, StreamArgs, TimingArgs, parse_list, parse_sizes};
 use anyhow::{Context, bail};
-use linerate_core::spec::{Direction, UdpSpec};
+use linerate_core::spec::UdpSpec;
 use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]
@@ -18,7 +18,7 @@ pub struct UdpArgs {
     pub length: ByteSize,
 
     #[command(flatten)]
-    pub run: RunArgs,
+    pub timing: TimingArgs,
 
     /// Microseconds between datagrams of a stream (0: as fast as possible)
     #[arg(long, value_name = "MICROSECONDS", conflicts_with = "rate", allow_negative_numbers = true,
@@ -34,9 +34,6 @@ pub struct UdpArgs {
 Sets the gap between datagrams from -l. 0: as fast as possible. Example: --rate 1g"
     )]
     pub rate: Option<BitRate>,
-
-    #[command(flatten)]
-    pub interval: IntervalArgs,
 
     /// Receive socket buffer (SO_RCVBUF) on receivers (default 4M)
     #[arg(short = 'w', long, value_name = "BYTES")]
@@ -107,21 +104,12 @@ impl UdpArgs {
             cpus: self.streams.cpus.list(),
             peer_cpus: self.streams.peer_cpus(),
             payload_bytes: payload,
-            limit: self.run.limit(10.0),
+            timing: self.timing.timing(10.0),
             gap_ns,
-            warmup_seconds: self.run.warmup.as_secs_f64(),
-            cooldown_seconds: self.run.cooldown.seconds(),
-            interval_seconds: self.interval.interval.as_secs_f64(),
             window_bytes: self.window,
             bin_us: self.bin,
             synced_clocks: self.synced_clocks,
-            direction: if self.bidir {
-                Direction::Bidir
-            } else if self.reverse {
-                Direction::Reverse
-            } else {
-                Direction::Send
-            },
+            direction: super::common::direction(self.reverse, self.bidir),
             multicast: self.multicast.map(|group| linerate_core::spec::Multicast {
                 group,
                 port: self.multicast_port,
@@ -174,17 +162,8 @@ fn rand_test_id() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
 
-    fn spec(args: &[&str]) -> anyhow::Result<UdpSpec> {
-        let mut full = vec!["linerate", "udp", "h"];
-        full.extend_from_slice(args);
-        match Cli::try_parse_from(full)?.command {
-            Command::Udp(u) => u.into_spec(),
-            other => panic!("parsed as {other:?}"),
-        }
-    }
+    flag_tests!(Udp, UdpArgs, UdpSpec, ["udp", "h"], UdpArgs::into_spec);
 
     #[test]
     fn rate_is_bits_per_second_with_suffixes() {
@@ -201,10 +180,19 @@ mod tests {
     #[test]
     fn cooldown_reaches_the_spec_and_needs_a_time() {
         assert_eq!(
-            spec(&["-t", "3", "--cooldown", "1s"]).expect("ok").cooldown_seconds,
+            spec(&["-t", "3", "--cooldown", "1s"])
+                .expect("ok")
+                .timing
+                .cooldown_seconds,
             1.0
         );
-        assert_eq!(spec(&["-t", "3", "--cooldown=0.5"]).expect("ok").cooldown_seconds, 0.5);
+        assert_eq!(
+            spec(&["-t", "3", "--cooldown=0.5"])
+                .expect("ok")
+                .timing
+                .cooldown_seconds,
+            0.5
+        );
         let e = spec(&["-n", "5", "--cooldown", "1"]).expect_err("count").to_string();
         assert_eq!(e, "--cooldown needs a time limit (-t), not a buffer count (-n)");
         assert!(spec(&["-t", "2", "--warmup", "1", "--cooldown", "1"]).is_err());

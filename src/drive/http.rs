@@ -89,7 +89,7 @@ impl Kind for Http {
     }
 
     fn interval_seconds(spec: &HttpSpec) -> f64 {
-        spec.interval_seconds
+        spec.timing.interval_seconds
     }
 
     fn run(&self, spec: &HttpSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {

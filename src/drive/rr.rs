@@ -53,7 +53,7 @@ impl Kind for Rr {
     }
 
     fn interval_seconds(spec: &RrSpec) -> f64 {
-        spec.interval_seconds
+        spec.timing.interval_seconds
     }
 
     fn run(&self, spec: &RrSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {

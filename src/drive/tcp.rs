@@ -33,7 +33,7 @@ impl Kind for Tcp {
     }
 
     fn interval_seconds(spec: &TcpSpec) -> f64 {
-        spec.interval_seconds
+        spec.timing.interval_seconds
     }
 
     fn run(&self, spec: &TcpSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {

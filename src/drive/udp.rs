@@ -33,7 +33,7 @@ impl Kind for Udp {
     }
 
     fn interval_seconds(spec: &UdpSpec) -> f64 {
-        spec.interval_seconds
+        spec.timing.interval_seconds
     }
 
     fn run(&self, spec: &UdpSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {

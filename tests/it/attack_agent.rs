@@ -420,7 +420,7 @@ fn issue_14_a_crr_cookie_flood_is_refused_past_the_declared_rate() {
     let mut spec = RrSpec::new();
     spec.connect = true;
     spec.rate = Some(10.0);
-    spec.limit = Limit::Seconds(20.0);
+    spec.timing.limit = Limit::Seconds(20.0);
     let mut ctl = Ctl::open(agent.addr);
     let cookie = ctl.request(TestSpec::Rr(spec));
     ctl.send(json!({"type": "start"}));
@@ -457,7 +457,7 @@ fn issue_14_a_crr_cookie_flood_is_refused_past_the_declared_rate() {
 fn issue_14_a_silent_rr_data_connection_frees_its_slot() {
     let agent = LoggedAgent::start(&["--max-tests", "1", "--idle", "2s"], &[]);
     let mut spec = RrSpec::new();
-    spec.limit = Limit::Buffers(1_000_000);
+    spec.timing.limit = Limit::Buffers(1_000_000);
     let mut ctl = Ctl::open(agent.addr);
     let cookie = ctl.request(TestSpec::Rr(spec));
     let mut data = TcpStream::connect(agent.addr).expect("data connection");

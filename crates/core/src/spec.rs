@@ -4,11 +4,23 @@
 
 mod congestion;
 mod mix;
+mod timing;
 
 pub use mix::{Mix, MixPattern};
+pub use timing::{Limit, Timing};
 
 use crate::units::{BitRate, ByteSize};
+use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
+use timing::TimingRules;
+
+/// Writes `$from.$field` under the key `$field`, for each field in the order given: the specs
+/// write their keys by hand so that the timing's keys stay where documents have always had them.
+macro_rules! keys {
+    ($out:ident, $from:expr, $($field:ident),+) => {
+        $( $out.serialize_field(stringify!($field), &$from.$field)?; )+
+    };
+}
 
 /// One test of any kind. The tag (`"test": "tcp"`) is the same word as the result's `test` field.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -67,6 +79,16 @@ impl TestSpec {
         matches!(self, TestSpec::Rr(_) | TestSpec::Http(_))
     }
 
+    /// How long the test runs and which part of it counts.
+    pub fn timing(&self) -> &Timing {
+        match self {
+            TestSpec::Tcp(t) => &t.timing,
+            TestSpec::Udp(u) => &u.timing,
+            TestSpec::Rr(r) => &r.timing,
+            TestSpec::Http(h) => &h.timing,
+        }
+    }
+
     pub fn direction(&self) -> Direction {
         match self {
             // A mixed stream carries both directions: its document splits them like bidir.
@@ -81,7 +103,7 @@ impl TestSpec {
 /// An HTTP load test (Avalanche's simulated users): the client fetches the URLs from any HTTP
 /// server; an agent on the server's host, when there is one, samples that host over the same
 /// window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct HttpSpec {
     /// `http://HOST[:PORT]/PATH`, fetched in turn by each user.
     pub urls: Vec<String>,
@@ -91,14 +113,12 @@ pub struct HttpSpec {
     pub think_ms: f64,
     /// Keep connections open between requests; false: a new connection per request.
     pub keepalive: bool,
-    /// Users start evenly over this many seconds; the figures leave it out.
-    pub ramp_seconds: f64,
-    /// Full load after the ramp, seconds (`-t`): the measurement window and the cool-down.
-    pub duration_seconds: f64,
-    /// Seconds at the end of the load left out of the figures (`--cooldown`); the server
-    /// host's samples still cover them.
-    #[serde(default)]
-    pub cooldown_seconds: f64,
+    /// A ramp (users start evenly over its warm-up, which the figures leave out), then the full
+    /// load for its limit (`-t`), the last `--cooldown` seconds of it left out of the figures
+    /// (the server host's samples still cover them). Written as `ramp_seconds`,
+    /// `duration_seconds`, `cooldown_seconds` and `interval_seconds`.
+    #[serde(flatten)]
+    pub timing: Timing,
     /// Open loop: requests per second in all, each timed from its scheduled start.
     pub rate: Option<f64>,
     /// A request not answered in full this long after it started is a timeout, ms.
@@ -106,7 +126,6 @@ pub struct HttpSpec {
     /// Worker threads on the client; 0 = one per online CPU (at most one per user).
     pub threads: u16,
     pub cpus: Vec<usize>,
-    pub interval_seconds: f64,
 }
 
 impl HttpSpec {
@@ -114,23 +133,37 @@ impl HttpSpec {
         check("URLs", self.urls.len() as f64, 1.0, 1024.0)?;
         check("users", f64::from(self.users), 1.0, 100_000.0)?;
         check("think time (ms)", self.think_ms, 0.0, 3.6e6)?;
-        check("ramp seconds", self.ramp_seconds, 0.0, MAX_SECONDS)?;
-        check("duration seconds", self.duration_seconds, 0.01, MAX_SECONDS)?;
-        check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
-        if self.cooldown_seconds >= self.duration_seconds {
-            return Err(SpecError::NoWindow {
-                total: self.cooldown_seconds,
-                seconds: self.duration_seconds,
-            });
-        }
+        self.timing.validate(&TimingRules {
+            count: None,
+            sampled_streams: 0,
+            ramp: true,
+        })?;
         if let Some(r) = self.rate {
             check("rate (requests/s)", r, 0.001, 10e6)?;
         }
         check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 3.6e6)?;
         check("threads", f64::from(self.threads), 0.0, 1024.0)?;
-        check_interval(self.interval_seconds)?;
         check_cpus(&self.cpus)?;
         Ok(())
+    }
+}
+
+impl Serialize for HttpSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let t = &self.timing;
+        let seconds = t
+            .limit
+            .seconds()
+            .ok_or_else(|| S::Error::custom("an http test runs for a time, not a count"))?;
+        let mut out = serializer.serialize_struct("HttpSpec", 12)?;
+        keys!(out, self, urls, users, think_ms, keepalive);
+        out.serialize_field("ramp_seconds", &t.warmup_seconds)?;
+        out.serialize_field("duration_seconds", &seconds)?;
+        keys!(out, t, cooldown_seconds);
+        keys!(out, self, rate, timeout_ms, threads, cpus);
+        keys!(out, t, interval_seconds);
+        out.end()
     }
 }
 
@@ -144,7 +177,7 @@ pub enum RrProto {
 
 /// A request-response (latency) test, as netperf's TCP_RR / UDP_RR / TCP_CRR and UDPmon's
 /// latency runs: one request, one response, the round trip timed, again and again.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct RrSpec {
     pub proto: RrProto,
     /// Concurrent transaction streams (`-P`), each its own socket and worker.
@@ -153,8 +186,9 @@ pub struct RrSpec {
     pub peer_cpus: Vec<usize>,
     pub request_bytes: u32,
     pub response_bytes: u32,
-    /// Transactions per stream (`-n`) or seconds (`-t`).
-    pub limit: Limit,
+    /// Transactions per stream (`-n`) or seconds (`-t`), the warm-up, cool-down and interval.
+    #[serde(flatten)]
+    pub timing: Timing,
     /// Open loop: transactions per second per stream, each timed from its scheduled start.
     /// None = closed loop (the next request when the response is in).
     pub rate: Option<f64>,
@@ -165,11 +199,6 @@ pub struct RrSpec {
     pub busy_poll_us: Option<u32>,
     /// UDP: how long to wait for a response before the transaction counts as lost, ms.
     pub timeout_ms: u32,
-    pub warmup_seconds: f64,
-    /// Seconds at the end left out of the summary (time limit only).
-    #[serde(default)]
-    pub cooldown_seconds: f64,
-    pub interval_seconds: f64,
 }
 
 impl RrSpec {
@@ -181,14 +210,11 @@ impl RrSpec {
             peer_cpus: Vec::new(),
             request_bytes: 1,
             response_bytes: 1,
-            limit: Limit::Seconds(10.0),
+            timing: Timing::new(Limit::Seconds(10.0)),
             rate: None,
             connect: false,
             busy_poll_us: None,
             timeout_ms: 200,
-            warmup_seconds: 0.0,
-            cooldown_seconds: 0.0,
-            interval_seconds: 1.0,
         }
     }
 
@@ -207,31 +233,39 @@ impl RrSpec {
             check("busy poll (us)", f64::from(b), 0.0, 1e6)?;
         }
         check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 60_000.0)?;
-        check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
-        check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
-        check_interval(self.interval_seconds)?;
+        self.timing.validate(&TimingRules {
+            count: Some(("transaction count (-n)", 1e12)),
+            sampled_streams: 0,
+            ramp: false,
+        })?;
         check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
         if self.connect && self.proto == RrProto::Udp {
             return Err(SpecError::Conflict(
                 "--connect is a TCP mode (netperf's TCP_CRR)".into(),
             ));
         }
-        match self.limit {
-            Limit::Seconds(s) => {
-                check("seconds (-t)", s, 0.01, MAX_SECONDS)?;
-                let total = self.warmup_seconds + self.cooldown_seconds;
-                if total >= s {
-                    return Err(SpecError::NoWindow { total, seconds: s });
-                }
-            }
-            Limit::Buffers(n) => {
-                check("transaction count (-n)", n as f64, 1.0, 1e12)?;
-                if self.cooldown_seconds > 0.0 {
-                    return Err(SpecError::CooldownWithCount);
-                }
-            }
-        }
         Ok(())
+    }
+}
+
+impl Serialize for RrSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let t = &self.timing;
+        let mut out = serializer.serialize_struct("RrSpec", 14)?;
+        keys!(
+            out,
+            self,
+            proto,
+            streams,
+            cpus,
+            peer_cpus,
+            request_bytes,
+            response_bytes
+        );
+        keys!(out, t, limit);
+        keys!(out, self, rate, connect, busy_poll_us, timeout_ms);
+        keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
+        out.end()
     }
 }
 
@@ -247,7 +281,7 @@ pub(crate) const UDP_HEADER_BYTES: u32 = 32;
 pub(crate) const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
 
 /// A UDP stream test, as UDPmon ran them: datagrams of one size at a regular spacing.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct UdpSpec {
     /// Streams per agent and per direction (`-P`), each on its own socket and worker.
     pub streams: u16,
@@ -257,17 +291,11 @@ pub struct UdpSpec {
     pub peer_cpus: Vec<usize>,
     /// UDP payload per datagram, bytes (`-l`), linerate's 32-byte header included.
     pub payload_bytes: u32,
-    /// Datagrams per stream (`-n`) or seconds (`-t`).
-    pub limit: Limit,
+    /// Datagrams per stream (`-n`) or seconds (`-t`), the warm-up, cool-down and interval.
+    #[serde(flatten)]
+    pub timing: Timing,
     /// Time between datagrams of a stream, ns; 0 = as fast as possible.
     pub gap_ns: u64,
-    /// Seconds at the start left out of the summary.
-    pub warmup_seconds: f64,
-    /// Seconds at the end left out of the summary (time limit only).
-    #[serde(default)]
-    pub cooldown_seconds: f64,
-    /// Seconds between interval samples; 0 = one for the whole run.
-    pub interval_seconds: f64,
     /// SO_RCVBUF asked for on receiving sockets; None = linerate's default (4 MiB, forced as root).
     pub window_bytes: Option<ByteSize>,
     /// Width of the arrival-spacing histogram's bins, microseconds (`--bin`).
@@ -295,7 +323,17 @@ impl UdpSpec {
     /// Whether each side is rated over its own window (first to last send, first to last
     /// arrival, as UDPmon did): only when no warm-up or cool-down cuts the measurement window.
     pub fn own_windows(&self) -> bool {
-        self.warmup_seconds == 0.0 && self.cooldown_seconds == 0.0
+        self.timing.whole_run_counts()
+    }
+
+    /// The datagrams a stream is expected to carry: its count, else its time at its spacing
+    /// (a million a second when unpaced). What receivers size their sequence tracking for.
+    pub fn expected_datagrams(&self) -> u64 {
+        match self.timing.limit {
+            Limit::Buffers(n) => n,
+            Limit::Seconds(s) if self.gap_ns > 0 => (s * 1e9 / self.gap_ns as f64) as u64 + 1,
+            Limit::Seconds(s) => (s * 1e6) as u64,
+        }
     }
 
     pub fn new() -> UdpSpec {
@@ -304,11 +342,8 @@ impl UdpSpec {
             cpus: Vec::new(),
             peer_cpus: Vec::new(),
             payload_bytes: 1472,
-            limit: Limit::Seconds(10.0),
+            timing: Timing::new(Limit::Seconds(10.0)),
             gap_ns: 0,
-            warmup_seconds: 0.0,
-            cooldown_seconds: 0.0,
-            interval_seconds: 1.0,
             window_bytes: None,
             bin_us: 1,
             synced_clocks: false,
@@ -326,28 +361,16 @@ impl UdpSpec {
             f64::from(MAX_UDP_PAYLOAD_BYTES),
         )?;
         check("gap (ns)", self.gap_ns as f64, 0.0, 60e9)?;
-        check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
-        check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
-        check_interval(self.interval_seconds)?;
+        self.timing.validate(&TimingRules {
+            // 2^32 datagrams is the most a receiver tracks (engine::sequence).
+            count: Some(("datagram count (-n)", 4_294_967_296.0)),
+            sampled_streams: self.streams_per_agent(),
+            ramp: false,
+        })?;
         check("histogram bin (us)", f64::from(self.bin_us), 1.0, 1e6)?;
         check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
         if let Some(w) = self.window_bytes {
             check("receive buffer", w.0 as f64, 1.0, i32::MAX as f64)?;
-        }
-        match self.limit {
-            Limit::Seconds(s) => check_time_limit(
-                s,
-                self.warmup_seconds + self.cooldown_seconds,
-                self.interval_seconds,
-                self.streams_per_agent(),
-            )?,
-            // 2^32 datagrams is the most a receiver tracks (engine::sequence).
-            Limit::Buffers(n) => {
-                check("datagram count (-n)", n as f64, 1.0, 4_294_967_296.0)?;
-                if self.cooldown_seconds > 0.0 {
-                    return Err(SpecError::CooldownWithCount);
-                }
-            }
         }
         if let Some(m) = &self.multicast {
             if !m.group.is_multicast() {
@@ -393,6 +416,19 @@ impl UdpSpec {
     }
 }
 
+impl Serialize for UdpSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let t = &self.timing;
+        let mut out = serializer.serialize_struct("UdpSpec", 14)?;
+        keys!(out, self, streams, cpus, peer_cpus, payload_bytes);
+        keys!(out, t, limit);
+        keys!(out, self, gap_ns);
+        keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
+        keys!(out, self, window_bytes, bin_us, synced_clocks, direction, multicast);
+        out.end()
+    }
+}
+
 impl Default for UdpSpec {
     fn default() -> Self {
         Self::new()
@@ -411,18 +447,8 @@ pub enum Direction {
     Bidir,
 }
 
-/// How long each stream runs.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Limit {
-    /// Send for this many seconds (warm-up included, cool-down included).
-    Seconds(f64),
-    /// Send this many buffers on each stream, then stop.
-    Buffers(u64),
-}
-
 /// A TCP throughput test, as NTttcp ran them. Sizes are bytes, times are seconds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct TcpSpec {
     /// Streams per agent and per direction (`-P`).
     pub streams: u16,
@@ -435,13 +461,9 @@ pub struct TcpSpec {
     pub peer_cpus: Vec<usize>,
     /// Bytes per write and per read (`-l`).
     pub buffer_bytes: ByteSize,
-    pub limit: Limit,
-    /// Seconds at the start left out of the summary.
-    pub warmup_seconds: f64,
-    /// Seconds at the end left out of the summary (time limit only).
-    pub cooldown_seconds: f64,
-    /// Seconds between interval samples; 0 = one interval for the whole run.
-    pub interval_seconds: f64,
+    /// Buffers per stream (`-n`) or seconds (`-t`), the warm-up, cool-down and interval.
+    #[serde(flatten)]
+    pub timing: Timing,
     /// SO_RCVBUF asked for on receiving sockets (the TCP window); None = kernel autotuning.
     pub window_bytes: Option<ByteSize>,
     /// SO_SNDBUF asked for on sending sockets; None = kernel autotuning.
@@ -465,7 +487,7 @@ pub struct TcpSpec {
     pub link_mtu_bytes: Option<u32>,
     /// `--mix R:W`: transfers of `buffer_bytes` both ways on every stream, each answered before
     /// the next (see `spec::mix`); None = one-way streams as `direction` says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub mix: Option<Mix>,
 }
 
@@ -523,40 +545,6 @@ pub enum SpecError {
     Conflict(String),
 }
 
-/// A time limit (-t) that leaves a measurement window after warm-up and cool-down (`left_out`
-/// seconds), and whose interval samples (`streams` per interval) fit the cap on kept samples.
-fn check_time_limit(seconds: f64, left_out: f64, interval: f64, streams: usize) -> Result<(), SpecError> {
-    check("seconds (-t)", seconds, 0.01, MAX_SECONDS)?;
-    if left_out >= seconds {
-        return Err(SpecError::NoWindow {
-            total: left_out,
-            seconds,
-        });
-    }
-    if interval > 0.0 {
-        let samples = streams as f64 * (seconds / interval).ceil();
-        if samples > MAX_INTERVAL_SAMPLES as f64 {
-            return Err(SpecError::TooManySamples {
-                streams,
-                seconds,
-                interval,
-                samples,
-                max: MAX_INTERVAL_SAMPLES,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Seconds between interval samples: 0 (none) or from 10 ms.
-fn check_interval(seconds: f64) -> Result<(), SpecError> {
-    check("interval seconds", seconds, 0.0, MAX_SECONDS)?;
-    if seconds > 0.0 {
-        check("interval seconds", seconds, 0.01, MAX_SECONDS)?;
-    }
-    Ok(())
-}
-
 fn check_cpus<'a>(cpus: impl IntoIterator<Item = &'a usize>) -> Result<(), SpecError> {
     for cpu in cpus {
         check("CPU number", *cpu as f64, 0.0, 4095.0)?;
@@ -581,10 +569,7 @@ impl TcpSpec {
             cpus: Vec::new(),
             peer_cpus: Vec::new(),
             buffer_bytes: ByteSize(128 << 10),
-            limit: Limit::Seconds(10.0),
-            warmup_seconds: 0.0,
-            cooldown_seconds: 0.0,
-            interval_seconds: 1.0,
+            timing: Timing::new(Limit::Seconds(10.0)),
             window_bytes: None,
             sndbuf_bytes: None,
             mss_bytes: None,
@@ -614,9 +599,6 @@ impl TcpSpec {
         if let Some(m) = self.link_mtu_bytes {
             check("MTU", f64::from(m), 68.0, 65_535.0)?;
         }
-        check("warm-up seconds", self.warmup_seconds, 0.0, MAX_SECONDS)?;
-        check("cool-down seconds", self.cooldown_seconds, 0.0, MAX_SECONDS)?;
-        check_interval(self.interval_seconds)?;
         check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
         if let Some(w) = self.window_bytes {
             check("window", w.0 as f64, 1.0, i32::MAX as f64)?;
@@ -648,21 +630,11 @@ impl TcpSpec {
                 max: MAX_BUFFER_MEMORY,
             });
         }
-        match self.limit {
-            Limit::Seconds(s) => check_time_limit(
-                s,
-                self.warmup_seconds + self.cooldown_seconds,
-                self.interval_seconds,
-                self.streams_per_agent(),
-            )?,
-            Limit::Buffers(n) => {
-                check("buffer count (-n)", n as f64, 1.0, 1e15)?;
-                if self.cooldown_seconds > 0.0 {
-                    return Err(SpecError::CooldownWithCount);
-                }
-            }
-        }
-        Ok(())
+        self.timing.validate(&TimingRules {
+            count: Some(("buffer count (-n)", 1e15)),
+            sampled_streams: self.streams_per_agent(),
+            ramp: false,
+        })
     }
 
     /// Streams per agent, counting both directions.
@@ -686,6 +658,37 @@ impl TcpSpec {
             Direction::Reverse => false,
             Direction::Bidir => index < usize::from(self.streams),
         }
+    }
+}
+
+impl Serialize for TcpSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_struct("TcpSpec", 18 + usize::from(self.mix.is_some()))?;
+        keys!(out, self, streams, threads, cpus, peer_cpus, buffer_bytes);
+        keys!(
+            out,
+            self.timing,
+            limit,
+            warmup_seconds,
+            cooldown_seconds,
+            interval_seconds
+        );
+        keys!(
+            out,
+            self,
+            window_bytes,
+            sndbuf_bytes,
+            mss_bytes,
+            congestion,
+            nodelay,
+            depth
+        );
+        keys!(out, self, direction, link_speed, link_mtu_bytes);
+        // Absent, not null, when the streams run one way (documents before --mix had no key).
+        if self.mix.is_some() {
+            keys!(out, self, mix);
+        }
+        out.end()
     }
 }
 
@@ -719,19 +722,19 @@ mod tests {
         s.streams = 0;
         assert!(s.validate().is_err());
         let mut s = TcpSpec::new();
-        s.limit = Limit::Seconds(2.0);
-        s.warmup_seconds = 1.0;
-        s.cooldown_seconds = 1.0;
+        s.timing.limit = Limit::Seconds(2.0);
+        s.timing.warmup_seconds = 1.0;
+        s.timing.cooldown_seconds = 1.0;
         assert!(matches!(s.validate(), Err(SpecError::NoWindow { .. })));
         let mut s = TcpSpec::new();
-        s.limit = Limit::Buffers(10);
-        s.cooldown_seconds = 1.0;
+        s.timing.limit = Limit::Buffers(10);
+        s.timing.cooldown_seconds = 1.0;
         assert_eq!(s.validate(), Err(SpecError::CooldownWithCount));
         let mut s = TcpSpec::new();
         s.congestion = Some("bbr; rm".into());
         assert!(s.validate().is_err());
         let mut s = TcpSpec::new();
-        s.limit = Limit::Seconds(f64::NAN);
+        s.timing.limit = Limit::Seconds(f64::NAN);
         assert!(s.validate().is_err());
     }
 
@@ -740,10 +743,10 @@ mod tests {
         let mut s = TcpSpec::new();
         s.streams = 1024;
         s.direction = Direction::Bidir;
-        s.limit = Limit::Seconds(MAX_SECONDS);
-        s.interval_seconds = 0.01;
+        s.timing.limit = Limit::Seconds(MAX_SECONDS);
+        s.timing.interval_seconds = 0.01;
         assert!(matches!(s.validate(), Err(SpecError::TooManySamples { .. })));
-        s.interval_seconds = 0.0;
+        s.timing.interval_seconds = 0.0;
         assert_eq!(s.validate(), Ok(()), "no intervals, no samples");
     }
 
@@ -772,5 +775,72 @@ mod tests {
         assert!(text.starts_with(r#"{"test":"tcp""#), "{text}");
         let back: TestSpec = serde_json::from_str(&text).expect("parses");
         assert_eq!(back, spec);
+    }
+
+    /// Options blocks as the build before [`Timing`] wrote them (686406a), one per kind and
+    /// limit: they must read back and write again to the same bytes, keys in the same order.
+    const WRITTEN_BEFORE_TIMING: [&str; 5] = [
+        r#"{"test":"tcp","streams":1,"threads":0,"cpus":[],"peer_cpus":[],"buffer_bytes":131072,"limit":{"seconds":2.5},"warmup_seconds":0.5,"cooldown_seconds":0.25,"interval_seconds":0.1,"window_bytes":null,"sndbuf_bytes":null,"mss_bytes":null,"congestion":null,"nodelay":false,"depth":1,"direction":"send","link_speed":null,"link_mtu_bytes":null}"#,
+        r#"{"test":"tcp","streams":1,"threads":0,"cpus":[],"peer_cpus":[],"buffer_bytes":131072,"limit":{"buffers":7},"warmup_seconds":0.0,"cooldown_seconds":0.0,"interval_seconds":1.0,"window_bytes":null,"sndbuf_bytes":null,"mss_bytes":null,"congestion":null,"nodelay":false,"depth":1,"direction":"send","link_speed":null,"link_mtu_bytes":null,"mix":{"read_percent":70,"write_percent":30}}"#,
+        r#"{"test":"udp","streams":1,"cpus":[],"peer_cpus":[],"payload_bytes":1472,"limit":{"buffers":1000},"gap_ns":12000,"warmup_seconds":0.3,"cooldown_seconds":0.0,"interval_seconds":1.0,"window_bytes":null,"bin_us":1,"synced_clocks":false,"direction":"send","multicast":null}"#,
+        r#"{"test":"rr","proto":"tcp","streams":1,"cpus":[],"peer_cpus":[],"request_bytes":1,"response_bytes":1,"limit":{"seconds":3.0},"rate":100.0,"connect":false,"busy_poll_us":null,"timeout_ms":200,"warmup_seconds":0.0,"cooldown_seconds":1.0,"interval_seconds":1.0}"#,
+        r#"{"test":"http","urls":["http://127.0.0.1:8080/x"],"users":4,"think_ms":0.0,"keepalive":true,"ramp_seconds":1.5,"duration_seconds":4.0,"cooldown_seconds":0.5,"rate":null,"timeout_ms":10000,"threads":0,"cpus":[],"interval_seconds":1.0}"#,
+    ];
+
+    #[test]
+    fn options_written_before_timing_round_trip_byte_for_byte() {
+        for text in WRITTEN_BEFORE_TIMING {
+            let spec: TestSpec = serde_json::from_str(text).expect(text);
+            assert_eq!(spec.validate(), Ok(()), "{text}");
+            assert_eq!(serde_json::to_string(&spec).expect("serialises"), text);
+        }
+    }
+
+    #[test]
+    fn timing_reads_each_layout_into_one_value() {
+        let read = |i: usize| serde_json::from_str::<TestSpec>(WRITTEN_BEFORE_TIMING[i]).expect("parses");
+        let tcp = Timing {
+            warmup_seconds: 0.5,
+            cooldown_seconds: 0.25,
+            interval_seconds: 0.1,
+            ..Timing::new(Limit::Seconds(2.5))
+        };
+        assert_eq!(*read(0).timing(), tcp);
+        assert_eq!(read(2).timing().limit, Limit::Buffers(1000));
+        let http = Timing {
+            cooldown_seconds: 0.5,
+            ..Timing::ramp(1.5, 4.0)
+        };
+        assert_eq!(*read(4).timing(), http);
+        assert_eq!(http.length_seconds(), Some(5.5), "the ramp comes before the duration");
+        assert_eq!(tcp.length_seconds(), Some(2.5), "a warm-up is the limit's first part");
+    }
+
+    #[test]
+    fn documents_before_cooldown_read_with_none() {
+        let text = WRITTEN_BEFORE_TIMING[3].replace(r#""cooldown_seconds":1.0,"#, "");
+        let spec: TestSpec = serde_json::from_str(&text).expect("parses");
+        assert_eq!(spec.timing().cooldown_seconds, 0.0);
+        let text = WRITTEN_BEFORE_TIMING[0].replace(r#""limit":{"seconds":2.5},"#, "");
+        let e = serde_json::from_str::<TestSpec>(&text)
+            .expect_err("no limit")
+            .to_string();
+        assert!(e.contains("missing field `limit`"), "{e}");
+    }
+
+    #[test]
+    fn timing_kinds_do_not_mix() {
+        let mut s = TcpSpec::new();
+        s.timing = Timing::ramp(1.0, 5.0);
+        assert!(matches!(s.validate(), Err(SpecError::Conflict(_))));
+        let mut r = RrSpec::new();
+        r.timing.limit = Limit::Buffers(0);
+        assert!(matches!(
+            r.validate(),
+            Err(SpecError::OutOfRange {
+                name: "transaction count (-n)",
+                ..
+            })
+        ));
     }
 }

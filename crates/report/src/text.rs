@@ -148,9 +148,9 @@ fn headline(r: &TestResult) -> String {
             let (direction, limit) = match spec.mix {
                 Some(m) => (
                     format!("mixed transfers ({m} client reads:writes)"),
-                    limit_text(spec.limit, "transfers"),
+                    limit_text(spec.timing.limit, "transfers"),
                 ),
-                None => (direction.to_string(), limit_text(spec.limit, "buffers")),
+                None => (direction.to_string(), limit_text(spec.timing.limit, "buffers")),
             };
             format!(
                 "linerate {} tcp: {} stream(s) per agent, {direction}, {limit}, buffer {}, agents {}\n",
@@ -161,7 +161,7 @@ fn headline(r: &TestResult) -> String {
             )
         }
         TestSpec::Rr(spec) => {
-            let limit = limit_text(spec.limit, "transactions");
+            let limit = limit_text(spec.timing.limit, "transactions");
             let proto = match (spec.proto, spec.connect) {
                 (linerate_core::spec::RrProto::Tcp, true) => "tcp, a connection per transaction",
                 (linerate_core::spec::RrProto::Tcp, false) => "tcp",
@@ -193,13 +193,13 @@ fn headline(r: &TestResult) -> String {
                 } else {
                     "a new connection per request"
                 },
-                spec.ramp_seconds,
-                spec.duration_seconds,
+                spec.timing.warmup_seconds,
+                spec.timing.limit.seconds().unwrap_or_default(),
                 spec.urls.join(" ")
             )
         }
         TestSpec::Udp(spec) => {
-            let limit = limit_text(spec.limit, "datagrams");
+            let limit = limit_text(spec.timing.limit, "datagrams");
             let pace = match spec.stream_bits_per_second() {
                 Some(bps) => format!(
                     "one every {} us ({} Mbit/s per stream)",

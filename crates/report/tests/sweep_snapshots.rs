@@ -176,14 +176,11 @@ fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
             users,
             think_ms: 0.0,
             keepalive: true,
-            ramp_seconds: 2.0,
-            duration_seconds: 10.0,
-            cooldown_seconds: 0.0,
+            timing: linerate_core::spec::Timing::ramp(2.0, 10.0),
             rate: None,
             timeout_ms: 10_000,
             threads: 0,
             cpus: Vec::new(),
-            interval_seconds: 1.0,
         };
         let mut http = HttpSummary {
             users,

@@ -120,7 +120,7 @@ fn usage(busy: f64) -> HostUsage {
 fn spec(direction: Direction) -> TcpSpec {
     let mut s = TcpSpec::new();
     s.buffer_bytes = ByteSize(537_600);
-    s.limit = Limit::Buffers(200_000);
+    s.timing.limit = Limit::Buffers(200_000);
     s.depth = 8;
     s.window_bytes = Some(ByteSize(5_376_000));
     s.direction = direction;
@@ -226,7 +226,7 @@ fn mixed_transfers_block() {
     let mut s = spec(Direction::Send);
     s.depth = 1;
     s.buffer_bytes = ByteSize(65_536);
-    s.limit = Limit::Buffers(1_000);
+    s.timing.limit = Limit::Buffers(1_000);
     s.mix = Some("70:30".parse().expect("valid"));
     let mut client = side(
         vec![

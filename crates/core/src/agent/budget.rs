@@ -3,7 +3,7 @@
 //! running is refused with the figures (`serve --max-memory`).
 
 use crate::engine::udp::{BATCH, MAX_BINS};
-use crate::spec::{Limit, RrSpec, TcpSpec, TestSpec, UdpSpec};
+use crate::spec::{RrSpec, TcpSpec, TestSpec, UdpSpec};
 use std::sync::Mutex;
 
 /// Per stream, what no spec field names: its counters, sample slots, thread and socket.
@@ -46,11 +46,7 @@ fn tcp_stream_bytes(t: &TcpSpec) -> u64 {
 
 fn udp_stream_bytes(u: &UdpSpec) -> u64 {
     let datagram = u64::from(u.payload_bytes) + 1;
-    let expected = match u.limit {
-        Limit::Buffers(n) => n,
-        Limit::Seconds(s) if u.gap_ns > 0 => (s * 1e9 / u.gap_ns as f64) as u64 + 1,
-        Limit::Seconds(s) => (s * 1e6) as u64,
-    };
+    let expected = u.expected_datagrams();
     // The loss map: a bit per expected datagram (as the receiver sizes it), the arrival bins,
     // the batch buffers each way and the socket buffer.
     let loss_map = expected.min(1 << 28) / 8;
@@ -147,6 +143,7 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Limit;
     use crate::units::ByteSize;
 
     #[test]
@@ -195,7 +192,7 @@ mod tests {
             2 * ((16 << 20) + 1 + STREAM_OVERHEAD_BYTES)
         );
         let mut u = UdpSpec::new();
-        u.limit = Limit::Buffers(8_000_000);
+        u.timing.limit = Limit::Buffers(8_000_000);
         let bytes = spec_bytes(&TestSpec::Udp(u));
         assert!(bytes > 1_000_000 + MAX_BINS as u64 * 8, "{bytes}");
         assert!(default_budget_bytes() <= DEFAULT_MAX_BYTES);

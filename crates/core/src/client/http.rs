@@ -132,7 +132,7 @@ pub fn run_http(
              planned and the figures cover what was measured until then",
             s.target.name,
             local.window_end_ns as f64 / 1e9,
-            spec.ramp_seconds + spec.duration_seconds
+            spec.timing.length_seconds().unwrap_or_default()
         ));
     }
     let server = session.as_ref().map(|s| crate::summary::http::ServerSide {

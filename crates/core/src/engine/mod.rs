@@ -11,7 +11,7 @@ pub mod http;
 pub mod pacing;
 pub mod pin;
 pub mod rr;
-mod run;
+pub(crate) mod run;
 pub mod sequence;
 pub mod sockopt;
 pub mod tcp;

@@ -10,20 +10,18 @@
 //! request unanswered within the timeout counts as lost and the stream goes on.
 
 use super::pacing::Pacer;
-use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
+use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo, Unblock};
 use super::sockopt::{self, Proto, Tuning};
 use super::{Control, EngineError, Sink, pin};
 use crate::codec::DATA_HEADER_LEN;
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
-use crate::spec::{Limit, RrSpec};
+use crate::spec::RrSpec;
 use hdrhistogram::Histogram;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Mutex, mpsc};
-use std::thread;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 /// How long a blocked call waits before the worker looks at its flags again.
@@ -106,17 +104,12 @@ pub fn run(
     let shared = state.shared(control);
     let accept = accept.map(Mutex::new);
     let answering = streams.iter().all(|s| s.role == Role::Receive);
+    let mut plan = Plan::new(&spec.timing);
+    // An answering side ends when told the asking is over: that is the normal end, not a cut.
+    plan.ends_on_stop = answering;
+    plan.unblock = unblock_tcp(&streams);
     let runner = Runner {
-        // An answering side ends when told the asking is over: that is the normal end, not a cut.
-        plan: Plan {
-            ends_on_stop: answering,
-            ..Plan::from_spec(
-                spec.warmup_seconds,
-                spec.cooldown_seconds,
-                spec.limit,
-                spec.interval_seconds,
-            )
-        },
+        plan,
         streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         // One worker per stream.
         workers: n,
@@ -124,32 +117,17 @@ pub fn run(
         cpus,
         tcp_info: None,
     };
-    let tcp_fds: Vec<std::os::fd::RawFd> = streams
-        .iter()
-        .filter_map(|s| match &s.socket {
-            RrSocket::Tcp(t) => Some(t.as_raw_fd()),
-            _ => None,
-        })
-        .collect();
     let busy_poll = spec.busy_poll_us.and_then(|us| {
         let fd = streams.iter().find_map(|s| raw_fd(&s.socket))?;
         Some(sockopt::busy_poll_note(us, sockopt::busy_poll_us(&fd)))
     });
-    let guard_done = AtomicBool::new(false);
-    let (mut report, outcomes) = thread::scope(|scope| {
-        if !tcp_fds.is_empty() {
-            let (shared, guard_done, tcp_fds) = (&shared, &guard_done, &tcp_fds);
-            scope.spawn(move || guard_tcp(spec, shared, guard_done, tcp_fds, answering));
+    let plan = &runner.plan;
+    let (mut report, outcomes) = runner.drive(&shared, &gate, sink, |idx| {
+        let s = &streams[idx];
+        match s.role {
+            Role::Send => ask(spec, plan, idx, s, &shared, &gate),
+            Role::Receive => answer(spec, plan, idx, s, accept.as_ref(), &shared, &gate),
         }
-        let ran = runner.drive(&shared, &gate, sink, |idx| {
-            let s = &streams[idx];
-            match s.role {
-                Role::Send => ask(spec, idx, s, &shared, &gate),
-                Role::Receive => answer(spec, idx, s, accept.as_ref(), &shared, &gate),
-            }
-        });
-        guard_done.store(true, Relaxed);
-        ran
     })?;
     for (r, o) in report.streams.iter_mut().zip(outcomes) {
         match o {
@@ -162,38 +140,28 @@ pub fn run(
     Ok(report)
 }
 
-/// Wakes TCP streams blocked in a read (they have no receive timeout) by shutting their
-/// sockets down: at once when the run is aborted; when an answering side is told the asking is
-/// over; a second after an asking side is told to stop; and when the time is up and no
-/// transaction has moved for [`IDLE_AFTER_END`] (a peer gone silent).
-fn guard_tcp(spec: &RrSpec, shared: &Shared<'_>, done: &AtomicBool, fds: &[std::os::fd::RawFd], answering: bool) {
-    let deadline = match spec.limit {
-        Limit::Seconds(sec) => Some(Duration::from_secs_f64(sec)),
-        Limit::Buffers(_) => None,
-    };
-    let ops = || shared.counters.iter().map(|c| c.ops.load(Relaxed)).sum::<u64>();
-    let (mut last, mut moved) = (ops(), Instant::now());
-    let mut stop_seen: Option<Instant> = None;
-    while !done.load(Relaxed) {
-        thread::sleep(Duration::from_millis(20));
-        let now_ops = ops();
-        if now_ops != last {
-            (last, moved) = (now_ops, Instant::now());
-        }
-        if shared.control.sending_stopped() && stop_seen.is_none() {
-            stop_seen = Some(Instant::now());
-        }
-        let stopped = stop_seen.is_some_and(|t| answering || t.elapsed() >= Duration::from_secs(1));
-        let past = deadline.is_some_and(|d| shared.t0.get().is_some_and(|t0| t0.elapsed() >= d));
-        if shared.control.aborted() || stopped || (past && moved.elapsed() >= IDLE_AFTER_END) {
-            for fd in fds {
-                // SAFETY: shutdown on a socket fd the streams own for the whole run; they are
-                // closed only after this thread has returned.
+/// The runner's stop rule for TCP streams blocked in a read (they have no receive timeout): it
+/// shuts their sockets down when the run is aborted, when the asking is over (at once on the
+/// answering side, a second after the stop on the asking side), and when the time is up and no
+/// transaction has moved for [`IDLE_AFTER_END`] (a peer gone silent). None without TCP streams.
+fn unblock_tcp(streams: &[RrStream]) -> Option<Unblock> {
+    let fds: Vec<std::os::fd::RawFd> = streams
+        .iter()
+        .filter_map(|s| match &s.socket {
+            RrSocket::Tcp(t) => Some(t.as_raw_fd()),
+            _ => None,
+        })
+        .collect();
+    (!fds.is_empty()).then(|| Unblock {
+        wake: Arc::new(move || {
+            for fd in &fds {
+                // SAFETY: shutdown on a socket fd the streams own for the whole run; the runner
+                // calls this only while it drives them, and they are closed after it returns.
                 unsafe { libc::shutdown(*fd, libc::SHUT_RDWR) };
             }
-            return;
-        }
-    }
+        }),
+        quiet: IDLE_AFTER_END,
+    })
 }
 
 /// Writes the transaction's number into the first bytes of a request (at most 8).
@@ -203,7 +171,7 @@ fn tag(buf: &mut [u8], seq: u64) {
 }
 
 /// One asking stream.
-fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate) -> RrStreamReport {
+fn ask(spec: &RrSpec, plan: &Plan, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate) -> RrStreamReport {
     let req = spec.request_bytes as usize;
     let resp = spec.response_bytes as usize;
     let mut request = vec![0x5a_u8; req];
@@ -211,17 +179,10 @@ fn ask(spec: &RrSpec, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate
     let mut rtt = histogram();
     let mut connect_hist = histogram();
     let (mut lost, mut stale, mut errors) = (0u64, 0u64, 0u64);
-    let limit = match spec.limit {
-        Limit::Buffers(n) => Some(n),
-        Limit::Seconds(_) => None,
-    };
-    let deadline_ns = match spec.limit {
-        Limit::Seconds(sec) => Some((sec * 1e9) as u64),
-        Limit::Buffers(_) => None,
-    };
+    let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
     let timeout = Duration::from_millis(u64::from(spec.timeout_ms));
     // Transactions begun in the warm-up are done but not timed into the figures.
-    let warmup_ns = (spec.warmup_seconds * 1e9) as u64;
+    let warmup_ns = plan.measure_window().0.as_nanos() as u64;
     let counter = &shared.counters[idx];
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
@@ -384,6 +345,7 @@ fn transact_udp(
 /// One answering stream (or, for TCP_CRR, one of the threads answering new connections).
 fn answer(
     spec: &RrSpec,
+    plan: &Plan,
     idx: usize,
     s: &RrStream,
     accept: Option<&Mutex<mpsc::Receiver<(u16, TcpStream)>>>,
@@ -395,10 +357,7 @@ fn answer(
     let mut request = vec![0u8; req.max(65_536)];
     let mut response = vec![0xa5_u8; resp];
     let counter = &shared.counters[idx];
-    let deadline = match spec.limit {
-        Limit::Seconds(sec) => Some(Duration::from_secs_f64(sec)),
-        Limit::Buffers(_) => None,
-    };
+    let deadline = plan.deadline();
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
     let (mut served, mut errors) = (0u64, 0u64);

@@ -172,14 +172,11 @@ mod tests {
                 users: 10,
                 think_ms: 0.0,
                 keepalive: true,
-                ramp_seconds: 0.0,
-                duration_seconds: 5.0,
-                cooldown_seconds: 0.0,
+                timing: crate::spec::Timing::ramp(0.0, 5.0),
                 rate: None,
                 timeout_ms: 5_000,
                 threads: 0,
                 cpus: vec![],
-                interval_seconds: 1.0,
             }),
         ];
         let mut all = vec![

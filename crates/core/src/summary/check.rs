@@ -11,8 +11,9 @@
 //! end sends on each, the number of samples a run of that length makes, and, on TCP, that no
 //! one receives more than was sent (the client's own counts on the other end).
 
+use crate::engine::run::Plan;
 use crate::result::{Role, SideReport};
-use crate::spec::{Limit, TestSpec};
+use crate::spec::TestSpec;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::time::Duration;
@@ -80,32 +81,17 @@ pub enum ReportError {
     TooManyNotes { got: usize, max: usize },
 }
 
-/// The time limit and the seconds between interval samples of a spec (None: a count limit).
-fn timing(spec: &TestSpec) -> (Option<f64>, f64) {
-    let limit = |l: &Limit| match *l {
-        Limit::Seconds(s) => Some(s),
-        Limit::Buffers(_) => None,
-    };
-    match spec {
-        TestSpec::Tcp(t) => (limit(&t.limit), t.interval_seconds),
-        TestSpec::Udp(u) => (limit(&u.limit), u.interval_seconds),
-        TestSpec::Rr(r) => (limit(&r.limit), r.interval_seconds),
-        TestSpec::Http(h) => (Some(h.ramp_seconds + h.duration_seconds), h.interval_seconds),
-    }
-}
-
 /// How long a report may say the run lasted, seconds: the longer of the time asked for and the
 /// time the client has seen pass, plus [`SLACK_SECONDS`].
 fn run_seconds(spec: &TestSpec, elapsed: Duration) -> f64 {
-    let asked = timing(spec).0.unwrap_or(0.0);
+    let asked = Plan::new(spec.timing()).deadline().map_or(0.0, |d| d.as_secs_f64());
     asked.max(elapsed.as_secs_f64()) + SLACK_SECONDS
 }
 
 /// Intervals (per stream, and host timeline entries) a run of `seconds` makes at most.
 fn intervals_in(spec: &TestSpec, seconds: f64) -> u64 {
-    let interval = timing(spec).1;
-    if interval > 0.0 {
-        (seconds / interval).ceil() as u64 + 2
+    if let Some(interval) = Plan::new(spec.timing()).interval() {
+        (seconds / interval.as_secs_f64()).ceil() as u64 + 2
     } else {
         2
     }
@@ -440,12 +426,12 @@ mod tests {
         assert!(limit > 2 << 20 && limit < 8 << 20, "{limit}");
         let mut big = TcpSpec::new();
         big.streams = 1024;
-        big.interval_seconds = 0.01;
+        big.timing.interval_seconds = 0.01;
         let limit = result_limit_bytes(&TestSpec::Tcp(big), 4096, Duration::from_secs(3600));
         assert_eq!(limit, crate::proto::frame::MAX_MESSAGE_BYTES);
         // Time that passed raises the bound of a count-limited test.
         let mut counted = TcpSpec::new();
-        counted.limit = Limit::Buffers(10);
+        counted.timing.limit = crate::spec::Limit::Buffers(10);
         let counted = TestSpec::Tcp(counted);
         assert!(result_limit_bytes(&counted, 2, Duration::from_secs(600)) > result_limit_bytes(&counted, 2, RUN));
     }

@@ -4,6 +4,7 @@
 use super::host_side_summary;
 use super::rr::figures;
 use crate::engine::http::HttpRun;
+use crate::engine::run::Plan;
 use crate::metrics::host::HostInfo;
 use crate::result::{
     ConnectionCounts, ConnectionRates, ErrorSummary, HostIntervalRecord, HostRecord, HttpIntervalRecord, HttpSummary,
@@ -74,7 +75,7 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
 
 /// The timeline of the run in intervals, ramp included.
 pub(crate) fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpIntervalRecord> {
-    let ramp_ns = (spec.ramp_seconds * 1e9) as u64;
+    let ramp_ns = Plan::new(&spec.timing).measure_window().0.as_nanos() as u64;
     let iv = run.interval_ns.max(1);
     let mut out = Vec::new();
     for (i, b) in run.timeline.iter().enumerate() {
@@ -181,7 +182,7 @@ pub(crate) fn assemble(
         secs,
     );
     let received = host_side_summary("client", client, run.bytes_in, run.responses, spec.users as usize, secs);
-    let planned_ns = ((spec.ramp_seconds + spec.duration_seconds) * 1e9) as u64;
+    let planned_ns = Plan::new(&spec.timing).deadline_ns().unwrap_or_default();
     let mut intervals: Vec<IntervalRecord> = timeline(spec, run, client.window_end_ns.min(planned_ns))
         .into_iter()
         .map(IntervalRecord::Http)

@@ -12,7 +12,7 @@ use crate::engine::http::{HttpTarget, HttpUrl};
 use crate::httpd::{Httpd, HttpdConfig, HttpdError};
 use crate::result::Baseline;
 use crate::result::TestResult;
-use crate::spec::HttpSpec;
+use crate::spec::{HttpSpec, Timing};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
@@ -183,9 +183,13 @@ pub fn baseline<E: From<BaselineError>>(
     let url = HttpUrl::parse(&text).expect("an IPv4 address and a path make a URL");
     let mut b = spec.clone();
     b.urls = vec![text];
-    b.ramp_seconds = 0.0;
-    b.duration_seconds = spec.duration_seconds.min(5.0);
-    b.interval_seconds = 0.0;
+    // No ramp, at most 5 s of load, no interval samples; the cool-down as asked.
+    let seconds = spec.timing.limit.seconds().unwrap_or(5.0).min(5.0);
+    b.timing = Timing {
+        cooldown_seconds: spec.timing.cooldown_seconds,
+        interval_seconds: 0.0,
+        ..Timing::ramp(0.0, seconds)
+    };
     let local = [HttpTarget::new(&url, server.local_addr(), spec.keepalive)];
     let r = run(&b, &local)?;
     drop(server);
@@ -308,14 +312,14 @@ mod tests {
             users: 1,
             think_ms: 0.0,
             keepalive: true,
-            ramp_seconds: 0.0,
-            duration_seconds: 1.0,
-            cooldown_seconds: 0.0,
+            timing: Timing {
+                interval_seconds: 0.0,
+                ..Timing::ramp(0.0, 1.0)
+            },
             rate: None,
             timeout_ms: 1000,
             threads: 0,
             cpus: Vec::new(),
-            interval_seconds: 0.0,
         }
     }
 

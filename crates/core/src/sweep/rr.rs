@@ -102,7 +102,7 @@ pub fn sweep<E: Display>(
         if plan.varies == RrVaries::Both {
             spec.response_bytes = size;
         }
-        spec.interval_seconds = 0.0;
+        spec.timing.interval_seconds = 0.0;
         let at = At::Rr {
             request_bytes: spec.request_bytes,
             response_bytes: spec.response_bytes,

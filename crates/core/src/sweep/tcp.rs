@@ -95,7 +95,7 @@ pub fn sweep<E>(
         let mut spec = base.clone();
         spec.buffer_bytes = size;
         // One point is one line of the table, not a stream of interval lines.
-        spec.interval_seconds = 0.0;
+        spec.timing.interval_seconds = 0.0;
         let result = run(&spec)?;
         if let SweepKind::Tcp(t) = &mut sweep.kind {
             t.figures.push(TcpSizeFigures::of(&result, size.0));

@@ -71,7 +71,7 @@ pub fn sweep<E>(
             spec.payload_bytes = *size;
             spec.gap_ns = *gap;
             // One point is one line of the table, not a stream of interval lines.
-            spec.interval_seconds = 0.0;
+            spec.timing.interval_seconds = 0.0;
             let result = run(&spec)?;
             let at = At::Udp {
                 payload_bytes: *size,
@@ -120,7 +120,7 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(
-            (spec.payload_bytes, spec.gap_ns, spec.interval_seconds),
+            (spec.payload_bytes, spec.gap_ns, spec.timing.interval_seconds),
             (1472, 10_000, 0.0)
         );
         // The document as printed: the paths readers use, and it reads back whole.

@@ -125,6 +125,36 @@ fn online_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The run's moments in nanoseconds since time zero, as the workers compare their clock with
+/// them: taken once from the runner's plan.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Times {
+    /// The end of the ramp: the window's start.
+    pub ramp_ns: u64,
+    /// The window's end: `end_ns` less the cool-down (the spec keeps the cool-down inside the
+    /// duration, so the window is never empty).
+    pub window_end_ns: u64,
+    /// The end of the load.
+    pub end_ns: u64,
+    /// One timeline entry; the whole run when there are no interval samples.
+    pub interval_ns: u64,
+}
+
+impl Times {
+    fn of(plan: &Plan) -> Times {
+        let ns = |d: Duration| d.as_nanos() as u64;
+        let (ramp, window_end) = plan.measure_window();
+        // A validated http spec always has a time limit.
+        let end_ns = plan.deadline().map_or(ns(ramp), ns);
+        Times {
+            ramp_ns: ns(ramp),
+            window_end_ns: window_end.map_or(end_ns, ns),
+            end_ns,
+            interval_ns: plan.interval().map_or(end_ns.max(1), ns),
+        }
+    }
+}
+
 /// Runs the load: users start evenly over the ramp, then the window runs for the duration.
 /// Returns this host's report (samplers over the window, per-worker counts) and what the users
 /// measured.
@@ -144,23 +174,10 @@ pub fn run(
     let state = RunState::new(threads);
     let gate = Gate::new();
     let shared = state.shared(control);
-    let ramp_ns = (spec.ramp_seconds * 1e9) as u64;
-    let end_ns = ramp_ns + (spec.duration_seconds * 1e9) as u64;
-    // The spec keeps the cool-down inside the duration, so the window is never empty.
-    let cooldown_ns = (spec.cooldown_seconds * 1e9) as u64;
-    let interval_ns = if spec.interval_seconds > 0.0 {
-        (spec.interval_seconds * 1e9) as u64
-    } else {
-        end_ns.max(1)
-    };
+    let plan = Plan::new(&spec.timing);
+    let times = Times::of(&plan);
     let runner = Runner {
-        plan: Plan {
-            warmup: Duration::from_nanos(ramp_ns),
-            deadline: Some(Duration::from_nanos(end_ns)),
-            cooldown: Duration::from_nanos(cooldown_ns),
-            interval: (spec.interval_seconds > 0.0).then(|| Duration::from_nanos(interval_ns)),
-            ..Plan::new()
-        },
+        plan,
         // The runner samples workers: one "stream" each.
         streams: (0..threads)
             .map(|i| StreamInfo {
@@ -175,7 +192,7 @@ pub fn run(
         tcp_info: None,
     };
     let (mut report, outs) = runner.drive(&shared, &gate, sink, |w| {
-        worker::work(spec, targets, w, threads, ramp_ns, end_ns, interval_ns, &shared, &gate)
+        worker::work(spec, targets, w, threads, times, &shared, &gate)
     })?;
     let outs = outs
         .into_iter()
@@ -192,10 +209,10 @@ pub fn run(
             Some(t) => merge(t, &o),
         }
     }
-    let mut total = total.unwrap_or_else(|| empty_run(0, interval_ns));
+    let mut total = total.unwrap_or_else(|| empty_run(0, times.interval_ns));
     total.open_files_limit = open_files_limit();
-    let end = report.window_end_ns.min(end_ns - cooldown_ns);
-    total.window_seconds = end.saturating_sub(ramp_ns.min(end)) as f64 / 1e9;
+    let end = report.window_end_ns.min(times.window_end_ns);
+    total.window_seconds = end.saturating_sub(times.ramp_ns.min(end)) as f64 / 1e9;
     Ok((report, total))
 }
 

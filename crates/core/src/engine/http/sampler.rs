@@ -16,15 +16,8 @@ pub fn sample_host(spec: &HttpSpec, sink: &mut dyn Sink, control: &Control) -> S
     let gate = Gate::new();
     let shared = state.shared(control);
     let runner = Runner {
-        plan: Plan {
-            warmup: Duration::from_secs_f64(spec.ramp_seconds),
-            deadline: None,
-            interval: (spec.interval_seconds > 0.0).then(|| Duration::from_secs_f64(spec.interval_seconds)),
-            ends_on_stop: true,
-            // Nothing moves here by design: the client's users move the data.
-            idle: None,
-            ..Plan::new()
-        },
+        // Nothing moves here by design: the client's users move the data.
+        plan: Plan::sampling(&spec.timing),
         streams: vec![StreamInfo {
             id: 0,
             role: Role::Receive,
@@ -36,7 +29,7 @@ pub fn sample_host(spec: &HttpSpec, sink: &mut dyn Sink, control: &Control) -> S
         tcp_info: None,
     };
     // The whole run and a margin: a client that never says stop does not hold the agent.
-    let limit = Duration::from_secs_f64(spec.ramp_seconds + spec.duration_seconds + 30.0);
+    let limit = runner.plan.deadline().unwrap_or_default() + Duration::from_secs(30);
     let ran = runner.drive(&shared, &gate, sink, |_| {
         gate.arrive_and_wait(&shared.sampler);
         let began = Instant::now();

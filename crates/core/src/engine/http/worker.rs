@@ -3,7 +3,7 @@
 //! histograms and per-interval buckets. Out: the worker's [`HttpRun`], merged by the run.
 
 use super::head::parse_head;
-use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, empty_run};
+use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, Times, empty_run};
 use crate::engine::run::{Gate, Shared};
 use crate::result::StreamEnd;
 use crate::spec::HttpSpec;
@@ -506,18 +506,21 @@ fn classify(e: &io::Error) -> fn(&mut HttpErrors) -> &mut u64 {
 }
 
 /// One worker: users `w`, `w + threads`, ... until the end.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn work(
     spec: &HttpSpec,
     targets: &[HttpTarget],
     w: usize,
     threads: usize,
-    ramp_ns: u64,
-    end_ns: u64,
-    interval_ns: u64,
+    times: Times,
     shared: &Shared<'_>,
     gate: &Gate,
 ) -> io::Result<HttpRun> {
+    let Times {
+        ramp_ns,
+        window_end_ns,
+        end_ns,
+        interval_ns,
+    } = times;
     let mine: Vec<usize> = (w..spec.users as usize).step_by(threads).collect();
     let buckets = (end_ns / interval_ns) as usize + 2;
     let poll = match Poll::new() {
@@ -561,7 +564,7 @@ pub(super) fn work(
         scratch: vec![0u8; SCRATCH],
         start: Instant::now(),
         window_ns: ramp_ns,
-        window_end_ns: end_ns.saturating_sub((spec.cooldown_seconds * 1e9) as u64),
+        window_end_ns,
         end_ns,
         timeout_ns: u64::from(spec.timeout_ms) * 1_000_000,
         think_ns: (spec.think_ms * 1e6) as u64,

@@ -1,12 +1,14 @@
 //! The one engine runner: every engine (tcp, udp, rr, http) hands it its streams, a [`Plan`] and
 //! a worker function, and gets back this end's [`SideReport`] and what each worker returned.
 //!
-//! It owns what the engines share: the per-stream [`Counters`] workers write and the sampler
-//! reads, the start [`Gate`] where pinned workers wait for time zero, worker threads (named,
-//! pinned), and the sampling thread ([`sampler`]): interval samples, the measurement window
-//! (warm-up, cool-down), the deadline, and the stop rules every kind follows alike (a gate that
-//! gives up, a drain after the senders stop, an idle run given up, a cap on kept samples), each
-//! noted in the report when it acts. What is particular to a kind (TCP_INFO, datagram and
+//! The [`Plan`] is made from the spec's [`Timing`] and is the only place it becomes durations,
+//! deadlines and counts: engines ask it for theirs. The runner owns what the engines share: the
+//! per-stream [`Counters`] workers write and the sampler reads, the start [`Gate`] where pinned
+//! workers wait for time zero, worker threads (named, pinned), and the sampling thread
+//! ([`sampler`]): interval samples, the measurement window (warm-up, cool-down), the deadline,
+//! and the stop rules every kind follows alike (a gate that gives up, a drain after the senders
+//! stop, an idle run given up, a cap on kept samples, and, where the plan has an [`Unblock`],
+//! waking workers blocked in reads), each noted in the report when it acts. What is particular to a kind (TCP_INFO, datagram and
 //! transaction reports) stays with its engine, passed in as a hook or added after the run.
 
 mod sampler;
@@ -15,11 +17,12 @@ mod tests;
 
 use super::{Control, EngineError, Sink, pin};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd, TcpSnapshot};
-use crate::spec::Limit;
+use crate::spec::Timing;
+use std::fmt;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
@@ -180,16 +183,24 @@ impl Gate {
     }
 }
 
-/// When a run's window and intervals fall, and when the runner steps in.
+/// When a run's window and intervals fall, and when the runner steps in: the one place a spec's
+/// [`Timing`] becomes deadlines, counts and durations. Engines and checks ask it
+/// ([`Plan::deadline`], [`Plan::count`], [`Plan::measure_window`], [`Plan::interval`]) rather
+/// than reading the spec's seconds.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
-    /// From time zero to the window's start.
-    pub warmup: Duration,
-    /// The senders' time limit; None for a count.
-    pub deadline: Option<Duration>,
+    /// From time zero to the window's start (the warm-up, or http's ramp).
+    warmup: Duration,
+    /// How long the run lasts from time zero (ramp included); None for a count.
+    length: Option<Duration>,
+    /// Where the runner acts on the time limit (marks it hit, stops TCP's senders): the length,
+    /// or None for a count or a side that only samples until told to stop.
+    watched_deadline: Option<Duration>,
     /// The window ends this long before the deadline (`--cooldown`); zero: at the run's end.
-    pub cooldown: Duration,
-    pub interval: Option<Duration>,
+    cooldown: Duration,
+    interval: Option<Duration>,
+    /// Operations per stream (`-n`); None for a time limit.
+    count: Option<u64>,
     /// At the deadline the runner tells the senders to stop (TCP: its workers do not read the
     /// clock); otherwise senders watch the deadline themselves.
     pub deadline_stops_senders: bool,
@@ -205,37 +216,93 @@ pub(crate) struct Plan {
     pub gate_timeout: Duration,
     /// The most interval samples kept.
     pub max_samples: usize,
+    /// Workers that block in reads with no timeout of their own, and how the runner wakes them.
+    pub unblock: Option<Unblock>,
 }
 
+/// A stop rule for workers blocked in a read with no timeout (rr over TCP): the runner calls
+/// `wake` once, when the run is aborted; when the senders are told to stop (at once on a side
+/// that ends on stop, [`STOP_GRACE`] later on one that asks); or when the time is up and no
+/// operation has moved for `quiet` (a peer gone silent).
+#[derive(Clone)]
+pub(crate) struct Unblock {
+    pub wake: Arc<dyn Fn() + Send + Sync>,
+    pub quiet: Duration,
+}
+
+impl fmt::Debug for Unblock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unblock")
+            .field("quiet", &self.quiet)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long an asking side's blocked workers get to finish their transaction after the stop.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(1);
+
 impl Plan {
-    /// No warm-up, no deadline, no interval samples; the runner's rules at their defaults.
-    pub fn new() -> Plan {
+    /// The plan of `timing`, the runner's rules at their defaults.
+    pub fn new(timing: &Timing) -> Plan {
+        let length = timing.length_seconds().map(Duration::from_secs_f64);
         Plan {
-            warmup: Duration::ZERO,
-            deadline: None,
-            cooldown: Duration::ZERO,
-            interval: None,
+            warmup: Duration::from_secs_f64(timing.warmup_seconds),
+            length,
+            watched_deadline: length,
+            cooldown: Duration::from_secs_f64(timing.cooldown_seconds),
+            interval: (timing.interval_seconds > 0.0).then(|| Duration::from_secs_f64(timing.interval_seconds)),
+            count: timing.limit.count(),
             deadline_stops_senders: false,
             ends_on_stop: false,
             drain: DRAIN,
             idle: Some(IDLE),
             gate_timeout: GATE_TIMEOUT,
             max_samples: MAX_SAMPLES,
+            unblock: None,
         }
     }
 
-    /// From a spec's warm-up, cool-down, limit and interval, seconds.
-    pub fn from_spec(warmup_seconds: f64, cooldown_seconds: f64, limit: Limit, interval_seconds: f64) -> Plan {
+    /// A side with no data of its own that samples its host until the client says the run is
+    /// over (the agent beside an HTTP server): the warm-up and intervals of `timing`, no
+    /// deadline, no cool-down (the host's samples cover it), no idle rule.
+    pub fn sampling(timing: &Timing) -> Plan {
         Plan {
-            warmup: Duration::from_secs_f64(warmup_seconds),
-            cooldown: Duration::from_secs_f64(cooldown_seconds),
-            deadline: match limit {
-                Limit::Seconds(s) => Some(Duration::from_secs_f64(s)),
-                Limit::Buffers(_) => None,
-            },
-            interval: (interval_seconds > 0.0).then(|| Duration::from_secs_f64(interval_seconds)),
-            ..Plan::new()
+            watched_deadline: None,
+            cooldown: Duration::ZERO,
+            ends_on_stop: true,
+            idle: None,
+            ..Plan::new(timing)
         }
+    }
+
+    /// The time limit from time zero (ramp included); None for a count.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.length
+    }
+
+    /// [`Plan::deadline`] in nanoseconds since time zero, as senders compare it.
+    pub fn deadline_ns(&self) -> Option<u64> {
+        self.length.map(|d| d.as_nanos() as u64)
+    }
+
+    /// Operations per stream (`-n`); None for a time limit.
+    pub fn count(&self) -> Option<u64> {
+        self.count
+    }
+
+    /// Where the figures' window starts and ends, from time zero: after the warm-up, and
+    /// `--cooldown` before the deadline (None: at the run's end).
+    pub fn measure_window(&self) -> (Duration, Option<Duration>) {
+        let end = self
+            .watched_deadline
+            .filter(|_| !self.cooldown.is_zero())
+            .map(|d| d - self.cooldown);
+        (self.warmup, end)
+    }
+
+    /// Time between interval samples; None for one sample over the whole run.
+    pub fn interval(&self) -> Option<Duration> {
+        self.interval
     }
 }
 

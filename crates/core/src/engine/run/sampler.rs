@@ -1,13 +1,14 @@
 //! The sampling thread of a run, the same for every kind: waits for the workers at the gate and
 //! starts the clock, takes interval samples and the window's edges, stops the senders at the
 //! deadline where the plan says so, and steps in (with a note) when workers never get ready,
-//! when the streams do not end after the senders stopped, or when no byte moves. At the end it
+//! when the streams do not end after the senders stopped, or when no byte moves; where the plan
+//! has an [`Unblock`](super::Unblock) rule, it wakes workers blocked in reads. At the end it
 //! reads CPU over the window ([`cpu_over`]) and builds the report's streams.
 //!
 //! In: a [`Runner`] (plan, streams, hooks), the workers' [`Shared`] counters and the [`Gate`].
 //! Out: a [`SideReport`]; samples also go to the [`Sink`] as they are taken.
 
-use super::{Counters, Gate, Runner, Shared, end_from};
+use super::{Counters, Gate, Runner, STOP_GRACE, Shared, end_from};
 use crate::engine::Sink;
 use crate::engine::sockopt::POLL_SLICE;
 use crate::metrics::host::online_cpus;
@@ -17,6 +18,10 @@ use crate::result::{CpuUsage, ErrorCounts, IntervalSample, SideReport, StreamRep
 use std::sync::atomic::Ordering::Relaxed;
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// How often the sampler looks at the unblock rule: a blocked worker is woken within this of its
+/// condition.
+const UNBLOCK_POLL: Duration = Duration::from_millis(20);
 
 /// One edge of the measurement window: when, every stream's (bytes, ops), and the host's counters.
 struct Edge {
@@ -70,8 +75,9 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
     let n = streams.len();
     let counters = shared.counters;
     let control = shared.control;
-    let (warmup, deadline, interval) = (plan.warmup, plan.deadline, plan.interval);
-    let cooldown_mark = deadline.filter(|_| !plan.cooldown.is_zero()).map(|d| d - plan.cooldown);
+    // The deadline the runner acts on (none on a side that samples until told to stop).
+    let (deadline, interval) = (plan.watched_deadline, plan.interval());
+    let (warmup, cooldown_mark) = plan.measure_window();
     let max_samples = plan.max_samples;
 
     let mut notes = Vec::new();
@@ -130,6 +136,9 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
     let mut stopped_by_runner = false;
     let mut stopped_early = false;
     let mut idle_since = (start, 0u64);
+    // The unblock rule's last movement (operations, when) and whether it has woken the workers.
+    let mut ops_since = (start, 0u64);
+    let mut woken = false;
     let done = |c: &Counters| c.end_ns.load(Relaxed) != 0;
 
     let mut tick_buf: Vec<IntervalSample> = Vec::with_capacity(n);
@@ -218,6 +227,20 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
             ));
             control.abort();
         }
+        if let Some(unblock) = &plan.unblock
+            && !woken
+        {
+            let ops: u64 = counters.iter().map(|c| c.ops.load(Relaxed)).sum();
+            if ops != ops_since.1 {
+                ops_since = (now, ops);
+            }
+            let stopped = stop_seen.is_some_and(|at| plan.ends_on_stop || now - at >= STOP_GRACE);
+            let quiet = deadline.is_some_and(|d| el >= d) && now - ops_since.0 >= unblock.quiet;
+            if control.aborted() || stopped || quiet {
+                (unblock.wake)();
+                woken = true;
+            }
+        }
         if let Some(iv) = interval {
             let due = iv * tick;
             if el >= due {
@@ -247,7 +270,10 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
         if let Some(d) = deadline.filter(|_| !shared.deadline_hit.load(Relaxed)) {
             next = next.min(d);
         }
-        let wait = next.saturating_sub(start.elapsed()).min(POLL_SLICE);
+        let mut wait = next.saturating_sub(start.elapsed()).min(POLL_SLICE);
+        if plan.unblock.is_some() && !woken {
+            wait = wait.min(UNBLOCK_POLL);
+        }
         if !wait.is_zero() {
             thread::park_timeout(wait);
         }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::engine::NullSink;
+use crate::spec::Limit;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 
@@ -26,7 +27,15 @@ fn runner(plan: Plan, streams: Vec<StreamInfo>, workers: usize) -> Runner<'stati
 
 /// A count-limited plan (no deadline), as a `-n` run has.
 fn count_plan() -> Plan {
-    Plan::from_spec(0.0, 0.0, Limit::Buffers(10), 0.0)
+    Plan::new(&timing(Limit::Buffers(10)))
+}
+
+/// `limit` with no interval samples.
+fn timing(limit: Limit) -> Timing {
+    Timing {
+        interval_seconds: 0.0,
+        ..Timing::new(limit)
+    }
 }
 
 #[test]
@@ -163,7 +172,7 @@ fn streams_that_do_not_end_after_the_deadline_stop_are_aborted() {
     let plan = Plan {
         deadline_stops_senders: true,
         drain: Duration::from_millis(200),
-        ..Plan::from_spec(0.0, 0.0, Limit::Seconds(0.1), 0.0)
+        ..Plan::new(&timing(Limit::Seconds(0.1)))
     };
     let r = runner(plan, one_stream(), 1);
     let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
@@ -217,6 +226,101 @@ fn a_side_that_ends_on_stop_is_not_partial_when_stopped() {
     });
     assert!(!report.partial, "{:?}", report.notes);
     assert!(report.notes.is_empty(), "{:?}", report.notes);
+}
+
+#[test]
+fn a_plan_turns_a_timing_into_deadlines_and_counts() {
+    let tcp = Timing {
+        warmup_seconds: 1.0,
+        cooldown_seconds: 0.5,
+        interval_seconds: 0.25,
+        ..Timing::new(Limit::Seconds(4.0))
+    };
+    let plan = Plan::new(&tcp);
+    assert_eq!(plan.deadline(), Some(Duration::from_secs(4)));
+    assert_eq!(plan.deadline_ns(), Some(4_000_000_000));
+    assert_eq!(plan.count(), None);
+    assert_eq!(
+        plan.measure_window(),
+        (Duration::from_secs(1), Some(Duration::from_millis(3500)))
+    );
+    assert_eq!(plan.interval(), Some(Duration::from_millis(250)));
+    // http: the ramp comes before the duration.
+    let http = Timing {
+        cooldown_seconds: 1.0,
+        ..Timing::ramp(2.0, 10.0)
+    };
+    let plan = Plan::new(&http);
+    assert_eq!(plan.deadline(), Some(Duration::from_secs(12)));
+    assert_eq!(
+        plan.measure_window(),
+        (Duration::from_secs(2), Some(Duration::from_secs(11)))
+    );
+    // Its host sampler keeps the ramp and the length but acts on no deadline nor cool-down.
+    let host = Plan::sampling(&http);
+    assert_eq!(host.deadline(), Some(Duration::from_secs(12)));
+    assert_eq!(host.measure_window(), (Duration::from_secs(2), None));
+    assert!(host.ends_on_stop && host.idle.is_none());
+    let counted = Plan::new(&timing(Limit::Buffers(7)));
+    assert_eq!(
+        (counted.count(), counted.deadline(), counted.interval()),
+        (Some(7), None, None)
+    );
+}
+
+/// A stand-in worker blocked "in a read" until the unblock rule wakes it.
+fn blocked_until_woken(plan: Plan, control: &Control, stop_after: Option<Duration>) -> (SideReport, Duration) {
+    let woken = Arc::new(AtomicBool::new(false));
+    let flag = woken.clone();
+    let plan = Plan {
+        unblock: Some(Unblock {
+            wake: Arc::new(move || flag.store(true, Relaxed)),
+            quiet: Duration::from_millis(100),
+        }),
+        ..plan
+    };
+    let r = runner(plan, one_stream(), 1);
+    let (state, gate) = (RunState::new(1), Gate::new());
+    let shared = state.shared(control);
+    let started = Instant::now();
+    let (report, _) = thread::scope(|s| {
+        if let Some(after) = stop_after {
+            s.spawn(move || {
+                thread::sleep(after);
+                control.stop_send();
+            });
+        }
+        r.drive(&shared, &gate, &mut NullSink, |w| {
+            gate.arrive_and_wait(&shared.sampler);
+            while !woken.load(Relaxed) {
+                thread::sleep(Duration::from_millis(5));
+            }
+            shared.finish(w, StreamEnd::Stopped);
+        })
+        .expect("runs")
+    });
+    (report, started.elapsed())
+}
+
+#[test]
+fn the_unblock_rule_wakes_blocked_workers_when_the_asking_is_over() {
+    let control = Control::default();
+    let plan = Plan {
+        ends_on_stop: true,
+        ..count_plan()
+    };
+    let (report, took) = blocked_until_woken(plan, &control, Some(Duration::from_millis(50)));
+    assert!(!report.partial, "{:?}", report.notes);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn the_unblock_rule_wakes_blocked_workers_when_the_time_is_up_and_nothing_moves() {
+    let control = Control::default();
+    let (report, took) = blocked_until_woken(Plan::new(&timing(Limit::Seconds(0.1))), &control, None);
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+    assert!(took >= Duration::from_millis(100), "not before the deadline: {took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
 #[test]

@@ -173,7 +173,7 @@ mod tests {
         spec.streams = 2;
         spec.mix = Some("70:30".parse().expect("valid"));
         spec.buffer_bytes = ByteSize(3_000);
-        spec.limit = Limit::Buffers(100);
+        spec.timing.limit = Limit::Buffers(100);
         let (client, agent) = run_both(&spec, 2);
         for id in 0..2u16 {
             // 100 transfers: 70 reads (reverse, stream id + 2) and 30 writes (forward, id).
@@ -195,8 +195,8 @@ mod tests {
         let mut spec = TcpSpec::new();
         spec.mix = Some("50:50".parse().expect("valid"));
         spec.buffer_bytes = ByteSize(16 << 10);
-        spec.limit = Limit::Seconds(0.5);
-        spec.interval_seconds = 0.0;
+        spec.timing.limit = Limit::Seconds(0.5);
+        spec.timing.interval_seconds = 0.0;
         let (client, agent) = run_both(&spec, 1);
         assert_eq!(client.streams[0].end, StreamEnd::Deadline);
         for id in [0u16, 1] {
@@ -217,7 +217,7 @@ mod tests {
             spec.threads = threads; // 1: one epoll loop; 2: a loop of two and a blocking one
             spec.mix = Some("70:30".parse().expect("valid"));
             spec.buffer_bytes = ByteSize(70_000); // past a socket buffer: partial calls
-            spec.limit = Limit::Buffers(200);
+            spec.timing.limit = Limit::Buffers(200);
             let (client, agent) = run_both(&spec, 3);
             for id in 0..3u16 {
                 assert_eq!(
@@ -254,8 +254,8 @@ mod tests {
         spec.threads = 1;
         spec.mix = Some("50:50".parse().expect("valid"));
         spec.buffer_bytes = ByteSize(16 << 10);
-        spec.limit = Limit::Seconds(0.5);
-        spec.interval_seconds = 0.0;
+        spec.timing.limit = Limit::Seconds(0.5);
+        spec.timing.interval_seconds = 0.0;
         let (client, agent) = run_both(&spec, 4);
         for id in 0..8u16 {
             let (c, a) = (bytes(&client, id), bytes(&agent, id));

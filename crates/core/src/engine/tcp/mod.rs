@@ -98,7 +98,7 @@ mod tests {
     #[test]
     fn count_mode_moves_exactly_the_buffers_asked_for() {
         let mut spec = TcpSpec::new();
-        spec.limit = Limit::Buffers(50);
+        spec.timing.limit = Limit::Buffers(50);
         spec.buffer_bytes = ByteSize(10_000);
         spec.threads = 1; // two streams on one worker: the epoll path
         let (sent, received) = run_pairs(&spec, 2);
@@ -115,7 +115,7 @@ mod tests {
         let mut spec = TcpSpec::new();
         spec.streams = 16;
         spec.threads = 2;
-        spec.limit = Limit::Buffers(40);
+        spec.timing.limit = Limit::Buffers(40);
         spec.buffer_bytes = ByteSize(7_000); // not a multiple of any socket buffer: partial writes
         let (sent, received) = run_pairs(&spec, 16);
         for r in [&sent, &received] {
@@ -132,8 +132,8 @@ mod tests {
         let mut spec = TcpSpec::new();
         spec.streams = 8;
         spec.threads = 1;
-        spec.limit = Limit::Seconds(0.5);
-        spec.interval_seconds = 0.0;
+        spec.timing.limit = Limit::Seconds(0.5);
+        spec.timing.interval_seconds = 0.0;
         let (sent, received) = run_pairs(&spec, 8);
         for (s, r) in sent.streams.iter().zip(&received.streams) {
             assert_eq!(s.end, StreamEnd::Deadline);
@@ -180,8 +180,8 @@ mod tests {
     #[test]
     fn time_mode_stops_at_the_deadline_and_samples_intervals() {
         let mut spec = TcpSpec::new();
-        spec.limit = Limit::Seconds(0.6);
-        spec.interval_seconds = 0.2;
+        spec.timing.limit = Limit::Seconds(0.6);
+        spec.timing.interval_seconds = 0.2;
         let (sent, received) = run_pairs(&spec, 1);
         let s = &sent.streams[0];
         assert_eq!(s.end, StreamEnd::Deadline);
@@ -197,8 +197,8 @@ mod tests {
     #[test]
     fn warmup_is_left_out_of_the_window() {
         let mut spec = TcpSpec::new();
-        spec.limit = Limit::Seconds(0.8);
-        spec.warmup_seconds = 0.3;
+        spec.timing.limit = Limit::Seconds(0.8);
+        spec.timing.warmup_seconds = 0.3;
         let (sent, _) = run_pairs(&spec, 1);
         let s = &sent.streams[0];
         assert!(s.bytes < s.total_bytes);
@@ -225,7 +225,7 @@ mod tests {
                 grant: g,
             }];
             let mut c = TcpSpec::new();
-            c.limit = Limit::Buffers(1);
+            c.timing.limit = Limit::Buffers(1);
             run(&c, &[], streams, &mut NullSink, &control).expect("run")
         });
         assert!(started.elapsed() < Duration::from_secs(2));

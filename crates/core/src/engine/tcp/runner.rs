@@ -9,7 +9,7 @@ use super::stream::DataStream;
 use crate::engine::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
 use crate::engine::{Control, EngineError, Sink, pin, sockopt};
 use crate::result::{Role, SideReport};
-use crate::spec::{Limit, TcpSpec};
+use crate::spec::TcpSpec;
 use std::io;
 use std::sync::OnceLock;
 
@@ -164,10 +164,7 @@ pub(super) fn run<W: Workload>(
 fn shared_for<'a>(spec: &TcpSpec, state: &'a RunState, control: &'a Control) -> Shared<'a> {
     Shared {
         buffer_bytes: spec.buffer_bytes.0 as usize,
-        count: match spec.limit {
-            Limit::Buffers(b) => Some(b),
-            Limit::Seconds(_) => None,
-        },
+        count: spec.timing.limit.count(),
         ..state.shared(control)
     }
 }
@@ -175,15 +172,9 @@ fn shared_for<'a>(spec: &TcpSpec, state: &'a RunState, control: &'a Control) -> 
 /// The runner's plan for a TCP run: the spec's windows; the deadline stops the senders (a
 /// mixed run's client checks it between transfers, its agent ends when the client closes).
 fn plan_for(spec: &TcpSpec) -> Plan {
-    Plan {
-        deadline_stops_senders: true,
-        ..Plan::from_spec(
-            spec.warmup_seconds,
-            spec.cooldown_seconds,
-            spec.limit,
-            spec.interval_seconds,
-        )
-    }
+    let mut plan = Plan::new(&spec.timing);
+    plan.deadline_stops_senders = true;
+    plan
 }
 
 /// Workers on this end: `threads` when the spec sets it, else one per CPU this end may use (the

@@ -23,7 +23,7 @@ mod send;
 
 pub(crate) use receive::MAX_BINS;
 
-use super::run::{Gate, Plan, RunState, Runner, StreamInfo};
+use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
 use super::sockopt::{self, Proto, Tuning};
 use super::{Control, EngineError, Sink, pin};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd, UdpReceiveReport};
@@ -77,6 +77,16 @@ enum Outcome {
     Received(Box<UdpReceiveReport>),
 }
 
+/// What each stream's worker of a UDP run is handed: the spec, the runner's plan (limit,
+/// deadline), the counters the workers share and the start gate.
+#[derive(Clone, Copy)]
+pub(super) struct StreamRun<'r, 's> {
+    pub spec: &'r UdpSpec,
+    pub plan: &'r Plan,
+    pub shared: &'r Shared<'s>,
+    pub gate: &'r Gate,
+}
+
 /// Runs the streams until senders reach their limit and receivers their end, and returns what
 /// this end counted.
 pub fn run(
@@ -92,12 +102,7 @@ pub fn run(
     let gate = Gate::new();
     let shared = state.shared(control);
     let runner = Runner {
-        plan: Plan::from_spec(
-            spec.warmup_seconds,
-            spec.cooldown_seconds,
-            spec.limit,
-            spec.interval_seconds,
-        ),
+        plan: Plan::new(&spec.timing),
         streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         // One worker per stream.
         workers: n,
@@ -105,11 +110,17 @@ pub fn run(
         cpus,
         tcp_info: None,
     };
+    let run = StreamRun {
+        spec,
+        plan: &runner.plan,
+        shared: &shared,
+        gate: &gate,
+    };
     let (mut report, outcomes) = runner.drive(&shared, &gate, sink, |idx| {
         let s = &streams[idx];
         match s.role {
-            Role::Send => Outcome::Sent(send::send_stream(spec, idx, s, &shared, &gate)),
-            Role::Receive => Outcome::Received(Box::new(receive::receive_stream(spec, idx, s, &shared, &gate))),
+            Role::Send => Outcome::Sent(send::send_stream(run, idx, s)),
+            Role::Receive => Outcome::Received(Box::new(receive::receive_stream(run, idx, s))),
         }
     })?;
     let mut gso_dropped: Vec<i32> = Vec::new();
@@ -209,7 +220,7 @@ mod tests {
     #[test]
     fn every_datagram_of_a_paced_count_arrives_in_order() {
         let mut spec = UdpSpec::new();
-        spec.limit = Limit::Buffers(2000);
+        spec.timing.limit = Limit::Buffers(2000);
         spec.gap_ns = 20_000;
         spec.direction = Direction::Send;
         let (sent, received) = run_pair(&spec);
@@ -234,7 +245,7 @@ mod tests {
     #[test]
     fn as_fast_as_possible_for_a_time() {
         let mut spec = UdpSpec::new();
-        spec.limit = Limit::Seconds(0.5);
+        spec.timing.limit = Limit::Seconds(0.5);
         spec.payload_bytes = 1000;
         let (sent, received) = run_pair(&spec);
         let s = sent.streams[0].udp_send.as_ref().expect("send report");
@@ -254,7 +265,7 @@ mod tests {
             assert!(set.is_ok(), "SO_NO_CHECK: {set:?}");
         };
         let mut spec = UdpSpec::new();
-        spec.limit = Limit::Buffers(5000);
+        spec.timing.limit = Limit::Buffers(5000);
         spec.payload_bytes = 1000;
         let (sent, received) = run_pair_with(&spec, no_check);
         let st = &sent.streams[0];

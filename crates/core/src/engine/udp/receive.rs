@@ -9,12 +9,11 @@
 
 use super::along::AlongSequence;
 use super::header::{HEADER_BYTES, Header, KIND_END, parse_header, realtime_ns};
-use super::{BATCH, UdpStream};
-use crate::engine::run::{Gate, Shared};
+use super::{BATCH, StreamRun, UdpStream};
 use crate::engine::sequence::SequenceTracker;
 use crate::engine::sockopt::enable_gro;
 use crate::result::{StreamEnd, UdpReceiveReport};
-use crate::spec::{Limit, UdpSpec};
+use crate::spec::UdpSpec;
 use hdrhistogram::Histogram;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -61,11 +60,7 @@ struct Receiver {
 
 impl Receiver {
     fn new(spec: &UdpSpec) -> Receiver {
-        let expected = match spec.limit {
-            Limit::Buffers(n) => n,
-            Limit::Seconds(s) if spec.gap_ns > 0 => (s * 1e9 / spec.gap_ns as f64) as u64 + 1,
-            Limit::Seconds(s) => (s * 1e6) as u64,
-        };
+        let expected = spec.expected_datagrams();
         Receiver {
             tracker: SequenceTracker::with_capacity(expected.min(1 << 28)),
             spacing: histogram(),
@@ -207,13 +202,8 @@ fn stamps(hdr: &libc::msghdr) -> (Option<u64>, Option<usize>) {
 }
 
 /// One receiving stream, until its end.
-pub(super) fn receive_stream(
-    spec: &UdpSpec,
-    idx: usize,
-    s: &UdpStream,
-    shared: &Shared<'_>,
-    gate: &Gate,
-) -> UdpReceiveReport {
+pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> UdpReceiveReport {
+    let (spec, plan, shared, gate) = (run.spec, run.plan, run.shared, run.gate);
     // As fast as possible, UDP GRO hands up trains of datagrams in one message (each segment
     // keeps its own header; the train shares one arrival time).
     let gro = spec.gap_ns == 0 && enable_gro(&s.socket);
@@ -244,14 +234,7 @@ pub(super) fn receive_stream(
         .collect();
     let fd = s.socket.as_raw_fd();
     let counter = &shared.counters[idx];
-    let deadline = match spec.limit {
-        Limit::Seconds(sec) => Some(Duration::from_secs_f64(sec)),
-        Limit::Buffers(_) => None,
-    };
-    let expected = match spec.limit {
-        Limit::Buffers(n) => Some(n),
-        Limit::Seconds(_) => None,
-    };
+    let (deadline, expected) = (plan.deadline(), plan.count());
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
     let mut last_arrival = Instant::now();

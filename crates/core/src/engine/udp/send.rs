@@ -5,12 +5,10 @@
 //! whether GSO had to be turned off at send time (the run notes it once for all streams).
 
 use super::header::{HEADER_BYTES, Header, KIND_DATA, KIND_END, realtime_ns, write_header};
-use super::{BATCH, GSO_MAX_BYTES, UdpStream};
+use super::{BATCH, GSO_MAX_BYTES, StreamRun, UdpStream};
 use crate::engine::pacing::{self, Pacer};
-use crate::engine::run::{Gate, Shared};
 use crate::engine::sockopt::{disable_gso, enable_gso};
 use crate::result::{StreamEnd, UdpSendReport};
-use crate::spec::{Limit, UdpSpec};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::thread;
@@ -53,16 +51,10 @@ pub(super) struct Sent {
 }
 
 /// One sending stream: paced or as fast as possible, then the end markers.
-pub(super) fn send_stream(spec: &UdpSpec, idx: usize, s: &UdpStream, shared: &Shared<'_>, gate: &Gate) -> Sent {
+pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> Sent {
+    let (spec, plan, shared, gate) = (run.spec, run.plan, run.shared, run.gate);
     let size = spec.payload_bytes as usize;
-    let limit = match spec.limit {
-        Limit::Buffers(n) => Some(n),
-        Limit::Seconds(_) => None,
-    };
-    let deadline_ns = match spec.limit {
-        Limit::Seconds(sec) => Some((sec * 1e9) as u64),
-        Limit::Buffers(_) => None,
-    };
+    let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
     // A GSO train as fast as possible; one datagram at a time when paced.
     let mut gso = spec.gap_ns == 0 && size <= usize::from(u16::MAX) && enable_gso(&s.socket, size as u16);
     let per_call = if spec.gap_ns == 0 {
