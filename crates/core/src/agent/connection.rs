@@ -5,7 +5,8 @@
 //! ([`HANDSHAKE_TIMEOUT`]) however the bytes trickle (issue 14).
 
 use super::admit::OpeningSlot;
-use super::session::{control_session, deliver};
+use super::handshake::control_session;
+use super::session::deliver;
 use super::{AgentEvent, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT, State};
 use crate::proto::conn::Conn;
 use crate::proto::frame::{self, DATA_HEADER_LEN, PREAMBLE_LEN};

@@ -5,8 +5,9 @@
 //! apart (`connection`). Every connection gets its own thread with deadlines on every read, so a
 //! silent, half-open or misbehaving client never holds the agent: it is answered with an error
 //! message and the agent goes back to listening. Tests from several clients run at once up to
-//! `max_tests`; past that a client is told "busy" at once. The handshake and what every test
-//! shares are in `session`, each kind's half of a test in `tcp`, `udp`, `rr` and `http`.
+//! `max_tests`; past that a client is told "busy" at once. The handshake (`handshake`) stands
+//! apart from the toolkit every test uses (`session`); each kind's half of a test is one file
+//! (`tcp`, `udp`, `rr`, `http`) that imports only the toolkit.
 //!
 //! What an unauthenticated peer can cost is bounded (issue 14, docs/security.md): connections
 //! still opening are capped per source and in all and must finish their whole handshake within
@@ -24,8 +25,10 @@
 mod admit;
 mod budget;
 mod connection;
+mod handshake;
 mod http;
 mod profile;
+mod refusal;
 mod rr;
 mod session;
 mod tcp;

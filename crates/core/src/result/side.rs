@@ -71,6 +71,29 @@ pub enum Role {
     Receive,
 }
 
+impl Role {
+    /// The client's role on a stream: it sends what flows forward (client to agent) and
+    /// receives what flows back; a request-response or HTTP stream counts as forward, the
+    /// client asking. The one place a stream's direction becomes who sends: from here on the
+    /// role travels with the stream's samples and report.
+    pub fn of_client(forward: bool) -> Role {
+        if forward { Role::Send } else { Role::Receive }
+    }
+
+    /// The agent's role on a stream: the client's, the other way round.
+    pub fn of_agent(forward: bool) -> Role {
+        Role::of_client(forward).opposite()
+    }
+
+    /// The other end's role on the same stream.
+    pub fn opposite(self) -> Role {
+        match self {
+            Role::Send => Role::Receive,
+            Role::Receive => Role::Send,
+        }
+    }
+}
+
 /// A figure the engines leave at zero (or empty) when they did not read it: written as null, so
 /// a placeholder never reads as data (issue 13: UDP `mss_bytes: 0`, `congestion: ""`, rr's
 /// buffers all 0); null reads back as zero.
