@@ -96,18 +96,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return finish(&Produced::Sweep(sweep), &keep(&output, &targets));
             }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+            let opts = record_lab(&opts);
             if let Some(policy) = repeat {
                 let rep = repeat::repeat_test("tcp", &policy, json, |_| {
-                    let mut result = tcp_test(&spec, &targets, &opts, true)
+                    let result = tcp_test(&spec, &targets, &opts, true)
                         .with_context(|| format!("tcp test against {}", names.join(", ")))?;
-                    record_lab(&mut result);
                     Ok(result)
                 })?;
                 return finish(&Produced::Repeated(rep), &keep(&output, &targets));
             }
-            let mut result = tcp_test(&spec, &targets, &opts, json)
+            let result = tcp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("tcp test against {}", names.join(", ")))?;
-            record_lab(&mut result);
             finish(&Produced::Test(result), &keep(&output, &targets))
         }
         Command::Udp(args) => {
@@ -134,18 +133,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return finish(&Produced::Sweep(sweep), &keep(&output, &targets));
             }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+            let opts = record_lab(&opts);
             if let Some(policy) = repeat {
                 let rep = repeat::repeat_test("udp", &policy, json, |_| {
-                    let mut result = udp_test(&spec, &targets, &opts, true)
+                    let result = udp_test(&spec, &targets, &opts, true)
                         .with_context(|| format!("udp test against {}", names.join(", ")))?;
-                    record_lab(&mut result);
                     Ok(result)
                 })?;
                 return finish(&Produced::Repeated(rep), &keep(&output, &targets));
             }
-            let mut result = udp_test(&spec, &targets, &opts, json)
+            let result = udp_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("udp test against {}", names.join(", ")))?;
-            record_lab(&mut result);
             finish(&Produced::Test(result), &keep(&output, &targets))
         }
         Command::Rr(args) => {
@@ -177,18 +175,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return finish(&Produced::Sweep(sweep), &keep(&output, &targets));
             }
             let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+            let opts = record_lab(&opts);
             if let Some(policy) = repeat {
                 let rep = repeat::repeat_test("rr", &policy, json, |_| {
-                    let mut result = rr_test(&spec, &targets, &opts, true)
+                    let result = rr_test(&spec, &targets, &opts, true)
                         .with_context(|| format!("rr test against {}", names.join(", ")))?;
-                    record_lab(&mut result);
                     Ok(result)
                 })?;
                 return finish(&Produced::Repeated(rep), &keep(&output, &targets));
             }
-            let mut result = rr_test(&spec, &targets, &opts, json)
+            let result = rr_test(&spec, &targets, &opts, json)
                 .with_context(|| format!("rr test against {}", names.join(", ")))?;
-            record_lab(&mut result);
             finish(&Produced::Test(result), &keep(&output, &targets))
         }
         Command::Http(args) => http_command(&args),
@@ -230,12 +227,12 @@ fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
 }
 
 /// Inside a lab (`linerate lab exec`), the result records the emulated links.
-fn record_lab(result: &mut TestResult) {
-    if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
-        && let Ok(state) = linerate_lab::load(&name)
-    {
-        result.lab = Some(linerate_lab::status(&state));
-    }
+fn record_lab(opts: &ClientOptions) -> ClientOptions {
+    let lab = std::env::var_os("LINERATE_LAB")
+        .and_then(|n| n.into_string().ok())
+        .and_then(|name| linerate_lab::load(&name).ok())
+        .map(|state| linerate_lab::status(&state));
+    ClientOptions { lab, ..opts.clone() }
 }
 
 /// What this end does with each stream, for the live lines: `per_agent` streams per agent,
@@ -305,11 +302,9 @@ fn http_test(
     let interrupt = interrupt_flag()?;
     let roles = vec![Role::Send; 1024];
     let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("responses");
-    let mut result = linerate_core::client::run_http(spec, targets, agent, opts, &mut live, &interrupt)?;
-    if interrupt.load(std::sync::atomic::Ordering::Relaxed) && !result.partial {
-        linerate_core::client::mark_interrupted(&mut result);
-    }
-    Ok(result)
+    Ok(linerate_core::client::run_http(
+        spec, targets, agent, opts, &mut live, &interrupt,
+    )?)
 }
 
 /// `linerate http`: one run, or a sweep over user counts with the optimum.
@@ -341,25 +336,24 @@ fn http_command(args: &cli::http::HttpArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let lab_opts = record_lab(&opts);
     if let Some(policy) = repeat {
         let rep = repeat::repeat_test("http", &policy, args.output.json, |_| {
-            let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, true)
+            let mut result = http_test(&base, &targets, args.agent(&urls)?, &lab_opts, true)
                 .with_context(|| format!("http test against {}", args.urls.join(" ")))?;
             if let Some(b) = &baseline {
                 b.apply(&mut result);
             }
-            record_lab(&mut result);
             Ok(result)
         })?;
         return finish(&Produced::Repeated(rep), &keep_urls(&args.output, &args.urls));
     }
     if !args.find_optimum && counts.len() == 1 {
-        let mut result = http_test(&base, &targets, args.agent(&urls)?, &opts, args.output.json)
+        let mut result = http_test(&base, &targets, args.agent(&urls)?, &lab_opts, args.output.json)
             .with_context(|| format!("http test against {}", args.urls.join(" ")))?;
         if let Some(b) = &baseline {
             b.apply(&mut result);
         }
-        record_lab(&mut result);
         return finish(&Produced::Test(result), &keep_urls(&args.output, &args.urls));
     }
     let plan = HttpPlan {

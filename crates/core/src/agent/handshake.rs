@@ -143,4 +143,3 @@ pub(super) fn control_session(
     });
     outcome
 }
-

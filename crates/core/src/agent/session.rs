@@ -5,9 +5,9 @@
 //! before the report is sent. It imports no kind: each kind (`tcp`, `udp`, `rr`, `http`) is one
 //! file that imports this one.
 
-pub(super) use super::refusal::{Refusal, proto_refusal};
 use super::admit::{Source, near_fd_limit};
 use super::profile::Applied;
+pub(super) use super::refusal::{Refusal, proto_refusal};
 use super::{DATA_TIMEOUT, IDLE_TIMEOUT, Pending, State};
 use crate::engine::{Control, EngineError, Sink, pin};
 use crate::metrics::host;

@@ -307,23 +307,34 @@ pub(crate) fn line_rate(s: &SideSummary, g: &Goodput, source: &str) -> LineRate 
     }
 }
 
-/// Sets every side's line-rate figure (totals, directions, agents) against `g`.
-pub(crate) fn add_line_rate(r: &mut TestResult, g: &Goodput, source: &str) {
-    let mut sides: Vec<&mut SideSummary> = vec![&mut r.summary.sent, &mut r.summary.received];
-    if let Some(d) = r.summary.directions.as_mut() {
-        for v in d.values_mut() {
-            sides.push(&mut v.sent);
-            sides.push(&mut v.received);
-        }
-    }
-    for a in &mut r.summary.agents {
-        sides.push(&mut a.sent);
-        sides.push(&mut a.received);
-    }
-    for s in sides {
-        if s.bytes > 0 {
-            s.line_rate = Some(line_rate(s, g, source));
-        }
+/// A TCP run's line-rate figure: against `--link-speed` (and `--mtu`, else the path MTU the
+/// senders saw, `path_mtu`), or a physical interface's speed found in the client's configuration.
+/// None: no speed to compare with; `Err`: a note saying why there is no figure.
+fn tcp_line_rate(
+    spec: &crate::spec::TcpSpec,
+    client: Option<&crate::metrics::host::HostConfig>,
+    path_mtu: Option<u32>,
+    ipv6: bool,
+) -> Result<Option<(Goodput, String)>, String> {
+    // A physical interface's link speed (a veth's or a bridge's "speed" is made up).
+    let detected = client.and_then(|c| {
+        c.interfaces
+            .iter()
+            .find(|i| i.kind.is_none() && !i.loopback && i.speed_mbit_per_second.is_some_and(|s| s > 0))
+    });
+    let (speed, mtu, source) = match (spec.link_speed, detected) {
+        (Some(speed), _) => (speed.0, spec.link_mtu_bytes.or(path_mtu), "given".to_string()),
+        (None, Some(i)) => (
+            f64::from(i.speed_mbit_per_second.unwrap_or(0)) * 1e6,
+            spec.link_mtu_bytes.or(i.mtu_bytes).or(path_mtu),
+            format!("detected: {} on client", i.name),
+        ),
+        (None, None) => return Ok(None),
+    };
+    let Some(mtu) = mtu else { return Ok(None) };
+    match crate::goodput::goodput(speed, mtu, crate::goodput::Transport::Tcp, ipv6) {
+        Some(g) => Ok(Some((g, source))),
+        None => Err(format!("MTU {mtu} leaves no room for TCP payload: no line-rate figure")),
     }
 }
 
@@ -335,6 +346,7 @@ pub(crate) fn assemble(
     agents: &[AgentOutcome<'_>],
     started_unix_ms: u64,
     mut notes: Vec<String>,
+    ipv6: bool,
 ) -> TestResult {
     let mut hosts = BTreeMap::new();
     let client_info = &client_host;
@@ -541,6 +553,31 @@ pub(crate) fn assemble(
         TestSpec::Rr(r) => Some(rr::summarise(r, agents, &sent, &received)),
         _ => None,
     };
+    // TCP's line rate, with the streams' path MTU and the client's interfaces in hand.
+    let mut line_rate_note = None;
+    if let TestSpec::Tcp(t) = spec {
+        let path_mtu = streams
+            .iter()
+            .find_map(|s| s.tcp.map(|t| t.pmtu_bytes))
+            .filter(|m| *m > 0);
+        let client_config = agents.first().and_then(|a| a.client.config.as_ref());
+        match tcp_line_rate(t, client_config, path_mtu, ipv6) {
+            Ok(Some((g, source))) => {
+                let mut sides: Vec<&mut SideSummary> = vec![&mut sent, &mut received];
+                for d in directions.iter_mut().flat_map(|d| d.values_mut()) {
+                    sides.extend([&mut d.sent, &mut d.received]);
+                }
+                for a in &mut per_agent {
+                    sides.extend([&mut a.sent, &mut a.received]);
+                }
+                for s in sides.into_iter().filter(|s| s.bytes > 0) {
+                    s.line_rate = Some(line_rate(s, &g, &source));
+                }
+            }
+            Ok(None) => {}
+            Err(note) => line_rate_note = Some(note),
+        }
+    }
     let mut result = TestResult {
         linerate: crate::VERSION.to_string(),
         schema: SCHEMA,
@@ -571,6 +608,7 @@ pub(crate) fn assemble(
     {
         result.summary.mix = tcp::mix_summary(m, t.buffer_bytes.0, &result.summary);
     }
+    result.notes.extend(line_rate_note);
     result
 }
 
