@@ -18,7 +18,7 @@ use finish::{Keep, Produced, finish};
 use linerate_core::agent;
 use linerate_core::client::HttpTarget;
 use linerate_core::client::{ClientOptions, Target, run_tcp};
-use linerate_core::result::{Role, TestResult};
+use linerate_core::result::TestResult;
 use linerate_core::spec::{HttpSpec, RrSpec, TcpSpec, UdpSpec};
 use linerate_core::sweep::Sweep;
 use std::io::Write;
@@ -235,27 +235,10 @@ fn record_lab(opts: &ClientOptions) -> ClientOptions {
     ClientOptions { lab, ..opts.clone() }
 }
 
-/// What this end does with each stream, for the live lines: `per_agent` streams per agent,
-/// stream i sent by the client when `forward(i)`.
-fn stream_roles(per_agent: usize, agents: usize, forward: impl Fn(usize) -> bool) -> Vec<Role> {
-    (0..per_agent * agents)
-        .map(|i| {
-            if forward(i % per_agent) {
-                Role::Send
-            } else {
-                Role::Receive
-            }
-        })
-        .collect()
-}
-
 /// Runs a TCP test with live lines and Ctrl-C handling.
 fn tcp_test(spec: &TcpSpec, targets: &[Target], opts: &ClientOptions, json: bool) -> anyhow::Result<TestResult> {
     let interrupt = interrupt_flag()?;
-    let roles = stream_roles(spec.streams_per_agent(), targets.len(), |i| {
-        spec.stream_flows_forward(i)
-    });
-    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0);
+    let mut live = live::LiveLines::new(json || spec.interval_seconds == 0.0);
     Ok(run_tcp(spec, targets, opts, &mut live, &interrupt)?)
 }
 
@@ -267,10 +250,7 @@ fn udp_test(
     json: bool,
 ) -> anyhow::Result<TestResult> {
     let interrupt = interrupt_flag()?;
-    let roles = stream_roles(spec.streams_per_agent(), targets.len(), |i| {
-        spec.stream_flows_forward(i)
-    });
-    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0);
+    let mut live = live::LiveLines::new(json || spec.interval_seconds == 0.0);
     Ok(linerate_core::client::run_udp(
         spec, targets, opts, &mut live, &interrupt,
     )?)
@@ -284,8 +264,7 @@ fn rr_test(
     json: bool,
 ) -> anyhow::Result<TestResult> {
     let interrupt = interrupt_flag()?;
-    let roles = vec![Role::Send; usize::from(spec.streams) * targets.len()];
-    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("transactions");
+    let mut live = live::LiveLines::new(json || spec.interval_seconds == 0.0).per_second("transactions");
     Ok(linerate_core::client::run_rr(
         spec, targets, opts, &mut live, &interrupt,
     )?)
@@ -300,8 +279,7 @@ fn http_test(
     json: bool,
 ) -> anyhow::Result<TestResult> {
     let interrupt = interrupt_flag()?;
-    let roles = vec![Role::Send; 1024];
-    let mut live = live::LiveLines::new(roles, json || spec.interval_seconds == 0.0).per_second("responses");
+    let mut live = live::LiveLines::new(json || spec.interval_seconds == 0.0).per_second("responses");
     Ok(linerate_core::client::run_http(
         spec, targets, agent, opts, &mut live, &interrupt,
     )?)

@@ -85,6 +85,12 @@ impl Role {
         Role::of_client(forward).opposite()
     }
 
+    /// Whether a stream that this end has in this role flows forward (client to agent);
+    /// `client`: this end is the client. The inverse of [`Role::of_client`].
+    pub fn flows_forward(self, client: bool) -> bool {
+        (self == Role::Send) == client
+    }
+
     /// The other end's role on the same stream.
     pub fn opposite(self) -> Role {
         match self {
@@ -175,6 +181,24 @@ pub struct StreamReport {
     /// Request-response streams: transactions and their round trips.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rr: Option<RrStreamReport>,
+}
+
+impl SideReport {
+    /// Each stream's role by stream number, as this end recorded it (None: a number none of its
+    /// streams has): the roles its interval samples were counted in.
+    pub fn roles(&self) -> Vec<Option<Role>> {
+        let count = self
+            .streams
+            .iter()
+            .map(|s| usize::from(s.stream) + 1)
+            .max()
+            .unwrap_or(0);
+        let mut roles = vec![None; count];
+        for s in &self.streams {
+            roles[usize::from(s.stream)] = Some(s.role);
+        }
+        roles
+    }
 }
 
 /// CPU use over the measurement window.

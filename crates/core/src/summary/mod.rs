@@ -42,6 +42,31 @@ fn direction_name(forward: bool) -> &'static str {
     if forward { "forward" } else { "reverse" }
 }
 
+/// Stream `index` of one agent as its two ends reported it, told apart by each report's own
+/// role: the sender's report, the receiver's, and whether the stream flowed forward (client to
+/// agent; None when neither end reported it).
+pub(crate) struct Ends<'a> {
+    pub snd: Option<&'a StreamReport>,
+    pub rcv: Option<&'a StreamReport>,
+    pub forward: Option<bool>,
+}
+
+impl<'a> Ends<'a> {
+    pub(crate) fn of(a: &AgentOutcome<'a>, index: usize) -> Ends<'a> {
+        let find = |r: &'a SideReport| r.streams.iter().find(|s| usize::from(s.stream) == index);
+        let (client, agent) = (find(a.client), a.report.and_then(find));
+        let forward = client
+            .map(|c| c.role.flows_forward(true))
+            .or(agent.map(|g| g.role.flows_forward(false)));
+        let (snd, rcv) = if forward == Some(false) {
+            (agent, client)
+        } else {
+            (client, agent)
+        };
+        Ends { snd, rcv, forward }
+    }
+}
+
 /// A stream's count within a report, with the report's owner, its host and CPU.
 struct Entry<'a> {
     owner: &'a str,
@@ -392,8 +417,9 @@ pub(crate) fn assemble(
             } else {
                 (a.name, a.host)
             };
+            let by_client = counted_by == "client";
             for st in &report.streams {
-                let forward = spec.stream_flows_forward(usize::from(st.stream));
+                let forward = st.role.flows_forward(by_client);
                 let sending = st.role == Role::Send;
                 all.push((
                     forward,
@@ -407,10 +433,15 @@ pub(crate) fn assemble(
                     },
                 ));
             }
+            // Each sample in the role its stream was counted in (a report's samples are of its
+            // own streams: `check` refuses an agent's report that samples others).
+            let roles = report.roles();
             for smp in &report.intervals {
-                let forward = spec.stream_flows_forward(usize::from(smp.stream));
-                let client_sends = forward;
-                let sending = (counted_by == "client") == client_sends;
+                let Some(role) = roles.get(usize::from(smp.stream)).copied().flatten() else {
+                    continue;
+                };
+                let forward = role.flows_forward(by_client);
+                let sending = role == Role::Send;
                 let secs = smp.end_ns.saturating_sub(smp.start_ns) as f64 / 1e9;
                 intervals.push(IntervalRecord::Stream(StreamInterval {
                     agent: a.name.to_string(),
@@ -435,36 +466,22 @@ pub(crate) fn assemble(
             }));
         }
         for index in 0..spec.streams_per_agent() {
-            let forward = spec.stream_flows_forward(index);
-            let find = |r: Option<&'_ SideReport>, role: Role| {
-                r.and_then(|r| {
-                    r.streams
-                        .iter()
-                        .find(|s| usize::from(s.stream) == index && s.role == role)
-                        .cloned()
-                })
-            };
-            let (client_role, agent_role) = if forward {
-                (Role::Send, Role::Receive)
-            } else {
-                (Role::Receive, Role::Send)
-            };
-            let c = find(Some(a.client), client_role);
-            let g = find(a.report, agent_role);
-            let (snd, rcv) = if forward { (c, g) } else { (g, c) };
+            let Ends { snd, rcv, forward } = Ends::of(a, index);
+            // A stream neither end reported keeps the direction the test asked for.
+            let forward = forward.unwrap_or_else(|| spec.stream_flows_forward(index));
             let mut errors = ErrorCounts::default();
-            for s in [&snd, &rcv].into_iter().flatten() {
+            for s in [snd, rcv].into_iter().flatten() {
                 errors.add(&s.errors);
             }
             streams.push(StreamSummary {
                 agent: a.name.to_string(),
                 stream: index as u16,
                 direction: direction_name(forward).to_string(),
-                sent: snd.as_ref().map(|s| Counted::new(s.bytes, s.seconds)),
-                received: rcv.as_ref().map(|s| Counted::new(s.bytes, s.seconds)),
-                tcp: snd.as_ref().and_then(|s| s.tcp),
-                sender_socket: snd.map(|s| s.socket),
-                receiver_socket: rcv.map(|s| s.socket),
+                sent: snd.map(|s| Counted::new(s.bytes, s.seconds)),
+                received: rcv.map(|s| Counted::new(s.bytes, s.seconds)),
+                tcp: snd.and_then(|s| s.tcp),
+                sender_socket: snd.map(|s| s.socket.clone()),
+                receiver_socket: rcv.map(|s| s.socket.clone()),
                 errors,
             });
         }
