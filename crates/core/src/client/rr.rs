@@ -72,14 +72,7 @@ pub fn run_rr(
         }
     }
     start_all(&mut sessions)?;
-    let run = Run {
-        spec: &test,
-        towards: sessions.iter().map(|s| s.target.addr.ip()).collect(),
-        sessions: &mut sessions,
-        opts,
-        interrupt,
-        notes: Vec::new(),
-    };
+    let run = Run::agents(&test, &mut sessions, opts, interrupt);
     let local = |control: &_| rr::run(spec, &spec.cpus, streams, None, sink, control).map(|r| (r, ()));
     drive(run, local, |ended, ()| joined(ended, false))
 }

@@ -369,6 +369,25 @@ pub(super) struct Run<'a> {
     pub notes: Vec<String>,
 }
 
+impl<'a> Run<'a> {
+    /// A run against the agents of `sessions`, whose interfaces are read toward them.
+    pub(super) fn agents(
+        spec: &'a TestSpec,
+        sessions: &'a mut [Session],
+        opts: &'a ClientOptions,
+        interrupt: &'a AtomicBool,
+    ) -> Run<'a> {
+        Run {
+            spec,
+            towards: sessions.iter().map(|s| s.target.addr.ip()).collect(),
+            sessions,
+            opts,
+            interrupt,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// What a kind's file assembles its document from once a run is over: the local report, each
 /// agent's outcome (its report checked and cleaned), and the notes so far.
 pub(super) struct Ended<'a> {
@@ -413,13 +432,19 @@ pub(super) fn drive<R>(
             .iter_mut()
             .map(|s| {
                 let (control, engine_done) = (&control, &engine_done);
-                let bound = ResultBound {
-                    spec,
-                    cores: s.host.cores,
-                    started,
-                    silent: s.result_timeout,
+                let watch = Watch {
+                    control,
+                    interrupt,
+                    engine_done,
+                    stop_when_done,
+                    bound: ResultBound {
+                        spec,
+                        cores: s.host.cores,
+                        started,
+                        silent: s.result_timeout,
+                    },
                 };
-                scope.spawn(move || watch_agent(&mut s.conn, control, interrupt, engine_done, stop_when_done, bound))
+                scope.spawn(move || watch.agent(&mut s.conn))
             })
             .collect();
         // Ctrl-C reaches the local engine even when every watcher has already returned.
@@ -549,76 +574,81 @@ impl ResultBound<'_> {
     }
 }
 
-/// Watches one agent's control connection while the local engine runs: passes on a Ctrl-C as
-/// `stop`, and waits for the agent's result. A connection lost (or an agent's error) while the
-/// local engine still runs stops that engine at once, since a UDP sender or an HTTP user has no
-/// reset to tell it (issue 13); the second value says that happened.
-fn watch_agent(
-    conn: &mut Conn,
-    control: &Control,
-    interrupt: &AtomicBool,
-    engine_done: &AtomicBool,
+/// How one agent is watched while the local engine runs: the run's flags and its result bound.
+struct Watch<'a> {
+    control: &'a Control,
+    interrupt: &'a AtomicBool,
+    engine_done: &'a AtomicBool,
+    /// The agent runs until told: `stop` goes out once the local engine is done.
     stop_when_done: bool,
-    bound: ResultBound<'_>,
-) -> (Result<SideReport, ProtoError>, bool) {
-    let result = await_result(conn, control, interrupt, engine_done, stop_when_done, bound);
-    let lost_mid_run = result.is_err() && !engine_done.load(Ordering::Relaxed);
-    if lost_mid_run {
-        control.abort();
-    }
-    (result, lost_mid_run)
+    bound: ResultBound<'a>,
 }
 
-/// The loop of [`watch_agent`].
-fn await_result(
-    conn: &mut Conn,
-    control: &Control,
-    interrupt: &AtomicBool,
-    engine_done: &AtomicBool,
-    stop_when_done: bool,
-    bound: ResultBound<'_>,
-) -> Result<SideReport, ProtoError> {
-    let mut stop_sent = false;
-    // Since when the agent has sent nothing while the local engine was done: a large result
-    // arriving slowly keeps resetting it.
-    let mut silent_since: Option<(Instant, usize)> = None;
-    loop {
-        if interrupt.load(Ordering::Relaxed) && !stop_sent {
-            control.stop_send();
-            stop_sent = true;
-            conn.send(&Message::Stop)?;
+impl Watch<'_> {
+    /// Watches one agent's control connection while the local engine runs: passes on a Ctrl-C
+    /// as `stop`, and waits for the agent's result. A connection lost (or an agent's error)
+    /// while the local engine still runs stops that engine at once, since a UDP sender or an
+    /// HTTP user has no reset to tell it (issue 13); the second value says that happened.
+    fn agent(&self, conn: &mut Conn) -> (Result<SideReport, ProtoError>, bool) {
+        let result = self.await_result(conn);
+        let lost_mid_run = result.is_err() && !self.engine_done.load(Ordering::Relaxed);
+        if lost_mid_run {
+            self.control.abort();
         }
-        if stop_when_done && engine_done.load(Ordering::Relaxed) && !stop_sent {
-            stop_sent = true;
-            conn.send(&Message::Stop)?;
-        }
-        if engine_done.load(Ordering::Relaxed) {
-            let have = conn.buffered();
-            match silent_since {
-                Some((_, n)) if n == have => {}
-                _ => silent_since = Some((Instant::now(), have)),
+        (result, lost_mid_run)
+    }
+
+    /// The loop of [`Watch::agent`].
+    fn await_result(&self, conn: &mut Conn) -> Result<SideReport, ProtoError> {
+        let Watch {
+            control,
+            interrupt,
+            engine_done,
+            stop_when_done,
+            bound,
+        } = self;
+        let mut stop_sent = false;
+        // Since when the agent has sent nothing while the local engine was done: a large result
+        // arriving slowly keeps resetting it.
+        let mut silent_since: Option<(Instant, usize)> = None;
+        loop {
+            if interrupt.load(Ordering::Relaxed) && !stop_sent {
+                control.stop_send();
+                stop_sent = true;
+                conn.send(&Message::Stop)?;
             }
-        }
-        if silent_since.is_some_and(|(t, _)| t.elapsed() > bound.silent) {
-            return Err(ProtoError::Timeout {
-                peer: conn.peer(),
-                what: "waiting for its result",
-                seconds: bound.silent.as_secs_f64(),
-            });
-        }
-        // A result larger than the test can fill is refused at its length prefix, unread.
-        conn.set_max_message(bound.limit_bytes());
-        match conn.try_recv(Duration::from_millis(100))? {
-            None => {}
-            Some(Message::Result { report }) => return Ok(*report),
-            Some(Message::Error { kind, message }) => {
-                return Err(ProtoError::Refused {
+            if *stop_when_done && engine_done.load(Ordering::Relaxed) && !stop_sent {
+                stop_sent = true;
+                conn.send(&Message::Stop)?;
+            }
+            if engine_done.load(Ordering::Relaxed) {
+                let have = conn.buffered();
+                match silent_since {
+                    Some((_, n)) if n == have => {}
+                    _ => silent_since = Some((Instant::now(), have)),
+                }
+            }
+            if silent_since.is_some_and(|(t, _)| t.elapsed() > bound.silent) {
+                return Err(ProtoError::Timeout {
                     peer: conn.peer(),
-                    kind,
-                    message: crate::proto::peer_text(&message),
+                    what: "waiting for its result",
+                    seconds: bound.silent.as_secs_f64(),
                 });
             }
-            Some(other) => return Err(conn.unexpected("result", &other)),
+            // A result larger than the test can fill is refused at its length prefix, unread.
+            conn.set_max_message(bound.limit_bytes());
+            match conn.try_recv(Duration::from_millis(100))? {
+                None => {}
+                Some(Message::Result { report }) => return Ok(*report),
+                Some(Message::Error { kind, message }) => {
+                    return Err(ProtoError::Refused {
+                        peer: conn.peer(),
+                        kind,
+                        message: crate::proto::peer_text(&message),
+                    });
+                }
+                Some(other) => return Err(conn.unexpected("result", &other)),
+            }
         }
     }
 }

@@ -46,14 +46,7 @@ pub fn run_tcp(
     }
     start_all(&mut sessions)?;
     let ipv6 = sessions.first().is_some_and(|s| s.target.addr.is_ipv6());
-    let run = Run {
-        spec: &test,
-        towards: sessions.iter().map(|s| s.target.addr.ip()).collect(),
-        sessions: &mut sessions,
-        opts,
-        interrupt,
-        notes: Vec::new(),
-    };
+    let run = Run::agents(&test, &mut sessions, opts, interrupt);
     let local = |control: &_| {
         match spec.mix {
             Some(_) => tcp::mix::run(spec, tcp::mix::MixEnd::Client, &spec.cpus, streams, sink, control),

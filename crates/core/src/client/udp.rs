@@ -84,14 +84,7 @@ pub fn run_udp(
         s.send_ports(ports)?;
     }
     start_all(&mut sessions)?;
-    let run = Run {
-        spec: &test,
-        towards: sessions.iter().map(|s| s.target.addr.ip()).collect(),
-        sessions: &mut sessions,
-        opts,
-        interrupt,
-        notes: Vec::new(),
-    };
+    let run = Run::agents(&test, &mut sessions, opts, interrupt);
     let local = |control: &_| udp::run(spec, &spec.cpus, streams, sink, control).map(|r| (r, ()));
     drive(run, local, |ended, ()| joined(ended, false))
 }
