@@ -6,10 +6,11 @@
 
 use super::admit::OpeningSlot;
 use super::budget::spec_bytes;
+use super::config::{AgentEvent, HANDSHAKE_TIMEOUT};
 use super::profile;
 use super::refusal::{Refusal, proto_refusal};
 use super::session::Test;
-use super::{AgentEvent, Slot, State};
+use super::state::{Slot, State};
 use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame;
 use crate::proto::{self, ErrorKind, Message, auth};
@@ -28,7 +29,7 @@ fn handshake_refusal(e: ProtoError, deadline: Instant) -> Refusal {
             ErrorKind::Protocol,
             format!(
                 "the handshake (preamble, authentication, request) did not finish within {} s",
-                super::HANDSHAKE_TIMEOUT.as_secs()
+                HANDSHAKE_TIMEOUT.as_secs()
             ),
         ),
         e => proto_refusal(e),

@@ -1,14 +1,16 @@
 //! The toolkit every kind's half of a test uses, once the handshake (`handshake`) handed it
-//! over: the pending table that routes data connections to their test by cookie ([`Expecting`],
-//! [`deliver`]), and a [`Test`]: the control connection of an accepted test with its `accepted`,
-//! the client's ports, `start`, `started`, and running the engine while watching the client
-//! before the report is sent. It imports no kind: each kind (`tcp`, `udp`, `rr`, `http`) is one
+//! over: a [`Test`], the control connection of an accepted test with its data connections
+//! expected (through `pending`) and collected, its `accepted`, the client's ports, `start`,
+//! `started`, and running the engine while watching the client before the report is sent. It imports no kind: each kind (`tcp`, `udp`, `rr`, `http`) is one
 //! file that imports this one.
 
-use super::admit::{Source, near_fd_limit};
+use super::admit::Source;
+use super::config::{DATA_TIMEOUT, IDLE_TIMEOUT};
+pub(super) use super::pending::Expecting;
+use super::pending::{Registration, register};
 use super::profile::Applied;
 pub(super) use super::refusal::{Refusal, proto_refusal};
-use super::{DATA_TIMEOUT, IDLE_TIMEOUT, Pending, State};
+use super::state::State;
 use crate::engine::{Control, EngineError, Sink, pin};
 use crate::metrics::host;
 use crate::proto::conn::Conn;
@@ -17,146 +19,8 @@ use crate::proto::{self, ErrorKind, Message, auth};
 use crate::result::{IntervalSample, SideReport};
 use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
-
-/// A test waiting for data connections with its cookie, and how many it takes (issue 14: a
-/// test's own cookie must not let its client queue connections without limit).
-pub(super) struct Expecting {
-    tx: SyncSender<(u16, TcpStream)>,
-    /// Stream indexes below this are valid.
-    streams: u16,
-    /// One connection per stream: how many may still come. None: a new connection per
-    /// transaction (TCP_CRR), bounded by the queue and by `rate`.
-    left: Option<usize>,
-    rate: Option<ConnectionRate>,
-    /// Where the test's control connection came from: its data connections, expected from
-    /// there, do not count against that source's cap of opening connections.
-    source: Source,
-}
-
-/// New connections a CRR test may open: twice its declared transaction rate over any second
-/// (a token bucket), plus one per stream.
-struct ConnectionRate {
-    per_second: f64,
-    burst: f64,
-    tokens: f64,
-    at: Instant,
-}
-
-impl ConnectionRate {
-    fn admit(&mut self, now: Instant) -> bool {
-        let gained = now.saturating_duration_since(self.at).as_secs_f64() * self.per_second;
-        self.tokens = (self.tokens + gained).min(self.burst);
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-impl Expecting {
-    /// Data connections this test may still see opening at once: those it still expects, or for
-    /// CRR two per stream.
-    fn still_expected(&self) -> usize {
-        self.left.unwrap_or(2 * usize::from(self.streams))
-    }
-
-    /// One data connection per stream, `streams` of them, queued in a channel of that size.
-    pub(super) fn per_stream(streams: usize, source: Source) -> (Expecting, Receiver<(u16, TcpStream)>) {
-        let (tx, rx) = std::sync::mpsc::sync_channel(streams.max(1));
-        let e = Expecting {
-            tx,
-            streams: u16::try_from(streams).unwrap_or(u16::MAX),
-            left: Some(streams),
-            rate: None,
-            source,
-        };
-        (e, rx)
-    }
-
-    /// TCP_CRR: a new connection per transaction on `streams` streams; at most two per stream
-    /// wait to be answered, and with a declared `rate` (transactions per second per stream) no
-    /// more than twice that arrive over any second.
-    pub(super) fn per_transaction(
-        streams: usize,
-        rate: Option<f64>,
-        source: Source,
-    ) -> (Expecting, Receiver<(u16, TcpStream)>) {
-        let (tx, rx) = std::sync::mpsc::sync_channel(2 * streams.max(1));
-        let rate = rate.map(|r| {
-            let per_second = 2.0 * r * streams as f64;
-            let burst = per_second + streams as f64;
-            ConnectionRate {
-                per_second,
-                burst,
-                tokens: burst,
-                at: Instant::now(),
-            }
-        });
-        let e = Expecting {
-            tx,
-            streams: u16::try_from(streams).unwrap_or(u16::MAX),
-            left: None,
-            rate,
-            source,
-        };
-        (e, rx)
-    }
-}
-
-/// Data connections the running tests still expect: from `source`, and from anywhere.
-pub(super) fn expected_from(state: &State, source: Source) -> (usize, usize) {
-    let pending = state.pending.lock().unwrap_or_else(|e| e.into_inner());
-    pending.values().fold((0, 0), |(mine, all), e| {
-        let n = e.still_expected();
-        (mine + if e.source == source { n } else { 0 }, all + n)
-    })
-}
-
-/// Hands a data connection to the test that waits for `cookie`, or drops it at once: no such
-/// test, a stream it does not have, more connections than it declared, faster than it declared,
-/// its queue full, or too few descriptors left for the control port.
-pub(super) fn deliver(state: &State, cookie: [u8; COOKIE_LEN], index: u16, stream: TcpStream) {
-    if near_fd_limit(&stream, state.fd_limit) {
-        return;
-    }
-    let mut pending = state.pending.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(e) = pending.get_mut(&cookie) else { return };
-    if index >= e.streams || e.left == Some(0) {
-        return;
-    }
-    if let Some(rate) = &mut e.rate
-        && !rate.admit(Instant::now())
-    {
-        return;
-    }
-    match e.tx.try_send((index, stream)) {
-        Ok(()) => {
-            if let Some(n) = &mut e.left {
-                *n -= 1;
-            }
-        }
-        Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {}
-    }
-}
-
-/// Removes a test's cookie from the pending table when the test ends, however it ends.
-pub(super) struct Registration<'a> {
-    pending: &'a Pending,
-    cookie: [u8; COOKIE_LEN],
-}
-
-impl Drop for Registration<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut p) = self.pending.lock() {
-            p.remove(&self.cookie);
-        }
-    }
-}
 
 /// Waits for the `wanted` data connections of a test (one per stream) from `rx`, within
 /// [`DATA_TIMEOUT`]; every slot is filled when it returns `Ok`.
@@ -230,12 +94,7 @@ impl<'a> Test<'a, '_> {
     /// Data connections that arrive with `cookie` go to the test's queue, as far as `expecting`
     /// allows, until the registration drops.
     pub(super) fn expect_streams(&self, cookie: [u8; COOKIE_LEN], expecting: Expecting) -> Registration<'a> {
-        let pending = &self.state.pending;
-        pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(cookie, expecting);
-        Registration { pending, cookie }
+        register(&self.state.pending, cookie, expecting)
     }
 
     /// Where this test's data connections come from (they count against no opening cap there).
@@ -341,30 +200,5 @@ fn watch_client(conn: &mut Conn, control: &Control, engine_done: &AtomicBool) {
                 return;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn issue_14_crr_connections_are_held_to_twice_the_declared_rate() {
-        let source = Source::of(&"127.0.0.1:1".parse().expect("address"));
-        let (mut e, _rx) = Expecting::per_transaction(2, Some(10.0), source);
-        assert_eq!(e.still_expected(), 4, "two per stream may be opening");
-        let rate = e.rate.as_mut().expect("a declared rate");
-        let t0 = rate.at;
-        // A burst of one second's worth (2 x 10/s x 2 streams) plus one per stream...
-        let burst = (0..100).filter(|_| rate.admit(t0)).count();
-        assert_eq!(burst, 42);
-        // ...then 40 a second.
-        let next = (1..=100)
-            .filter(|i| rate.admit(t0 + Duration::from_millis(10 * i)))
-            .count();
-        assert_eq!(next, 40);
-        let (plain, _rx) = Expecting::per_stream(3, source);
-        assert_eq!(plain.still_expected(), 3);
-        assert!(plain.rate.is_none());
     }
 }
