@@ -31,7 +31,7 @@ pub(super) const DATA_TIMEOUT: Duration = Duration::from_secs(5);
 /// How an agent serves: where, whom it lets in, and how much it takes on at once.
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
-    /// Address and port to listen on (port 0: any free port, see [`Agent::local_addr`]).
+    /// Address and port to listen on (port 0: any free port, see [`super::Agent::local_addr`]).
     pub bind: SocketAddr,
     /// The shared secret clients must prove they know; None: anyone may run tests.
     pub secret: Option<Vec<u8>>,

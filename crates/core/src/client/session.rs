@@ -81,7 +81,7 @@ pub struct Target {
 
 impl Target {
     /// `HOST`, `HOST:PORT`, `ADDR`, `[V6ADDR]:PORT` or a bare IPv6 address; the port defaults to
-    /// `default_port` (normally [`DEFAULT_PORT`]).
+    /// `default_port` (normally [`crate::proto::DEFAULT_PORT`]).
     pub fn resolve(text: &str, default_port: u16) -> Result<Target, ClientError> {
         let bad = || ClientError::BadHost(text.to_string());
         if text.trim().is_empty() || text.chars().any(char::is_whitespace) {
