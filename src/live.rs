@@ -6,6 +6,7 @@ use std::io::Write;
 
 /// Prints one line per interval to stdout; stays silent when `quiet`.
 pub struct LiveLines {
+    /// What this end does with each stream, by stream number: told by the engine at its start.
     roles: Vec<Role>,
     retrans: Vec<u64>,
     quiet: bool,
@@ -15,12 +16,10 @@ pub struct LiveLines {
 }
 
 impl LiveLines {
-    /// `roles[i]` is what this end does with its stream `i`.
-    pub fn new(roles: Vec<Role>, quiet: bool) -> LiveLines {
-        let retrans = vec![0; roles.len()];
+    pub fn new(quiet: bool) -> LiveLines {
         LiveLines {
-            roles,
-            retrans,
+            roles: Vec::new(),
+            retrans: Vec::new(),
             quiet,
             per_second: None,
         }
@@ -34,6 +33,16 @@ impl LiveLines {
 }
 
 impl Sink for LiveLines {
+    fn start(&mut self, streams: &[(u16, Role)]) {
+        let count = streams.iter().map(|(id, _)| usize::from(*id) + 1).max().unwrap_or(0);
+        // Numbers no stream has (none in practice) count as received, as the lines always did.
+        self.roles = vec![Role::Receive; count];
+        for (id, role) in streams {
+            self.roles[usize::from(*id)] = *role;
+        }
+        self.retrans = vec![0; count];
+    }
+
     fn interval(&mut self, samples: &[IntervalSample]) {
         // The last interval of a run can be a sliver (a few ms after the last full one): its
         // rate is noise on screen, though it stays in the document.

@@ -140,6 +140,7 @@ impl ConnectArgs {
             bind: self.bind,
             allow_unauthenticated_agent: self.allow_unauthenticated_agent,
             profile: self.profile.clone(),
+            lab: None,
         })
     }
 }

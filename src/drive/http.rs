@@ -6,13 +6,13 @@ use super::{Kind, Mode, Test, drive, run_one};
 use crate::cli::http::HttpArgs;
 use crate::finish::print_text;
 use anyhow::Context;
-use linerate_core::client::{ClientOptions, HttpAgent, HttpTarget, Sink, http_targets, mark_interrupted, run_http};
-use linerate_core::result::{Role, TestResult};
+use linerate_core::client::{ClientOptions, HttpAgent, HttpTarget, Sink, http_targets, run_http};
+use linerate_core::result::TestResult;
 use linerate_core::spec::HttpSpec;
 use linerate_core::sweep::Sweep;
 use linerate_core::sweep::http::{HttpBaseline, HttpPlan, Users, baseline};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// An HTTP load: its URLs, the agent beside the server, and the baseline once measured.
 pub struct Http {
@@ -53,8 +53,10 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         baseline: None,
     };
     if args.baseline {
-        let b =
-            baseline(&base, &http.targets, |spec, local| run_one(&http.on(local), spec, true)).context("--baseline")?;
+        let b = baseline(&base, &http.targets, |spec, local| {
+            run_one(&http.on(local), spec, &http.opts, true)
+        })
+        .context("--baseline")?;
         // A sweep prints it at the head of its table (its document keeps it).
         if !args.output.json && !sweeps {
             print_text(&linerate_report::sweep::baseline_line(&b))?;
@@ -83,26 +85,26 @@ impl Kind for Http {
     const NAME: &'static str = "http";
     const PER_SECOND: Option<&'static str> = Some("responses");
 
-    /// Every user sends requests; the live lines count responses.
-    fn roles(&self, _spec: &HttpSpec) -> Vec<Role> {
-        vec![Role::Send; 1024]
+    fn options(&self) -> &ClientOptions {
+        &self.opts
     }
 
     fn interval_seconds(spec: &HttpSpec) -> f64 {
         spec.timing.interval_seconds
     }
 
-    fn run(&self, spec: &HttpSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {
+    fn run(
+        &self,
+        spec: &HttpSpec,
+        opts: &ClientOptions,
+        sink: &mut dyn Sink,
+        interrupt: &AtomicBool,
+    ) -> anyhow::Result<TestResult> {
         let agent = self.agent.as_ref().map(|a| HttpAgent {
             target: a.target.clone(),
             required: a.required,
         });
-        let mut result = run_http(spec, &self.targets, agent, &self.opts, sink, interrupt)?;
-        // The http client does not mark a Ctrl-C itself (the others' shared drive does).
-        if interrupt.load(Ordering::Relaxed) && !result.partial {
-            mark_interrupted(&mut result);
-        }
-        Ok(result)
+        Ok(run_http(spec, &self.targets, agent, opts, sink, interrupt)?)
     }
 
     fn complete(&self, result: &mut TestResult) {

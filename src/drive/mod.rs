@@ -18,7 +18,8 @@ use crate::finish::{Keep, Produced, finish, print_text};
 use crate::live::LiveLines;
 use anyhow::Context;
 use linerate_core::client::{ClientOptions, Sink, Target};
-use linerate_core::result::{RepeatPolicy, Role, TestResult};
+use linerate_core::result::lab::LabRecord;
+use linerate_core::result::{RepeatPolicy, TestResult};
 use linerate_core::sweep::Sweep;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -35,12 +36,18 @@ pub trait Kind {
     /// What the live lines count per second instead of Mbit/s (`transactions`, `responses`).
     const PER_SECOND: Option<&'static str> = None;
 
-    /// What this end does with each stream, for the live lines.
-    fn roles(&self, spec: &Self::Spec) -> Vec<Role>;
+    /// How the client reaches the agents (the driver adds the lab record).
+    fn options(&self) -> &ClientOptions;
     /// The spec's interval; 0 means no live lines.
     fn interval_seconds(spec: &Self::Spec) -> f64;
-    /// Runs one test, its samples to `sink`, stopped early when `interrupt` is set.
-    fn run(&self, spec: &Self::Spec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult>;
+    /// Runs one test with `opts`, its samples to `sink`, stopped early when `interrupt` is set.
+    fn run(
+        &self,
+        spec: &Self::Spec,
+        opts: &ClientOptions,
+        sink: &mut dyn Sink,
+        interrupt: &AtomicBool,
+    ) -> anyhow::Result<TestResult>;
     /// What a single or repeated run adds to its result once measured (http: the baseline).
     fn complete(&self, _result: &mut TestResult) {}
     /// The agents (HOST:PORT) or URLs as given, as the store keeps them.
@@ -132,7 +139,7 @@ pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
         Mode::Sweep(plan) => {
             let run = |spec: &K::Spec| {
                 K::validate(spec)?;
-                let result = run_one(&kind, spec, true);
+                let result = run_one(&kind, spec, kind.options(), true);
                 match K::point(spec) {
                     Some(point) => result.context(point),
                     None => result,
@@ -150,35 +157,35 @@ pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
     finish(&produced, &keep)
 }
 
-/// A single or repeated run: measured, completed by the kind, and its lab recorded.
+/// A single or repeated run: measured with the lab it runs in recorded (the client's drive
+/// writes it into the result), then completed by the kind.
 fn measure<K: Kind>(kind: &K, spec: &K::Spec, quiet: bool, lab: bool) -> anyhow::Result<TestResult> {
+    let opts = ClientOptions {
+        lab: if lab { lab_record() } else { None },
+        ..kind.options().clone()
+    };
     let mut result =
-        run_one(kind, spec, quiet).with_context(|| format!("{} test against {}", K::NAME, kind.against()))?;
+        run_one(kind, spec, &opts, quiet).with_context(|| format!("{} test against {}", K::NAME, kind.against()))?;
     kind.complete(&mut result);
-    if lab {
-        record_lab(&mut result);
-    }
     Ok(result)
 }
 
 /// One run of any kind (a test, a sweep point, a repeat's run, http's baseline): live lines
 /// (none when `quiet`) and Ctrl-C handling.
-pub fn run_one<K: Kind>(kind: &K, spec: &K::Spec, quiet: bool) -> anyhow::Result<TestResult> {
+pub fn run_one<K: Kind>(kind: &K, spec: &K::Spec, opts: &ClientOptions, quiet: bool) -> anyhow::Result<TestResult> {
     let interrupt = interrupt_flag()?;
-    let mut live = LiveLines::new(kind.roles(spec), quiet || K::interval_seconds(spec) == 0.0);
+    let mut live = LiveLines::new(quiet || K::interval_seconds(spec) == 0.0);
     if let Some(what) = K::PER_SECOND {
         live = live.per_second(what);
     }
-    kind.run(spec, &mut live, &interrupt)
+    kind.run(spec, opts, &mut live, &interrupt)
 }
 
-/// Inside a lab (`linerate lab exec`), the result records the emulated links.
-fn record_lab(result: &mut TestResult) {
-    if let Some(name) = std::env::var_os("LINERATE_LAB").and_then(|n| n.into_string().ok())
-        && let Ok(state) = linerate_lab::load(&name)
-    {
-        result.lab = Some(linerate_lab::status(&state));
-    }
+/// Inside a lab (`linerate lab exec`), the emulated links, for the result to record.
+fn lab_record() -> Option<LabRecord> {
+    let name = std::env::var_os("LINERATE_LAB")?.into_string().ok()?;
+    let state = linerate_lab::load(&name).ok()?;
+    Some(linerate_lab::status(&state))
 }
 
 /// A running sweep's table as it grows (nothing with `--json`: the document comes at the end).
@@ -221,19 +228,5 @@ impl Agents {
     /// The agents' names as given.
     pub fn names(&self) -> Vec<String> {
         self.targets.iter().map(|t| t.name.clone()).collect()
-    }
-
-    /// What this end does with each stream: `per_agent` streams per agent, stream i sent by
-    /// the client when `forward(i)`.
-    pub fn roles(&self, per_agent: usize, forward: impl Fn(usize) -> bool) -> Vec<Role> {
-        (0..per_agent * self.targets.len())
-            .map(|i| {
-                if forward(i % per_agent) {
-                    Role::Send
-                } else {
-                    Role::Receive
-                }
-            })
-            .collect()
     }
 }

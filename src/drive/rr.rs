@@ -4,8 +4,8 @@
 use super::{Agents, Kind, Mode, Test, drive};
 use crate::cli::rr::{RrArgs, SweepWhat};
 use anyhow::Context;
-use linerate_core::client::{Sink, run_rr};
-use linerate_core::result::{Role, TestResult};
+use linerate_core::client::{ClientOptions, Sink, run_rr};
+use linerate_core::result::TestResult;
 use linerate_core::spec::RrSpec;
 use linerate_core::sweep::rr::{PathToward, RrPlan};
 use linerate_core::sweep::{RrVaries, Sweep};
@@ -48,16 +48,22 @@ impl Kind for Rr {
     const NAME: &'static str = "rr";
     const PER_SECOND: Option<&'static str> = Some("transactions");
 
-    fn roles(&self, spec: &RrSpec) -> Vec<Role> {
-        vec![Role::Send; usize::from(spec.streams) * self.agents.targets.len()]
+    fn options(&self) -> &ClientOptions {
+        &self.agents.opts
     }
 
     fn interval_seconds(spec: &RrSpec) -> f64 {
         spec.timing.interval_seconds
     }
 
-    fn run(&self, spec: &RrSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {
-        Ok(run_rr(spec, &self.agents.targets, &self.agents.opts, sink, interrupt)?)
+    fn run(
+        &self,
+        spec: &RrSpec,
+        opts: &ClientOptions,
+        sink: &mut dyn Sink,
+        interrupt: &AtomicBool,
+    ) -> anyhow::Result<TestResult> {
+        Ok(run_rr(spec, &self.agents.targets, opts, sink, interrupt)?)
     }
 
     fn targets(&self) -> Vec<String> {

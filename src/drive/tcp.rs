@@ -3,8 +3,8 @@
 
 use super::{Agents, Kind, Mode, Test, drive};
 use crate::cli::tcp::TcpArgs;
-use linerate_core::client::{Sink, run_tcp};
-use linerate_core::result::{Role, TestResult};
+use linerate_core::client::{ClientOptions, Sink, run_tcp};
+use linerate_core::result::TestResult;
 use linerate_core::spec::TcpSpec;
 use linerate_core::sweep::Sweep;
 use linerate_core::units::ByteSize;
@@ -28,16 +28,22 @@ impl Kind for Tcp {
     type Plan = Vec<ByteSize>;
     const NAME: &'static str = "tcp";
 
-    fn roles(&self, spec: &TcpSpec) -> Vec<Role> {
-        self.0.roles(spec.streams_per_agent(), |i| spec.stream_flows_forward(i))
+    fn options(&self) -> &ClientOptions {
+        &self.0.opts
     }
 
     fn interval_seconds(spec: &TcpSpec) -> f64 {
         spec.timing.interval_seconds
     }
 
-    fn run(&self, spec: &TcpSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {
-        Ok(run_tcp(spec, &self.0.targets, &self.0.opts, sink, interrupt)?)
+    fn run(
+        &self,
+        spec: &TcpSpec,
+        opts: &ClientOptions,
+        sink: &mut dyn Sink,
+        interrupt: &AtomicBool,
+    ) -> anyhow::Result<TestResult> {
+        Ok(run_tcp(spec, &self.0.targets, opts, sink, interrupt)?)
     }
 
     fn targets(&self) -> Vec<String> {

@@ -3,8 +3,8 @@
 
 use super::{Agents, Kind, Mode, Test, drive};
 use crate::cli::udp::UdpArgs;
-use linerate_core::client::{Sink, run_udp};
-use linerate_core::result::{Role, TestResult};
+use linerate_core::client::{ClientOptions, Sink, run_udp};
+use linerate_core::result::TestResult;
 use linerate_core::spec::UdpSpec;
 use linerate_core::sweep::Sweep;
 use linerate_core::sweep::udp::UdpPlan;
@@ -28,16 +28,22 @@ impl Kind for Udp {
     type Plan = UdpPlan;
     const NAME: &'static str = "udp";
 
-    fn roles(&self, spec: &UdpSpec) -> Vec<Role> {
-        self.0.roles(spec.streams_per_agent(), |i| spec.stream_flows_forward(i))
+    fn options(&self) -> &ClientOptions {
+        &self.0.opts
     }
 
     fn interval_seconds(spec: &UdpSpec) -> f64 {
         spec.timing.interval_seconds
     }
 
-    fn run(&self, spec: &UdpSpec, sink: &mut dyn Sink, interrupt: &AtomicBool) -> anyhow::Result<TestResult> {
-        Ok(run_udp(spec, &self.0.targets, &self.0.opts, sink, interrupt)?)
+    fn run(
+        &self,
+        spec: &UdpSpec,
+        opts: &ClientOptions,
+        sink: &mut dyn Sink,
+        interrupt: &AtomicBool,
+    ) -> anyhow::Result<TestResult> {
+        Ok(run_udp(spec, &self.0.targets, opts, sink, interrupt)?)
     }
 
     fn targets(&self) -> Vec<String> {

@@ -21,8 +21,6 @@
 //! are refused while fewer than [`FD_RESERVE`] descriptors are left, so the control port stays
 //! reachable.
 
-use super::State;
-use crate::proto::frame::{self, DATA_HEADER_LEN};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
@@ -275,26 +273,6 @@ impl Drop for OpeningSlot<'_> {
     fn drop(&mut self) {
         self.settle();
     }
-}
-
-/// Whether the first bytes already in `stream` are a data header for a test this agent runs
-/// (read without taking them off the socket and without waiting).
-pub(super) fn is_known_data(state: &State, stream: &TcpStream) -> bool {
-    let mut header = [0u8; DATA_HEADER_LEN];
-    // SAFETY: recv into a buffer of its stated length on a descriptor this stream owns.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            header.as_mut_ptr().cast(),
-            header.len(),
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    if n != DATA_HEADER_LEN as isize {
-        return false;
-    }
-    frame::parse_data_header(&header)
-        .is_some_and(|(cookie, _)| state.pending.lock().is_ok_and(|p| p.contains_key(&cookie)))
 }
 
 /// Raises the soft descriptor limit to the hard one; returns the soft limit now in force.

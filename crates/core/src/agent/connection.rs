@@ -5,8 +5,10 @@
 //! ([`HANDSHAKE_TIMEOUT`]) however the bytes trickle (issue 14).
 
 use super::admit::OpeningSlot;
-use super::session::{control_session, deliver};
-use super::{AgentEvent, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT, State};
+use super::config::{AgentEvent, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT};
+use super::handshake::control_session;
+use super::pending::deliver;
+use super::state::State;
 use crate::proto::conn::Conn;
 use crate::proto::frame::{self, DATA_HEADER_LEN, PREAMBLE_LEN};
 use crate::proto::{ErrorKind, VERSION};
@@ -58,7 +60,7 @@ pub(super) fn handle_connection(
         if let Some((cookie, index)) = frame::parse_data_header(&header)
             && slot.settle()
         {
-            deliver(state, cookie, index, stream);
+            deliver(&state.pending, state.fd_limit, cookie, index, stream);
         }
         return;
     }

@@ -6,7 +6,7 @@
 //! as always (so under the profile), then runs the undo and records both in its report. One
 //! profiled test at a time: profiles change the host for every test on it.
 
-use super::session::Refusal;
+use super::refusal::Refusal;
 use crate::proto::{ErrorKind, PROFILE_TIMEOUT, peer_text, peer_text_cut};
 use crate::result::{CommandRecord, ProfileRecord};
 use std::io::Read;

@@ -2,80 +2,52 @@
 //! connections (one each, or a new one per transaction with `connect`); UDP streams as sockets
 //! on the control connection's address, connected to the client's once it names its ports.
 
-use super::admit::Source;
-use super::profile::Applied;
 use super::session::{
-    Expecting, Quiet, Refusal, Registration, await_start, collect_streams, expect_streams, new_cookie, proto_refusal,
-    run_and_report, send_accepted, source_of,
+    Expecting, Quiet, Refusal, Test, check_peer_cpus, collect_streams, engine_refusal, io_refusal, new_cookie,
 };
-use super::{IDLE_TIMEOUT, State};
-use crate::engine::{pin, rr};
-use crate::proto::conn::Conn;
-use crate::proto::{ErrorKind, Message};
+use crate::engine::rr;
 use crate::result::Role;
 use crate::spec::{RrProto, RrSpec};
 use std::net::UdpSocket;
 
-/// A request-response test: this end answers. TCP streams come as data connections (one each,
-/// or a new one per transaction with `connect`); UDP as for a UDP test.
-pub(super) fn run(
-    state: &State,
-    conn: &mut Conn,
-    spec: &RrSpec,
-    profile: &mut Option<Applied<'_>>,
-) -> Result<(), Refusal> {
-    pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
+pub(super) fn run(t: &mut Test<'_, '_>, spec: &RrSpec) -> Result<(), Refusal> {
+    check_peer_cpus(&spec.peer_cpus)?;
     let cookie = new_cookie();
-    let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));
     let per_agent = usize::from(spec.streams);
-    let peer_ip = conn.peer().ip();
+    let peer_ip = t.conn.peer().ip();
     let (expecting, rx) = if spec.connect {
-        Expecting::per_transaction(per_agent, spec.rate, Source::of(&conn.peer()))
+        Expecting::per_transaction(per_agent, spec.rate, t.source())
     } else {
-        Expecting::per_stream(per_agent, Source::of(&conn.peer()))
+        Expecting::per_stream(per_agent, t.source())
     };
     let mut udp_sockets = Vec::new();
     let mut udp_ports = Vec::new();
+    // Held for the whole run: TCP_CRR connections keep arriving with this cookie.
+    let mut _registration = None;
     if spec.proto == RrProto::Udp {
-        let local_ip = conn
-            .stream()
-            .local_addr()
-            .map_err(|e| failed("control socket", e))?
-            .ip();
+        let local_ip = t.local_ip()?;
         for _ in 0..per_agent {
-            let s = UdpSocket::bind((local_ip, 0)).map_err(|e| failed("binding a UDP data socket", e))?;
-            udp_ports.push(s.local_addr().map_err(|e| failed("UDP data socket", e))?.port());
+            let s = UdpSocket::bind((local_ip, 0)).map_err(|e| io_refusal("binding a UDP data socket", e))?;
+            udp_ports.push(s.local_addr().map_err(|e| io_refusal("UDP data socket", e))?.port());
             udp_sockets.push(s);
         }
     } else {
-        expect_streams(state, cookie, expecting);
+        _registration = Some(t.expect_streams(cookie, expecting));
     }
-    // Held for the whole run: TCP_CRR connections keep arriving with this cookie.
-    let _registration = Registration {
-        pending: &state.pending,
-        cookie,
-    };
-    send_accepted(conn, state, &cookie, udp_ports)?;
+    t.accepted(&cookie, udp_ports)?;
     if spec.proto == RrProto::Udp {
-        let client_ports = match conn
-            .recv(IDLE_TIMEOUT, "waiting for the client's ports")
-            .map_err(proto_refusal)?
-        {
-            Message::Ports { udp_ports } if udp_ports.len() == per_agent => udp_ports,
-            other => return Err((ErrorKind::Protocol, format!("expected 'ports', got '{}'", other.name()))),
-        };
-        for (s, port) in udp_sockets.iter().zip(client_ports) {
+        for (s, port) in udp_sockets.iter().zip(t.client_ports(per_agent)?) {
             s.connect((peer_ip, port))
-                .map_err(|e| failed("connecting a UDP data socket", e))?;
+                .map_err(|e| io_refusal("connecting a UDP data socket", e))?;
         }
     }
-    await_start(conn, profile)?;
+    t.await_start()?;
     let mut accept = None;
     let sockets: Vec<rr::RrSocket> = match (spec.proto, spec.connect) {
         (RrProto::Udp, _) => udp_sockets.into_iter().map(rr::RrSocket::Udp).collect(),
         (RrProto::Tcp, false) => collect_streams(&rx, per_agent)?
             .into_iter()
-            .map(|s| rr::RrSocket::Tcp(s.expect("collect_streams fills every slot")))
+            .map(rr::RrSocket::Tcp)
             .collect(),
         (RrProto::Tcp, true) => {
             accept = Some(rx);
@@ -85,19 +57,19 @@ pub(super) fn run(
     let mut streams = Vec::with_capacity(per_agent);
     for (i, socket) in sockets.into_iter().enumerate() {
         let grant = match rr::raw_fd(&socket) {
-            Some(fd) => rr::configure_socket(fd, spec, spec.proto == RrProto::Tcp)
-                .map_err(|e| (ErrorKind::Failed, format!("{e}: {}", source_of(&e))))?,
+            Some(fd) => rr::configure_socket(fd, spec, spec.proto == RrProto::Tcp).map_err(|e| engine_refusal(&e))?,
             None => Default::default(),
         };
         streams.push(rr::RrStream {
             id: i as u16,
-            role: Role::Receive,
+            // The client asks on every stream, this end answers.
+            role: Role::of_agent(true),
             socket,
             grant,
         });
     }
-    conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(state, conn, Some(peer_ip), profile, |control| {
+    t.started()?;
+    t.run_and_report(Some(peer_ip), |control| {
         rr::run(spec, &spec.peer_cpus, streams, accept, &mut Quiet, control)
     })
 }

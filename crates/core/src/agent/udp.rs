@@ -2,43 +2,27 @@
 //! joined to the multicast group), connected to the client's socket for that stream once the
 //! client says which.
 
-use super::profile::Applied;
-use super::session::{
-    Quiet, Refusal, await_start, new_cookie, proto_refusal, run_and_report, send_accepted, source_of,
-};
-use super::{IDLE_TIMEOUT, State};
-use crate::engine::{pin, udp};
-use crate::proto::conn::Conn;
-use crate::proto::{ErrorKind, Message};
+use super::session::{Quiet, Refusal, Test, check_peer_cpus, engine_refusal, io_refusal, new_cookie};
+use crate::engine::udp;
+use crate::proto::ErrorKind;
+use crate::proto::frame::udp_test_id;
 use crate::result::Role;
 use crate::spec::UdpSpec;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 
-/// A UDP test: a socket per stream on the control connection's address, connected to the
-/// client's socket for that stream once the client says which.
-pub(super) fn run(
-    state: &State,
-    conn: &mut Conn,
-    spec: &UdpSpec,
-    profile: &mut Option<Applied<'_>>,
-) -> Result<(), Refusal> {
-    pin::check_cpus(&spec.peer_cpus).map_err(|e| (ErrorKind::BadSpec, format!("--peer-cpus: {e}")))?;
+pub(super) fn run(t: &mut Test<'_, '_>, spec: &UdpSpec) -> Result<(), Refusal> {
+    check_peer_cpus(&spec.peer_cpus)?;
     let cookie = new_cookie();
-    let failed = |what: &str, e: std::io::Error| (ErrorKind::Failed, format!("{what}: {e}"));
-    let local_ip = conn
-        .stream()
-        .local_addr()
-        .map_err(|e| failed("control socket", e))?
-        .ip();
-    let peer_ip = conn.peer().ip();
+    let local_ip = t.local_ip()?;
+    let peer_ip = t.conn.peer().ip();
     let per_agent = spec.streams_per_agent();
     let mut sockets = Vec::with_capacity(per_agent);
     let mut ports = Vec::with_capacity(per_agent);
     for i in 0..per_agent {
         let s = match &spec.multicast {
             Some(m) => {
-                if !state.config.joins.contains(&m.group) {
+                if !t.state.config.joins.contains(&m.group) {
                     return Err((
                         ErrorKind::BadSpec,
                         format!(
@@ -48,30 +32,16 @@ pub(super) fn run(
                     ));
                 }
                 join_group(m.group, m.port + i as u16, local_ip)
-                    .map_err(|e| failed("joining the multicast group", e))?
+                    .map_err(|e| io_refusal("joining the multicast group", e))?
             }
-            None => UdpSocket::bind((local_ip, 0)).map_err(|e| failed("binding a UDP data socket", e))?,
+            None => UdpSocket::bind((local_ip, 0)).map_err(|e| io_refusal("binding a UDP data socket", e))?,
         };
-        ports.push(s.local_addr().map_err(|e| failed("UDP data socket", e))?.port());
+        ports.push(s.local_addr().map_err(|e| io_refusal("UDP data socket", e))?.port());
         sockets.push(s);
     }
-    let test_id = spec
-        .multicast
-        .map_or_else(|| crate::client::udp_test_id(&cookie), |m| m.test_id);
-    send_accepted(conn, state, &cookie, ports)?;
-    let client_ports = match conn
-        .recv(IDLE_TIMEOUT, "waiting for the client's ports")
-        .map_err(proto_refusal)?
-    {
-        Message::Ports { udp_ports } if udp_ports.len() == per_agent => udp_ports,
-        Message::Ports { udp_ports } => {
-            return Err((
-                ErrorKind::Protocol,
-                format!("{} UDP ports for {per_agent} streams", udp_ports.len()),
-            ));
-        }
-        other => return Err((ErrorKind::Protocol, format!("expected 'ports', got '{}'", other.name()))),
-    };
+    let test_id = spec.multicast.map_or_else(|| udp_test_id(&cookie), |m| m.test_id);
+    t.accepted(&cookie, ports)?;
+    let client_ports = t.client_ports(per_agent)?;
     let mut streams = Vec::with_capacity(per_agent);
     for (i, (socket, port)) in sockets.into_iter().zip(client_ports).enumerate() {
         // A socket joined to an IPv4 group is an IPv4 socket: it takes the client's address in
@@ -82,14 +52,9 @@ pub(super) fn run(
         };
         socket
             .connect((peer, port))
-            .map_err(|e| failed("connecting a UDP data socket", e))?;
-        let role = if spec.stream_flows_forward(i) {
-            Role::Receive
-        } else {
-            Role::Send
-        };
-        let grant =
-            udp::configure(&socket, spec, role).map_err(|e| (ErrorKind::Failed, format!("{e}: {}", source_of(&e))))?;
+            .map_err(|e| io_refusal("connecting a UDP data socket", e))?;
+        let role = Role::of_agent(spec.stream_flows_forward(i));
+        let grant = udp::configure(&socket, spec, role).map_err(|e| engine_refusal(&e))?;
         streams.push(udp::UdpStream {
             id: i as u16,
             wire_id: i as u16,
@@ -99,13 +64,12 @@ pub(super) fn run(
             grant,
         });
     }
-    await_start(conn, profile)?;
-    conn.send(&Message::Started).map_err(proto_refusal)?;
-    run_and_report(state, conn, Some(peer_ip), profile, |control| {
+    t.await_start()?;
+    t.started()?;
+    t.run_and_report(Some(peer_ip), |control| {
         udp::run(spec, &spec.peer_cpus, streams, &mut Quiet, control)
     })
 }
-
 /// A socket bound to `group:port` that has joined the group on the interface holding `local`.
 fn join_group(group: IpAddr, port: u16, local: IpAddr) -> io::Result<UdpSocket> {
     let domain = if group.is_ipv4() {

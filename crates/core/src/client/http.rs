@@ -2,19 +2,14 @@
 //! linerate agent on the server's host, when one is reached, samples that host over the same
 //! window; a lost agent stops the users and marks the run partial.
 
-use super::{
-    ClientError, ClientOptions, ResultBound, Target, config_towards, forward_interrupt, now_unix_ms, open_session,
-    start_all, watch_agent,
-};
-use crate::engine::Control;
+use super::session::{ClientError, ClientOptions, Ended, Run, Target, drive, open_session, start_all};
 use crate::engine::Sink;
-use crate::engine::http::{HttpTarget, HttpUrl};
+use crate::engine::http::{HttpRun, HttpTarget, HttpUrl};
 use crate::metrics::host::HostInfo;
 use crate::result::TestResult;
 use crate::spec::{HttpSpec, TestSpec};
-use crate::summary::check;
 use std::net::ToSocketAddrs;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// The agent beside an HTTP server: where, and whether its absence is an error.
@@ -62,88 +57,55 @@ pub fn run_http(
             }
         }
     };
-    if let Some(s) = &mut session {
-        start_all(std::slice::from_mut(s))?;
-    }
-    let started_unix_ms = now_unix_ms();
-    let control = Control::default();
-    let engine_done = AtomicBool::new(false);
-    let started = std::time::Instant::now();
-    let test = &test;
-    let (local, watched) = std::thread::scope(|scope| {
-        let watcher = session.as_mut().map(|s| {
-            let (control, engine_done) = (&control, &engine_done);
-            let bound = ResultBound {
-                spec: test,
-                cores: s.host.cores,
-                started,
-                silent: s.result_timeout,
-            };
-            // A lost agent stops the users: the server side can no longer be measured, and the
-            // run is reported as partial (issue 13).
-            scope.spawn(move || {
-                watch_agent(
-                    &mut s.conn,
-                    control,
-                    interrupt,
-                    engine_done,
-                    test.agent_waits_for_stop(),
-                    bound,
-                )
-            })
-        });
-        scope.spawn(|| forward_interrupt(interrupt, &control, &engine_done));
-        let local = crate::engine::http::run(spec, targets, sink, &control);
-        engine_done.store(true, Ordering::Relaxed);
-        let watched = watcher.map(|w| w.join().expect("watcher thread does not panic"));
-        (local, watched)
-    });
-    let agent_lost = watched.as_ref().is_some_and(|(_, lost)| *lost);
-    let agent_result = watched.map(|(r, _)| r);
-    let (mut local, run) = local?;
-    local.config = Some(config_towards(targets.iter().map(|t| t.addr.ip())));
-    notes.extend(local.notes.iter().cloned());
-    // A report that cannot be the server side of this test is dropped whole (issue 14).
-    let mut refused = false;
-    let agent_result = agent_result.map(|r| {
-        r.map_err(|e| e.to_string()).and_then(|report| {
-            let none = crate::result::SideReport::default();
-            check::check_report(test, &report, &none, started.elapsed())
-                .map(|()| check::escape_controls(report))
-                .map_err(|e| {
-                    refused = true;
-                    format!("result refused: {e}")
-                })
-        })
-    });
-    let agent_report = match agent_result {
-        Some(Ok(r)) => Some(r),
-        Some(Err(e)) => {
-            if let Some(s) = &session {
-                notes.push(format!("agent {}: {e}", s.target.name));
-            }
-            None
-        }
-        None => None,
+    let sessions = session.as_mut().map(std::slice::from_mut).unwrap_or_default();
+    start_all(sessions)?;
+    let run = Run {
+        spec: &test,
+        sessions,
+        opts,
+        interrupt,
+        towards: targets.iter().map(|t| t.addr.ip()).collect(),
+        notes,
     };
-    if agent_lost && let Some(s) = &session {
+    // A lost agent stops the users (the watcher aborts the run): the server side can no longer
+    // be measured, and the run is reported as partial (issue 13).
+    let local = |control: &_| crate::engine::http::run(spec, targets, sink, control);
+    drive(run, local, |ended, users| assemble(spec, ended, &users))
+}
+
+/// The document of an HTTP load: the users' counts, and the server host's side when its agent's
+/// report came.
+fn assemble(spec: &HttpSpec, ended: Ended<'_>, users: &HttpRun) -> TestResult {
+    let Ended {
+        local,
+        agents,
+        lost,
+        refused,
+        mut notes,
+        started_unix_ms,
+        ..
+    } = ended;
+    let agent_lost = lost.iter().any(|l| *l);
+    if agent_lost && let Some(a) = agents.first() {
         notes.push(format!(
             "agent {}: the control connection was lost during the run; the users stopped at {:.3} s of {:.3} s \
              planned and the figures cover what was measured until then",
-            s.target.name,
+            a.name,
             local.window_end_ns as f64 / 1e9,
             spec.timing.length_seconds().unwrap_or_default()
         ));
     }
-    let server = session.as_ref().map(|s| crate::summary::http::ServerSide {
-        name: &s.target.name,
-        host: &s.host,
-        report: agent_report.as_ref(),
+    let server = agents.first().and_then(|a| {
+        Some(crate::summary::http::ServerSide {
+            name: a.name,
+            host: a.host?,
+            report: a.report,
+        })
     });
     let mut result =
-        crate::summary::http::assemble(spec, HostInfo::read(), &local, &run, server, started_unix_ms, notes);
+        crate::summary::http::assemble(spec, HostInfo::read(), local, users, server, started_unix_ms, notes);
     result.partial |= agent_lost || refused;
-    Ok(result)
+    result
 }
 
 /// Resolves each URL's host and builds its request (`keepalive`: HTTP/1.1 keep-alive, else

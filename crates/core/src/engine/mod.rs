@@ -17,12 +17,17 @@ pub mod sockopt;
 pub mod tcp;
 pub mod udp;
 
-use crate::result::IntervalSample;
+use crate::result::{IntervalSample, Role};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Where engines put interval samples while they run. The collector, the live lines and the JSON
 /// stream are sinks; an engine never knows which ones are listening.
 pub trait Sink: Send {
+    /// Once, before the workers start: each stream's number and what this end does with it,
+    /// as the end that opened the stream recorded it. A sink that tells sent from received
+    /// keeps these rather than working roles out again.
+    fn start(&mut self, _streams: &[(u16, Role)]) {}
+
     /// One call per interval with one sample per stream. Called from the engine's sampling
     /// thread, never from a worker: it may format and print, but must not block for long.
     fn interval(&mut self, samples: &[IntervalSample]);

@@ -57,6 +57,12 @@ pub(crate) fn data_header(cookie: &[u8; COOKIE_LEN], stream: u16) -> [u8; DATA_H
     h
 }
 
+/// The test id a UDP test's datagrams carry: the first 8 bytes of the agent's cookie (both ends
+/// know it once the test is accepted).
+pub(crate) fn udp_test_id(cookie: &[u8; COOKIE_LEN]) -> u64 {
+    u64::from_le_bytes(cookie[..8].try_into().expect("a cookie is 16 bytes"))
+}
+
 /// Cookie and stream index of a data header, or `None` if the bytes are not one.
 pub(crate) fn parse_data_header(h: &[u8; DATA_HEADER_LEN]) -> Option<([u8; COOKIE_LEN], u16)> {
     if h[..4] != DATA_MAGIC {

@@ -71,6 +71,35 @@ pub enum Role {
     Receive,
 }
 
+impl Role {
+    /// The client's role on a stream: it sends what flows forward (client to agent) and
+    /// receives what flows back; a request-response or HTTP stream counts as forward, the
+    /// client asking. The one place a stream's direction becomes who sends: from here on the
+    /// role travels with the stream's samples and report.
+    pub fn of_client(forward: bool) -> Role {
+        if forward { Role::Send } else { Role::Receive }
+    }
+
+    /// The agent's role on a stream: the client's, the other way round.
+    pub fn of_agent(forward: bool) -> Role {
+        Role::of_client(forward).opposite()
+    }
+
+    /// Whether a stream that this end has in this role flows forward (client to agent);
+    /// `client`: this end is the client. The inverse of [`Role::of_client`].
+    pub fn flows_forward(self, client: bool) -> bool {
+        (self == Role::Send) == client
+    }
+
+    /// The other end's role on the same stream.
+    pub fn opposite(self) -> Role {
+        match self {
+            Role::Send => Role::Receive,
+            Role::Receive => Role::Send,
+        }
+    }
+}
+
 /// A figure the engines leave at zero (or empty) when they did not read it: written as null, so
 /// a placeholder never reads as data (issue 13: UDP `mss_bytes: 0`, `congestion: ""`, rr's
 /// buffers all 0); null reads back as zero.
@@ -152,6 +181,24 @@ pub struct StreamReport {
     /// Request-response streams: transactions and their round trips.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rr: Option<RrStreamReport>,
+}
+
+impl SideReport {
+    /// Each stream's role by stream number, as this end recorded it (None: a number none of its
+    /// streams has): the roles its interval samples were counted in.
+    pub fn roles(&self) -> Vec<Option<Role>> {
+        let count = self
+            .streams
+            .iter()
+            .map(|s| usize::from(s.stream) + 1)
+            .max()
+            .unwrap_or(0);
+        let mut roles = vec![None; count];
+        for s in &self.streams {
+            roles[usize::from(s.stream)] = Some(s.role);
+        }
+        roles
+    }
 }
 
 /// CPU use over the measurement window.

@@ -7,9 +7,10 @@
 //! run is partial and nothing (figures, advice) is built from it. [`escape_controls`] makes the
 //! text of a report that passed safe for a terminal.
 //!
-//! What is checked is what the client knows for certain: the streams the test has and which
-//! end sends on each, the number of samples a run of that length makes, and, on TCP, that no
-//! one receives more than was sent (the client's own counts on the other end).
+//! What is checked is what the client knows for certain: the streams the test has, which end
+//! sends on each (the other one than the client, whose own reports say what it did), that the
+//! samples are of those streams, the number of samples a run of that length makes, and, on TCP,
+//! that no one receives more than was sent (the client's own counts on the other end).
 
 use crate::engine::run::Plan;
 use crate::result::{Role, SideReport};
@@ -54,6 +55,8 @@ pub enum ReportError {
         got: &'static str,
         expected: &'static str,
     },
+    #[error("it samples stream {stream}, which it does not report")]
+    Unlisted { stream: u16 },
     #[error("it reports {got} {what}, more than the {max} a run of {seconds:.0} s makes")]
     TooMany {
         what: &'static str,
@@ -167,13 +170,12 @@ pub(crate) fn check_report(
         if std::mem::replace(&mut seen[i], true) {
             return Err(ReportError::StreamTwice { stream: st.stream });
         }
-        // The agent receives what flows forward (and answers rr requests as their receiver).
-        let expected = if spec.stream_flows_forward(i) {
-            Role::Receive
-        } else {
-            Role::Send
-        };
-        if st.role != expected {
+        // The agent does the other thing than the client on each stream: the client's own role,
+        // as its engine recorded it when it opened the stream, is the truth.
+        let mine = client.streams.iter().find(|c| c.stream == st.stream);
+        if let Some(expected) = mine.map(|c| c.role.opposite())
+            && st.role != expected
+        {
             return Err(ReportError::WrongRole {
                 stream: st.stream,
                 got: role_name(st.role),
@@ -202,7 +204,6 @@ pub(crate) fn check_report(
                 seconds: st.seconds,
             });
         }
-        let mine = client.streams.iter().find(|c| c.stream == st.stream);
         check_counts(spec, st, mine)?;
     }
     let intervals = intervals_in(spec, seconds);
@@ -223,6 +224,10 @@ pub(crate) fn check_report(
             stream: s.stream,
             max: per_agent,
         });
+    }
+    // Its samples are of its own streams: each is counted in the role its stream reports.
+    if let Some(s) = report.intervals.iter().find(|s| !seen[usize::from(s.stream)]) {
+        return Err(ReportError::Unlisted { stream: s.stream });
     }
     let max_timeline = intervals.min(crate::metrics::sample::MAX_TIMELINE as u64);
     if let Some(e) = too_many("host samples", report.timeline.len(), max_timeline) {
@@ -394,6 +399,19 @@ mod tests {
             check_report(&spec, &long, &client, RUN),
             Err(ReportError::BadSeconds { .. })
         ));
+        let mut unlisted = report(vec![]);
+        unlisted.intervals.push(crate::result::IntervalSample {
+            stream: 0,
+            start_ns: 0,
+            end_ns: 1,
+            bytes: 1,
+            ops: 1,
+            tcp: None,
+        });
+        assert_eq!(
+            check_report(&spec, &unlisted, &client, RUN),
+            Err(ReportError::Unlisted { stream: 0 })
+        );
         let mut chatty = report(vec![]);
         chatty.notes = vec![String::new(); MAX_NOTES + 1];
         assert!(matches!(

@@ -216,7 +216,6 @@ pub(crate) fn assemble(
                         sample: t.clone(),
                     })
                 }));
-                notes.extend(r.notes.iter().map(|n| format!("agent {}: {n}", s.name)));
             }
             None => notes.push(format!(
                 "agent {}: no report received; the server side is missing",

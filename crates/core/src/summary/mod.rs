@@ -41,6 +41,31 @@ fn direction_name(forward: bool) -> &'static str {
     if forward { "forward" } else { "reverse" }
 }
 
+/// Stream `index` of one agent as its two ends reported it, told apart by each report's own
+/// role: the sender's report, the receiver's, and whether the stream flowed forward (client to
+/// agent; None when neither end reported it).
+pub(crate) struct Ends<'a> {
+    pub snd: Option<&'a StreamReport>,
+    pub rcv: Option<&'a StreamReport>,
+    pub forward: Option<bool>,
+}
+
+impl<'a> Ends<'a> {
+    pub(crate) fn of(a: &AgentOutcome<'a>, index: usize) -> Ends<'a> {
+        let find = |r: &'a SideReport| r.streams.iter().find(|s| usize::from(s.stream) == index);
+        let (client, agent) = (find(a.client), a.report.and_then(find));
+        let forward = client
+            .map(|c| c.role.flows_forward(true))
+            .or(agent.map(|g| g.role.flows_forward(false)));
+        let (snd, rcv) = if forward == Some(false) {
+            (agent, client)
+        } else {
+            (client, agent)
+        };
+        Ends { snd, rcv, forward }
+    }
+}
+
 /// A stream's count within a report, with the report's owner, its host and CPU.
 struct Entry<'a> {
     owner: &'a str,
@@ -306,23 +331,34 @@ pub(crate) fn line_rate(s: &SideSummary, g: &Goodput, source: &str) -> LineRate 
     }
 }
 
-/// Sets every side's line-rate figure (totals, directions, agents) against `g`.
-pub(crate) fn add_line_rate(r: &mut TestResult, g: &Goodput, source: &str) {
-    let mut sides: Vec<&mut SideSummary> = vec![&mut r.summary.sent, &mut r.summary.received];
-    if let Some(d) = r.summary.directions.as_mut() {
-        for v in d.values_mut() {
-            sides.push(&mut v.sent);
-            sides.push(&mut v.received);
-        }
-    }
-    for a in &mut r.summary.agents {
-        sides.push(&mut a.sent);
-        sides.push(&mut a.received);
-    }
-    for s in sides {
-        if s.bytes > 0 {
-            s.line_rate = Some(line_rate(s, g, source));
-        }
+/// A TCP run's line-rate figure: against `--link-speed` (and `--mtu`, else the path MTU the
+/// senders saw, `path_mtu`), or a physical interface's speed found in the client's configuration.
+/// None: no speed to compare with; `Err`: a note saying why there is no figure.
+fn tcp_line_rate(
+    spec: &crate::spec::TcpSpec,
+    client: Option<&crate::metrics::host::HostConfig>,
+    path_mtu: Option<u32>,
+    ipv6: bool,
+) -> Result<Option<(Goodput, String)>, String> {
+    // A physical interface's link speed (a veth's or a bridge's "speed" is made up).
+    let detected = client.and_then(|c| {
+        c.interfaces
+            .iter()
+            .find(|i| i.kind.is_none() && !i.loopback && i.speed_mbit_per_second.is_some_and(|s| s > 0))
+    });
+    let (speed, mtu, source) = match (spec.link_speed, detected) {
+        (Some(speed), _) => (speed.0, spec.link_mtu_bytes.or(path_mtu), "given".to_string()),
+        (None, Some(i)) => (
+            f64::from(i.speed_mbit_per_second.unwrap_or(0)) * 1e6,
+            spec.link_mtu_bytes.or(i.mtu_bytes).or(path_mtu),
+            format!("detected: {} on client", i.name),
+        ),
+        (None, None) => return Ok(None),
+    };
+    let Some(mtu) = mtu else { return Ok(None) };
+    match crate::goodput::goodput(speed, mtu, crate::goodput::Transport::Tcp, ipv6) {
+        Some(g) => Ok(Some((g, source))),
+        None => Err(format!("MTU {mtu} leaves no room for TCP payload: no line-rate figure")),
     }
 }
 
@@ -334,6 +370,7 @@ pub(crate) fn assemble(
     agents: &[AgentOutcome<'_>],
     started_unix_ms: u64,
     mut notes: Vec<String>,
+    ipv6: bool,
 ) -> TestResult {
     let mut hosts = BTreeMap::new();
     let client_info = &client_host;
@@ -379,8 +416,9 @@ pub(crate) fn assemble(
             } else {
                 (a.name, a.host)
             };
+            let by_client = counted_by == "client";
             for st in &report.streams {
-                let forward = spec.stream_flows_forward(usize::from(st.stream));
+                let forward = st.role.flows_forward(by_client);
                 let sending = st.role == Role::Send;
                 all.push((
                     forward,
@@ -394,10 +432,15 @@ pub(crate) fn assemble(
                     },
                 ));
             }
+            // Each sample in the role its stream was counted in (a report's samples are of its
+            // own streams: `check` refuses an agent's report that samples others).
+            let roles = report.roles();
             for smp in &report.intervals {
-                let forward = spec.stream_flows_forward(usize::from(smp.stream));
-                let client_sends = forward;
-                let sending = (counted_by == "client") == client_sends;
+                let Some(role) = roles.get(usize::from(smp.stream)).copied().flatten() else {
+                    continue;
+                };
+                let forward = role.flows_forward(by_client);
+                let sending = role == Role::Send;
                 let secs = smp.end_ns.saturating_sub(smp.start_ns) as f64 / 1e9;
                 intervals.push(IntervalRecord::Stream(StreamInterval {
                     agent: a.name.to_string(),
@@ -422,36 +465,22 @@ pub(crate) fn assemble(
             }));
         }
         for index in 0..spec.streams_per_agent() {
-            let forward = spec.stream_flows_forward(index);
-            let find = |r: Option<&'_ SideReport>, role: Role| {
-                r.and_then(|r| {
-                    r.streams
-                        .iter()
-                        .find(|s| usize::from(s.stream) == index && s.role == role)
-                        .cloned()
-                })
-            };
-            let (client_role, agent_role) = if forward {
-                (Role::Send, Role::Receive)
-            } else {
-                (Role::Receive, Role::Send)
-            };
-            let c = find(Some(a.client), client_role);
-            let g = find(a.report, agent_role);
-            let (snd, rcv) = if forward { (c, g) } else { (g, c) };
+            let Ends { snd, rcv, forward } = Ends::of(a, index);
+            // A stream neither end reported keeps the direction the test asked for.
+            let forward = forward.unwrap_or_else(|| spec.stream_flows_forward(index));
             let mut errors = ErrorCounts::default();
-            for s in [&snd, &rcv].into_iter().flatten() {
+            for s in [snd, rcv].into_iter().flatten() {
                 errors.add(&s.errors);
             }
             streams.push(StreamSummary {
                 agent: a.name.to_string(),
                 stream: index as u16,
                 direction: direction_name(forward).to_string(),
-                sent: snd.as_ref().map(|s| Counted::new(s.bytes, s.seconds)),
-                received: rcv.as_ref().map(|s| Counted::new(s.bytes, s.seconds)),
-                tcp: snd.as_ref().and_then(|s| s.tcp),
-                sender_socket: snd.map(|s| s.socket),
-                receiver_socket: rcv.map(|s| s.socket),
+                sent: snd.map(|s| Counted::new(s.bytes, s.seconds)),
+                received: rcv.map(|s| Counted::new(s.bytes, s.seconds)),
+                tcp: snd.and_then(|s| s.tcp),
+                sender_socket: snd.map(|s| s.socket.clone()),
+                receiver_socket: rcv.map(|s| s.socket.clone()),
                 errors,
             });
         }
@@ -540,6 +569,31 @@ pub(crate) fn assemble(
         TestSpec::Rr(r) => Some(rr::summarise(r, agents, &sent, &received)),
         _ => None,
     };
+    // TCP's line rate, with the streams' path MTU and the client's interfaces in hand.
+    let mut line_rate_note = None;
+    if let TestSpec::Tcp(t) = spec {
+        let path_mtu = streams
+            .iter()
+            .find_map(|s| s.tcp.map(|t| t.pmtu_bytes))
+            .filter(|m| *m > 0);
+        let client_config = agents.first().and_then(|a| a.client.config.as_ref());
+        match tcp_line_rate(t, client_config, path_mtu, ipv6) {
+            Ok(Some((g, source))) => {
+                let mut sides: Vec<&mut SideSummary> = vec![&mut sent, &mut received];
+                for d in directions.iter_mut().flat_map(|d| d.values_mut()) {
+                    sides.extend([&mut d.sent, &mut d.received]);
+                }
+                for a in &mut per_agent {
+                    sides.extend([&mut a.sent, &mut a.received]);
+                }
+                for s in sides.into_iter().filter(|s| s.bytes > 0) {
+                    s.line_rate = Some(line_rate(s, &g, &source));
+                }
+            }
+            Ok(None) => {}
+            Err(note) => line_rate_note = Some(note),
+        }
+    }
     let mut result = TestResult {
         linerate: crate::VERSION.to_string(),
         schema: SCHEMA,
@@ -570,6 +624,7 @@ pub(crate) fn assemble(
     {
         result.summary.mix = tcp::mix_summary(m, t.buffer_bytes.0, &result.summary);
     }
+    result.notes.extend(line_rate_note);
     result
 }
 

@@ -10,7 +10,8 @@ use crate::result::{
 };
 use crate::spec::{Mix, TcpSpec, TestSpec};
 
-/// Joins the client's and the agents' reports of one TCP run into the result document.
+/// Joins the client's and the agents' reports of one TCP run into the result document (its
+/// line-rate figure, if any, taken over IPv4).
 pub fn assemble_tcp(
     spec: &TcpSpec,
     client_host: HostInfo,
@@ -24,6 +25,7 @@ pub fn assemble_tcp(
         agents,
         started_unix_ms,
         notes,
+        false,
     )
 }
 

@@ -1,19 +1,13 @@
 //! A UDP run's figures over all its streams: datagrams sent and received, loss against the
 //! senders' counts, order, arrival spacing and one-way delay from the receivers' histograms.
 
-use super::{AgentOutcome, decode};
+use super::{AgentOutcome, Ends, decode};
 use crate::result::{
-    Bin, DelayFigures, LossCauses, ReceiverFigures, Role, SendSpacingFigures, SideReport, SideSummary, SpacingFigures,
-    StreamLoss, StreamProfile, StreamReport, UdpReceiveReport, UdpSendReport, UdpSummary,
+    Bin, DelayFigures, LossCauses, ReceiverFigures, SendSpacingFigures, SideSummary, SpacingFigures, StreamLoss,
+    StreamProfile, UdpReceiveReport, UdpSendReport, UdpSummary,
 };
 use crate::spec::UdpSpec;
 use hdrhistogram::Histogram;
-
-fn find(r: Option<&SideReport>, stream: usize, role: Role) -> Option<&StreamReport> {
-    r?.streams
-        .iter()
-        .find(|s| usize::from(s.stream) == stream && s.role == role)
-}
 
 /// Each agent's and each direction's send and arrival windows, `[send, arrival]`, to rate the
 /// agents' and directions' sides as the totals are.
@@ -54,15 +48,10 @@ pub(crate) fn summarise<'a>(
         let mut mine_expected = 0u64;
         let mut agent_windows: [Windows<'a>; 2] = Default::default();
         for index in 0..spec.streams_per_agent() {
-            let forward = spec.stream_flows_forward(index);
-            let (snd_side, rcv_side) = if forward {
-                (Some(a.client), a.report)
-            } else {
-                (a.report, Some(a.client))
-            };
-            let snd = find(snd_side, index, Role::Send).and_then(|s| s.udp_send.as_ref());
-            let rcv: Option<&UdpReceiveReport> =
-                find(rcv_side, index, Role::Receive).and_then(|s| s.udp_receive.as_ref());
+            let ends = Ends::of(a, index);
+            let Some(forward) = ends.forward else { continue };
+            let snd = ends.snd.and_then(|s| s.udp_send.as_ref());
+            let rcv: Option<&UdpReceiveReport> = ends.rcv.and_then(|s| s.udp_receive.as_ref());
             let (snd_owner, rcv_owner) = if forward {
                 ("client", a.name)
             } else {

@@ -354,6 +354,9 @@ impl Runner<'_> {
         sink: &mut dyn Sink,
         work: impl Fn(usize) -> T + Sync,
     ) -> Result<(SideReport, Vec<Option<T>>), EngineError> {
+        // The sink learns each stream's role from the streams themselves, before any sample.
+        let roles: Vec<(u16, Role)> = self.streams.iter().map(|s| (s.id, s.role)).collect();
+        sink.start(&roles);
         let pin_failed = AtomicBool::new(false);
         let (report, outcomes) = thread::scope(|scope| {
             let mut handles = Vec::with_capacity(self.workers);

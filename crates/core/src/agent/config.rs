@@ -1,0 +1,109 @@
+//! What an agent's owner sets and hears: its configuration ([`AgentConfig`]), why it could not
+//! start ([`AgentError`]), what happened while serving ([`AgentEvent`]), and the time limits
+//! every connection is held to. Imports nothing of the agent but the profiles and the budget's
+//! default.
+
+use super::budget::default_budget_bytes;
+use super::profile::Profiles;
+use crate::proto::ErrorKind;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// How long a new connection has, in all, to say what it is and (a control connection) to send
+/// its preamble, authenticate and send its request, however the bytes trickle.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections still opening from one source (an IPv4 address, an IPv6 /64) at once.
+pub const MAX_OPENING_PER_SOURCE: usize = 8;
+/// At the total cap of opening connections, a new one closes the oldest (by accept time) if it
+/// has been opening at least this long, else it is closed itself. An honest handshake needs one
+/// round trip from accept to its `request` (to its `auth` with a secret; once authenticated a
+/// connection is never closed to make room), so this lets clients on paths of up to 250 ms round
+/// trip through however fast a many-address flood turns over; a longer grace would let more
+/// through but lower the rate (slots / grace) past which such a flood turns new clients away at
+/// accept, and their odds past it (docs/security.md).
+pub const EVICTION_GRACE: Duration = Duration::from_millis(250);
+/// How long a control connection may sit idle between set-up messages.
+pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long after `start` the data connections may take to arrive.
+pub(super) const DATA_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How an agent serves: where, whom it lets in, and how much it takes on at once.
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    /// Address and port to listen on (port 0: any free port, see [`super::Agent::local_addr`]).
+    pub bind: SocketAddr,
+    /// The shared secret clients must prove they know; None: anyone may run tests.
+    pub secret: Option<Vec<u8>>,
+    /// Serve without a secret on a non-loopback address.
+    pub no_auth: bool,
+    /// Tests run at once; past this a client is told the agent is busy.
+    pub max_tests: usize,
+    /// Connections (control and data) still opening at once; past it a new one closes the oldest
+    /// opening for at least [`EVICTION_GRACE`], or is closed at once if none has been;
+    /// [`MAX_OPENING_PER_SOURCE`] of them from any one source.
+    pub max_connections: usize,
+    /// How long the oldest opening connection is left to finish its handshake before a new one
+    /// at the `max_connections` cap may close it ([`EVICTION_GRACE`]).
+    pub eviction_grace: Duration,
+    /// Multicast groups this agent takes part in (`--join`).
+    pub joins: Vec<IpAddr>,
+    /// Memory all running tests may take at once, bytes (`--max-memory`).
+    pub max_memory: u64,
+    /// How long no byte may move before a test is given up; None: the runner's 30 s.
+    pub idle: Option<Duration>,
+    /// Commands a client may ask to run around its test, by name (`--profile`, `profile`).
+    pub profiles: Profiles,
+}
+
+impl AgentConfig {
+    /// Listens on `bind`, no secret, one test at a time, the default limits.
+    pub fn new(bind: SocketAddr) -> AgentConfig {
+        AgentConfig {
+            bind,
+            secret: None,
+            no_auth: false,
+            max_tests: 1,
+            max_connections: 256,
+            eviction_grace: EVICTION_GRACE,
+            joins: Vec::new(),
+            max_memory: default_budget_bytes(),
+            idle: None,
+            profiles: Profiles::default(),
+        }
+    }
+}
+
+/// Why an agent could not start serving.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("refusing to serve on {0} without a secret: give --secret-file PATH or LINERATE_SECRET, or --no-auth")]
+    NeedsSecret(SocketAddr),
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What happened while serving, for the agent's owner to show or count; the agent prints nothing.
+/// Events come from the connection threads, so the callback must not block for long.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AgentEvent {
+    /// A client's control session was answered with this error and closed; the agent serves on.
+    Refused {
+        peer: SocketAddr,
+        kind: ErrorKind,
+        message: String,
+    },
+    /// A client's request was accepted: a test of this kind ("tcp", "udp", "rr", "http") begins.
+    TestStarted { peer: SocketAddr, test: &'static str },
+    /// That test is over: `completed` when this end ran it to its end and sent its report (a
+    /// test that failed is also `Refused`).
+    TestEnded {
+        peer: SocketAddr,
+        test: &'static str,
+        completed: bool,
+    },
+}
