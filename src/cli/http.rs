@@ -1,7 +1,8 @@
 //! `linerate http URL...`: simulated users (closed loop) or a request rate (open loop) against
 //! any HTTP/1.1 server, Avalanche's method.
 
-use super::common::{CpuArgs, OutputArgs, RampArgs};
+use super::common::{CpuArgs, OutputArgs};
+use super::timing::RampArgs;
 use anyhow::{Context, bail};
 use linerate_core::client::HttpUrl;
 use linerate_core::client::Target;

@@ -34,6 +34,7 @@ pub mod rr;
 pub mod serve;
 pub mod sys;
 pub mod tcp;
+pub mod timing;
 pub mod udp;
 
 use clap::{Parser, Subcommand};

@@ -1,7 +1,8 @@
 //! `linerate rr HOST[:PORT]`: request-response round trips (netperf's TCP_RR, UDP_RR, TCP_CRR;
 //! UDPmon's latency against frame size).
 
-use super::common::{HostArgs, OutputArgs, StreamArgs, TimingArgs};
+use super::common::{HostArgs, OutputArgs, StreamArgs};
+use super::timing::TimingArgs;
 use anyhow::Context;
 use linerate_core::spec::{RrProto, RrSpec};
 use linerate_core::units::{BitRate, ByteSize, TimeSpan};

@@ -1,6 +1,7 @@
 //! `linerate tcp HOST[:PORT]...`: flags, and their translation into a [`TcpSpec`].
 
-use super::common::{HostArgs, OutputArgs, StreamArgs, TimingArgs};
+use super::common::{HostArgs, OutputArgs, StreamArgs};
+use super::timing::TimingArgs;
 use linerate_core::spec::{Mix, TcpSpec};
 use linerate_core::units::{BitRate, ByteSize};
 

@@ -1,6 +1,7 @@
 //! `linerate udp`: paced UDP streams, UDPmon's method.
 
-use super::common::{HostArgs, OutputArgs, StreamArgs, TimingArgs, parse_list, parse_sizes};
+use super::common::{HostArgs, OutputArgs, StreamArgs, parse_list, parse_sizes};
+use super::timing::TimingArgs;
 use anyhow::{Context, bail};
 use linerate_core::spec::UdpSpec;
 use linerate_core::units::{BitRate, ByteSize};

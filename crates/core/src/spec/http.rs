@@ -1,0 +1,72 @@
+//! The HTTP load test's spec.
+
+use super::*;
+use serde::ser::{SerializeStruct, Serializer};
+use serde::{Deserialize, Serialize};
+
+/// An HTTP load test (Avalanche's simulated users): the client fetches the URLs from any HTTP
+/// server; an agent on the server's host, when there is one, samples that host over the same
+/// window.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct HttpSpec {
+    /// `http://HOST[:PORT]/PATH`, fetched in turn by each user.
+    pub urls: Vec<String>,
+    /// Simulated users (closed loop), or the most requests in flight (open loop).
+    pub users: u32,
+    /// A closed-loop user's pause between a response and its next request, ms.
+    pub think_ms: f64,
+    /// Keep connections open between requests; false: a new connection per request.
+    pub keepalive: bool,
+    /// A ramp (users start evenly over its warm-up, which the figures leave out), then the full
+    /// load for its limit (`-t`), the last `--cooldown` seconds of it left out of the figures
+    /// (the server host's samples still cover them). Written as `ramp_seconds`,
+    /// `duration_seconds`, `cooldown_seconds` and `interval_seconds`.
+    #[serde(flatten)]
+    pub timing: Timing,
+    /// Open loop: requests per second in all, each timed from its scheduled start.
+    pub rate: Option<f64>,
+    /// A request not answered in full this long after it started is a timeout, ms.
+    pub timeout_ms: u32,
+    /// Worker threads on the client; 0 = one per online CPU (at most one per user).
+    pub threads: u16,
+    pub cpus: Vec<usize>,
+}
+
+impl HttpSpec {
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check("URLs", self.urls.len() as f64, 1.0, 1024.0)?;
+        check("users", f64::from(self.users), 1.0, 100_000.0)?;
+        check("think time (ms)", self.think_ms, 0.0, 3.6e6)?;
+        self.timing.validate(&TimingRules {
+            count: None,
+            sampled_streams: 0,
+            ramp: true,
+        })?;
+        if let Some(r) = self.rate {
+            check("rate (requests/s)", r, 0.001, 10e6)?;
+        }
+        check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 3.6e6)?;
+        check("threads", f64::from(self.threads), 0.0, 1024.0)?;
+        check_cpus(&self.cpus)?;
+        Ok(())
+    }
+}
+
+impl Serialize for HttpSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let t = &self.timing;
+        let seconds = t
+            .limit
+            .seconds()
+            .ok_or_else(|| S::Error::custom("an http test runs for a time, not a count"))?;
+        let mut out = serializer.serialize_struct("HttpSpec", 12)?;
+        keys!(out, self, urls, users, think_ms, keepalive);
+        out.serialize_field("ramp_seconds", &t.warmup_seconds)?;
+        out.serialize_field("duration_seconds", &seconds)?;
+        keys!(out, t, cooldown_seconds);
+        keys!(out, self, rate, timeout_ms, threads, cpus);
+        keys!(out, t, interval_seconds);
+        out.end()
+    }
+}

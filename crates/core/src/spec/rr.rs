@@ -1,0 +1,113 @@
+//! The request-response test's spec.
+
+use super::*;
+use serde::ser::{SerializeStruct, Serializer};
+use serde::{Deserialize, Serialize};
+
+/// The transport of a request-response test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RrProto {
+    Tcp,
+    Udp,
+}
+
+/// A request-response (latency) test, as netperf's TCP_RR / UDP_RR / TCP_CRR and UDPmon's
+/// latency runs: one request, one response, the round trip timed, again and again.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct RrSpec {
+    pub proto: RrProto,
+    /// Concurrent transaction streams (`-P`), each its own socket and worker.
+    pub streams: u16,
+    pub cpus: Vec<usize>,
+    pub peer_cpus: Vec<usize>,
+    pub request_bytes: u32,
+    pub response_bytes: u32,
+    /// Transactions per stream (`-n`) or seconds (`-t`), the warm-up, cool-down and interval.
+    #[serde(flatten)]
+    pub timing: Timing,
+    /// Open loop: transactions per second per stream, each timed from its scheduled start.
+    /// None = closed loop (the next request when the response is in).
+    pub rate: Option<f64>,
+    /// A new TCP connection per transaction (netperf's TCP_CRR): connect, request, response,
+    /// close.
+    pub connect: bool,
+    /// SO_BUSY_POLL on the sockets, microseconds; None = off.
+    pub busy_poll_us: Option<u32>,
+    /// UDP: how long to wait for a response before the transaction counts as lost, ms.
+    pub timeout_ms: u32,
+}
+
+impl RrSpec {
+    pub fn new() -> RrSpec {
+        RrSpec {
+            proto: RrProto::Tcp,
+            streams: 1,
+            cpus: Vec::new(),
+            peer_cpus: Vec::new(),
+            request_bytes: 1,
+            response_bytes: 1,
+            timing: Timing::new(Limit::Seconds(10.0)),
+            rate: None,
+            connect: false,
+            busy_poll_us: None,
+            timeout_ms: 200,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check("streams (-P)", f64::from(self.streams), 1.0, f64::from(MAX_STREAMS))?;
+        let max = match self.proto {
+            RrProto::Udp => f64::from(MAX_UDP_PAYLOAD_BYTES),
+            RrProto::Tcp => 16.0 * 1024.0 * 1024.0,
+        };
+        check("request bytes", f64::from(self.request_bytes), 1.0, max)?;
+        check("response bytes", f64::from(self.response_bytes), 1.0, max)?;
+        if let Some(r) = self.rate {
+            check("rate (transactions/s)", r, 0.001, 10e6)?;
+        }
+        if let Some(b) = self.busy_poll_us {
+            check("busy poll (us)", f64::from(b), 0.0, 1e6)?;
+        }
+        check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 60_000.0)?;
+        self.timing.validate(&TimingRules {
+            count: Some(("transaction count (-n)", 1e12)),
+            sampled_streams: 0,
+            ramp: false,
+        })?;
+        check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
+        if self.connect && self.proto == RrProto::Udp {
+            return Err(SpecError::Conflict(
+                "--connect is a TCP mode (netperf's TCP_CRR)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for RrSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let t = &self.timing;
+        let mut out = serializer.serialize_struct("RrSpec", 14)?;
+        keys!(
+            out,
+            self,
+            proto,
+            streams,
+            cpus,
+            peer_cpus,
+            request_bytes,
+            response_bytes
+        );
+        keys!(out, t, limit);
+        keys!(out, self, rate, connect, busy_poll_us, timeout_ms);
+        keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
+        out.end()
+    }
+}
+
+impl Default for RrSpec {
+    fn default() -> Self {
+        Self::new()
+    }
+}
