@@ -115,6 +115,47 @@ fn no_engine_imports_another_engine() {
     assert!(found.is_empty(), "engines import each other:\n{}", found.join("\n"));
 }
 
+/// Socket options of data sockets are set in the base alone (issue 21): no engine, client or agent
+/// file calls setsockopt, or the socket2/std setters of a data socket's options, itself.
+#[test]
+fn socket_options_are_set_in_the_base_only() {
+    let core = root().join("crates/core/src");
+    let setters = [
+        "setsockopt(",
+        "set_nodelay(",
+        "set_tcp_nodelay(",
+        "set_linger(",
+        "set_recv_buffer_size(",
+        "set_send_buffer_size(",
+        "set_multicast_",
+        "join_multicast_",
+        "set_busy_poll(",
+        "set_mss(",
+    ];
+    let mut found = Vec::new();
+    for dir in ["engine", "client", "agent"] {
+        for f in rust_files(&core.join(dir)) {
+            let path = rel(&f);
+            if path.contains("engine/sockopt/") {
+                continue;
+            }
+            let code = code_of(&f);
+            // Tests may set what they check; the shipped code may not.
+            let shipped = code.split("#[cfg(test)]").next().unwrap_or("");
+            for setter in setters {
+                if shipped.contains(setter) {
+                    found.push(format!("{path} calls {setter}"));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "socket options outside engine/sockopt/ (add what is needed to the base):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn the_result_types_import_nothing_above_them() {
     let result = root().join("crates/core/src/result");

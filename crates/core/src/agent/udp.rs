@@ -3,13 +3,12 @@
 //! client says which.
 
 use super::session::{Quiet, Refusal, Test, check_peer_cpus, engine_refusal, io_refusal, new_cookie};
-use crate::engine::udp;
+use crate::engine::{sockopt, udp};
 use crate::proto::ErrorKind;
 use crate::proto::frame::udp_test_id;
 use crate::result::Role;
 use crate::spec::UdpSpec;
-use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::UdpSocket;
 
 pub(super) fn run(t: &mut Test<'_, '_>, spec: &UdpSpec) -> Result<(), Refusal> {
     check_peer_cpus(&spec.peer_cpus)?;
@@ -31,7 +30,7 @@ pub(super) fn run(t: &mut Test<'_, '_>, spec: &UdpSpec) -> Result<(), Refusal> {
                         ),
                     ));
                 }
-                join_group(m.group, m.port + i as u16, local_ip)
+                sockopt::multicast::join_group(m.group, m.port + i as u16, local_ip)
                     .map_err(|e| io_refusal("joining the multicast group", e))?
             }
             None => UdpSocket::bind((local_ip, 0)).map_err(|e| io_refusal("binding a UDP data socket", e))?,
@@ -69,49 +68,4 @@ pub(super) fn run(t: &mut Test<'_, '_>, spec: &UdpSpec) -> Result<(), Refusal> {
     t.run_and_report(Some(peer_ip), |control| {
         udp::run(spec, &spec.peer_cpus, streams, &mut Quiet, control)
     })
-}
-/// A socket bound to `group:port` that has joined the group on the interface holding `local`.
-fn join_group(group: IpAddr, port: u16, local: IpAddr) -> io::Result<UdpSocket> {
-    let domain = if group.is_ipv4() {
-        socket2::Domain::IPV4
-    } else {
-        socket2::Domain::IPV6
-    };
-    let s = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
-    s.set_reuse_address(true)?;
-    s.bind(&SocketAddr::new(group, port).into())?;
-    match group {
-        IpAddr::V4(g) => s.join_multicast_v4(&g, &v4_interface(local))?,
-        IpAddr::V6(g) => s.join_multicast_v6(&g, 0)?,
-    }
-    Ok(s.into())
-}
-
-/// The IPv4 address naming the interface to join an IPv4 group on. An agent listening on `::`
-/// (the default) sees an IPv4 client as `::ffff:a.b.c.d`, which names the interface as well; a
-/// client over IPv6 proper leaves the choice to the kernel's routes (INADDR_ANY, ip(7)).
-fn v4_interface(local: IpAddr) -> Ipv4Addr {
-    match local {
-        IpAddr::V4(l) => l,
-        IpAddr::V6(l) => l.to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn issue_13_an_ipv4_group_joins_behind_a_dual_stack_listener() {
-        let mapped: IpAddr = "::ffff:10.0.0.2".parse().expect("address");
-        assert_eq!(v4_interface(mapped), Ipv4Addr::new(10, 0, 0, 2));
-        assert_eq!(
-            v4_interface("2001:db8::1".parse().expect("address")),
-            Ipv4Addr::UNSPECIFIED
-        );
-        assert_eq!(
-            v4_interface("10.0.0.3".parse().expect("address")),
-            Ipv4Addr::new(10, 0, 0, 3)
-        );
-    }
 }

@@ -3,11 +3,11 @@
 //! to each agent, then the one engine over all of them.
 
 use super::session::{ClientError, ClientOptions, Run, Target, drive, joined, open_sessions, start_all};
-use crate::engine::{Sink, udp};
+use crate::engine::{Sink, sockopt, udp};
 use crate::proto::frame::udp_test_id;
 use crate::result::{Role, TestResult};
 use crate::spec::{TestSpec, UdpSpec};
-use std::net::{IpAddr, UdpSocket};
+use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;
 
 /// Runs a UDP test against every target at once and returns the joined result.
@@ -39,15 +39,7 @@ pub fn run_udp(
             if a == 0 {
                 for i in 0..per_agent {
                     let socket = UdpSocket::bind((local_ip, 0)).map_err(data)?;
-                    match local_ip {
-                        IpAddr::V4(l) => {
-                            socket2::SockRef::from(&socket).set_multicast_if_v4(&l).map_err(data)?;
-                            socket.set_multicast_ttl_v4(u32::from(m.ttl)).map_err(data)?;
-                        }
-                        IpAddr::V6(_) => socket2::SockRef::from(&socket)
-                            .set_multicast_hops_v6(u32::from(m.ttl))
-                            .map_err(data)?,
-                    }
+                    sockopt::multicast::sender(&socket, local_ip, m.ttl).map_err(data)?;
                     socket.connect((m.group, m.port + i as u16)).map_err(data)?;
                     let role = Role::of_client(true);
                     let grant = udp::configure(&socket, spec, role)?;

@@ -230,10 +230,8 @@ fn ask(spec: &RrSpec, plan: &Plan, idx: usize, s: &RrStream, shared: &Shared<'_>
                 match connect_from(*addr, *from) {
                     Ok(t) => {
                         let _ = connect_hist.record((c0.elapsed().as_nanos() as u64).clamp(1, HIST_MAX_NS));
-                        let _ = t.set_nodelay(true);
-                        let _ = t.set_read_timeout(Some(POLL));
                         // Closed with a reset: no TIME_WAIT left behind per transaction.
-                        let _ = socket2::SockRef::from(&t).set_linger(Some(Duration::ZERO));
+                        sockopt::per_connection(&t, Some(POLL), true);
                         let r = (&t)
                             .write_all(header)
                             .and_then(|()| transact_tcp(&t, &request, &mut response[..resp], shared));
@@ -418,8 +416,7 @@ fn answer(
             let next = accept.and_then(|a| a.lock().ok().and_then(|rx| rx.recv_timeout(ACCEPT_WAIT).ok()));
             let Some((_, t)) = next else { continue };
             last = Instant::now();
-            let _ = t.set_nodelay(true);
-            let _ = t.set_read_timeout(Some(POLL));
+            sockopt::per_connection(&t, Some(POLL), false);
             // One transaction per connection; the asker closes it.
             match serve_tcp(&t, &mut request[..req], &response, &asker_done, &mut last) {
                 Ok(true) => count(&mut served, (req + resp) as u64),

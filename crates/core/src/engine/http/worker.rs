@@ -5,6 +5,7 @@
 use super::head::parse_head;
 use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, Times, empty_run};
 use crate::engine::run::{Gate, Shared};
+use crate::engine::sockopt;
 use crate::result::StreamEnd;
 use crate::spec::HttpSpec;
 use mio::net::TcpStream;
@@ -154,7 +155,7 @@ impl Worker<'_> {
         }
         match TcpStream::connect(self.targets[target].addr) {
             Ok(mut s) => {
-                let _ = s.set_nodelay(true);
+                sockopt::per_connection(&s, None, false);
                 if let Err(e) = self
                     .poll
                     .registry()

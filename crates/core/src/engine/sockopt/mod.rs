@@ -7,6 +7,7 @@
 //! here runs before the clock starts, except `tcp_info` (the sampling thread, once per interval)
 //! and GSO's fallback (once, when a send fails). The libc calls are in `raw`.
 
+pub(crate) mod multicast;
 mod notes;
 mod raw;
 
@@ -149,6 +150,22 @@ pub fn before_connect(sock: &socket2::Socket, spec: &TcpSpec) -> Result<(), Engi
 pub fn configure(stream: &TcpStream, spec: &TcpSpec, role: Role) -> Result<SocketGrant, EngineError> {
     let tuning = Tuning::tcp(spec, role == Role::Send, role == Role::Receive);
     apply(stream, &tuning, Proto::Tcp)
+}
+
+/// A connection that carries one transaction or one user's requests (rr's TCP_CRR, http):
+/// TCP_NODELAY; a read timeout of `read_timeout`, so a blocked read looks at the stop flags;
+/// with `reset`, closed with a reset (SO_LINGER 0), so no TIME_WAIT is left per transaction.
+/// Set on every new connection inside the loop, so nothing is read back and a refusal is
+/// ignored (the connection still works, only slower to notice a stop).
+pub(crate) fn per_connection(socket: &impl AsFd, read_timeout: Option<Duration>, reset: bool) {
+    let s = SockRef::from(socket);
+    let _ = s.set_tcp_nodelay(true);
+    if read_timeout.is_some() {
+        let _ = s.set_read_timeout(read_timeout);
+    }
+    if reset {
+        let _ = s.set_linger(Some(Duration::ZERO));
+    }
 }
 
 /// SO_BUSY_POLL as the kernel holds it, microseconds (None where it cannot be read).
