@@ -347,7 +347,6 @@ impl Worker<'_> {
         }
     }
 
-    /// The request of user `u` ended: count it, close or keep the connection, start the next.
     /// After a failed read or write on user `u`: true to call again (interrupted); false to
     /// leave it (it would block: the next edge wakes it; or it failed: ended, the error
     /// classified).
@@ -362,6 +361,7 @@ impl Worker<'_> {
         }
     }
 
+    /// The request of user `u` ended: count it, close or keep the connection, start the next.
     fn finish(&mut self, u: usize, end: End) {
         let now = self.now();
         self.cancel_timer(u);
