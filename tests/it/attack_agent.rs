@@ -141,6 +141,22 @@ impl Ctl {
         serde_json::from_slice(&body).expect("a JSON message")
     }
 
+    /// Starts the accepted test and returns its result, which must come within 10 s of
+    /// `started`: an agent started with a short `--idle`, on a test where nothing moves.
+    fn start_until_idle(&mut self) -> Value {
+        self.send(json!({"type": "start"}));
+        assert_eq!(self.recv()["type"], "started");
+        let start = Instant::now();
+        let result = self.recv();
+        assert_eq!(result["type"], "result", "{result}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "ended after {:?}",
+            start.elapsed()
+        );
+        result
+    }
+
     /// Asks for `spec` and returns the cookie of the accepted test.
     fn request(&mut self, spec: TestSpec) -> [u8; 16] {
         self.send(json!({"type": "request", "spec": spec}));
@@ -462,17 +478,8 @@ fn issue_14_a_silent_rr_data_connection_frees_its_slot() {
     let cookie = ctl.request(TestSpec::Rr(spec));
     let mut data = TcpStream::connect(agent.addr).expect("data connection");
     data.write_all(&data_header(&cookie, 0)).expect("header");
-    ctl.send(json!({"type": "start"}));
-    assert_eq!(ctl.recv()["type"], "started");
     // Not a byte on the data connection: the idle rule ends the test.
-    let start = Instant::now();
-    let result = ctl.recv();
-    assert_eq!(result["type"], "result", "{result}");
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "ended after {:?}",
-        start.elapsed()
-    );
+    ctl.start_until_idle();
     drop((ctl, data));
     // The agent lets go of the session once the client has closed (a moment after its result).
     let target = agent.target();
@@ -525,18 +532,9 @@ fn issue_22_an_http_test_with_nothing_moving_ends_at_the_idle_limit_and_frees_it
     in_netns(&ns, || {
         let mut ctl = Ctl::open(addr);
         ctl.request(week());
-        ctl.send(json!({"type": "start"}));
-        assert_eq!(ctl.recv()["type"], "started");
         // The client says nothing more and moves nothing: the result comes at the idle limit
         // (before issue 22 the agent sampled on for the spec's week; `Ctl` waits 10 s).
-        let start = Instant::now();
-        let result = ctl.recv();
-        assert_eq!(result["type"], "result", "{result}");
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "ended after {:?}",
-            start.elapsed()
-        );
+        let result = ctl.start_until_idle();
         let report = &result["report"];
         assert_eq!(report["partial"], true, "{report}");
         assert!(

@@ -376,6 +376,7 @@ fn kill_group(pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     #[test]
     fn issue_16_profiles_parse_with_their_undos() {
@@ -449,19 +450,29 @@ mod tests {
         assert!(describe(&r).contains("was killed at its time-out"), "{}", describe(&r));
     }
 
-    #[test]
-    fn issue_16_one_profiled_test_at_a_time_and_the_undo_always_runs() {
-        let dir = std::env::temp_dir().join(format!("linerate-profile-{}", std::process::id()));
+    /// A fresh directory named for `tag`, the file `on` in it, and the profiles: `a` makes `on`,
+    /// its undo removes it, then `more`.
+    fn marking(tag: &str, more: impl Fn(&std::path::Path) -> Vec<String>) -> (PathBuf, PathBuf, Profiles) {
+        let dir = std::env::temp_dir().join(format!("linerate-profile-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let on = dir.join("on");
-        let p = Profiles::parse(&[
+        let mut entries = vec![
             format!("a=touch {}", on.display()),
             format!("a.undo=rm {}", on.display()),
-            "b=true".into(),
-            "bad=echo broken; exit 3".into(),
-            format!("bad.undo=touch {}", dir.join("undone").display()),
-        ])
-        .expect("valid");
+        ];
+        entries.extend(more(&dir));
+        (dir, on, Profiles::parse(&entries).expect("valid"))
+    }
+
+    #[test]
+    fn issue_16_one_profiled_test_at_a_time_and_the_undo_always_runs() {
+        let (dir, on, p) = marking("one", |dir| {
+            vec![
+                "b=true".into(),
+                "bad=echo broken; exit 3".into(),
+                format!("bad.undo=touch {}", dir.join("undone").display()),
+            ]
+        });
         let running = Running::default();
         let applied = apply(&p, &running, "a").expect("runs");
         assert!(on.exists(), "the command ran");
@@ -485,16 +496,7 @@ mod tests {
 
     #[test]
     fn issue_22_a_stopping_agent_runs_the_pending_undo_once_and_tells_of_one_that_failed() {
-        let dir = std::env::temp_dir().join(format!("linerate-profile-stop-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let on = dir.join("on");
-        let p = Profiles::parse(&[
-            format!("a=touch {}", on.display()),
-            format!("a.undo=rm {}", on.display()),
-            "b=true".into(),
-            "b.undo=echo cannot; exit 4".into(),
-        ])
-        .expect("valid");
+        let (dir, on, p) = marking("stop", |_| vec!["b=true".into(), "b.undo=echo cannot; exit 4".into()]);
         let running = Running::default();
         let told = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&told);
