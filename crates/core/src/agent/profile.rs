@@ -511,6 +511,13 @@ mod tests {
         assert!(record.undo.is_none(), "the undo ran once");
         let (kind, refused) = apply(&p, &running, "b").err().expect("closed");
         assert_eq!((kind, refused.as_str()), (ErrorKind::Failed, STOPPING));
+        // Stopped at once (a second signal): the pending undo still runs, on the spot.
+        let abandoned = Running::default();
+        let held = apply(&p, &abandoned, "a").expect("runs");
+        abandoned.close();
+        abandoned.undo_now();
+        assert!(!on.exists(), "undone at once");
+        std::mem::forget(held); // as the process exits: no drop runs
         // An undo that fails is told with its command.
         let fresh = Running::default();
         let log = Arc::clone(&told);
