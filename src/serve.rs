@@ -1,5 +1,7 @@
 //! `linerate serve`: an agent (and the HTTP server beside it), and what it tells the user of
-//! refused clients: one short line per source per window, the rest counted (issue 14).
+//! refused clients: one short line per source per window, the rest counted (issue 14). SIGTERM,
+//! SIGINT and SIGHUP stop it: running tests end, the pending undo runs, and it exits 0; a second
+//! signal exits at once (128 + the signal), the undo still run (issue 22).
 
 use crate::cli;
 use linerate_core::agent::{self, AgentEvent};
@@ -70,13 +72,46 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(http) = &http {
         lines += &format!("linerate http server listening on {}\n", http.local_addr());
     }
+    stop_on_signals(agent.stopper())?;
     let mut out = std::io::stdout().lock();
     out.write_all(lines.as_bytes())?;
     out.flush()?;
     drop(out);
     agent.serve(print_agent_event);
     drop(http);
+    eprintln!("linerate serve: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// SIGTERM, SIGINT or SIGHUP stop the agent (`serve` then returns); a second one exits at once,
+/// after the undo still pending has run.
+fn stop_on_signals(stopper: agent::Stopper) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    std::thread::Builder::new()
+        .name("linerate-signals".into())
+        .spawn(move || {
+            let name = |s: i32| match s {
+                SIGTERM => "SIGTERM",
+                SIGINT => "SIGINT",
+                _ => "SIGHUP",
+            };
+            let mut stopping = false;
+            for signal in signals.forever() {
+                if stopping {
+                    eprintln!("linerate serve: {} again: stopping now", name(signal));
+                    stopper.abandon();
+                    std::process::exit(128 + signal);
+                }
+                stopping = true;
+                eprintln!(
+                    "linerate serve: {}: stopping (running tests end, a pending undo runs; a second signal stops at once)",
+                    name(signal)
+                );
+                stopper.stop();
+            }
+        })?;
+    Ok(())
 }
 
 /// What `serve` (and `quick`'s agent) tells the user: a refused client, one line on stderr.
@@ -99,6 +134,10 @@ pub fn print_agent_event(event: &AgentEvent) {
             // `message` comes cut and escaped from the agent (it may quote the peer).
             eprintln!("linerate serve: {peer}: {kind}: {message}");
         }
+    }
+    if let AgentEvent::UndoFailed { profile, message } = event {
+        // Not rate-limited: one per profiled test at most, and the owner must see each one.
+        eprintln!("linerate serve: profile '{profile}': its undo failed, the host may still be changed: {message}");
     }
 }
 

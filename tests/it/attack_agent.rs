@@ -141,6 +141,22 @@ impl Ctl {
         serde_json::from_slice(&body).expect("a JSON message")
     }
 
+    /// Starts the accepted test and returns its result, which must come within 10 s of
+    /// `started`: an agent started with a short `--idle`, on a test where nothing moves.
+    fn start_until_idle(&mut self) -> Value {
+        self.send(json!({"type": "start"}));
+        assert_eq!(self.recv()["type"], "started");
+        let start = Instant::now();
+        let result = self.recv();
+        assert_eq!(result["type"], "result", "{result}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "ended after {:?}",
+            start.elapsed()
+        );
+        result
+    }
+
     /// Asks for `spec` and returns the cookie of the accepted test.
     fn request(&mut self, spec: TestSpec) -> [u8; 16] {
         self.send(json!({"type": "request", "spec": spec}));
@@ -462,17 +478,8 @@ fn issue_14_a_silent_rr_data_connection_frees_its_slot() {
     let cookie = ctl.request(TestSpec::Rr(spec));
     let mut data = TcpStream::connect(agent.addr).expect("data connection");
     data.write_all(&data_header(&cookie, 0)).expect("header");
-    ctl.send(json!({"type": "start"}));
-    assert_eq!(ctl.recv()["type"], "started");
     // Not a byte on the data connection: the idle rule ends the test.
-    let start = Instant::now();
-    let result = ctl.recv();
-    assert_eq!(result["type"], "result", "{result}");
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "ended after {:?}",
-        start.elapsed()
-    );
+    ctl.start_until_idle();
     drop((ctl, data));
     // The agent lets go of the session once the client has closed (a moment after its result).
     let target = agent.target();
@@ -490,6 +497,58 @@ fn issue_14_a_silent_rr_data_connection_frees_its_slot() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+#[test]
+fn issue_22_an_http_test_with_nothing_moving_ends_at_the_idle_limit_and_frees_its_slot() {
+    // A namespace of its own: nothing else moves on its loopback, where the agent and the
+    // client talk, so nothing but the test could keep it going.
+    let Some(lab) = Lab::up(2, &[]) else { return };
+    let ns = lab.namespace("h1");
+    let agent = Agent::start_with(
+        &["ip", "netns", "exec", &ns],
+        &["--bind", "127.0.0.1", "--port", "0"],
+        &["--idle", "2s", "--max-tests", "1"],
+        &[],
+    );
+    let addr: SocketAddr = agent.addr.parse().expect("the agent's address");
+    // Seven days of load on a server no user will reach.
+    let week = || {
+        TestSpec::Http(linerate_core::spec::HttpSpec {
+            urls: vec!["http://127.0.0.1:9/".into()],
+            users: 1,
+            think_ms: 0.0,
+            keepalive: true,
+            timing: linerate_core::spec::Timing {
+                interval_seconds: 0.0,
+                ..linerate_core::spec::Timing::ramp(0.0, 7.0 * 86_400.0)
+            },
+            rate: None,
+            timeout_ms: 1000,
+            threads: 0,
+            cpus: Vec::new(),
+        })
+    };
+    in_netns(&ns, || {
+        let mut ctl = Ctl::open(addr);
+        ctl.request(week());
+        // The client says nothing more and moves nothing: the result comes at the idle limit
+        // (before issue 22 the agent sampled on for the spec's week; `Ctl` waits 10 s).
+        let result = ctl.start_until_idle();
+        let report = &result["report"];
+        assert_eq!(report["partial"], true, "{report}");
+        assert!(
+            report["notes"].to_string().contains("no data moved for 2 s"),
+            "{report}"
+        );
+        drop(ctl);
+        // Its slot (the only one) is free: the next client's test is accepted.
+        poll_until(Duration::from_secs(10), "the http test's slot to be free", || {
+            let mut next = Ctl::open(addr);
+            next.send(json!({"type": "request", "spec": week()}));
+            next.recv()["type"] == "accepted"
+        });
+    });
 }
 
 #[test]

@@ -1,11 +1,15 @@
 //! Agent profiles (issue 16): `linerate serve --profile NAME=COMMAND` (and `NAME.undo`), asked
-//! for by a client's `--profile NAME`; run around the test and recorded in the result.
+//! for by a client's `--profile NAME`; run around the test and recorded in the result. Issue 22:
+//! the undo runs when the agent is stopped by a signal, and a client does not take an agent's
+//! word that it applied the profile.
 
 use crate::util::*;
-use serde_json::Value;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(90);
 
@@ -295,4 +299,143 @@ fn issue_16_bad_profiles_stop_the_agent_at_start_in_one_line() {
         let err = stderr(&out);
         assert!(err.contains(says) && err.trim().lines().count() == 1, "{full:?}: {err}");
     }
+}
+
+#[test]
+fn issue_22_sigterm_during_a_profiled_test_runs_the_undo_and_the_result_is_partial() {
+    let dir = Dir::new("sigterm");
+    let mut agent = agent_with_on(&dir);
+    let client = linerate_command()
+        .args(["tcp", &agent.addr, "-t", "60", "-i", "0", "--json", "--profile", "on"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    poll_until(LIMIT, "the profiled test's data to flow", || {
+        data_segments_at(port_of(&agent.addr)) > 100
+    });
+    assert!(dir.0.join("on").exists(), "the profile is in force");
+    let pid = i32::try_from(agent.child.id()).expect("a pid");
+    // SAFETY: kill(2) on the agent this test started and has not reaped; it touches no memory.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    // It ends its test, runs the undo and exits 0 (before issue 22 it died at once, undo not run).
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(s) = agent.child.try_wait().expect("wait for the agent") {
+            break s;
+        }
+        assert!(stopped.elapsed() < LIMIT, "the agent did not exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(!dir.0.join("on").exists(), "the undo ran");
+    let v = json_with_status(&wait_bounded(client, LIMIT), 3);
+    assert_eq!(v["partial"], true);
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("the agent is stopping"), "{notes}");
+    assert_eq!(
+        agent_host(&v)["profile"]["undo"]["exit_status"],
+        0,
+        "{:#}",
+        agent_host(&v)
+    );
+}
+
+/// A relay on 127.0.0.1 in front of the agent at `agent`: every connection is passed through,
+/// and the report in the agent's `result` is changed by `lie` on its way to the client.
+fn lying_relay(agent: &str, lie: fn(&mut Value)) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    listener.set_nonblocking(true).expect("nonblocking");
+    let agent = agent.to_string();
+    std::thread::spawn(move || {
+        let until = Instant::now() + LIMIT;
+        while Instant::now() < until {
+            let Ok((client, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            client.set_nonblocking(false).expect("blocking");
+            let Ok(upstream) = TcpStream::connect(&agent) else {
+                continue;
+            };
+            let (mut from_client, mut to_agent) =
+                (client.try_clone().expect("clone"), upstream.try_clone().expect("clone"));
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut from_client, &mut to_agent);
+                let _ = to_agent.shutdown(Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = relay_to_client(upstream, &client, lie);
+                let _ = client.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    addr
+}
+
+/// What the agent sends, passed on; on a control connection (it begins with the agent's
+/// preamble) frame by frame, its result's report changed by `lie`.
+fn relay_to_client(mut from: TcpStream, mut to: &TcpStream, lie: fn(&mut Value)) -> std::io::Result<()> {
+    let mut head = [0u8; 8];
+    from.read_exact(&mut head[..4])?;
+    if &head[..4] != b"LNRT" {
+        to.write_all(&head[..4])?;
+        std::io::copy(&mut from, &mut to)?;
+        return Ok(());
+    }
+    from.read_exact(&mut head[4..])?;
+    to.write_all(&head)?;
+    loop {
+        let mut len = [0u8; 4];
+        from.read_exact(&mut len)?;
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        from.read_exact(&mut body)?;
+        let mut message: Value = serde_json::from_slice(&body).expect("the agent sends JSON");
+        if message["type"] == "result" {
+            lie(&mut message["report"]);
+            body = serde_json::to_vec(&message).expect("json");
+        }
+        to.write_all(&(body.len() as u32).to_be_bytes())?;
+        to.write_all(&body)?;
+    }
+}
+
+#[test]
+fn issue_22_a_missing_or_wrong_profile_record_fails_the_run() {
+    let dir = Dir::new("lie");
+    let agent = agent_with_on(&dir);
+    let run = |lie: fn(&mut Value)| {
+        let relay = lying_relay(&agent.addr, lie);
+        let out = linerate(&["tcp", &relay, "-n", "5", "--json", "--profile", "on"], LIMIT);
+        (relay, out)
+    };
+    let none: fn(&mut Value) = |r| {
+        r.as_object_mut().expect("a report").remove("profile");
+    };
+    let other: fn(&mut Value) = |r| {
+        r["profile"]["name"] = json!("other");
+        r["profile"]["exit_status"] = json!(1);
+    };
+    for (lie, says) in [
+        (none, "asked for profile 'on', its result has no profile record"),
+        (other, "asked for profile 'on', its result says it applied 'other'"),
+    ] {
+        let (relay, out) = run(lie);
+        let v = json_with_status(&out, 4);
+        assert_eq!(v["error"], format!("agent {relay}: {says}"), "{:#}", v["notes"]);
+        assert!(v["notes"].to_string().contains(says), "{:#}", v["notes"]);
+    }
+    let failed: fn(&mut Value) = |r| r["profile"]["exit_status"] = json!(1);
+    let (relay, out) = run(failed);
+    let v = json_with_status(&out, 4);
+    let on = dir.file("on");
+    assert_eq!(
+        v["error"],
+        format!("agent {relay}: profile 'on' was not applied: `touch {on}; echo hello` exited with status 1")
+    );
+    // Passed on unchanged, the same run is complete.
+    let (_, out) = run(|_| {});
+    let v = json_with_status(&out, 0);
+    assert!(v["error"].is_null(), "{}", v["error"]);
 }

@@ -27,6 +27,9 @@ pub const EVICTION_GRACE: Duration = Duration::from_millis(250);
 pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long after `start` the data connections may take to arrive.
 pub(super) const DATA_TIMEOUT: Duration = Duration::from_secs(5);
+/// When the agent is stopped, how long its running tests have to end and send their reports
+/// before the pending undo runs and [`super::Agent::serve`] returns (issue 22).
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// How an agent serves: where, whom it lets in, and how much it takes on at once.
 #[derive(Clone, Debug)]
@@ -106,4 +109,7 @@ pub enum AgentEvent {
         test: &'static str,
         completed: bool,
     },
+    /// A profile's undo did not succeed (or could not run): the host may still be changed.
+    /// `message` names its command and what happened, escaped.
+    UndoFailed { profile: String, message: String },
 }

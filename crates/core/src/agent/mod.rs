@@ -19,6 +19,10 @@
 //! A client may ask for one of the profiles the owner named at start (`profile`): a command
 //! run before its test and undone after, recorded in the agent's report.
 //!
+//! Its owner stops it through a [`Stopper`] (`serve` does on SIGTERM, SIGINT and SIGHUP): it
+//! accepts no more, ends the running tests (their clients get a partial result saying the agent
+//! is stopping), runs the undo still pending and returns (issue 22).
+//!
 //! This file only names the parts: the owner's settings and events are in `config`, what every
 //! connection thread shares in `state`; no file here imports one that imports it.
 //!
@@ -42,9 +46,11 @@ mod tcp;
 mod udp;
 
 pub use budget::default_budget_bytes;
-pub use config::{AgentConfig, AgentError, AgentEvent, EVICTION_GRACE, HANDSHAKE_TIMEOUT, MAX_OPENING_PER_SOURCE};
+pub use config::{
+    AgentConfig, AgentError, AgentEvent, EVICTION_GRACE, HANDSHAKE_TIMEOUT, MAX_OPENING_PER_SOURCE, STOP_GRACE,
+};
 pub use profile::{Profile, ProfileError, Profiles};
-pub use serve::Agent;
+pub use serve::{Agent, Stopper};
 
 #[cfg(test)]
 mod tests {

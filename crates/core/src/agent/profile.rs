@@ -12,7 +12,7 @@ use crate::result::{CommandRecord, ProfileRecord};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The most bytes of a command's output kept.
@@ -127,19 +127,113 @@ impl Profiles {
     }
 }
 
+/// The agent's one profile slot: which profile's test runs now, and its undo until that has run.
+/// Whoever runs the undo first takes it (the test when its report is made or it ends, the agent
+/// when it stops: issue 22), so it runs once; one that does not succeed goes to the owner's
+/// callback with its command. Closed when the agent stops: no profile runs after that.
+#[derive(Default)]
+pub(super) struct Running {
+    slot: Mutex<InForce>,
+    /// Held while an undo runs: the agent's stop waits for one in flight before it returns.
+    undoing: Mutex<()>,
+    /// Told of an undo that did not succeed: the profile's name and what happened.
+    on_failed_undo: OnceLock<FailedUndo>,
+}
+
+/// The callback an undo that did not succeed goes to: the profile's name and what happened.
+type FailedUndo = Box<dyn Fn(&str, String) + Send + Sync>;
+
+#[derive(Default)]
+struct InForce {
+    /// The profile in force (or being applied), and its undo until it has been taken to run.
+    claim: Option<(String, Option<String>)>,
+    closed: bool,
+}
+
+impl Running {
+    fn lock(&self) -> std::sync::MutexGuard<'_, InForce> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where an undo that did not succeed is told (set once, when the agent starts serving).
+    pub(super) fn on_failed_undo(&self, tell: impl Fn(&str, String) + Send + Sync + 'static) {
+        let _ = self.on_failed_undo.set(Box::new(tell));
+    }
+
+    /// Takes the slot for `profile`, or says why not.
+    fn claim(&self, profile: &Profile) -> Result<(), Refusal> {
+        let mut slot = self.lock();
+        if slot.closed {
+            return Err((ErrorKind::Failed, STOPPING.into()));
+        }
+        if let Some((other, _)) = &slot.claim {
+            return Err((
+                ErrorKind::Busy,
+                format!(
+                    "this agent is running a test under its profile '{other}'; one profiled test at a time, \
+                     retry when it is over"
+                ),
+            ));
+        }
+        slot.claim = Some((profile.name.clone(), profile.undo.clone()));
+        Ok(())
+    }
+
+    /// Runs the pending undo, if any, and returns its record; waits for one another thread runs.
+    fn run_undo(&self) -> Option<CommandRecord> {
+        let _one_at_a_time = self.undoing.lock().unwrap_or_else(|e| e.into_inner());
+        let (name, undo) = {
+            let mut slot = self.lock();
+            let (name, undo) = slot.claim.as_mut()?;
+            (name.clone(), undo.take()?)
+        };
+        let record = run_command(&undo, PROFILE_TIMEOUT);
+        if !record.succeeded()
+            && let Some(tell) = self.on_failed_undo.get()
+        {
+            tell(&name, describe(&record));
+        }
+        Some(record)
+    }
+
+    /// The agent stops: no profile runs from now on.
+    pub(super) fn close(&self) {
+        self.lock().closed = true;
+    }
+
+    /// The agent stops: runs the undo still pending, after one in flight has finished.
+    pub(super) fn undo_pending(&self) {
+        self.run_undo();
+    }
+
+    /// The agent stops at once: runs the undo still pending, unless another thread is running it
+    /// now (that one's process group goes on when the agent has exited).
+    pub(super) fn undo_now(&self) {
+        if !matches!(self.undoing.try_lock(), Err(std::sync::TryLockError::WouldBlock)) {
+            self.run_undo();
+        }
+    }
+
+    fn release(&self) {
+        self.lock().claim = None;
+    }
+}
+
+/// What a test is told, and its report notes, when the agent stops under it.
+pub(super) const STOPPING: &str = "the agent is stopping";
+
 /// A profile whose command ran and succeeded: its undo runs when [`Applied::finish`] records it
 /// or, however the test ends, when this drops. Holds the agent's one profile slot meanwhile.
 pub(super) struct Applied<'a> {
     name: String,
     run: CommandRecord,
-    undo: Option<String>,
-    running: &'a Mutex<Option<String>>,
+    running: &'a Running,
 }
 
 impl Applied<'_> {
-    /// Runs the undo (if any) and returns the record of both.
-    pub(super) fn finish(mut self) -> ProfileRecord {
-        let undo = self.undo.take().map(|u| run_command(&u, PROFILE_TIMEOUT));
+    /// Runs the undo (if any, and not run yet) and returns the record of both.
+    pub(super) fn finish(self) -> ProfileRecord {
+        let undo = self.running.run_undo();
         ProfileRecord {
             name: self.name.clone(),
             run: self.run.clone(),
@@ -150,39 +244,21 @@ impl Applied<'_> {
 
 impl Drop for Applied<'_> {
     fn drop(&mut self) {
-        if let Some(u) = self.undo.take() {
-            run_command(&u, PROFILE_TIMEOUT);
-        }
-        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.running.run_undo();
+        self.running.release();
     }
 }
 
 /// Runs the profile `name` from `profiles` before a test: refused when there is no such profile,
-/// when another profiled test runs, or when its command fails (its undo then runs at once).
-pub(super) fn apply<'a>(
-    profiles: &Profiles,
-    running: &'a Mutex<Option<String>>,
-    name: &str,
-) -> Result<Applied<'a>, Refusal> {
+/// when another profiled test runs, when the agent is stopping, or when its command fails (its
+/// undo then runs at once).
+pub(super) fn apply<'a>(profiles: &Profiles, running: &'a Running, name: &str) -> Result<Applied<'a>, Refusal> {
     let profile = profiles.find(name)?;
-    {
-        let mut now = running.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(other) = now.as_deref() {
-            return Err((
-                ErrorKind::Busy,
-                format!(
-                    "this agent is running a test under its profile '{other}'; one profiled test at a time, \
-                     retry when it is over"
-                ),
-            ));
-        }
-        *now = Some(profile.name.clone());
-    }
+    running.claim(profile)?;
     let run = run_command(&profile.command, PROFILE_TIMEOUT);
     let applied = Applied {
         name: profile.name.clone(),
         run,
-        undo: profile.undo.clone(),
         running,
     };
     if applied.run.succeeded() {
@@ -300,6 +376,7 @@ fn kill_group(pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     #[test]
     fn issue_16_profiles_parse_with_their_undos() {
@@ -373,20 +450,30 @@ mod tests {
         assert!(describe(&r).contains("was killed at its time-out"), "{}", describe(&r));
     }
 
-    #[test]
-    fn issue_16_one_profiled_test_at_a_time_and_the_undo_always_runs() {
-        let dir = std::env::temp_dir().join(format!("linerate-profile-{}", std::process::id()));
+    /// A fresh directory named for `tag`, the file `on` in it, and the profiles: `a` makes `on`,
+    /// its undo removes it, then `more`.
+    fn marking(tag: &str, more: impl Fn(&std::path::Path) -> Vec<String>) -> (PathBuf, PathBuf, Profiles) {
+        let dir = std::env::temp_dir().join(format!("linerate-profile-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let on = dir.join("on");
-        let p = Profiles::parse(&[
+        let mut entries = vec![
             format!("a=touch {}", on.display()),
             format!("a.undo=rm {}", on.display()),
-            "b=true".into(),
-            "bad=echo broken; exit 3".into(),
-            format!("bad.undo=touch {}", dir.join("undone").display()),
-        ])
-        .expect("valid");
-        let running = Mutex::new(None);
+        ];
+        entries.extend(more(&dir));
+        (dir, on, Profiles::parse(&entries).expect("valid"))
+    }
+
+    #[test]
+    fn issue_16_one_profiled_test_at_a_time_and_the_undo_always_runs() {
+        let (dir, on, p) = marking("one", |dir| {
+            vec![
+                "b=true".into(),
+                "bad=echo broken; exit 3".into(),
+                format!("bad.undo=touch {}", dir.join("undone").display()),
+            ]
+        });
+        let running = Running::default();
         let applied = apply(&p, &running, "a").expect("runs");
         assert!(on.exists(), "the command ran");
         let (kind, busy) = apply(&p, &running, "b").err().expect("one at a time");
@@ -403,7 +490,45 @@ mod tests {
             "{failed}"
         );
         assert!(dir.join("undone").exists(), "a failed profile is undone too");
-        assert!(running.lock().expect("lock").is_none());
+        assert!(running.lock().claim.is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn issue_22_a_stopping_agent_runs_the_pending_undo_once_and_tells_of_one_that_failed() {
+        let (dir, on, p) = marking("stop", |_| vec!["b=true".into(), "b.undo=echo cannot; exit 4".into()]);
+        let running = Running::default();
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&told);
+        running.on_failed_undo(move |name, what| log.lock().expect("lock").push(format!("{name}: {what}")));
+        let applied = apply(&p, &running, "a").expect("runs");
+        assert!(on.exists());
+        // The agent stops while the test holds the profile: the undo runs now, and not again.
+        running.close();
+        running.undo_pending();
+        assert!(!on.exists(), "undone at the stop");
+        let record = applied.finish();
+        assert!(record.undo.is_none(), "the undo ran once");
+        let (kind, refused) = apply(&p, &running, "b").err().expect("closed");
+        assert_eq!((kind, refused.as_str()), (ErrorKind::Failed, STOPPING));
+        // Stopped at once (a second signal): the pending undo still runs, on the spot.
+        let abandoned = Running::default();
+        let held = apply(&p, &abandoned, "a").expect("runs");
+        abandoned.close();
+        abandoned.undo_now();
+        assert!(!on.exists(), "undone at once");
+        std::mem::forget(held); // as the process exits: no drop runs
+        // An undo that fails is told with its command.
+        let fresh = Running::default();
+        let log = Arc::clone(&told);
+        fresh.on_failed_undo(move |name, what| log.lock().expect("lock").push(format!("{name}: {what}")));
+        drop(apply(&p, &fresh, "b").expect("runs"));
+        let told = told.lock().expect("lock").clone();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(
+            told[0].starts_with("b: `echo cannot; exit 4` exited with status 4") && told[0].contains("cannot"),
+            "{told:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

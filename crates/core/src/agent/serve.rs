@@ -1,19 +1,35 @@
 //! The listening socket and its accept loop: each connection past the caps on opening ones
 //! (`admit`) gets its own thread (`connection`); a data connection of a running test is let in
-//! past them.
+//! past them. A [`Stopper`] ends the loop: the listener closes, running tests get
+//! [`STOP_GRACE`] to end and report, the pending undo runs, and `serve` returns (issue 22).
 
 use super::admit;
 use super::budget::Budget;
-use super::config::{AgentConfig, AgentError, AgentEvent, MAX_OPENING_PER_SOURCE};
+use super::config::{AgentConfig, AgentError, AgentEvent, MAX_OPENING_PER_SOURCE, STOP_GRACE};
 use super::connection;
 use super::pending::{Pending, expected_from, is_known_data};
 use super::state::State;
 use crate::metrics::host::HostInfo;
 use crate::proto::ErrorKind;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+/// How often the accept loop looks whether the agent was stopped.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
+/// Waits until `listener` has a connection to accept, at most `timeout`.
+fn wait_for_connection(listener: &TcpListener, timeout: Duration) {
+    let mut fd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll(2) reads and writes the one pollfd it is given, which lives across the call.
+    unsafe { libc::poll(&mut fd, 1, timeout.as_millis() as libc::c_int) };
+}
 
 fn is_loopback(addr: &SocketAddr) -> bool {
     match addr.ip() {
@@ -47,7 +63,8 @@ impl Agent {
             opening: admit::Opening::default(),
             pending: Pending::default(),
             fd_limit: admit::raise_fd_limit(),
-            profile_running: Mutex::new(None),
+            profile_running: Default::default(),
+            stopping: AtomicBool::new(false),
         };
         Ok(Agent {
             listener,
@@ -65,12 +82,34 @@ impl Agent {
         self.state.config.secret.is_some()
     }
 
-    /// Serves until the process ends, telling `on_event` what happens.
+    /// What stops this agent, from another thread (a signal handler's).
+    pub fn stopper(&self) -> Stopper {
+        Stopper(Arc::clone(&self.state))
+    }
+
+    /// Serves until its [`Stopper`] stops it, telling `on_event` what happens; then ends its
+    /// tests, runs the pending undo and returns.
     pub fn serve(self, on_event: impl Fn(&AgentEvent) + Send + Sync + 'static) {
         let events: Arc<dyn Fn(&AgentEvent) + Send + Sync> = Arc::new(on_event);
-        for conn in self.listener.incoming() {
-            let stream = match conn {
-                Ok(s) => s,
+        {
+            let events = Arc::clone(&events);
+            self.state.profile_running.on_failed_undo(move |profile, message| {
+                events(&AgentEvent::UndoFailed {
+                    profile: profile.to_string(),
+                    message,
+                });
+            });
+        }
+        // Non-blocking, so that the loop sees a stop within `STOP_POLL`; an accepted stream is
+        // made blocking again (Linux does not pass the flag on, but that is not promised).
+        let waits = self.listener.set_nonblocking(true).is_ok();
+        while !self.state.stopping.load(Ordering::SeqCst) {
+            let stream = match self.listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    wait_for_connection(&self.listener, STOP_POLL);
+                    continue;
+                }
                 Err(_) => {
                     // Out of file descriptors or memory: the pending connection stays queued,
                     // so wait a little instead of spinning on it.
@@ -78,6 +117,9 @@ impl Agent {
                     continue;
                 }
             };
+            if waits && stream.set_nonblocking(false).is_err() {
+                continue;
+            }
             let Ok(peer) = stream.peer_addr() else { continue };
             let source = admit::Source::of(&peer);
             let state = Arc::clone(&self.state);
@@ -149,5 +191,35 @@ impl Agent {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        // Stopped: no new connection from here (the kernel refuses them once the listener is
+        // closed); running tests end and report, then the undo still pending runs.
+        drop(self.listener);
+        let until = Instant::now() + STOP_GRACE;
+        while self.state.tests.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.state.profile_running.undo_pending();
+    }
+}
+
+/// Stops an agent from another thread: see [`Stopper::stop`].
+#[derive(Clone)]
+pub struct Stopper(Arc<State>);
+
+impl Stopper {
+    /// The agent accepts no more connections; its running tests end (the client gets a partial
+    /// result noting that the agent is stopping), tests being set up are refused with that
+    /// message, no profile runs any more; once the tests have reported (at most
+    /// [`STOP_GRACE`]) the undo still pending runs and [`Agent::serve`] returns.
+    pub fn stop(&self) {
+        self.0.stopping.store(true, Ordering::SeqCst);
+        self.0.profile_running.close();
+    }
+
+    /// Stops now, for an owner that will exit on return: runs the undo still pending at once
+    /// (one another thread is running already is left to finish in its own process group).
+    pub fn abandon(&self) {
+        self.stop();
+        self.0.profile_running.undo_now();
     }
 }

@@ -8,12 +8,12 @@ use super::admit::Source;
 use super::config::{DATA_TIMEOUT, IDLE_TIMEOUT};
 pub(super) use super::pending::Expecting;
 use super::pending::{Registration, register};
-use super::profile::Applied;
+use super::profile::{Applied, STOPPING};
 pub(super) use super::refusal::{Refusal, proto_refusal};
 use super::state::State;
 use crate::engine::{Control, EngineError, Sink, pin};
 use crate::metrics::host;
-use crate::proto::conn::Conn;
+use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame::COOKIE_LEN;
 use crate::proto::{self, ErrorKind, Message, auth};
 use crate::result::{IntervalSample, SideReport};
@@ -108,8 +108,12 @@ impl<'a> Test<'a, '_> {
         Ok(local.map_err(|e| io_refusal("control socket", e))?.ip())
     }
 
-    /// Tells the client its test is accepted: the cookie, this host, and this end's UDP ports.
+    /// Tells the client its test is accepted: the cookie, this host, and this end's UDP ports;
+    /// refused when the agent is stopping.
     pub(super) fn accepted(&mut self, cookie: &[u8; COOKIE_LEN], udp_ports: Vec<u16>) -> Result<(), Refusal> {
+        if self.state.stopping.load(Ordering::SeqCst) {
+            return Err((ErrorKind::Failed, STOPPING.into()));
+        }
         self.conn
             .send(&Message::Accepted {
                 cookie: proto::to_hex(cookie),
@@ -133,6 +137,7 @@ impl<'a> Test<'a, '_> {
     }
 
     /// Waits for `start`; under a profile longer, while the client's other agents run theirs.
+    /// An agent that is stopping stops waiting (within `STOP_POLL`).
     pub(super) fn await_start(&mut self) -> Result<(), Refusal> {
         let wait = IDLE_TIMEOUT
             + if self.profile.is_some() {
@@ -140,8 +145,29 @@ impl<'a> Test<'a, '_> {
             } else {
                 Duration::ZERO
             };
-        match self.conn.recv(wait, "waiting for start").map_err(proto_refusal)? {
+        let until = Instant::now() + wait;
+        let got = loop {
+            if self.state.stopping.load(Ordering::SeqCst) {
+                return Err((ErrorKind::Failed, STOPPING.into()));
+            }
+            if let Some(m) = self.conn.try_recv(STOP_POLL).map_err(proto_refusal)? {
+                break m;
+            }
+            if Instant::now() >= until {
+                return Err(proto_refusal(ProtoError::Timeout {
+                    peer: self.conn.peer(),
+                    what: "waiting for start",
+                    seconds: wait.as_secs_f64(),
+                }));
+            }
+        };
+        match got {
             Message::Start => Ok(()),
+            Message::Error { kind, message } => Err(proto_refusal(ProtoError::Refused {
+                peer: self.conn.peer(),
+                kind,
+                message: proto::peer_text(&message),
+            })),
             other => Err((ErrorKind::Protocol, format!("expected 'start', got '{}'", other.name()))),
         }
     }
@@ -167,14 +193,19 @@ impl<'a> Test<'a, '_> {
         };
         let engine_done = AtomicBool::new(false);
         let conn = &mut *self.conn;
-        let report = std::thread::scope(|scope| {
-            let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done));
+        let stopping = &self.state.stopping;
+        let (report, cut) = std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| watch_client(conn, &control, &engine_done, stopping));
             let report = run(&control);
             engine_done.store(true, Ordering::Relaxed);
-            let _ = watcher.join();
-            report
+            (report, watcher.join().unwrap_or(false))
         });
         let mut report = report.map_err(|e| (ErrorKind::Failed, e.to_string()))?;
+        if cut {
+            // The engine was aborted, so the report is partial already; say why.
+            report.partial = true;
+            report.notes.push(format!("{STOPPING}: the test was ended early"));
+        }
         let used: Vec<String> = peer.and_then(host::interface_towards).into_iter().collect();
         report.config = Some(host::read_config(&used));
         report.profile = self.profile.take().map(Applied::finish);
@@ -188,17 +219,26 @@ impl<'a> Test<'a, '_> {
     }
 }
 
+/// How often a test waiting on its client looks whether the agent is stopping.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
 /// Reads the control connection while a test runs: `stop` stops the senders; a closed or broken
-/// connection means the client is gone, and the test is aborted at once.
-fn watch_client(conn: &mut Conn, control: &Control, engine_done: &AtomicBool) {
+/// connection means the client is gone, and the test is aborted at once, as it is when the agent
+/// is stopping (then it returns true).
+fn watch_client(conn: &mut Conn, control: &Control, engine_done: &AtomicBool, stopping: &AtomicBool) -> bool {
     while !engine_done.load(Ordering::Relaxed) {
-        match conn.try_recv(Duration::from_millis(100)) {
+        if stopping.load(Ordering::SeqCst) {
+            control.abort();
+            return true;
+        }
+        match conn.try_recv(STOP_POLL) {
             Ok(None) => {}
             Ok(Some(Message::Stop)) => control.stop_send(),
             Ok(Some(_)) | Err(_) => {
                 control.abort();
-                return;
+                return false;
             }
         }
     }
+    false
 }

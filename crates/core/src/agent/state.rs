@@ -1,14 +1,15 @@
 //! What every connection thread of one agent shares ([`State`]): its configuration, this host,
 //! the tests running and the connections opening, the data connections expected, the memory
-//! budget; and the counted [`Slot`] a running test holds.
+//! budget, the profile in force and whether the agent is stopping; and the counted [`Slot`] a
+//! running test holds.
 
 use super::admit::Opening;
 use super::budget::Budget;
 use super::config::AgentConfig;
 use super::pending::Pending;
+use super::profile::Running;
 use crate::metrics::host::HostInfo;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// What every connection thread of one agent shares.
 pub(super) struct State {
@@ -20,8 +21,10 @@ pub(super) struct State {
     pub(super) budget: Budget,
     /// The soft descriptor limit in force (raised to the hard one at bind).
     pub(super) fd_limit: u64,
-    /// The profile whose test runs now, if any: one profiled test at a time.
-    pub(super) profile_running: Mutex<Option<String>>,
+    /// The profile whose test runs now, if any, and its pending undo: one profiled test at a time.
+    pub(super) profile_running: Running,
+    /// The owner stopped the agent (issue 22): running tests end, set-up refuses.
+    pub(super) stopping: AtomicBool,
 }
 
 /// Gives a counted slot back when dropped, however the holder ends.

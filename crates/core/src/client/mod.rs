@@ -9,6 +9,7 @@
 //! [`TestResult`]: crate::result::TestResult
 
 mod http;
+mod profile;
 mod rr;
 mod session;
 mod tcp;

@@ -470,6 +470,8 @@ pub(super) fn drive<R>(
     let mut reports = Vec::with_capacity(sessions.len());
     let mut lost = Vec::with_capacity(sessions.len());
     let (mut refused, mut first_error) = (false, None);
+    // Agents that did not apply the profile asked for (issue 22).
+    let mut profile_faults = Vec::new();
     for ((s, (r, lost_mid_run)), mine) in sessions.iter().zip(watched).zip(&client_parts) {
         lost.push(lost_mid_run);
         // A report that cannot be the answer to this test is dropped whole (issue 14).
@@ -490,6 +492,13 @@ pub(super) fn drive<R>(
                         .iter()
                         .map(|n| format!("agent {}: {}", s.target.name, crate::proto::peer_text(n))),
                 );
+                let asked = opts.profile.as_deref();
+                if let Some(why) = super::profile::fault(asked, report.profile.as_ref()) {
+                    profile_faults.push(format!("agent {}: {why}", s.target.name));
+                }
+                if let Some(note) = super::profile::undo_note(report.profile.as_ref()) {
+                    notes.push(format!("agent {}: {note}", s.target.name));
+                }
                 reports.push(Some(report));
             }
             Err(e) => {
@@ -521,6 +530,13 @@ pub(super) fn drive<R>(
         started_unix_ms,
     };
     let mut result = assemble(ended, kept);
+    // Figures from a host not under the profile asked for are not the ones the user meant to
+    // measure: the run failed, saying which agent and why.
+    if let Some(first) = profile_faults.first() {
+        result.partial = true;
+        result.error = Some(first.clone());
+        result.notes.extend(profile_faults.iter().cloned());
+    }
     // Ctrl-C cut the run short, whatever the engines made of their stop: a sweep stops here.
     if interrupt.load(Ordering::Relaxed) {
         result.partial = true;

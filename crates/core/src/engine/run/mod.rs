@@ -209,8 +209,8 @@ pub(crate) struct Plan {
     pub ends_on_stop: bool,
     /// After the senders stop, how long the streams may take to end before the run is aborted.
     pub drain: Duration,
-    /// How long no byte may move before the run is aborted; None for a run with no data of its
-    /// own (a host sampler).
+    /// How long no byte may move before the run is aborted (every kind's plan has it; None
+    /// only where a test sets it so).
     pub idle: Option<Duration>,
     /// How long the sampler waits for the workers at the start gate before it gives up.
     pub gate_timeout: Duration,
@@ -264,13 +264,14 @@ impl Plan {
 
     /// A side with no data of its own that samples its host until the client says the run is
     /// over (the agent beside an HTTP server): the warm-up and intervals of `timing`, no
-    /// deadline, no cool-down (the host's samples cover it), no idle rule.
+    /// deadline, no cool-down (the host's samples cover it). The idle rule holds as for every
+    /// kind (issue 22), over what its worker counts as moving (the agent: the bytes of its
+    /// interface toward the client).
     pub fn sampling(timing: &Timing) -> Plan {
         Plan {
             watched_deadline: None,
             cooldown: Duration::ZERO,
             ends_on_stop: true,
-            idle: None,
             ..Plan::new(timing)
         }
     }

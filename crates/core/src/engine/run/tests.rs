@@ -260,7 +260,8 @@ fn a_plan_turns_a_timing_into_deadlines_and_counts() {
     let host = Plan::sampling(&http);
     assert_eq!(host.deadline(), Some(Duration::from_secs(12)));
     assert_eq!(host.measure_window(), (Duration::from_secs(2), None));
-    assert!(host.ends_on_stop && host.idle.is_none());
+    // The idle rule holds for it too (issue 22).
+    assert!(host.ends_on_stop && host.idle == Some(IDLE));
     let counted = Plan::new(&timing(Limit::Buffers(7)));
     assert_eq!(
         (counted.count(), counted.deadline(), counted.interval()),
