@@ -110,7 +110,7 @@ fn frame(v: &Value) -> Vec<u8> {
 
 /// The control preamble of the protocol version this build speaks (docs/protocol.md).
 fn preamble() -> [u8; 8] {
-    [b'L', b'N', b'R', b'T', 0, 3, 0, 0]
+    [b'L', b'N', b'R', b'T', 0, 4, 0, 0]
 }
 
 /// A control connection spoken by hand: the protocol as a client that means harm would.
@@ -607,4 +607,95 @@ fn issue_14_a_trickled_result_ends_the_client_within_its_deadline() {
     // 1 s of test, then 20 s for the whole result from its first byte.
     assert!(took < Duration::from_secs(45), "the client waited {took:?}");
     drop(fake);
+}
+
+/// A flood of idle connections to `addr` at 10,000 new ones a second (or as fast as connects
+/// go, if slower) from 64 loopback addresses, 127.0.0.10 to 127.0.0.73: each address opens one
+/// every 6.4 ms and holds its last 32 (about 200 ms each, unless the agent closes them first;
+/// 8 of them are its per-source cap), until `stop`. Counts them in `opened`.
+fn many_address_flood<'s>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    addr: SocketAddr,
+    stop: &'s std::sync::atomic::AtomicBool,
+    opened: &'s std::sync::atomic::AtomicUsize,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    for i in 0..64 {
+        scope.spawn(move || {
+            let source = format!("127.0.0.{}", 10 + i);
+            let gap = Duration::from_micros(6_400);
+            let mut held = std::collections::VecDeque::new();
+            let mut next = Instant::now();
+            while !stop.load(Relaxed) {
+                if let Ok(s) = connect_from(&source, addr) {
+                    opened.fetch_add(1, Relaxed);
+                    held.push_back(s);
+                    if held.len() > 32 {
+                        held.pop_front();
+                    }
+                }
+                // Behind schedule (slow connects): no sleep, as fast as connects go.
+                next += gap;
+                if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn issue_22_a_client_with_the_secret_gets_in_on_its_first_try_during_a_many_address_flood() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+    const SECRET: &str = "issue-22-flood-secret";
+    let _quiet = quiet_machine();
+    let agent = LoggedAgent::start(&[], &[("LINERATE_SECRET", SECRET)]);
+    let (stop, opened) = (AtomicBool::new(false), AtomicUsize::new(0));
+    let mut tries: Vec<(bool, Duration, String)> = Vec::new();
+    let (mut full, mut rate) = (false, 0.0);
+    std::thread::scope(|scope| {
+        // The flood stops when this drops, even if the test fails while it runs.
+        let stopper = StopOnDrop(&stop);
+        many_address_flood(scope, agent.addr, &stop, &opened);
+        // The flood fills the table: the agent says it refused or evicted at the total cap.
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) && !full {
+            let log = String::from_utf8_lossy(&agent.log_bytes()).to_string();
+            full = log.contains("connections are still opening, the limit") || log.contains("to make room");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        // 20 tries of a client with the secret from another address, each a whole `linerate
+        // tcp` run, within 60 s.
+        let target = agent.target();
+        let (flood_before, start) = (opened.load(Relaxed), Instant::now());
+        while tries.len() < 20 && start.elapsed() < Duration::from_secs(60) {
+            let tried = Instant::now();
+            let mut cmd = Command::new(BIN);
+            cmd.args(["tcp", &target, "-B", "127.0.0.2", "-n", "10", "-i", "0"])
+                .env("LINERATE_SECRET", SECRET);
+            let out = run_bounded(&mut cmd, Duration::from_secs(20));
+            tries.push((out.status.success(), tried.elapsed(), stderr(&out)));
+        }
+        rate = (opened.load(Relaxed) - flood_before) as f64 / start.elapsed().as_secs_f64();
+        drop(stopper);
+    });
+    let ok = tries.iter().filter(|(ok, _, _)| *ok).count();
+    let failures: Vec<&str> = tries
+        .iter()
+        .filter(|(ok, _, _)| !ok)
+        .map(|(_, _, e)| e.as_str())
+        .collect();
+    let took: Vec<u128> = tries.iter().map(|(_, t, _)| t.as_millis()).collect();
+    eprintln!(
+        "flood of {rate:.0} connections/s from 64 addresses; {ok} of {} tries got in, taking (ms) {took:?}",
+        tries.len()
+    );
+    assert!(full, "the flood never filled the agent's table");
+    assert!(
+        tries.len() == 20 && ok >= 19,
+        "{ok} of {} tries got in on their first try within 60 s, during a flood of {rate:.0} new \
+         connections/s from 64 addresses; failures: {failures:?}",
+        tries.len()
+    );
 }

@@ -67,7 +67,9 @@ impl Agent {
 
     /// Serves until the process ends, telling `on_event` what happens.
     pub fn serve(self, on_event: impl Fn(&AgentEvent) + Send + Sync + 'static) {
-        let events: Arc<dyn Fn(&AgentEvent) + Send + Sync> = Arc::new(on_event);
+        let events: connection::Events = Arc::new(on_event);
+        // Connections the caps turn away still get a moment for a proof (issue 22).
+        let proofs = connection::ProofWait::start(&self.state, &events);
         for conn in self.listener.incoming() {
             let stream = match conn {
                 Ok(s) => s,
@@ -79,6 +81,11 @@ impl Agent {
                 }
             };
             let Ok(peer) = stream.peer_addr() else { continue };
+            // A first flight that proves the secret takes a reserved slot past the caps below; a
+            // wrong or copied one is refused before any slot is spent (issue 22).
+            let Some(stream) = connection::admit_proven(&self.state, &events, stream, peer) else {
+                continue;
+            };
             let source = admit::Source::of(&peer);
             let state = Arc::clone(&self.state);
             let config = &state.config;
@@ -133,6 +140,9 @@ impl Agent {
                         kind: ErrorKind::Busy,
                         message,
                     });
+                    if let Some(proofs) = &proofs {
+                        proofs.offer(stream, peer);
+                    }
                     continue;
                 }
             };
