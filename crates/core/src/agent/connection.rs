@@ -110,16 +110,24 @@ impl ProofWait {
 fn wait_for_proofs(state: &Arc<State>, events: &Events, rx: &mpsc::Receiver<(TcpStream, SocketAddr)>) {
     let mut waiting: VecDeque<(TcpStream, SocketAddr, Instant)> = VecDeque::new();
     let mut fds: Vec<libc::pollfd> = Vec::new();
-    loop {
-        if waiting.is_empty() {
-            let Ok((s, p)) = rx.recv() else { return };
-            waiting.push_back((s, p, Instant::now()));
-        }
-        while let Ok((s, p)) = rx.try_recv() {
+    // One look as it comes in (its flight is most often in by now); kept only while nothing is.
+    let mut take = |waiting: &mut VecDeque<_>, stream, peer| {
+        if let Some(stream) = admit_proven(state, events, stream, peer)
+            && nothing_in(&stream)
+        {
             if waiting.len() >= PROOF_WAITING {
                 waiting.pop_front();
             }
-            waiting.push_back((s, p, Instant::now()));
+            waiting.push_back((stream, peer, Instant::now()));
+        }
+    };
+    loop {
+        if waiting.is_empty() {
+            let Ok((s, p)) = rx.recv() else { return };
+            take(&mut waiting, s, p);
+        }
+        while let Ok((s, p)) = rx.try_recv() {
+            take(&mut waiting, s, p);
         }
         fds.clear();
         fds.extend(waiting.iter().map(|(s, _, _)| libc::pollfd {
@@ -127,15 +135,14 @@ fn wait_for_proofs(state: &Arc<State>, events: &Events, rx: &mpsc::Receiver<(Tcp
             events: libc::POLLIN,
             revents: 0,
         }));
-        // Short, so that new arrivals on the channel are taken in within 2 ms.
+        // New arrivals wait on the channel at most this long to be looked at.
         // SAFETY: poll on descriptors `waiting` owns, in a buffer of the stated length.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 2) };
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 10) };
         let now = Instant::now();
         let mut kept = VecDeque::with_capacity(waiting.len());
         for ((stream, peer, since), fd) in waiting.drain(..).zip(&fds) {
-            let in_time = now.duration_since(since) < PROOF_WAIT;
             if fd.revents == 0 {
-                if in_time {
+                if now.duration_since(since) < PROOF_WAIT {
                     kept.push_back((stream, peer, since));
                 }
                 continue;
@@ -147,6 +154,21 @@ fn wait_for_proofs(state: &Arc<State>, events: &Events, rx: &mpsc::Receiver<(Tcp
         }
         waiting = kept;
     }
+}
+
+/// Whether nothing has come in on `stream` yet (and it is still open).
+fn nothing_in(stream: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    // SAFETY: recv into a buffer of its stated length on a descriptor this stream owns.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            byte.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
 }
 
 /// Answers a refused first flight without waiting: its bytes taken off the socket (a close with
