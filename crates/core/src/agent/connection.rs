@@ -111,7 +111,7 @@ fn wait_for_proofs(state: &Arc<State>, events: &Events, rx: &mpsc::Receiver<(Tcp
     let mut waiting: VecDeque<(TcpStream, SocketAddr, Instant)> = VecDeque::new();
     let mut fds: Vec<libc::pollfd> = Vec::new();
     // One look as it comes in (its flight is most often in by now); kept only while nothing is.
-    let mut take = |waiting: &mut VecDeque<_>, stream, peer| {
+    let take = |waiting: &mut VecDeque<_>, stream, peer| {
         if let Some(stream) = admit_proven(state, events, stream, peer)
             && nothing_in(&stream)
         {

@@ -212,7 +212,9 @@ impl Conn {
         });
     }
 
-    /// Sends our preamble and reads the peer's, within `timeout`.
+    /// Sends our preamble and reads the peer's, within `timeout` (tests: a client sends
+    /// [`Conn::open_with`] its first flight).
+    #[cfg(test)]
     pub(crate) fn exchange_preambles(&mut self, timeout: Duration) -> Result<(), ProtoError> {
         self.open_with(&frame::preamble(VERSION), timeout)
     }
