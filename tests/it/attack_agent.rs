@@ -110,7 +110,7 @@ fn frame(v: &Value) -> Vec<u8> {
 
 /// The control preamble of the protocol version this build speaks (docs/protocol.md).
 fn preamble() -> [u8; 8] {
-    [b'L', b'N', b'R', b'T', 0, 3, 0, 0]
+    [b'L', b'N', b'R', b'T', 0, 4, 0, 0]
 }
 
 /// A control connection spoken by hand: the protocol as a client that means harm would.
@@ -666,4 +666,121 @@ fn issue_14_a_trickled_result_ends_the_client_within_its_deadline() {
     // 1 s of test, then 20 s for the whole result from its first byte.
     assert!(took < Duration::from_secs(45), "the client waited {took:?}");
     drop(fake);
+}
+
+/// What a flood did: connections it began, and how many of them the agent's host completed.
+#[derive(Default)]
+struct FloodCounts {
+    begun: std::sync::atomic::AtomicUsize,
+    established: std::sync::atomic::AtomicUsize,
+}
+
+/// A flood of idle connections to `addr`, begun at 10,000 a second (or as fast as this box
+/// goes) from 64 loopback addresses, 127.0.0.10 to 127.0.0.73: each address begins one every
+/// 6.4 ms without waiting for it to complete (as an attacker would; a blocking connect would
+/// stall its thread a second on every SYN the agent's full backlog drops), holds its last 32
+/// (about 200 ms each; 8 of them are its per-source cap) and resets the oldest, until `stop`.
+fn many_address_flood<'s>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    addr: SocketAddr,
+    stop: &'s std::sync::atomic::AtomicBool,
+    counts: &'s FloodCounts,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    for i in 0..64 {
+        scope.spawn(move || {
+            let from: SocketAddr = format!("127.0.0.{}:0", 10 + i).parse().expect("source address");
+            let begin = || -> std::io::Result<socket2::Socket> {
+                let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+                sock.bind(&from.into())?;
+                sock.set_nonblocking(true)?;
+                // Dropped with a reset: no TIME_WAIT here to slow this address's port search.
+                sock.set_linger(Some(Duration::ZERO))?;
+                match sock.connect(&addr.into()) {
+                    Err(e) if e.raw_os_error() != Some(libc::EINPROGRESS) => Err(e),
+                    _ => Ok(sock),
+                }
+            };
+            let gap = Duration::from_micros(6_400);
+            let mut held = std::collections::VecDeque::new();
+            let mut next = Instant::now();
+            while !stop.load(Relaxed) {
+                if let Ok(s) = begin() {
+                    counts.begun.fetch_add(1, Relaxed);
+                    held.push_back(s);
+                }
+                if held.len() > 32
+                    && let Some(old) = held.pop_front()
+                    && old.peer_addr().is_ok()
+                {
+                    counts.established.fetch_add(1, Relaxed);
+                }
+                // Behind schedule: no sleep, as fast as this box goes.
+                next += gap;
+                if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn issue_22_a_client_with_the_secret_gets_in_on_its_first_try_during_a_many_address_flood() {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    const SECRET: &str = "issue-22-flood-secret";
+    let _quiet = quiet_machine();
+    let agent = LoggedAgent::start(&[], &[("LINERATE_SECRET", SECRET)]);
+    let (stop, flood) = (AtomicBool::new(false), FloodCounts::default());
+    let mut tries: Vec<(bool, Duration, String)> = Vec::new();
+    let (mut full, mut begun, mut established) = (false, 0.0, 0.0);
+    std::thread::scope(|scope| {
+        // The flood stops when this drops, even if the test fails while it runs.
+        let stopper = StopOnDrop(&stop);
+        many_address_flood(scope, agent.addr, &stop, &flood);
+        // The flood fills the table: the agent says it refused or evicted at the total cap.
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) && !full {
+            let log = String::from_utf8_lossy(&agent.log_bytes()).to_string();
+            full = log.contains("connections are still opening, the limit") || log.contains("to make room");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        // 20 tries of a client with the secret from another address, each a whole `linerate
+        // tcp` run, within 60 s.
+        let target = agent.target();
+        let before = (flood.begun.load(Relaxed), flood.established.load(Relaxed));
+        let start = Instant::now();
+        while tries.len() < 20 && start.elapsed() < Duration::from_secs(60) {
+            let tried = Instant::now();
+            let mut cmd = Command::new(BIN);
+            cmd.args(["tcp", &target, "-B", "127.0.0.2", "-n", "10", "-i", "0"])
+                .env("LINERATE_SECRET", SECRET);
+            let out = run_bounded(&mut cmd, Duration::from_secs(20));
+            tries.push((out.status.success(), tried.elapsed(), stderr(&out)));
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        begun = (flood.begun.load(Relaxed) - before.0) as f64 / seconds;
+        established = (flood.established.load(Relaxed) - before.1) as f64 / seconds;
+        drop(stopper);
+    });
+    let ok = tries.iter().filter(|(ok, _, _)| *ok).count();
+    let failures: Vec<&str> = tries
+        .iter()
+        .filter(|(ok, _, _)| !ok)
+        .map(|(_, _, e)| e.as_str())
+        .collect();
+    let took: Vec<u128> = tries.iter().map(|(_, t, _)| t.as_millis()).collect();
+    eprintln!(
+        "flood of {begun:.0} connections/s begun ({established:.0}/s established) from 64 addresses; {ok} of {} \
+         tries got in, taking (ms) {took:?}",
+        tries.len()
+    );
+    assert!(full, "the flood never filled the agent's table");
+    assert!(
+        tries.len() == 20 && ok >= 19,
+        "{ok} of {} tries got in on their first try within 60 s, during a flood of {begun:.0} new \
+         connections/s begun ({established:.0}/s established) from 64 addresses; failures: {failures:?}",
+        tries.len()
+    );
 }

@@ -65,8 +65,12 @@ fn report(bytes: u64) -> Value {
 fn control(mut s: TcpStream, lie: &Lie, received: &mpsc::Receiver<u64>) -> std::io::Result<()> {
     let mut preamble = [0u8; 8];
     s.read_exact(&mut preamble)?;
-    // The preamble of protocol 3 (docs/protocol.md).
-    s.write_all(b"LNRT\x00\x03\x00\x00")?;
+    if preamble[6] & 1 != 0 {
+        // A client with a secret proves it after its preamble (time, nonce, mac1): skipped.
+        s.read_exact(&mut [0u8; 56])?;
+    }
+    // The preamble of protocol 4 (docs/protocol.md).
+    s.write_all(b"LNRT\x00\x04\x00\x00")?;
     let challenge = matches!(lie, Lie::BadProof).then(|| "ab".repeat(32));
     write_frame(
         &mut s,

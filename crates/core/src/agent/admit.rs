@@ -17,15 +17,31 @@
 //! An evicted connection leaves the count at once; its thread's own release finds it gone and
 //! does nothing, so a slot is given back exactly once.
 //!
+//! A client that holds the secret proves it in its first flight (issue 22, `auth::first_flight`):
+//! if a reserved slot is free at its accept, the first bytes already in are read without taking
+//! them off the socket and checked, before any slot is spent. A valid proof takes one of
+//! [`RESERVED_SLOTS`], which nothing else can take, past both caps and never evicted; a wrong MAC
+//! or a copy is refused there; anything else (no proof, not in yet, a skewed clock) goes on to
+//! the caps above, and a proof that comes later is checked by the connection's thread, which
+//! then only protects it from eviction. So a many-address flood, however fast, cannot keep a
+//! client with the secret out, and an agent without a secret works as before.
+//!
 //! Descriptors: the soft `RLIMIT_NOFILE` is raised to the hard one at start, and data connections
 //! are refused while fewer than [`FD_RESERVE`] descriptors are left, so the control port stays
 //! reachable.
 
+use crate::proto::auth::{self, Proof, ReplayCache};
+use crate::proto::frame::{self, FIRST_FLIGHT_LEN, PREAMBLE_LEN};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Opening slots kept for connections whose first flight proved the secret: no connection
+/// without a proof takes one, and they come on top of `max_connections`.
+pub(super) const RESERVED_SLOTS: usize = 32;
 
 /// Descriptors kept for control connections and the agent's own files: data connections are
 /// refused once an accepted one's descriptor number comes this close to the limit.
@@ -83,10 +99,46 @@ impl Table {
     }
 }
 
-/// Connections still opening, per source and in all.
+/// Connections still opening, per source and in all; the reserved slots and the nonces of the
+/// proofs that took them.
 #[derive(Default)]
 pub(super) struct Opening {
     table: Mutex<Table>,
+    /// Reserved slots held now (at most [`RESERVED_SLOTS`]).
+    reserved: AtomicUsize,
+    replays: Mutex<ReplayCache>,
+}
+
+/// What a connection's first flight proves.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum FirstFlight {
+    /// No proof (none sent, not in whole yet, a time outside the window, the cache full).
+    Unproven,
+    /// A valid proof: its nonce is remembered now.
+    Proven,
+    /// A proof refused, and why: its MAC is not of this secret, or it is a copy.
+    Refused(&'static str),
+}
+
+/// The agent's clock for first flights: milliseconds since the Unix epoch.
+pub(super) fn now_unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Up to `buf.len()` bytes already in `stream`, left on the socket, without waiting.
+fn peek(stream: &TcpStream, buf: &mut [u8]) -> usize {
+    // SAFETY: recv into a buffer of its stated length on a descriptor this stream owns.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    usize::try_from(n).unwrap_or(0)
 }
 
 /// Why a connection was closed at its accept.
@@ -194,6 +246,52 @@ impl Opening {
         Ok((ticket, evicted))
     }
 
+    /// Takes a reserved slot if one is free.
+    pub(super) fn reserve(&self) -> bool {
+        self.reserved
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < RESERVED_SLOTS).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives a reserved slot back.
+    pub(super) fn unreserve(&self) {
+        let _ = self
+            .reserved
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+
+    /// What the first flight already in `stream` proves, checked against `secret` at the
+    /// agent's clock `now_ms`; read without taking it off the socket and without waiting.
+    pub(super) fn peek_first_flight(&self, secret: &[u8], stream: &TcpStream, now_ms: u64) -> FirstFlight {
+        let mut flight = [0u8; FIRST_FLIGHT_LEN];
+        if peek(stream, &mut flight) != FIRST_FLIGHT_LEN {
+            return FirstFlight::Unproven;
+        }
+        self.check_first_flight(secret, &flight, now_ms)
+    }
+
+    /// What a whole first flight proves (a preamble without the proof flag: nothing).
+    pub(super) fn check_first_flight(
+        &self,
+        secret: &[u8],
+        flight: &[u8; FIRST_FLIGHT_LEN],
+        now_ms: u64,
+    ) -> FirstFlight {
+        let preamble: &[u8; PREAMBLE_LEN] = flight[..PREAMBLE_LEN].try_into().expect("a preamble's length");
+        if frame::parse_preamble(preamble).is_none() || !frame::has_proof(preamble) {
+            return FirstFlight::Unproven;
+        }
+        let mut replays = self.replays.lock().unwrap_or_else(|e| e.into_inner());
+        match auth::check_first_flight(secret, flight, now_ms, &mut replays) {
+            Proof::Valid => FirstFlight::Proven,
+            Proof::WrongMac => FirstFlight::Refused("wrong secret (first flight)"),
+            Proof::Replayed => FirstFlight::Refused("a copy of a first flight already seen"),
+            Proof::Stale | Proof::CacheFull => FirstFlight::Unproven,
+        }
+    }
+
     /// Counts one opening connection settled or closed: whether it was still counted (false: it
     /// was evicted, and its slot already given back).
     pub(super) fn leave(&self, ticket: &Ticket) -> bool {
@@ -233,6 +331,8 @@ pub(super) struct OpeningSlot<'a> {
     opening: &'a Opening,
     ticket: Option<Ticket>,
     evicted: bool,
+    /// Holds a reserved slot (its first flight proved the secret at its accept).
+    reserved: bool,
 }
 
 impl<'a> OpeningSlot<'a> {
@@ -242,7 +342,21 @@ impl<'a> OpeningSlot<'a> {
             opening,
             ticket,
             evicted: false,
+            reserved: false,
         }
+    }
+
+    /// The place of a connection holding a reserved slot ([`Opening::reserve`]): never evicted.
+    pub(super) fn reserved(opening: &'a Opening) -> OpeningSlot<'a> {
+        OpeningSlot {
+            reserved: true,
+            ..OpeningSlot::new(opening, None)
+        }
+    }
+
+    /// Whether it holds a reserved slot: its first flight was proved at its accept.
+    pub(super) fn is_reserved(&self) -> bool {
+        self.reserved
     }
 
     /// Settled: the connection no longer counts as opening. False if it was evicted first (its
@@ -250,6 +364,9 @@ impl<'a> OpeningSlot<'a> {
     pub(super) fn settle(&mut self) -> bool {
         if let Some(t) = self.ticket.take() {
             self.evicted = !self.opening.leave(&t);
+        }
+        if std::mem::take(&mut self.reserved) {
+            self.opening.unreserve();
         }
         !self.evicted
     }
@@ -557,6 +674,82 @@ mod tests {
         assert!(!slot_a.evicted());
         assert!(slot_a.settle());
         assert_eq!(opening.len(), 1);
+    }
+
+    /// Writes each flight on its own connection and waits (bounded) until the agent's end has
+    /// all of it in: the agent's ends.
+    fn flights_in(flights: &[[u8; FIRST_FLIGHT_LEN]]) -> Vec<(TcpStream, TcpStream)> {
+        use std::io::Write;
+        let mut conns = pairs(flights.len());
+        for ((agent, client), f) in conns.iter_mut().zip(flights) {
+            client.write_all(f).expect("write the first flight");
+            let start = Instant::now();
+            while peek(agent, &mut [0u8; FIRST_FLIGHT_LEN]) < FIRST_FLIGHT_LEN {
+                assert!(start.elapsed() < Duration::from_secs(10), "the flight never came in");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        conns
+    }
+
+    #[test]
+    fn issue_22_a_wrong_copied_or_stale_first_flight_is_refused_before_a_slot_is_spent() {
+        let opening = Opening::default();
+        let now = now_unix_ms();
+        let version = crate::proto::VERSION;
+        let good = auth::first_flight(b"s3cret", version, now, [1; 16]);
+        let flights = [
+            good,
+            good,
+            auth::first_flight(b"not it", version, now, [2; 16]),
+            auth::first_flight(b"s3cret", version, now - 31_000, [3; 16]),
+            frame::preamble(version)
+                .iter()
+                .chain(&[0u8; FIRST_FLIGHT_LEN - PREAMBLE_LEN])
+                .copied()
+                .collect::<Vec<u8>>()
+                .try_into()
+                .expect("a flight's length"),
+        ];
+        let conns = flights_in(&flights);
+        let proof = |i: usize| opening.peek_first_flight(b"s3cret", &conns[i].0, now);
+        assert_eq!(proof(0), FirstFlight::Proven);
+        // The same bytes on another connection (or read again): a copy.
+        assert_eq!(proof(1), FirstFlight::Refused("a copy of a first flight already seen"));
+        assert_eq!(proof(0), FirstFlight::Refused("a copy of a first flight already seen"));
+        assert_eq!(proof(2), FirstFlight::Refused("wrong secret (first flight)"));
+        // 31 s old: outside the window, so no proof (the caps decide, as without one).
+        assert_eq!(proof(3), FirstFlight::Unproven);
+        assert_eq!(proof(4), FirstFlight::Unproven, "a preamble without the proof flag");
+        assert_eq!(opening.len(), 0, "no opening slot was spent on any of them");
+        assert_eq!(opening.reserved.load(Ordering::SeqCst), 0);
+        // Nothing in yet: no proof, and nothing waited for.
+        let empty = pairs(1);
+        let start = Instant::now();
+        assert_eq!(
+            opening.peek_first_flight(b"s3cret", &empty[0].0, now),
+            FirstFlight::Unproven
+        );
+        assert!(start.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn issue_22_the_reserved_slots_are_bounded_and_given_back_once() {
+        let opening = Opening::default();
+        assert!((0..RESERVED_SLOTS).all(|_| opening.reserve()));
+        assert!(!opening.reserve(), "all {RESERVED_SLOTS} taken");
+        let mut slot = OpeningSlot::reserved(&opening);
+        assert!(slot.is_reserved() && slot.authenticated() && !slot.evicted());
+        assert!(slot.settle());
+        assert!(!slot.is_reserved());
+        drop(slot);
+        assert_eq!(
+            opening.reserved.load(Ordering::SeqCst),
+            RESERVED_SLOTS - 1,
+            "given back once"
+        );
+        assert!(opening.reserve());
+        assert_eq!(opening.len(), 0, "the unreserved table is untouched");
     }
 
     #[test]

@@ -90,7 +90,7 @@ impl Agent {
     /// Serves until its [`Stopper`] stops it, telling `on_event` what happens; then ends its
     /// tests, runs the pending undo and returns.
     pub fn serve(self, on_event: impl Fn(&AgentEvent) + Send + Sync + 'static) {
-        let events: Arc<dyn Fn(&AgentEvent) + Send + Sync> = Arc::new(on_event);
+        let events: connection::Events = Arc::new(on_event);
         {
             let events = Arc::clone(&events);
             self.state.profile_running.on_failed_undo(move |profile, message| {
@@ -100,6 +100,8 @@ impl Agent {
                 });
             });
         }
+        // Connections the caps turn away still get a moment for a proof (issue 22).
+        let proofs = connection::ProofWait::start(&self.state, &events);
         // Non-blocking, so that the loop sees a stop within `STOP_POLL`; an accepted stream is
         // made blocking again (Linux does not pass the flag on, but that is not promised).
         let waits = self.listener.set_nonblocking(true).is_ok();
@@ -121,6 +123,11 @@ impl Agent {
                 continue;
             }
             let Ok(peer) = stream.peer_addr() else { continue };
+            // A first flight that proves the secret takes a reserved slot past the caps below; a
+            // wrong or copied one is refused before any slot is spent (issue 22).
+            let Some(stream) = connection::admit_proven(&self.state, &events, stream, peer) else {
+                continue;
+            };
             let source = admit::Source::of(&peer);
             let state = Arc::clone(&self.state);
             let config = &state.config;
@@ -175,6 +182,9 @@ impl Agent {
                         kind: ErrorKind::Busy,
                         message,
                     });
+                    if let Some(proofs) = &proofs {
+                        proofs.offer(stream, peer);
+                    }
                     continue;
                 }
             };

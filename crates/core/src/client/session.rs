@@ -217,10 +217,22 @@ impl Session {
 /// Connects, exchanges preambles, authenticates and asks for `spec`.
 pub(super) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> Result<Session, ClientError> {
     let peer = target.addr;
+    // With a secret, the first flight proves it (a fresh time and nonce under mac1), so that an
+    // agent under a flood gives this connection a reserved slot (issue 22). Made before the
+    // connect: it goes out the moment the connection is up, to be in when the agent accepts.
+    let first_flight = match opts.secret.as_deref() {
+        Some(secret) => {
+            let nonce = auth::nonce()[..auth::MAC1_NONCE_LEN]
+                .try_into()
+                .expect("sixteen bytes of thirty-two");
+            auth::first_flight(secret, crate::proto::VERSION, now_unix_ms(), nonce).to_vec()
+        }
+        None => frame::preamble(crate::proto::VERSION).to_vec(),
+    };
     let stream = connect(peer, opts, |_| Ok(()))?;
     let mut conn = Conn::new(stream, peer);
+    conn.open_with(&first_flight, opts.connect_timeout)?;
     conn.set_max_message(MAX_SETUP_MESSAGE_BYTES);
-    conn.exchange_preambles(opts.connect_timeout)?;
     let challenge = match conn.recv(REPLY_TIMEOUT, "waiting for the agent's hello")? {
         Message::Hello { challenge, .. } => challenge,
         other => return Err(conn.unexpected("hello", &other).into()),

@@ -1,13 +1,38 @@
 //! Challenge-response on a shared secret (HMAC-SHA256): the agent sends a random nonce, the
 //! client answers with its own nonce and a MAC over both, and the agent answers with a MAC the
 //! other way round, so each end proves it knows the secret without sending it.
+//!
+//! Before all that, in its first flight (issue 22), a client that holds the secret proves it
+//! in one message, in the spirit of WireGuard's mac1: after its preamble, its clock, a fresh
+//! nonce, and `mac1 = HMAC-SHA256(K, "linerate mac1" | preamble | time | nonce)` where
+//! `K = HMAC-SHA256(secret, "linerate v4 mac1 key")`. The agent checks it from the bytes
+//! already in at accept, before it spends a slot on the connection (`check_first_flight`):
+//! the MAC, then the time within [`MAC1_WINDOW`] of its own clock, then the nonce against the
+//! ones it has seen in that window (`ReplayCache`). A proof buys a reserved opening slot,
+//! nothing more: the challenge-response still follows, and proves the agent to the client.
 
+use super::frame::{self, FIRST_FLIGHT_LEN, PREAMBLE_LEN};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
+use std::collections::BTreeSet;
+use std::time::Duration;
 
 pub(crate) const NONCE_LEN: usize = 32;
 const CLIENT_LABEL: &[u8] = b"linerate v1 client";
 const AGENT_LABEL: &[u8] = b"linerate v1 agent";
+
+/// Bytes of a first flight's nonce.
+pub(crate) const MAC1_NONCE_LEN: usize = 16;
+/// How far a first flight's time may be from the agent's clock, either way: older is stale
+/// (a replay of a flight the cache has forgotten would be), newer is from a clock too far ahead.
+pub const MAC1_WINDOW: Duration = Duration::from_secs(30);
+/// The most first-flight nonces an agent remembers: those of valid proofs whose time is within
+/// the window (a proof stays replayable only that long). Past it a proof is not taken, and its
+/// connection is treated as one without (about 270 proofs a second sustained over the 60 s the
+/// window spans; each entry 24 bytes, about 0.6 MiB in all with the tree's overhead).
+pub const REPLAY_CACHE_ENTRIES: usize = 16_384;
+const MAC1_KEY_LABEL: &[u8] = b"linerate v4 mac1 key";
+const MAC1_LABEL: &[u8] = b"linerate mac1";
 
 /// A fresh random nonce.
 pub fn nonce() -> [u8; NONCE_LEN] {
@@ -54,9 +79,198 @@ pub(crate) fn verify_agent(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8
         .is_ok()
 }
 
+fn mac1(secret: &[u8], signed: &[u8]) -> Hmac<Sha256> {
+    let key = mac(secret, MAC1_KEY_LABEL, &[], &[]).finalize().into_bytes();
+    mac(&key, MAC1_LABEL, signed, &[])
+}
+
+/// A client's first flight proving it holds `secret`: its preamble (this `version`, the proof
+/// flag), its clock `unix_ms`, `nonce`, and mac1 over all of them.
+pub(crate) fn first_flight(
+    secret: &[u8],
+    version: u16,
+    unix_ms: u64,
+    nonce: [u8; MAC1_NONCE_LEN],
+) -> [u8; FIRST_FLIGHT_LEN] {
+    let mut f = [0u8; FIRST_FLIGHT_LEN];
+    f[..PREAMBLE_LEN].copy_from_slice(&frame::preamble_with(version, frame::FLAG_PROOF));
+    f[PREAMBLE_LEN..PREAMBLE_LEN + 8].copy_from_slice(&unix_ms.to_be_bytes());
+    f[PREAMBLE_LEN + 8..PREAMBLE_LEN + 24].copy_from_slice(&nonce);
+    let tag = mac1(secret, &f[..PREAMBLE_LEN + 24]).finalize().into_bytes();
+    f[PREAMBLE_LEN + 24..].copy_from_slice(&tag);
+    f
+}
+
+/// What a first flight's proof is worth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Proof {
+    /// The MAC is right, the time within the window, the nonce new: remembered as seen.
+    Valid,
+    /// The MAC is not made with this secret (or the bytes were changed): refused at once.
+    WrongMac,
+    /// Right MAC, but its time is outside the window around the agent's clock (or before what
+    /// the cache forgot): treated as a connection without a proof (a skewed clock is no crime).
+    Stale,
+    /// Right MAC and time, but its nonce was seen within the window: a copy, refused at once.
+    Replayed,
+    /// Right MAC and time, but the cache is full: treated as a connection without a proof.
+    CacheFull,
+}
+
+/// Checks the proof in a first flight (a preamble with the proof flag, then the proof) against
+/// `secret` and the agent's clock `now_ms`: the MAC first (constant time; only a right one is
+/// remembered, so a stranger cannot fill the cache), then the window, then the replay cache.
+pub(crate) fn check_first_flight(
+    secret: &[u8],
+    flight: &[u8; FIRST_FLIGHT_LEN],
+    now_ms: u64,
+    cache: &mut ReplayCache,
+) -> Proof {
+    let (signed, tag) = flight.split_at(PREAMBLE_LEN + 24);
+    if mac1(secret, signed).verify_slice(tag).is_err() {
+        return Proof::WrongMac;
+    }
+    let time_ms = u64::from_be_bytes(signed[PREAMBLE_LEN..PREAMBLE_LEN + 8].try_into().expect("eight bytes"));
+    let nonce: [u8; MAC1_NONCE_LEN] = signed[PREAMBLE_LEN + 8..].try_into().expect("sixteen bytes");
+    cache.admit(time_ms, nonce, now_ms)
+}
+
+/// The nonces of valid first flights whose time is within the window, by time: a copy of one
+/// is refused; older ones are forgotten, since their copies are stale anyway.
+pub(crate) struct ReplayCache {
+    seen: BTreeSet<(u64, [u8; MAC1_NONCE_LEN])>,
+    capacity: usize,
+    /// Times below this are stale whatever the clock says now: the cache forgot nonces up to
+    /// here, so a clock stepped back must not make their copies fresh again.
+    horizon_ms: u64,
+}
+
+impl Default for ReplayCache {
+    fn default() -> Self {
+        ReplayCache::with_capacity(REPLAY_CACHE_ENTRIES)
+    }
+}
+
+impl ReplayCache {
+    pub(crate) fn with_capacity(capacity: usize) -> ReplayCache {
+        ReplayCache {
+            seen: BTreeSet::new(),
+            capacity,
+            horizon_ms: 0,
+        }
+    }
+
+    /// A right MAC's time and nonce at the agent's clock `now_ms`: its worth, remembered if valid.
+    fn admit(&mut self, time_ms: u64, nonce: [u8; MAC1_NONCE_LEN], now_ms: u64) -> Proof {
+        let window = MAC1_WINDOW.as_millis() as u64;
+        self.horizon_ms = self.horizon_ms.max(now_ms.saturating_sub(window));
+        if time_ms < self.horizon_ms || time_ms > now_ms.saturating_add(window) {
+            return Proof::Stale;
+        }
+        // Forget what is past the horizon: a copy of it is stale now.
+        self.seen = self.seen.split_off(&(self.horizon_ms, [0; MAC1_NONCE_LEN]));
+        if self.seen.contains(&(time_ms, nonce)) {
+            return Proof::Replayed;
+        }
+        if self.seen.len() >= self.capacity {
+            return Proof::CacheFull;
+        }
+        self.seen.insert((time_ms, nonce));
+        Proof::Valid
+    }
+
+    /// Nonces remembered now.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.seen.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const NOW: u64 = 1_790_000_000_000;
+
+    fn fresh() -> [u8; MAC1_NONCE_LEN] {
+        nonce()[..MAC1_NONCE_LEN].try_into().expect("sixteen of thirty-two")
+    }
+
+    #[test]
+    fn issue_22_a_first_flight_proves_the_secret_once() {
+        let mut cache = ReplayCache::default();
+        let flight = first_flight(b"s3cret", 4, NOW, fresh());
+        assert_eq!(
+            check_first_flight(b"s3cret", &flight, NOW + 5, &mut cache),
+            Proof::Valid
+        );
+        // The same bytes again, even a second later: a copy.
+        assert_eq!(
+            check_first_flight(b"s3cret", &flight, NOW + 1000, &mut cache),
+            Proof::Replayed
+        );
+        // Another nonce is another flight.
+        let other = first_flight(b"s3cret", 4, NOW, fresh());
+        assert_eq!(check_first_flight(b"s3cret", &other, NOW + 5, &mut cache), Proof::Valid);
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn issue_22_a_first_flight_with_a_wrong_mac_is_refused_and_not_remembered() {
+        let mut cache = ReplayCache::default();
+        let flight = first_flight(b"wrong", 4, NOW, fresh());
+        assert_eq!(check_first_flight(b"s3cret", &flight, NOW, &mut cache), Proof::WrongMac);
+        // Any byte changed: the version, the time, the nonce, the tag.
+        let good = first_flight(b"s3cret", 4, NOW, fresh());
+        for i in [5, 6, 8, 20, 63] {
+            let mut bad = good;
+            bad[i] ^= 1;
+            assert_eq!(
+                check_first_flight(b"s3cret", &bad, NOW, &mut cache),
+                Proof::WrongMac,
+                "byte {i}"
+            );
+        }
+        assert_eq!(cache.len(), 0, "a wrong MAC costs no entry");
+    }
+
+    #[test]
+    fn issue_22_a_stale_or_future_first_flight_is_refused() {
+        let mut cache = ReplayCache::default();
+        let window = MAC1_WINDOW.as_millis() as u64;
+        let old = first_flight(b"s3cret", 4, NOW - window - 1, fresh());
+        assert_eq!(check_first_flight(b"s3cret", &old, NOW, &mut cache), Proof::Stale);
+        let ahead = first_flight(b"s3cret", 4, NOW + window + 1, fresh());
+        assert_eq!(check_first_flight(b"s3cret", &ahead, NOW, &mut cache), Proof::Stale);
+        let edge = first_flight(b"s3cret", 4, NOW - window, fresh());
+        assert_eq!(check_first_flight(b"s3cret", &edge, NOW, &mut cache), Proof::Valid);
+        // Once forgotten, a copy is stale even if the agent's clock steps back.
+        let kept = first_flight(b"s3cret", 4, NOW, fresh());
+        assert_eq!(check_first_flight(b"s3cret", &kept, NOW, &mut cache), Proof::Valid);
+        let later = NOW + window + 10;
+        let fresh_then = first_flight(b"s3cret", 4, later, fresh());
+        assert_eq!(
+            check_first_flight(b"s3cret", &fresh_then, later, &mut cache),
+            Proof::Valid
+        );
+        assert_eq!(cache.len(), 1, "the two older nonces are forgotten");
+        assert_eq!(check_first_flight(b"s3cret", &kept, NOW, &mut cache), Proof::Stale);
+    }
+
+    #[test]
+    fn issue_22_a_full_replay_cache_takes_no_more_proofs() {
+        let mut cache = ReplayCache::with_capacity(2);
+        for _ in 0..2 {
+            let f = first_flight(b"s3cret", 4, NOW, fresh());
+            assert_eq!(check_first_flight(b"s3cret", &f, NOW, &mut cache), Proof::Valid);
+        }
+        let f = first_flight(b"s3cret", 4, NOW, fresh());
+        assert_eq!(check_first_flight(b"s3cret", &f, NOW, &mut cache), Proof::CacheFull);
+        // Past the window the old ones are forgotten and room is made.
+        let later = NOW + MAC1_WINDOW.as_millis() as u64 + 1;
+        let f = first_flight(b"s3cret", 4, later, fresh());
+        assert_eq!(check_first_flight(b"s3cret", &f, later, &mut cache), Proof::Valid);
+    }
 
     #[test]
     fn right_secret_verifies_both_ways() {

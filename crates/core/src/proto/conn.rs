@@ -212,12 +212,19 @@ impl Conn {
         });
     }
 
-    /// Sends our preamble and reads the peer's, within `timeout`.
+    /// Sends our preamble and reads the peer's, within `timeout` (tests: a client sends
+    /// [`Conn::open_with`] its first flight).
+    #[cfg(test)]
     pub(crate) fn exchange_preambles(&mut self, timeout: Duration) -> Result<(), ProtoError> {
+        self.open_with(&frame::preamble(VERSION), timeout)
+    }
+
+    /// Sends `first_flight` (our preamble, and a client's proof of the secret after it when it
+    /// holds one: `auth::first_flight`) in one write, and reads the peer's preamble, within
+    /// `timeout`.
+    pub(crate) fn open_with(&mut self, first_flight: &[u8], timeout: Duration) -> Result<(), ProtoError> {
         self.stream.set_write_timeout(Some(timeout)).map_err(|e| self.io(e))?;
-        self.stream
-            .write_all(&frame::preamble(VERSION))
-            .map_err(|e| self.io(e))?;
+        self.stream.write_all(first_flight).map_err(|e| self.io(e))?;
         let got = self.read_exact_by(PREAMBLE_LEN, timeout, "opening the control connection")?;
         let bytes: [u8; PREAMBLE_LEN] = got.try_into().expect("read exactly the preamble length");
         match frame::parse_preamble(&bytes) {

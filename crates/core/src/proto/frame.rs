@@ -1,6 +1,9 @@
 //! Bytes on the wire: preambles, data-connection headers and length-prefixed messages.
 //!
-//! Control preamble (8 bytes, each way): `LNRT`, version (u16 big-endian), 2 reserved zero bytes.
+//! Control preamble (8 bytes, each way): `LNRT`, version (u16 big-endian), flags (u8), a
+//! reserved zero byte. A client's preamble with [`FLAG_PROOF`] set is followed by its proof
+//! ([`PROOF_LEN`] bytes: time, nonce, mac1; `auth::first_flight`): the two together are its
+//! first flight.
 //! Data header (24 bytes, client -> agent): `LNRD`, 16-byte cookie, stream index (u16 BE),
 //! 2 reserved zero bytes.
 //! Message frame: length (u32 BE) then that many bytes of UTF-8 JSON.
@@ -10,6 +13,13 @@ use super::Message;
 pub(crate) const CONTROL_MAGIC: [u8; 4] = *b"LNRT";
 pub(crate) const DATA_MAGIC: [u8; 4] = *b"LNRD";
 pub(crate) const PREAMBLE_LEN: usize = 8;
+/// Flags byte of a client's preamble, bit 0: its proof of the secret follows (version 4 on).
+pub(crate) const FLAG_PROOF: u8 = 1;
+/// Bytes of the proof after a preamble with [`FLAG_PROOF`]: the client's clock (u64 BE,
+/// milliseconds since the Unix epoch), a 16-byte nonce, a 32-byte mac1.
+pub(crate) const PROOF_LEN: usize = 8 + 16 + 32;
+/// A client's whole first flight when it proves the secret: its preamble and its proof.
+pub(crate) const FIRST_FLIGHT_LEN: usize = PREAMBLE_LEN + PROOF_LEN;
 pub(crate) use crate::codec::DATA_HEADER_LEN;
 pub(crate) const COOKIE_LEN: usize = 16;
 /// The largest message a client accepts: an agent's result with the most interval samples it
@@ -31,6 +41,11 @@ pub enum FrameError {
 }
 
 pub(crate) fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
+    preamble_with(version, 0)
+}
+
+/// A preamble with these flags ([`FLAG_PROOF`]).
+pub(crate) fn preamble_with(version: u16, flags: u8) -> [u8; PREAMBLE_LEN] {
     let v = version.to_be_bytes();
     [
         CONTROL_MAGIC[0],
@@ -39,9 +54,14 @@ pub(crate) fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
         CONTROL_MAGIC[3],
         v[0],
         v[1],
-        0,
+        flags,
         0,
     ]
+}
+
+/// Whether a client's preamble says its proof follows.
+pub(crate) fn has_proof(bytes: &[u8; PREAMBLE_LEN]) -> bool {
+    bytes[6] & FLAG_PROOF != 0
 }
 
 /// The version in a control preamble, or `None` if the bytes are not one.
@@ -122,6 +142,9 @@ mod tests {
     fn preamble_round_trips_and_rejects_strangers() {
         assert_eq!(parse_preamble(&preamble(7)), Some(7));
         assert_eq!(parse_preamble(b"HTTP/1.1"), None);
+        let flagged = preamble_with(4, FLAG_PROOF);
+        assert_eq!(parse_preamble(&flagged), Some(4));
+        assert!(has_proof(&flagged) && !has_proof(&preamble(4)));
     }
 
     #[test]

@@ -10,9 +10,10 @@
 //! decodes to the same message.
 
 use super::Message;
+use super::auth::{Proof, ReplayCache, check_first_flight};
 use super::frame::{
-    self, DATA_HEADER_LEN, FrameError, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, PREAMBLE_LEN, decode, decode_body,
-    parse_data_header, parse_preamble,
+    self, DATA_HEADER_LEN, FIRST_FLIGHT_LEN, FrameError, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, PREAMBLE_LEN, decode,
+    decode_body, parse_data_header, parse_preamble,
 };
 
 /// Fails the check with a message unless `cond` holds.
@@ -28,6 +29,12 @@ macro_rules! ensure {
 pub(crate) fn check(data: &[u8]) -> Result<(), String> {
     if let Some(p) = data.get(..PREAMBLE_LEN) {
         let _ = parse_preamble(p.try_into().expect("eight bytes"));
+    }
+    // A first flight's proof, as an agent with a secret checks it at accept.
+    if let Some(f) = data.get(..FIRST_FLIGHT_LEN) {
+        let mut cache = ReplayCache::with_capacity(4);
+        let proof = check_first_flight(b"fuzz", f.try_into().expect("a flight's length"), 0, &mut cache);
+        ensure!(proof != Proof::Valid, "a mutated first flight passed mac1");
     }
     if let Some(h) = data.get(..DATA_HEADER_LEN) {
         let _ = parse_data_header(h.try_into().expect("a header's length"));
@@ -241,6 +248,7 @@ mod tests {
         seeds.push(session(&["auth", "request", "ports", "start", "stop"]));
         seeds.push(session(&["hello", "auth_ok", "accepted", "started", "result"]));
         seeds.push(frame::data_header(&[7; 16], 3).to_vec());
+        seeds.push(super::super::auth::first_flight(b"seed", VERSION, 0, [9; 16]).to_vec());
         seeds
     }
 

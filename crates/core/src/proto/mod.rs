@@ -4,7 +4,9 @@
 //! A control connection opens with an 8-byte preamble each way (`frame`), then carries
 //! length-prefixed JSON messages (`Message`). Data connections open with a 24-byte header that
 //! names the test by its cookie and the stream by its index. Authentication (`auth`) is an
-//! HMAC-SHA256 challenge-response on a shared secret that never crosses the wire.
+//! HMAC-SHA256 challenge-response on a shared secret that never crosses the wire, and before it
+//! a client's proof in its first flight (mac1 over a fresh time and nonce) that buys it one of
+//! an agent's reserved opening slots.
 
 pub mod auth;
 pub(crate) mod conn;
@@ -19,8 +21,10 @@ use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks. Peers with another version are refused. 2: the TCP
 /// spec's `mix` (an agent of version 1 would ignore it and run one-way streams). 3: the
-/// request's `profile` (an agent of version 2 would ignore it and test the unchanged host).
-pub(crate) const VERSION: u16 = 3;
+/// request's `profile` (an agent of version 2 would ignore it and test the unchanged host). 4:
+/// the client's first flight may carry its proof of the secret after its preamble (issue 22;
+/// an agent of version 3 would read the proof as a message's length).
+pub(crate) const VERSION: u16 = 4;
 
 /// How long an agent lets a profile's command (or its undo) run before it kills it
 /// (`linerate serve --profile`); a client asking for a profile waits this much longer.
