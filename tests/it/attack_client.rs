@@ -20,6 +20,8 @@ const SENT_BYTES: u64 = 5 * 131_072;
 enum Lie {
     /// A report of what it really received, plus `extra_bytes`.
     Report { extra_bytes: u64 },
+    /// A report of `bytes` received to a clean end, whatever came.
+    Claim { bytes: u64 },
     /// A result whose length prefix says this many bytes; then bytes until the client leaves.
     Huge { len: u32 },
     /// An error of this text in place of `accepted`.
@@ -92,6 +94,10 @@ fn control(mut s: TcpStream, lie: &Lie, received: &mpsc::Receiver<u64>) -> std::
         Lie::Report { extra_bytes } => {
             let got = received.recv_timeout(LIMIT).expect("the data connection ended");
             write_frame(&mut s, &json!({"type": "result", "report": report(got + extra_bytes)}))
+        }
+        Lie::Claim { bytes } => {
+            received.recv_timeout(LIMIT).expect("the data connection ended");
+            write_frame(&mut s, &json!({"type": "result", "report": report(*bytes)}))
         }
         Lie::Huge { len } => {
             received.recv_timeout(LIMIT).expect("the data connection ended");
@@ -304,4 +310,20 @@ fn issue_14_an_agent_that_cannot_prove_the_secret_is_refused() {
     let err = stderr(&out);
     assert!(err.contains("could not prove it knows the secret"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn issue_22_a_clean_end_with_0_bytes_received_makes_the_run_partial() {
+    let addr = fake_agent(Lie::Claim { bytes: 0 });
+    let out = run_bounded(&mut client(&addr, &[], None), LIMIT);
+    let v = json_with_status(&out, 3);
+    let n = notes(&v);
+    assert!(
+        n.contains(&format!(
+            "result refused: it claims 0 bytes received on stream 0 to a clean end, the client sent {SENT_BYTES}"
+        )),
+        "{n}"
+    );
+    assert!(v["partial"] == true, "counts that cannot be true make the run partial");
+    assert_eq!(u(&v, "/summary/sent/bytes"), SENT_BYTES);
 }
