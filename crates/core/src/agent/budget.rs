@@ -63,7 +63,9 @@ fn udp_stream_bytes(u: &UdpSpec) -> u64 {
 /// The loss maps of the streams this end receives on (what flows forward): a bit per sequence
 /// number each tracks, every one of which a sender, or a forger, can make it touch (issue 22).
 fn udp_loss_maps_bytes(u: &UdpSpec) -> u64 {
-    let receiving = (0..u.streams_per_agent()).filter(|&i| u.stream_flows_forward(i)).count();
+    let receiving = (0..u.streams_per_agent())
+        .filter(|&i| u.stream_flows_forward(i))
+        .count();
     (receiving as u64).saturating_mul(tracked_datagrams(u).div_ceil(64) * 8)
 }
 
@@ -217,7 +219,10 @@ mod tests {
         // 10 s as fast as possible: 2^25 a second, a bit each, 40 MiB per stream.
         let per_stream = spec_bytes(&TestSpec::Udp(u.clone())) / 4;
         let map = (10 * crate::engine::sequence::MAX_DATAGRAMS_PER_SECOND + 1).div_ceil(64) * 8;
-        assert!(per_stream > map && per_stream < map + (4 << 20), "{per_stream} vs {map}");
+        assert!(
+            per_stream > map && per_stream < map + (4 << 20),
+            "{per_stream} vs {map}"
+        );
         // The largest count the spec allows: 2^32 numbers, 512 MiB per stream.
         u.timing.limit = Limit::Buffers(1 << 32);
         assert!(spec_bytes(&TestSpec::Udp(u.clone())) > 4 * (512 << 20));

@@ -143,7 +143,11 @@ impl SequenceTracker {
             let word = self.seen.get((seq / 64) as usize).copied().unwrap_or(0);
             let bit = seq % 64;
             let take = (64 - bit).min(to - seq);
-            let mask = if take == 64 { u64::MAX } else { ((1u64 << take) - 1) << bit };
+            let mask = if take == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << take) - 1) << bit
+            };
             lost += u64::from((!word & mask).count_ones());
             seq += take;
         }

@@ -593,7 +593,12 @@ mod tests {
         assert_eq!(check_report(&reverse, &agent, &client, RUN), Ok(()));
     }
 
-    fn udp_stream(stream_: u16, role: Role, sent: Option<u64>, received: Option<(u64, u64, Option<u64>)>) -> StreamReport {
+    fn udp_stream(
+        stream_: u16,
+        role: Role,
+        sent: Option<u64>,
+        received: Option<(u64, u64, Option<u64>)>,
+    ) -> StreamReport {
         let mut s = stream(stream_, role, 0);
         s.udp_send = sent.map(|datagrams| crate::result::UdpSendReport {
             datagrams,
@@ -626,11 +631,17 @@ mod tests {
         // Not true.
         assert_eq!(
             check(&agent(0, 0, Some(1000))),
-            Err("it claims 0 datagrams received and 0 lost on stream 0 after the end markers, the client sent 1000".into())
+            Err(
+                "it claims 0 datagrams received and 0 lost on stream 0 after the end markers, the client sent 1000"
+                    .into()
+            )
         );
         assert_eq!(
             check(&agent(990, 20, None)),
-            Err("it claims 990 datagrams received and 20 lost on stream 0 after the end markers, the client sent 1000".into())
+            Err(
+                "it claims 990 datagrams received and 20 lost on stream 0 after the end markers, the client sent 1000"
+                    .into()
+            )
         );
         assert_eq!(
             check(&agent(10, 0, Some(10))),

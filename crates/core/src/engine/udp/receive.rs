@@ -366,6 +366,10 @@ mod tests {
         assert_eq!((r.datagrams, r.lost, r.out_of_range), (2, 0, 1));
         assert_eq!(r.tracked_datagrams, Some(2 * MAX_DATAGRAMS_PER_SECOND + 1));
         assert_eq!(r.highest_plus_one, 2);
-        assert_eq!(r.last_arrival_unix_ns, Some(2_100), "the forged datagram adds to no figure");
+        assert_eq!(
+            r.last_arrival_unix_ns,
+            Some(2_100),
+            "the forged datagram adds to no figure"
+        );
     }
 }
