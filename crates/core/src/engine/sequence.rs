@@ -2,7 +2,7 @@
 //! duplicated, and where in the stream the losses fell (UDPmon's loss pattern).
 //!
 //! One bit per sequence number, in a bitmap allocated before the run for every number the test
-//! can send ([`tracked_datagrams`]) and never grown: recording a datagram is a few instructions
+//! can send (`tracked_datagrams`) and never grown: recording a datagram is a few instructions
 //! and never allocates. A number past the map is not one the sender of this test can send (a
 //! stray, a forgery, or a sender faster than the ceiling below): it is counted *out of range*
 //! and otherwise left alone, so one datagram cannot make a receiver allocate (issue 22: a single
