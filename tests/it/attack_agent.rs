@@ -623,7 +623,7 @@ fn peak_rss_bytes(pid: u32) -> u64 {
 
 /// A linerate datagram (docs/protocol.md): magic, stream, kind (0 data, 1 end marker), sequence
 /// number, send time, test id; little-endian, 32 bytes, then padding.
-fn datagram(stream: u16, kind: u16, seq: u64, test_id: u64) -> [u8; 64] {
+pub(crate) fn datagram(stream: u16, kind: u16, seq: u64, test_id: u64) -> [u8; 64] {
     let mut d = [0u8; 64];
     d[..4].copy_from_slice(b"LNRU");
     d[4..6].copy_from_slice(&stream.to_le_bytes());
