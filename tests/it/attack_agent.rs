@@ -784,3 +784,130 @@ fn issue_22_a_client_with_the_secret_gets_in_on_its_first_try_during_a_many_addr
         tries.len()
     );
 }
+
+/// Peak resident memory of process `pid` so far, bytes (VmHWM).
+fn peak_rss_bytes(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A linerate datagram (docs/protocol.md): magic, stream, kind (0 data, 1 end marker), sequence
+/// number, send time, test id; little-endian, 32 bytes, then padding.
+pub(crate) fn datagram(stream: u16, kind: u16, seq: u64, test_id: u64) -> [u8; 64] {
+    let mut d = [0u8; 64];
+    d[..4].copy_from_slice(b"LNRU");
+    d[4..6].copy_from_slice(&stream.to_le_bytes());
+    d[6..8].copy_from_slice(&kind.to_le_bytes());
+    d[8..16].copy_from_slice(&seq.to_le_bytes());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    d[16..24].copy_from_slice(&(now.as_nanos() as u64).to_le_bytes());
+    d[24..32].copy_from_slice(&test_id.to_le_bytes());
+    d
+}
+
+#[test]
+fn issue_22_a_datagram_numbered_2_pow_32_minus_64_leaves_the_agent_within_its_budget() {
+    use linerate_core::spec::UdpSpec;
+    const BUDGET: u64 = 256 << 20;
+    const SENT: u64 = 100;
+    let agent = LoggedAgent::start(&["--max-memory", "256M"], &[]);
+    let pid = agent.child.id();
+    // A 4-stream UDP test for 2 s as fast as possible, spoken by hand: this client sends each
+    // stream 100 true datagrams, then one numbered 2^32 - 64, then the end markers.
+    let mut spec = UdpSpec::new();
+    spec.streams = 4;
+    spec.timing.limit = Limit::Seconds(2.0);
+    let mut ctl = Ctl::open(agent.addr);
+    ctl.send(json!({"type": "request", "spec": TestSpec::Udp(spec)}));
+    let accepted = ctl.recv();
+    assert_eq!(accepted["type"], "accepted", "{accepted}");
+    let cookie = accepted["cookie"].as_str().expect("a cookie");
+    // The test's id is the cookie's first 8 bytes, little-endian.
+    let test_id = (0..8).rev().fold(0u64, |id, i| {
+        id << 8 | u64::from_str_radix(&cookie[2 * i..2 * i + 2], 16).expect("hex")
+    });
+    let ports: Vec<u16> = accepted["udp_ports"]
+        .as_array()
+        .expect("the agent's UDP ports")
+        .iter()
+        .map(|p| p.as_u64().expect("a port") as u16)
+        .collect();
+    assert_eq!(ports.len(), 4);
+    let sockets: Vec<std::net::UdpSocket> = ports
+        .iter()
+        .map(|p| {
+            let s = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+            s.connect((agent.addr.ip(), *p)).expect("connect");
+            s
+        })
+        .collect();
+    let mine: Vec<u16> = sockets.iter().map(|s| s.local_addr().expect("addr").port()).collect();
+    ctl.send(json!({"type": "ports", "udp_ports": mine}));
+    ctl.send(json!({"type": "start"}));
+    assert_eq!(ctl.recv()["type"], "started");
+    let before = peak_rss_bytes(pid);
+    for (i, s) in sockets.iter().enumerate() {
+        let stream = i as u16;
+        for seq in 0..SENT {
+            s.send(&datagram(stream, 0, seq, test_id)).expect("send");
+            if seq % 20 == 0 {
+                // Paced a little, so that the agent's socket buffer never drops one.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        s.send(&datagram(stream, 0, (1 << 32) - 64, test_id)).expect("send");
+        for _ in 0..3 {
+            s.send(&datagram(stream, 1, SENT, test_id)).expect("send");
+        }
+    }
+    // The agent's memory while it takes them in and ends its test (before issue 22 it grew by
+    // 512 MiB a stream here, and took longer than the wait below to answer).
+    let watch = Instant::now();
+    while watch.elapsed() < Duration::from_secs(1) {
+        let now = peak_rss_bytes(pid);
+        assert!(
+            now < BUDGET,
+            "the agent's RSS reached {now} bytes, past its 256 MiB budget"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let result = ctl.recv();
+    let peak = peak_rss_bytes(pid);
+    eprintln!(
+        "agent peak RSS {:.1} MiB before the datagrams, {:.1} MiB after",
+        before as f64 / 1048576.0,
+        peak as f64 / 1048576.0
+    );
+    assert_eq!(result["type"], "result", "{result}");
+    assert!(peak > 0, "no VmHWM for the agent");
+    assert!(
+        peak < BUDGET,
+        "the agent's RSS peaked at {peak} bytes, past its 256 MiB budget"
+    );
+    let report = &result["report"];
+    let streams = report["streams"].as_array().expect("streams");
+    assert_eq!(streams.len(), 4);
+    for s in streams {
+        let r = &s["udp_receive"];
+        assert_eq!(
+            (u(r, "/datagrams"), u(r, "/lost"), u(r, "/out_of_range")),
+            (SENT, 0, 1),
+            "{s}"
+        );
+        assert_eq!(u(r, "/highest_plus_one"), SENT);
+        assert_eq!(u(r, "/tracked_datagrams"), 2 * (1 << 25) + 1);
+    }
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("4 datagrams out of range on 4 streams: numbered past the 67108865 this test can send"),
+        "{notes}"
+    );
+}

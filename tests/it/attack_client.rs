@@ -20,6 +20,8 @@ const SENT_BYTES: u64 = 5 * 131_072;
 enum Lie {
     /// A report of what it really received, plus `extra_bytes`.
     Report { extra_bytes: u64 },
+    /// A report of `bytes` received to a clean end, whatever came.
+    Claim { bytes: u64 },
     /// A result whose length prefix says this many bytes; then bytes until the client leaves.
     Huge { len: u32 },
     /// An error of this text in place of `accepted`.
@@ -96,6 +98,10 @@ fn control(mut s: TcpStream, lie: &Lie, received: &mpsc::Receiver<u64>) -> std::
         Lie::Report { extra_bytes } => {
             let got = received.recv_timeout(LIMIT).expect("the data connection ended");
             write_frame(&mut s, &json!({"type": "result", "report": report(got + extra_bytes)}))
+        }
+        Lie::Claim { bytes } => {
+            received.recv_timeout(LIMIT).expect("the data connection ended");
+            write_frame(&mut s, &json!({"type": "result", "report": report(*bytes)}))
         }
         Lie::Huge { len } => {
             received.recv_timeout(LIMIT).expect("the data connection ended");
@@ -308,4 +314,102 @@ fn issue_14_an_agent_that_cannot_prove_the_secret_is_refused() {
     let err = stderr(&out);
     assert!(err.contains("could not prove it knows the secret"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn issue_22_a_clean_end_with_0_bytes_received_makes_the_run_partial() {
+    let addr = fake_agent(Lie::Claim { bytes: 0 });
+    let out = run_bounded(&mut client(&addr, &[], None), LIMIT);
+    let v = json_with_status(&out, 3);
+    let n = notes(&v);
+    assert!(
+        n.contains(&format!(
+            "result refused: it claims 0 bytes received on stream 0 to a clean end, the client sent {SENT_BYTES}"
+        )),
+        "{n}"
+    );
+    assert!(v["partial"] == true, "counts that cannot be true make the run partial");
+    assert_eq!(u(&v, "/summary/sent/bytes"), SENT_BYTES);
+}
+
+/// An agent's report of `streams` UDP streams on which it sent `sent` datagrams each.
+fn udp_send_report(streams: u16, sent: u64) -> Value {
+    let stream = |i: u16| {
+        json!({
+            "stream": i, "role": "send", "bytes": sent * 64, "ops": sent, "seconds": 0.1,
+            "total_bytes": sent * 64,
+            "socket": {"sndbuf_bytes": null, "rcvbuf_bytes": null, "mss_bytes": null,
+                       "congestion": null, "nodelay": false},
+            "tcp": null, "errors": {"resets": 0, "other": 0}, "end": "count",
+            "udp_send": {"datagrams": sent, "gso": false, "errors": 0,
+                         "spacing": {"mean_us": 1.0, "stddev_us": 0.0, "late_percent": 0.0, "requested_us": 0.0}}
+        })
+    };
+    let mut r = report(0);
+    r["streams"] = (0..streams).map(stream).collect();
+    r
+}
+
+/// A fake agent for `udp -R -P 4 -n 100`: on each stream one datagram numbered 2^32 - 64, then
+/// the 100 it was asked for and the end markers; then a true report of what it sent.
+fn udp_session(mut s: TcpStream) -> std::io::Result<()> {
+    use crate::attack_agent::datagram;
+    let mut preamble = [0u8; 8];
+    s.read_exact(&mut preamble)?;
+    s.write_all(b"LNRT\x00\x03\x00\x00")?;
+    write_frame(&mut s, &json!({"type": "hello", "software": "fake", "challenge": null}))?;
+    assert_eq!(read_frame(&mut s)?["type"], "request");
+    let sockets: Vec<std::net::UdpSocket> = (0..4)
+        .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    let ports: Vec<u16> = sockets.iter().map(|u| u.local_addr().expect("addr").port()).collect();
+    let host = json!({"hostname": "fake", "kernel": "6.0", "os": null, "cpu_model": null, "cores": 2});
+    write_frame(
+        &mut s,
+        &json!({"type": "accepted", "cookie": "11".repeat(16), "host": host, "udp_ports": ports}),
+    )?;
+    let theirs = read_frame(&mut s)?;
+    assert_eq!(theirs["type"], "ports", "{theirs}");
+    for (u, p) in sockets.iter().zip(theirs["udp_ports"].as_array().expect("ports")) {
+        u.connect(("127.0.0.1", p.as_u64().expect("a port") as u16))?;
+    }
+    assert_eq!(read_frame(&mut s)?["type"], "start");
+    write_frame(&mut s, &json!({"type": "started"}))?;
+    let test_id = u64::from_le_bytes([0x11; 8]);
+    for (i, u) in sockets.iter().enumerate() {
+        let stream = i as u16;
+        u.send(&datagram(stream, 0, (1 << 32) - 64, test_id))?;
+        for seq in 0..100 {
+            u.send(&datagram(stream, 0, seq, test_id))?;
+        }
+        for _ in 0..3 {
+            u.send(&datagram(stream, 1, 100, test_id))?;
+        }
+    }
+    write_frame(&mut s, &json!({"type": "result", "report": udp_send_report(4, 100)}))
+}
+
+#[test]
+fn issue_22_a_client_receiving_counts_a_datagram_numbered_2_pow_32_minus_64_out_of_range() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let fake = std::thread::spawn(move || {
+        let (s, _) = listener.accept().expect("control connection");
+        s.set_read_timeout(Some(LIMIT)).expect("timeout");
+        udp_session(s)
+    });
+    let mut cmd = Command::new(BIN);
+    cmd.args(["udp", &addr, "-R", "-P", "4", "-n", "100", "--json"])
+        .env_remove("LINERATE_SECRET");
+    let out = run_bounded(&mut cmd, LIMIT);
+    let v = json_with_status(&out, 0);
+    assert_eq!(u(&v, "/summary/out_of_range"), 4, "{}", notes(&v));
+    assert_eq!(u(&v, "/summary/datagrams_received"), 400);
+    assert_eq!(u(&v, "/summary/lost"), 0);
+    let n = notes(&v);
+    assert!(
+        n.contains("4 datagrams out of range on 4 streams: numbered past the 100 this test can send"),
+        "{n}"
+    );
+    fake.join().expect("the fake agent").expect("its session");
 }

@@ -2,6 +2,7 @@
 //! allocate is counted before the test is accepted, and a test that does not fit beside those
 //! running is refused with the figures (`serve --max-memory`).
 
+use crate::engine::sequence::tracked_datagrams;
 use crate::engine::udp::{BATCH, MAX_BINS};
 use crate::spec::{RrSpec, TcpSpec, TestSpec, UdpSpec};
 use std::sync::Mutex;
@@ -35,7 +36,13 @@ pub(super) fn spec_bytes(spec: &TestSpec) -> u64 {
         TestSpec::Rr(r) => rr_stream_bytes(r),
         TestSpec::Http(_) => 0,
     };
-    streams.saturating_mul(per_stream.saturating_add(STREAM_OVERHEAD_BYTES))
+    let maps = match spec {
+        TestSpec::Udp(u) => udp_loss_maps_bytes(u),
+        _ => 0,
+    };
+    streams
+        .saturating_mul(per_stream.saturating_add(STREAM_OVERHEAD_BYTES))
+        .saturating_add(maps)
 }
 
 fn tcp_stream_bytes(t: &TcpSpec) -> u64 {
@@ -46,14 +53,20 @@ fn tcp_stream_bytes(t: &TcpSpec) -> u64 {
 
 fn udp_stream_bytes(u: &UdpSpec) -> u64 {
     let datagram = u64::from(u.payload_bytes) + 1;
-    let expected = u.expected_datagrams();
-    // The loss map: a bit per expected datagram (as the receiver sizes it), the arrival bins,
-    // the batch buffers each way and the socket buffer.
-    let loss_map = expected.min(1 << 28) / 8;
+    // The arrival bins, the batch buffers each way and the socket buffer.
     let bins = MAX_BINS as u64 * 8;
     let batches = datagram * BATCH as u64 * 2;
     let socket = u.window_bytes.map_or(0, |w| w.0) * 2;
-    loss_map + bins + batches + socket
+    bins + batches + socket
+}
+
+/// The loss maps of the streams this end receives on (what flows forward): a bit per sequence
+/// number each tracks, every one of which a sender, or a forger, can make it touch (issue 22).
+fn udp_loss_maps_bytes(u: &UdpSpec) -> u64 {
+    let receiving = (0..u.streams_per_agent())
+        .filter(|&i| u.stream_flows_forward(i))
+        .count();
+    (receiving as u64).saturating_mul(tracked_datagrams(u).div_ceil(64) * 8)
 }
 
 fn rr_stream_bytes(r: &RrSpec) -> u64 {
@@ -197,5 +210,24 @@ mod tests {
         assert!(bytes > 1_000_000 + MAX_BINS as u64 * 8, "{bytes}");
         assert!(default_budget_bytes() <= DEFAULT_MAX_BYTES);
         assert!(default_budget_bytes() > 0);
+    }
+
+    #[test]
+    fn issue_22_a_udp_receiver_counts_every_number_its_map_may_hold() {
+        let mut u = UdpSpec::new();
+        u.streams = 4;
+        // 10 s as fast as possible: 2^25 a second, a bit each, 40 MiB per stream.
+        let per_stream = spec_bytes(&TestSpec::Udp(u.clone())) / 4;
+        let map = (10 * crate::engine::sequence::MAX_DATAGRAMS_PER_SECOND + 1).div_ceil(64) * 8;
+        assert!(
+            per_stream > map && per_stream < map + (4 << 20),
+            "{per_stream} vs {map}"
+        );
+        // The largest count the spec allows: 2^32 numbers, 512 MiB per stream.
+        u.timing.limit = Limit::Buffers(1 << 32);
+        assert!(spec_bytes(&TestSpec::Udp(u.clone())) > 4 * (512 << 20));
+        // The agent sends on every stream of a reverse test: no map.
+        u.direction = crate::spec::Direction::Reverse;
+        assert!(spec_bytes(&TestSpec::Udp(u)) < 8 << 20);
     }
 }

@@ -32,7 +32,17 @@ pub struct UdpReceiveReport {
     pub lost: u64,
     pub out_of_order: u64,
     pub duplicates: u64,
-    /// One past the highest sequence number seen.
+    /// Datagrams numbered at or past `tracked_datagrams` (numbers the sender of this test cannot
+    /// send): counted here and in the interval samples, in no other figure (issue 22; 0 from
+    /// older receivers).
+    #[serde(default)]
+    pub out_of_range: u64,
+    /// The sequence numbers the receiver tracked, `0..tracked_datagrams`: what the test's
+    /// sender can send (its count, or its time at its rate, at most 33,554,432 a second and
+    /// 2^32 in all). None from older receivers.
+    #[serde(default)]
+    pub tracked_datagrams: Option<u64>,
+    /// One past the highest sequence number seen (within the tracked numbers).
     pub highest_plus_one: u64,
     /// The sender's count as its end markers said; None when none arrived.
     pub end_count: Option<u64>,
@@ -135,6 +145,10 @@ pub struct UdpSummary {
     pub loss_causes_datagrams: Option<LossCauses>,
     /// Sent but never received (from each sender's count).
     pub lost: u64,
+    /// Datagrams the receivers counted out of range (numbered past what the test's senders can
+    /// send), over all receiving streams; in no other figure here (issue 22).
+    #[serde(default)]
+    pub out_of_range: u64,
     pub out_of_order: u64,
     pub duplicates: u64,
     /// lost / sent x 100.

@@ -9,14 +9,18 @@
 //!
 //! What is checked is what the client knows for certain: the streams the test has, which end
 //! sends on each (the other one than the client, whose own reports say what it did), that the
-//! samples are of those streams, the number of samples a run of that length makes, and, on TCP,
-//! that no one receives more than was sent (the client's own counts on the other end).
+//! samples are of those streams, the number of samples a run of that length makes, and, where
+//! both ends count the same bytes or datagrams, that the counts agree as far as nothing can be in
+//! flight (the client's own counts on the other end; issue 22: a clean TCP end reported with 0
+//! bytes received after 5.4 GB sent was taken as a complete run at 0 Mbit/s).
 
 use crate::engine::run::Plan;
-use crate::result::{Role, SideReport};
+use crate::engine::sequence::tracked_datagrams;
+use crate::result::{Role, SideReport, StreamEnd, StreamReport, UdpReceiveReport};
 use crate::spec::TestSpec;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::cmp::Ordering;
 use std::time::Duration;
 
 /// Seconds added to the run's length before counting the intervals a report may hold: the
@@ -80,6 +84,30 @@ pub enum ReportError {
     SentLessThanReceived { stream: u16, agent: u64, client: u64 },
     #[error("it claims {agent} datagrams received on stream {stream}, the client sent {client}")]
     DatagramsMoreThanSent { stream: u16, agent: u64, client: u64 },
+    #[error("it claims {agent} bytes received on stream {stream} to a clean end, the client sent {client}")]
+    ReceivedLessThanSent { stream: u16, agent: u64, client: u64 },
+    #[error("it claims {agent} bytes sent on stream {stream}, the client received {client} to a clean end")]
+    SentMoreThanReceived { stream: u16, agent: u64, client: u64 },
+    #[error("it claims the end markers on stream {stream} counted {agent} datagrams, the client sent {client}")]
+    EndCountNotSent { stream: u16, agent: u64, client: u64 },
+    #[error(
+        "it claims {received} datagrams received and {lost} lost on stream {stream} after the end markers, the client sent {client}"
+    )]
+    DatagramsUnaccounted {
+        stream: u16,
+        received: u64,
+        lost: u64,
+        client: u64,
+    },
+    #[error("it claims {agent} datagrams sent on stream {stream}, its end markers counted {client}")]
+    SentNotEndCount { stream: u16, agent: u64, client: u64 },
+    #[error("it claims {agent} datagrams sent on stream {stream}, the client received {received} and lost {lost}")]
+    SentNotAccounted {
+        stream: u16,
+        agent: u64,
+        received: u64,
+        lost: u64,
+    },
     #[error("it carries {got} notes, over the limit of {max}")]
     TooManyNotes { got: usize, max: usize },
 }
@@ -236,45 +264,123 @@ pub(crate) fn check_report(
     Ok(())
 }
 
-/// On TCP nobody receives more than was sent: the agent's counts against the client's own for
-/// the same stream. On UDP (one sender per stream) no more distinct datagrams arrive than were
-/// sent. Other kinds count transactions both ends cannot compare exactly.
-fn check_counts(
-    spec: &TestSpec,
-    agent: &crate::result::StreamReport,
-    client: Option<&crate::result::StreamReport>,
-) -> Result<(), ReportError> {
+/// Whether a TCP stream ended cleanly as its two ends report it: the receiver read its end
+/// (`Eof`, so the sender closed and no reset cut the stream) and the sender did not end on an
+/// error. Everything the sender wrote was then read: nothing may be in flight.
+fn tcp_clean_end(snd: &StreamReport, rcv: &StreamReport) -> bool {
+    rcv.end == StreamEnd::Eof && snd.end != StreamEnd::Error
+}
+
+/// Where both ends count the same bytes or datagrams, the agent's counts against the client's
+/// own for the same stream (issue 14, item 7; issue 22, finding 5).
+///
+/// TCP: nobody receives more than was sent, and after a clean end ([`tcp_clean_end`]) the
+/// receiver's bytes are the sender's exactly. UDP (one sender per stream, so not multicast): no
+/// more distinct datagrams arrive than were sent; the count the end markers carried, when they
+/// came, is the sender's; the datagrams received and lost add up to the sender's count when the
+/// markers came (a receiver counts as lost whatever had not arrived when it stopped, so nothing
+/// in flight needs an allowance; a receiver tracks at most [`tracked_datagrams`] numbers, so up
+/// to that many), and never to more. Other kinds count transactions both ends cannot compare
+/// exactly.
+fn check_counts(spec: &TestSpec, agent: &StreamReport, client: Option<&StreamReport>) -> Result<(), ReportError> {
     let Some(client) = client else { return Ok(()) };
     let stream = agent.stream;
+    let agent_receives = agent.role == Role::Receive;
+    let (snd, rcv) = if agent_receives {
+        (client, agent)
+    } else {
+        (agent, client)
+    };
     match spec {
-        TestSpec::Tcp(_) if agent.role == Role::Receive && agent.total_bytes > client.total_bytes => {
-            Err(ReportError::ReceivedMoreThanSent {
-                stream,
-                agent: agent.total_bytes,
-                client: client.total_bytes,
-            })
-        }
-        TestSpec::Tcp(_) if agent.role == Role::Send && agent.total_bytes < client.total_bytes => {
-            Err(ReportError::SentLessThanReceived {
-                stream,
-                agent: agent.total_bytes,
-                client: client.total_bytes,
-            })
-        }
-        TestSpec::Udp(u) if u.multicast.is_none() => {
-            let got = agent.udp_receive.as_ref().map(|r| r.datagrams);
-            let sent = client.udp_send.as_ref().map(|s| s.datagrams);
-            match (got, sent) {
-                (Some(got), Some(sent)) if got > sent => Err(ReportError::DatagramsMoreThanSent {
+        TestSpec::Tcp(_) => {
+            let (agent_bytes, client_bytes) = (agent.total_bytes, client.total_bytes);
+            let clean = tcp_clean_end(snd, rcv);
+            match (agent_receives, agent_bytes.cmp(&client_bytes)) {
+                (true, Ordering::Greater) => Err(ReportError::ReceivedMoreThanSent {
                     stream,
-                    agent: got,
-                    client: sent,
+                    agent: agent_bytes,
+                    client: client_bytes,
+                }),
+                (false, Ordering::Less) => Err(ReportError::SentLessThanReceived {
+                    stream,
+                    agent: agent_bytes,
+                    client: client_bytes,
+                }),
+                (true, Ordering::Less) if clean => Err(ReportError::ReceivedLessThanSent {
+                    stream,
+                    agent: agent_bytes,
+                    client: client_bytes,
+                }),
+                (false, Ordering::Greater) if clean => Err(ReportError::SentMoreThanReceived {
+                    stream,
+                    agent: agent_bytes,
+                    client: client_bytes,
                 }),
                 _ => Ok(()),
             }
         }
+        TestSpec::Udp(u) if u.multicast.is_none() => {
+            let (Some(s), Some(r)) = (snd.udp_send.as_ref(), rcv.udp_receive.as_ref()) else {
+                return Ok(());
+            };
+            udp_counts(stream, agent_receives, s.datagrams, r, tracked_datagrams(u))
+        }
         _ => Ok(()),
     }
+}
+
+/// A UDP stream's sender's count against its receiver's figures (see [`check_counts`]);
+/// `tracked`: the sequence numbers a receiver of this test tracks.
+fn udp_counts(
+    stream: u16,
+    agent_receives: bool,
+    sent: u64,
+    r: &UdpReceiveReport,
+    tracked: u64,
+) -> Result<(), ReportError> {
+    let accounted = r.datagrams.saturating_add(r.lost);
+    let markers_came = r.end_count.is_some();
+    if r.datagrams > sent && agent_receives {
+        return Err(ReportError::DatagramsMoreThanSent {
+            stream,
+            agent: r.datagrams,
+            client: sent,
+        });
+    }
+    let wrong_marker = r.end_count.filter(|e| *e != sent);
+    let unaccounted = accounted > sent || (markers_came && accounted < sent.min(tracked));
+    if wrong_marker.is_none() && !unaccounted {
+        return Ok(());
+    }
+    Err(if agent_receives {
+        match wrong_marker {
+            Some(end_count) => ReportError::EndCountNotSent {
+                stream,
+                agent: end_count,
+                client: sent,
+            },
+            None => ReportError::DatagramsUnaccounted {
+                stream,
+                received: r.datagrams,
+                lost: r.lost,
+                client: sent,
+            },
+        }
+    } else {
+        match wrong_marker {
+            Some(end_count) => ReportError::SentNotEndCount {
+                stream,
+                agent: sent,
+                client: end_count,
+            },
+            None => ReportError::SentNotAccounted {
+                stream,
+                agent: sent,
+                received: r.datagrams,
+                lost: r.lost,
+            },
+        }
+    })
 }
 
 /// `value` with every control character in its strings escaped as `\u{..}` (a peer's host
@@ -452,6 +558,114 @@ mod tests {
         counted.timing.limit = crate::spec::Limit::Buffers(10);
         let counted = TestSpec::Tcp(counted);
         assert!(result_limit_bytes(&counted, 2, Duration::from_secs(600)) > result_limit_bytes(&counted, 2, RUN));
+    }
+
+    #[test]
+    fn issue_22_a_clean_tcp_end_with_fewer_bytes_than_sent_is_refused() {
+        let spec = TestSpec::Tcp(TcpSpec::new());
+        let sent = 5_400_000_000;
+        let mut client = report(vec![stream(0, Role::Send, sent)]);
+        client.streams[0].end = StreamEnd::Deadline;
+        let zero = report(vec![stream(0, Role::Receive, 0)]);
+        assert_eq!(
+            check_report(&spec, &zero, &client, RUN).map_err(|e| e.to_string()),
+            Err("it claims 0 bytes received on stream 0 to a clean end, the client sent 5400000000".into())
+        );
+        // Not a clean end: the receiver was stopped, or the sender failed; fewer bytes can be.
+        let mut stopped = zero.clone();
+        stopped.streams[0].end = StreamEnd::Stopped;
+        assert_eq!(check_report(&spec, &stopped, &client, RUN), Ok(()));
+        let mut failed = client.clone();
+        failed.streams[0].end = StreamEnd::Error;
+        assert_eq!(check_report(&spec, &zero, &failed, RUN), Ok(()));
+        // The agent sending: it claims more than the client read to its clean end.
+        let mut reverse = TcpSpec::new();
+        reverse.direction = crate::spec::Direction::Reverse;
+        let reverse = TestSpec::Tcp(reverse);
+        let client = report(vec![stream(0, Role::Receive, 1000)]);
+        let mut agent = report(vec![stream(0, Role::Send, 1001)]);
+        agent.streams[0].end = StreamEnd::Count;
+        assert_eq!(
+            check_report(&reverse, &agent, &client, RUN).map_err(|e| e.to_string()),
+            Err("it claims 1001 bytes sent on stream 0, the client received 1000 to a clean end".into())
+        );
+        agent.streams[0].total_bytes = 1000;
+        assert_eq!(check_report(&reverse, &agent, &client, RUN), Ok(()));
+    }
+
+    fn udp_stream(
+        stream_: u16,
+        role: Role,
+        sent: Option<u64>,
+        received: Option<(u64, u64, Option<u64>)>,
+    ) -> StreamReport {
+        let mut s = stream(stream_, role, 0);
+        s.udp_send = sent.map(|datagrams| crate::result::UdpSendReport {
+            datagrams,
+            ..Default::default()
+        });
+        s.udp_receive = received.map(|(datagrams, lost, end_count)| UdpReceiveReport {
+            datagrams,
+            lost,
+            end_count,
+            ..Default::default()
+        });
+        s
+    }
+
+    #[test]
+    fn issue_22_udp_datagrams_received_and_lost_add_up_to_those_sent() {
+        let mut u = crate::spec::UdpSpec::new();
+        u.timing.limit = crate::spec::Limit::Buffers(1000);
+        let spec = TestSpec::Udp(u.clone());
+        let client = report(vec![udp_stream(0, Role::Send, Some(1000), None)]);
+        let agent = |got, lost, end| report(vec![udp_stream(0, Role::Receive, None, Some((got, lost, end)))]);
+        let check = |a: &SideReport| check_report(&spec, a, &client, RUN).map_err(|e| e.to_string());
+        // True: all in; some lost with the markers; the markers lost too (counted to the highest
+        // number seen).
+        assert_eq!(check(&agent(1000, 0, Some(1000))), Ok(()));
+        assert_eq!(check(&agent(990, 10, Some(1000))), Ok(()));
+        assert_eq!(check(&agent(1000, 0, None)), Ok(()));
+        assert_eq!(check(&agent(500, 20, None)), Ok(()));
+        assert_eq!(check(&agent(0, 0, None)), Ok(()), "nothing came through");
+        // Not true.
+        assert_eq!(
+            check(&agent(0, 0, Some(1000))),
+            Err(
+                "it claims 0 datagrams received and 0 lost on stream 0 after the end markers, the client sent 1000"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check(&agent(990, 20, None)),
+            Err(
+                "it claims 990 datagrams received and 20 lost on stream 0 after the end markers, the client sent 1000"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check(&agent(10, 0, Some(10))),
+            Err("it claims the end markers on stream 0 counted 10 datagrams, the client sent 1000".into())
+        );
+        assert_eq!(
+            check(&agent(1001, 0, Some(1000))),
+            Err("it claims 1001 datagrams received on stream 0, the client sent 1000".into())
+        );
+        // The client receiving: the agent's count against the client's own figures.
+        u.direction = crate::spec::Direction::Reverse;
+        let spec = TestSpec::Udp(u);
+        let mine = |got, lost, end| report(vec![udp_stream(0, Role::Receive, None, Some((got, lost, end)))]);
+        let agent = report(vec![udp_stream(0, Role::Send, Some(1000), None)]);
+        let check = |c: &SideReport| check_report(&spec, &agent, c, RUN).map_err(|e| e.to_string());
+        assert_eq!(check(&mine(990, 10, Some(1000))), Ok(()));
+        assert_eq!(
+            check(&mine(990, 10, Some(2000))),
+            Err("it claims 1000 datagrams sent on stream 0, its end markers counted 2000".into())
+        );
+        assert_eq!(
+            check(&mine(1500, 0, None)),
+            Err("it claims 1000 datagrams sent on stream 0, the client received 1500 and lost 0".into())
+        );
     }
 
     #[test]

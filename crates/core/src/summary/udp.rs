@@ -93,6 +93,7 @@ pub(crate) fn summarise<'a>(
             u.lost += lost;
             u.out_of_order += r.out_of_order;
             u.duplicates += r.duplicates;
+            u.out_of_range += r.out_of_range;
             jitter.push(r.jitter_us);
             if !stamps.contains(&r.timestamps) {
                 stamps.push(r.timestamps.clone());

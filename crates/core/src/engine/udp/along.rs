@@ -97,7 +97,7 @@ impl AlongSequence {
         };
         for (i, c) in self.cells.iter().enumerate().take(used) {
             let (from, to) = (i as u64 * width, ((i as u64 + 1) * width).min(end));
-            p.lost.push((from..to).filter(|s| !tracker.has(*s)).count() as u64);
+            p.lost.push(tracker.missing(from, to));
             let us = |ns: i64| (ns - min_ns) as f64 / 1e3;
             let seen = c.count > 0;
             p.delay_mean_us
@@ -116,7 +116,7 @@ mod tests {
     #[test]
     fn stretches_hold_their_delays_and_losses() {
         let mut a = AlongSequence::new(128);
-        let mut t = SequenceTracker::with_capacity(128);
+        let mut t = SequenceTracker::new(128);
         for seq in 0..128u64 {
             // Datagrams 10 and 11 lost; the delay grows with the sequence number.
             if seq == 10 || seq == 11 {
@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn a_longer_stream_than_expected_widens_the_stretches() {
         let mut a = AlongSequence::new(64);
-        let mut t = SequenceTracker::with_capacity(64);
+        let mut t = SequenceTracker::new(1000);
         for seq in 0..1000u64 {
             t.record(seq);
             a.record(seq, 5);

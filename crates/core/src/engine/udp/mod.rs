@@ -137,6 +137,7 @@ pub fn run(
     if let Some(note) = gso_note(&gso_dropped) {
         report.notes.push(note);
     }
+    report.notes.extend(out_of_range_note(&report.streams));
     let strays = shared.stray.load(Relaxed);
     if strays > 0 {
         report
@@ -150,6 +151,26 @@ pub fn run(
     report.notes.extend(sockopt::grant_notes(asked, &report.streams));
     report.io = "syscall".into();
     Ok(report)
+}
+
+/// One note naming the datagrams the receiving streams counted out of range (issue 22), and
+/// how many numbers each tracked.
+fn out_of_range_note(streams: &[crate::result::StreamReport]) -> Option<String> {
+    let (mut n, mut on, mut tracked) = (0u64, 0usize, 0u64);
+    for r in streams.iter().filter_map(|s| s.udp_receive.as_ref()) {
+        if r.out_of_range > 0 {
+            n += r.out_of_range;
+            on += 1;
+            tracked = tracked.max(r.tracked_datagrams.unwrap_or(0));
+        }
+    }
+    (n > 0).then(|| {
+        format!(
+            "{n} datagrams out of range on {on} stream{}: numbered past the {tracked} this test can send, \
+             counted but not placed (no loss, order or delay figures from them)",
+            if on == 1 { "" } else { "s" }
+        )
+    })
 }
 
 /// One note for every stream whose GSO failed at send time (`errnos`: one per such stream).

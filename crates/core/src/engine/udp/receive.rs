@@ -10,7 +10,7 @@
 use super::along::AlongSequence;
 use super::header::{HEADER_BYTES, Header, KIND_END, parse_header, realtime_ns};
 use super::{BATCH, StreamRun, UdpStream};
-use crate::engine::sequence::SequenceTracker;
+use crate::engine::sequence::{SequenceTracker, tracked_datagrams};
 use crate::engine::sockopt::enable_gro;
 use crate::result::{StreamEnd, UdpReceiveReport};
 use crate::spec::UdpSpec;
@@ -62,7 +62,8 @@ impl Receiver {
     fn new(spec: &UdpSpec) -> Receiver {
         let expected = spec.expected_datagrams();
         Receiver {
-            tracker: SequenceTracker::with_capacity(expected.min(1 << 28)),
+            // Every number this test can send, allocated now: the map never grows in the loop.
+            tracker: SequenceTracker::new(tracked_datagrams(spec)),
             spacing: histogram(),
             delay_above: histogram(),
             delay_below: histogram(),
@@ -81,10 +82,13 @@ impl Receiver {
         }
     }
 
-    /// One data datagram, arrived at `at_ns` (CLOCK_REALTIME).
+    /// One data datagram, arrived at `at_ns` (CLOCK_REALTIME). One numbered past what the test
+    /// can send is counted out of range and adds to no other figure.
     #[inline]
     fn datagram(&mut self, h: &Header, at_ns: u64) {
-        self.tracker.record(h.seq);
+        if !self.tracker.record(h.seq) {
+            return;
+        }
         self.first_ns.get_or_insert(at_ns);
         self.last_ns = at_ns;
         if let Some((prev_at, prev_send)) = self.prev {
@@ -136,7 +140,7 @@ impl Receiver {
         let sent = self.end_count;
         let (delay, delay_min_ns) = self.delay_above_minimum();
         let seq = self.tracker.summary(sent, 1000);
-        let end = sent.unwrap_or(0).max(self.tracker.highest_plus_one());
+        let end = self.tracker.end(sent);
         let along = (self.tracker.received() > 0).then(|| {
             let min_relative = delay_min_ns - self.delay_base_ns.unwrap_or(0);
             self.along.profile(&self.tracker, end, min_relative)
@@ -154,6 +158,8 @@ impl Receiver {
             lost: seq.lost,
             out_of_order: seq.out_of_order,
             duplicates: seq.duplicates,
+            out_of_range: seq.out_of_range,
+            tracked_datagrams: Some(self.tracker.limit()),
             highest_plus_one: self.tracker.highest_plus_one(),
             end_count: sent,
             loss_ranges: seq.loss_ranges,
@@ -330,4 +336,40 @@ pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) 
     };
     shared.finish(idx, end);
     rx.report(spec, gro)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::header::KIND_DATA;
+    use super::*;
+    use crate::engine::sequence::MAX_DATAGRAMS_PER_SECOND;
+    use crate::spec::Limit;
+
+    #[test]
+    fn issue_22_a_receiver_tracks_what_its_test_can_send_and_no_more() {
+        // Both ends receive through this: the agent, and the client under `udp -R`.
+        let mut spec = UdpSpec::new();
+        spec.timing.limit = Limit::Seconds(2.0);
+        let mut rx = Receiver::new(&spec);
+        let h = |seq| Header {
+            stream: 0,
+            kind: KIND_DATA,
+            seq,
+            send_ns: 1_000,
+            test_id: 1,
+        };
+        rx.datagram(&h(0), 2_000);
+        rx.datagram(&h(1), 2_100);
+        rx.datagram(&h((1 << 32) - 64), 3_000);
+        rx.end_count = Some(2);
+        let r = rx.report(&spec, false);
+        assert_eq!((r.datagrams, r.lost, r.out_of_range), (2, 0, 1));
+        assert_eq!(r.tracked_datagrams, Some(2 * MAX_DATAGRAMS_PER_SECOND + 1));
+        assert_eq!(r.highest_plus_one, 2);
+        assert_eq!(
+            r.last_arrival_unix_ns,
+            Some(2_100),
+            "the forged datagram adds to no figure"
+        );
+    }
 }
