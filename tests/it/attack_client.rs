@@ -63,16 +63,20 @@ fn report(bytes: u64) -> Value {
     })
 }
 
-/// One control session of the fake agent, as the script `lie` says.
-fn control(mut s: TcpStream, lie: &Lie, received: &mpsc::Receiver<u64>) -> std::io::Result<()> {
+/// Reads the client's preamble (and the proof a client with a secret sends after it: time,
+/// nonce, mac1, skipped) and answers with the preamble of protocol 4 (docs/protocol.md).
+fn answer_preamble(s: &mut TcpStream) -> std::io::Result<()> {
     let mut preamble = [0u8; 8];
     s.read_exact(&mut preamble)?;
     if preamble[6] & 1 != 0 {
-        // A client with a secret proves it after its preamble (time, nonce, mac1): skipped.
         s.read_exact(&mut [0u8; 56])?;
     }
-    // The preamble of protocol 4 (docs/protocol.md).
-    s.write_all(b"LNRT\x00\x04\x00\x00")?;
+    s.write_all(b"LNRT\x00\x04\x00\x00")
+}
+
+/// One control session of the fake agent, as the script `lie` says.
+fn control(mut s: TcpStream, lie: &Lie, received: &mpsc::Receiver<u64>) -> std::io::Result<()> {
+    answer_preamble(&mut s)?;
     let challenge = matches!(lie, Lie::BadProof).then(|| "ab".repeat(32));
     write_frame(
         &mut s,
@@ -354,9 +358,7 @@ fn udp_send_report(streams: u16, sent: u64) -> Value {
 /// the 100 it was asked for and the end markers; then a true report of what it sent.
 fn udp_session(mut s: TcpStream) -> std::io::Result<()> {
     use crate::attack_agent::datagram;
-    let mut preamble = [0u8; 8];
-    s.read_exact(&mut preamble)?;
-    s.write_all(b"LNRT\x00\x03\x00\x00")?;
+    answer_preamble(&mut s)?;
     write_frame(&mut s, &json!({"type": "hello", "software": "fake", "challenge": null}))?;
     assert_eq!(read_frame(&mut s)?["type"], "request");
     let sockets: Vec<std::net::UdpSocket> = (0..4)
