@@ -732,7 +732,7 @@ fn issue_22_a_zlib_bomb_in_the_store_is_refused_with_bounded_memory() {
     let dir = tempfile::tempdir().expect("tempdir");
     let agent = Agent::start(&[]);
     let db = dir.path().join("results.db");
-    let out = run(&db, &["tcp", &agent.addr, "-t", "0.3", "-i", "0"]);
+    let out = run(&db, &["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]);
     let id = stored_id(&stderr(&out)).expect("stored");
     let bomb = zlib_bomb(1024);
     assert!(bomb.len() < 2 << 20, "a {}-byte bomb", bomb.len());
@@ -753,6 +753,7 @@ fn issue_22_a_zlib_bomb_in_the_store_is_refused_with_bounded_memory() {
         vec!["report", id, "-o", html.to_str().expect("utf-8")],
     ] {
         let (status, stdout, err, peak_kib) = run_measured(&db, &args);
+        eprintln!("{args:?}: peak RSS {} MiB", peak_kib >> 10);
         assert_ne!(status, Some(0), "{args:?} refused: {err}");
         assert!(stdout.is_empty(), "{args:?} printed {} bytes", stdout.len());
         assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
@@ -887,7 +888,7 @@ fn issue_22_the_database_and_fallback_files_are_private() {
     let dir = tempfile::tempdir().expect("tempdir");
     let agent = Agent::start(&[]);
     let db = dir.path().join("new/store/results.db");
-    let out = run(&db, &["tcp", &agent.addr, "-t", "0.3", "-i", "0"]);
+    let out = run(&db, &["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]);
     assert!(stored_id(&stderr(&out)).is_some(), "{}", stderr(&out));
     assert_eq!(mode(&dir.path().join("new")), 0o700);
     assert_eq!(mode(&dir.path().join("new/store")), 0o700);

@@ -237,7 +237,7 @@ fn issue_22_the_reports_csp_allows_only_its_own_script_and_chromium_runs_it() {
     let Some(r) = round(Case {
         name: "tcp-csp",
         agent: &[],
-        args: &["tcp", AGENT, "-t", "1"],
+        args: &["tcp", AGENT, "-t", "2", "-P", "2"],
         figures: &with_every_run(&["fig-timeline"]),
     }) else {
         return;

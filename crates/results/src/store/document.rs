@@ -37,9 +37,10 @@ impl Encoding {
 }
 
 /// The most a stored document may be as JSON text: 256 MiB. The largest real ones are far below
-/// (docs/results.md: a 10 s tcp run is 88 KB on one line, a 5-run repeat 456 KB, and a run
-/// grows by about 8 KB a second), while a zlib bomb of 1 MB inflates to 1 GB: past this a
-/// document is refused, whether stored compressed or as text, and none this big is stored.
+/// (docs/results.md: a 10 s tcp run is 88 KB on one line, a 5-run repeat 456 KB; a tcp run
+/// grows by about 7 KB a second with one stream, 11 KB with eight, so 256 MiB is over six hours
+/// of one run), while a zlib bomb of 1 MB inflates to 1 GB: past this a document is refused,
+/// whether stored compressed or as text, and none this big is stored.
 pub const MAX_DOCUMENT_BYTES: usize = 256 << 20;
 
 /// The zlib level: 6 (zlib's default) stores a 10 s tcp document in 15 KB in about a
