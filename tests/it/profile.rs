@@ -316,8 +316,17 @@ fn issue_22_a_profile_running_env_shows_no_secret() {
         &[("LINERATE_SECRET", secret)],
     );
     let mut cmd = linerate_command();
-    cmd.env("LINERATE_SECRET", secret)
-        .args(["tcp", "--json", agent.addr.as_str(), "-t", "0.3", "-i", "0", "--profile", "show"]);
+    cmd.env("LINERATE_SECRET", secret).args([
+        "tcp",
+        "--json",
+        agent.addr.as_str(),
+        "-t",
+        "0.3",
+        "-i",
+        "0",
+        "--profile",
+        "show",
+    ]);
     let v = json_of(&run_bounded(&mut cmd, LIMIT));
     let p = &agent_host(&v)["profile"];
     assert_eq!(p["exit_status"], 0, "{p:#}");
@@ -326,5 +335,8 @@ fn issue_22_a_profile_running_env_shows_no_secret() {
     assert!(output.contains("/dev/null"), "the descriptors are listed: {output}");
     assert!(!output.contains(secret), "the secret reached the profile: {output}");
     assert!(!output.contains("LINERATE_SECRET"), "{output}");
-    assert!(!output.contains("agent-secret"), "a descriptor of the secret file: {output}");
+    assert!(
+        !output.contains("agent-secret"),
+        "a descriptor of the secret file: {output}"
+    );
 }

@@ -816,12 +816,21 @@ fn issue_22_hostile_rows_print_no_control_byte_and_no_live_formula() {
     let list = run(&db, &["results"]);
     assert!(list.status.success(), "{}", stderr(&list));
     assert_eq!(control_chars(&list.stdout), [], "{}", out_text(&list));
-    assert_eq!(out_text(&list).lines().count(), 2, "a head and one row: {}", out_text(&list));
+    assert_eq!(
+        out_text(&list).lines().count(),
+        2,
+        "a head and one row: {}",
+        out_text(&list)
+    );
 
     let shown = run(&db, &["results", "show", &id.to_string()]);
     assert!(shown.status.success(), "{}", stderr(&shown));
     assert_eq!(control_chars(&shown.stdout), [], "{}", out_text(&shown));
-    assert!(out_text(&shown).contains("\\u{1b}[2J\\u{7}cleared\\u{a}#99"), "{}", out_text(&shown));
+    assert!(
+        out_text(&shown).contains("\\u{1b}[2J\\u{7}cleared\\u{a}#99"),
+        "{}",
+        out_text(&shown)
+    );
 
     let csv = run(&db, &["results", "export", &id.to_string(), "--format", "csv"]);
     assert!(csv.status.success(), "{}", stderr(&csv));
@@ -910,6 +919,10 @@ fn issue_22_the_database_and_fallback_files_are_private() {
     let out = run(&corrupt, &["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]);
     loses_no_result(&out, dir.path());
     let err = stderr(&out);
-    let fallback = err.trim_end().rsplit_once("the document is in ").expect("a fallback file").1;
+    let fallback = err
+        .trim_end()
+        .rsplit_once("the document is in ")
+        .expect("a fallback file")
+        .1;
     assert_eq!(mode(Path::new(fallback)), 0o600, "{fallback}");
 }

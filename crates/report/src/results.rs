@@ -241,9 +241,14 @@ mod tests {
         let text = csv(&[r]);
         assert_eq!(
             text.lines().nth(1),
-            Some("5,2025-11-25 01:30:12,tcp\\u{1b}[2J,complete,'+x,\"'-k=v\\u{a}#99  forged nic=x2 note=a,b\",'=1+1,\\u{7}%,-5")
+            Some(
+                "5,2025-11-25 01:30:12,tcp\\u{1b}[2J,complete,'+x,\"'-k=v\\u{a}#99  forged nic=x2 note=a,b\",'=1+1,\\u{7}%,-5"
+            )
         );
-        assert_eq!(text.lines().nth(2), Some("5,2025-11-25 01:30:12,tcp\\u{1b}[2J,complete,'+x,\"'-k=v\\u{a}#99  forged nic=x2 note=a,b\",'@x,'-,"));
+        assert_eq!(
+            text.lines().nth(2),
+            Some("5,2025-11-25 01:30:12,tcp\\u{1b}[2J,complete,'+x,\"'-k=v\\u{a}#99  forged nic=x2 note=a,b\",'@x,'-,")
+        );
     }
 
     #[test]

@@ -199,9 +199,15 @@ mod tests {
             .nth(1)
             .and_then(|rest| rest.split('"').next())
             .expect("a CSP");
-        let scripts = csp.split(';').find(|d| d.trim().starts_with("script-src")).expect("script-src");
+        let scripts = csp
+            .split(';')
+            .find(|d| d.trim().starts_with("script-src"))
+            .expect("script-src");
         assert_eq!(scripts.trim(), format!("script-src '{hash}'"));
-        assert!(html.contains(&format!("<script>{SCRIPT}</script>")), "the script is the hashed text exactly");
+        assert!(
+            html.contains(&format!("<script>{SCRIPT}</script>")),
+            "the script is the hashed text exactly"
+        );
     }
 
     #[test]

@@ -167,7 +167,12 @@ mod tests {
         assert!(bomb.len() < 4096, "{} bytes", bomb.len());
         let refused = decode_within(&bomb, Encoding::Zlib, 64 << 10).expect_err("past the limit");
         assert!(matches!(refused, StoreError::TooLarge { .. }), "{refused}");
-        assert_eq!(decode_within(&bomb, Encoding::Zlib, 1 << 20).expect("at the limit").len(), 1 << 20);
+        assert_eq!(
+            decode_within(&bomb, Encoding::Zlib, 1 << 20)
+                .expect("at the limit")
+                .len(),
+            1 << 20
+        );
         assert!(matches!(
             decode_within(&[b' '; 100], Encoding::Json, 99),
             Err(StoreError::TooLarge { .. })
