@@ -668,6 +668,8 @@ fn issue_15_an_http_baseline_is_stored_and_results_show_prints_it() {
 
 /// Runs `linerate ARGS --db DB` to its end within [`LIMIT`] and returns its exit status, its
 /// stdout and stderr, and its peak resident set size in KiB (wait4's `ru_maxrss`).
+// The child is reaped by wait4 itself (for its rusage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn run_measured(db: &Path, args: &[&str]) -> (Option<i32>, Vec<u8>, String, i64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
