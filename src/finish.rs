@@ -163,7 +163,13 @@ fn fall_back(document: &str, db: Option<&Path>, err: &anyhow::Error) {
 /// Writes a file that must not exist yet, through to the disk; a file cut short (a full disk)
 /// is removed, so that no half document is left behind.
 fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // 0600: a result names hosts, addresses and commands; only its user reads it.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
     let written = f.write_all(text.as_bytes()).and_then(|()| f.sync_all());
     if written.is_err() {
         let _ = std::fs::remove_file(path);

@@ -268,23 +268,27 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
 
 /// The text report a stored document's run printed, from the document alone: a single run's
 /// report block, a sweep's whole table, a repeated test's runs and aggregate; an http test's
-/// `--baseline` line first, as the run printed it (a sweep's is in its table's head).
+/// `--baseline` line first, as the run printed it (a sweep's is in its table's head). Every
+/// string of the document has its control characters escaped first: a shared database may hold
+/// a document written by anyone.
 fn show_text(kind: &str, document: &str) -> anyhow::Result<String> {
     use linerate_core::result::DocumentKind;
+    use linerate_core::summary::escape_controls;
     let reading = || format!("reading the stored {kind} document");
     match DocumentKind::of(kind) {
         DocumentKind::Sweep => {
-            let sweep: Sweep = serde_json::from_str(document).with_context(reading)?;
+            let sweep: Sweep = escape_controls(serde_json::from_str(document).with_context(reading)?);
             return Ok(linerate_report::sweep::text(&sweep));
         }
         DocumentKind::Repeated => {
-            let rep: linerate_core::result::Repeated = serde_json::from_str(document).with_context(reading)?;
+            let rep: linerate_core::result::Repeated =
+                escape_controls(serde_json::from_str(document).with_context(reading)?);
             let first = rep.runs.first().map(baseline_line).unwrap_or_default();
             return Ok(first + &linerate_report::repeat::text(&rep));
         }
         DocumentKind::Run | DocumentKind::Comparison => {}
     }
-    match serde_json::from_str::<TestResult>(document) {
+    match serde_json::from_str::<TestResult>(document).map(escape_controls) {
         Ok(r) => Ok(baseline_line(&r) + &linerate_report::text::render(&r)),
         Err(e) => anyhow::bail!(
             "no text report for a '{kind}' document in this build ({e}); `results show ID --json` prints it"

@@ -439,3 +439,47 @@ fn issue_22_a_missing_or_wrong_profile_record_fails_the_run() {
     let v = json_with_status(&out, 0);
     assert!(v["error"].is_null(), "{}", v["error"]);
 }
+
+/// Issue 22: profile commands inherited `LINERATE_SECRET`, so a profile that printed its
+/// environment sent the secret to the client and into the store. The command now runs without
+/// it, and with no descriptor of the secret file (read whole and closed at start): an agent
+/// given both prints neither through a profile that lists its environment and descriptors.
+#[test]
+fn issue_22_a_profile_running_env_shows_no_secret() {
+    let dir = Dir::new("secret");
+    let secret = "issue22-s3cret-0123456789abcdef0123456789";
+    let file = dir.file("agent-secret");
+    std::fs::write(&file, secret).expect("write the secret file");
+    // The environment's lines that matter (the whole of it may pass the 4 KiB kept).
+    let show = "env | grep -e SECRET -e s3cret -e ^PATH=; ls -l /proc/$$/fd";
+    let agent = Agent::start_with(
+        &[],
+        &["--bind", "127.0.0.1", "--port", "0", "--secret-file", &file],
+        &["--profile", &format!("show={show}")],
+        &[("LINERATE_SECRET", secret)],
+    );
+    let mut cmd = linerate_command();
+    cmd.env("LINERATE_SECRET", secret).args([
+        "tcp",
+        "--json",
+        agent.addr.as_str(),
+        "-t",
+        "0.3",
+        "-i",
+        "0",
+        "--profile",
+        "show",
+    ]);
+    let v = json_of(&run_bounded(&mut cmd, LIMIT));
+    let p = &agent_host(&v)["profile"];
+    assert_eq!(p["exit_status"], 0, "{p:#}");
+    let output = p["output"].as_str().expect("the profile's output");
+    assert!(output.contains("PATH="), "the environment is listed: {output}");
+    assert!(output.contains("/dev/null"), "the descriptors are listed: {output}");
+    assert!(!output.contains(secret), "the secret reached the profile: {output}");
+    assert!(!output.contains("LINERATE_SECRET"), "{output}");
+    assert!(
+        !output.contains("agent-secret"),
+        "a descriptor of the secret file: {output}"
+    );
+}

@@ -665,3 +665,266 @@ fn issue_15_an_http_baseline_is_stored_and_results_show_prints_it() {
         "the report as the run printed it: {text}\n---\n{shown}"
     );
 }
+
+/// Runs `linerate ARGS --db DB` to its end within [`LIMIT`] and returns its exit status, its
+/// stdout and stderr, and its peak resident set size in KiB (wait4's `ru_maxrss`).
+// The child is reaped by wait4 itself (for its rusage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+fn run_measured(db: &Path, args: &[&str]) -> (Option<i32>, Vec<u8>, String, i64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
+    let mut child = linerate_command()
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as i32;
+    let started = Instant::now();
+    let (status, peak_kib) = loop {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is a valid value of a plain C struct; wait4(2) fills it.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4(2) on the pid of a child this test started, with valid out-pointers.
+        let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if got == pid {
+            let code = libc::WIFEXITED(status).then_some(libc::WEXITSTATUS(status));
+            break (code, usage.ru_maxrss);
+        }
+        assert!(got == 0, "wait4: {}", std::io::Error::last_os_error());
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("linerate {args:?} ran past {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = std::fs::read(&out_path).expect("stdout");
+    let err = std::fs::read_to_string(&err_path).expect("stderr");
+    (status, out, err, peak_kib)
+}
+
+/// A zlib stream that inflates to `mib` MiB of zeros in about 1 KiB per MiB: one MiB compressed
+/// and flushed to a byte boundary (a non-final block that refers only to itself), repeated.
+fn zlib_bomb(mib: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(&vec![0u8; 1 << 20]).expect("compress");
+    z.flush().expect("a sync flush");
+    let first = z.get_ref().clone();
+    let (header, block) = first.split_at(2);
+    let mut bomb = header.to_vec();
+    for _ in 0..mib {
+        bomb.extend_from_slice(block);
+    }
+    // A final fixed-Huffman block with only its end, then Adler-32 of the zeros (A = 1, B = n).
+    bomb.extend_from_slice(&[0x03, 0x00]);
+    let b = ((mib as u64) << 20) % 65_521;
+    bomb.extend_from_slice(&(((b as u32) << 16) | 1).to_be_bytes());
+    bomb
+}
+
+/// Issue 22: a 1 MB zlib bomb in a shared `--db` made `results show`, `report` and `export`
+/// inflate 1 GB and peak at 1.1 GB RSS. A stored document that inflates past 256 MiB is now
+/// refused in one line, having inflated no more than that.
+#[test]
+fn issue_22_a_zlib_bomb_in_the_store_is_refused_with_bounded_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agent = Agent::start(&[]);
+    let db = dir.path().join("results.db");
+    let out = run(&db, &["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]);
+    let id = stored_id(&stderr(&out)).expect("stored");
+    let bomb = zlib_bomb(1024);
+    assert!(bomb.len() < 2 << 20, "a {}-byte bomb", bomb.len());
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute(
+        "UPDATE documents SET json = ?1 WHERE record_id = ?2",
+        rusqlite::params![bomb, id],
+    )
+    .expect("plant the bomb");
+    drop(conn);
+    let html = dir.path().join("x.html");
+    let id = id.to_string();
+    let id = id.as_str();
+    for args in [
+        vec!["results", "show", id],
+        vec!["results", "show", id, "--json"],
+        vec!["results", "export", id],
+        vec!["report", id, "-o", html.to_str().expect("utf-8")],
+    ] {
+        let (status, stdout, err, peak_kib) = run_measured(&db, &args);
+        eprintln!("{args:?}: peak RSS {} MiB", peak_kib >> 10);
+        assert_ne!(status, Some(0), "{args:?} refused: {err}");
+        assert!(stdout.is_empty(), "{args:?} printed {} bytes", stdout.len());
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(err.contains("is over 256 MiB of JSON"), "{args:?}: {err}");
+        assert!(
+            peak_kib < 384 << 10,
+            "{args:?} peaked at {} MiB (the bomb is 1 GiB)",
+            peak_kib >> 10
+        );
+    }
+}
+
+/// Every byte a terminal would act on: C0 controls but the line feed, DEL, C1 controls.
+fn control_chars(text: &[u8]) -> Vec<char> {
+    String::from_utf8_lossy(text)
+        .chars()
+        .filter(|&c| c != '\n' && c.is_control())
+        .collect()
+}
+
+/// Issue 22: hostile rows reached the terminal raw (`results` printed ESC and BEL bytes and a
+/// forged line; the CSV export 60 ESC bytes, and cells a spreadsheet runs as formulas). Every
+/// string of a row and of a shown document now has its control characters escaped, and CSV text
+/// cells that start like a formula are prefixed with `'`; a negative figure stays a number.
+#[test]
+fn issue_22_hostile_rows_print_no_control_byte_and_no_live_formula() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agent = Agent::start(&[]);
+    let db = dir.path().join("results.db");
+    let out = run(&db, &["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]);
+    let id = stored_id(&stderr(&out)).expect("stored");
+    assert_eq!(id, 1, "the labels below are the first record's");
+    let mut doc = json_of(&out);
+    doc["notes"] = serde_json::json!(["\u{1b}[2J\u{7}cleared\n#99  forged line", "\u{9b}31mred"]);
+    let hosts = doc["hosts"].as_object_mut().expect("hosts");
+    let client = hosts.remove("client").expect("the client's record");
+    hosts.insert("client\u{1b}]0;title\u{7}".to_string(), client);
+    let stored = linerate_results::store::document::encode(&doc.to_string()).expect("encode");
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute_batch(
+        "UPDATE records SET targets = '[\"=cmd|'' /C calc''!A0\", \"\\u001b[31mred\"]',
+             command = 'linerate' || char(27) || '[2J';
+         UPDATE figures SET name = '@SUM(1+1)' || char(7), unit = char(9) || '=1+1', value = -5
+             WHERE position = 0;
+         INSERT INTO labels (record_id, key, value) VALUES
+             (1, '=k', 'HYPERLINK(\"http://x\",\"y\")'),
+             (1, 'b', '+1' || char(27) || '[2J'),
+             (1, 'c', '-2+3' || char(10) || '#99  2025-01-01 00:00:00  tcp  complete  forged'),
+             (1, 'd', char(13) || '=1'),
+             (1, 'e', char(27) || ']8;;http://x' || char(7) || 'link');",
+    )
+    .expect("hostile row");
+    conn.execute(
+        "UPDATE documents SET json = ?1 WHERE record_id = ?2",
+        rusqlite::params![stored, id],
+    )
+    .expect("hostile document");
+    drop(conn);
+
+    let list = run(&db, &["results"]);
+    assert!(list.status.success(), "{}", stderr(&list));
+    assert_eq!(control_chars(&list.stdout), [], "{}", out_text(&list));
+    assert_eq!(
+        out_text(&list).lines().count(),
+        2,
+        "a head and one row: {}",
+        out_text(&list)
+    );
+
+    let shown = run(&db, &["results", "show", &id.to_string()]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert_eq!(control_chars(&shown.stdout), [], "{}", out_text(&shown));
+    assert!(
+        out_text(&shown).contains("\\u{1b}[2J\\u{7}cleared\\u{a}#99"),
+        "{}",
+        out_text(&shown)
+    );
+
+    let csv = run(&db, &["results", "export", &id.to_string(), "--format", "csv"]);
+    assert!(csv.status.success(), "{}", stderr(&csv));
+    assert_eq!(control_chars(&csv.stdout), [], "{}", out_text(&csv));
+    let text = out_text(&csv);
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("id,started_utc,kind,outcome,targets,labels,figure,unit,value")
+    );
+    let mut values = Vec::new();
+    for line in lines {
+        let cells = csv_cells(line);
+        assert_eq!(cells.len(), 9, "{line}");
+        for cell in &cells[..8] {
+            assert!(
+                !cell.starts_with(['=', '+', '-', '@', '\t', '\r']),
+                "a live formula: {cell:?} in {line}"
+            );
+        }
+        values.push(cells[8].clone());
+    }
+    assert_eq!(values[0], "-5", "a negative figure stays a number: {text}");
+    assert!(text.contains("'@SUM(1+1)\\u{7}"), "{text}");
+    assert!(text.contains("'=cmd|' /C calc'!A0 \\u{1b}[31mred"), "{text}");
+    assert!(text.contains("\"'=k=HYPERLINK(\"\"http://x\"\""), "{text}");
+}
+
+/// RFC 4180 cells of one line (quoted cells may hold commas and doubled quotes).
+fn csv_cells(line: &str) -> Vec<String> {
+    let mut cells = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                cells.last_mut().expect("a cell").push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => cells.push(String::new()),
+            (c, _) => cells.last_mut().expect("a cell").push(c),
+        }
+    }
+    cells
+}
+
+/// The permission bits of `path`.
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+/// Issue 22: the database was created 0644 in a 0755 directory, fallback files 0644: anyone on
+/// the host could read every result (hosts, addresses, commands). What linerate creates is now
+/// its user's alone: the directory 0700, the database and SQLite's -wal and -shm 0600, fallback
+/// files 0600.
+#[test]
+fn issue_22_the_database_and_fallback_files_are_private() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agent = Agent::start(&[]);
+    let db = dir.path().join("new/store/results.db");
+    let out = run(&db, &["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]);
+    assert!(stored_id(&stderr(&out)).is_some(), "{}", stderr(&out));
+    assert_eq!(mode(&dir.path().join("new")), 0o700);
+    assert_eq!(mode(&dir.path().join("new/store")), 0o700);
+    assert_eq!(mode(&db), 0o600);
+    // SQLite makes the log and the shared memory with the database's mode: open it as linerate
+    // does (WAL) and look while they exist.
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+        .expect("read");
+    assert_eq!(n, 1);
+    for side in ["results.db-wal", "results.db-shm"] {
+        assert_eq!(mode(&dir.path().join("new/store").join(side)), 0o600, "{side}");
+    }
+    drop(conn);
+
+    let corrupt = dir.path().join("corrupt.db");
+    std::fs::write(&corrupt, vec![0x5a_u8; 16384]).expect("write");
+    let out = run(&corrupt, &["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--json"]);
+    loses_no_result(&out, dir.path());
+    let err = stderr(&out);
+    let fallback = err
+        .trim_end()
+        .rsplit_once("the document is in ")
+        .expect("a fallback file")
+        .1;
+    assert_eq!(mode(Path::new(fallback)), 0o600, "{fallback}");
+}

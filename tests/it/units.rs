@@ -98,6 +98,7 @@ const COUNTS_AND_IDS: &[&str] = &[
     "queued_late",
     "truncated",
     "out_of_order",
+    "out_of_range",
     "duplicate",
     "reorder",
     "gaps",

@@ -1,5 +1,6 @@
 //! The fuzz harness's engine (tests only; issue 14): mutations of real inputs, generated with
-//! proptest, and a runner that counts inputs, the slowest one and the time spent.
+//! proptest, and a runner that counts inputs, the slowest one and the time spent. Crates above
+//! reach it with the feature `testing` (linerate-results' stored documents and plans, issue 22).
 //!
 //! In: seeds (whole control sessions and HTTP requests built from the real types by the
 //! callers in `proto::fuzz` and `httpd::fuzz`) and a function that feeds one input to the
@@ -18,14 +19,14 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// Inputs per target in a plain `cargo test`.
-pub(crate) const DEFAULT_CASES: u32 = 2_000;
+pub const DEFAULT_CASES: u32 = 2_000;
 /// An input taking longer than this to decode is a hang (far beyond any real one: the slowest
 /// legitimate input, 1 MiB of JSON string, decodes in milliseconds even unoptimised).
 const HANG: Duration = Duration::from_secs(10);
 
 /// One change to an input.
 #[derive(Clone, Debug)]
-pub(crate) enum Mutation {
+pub enum Mutation {
     FlipBit {
         at: usize,
         bit: u8,
@@ -114,12 +115,12 @@ fn mutation(seeds: usize) -> impl Strategy<Value = Mutation> {
 }
 
 /// A seed and the mutations made to it: the input of one case.
-pub(crate) fn input(seeds: usize) -> impl Strategy<Value = (usize, Vec<Mutation>)> {
+pub fn input(seeds: usize) -> impl Strategy<Value = (usize, Vec<Mutation>)> {
     (0..seeds.max(1), prop::collection::vec(mutation(seeds), 0..6))
 }
 
 /// `seeds[seed]` with `mutations` applied in turn.
-pub(crate) fn apply(seeds: &[Vec<u8>], seed: usize, mutations: &[Mutation]) -> Vec<u8> {
+pub fn apply(seeds: &[Vec<u8>], seed: usize, mutations: &[Mutation]) -> Vec<u8> {
     let mut b = seeds[seed % seeds.len()].clone();
     for m in mutations {
         // Positions are taken modulo the input's length (plus one: the end is a place too).
@@ -187,16 +188,21 @@ pub(crate) fn apply(seeds: &[Vec<u8>], seed: usize, mutations: &[Mutation]) -> V
 }
 
 /// The number of inputs per target: `LINERATE_FUZZ_CASES`, else [`DEFAULT_CASES`].
-pub(crate) fn cases() -> u32 {
+pub fn cases() -> u32 {
+    cases_or(DEFAULT_CASES)
+}
+
+/// `LINERATE_FUZZ_CASES`, else `default` (a target whose inputs cost more in a debug build).
+pub fn cases_or(default: u32) -> u32 {
     std::env::var("LINERATE_FUZZ_CASES")
         .ok()
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(DEFAULT_CASES)
+        .unwrap_or(default)
 }
 
 /// What one run of a target did.
 #[derive(Debug)]
-pub(crate) struct Figures {
+pub struct Figures {
     pub inputs: u64,
     pub seconds: f64,
     pub slowest: Duration,
@@ -205,9 +211,14 @@ pub(crate) struct Figures {
 
 /// Feeds `cases()` mutated inputs to `check`, which panics (or returns what went wrong) when a
 /// decoder misbehaves; fails on the first such input, shrunk, or one that takes [`HANG`].
-pub(crate) fn run(name: &str, seeds: &[Vec<u8>], check: impl Fn(&[u8]) -> Result<(), String>) -> Figures {
+pub fn run(name: &str, seeds: &[Vec<u8>], check: impl Fn(&[u8]) -> Result<(), String>) -> Figures {
+    run_cases(name, seeds, cases(), check)
+}
+
+/// [`run`] over `cases` inputs.
+pub fn run_cases(name: &str, seeds: &[Vec<u8>], cases: u32, check: impl Fn(&[u8]) -> Result<(), String>) -> Figures {
     let config = Config {
-        cases: cases(),
+        cases,
         failure_persistence: None,
         max_shrink_iters: 2_000,
         ..Config::default()

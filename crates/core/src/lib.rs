@@ -10,8 +10,9 @@ pub mod agent;
 pub mod client;
 pub mod codec;
 pub mod engine;
-#[cfg(test)]
-mod fuzz;
+#[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
+pub mod fuzz;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;

@@ -1,7 +1,13 @@
 //! Stored results ([`linerate_results::store::Row`]) as text tables, CSV and JSON: what
 //! `linerate results` and `results export` print. Times are UTC.
+//!
+//! A shared database may hold rows written by anyone: in the table and the CSV every string of
+//! a row has its control characters escaped (`\u{1b}`), so no escape sequence or forged line
+//! reaches a terminal, and CSV text cells are kept from reading as formulas
+//! ([`crate::plot::csv`]).
 
 use crate::text::grouped;
+use linerate_core::summary::escape_controls;
 use linerate_results::store::{Figure, Row};
 use serde::Serialize;
 
@@ -75,6 +81,7 @@ pub fn list(rows: &[Row]) -> String {
     let lines: Vec<[String; 7]> = rows
         .iter()
         .map(|r| {
+            let r = &escape_controls(r.clone());
             [
                 r.id.to_string(),
                 utc(r.started_unix_ms),
@@ -129,6 +136,7 @@ pub fn json(records: &[Exported<'_>]) -> String {
 pub fn csv(rows: &[Row]) -> String {
     let mut out = String::from("id,started_utc,kind,outcome,targets,labels,figure,unit,value\n");
     for r in rows {
+        let r = &escape_controls(r.clone());
         let fixed = [
             r.id.0.to_string(),
             utc(r.started_unix_ms),
@@ -215,6 +223,32 @@ mod tests {
         .join("\n");
         assert_eq!(list(&rows), expected);
         assert_eq!(list(&[]), "no stored results match\n");
+    }
+
+    #[test]
+    fn issue_22_hostile_rows_are_escaped_and_csv_formulas_are_text() {
+        let mut r = row(
+            5,
+            "tcp\u{1b}[2J",
+            vec![fig("=1+1", "\u{7}%", Some(-5.0)), fig("@x", "-", None)],
+        );
+        r.labels.insert("-k".into(), "v\n#99  forged".into());
+        r.targets = vec!["+x".into()];
+        let table = list(std::slice::from_ref(&r));
+        assert_eq!(table.lines().count(), 2, "{table}");
+        assert!(!table.chars().any(|c| c != '\n' && c.is_control()), "{table}");
+        assert!(table.contains("tcp\\u{1b}[2J"), "{table}");
+        let text = csv(&[r]);
+        assert_eq!(
+            text.lines().nth(1),
+            Some(
+                "5,2025-11-25 01:30:12,tcp\\u{1b}[2J,complete,'+x,\"'-k=v\\u{a}#99  forged nic=x2 note=a,b\",'=1+1,\\u{7}%,-5"
+            )
+        );
+        assert_eq!(
+            text.lines().nth(2),
+            Some("5,2025-11-25 01:30:12,tcp\\u{1b}[2J,complete,'+x,\"'-k=v\\u{a}#99  forged nic=x2 note=a,b\",'@x,'-,")
+        );
     }
 
     #[test]

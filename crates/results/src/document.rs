@@ -4,6 +4,7 @@
 //! `compare`, `report` and the store's readers all start here.
 
 use linerate_core::result::{Comparison, DocumentKind, Repeated, TestResult};
+use linerate_core::summary::escape_controls;
 use linerate_core::sweep::{Sweep, SweepKind};
 
 /// A result document of any kind.
@@ -35,7 +36,9 @@ pub enum DocumentError {
 }
 
 impl Document {
-    /// Reads a document as `linerate ... --json` printed it or the store keeps it.
+    /// Reads a document as `linerate ... --json` printed it or the store keeps it, every string
+    /// with its control characters escaped (a document may come from anyone; its renderers
+    /// print it to terminals and files).
     pub fn from_json(text: &str) -> Result<Document, DocumentError> {
         #[derive(serde::Deserialize)]
         struct Head {
@@ -43,15 +46,18 @@ impl Document {
         }
         let head: Head = serde_json::from_str(text).map_err(DocumentError::Json)?;
         let test = head.test.ok_or(DocumentError::NoTest)?;
-        let schema = |source| DocumentError::Schema {
-            test: test.clone(),
-            source,
-        };
+        fn read<T: serde::Serialize + serde::de::DeserializeOwned>(text: &str, test: &str) -> Result<T, DocumentError> {
+            let typed = serde_json::from_str(text).map_err(|source| DocumentError::Schema {
+                test: test.to_string(),
+                source,
+            })?;
+            Ok(escape_controls(typed))
+        }
         Ok(match DocumentKind::of(&test) {
-            DocumentKind::Run => Document::Run(Box::new(serde_json::from_str(text).map_err(schema)?)),
-            DocumentKind::Repeated => Document::Repeated(Box::new(serde_json::from_str(text).map_err(schema)?)),
-            DocumentKind::Sweep => Document::Sweep(Box::new(serde_json::from_str(text).map_err(schema)?)),
-            DocumentKind::Comparison => Document::Comparison(Box::new(serde_json::from_str(text).map_err(schema)?)),
+            DocumentKind::Run => Document::Run(Box::new(read(text, &test)?)),
+            DocumentKind::Repeated => Document::Repeated(Box::new(read(text, &test)?)),
+            DocumentKind::Sweep => Document::Sweep(Box::new(read(text, &test)?)),
+            DocumentKind::Comparison => Document::Comparison(Box::new(read(text, &test)?)),
         })
     }
 

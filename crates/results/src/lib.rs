@@ -11,6 +11,8 @@
 
 pub mod compare;
 pub mod document;
+#[cfg(test)]
+mod fuzz;
 pub mod headline;
 pub mod plan;
 pub mod repeat;

@@ -228,6 +228,40 @@ fn a_tcp_report_opens_with_its_figures() {
     });
 }
 
+/// Issue 22: the page's CSP allowed `script-src 'unsafe-inline'`, so an injected script would
+/// have run. Now it names the page's own script by hash: Chromium runs that one (it marks the
+/// page `class="js"`, and a blocked script would log a CSP error to the console, which
+/// [`check_in_browser`] refuses), and the policy allows no other.
+#[test]
+fn issue_22_the_reports_csp_allows_only_its_own_script_and_chromium_runs_it() {
+    let Some(r) = round(Case {
+        name: "tcp-csp",
+        agent: &[],
+        args: &["tcp", AGENT, "-t", "2", "-P", "2"],
+        figures: &with_every_run(&["fig-timeline"]),
+    }) else {
+        return;
+    };
+    let csp = r
+        .page
+        .split("Content-Security-Policy\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page has a CSP");
+    let scripts = csp
+        .split(';')
+        .map(str::trim)
+        .find(|d| d.starts_with("script-src"))
+        .expect("a script-src directive");
+    assert!(!scripts.contains("unsafe-inline"), "{csp}");
+    assert!(scripts.starts_with("script-src 'sha256-"), "{csp}");
+    assert!(
+        r.dom.contains("<html lang=\"en\" class=\"js\">"),
+        "the page's script did not run: {}",
+        &r.dom[..r.dom.len().min(300)]
+    );
+}
+
 #[test]
 fn a_udp_report_opens_with_its_figures() {
     round(Case {

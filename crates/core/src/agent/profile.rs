@@ -298,8 +298,12 @@ pub fn run_command(command: &str, timeout: Duration) -> CommandRecord {
     let spawned = std::io::pipe().and_then(|(reader, writer)| {
         let err = writer.try_clone()?;
         let mut sh = Command::new("sh");
+        // The agent's environment less its secret: a command that prints its environment would
+        // send it to the client and into the store. (A secret file is read whole and closed at
+        // start, and every descriptor the agent opens is close-on-exec: none reaches the shell.)
         sh.arg("-c")
             .arg(command)
+            .env_remove("LINERATE_SECRET")
             .stdin(Stdio::null())
             .stdout(writer)
             .stderr(err)

@@ -384,9 +384,10 @@ fn udp_counts(
 }
 
 /// `value` with every control character in its strings escaped as `\u{..}` (a peer's host
-/// name, interface names, notes), so none reaches a terminal raw; the value itself when it has
+/// name, interface names, notes; every string of a stored document or row that the results side
+/// prints, issue 22), so none reaches a terminal raw; the value itself when it has
 /// none, or when it does not survive the round trip through JSON unchanged in shape.
-pub(crate) fn escape_controls<T: Serialize + DeserializeOwned>(value: T) -> T {
+pub fn escape_controls<T: Serialize + DeserializeOwned>(value: T) -> T {
     // The JSON text first (about the size the report came in): only when it may hold a control
     // character is the value rebuilt as a tree, which takes several times that.
     match serde_json::to_vec(&value) {
@@ -413,26 +414,27 @@ fn may_hold_control(json: &[u8]) -> bool {
         })
 }
 
-/// Escapes the control characters in every string of `v`; true if any was found.
+/// Escapes the control characters in every string of `v`, map keys too (a host's address
+/// names its record); true if any was found.
 fn escape_tree(v: &mut serde_json::Value) -> bool {
     use serde_json::Value;
+    let has = |s: &str| s.chars().any(char::is_control);
     match v {
-        Value::String(s) if s.chars().any(char::is_control) => {
-            *s = s
-                .chars()
-                .flat_map(|c| {
-                    let escaped: Vec<char> = if c.is_control() {
-                        c.escape_unicode().collect()
-                    } else {
-                        vec![c]
-                    };
-                    escaped
-                })
-                .collect();
+        Value::String(s) if has(s) => {
+            *s = crate::proto::peer_text_cut(s, s.len());
             true
         }
         Value::Array(items) => items.iter_mut().fold(false, |any, x| escape_tree(x) | any),
-        Value::Object(map) => map.values_mut().fold(false, |any, x| escape_tree(x) | any),
+        Value::Object(map) => {
+            let keys = map.keys().any(|k| has(k));
+            if keys {
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(k, x)| (crate::proto::peer_text_cut(&k, k.len()), x))
+                    .collect();
+            }
+            map.values_mut().fold(keys, |any, x| escape_tree(x) | any)
+        }
         _ => false,
     }
 }

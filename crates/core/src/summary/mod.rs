@@ -8,6 +8,7 @@
 //! `http::assemble`. The types they fill in are in `crate::result`.
 
 pub(crate) mod check;
+pub use check::escape_controls;
 pub mod http;
 pub mod rr;
 mod tcp;

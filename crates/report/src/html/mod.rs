@@ -88,14 +88,19 @@ caption{text-align:left;font-weight:bold;padding:.3em 0}
 th,td{border:1px solid #bbb;padding:.15em .5em;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#eee;text-align:left}
 figure{margin:1em 0;break-inside:avoid}figcaption{font-size:.85em;color:#333;max-width:720px}
-svg{max-width:100%;height:auto}.legend-item{cursor:pointer}
+svg{max-width:100%;height:auto}.js .legend-item{cursor:pointer}
 pre{font-size:.75em;overflow-x:auto;background:#f6f6f6;padding:.5em}
 @media print{body{max-width:none;margin:0}h2{break-after:avoid}table,figure{break-inside:avoid}
-.legend-item{cursor:default}pre{white-space:pre-wrap}details{display:none}}
+.js .legend-item{cursor:default}pre{white-space:pre-wrap}details{display:none}}
 ";
 
-/// Clicking a legend entry hides or shows its series; the page reads the same without it.
-const SCRIPT: &str = "document.addEventListener('click',function(e){var g=e.target.closest&&e.target.closest('.legend-item');if(!g)return;var s=document.getElementById(g.getAttribute('data-series'));if(!s)return;var off=s.style.display==='none';s.style.display=off?'':'none';g.style.opacity=off?'1':'0.35';});";
+/// Clicking a legend entry hides or shows its series; the page reads the same without it. It
+/// marks the page (`<html class="js">`) so that legend entries look clickable only when they are.
+const SCRIPT: &str = "document.documentElement.className='js';document.addEventListener('click',function(e){var g=e.target.closest&&e.target.closest('.legend-item');if(!g)return;var s=document.getElementById(g.getAttribute('data-series'));if(!s)return;var off=s.style.display==='none';s.style.display=off?'':'none';g.style.opacity=off?'1':'0.35';});";
+
+/// The Content-Security-Policy's hash of [`SCRIPT`] (SHA-256 of its exact text, base64): the one
+/// script the page may run. A script injected into the page would not match it (issue 22).
+const SCRIPT_HASH: &str = "sha256-ue8p+vhJrBS8Akhl0nk6Yetz+7EJs/pCve34/d5gAT0=";
 
 /// The whole page over `sections`.
 pub fn page(title: &str, sections: &[Section]) -> String {
@@ -103,7 +108,10 @@ pub fn page(title: &str, sections: &[Section]) -> String {
     o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     o.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     // Nothing may be fetched: no scripts, styles, images or frames from anywhere else.
-    o.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">");
+    // Scripts: only the page's own, by its hash (no 'unsafe-inline': an injected one never runs).
+    o.push_str(&format!(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}'; img-src data:\">"
+    ));
     o.push_str(&format!(
         "<title>{}</title><style>{CSS}</style></head><body>\n",
         escape(title)
@@ -176,6 +184,30 @@ mod tests {
             vec![Point::xy(0.0, 1.0), Point::xy(1.0, 2.0)],
         ));
         f
+    }
+
+    #[test]
+    fn issue_22_the_csp_allows_only_the_pages_own_script_by_its_hash() {
+        use base64::Engine;
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(SCRIPT.as_bytes());
+        let hash = format!("sha256-{}", base64::engine::general_purpose::STANDARD.encode(digest));
+        assert_eq!(SCRIPT_HASH, hash, "SCRIPT changed: its hash must follow");
+        let html = page("t", &[]);
+        let csp = html
+            .split("Content-Security-Policy\" content=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("a CSP");
+        let scripts = csp
+            .split(';')
+            .find(|d| d.trim().starts_with("script-src"))
+            .expect("script-src");
+        assert_eq!(scripts.trim(), format!("script-src '{hash}'"));
+        assert!(
+            html.contains(&format!("<script>{SCRIPT}</script>")),
+            "the script is the hashed text exactly"
+        );
     }
 
     #[test]

@@ -65,12 +65,21 @@ fn rows(out: &mut String, fig: &Figure, s: &Series, bins: bool, errors: bool) {
     }
 }
 
-/// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+/// A CSV text field: its control characters escaped (`\u{1b}`: none reaches a terminal that
+/// shows the file), prefixed with `'` when it starts with `=`, `+`, `-`, `@`, a tab or a carriage
+/// return (a spreadsheet would take it for a formula: OWASP, "CSV Injection"), and quoted when it
+/// holds a comma or a quote (RFC 4180). Numbers do not come through here, so a negative value
+/// stays a number.
 pub(crate) fn field(s: &str) -> String {
+    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    let mut s = linerate_core::summary::escape_controls(s.to_string());
+    if formula {
+        s.insert(0, '\'');
+    }
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s
     }
 }
 

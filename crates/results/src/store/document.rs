@@ -36,6 +36,13 @@ impl Encoding {
     }
 }
 
+/// The most a stored document may be as JSON text: 256 MiB. The largest real ones are far below
+/// (docs/results.md: a 10 s tcp run is 88 KB on one line, a 5-run repeat 456 KB; a tcp run
+/// grows by about 7 KB a second with one stream, 11 KB with eight, so 256 MiB is over six hours
+/// of one run), while a zlib bomb of 1 MB inflates to 1 GB: past this a document is refused,
+/// whether stored compressed or as text, and none this big is stored.
+pub const MAX_DOCUMENT_BYTES: usize = 256 << 20;
+
 /// The zlib level: 6 (zlib's default) stores a 10 s tcp document in 15 KB in about a
 /// millisecond; 9 saves under 5 % more for several times the time.
 const LEVEL: u32 = 6;
@@ -63,25 +70,48 @@ pub fn pretty(json: &str) -> Result<String, StoreError> {
 /// What this build stores for a document: its one-line form, compressed.
 pub fn encode(json: &str) -> Result<Vec<u8>, StoreError> {
     let line = compact(json)?;
+    if line.len() > MAX_DOCUMENT_BYTES {
+        return Err(too_large());
+    }
     let mut z = flate2::write::ZlibEncoder::new(Vec::with_capacity(line.len() / 4), flate2::Compression::new(LEVEL));
     z.write_all(line.as_bytes())
         .expect("compressing into memory cannot fail");
     Ok(z.finish().expect("compressing into memory cannot fail"))
 }
 
-/// The JSON text of stored bytes, as they were stored (one line since layout 2).
-pub fn decode(bytes: &[u8], encoding: Encoding) -> Result<String, StoreError> {
-    let corrupt = |why: String| StoreError::Corrupt { why };
-    match encoding {
-        Encoding::Json => String::from_utf8(bytes.to_vec()).map_err(|e| corrupt(format!("document text: {e}"))),
-        Encoding::Zlib => {
-            let mut text = String::with_capacity(bytes.len() * 6);
-            flate2::read::ZlibDecoder::new(bytes)
-                .read_to_string(&mut text)
-                .map_err(|e| corrupt(format!("compressed document: {e}")))?;
-            Ok(text)
-        }
+fn too_large() -> StoreError {
+    StoreError::TooLarge {
+        limit_mib: MAX_DOCUMENT_BYTES >> 20,
     }
+}
+
+/// The JSON text of stored bytes, as they were stored (one line since layout 2); refused past
+/// [`MAX_DOCUMENT_BYTES`], inflating no more than one byte beyond it.
+pub fn decode(bytes: &[u8], encoding: Encoding) -> Result<String, StoreError> {
+    decode_within(bytes, encoding, MAX_DOCUMENT_BYTES)
+}
+
+/// [`decode`] with another limit (the tests' small one).
+pub(crate) fn decode_within(bytes: &[u8], encoding: Encoding, limit: usize) -> Result<String, StoreError> {
+    let corrupt = |why: String| StoreError::Corrupt { why };
+    let text = match encoding {
+        Encoding::Json if bytes.len() > limit => return Err(too_large()),
+        Encoding::Json => bytes.to_vec(),
+        Encoding::Zlib => {
+            // Grown as it inflates (a bomb's claimed ratio is not believed up front), and never
+            // read past the limit: one byte more says it is too large.
+            let mut text = Vec::with_capacity(bytes.len().saturating_mul(6).min(limit));
+            flate2::read::ZlibDecoder::new(bytes)
+                .take(limit as u64 + 1)
+                .read_to_end(&mut text)
+                .map_err(|e| corrupt(format!("compressed document: {e}")))?;
+            if text.len() > limit {
+                return Err(too_large());
+            }
+            text
+        }
+    };
+    String::from_utf8(text).map_err(|e| corrupt(format!("document text: {e}")))
 }
 
 #[cfg(test)]
@@ -125,5 +155,31 @@ mod tests {
             Err(StoreError::Corrupt { .. })
         ));
         assert!(compact("{\"a\":1} x").is_err(), "trailing text is not a document");
+    }
+
+    #[test]
+    fn issue_22_a_document_past_the_limit_is_refused_not_inflated() {
+        let bomb = {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+            z.write_all(&vec![b' '; 1 << 20]).expect("compress");
+            z.finish().expect("compress")
+        };
+        assert!(bomb.len() < 4096, "{} bytes", bomb.len());
+        let refused = decode_within(&bomb, Encoding::Zlib, 64 << 10).expect_err("past the limit");
+        assert!(matches!(refused, StoreError::TooLarge { .. }), "{refused}");
+        assert_eq!(
+            decode_within(&bomb, Encoding::Zlib, 1 << 20)
+                .expect("at the limit")
+                .len(),
+            1 << 20
+        );
+        assert!(matches!(
+            decode_within(&[b' '; 100], Encoding::Json, 99),
+            Err(StoreError::TooLarge { .. })
+        ));
+        assert_eq!(
+            too_large().to_string(),
+            "a stored document is over 256 MiB of JSON, the most this build stores or reads: refused"
+        );
     }
 }

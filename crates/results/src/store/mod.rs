@@ -68,6 +68,8 @@ pub enum StoreError {
     BadLabel { text: String },
     #[error("the document to store is not JSON")]
     Document(#[source] serde_json::Error),
+    #[error("a stored document is over {limit_mib} MiB of JSON, the most this build stores or reads: refused")]
+    TooLarge { limit_mib: usize },
     #[error("a stored document does not read ({why})")]
     Corrupt { why: String },
 }
@@ -221,17 +223,32 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 impl Store {
     /// Opens (creating it and its directory if needed) the database at `path`, in WAL mode,
     /// migrated to this build's layout. A database of a newer layout opens for reading only.
+    ///
+    /// What it creates only its user may read: directories 0700, the file 0600 (SQLite gives
+    /// its `-wal` and `-shm` files the database's mode). Existing ones keep theirs.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Directory {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|source| StoreError::Directory {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
         }
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
             source,
         };
+        // An empty file is an empty database; made here, before SQLite makes it with the umask's
+        // mode (0644). One that exists already, or cannot be made, is left to SQLite to judge.
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
