@@ -666,10 +666,10 @@ fn issue_15_an_http_baseline_is_stored_and_results_show_prints_it() {
     );
 }
 
-/// Runs `linerate ARGS --db DB` to its end within [`LIMIT`] and returns its exit status, its
-/// stdout and stderr, and its peak resident set size in KiB (wait4's `ru_maxrss`).
-// The child is reaped by wait4 itself (for its rusage), which clippy cannot see.
-#[allow(clippy::zombie_processes)]
+/// Runs linerate with `args` on `db` and returns its exit code, stdout, stderr and peak RSS in
+/// KiB. The peak is the child's own VmHWM (/proc/PID/status), read every 2 ms while it runs:
+/// wait4's ru_maxrss is no use here, since a child inherits the high-water mark of the test
+/// process that spawned it (under a parallel test run, hundreds of MiB).
 fn run_measured(db: &Path, args: &[&str]) -> (Option<i32>, Vec<u8>, String, i64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
@@ -681,25 +681,27 @@ fn run_measured(db: &Path, args: &[&str]) -> (Option<i32>, Vec<u8>, String, i64)
         .stderr(std::fs::File::create(&err_path).expect("stderr file"))
         .spawn()
         .expect("spawn");
-    let pid = child.id() as i32;
+    let status_file = format!("/proc/{}/status", child.id());
     let started = Instant::now();
-    let (status, peak_kib) = loop {
-        let mut status = 0;
-        // SAFETY: zeroed rusage is a valid value of a plain C struct; wait4(2) fills it.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: wait4(2) on the pid of a child this test started, with valid out-pointers.
-        let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if got == pid {
-            let code = libc::WIFEXITED(status).then_some(libc::WEXITSTATUS(status));
-            break (code, usage.ru_maxrss);
+    let mut peak_kib = 0i64;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_file)
+            && let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        {
+            peak_kib = peak_kib.max(kib);
         }
-        assert!(got == 0, "wait4: {}", std::io::Error::last_os_error());
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status.code();
+        }
         if started.elapsed() > LIMIT {
             let _ = child.kill();
             let _ = child.wait();
             panic!("linerate {args:?} ran past {LIMIT:?}");
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(2));
     };
     let out = std::fs::read(&out_path).expect("stdout");
     let err = std::fs::read_to_string(&err_path).expect("stderr");
