@@ -7,6 +7,7 @@ mod compare;
 mod drive;
 mod finish;
 mod host;
+mod interrupt;
 mod lab;
 mod live;
 mod quick;

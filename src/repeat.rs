@@ -2,8 +2,8 @@
 //! run's line shown as it ends, and the repeated document printed with its exit status. The
 //! driver ([`crate::drive`]) calls [`repeat_test`] for every kind; what a run is stays the kind's.
 
-use crate::drive::interrupt_flag;
 use crate::finish::print_text;
+use crate::interrupt::interrupt_flag;
 use linerate_core::result::{RepeatPolicy, Repeated, TestResult};
 
 /// Runs `run` (one whole test, quiet: no interval lines) under `policy`, showing each run's

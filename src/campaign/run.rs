@@ -42,7 +42,7 @@ pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyho
         Some(id) => (id.to_string(), finished_points(&store, id, &plan.name)?),
     };
     drop(store);
-    let interrupt = crate::drive::interrupt_flag()?;
+    let interrupt = crate::interrupt::interrupt_flag()?;
     let todo: Vec<usize> = (0..ready.len()).filter(|i| !done.contains(i)).collect();
     eprintln!(
         "campaign {id}: plan '{}', {} of {} points to run{}",

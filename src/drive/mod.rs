@@ -15,6 +15,7 @@ pub mod udp;
 use crate::cli::ConnectArgs;
 use crate::cli::common::{HostArgs, OutputArgs};
 use crate::finish::{Keep, Produced, finish, print_text};
+use crate::interrupt::interrupt_flag;
 use crate::live::LiveLines;
 use anyhow::Context;
 use linerate_core::client::{ClientOptions, Sink, Target};
@@ -22,7 +23,6 @@ use linerate_core::result::lab::LabRecord;
 use linerate_core::result::{RepeatPolicy, TestResult};
 use linerate_core::sweep::Sweep;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// What one test kind supplies to the driver; everything else is shared.
@@ -194,20 +194,6 @@ fn show_sweep(sweep: &Sweep, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     print_text(&linerate_report::sweep::progress(sweep))
-}
-
-/// The process's Ctrl-C flag, registered once (sweeps run many tests): the first Ctrl-C (or
-/// SIGTERM) stops the run and reports what was measured; a second one while stopping exits now.
-pub fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
-    if let Some(f) = FLAG.get() {
-        return Ok(Arc::clone(f));
-    }
-    let interrupt = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, Arc::clone(&interrupt))?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt))?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt))?;
-    Ok(Arc::clone(FLAG.get_or_init(|| interrupt)))
 }
 
 /// The agents a tcp, udp or rr test runs against, and how it reaches them.
