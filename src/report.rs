@@ -6,6 +6,7 @@
 
 use crate::cli::common::DbArgs;
 use crate::cli::report::ReportArgs;
+use crate::cli::usage::{Usage, usage};
 use crate::sources::{Selection, side};
 use anyhow::{Context, bail};
 use linerate_report::figures::{Campaign, Subject};
@@ -80,7 +81,8 @@ enum Output {
     Svg(PathBuf),
 }
 
-pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+/// What `-o`, `--svg` and `--csv` ask to write; refused before anything is read.
+fn output(args: &ReportArgs) -> Result<Option<Output>, Usage> {
     let output = match &args.output {
         Some(p) => match p
             .extension()
@@ -90,18 +92,26 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         {
             Some("html" | "htm") => Some(Output::Html(p.clone())),
             Some("svg") => Some(Output::Svg(p.clone())),
-            _ => bail!("-o {}: give a file ending in .html or .svg", p.display()),
+            _ => return Err(usage!("-o {}: give a file ending in .html or .svg", p.display())),
         },
         None => None,
     };
     if output.is_none() && args.svg.is_none() && args.csv.is_none() {
-        bail!("nothing to write: give -o FILE.html, -o FILE.svg, --svg DIR or --csv DIR");
+        return Err(usage!(
+            "nothing to write: give -o FILE.html, -o FILE.svg, --svg DIR or --csv DIR"
+        ));
     }
+    Ok(output)
+}
+
+pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let output = output(args)?;
+    // A source that cannot be read as one (a malformed label selection) is the command line's.
     let sources = args
         .sources
         .iter()
-        .map(|s| Source::parse(s))
-        .collect::<anyhow::Result<Vec<Source>>>()?;
+        .map(|s| Source::parse(s).map_err(|e| usage!("source '{s}': {e:#}")))
+        .collect::<Result<Vec<Source>, Usage>>()?;
     let mut sections = Vec::new();
     for (i, s) in sources.iter().enumerate() {
         let doc = s.load(&args.db).with_context(|| format!("source '{}'", s.name()))?;

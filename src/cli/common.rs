@@ -3,7 +3,7 @@
 //! (`--json`, the store) and repeated runs (`--repeat`, `--best`, `--ci`, `--min-runs`,
 //! `--max-runs`, `--pause`). How long a test runs is the group in `timing.rs`.
 
-use anyhow::{Context, bail};
+use super::usage::{Usage, usage};
 use linerate_core::client::Target;
 use linerate_core::spec::{Direction, MAX_STREAMS};
 use linerate_core::units::{ByteSize, CpuList, TimeSpan};
@@ -59,10 +59,10 @@ pub struct StreamArgs {
 
 impl StreamArgs {
     /// `-P`, checked against the most streams a test may have.
-    pub fn count(&self) -> anyhow::Result<u16> {
+    pub fn count(&self) -> Result<u16, Usage> {
         match u16::try_from(self.streams) {
             Ok(n) if (1..=MAX_STREAMS).contains(&n) => Ok(n),
-            _ => bail!("-P must be between 1 and {MAX_STREAMS} streams, not {}", self.streams),
+            _ => Err(usage!("-P must be between 1 and {MAX_STREAMS} streams, not {}", self.streams)),
         }
     }
 
@@ -96,6 +96,16 @@ where
         return Err(format!("must be positive, got {text}"));
     }
     text.parse::<T>().map_err(|e| e.to_string())
+}
+
+/// A value parser for a time that must be above 0 (`--connect-timeout`, `--http-head-timeout`):
+/// 0 is refused by the parser, a usage error, not when the time is first used.
+pub fn positive_time(text: &str) -> Result<TimeSpan, String> {
+    let t = not_negative::<TimeSpan>(text)?;
+    if t.0.is_zero() {
+        return Err("must be above 0".into());
+    }
+    Ok(t)
 }
 
 /// What a test prints (`--json`) and where its result is kept (`--label`, `--db`, `--no-store`).
@@ -266,7 +276,7 @@ fn percent(text: &str) -> Result<f64, String> {
 impl RepeatArgs {
     /// The policy asked for, checked; None without `--repeat` (then no other flag of the group
     /// may be given).
-    pub fn policy(&self) -> anyhow::Result<Option<linerate_core::result::RepeatPolicy>> {
+    pub fn policy(&self) -> Result<Option<linerate_core::result::RepeatPolicy>, Usage> {
         use linerate_core::result::{RepeatPolicy, Runs};
         use linerate_results::repeat::{DEFAULT_CI_PERCENT, DEFAULT_MAX_RUNS, DEFAULT_MIN_RUNS};
         let Some(count) = self.repeat else {
@@ -278,7 +288,7 @@ impl RepeatArgs {
                 ("--pause", self.pause.is_some()),
             ];
             if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
-                bail!("{flag} needs --repeat N or --repeat auto");
+                return Err(usage!("{flag} needs --repeat N or --repeat auto"));
             }
             return Ok(None);
         };
@@ -290,7 +300,7 @@ impl RepeatArgs {
                     ("--max-runs", self.max_runs.is_some()),
                 ] {
                     if given {
-                        bail!("{flag} goes with --repeat auto, not --repeat {runs}");
+                        return Err(usage!("{flag} goes with --repeat auto, not --repeat {runs}"));
                     }
                 }
                 Runs::Fixed { runs }
@@ -313,25 +323,56 @@ impl RepeatArgs {
     }
 }
 
-/// `a,b,c` or `START:END:STEP` (END included), each value parsed by `parse`.
+/// The most points a sweep list (`--sizes`, `--gaps`) may have.
+pub const MAX_SWEEP_POINTS: usize = 10_000;
+
+/// `a,b,c` or `START:END:STEP` (END included), each value parsed by `parse`; at most
+/// [`MAX_SWEEP_POINTS`] values. Everything it refuses is the flag's text: a usage error.
 pub fn parse_list<T: Copy>(
     text: &str,
     flag: &str,
     parse: impl Fn(&str) -> anyhow::Result<T>,
-) -> anyhow::Result<Vec<T>> {
-    if text.split(':').count() == 3 {
-        let values = linerate_results::plan::expand_range(text).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
-        return values.iter().map(|v| parse(v)).collect();
+) -> Result<Vec<T>, Usage> {
+    let values = if text.split(':').count() == 3 {
+        linerate_results::plan::expand_range(text).map_err(|e| usage!("{flag} {e}"))?
+    } else {
+        text.split(',').map(|v| v.trim().to_string()).collect()
+    };
+    parse_values(&values, flag, parse)
+}
+
+/// Each of a sweep's values parsed by `parse`, at most [`MAX_SWEEP_POINTS`] of them.
+fn parse_values<T>(values: &[String], flag: &str, parse: impl Fn(&str) -> anyhow::Result<T>) -> Result<Vec<T>, Usage> {
+    if values.len() > MAX_SWEEP_POINTS {
+        return Err(usage!(
+            "{flag} has {} points, over {MAX_SWEEP_POINTS}",
+            values.len()
+        ));
     }
-    text.split(',')
-        .map(|v| parse(v.trim()).with_context(|| format!("{flag}: '{v}'")))
+    values
+        .iter()
+        .map(|v| parse(v).map_err(|e| usage!("{flag}: '{v}': {e:#}")))
         .collect()
 }
 
-/// A `--sizes` list of byte sizes (K = 1024: `64,1K,64K` or `START:END:STEP`), in the order
-/// given, each converted by `convert` (udp and rr take u32, tcp a [`ByteSize`]).
-pub fn parse_sizes<T: Copy>(text: &str, convert: impl Fn(ByteSize) -> anyhow::Result<T>) -> anyhow::Result<Vec<T>> {
-    parse_list(text, "--sizes", |v| convert(v.parse()?))
+/// A `--sizes` list of byte sizes (K = 1024: `64,1K,64K`, or `START:END:STEP` whose parts may
+/// carry the suffix too: `1K:8K:1K`), in the order given, each converted by `convert` (udp and
+/// rr take u32, tcp a [`ByteSize`]).
+pub fn parse_sizes<T: Copy>(text: &str, convert: impl Fn(ByteSize) -> anyhow::Result<T>) -> Result<Vec<T>, Usage> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let [start, end, step] = parts[..] else {
+        return parse_list(text, "--sizes", |v| convert(v.parse()?));
+    };
+    let bytes = |v: &str| {
+        v.trim()
+            .parse::<ByteSize>()
+            .map(|b| b.0.to_string())
+            .map_err(|e| usage!("--sizes '{text}': {e}"))
+    };
+    let range = format!("{}:{}:{}", bytes(start)?, bytes(end)?, bytes(step)?);
+    // The range's own words, about the text as the user wrote it.
+    let values = linerate_results::plan::expand_range(&range).map_err(|e| usage!("--sizes {}", e.replace(&range, text)))?;
+    parse_values(&values, "--sizes", |v| convert(v.parse()?))
 }
 
 #[cfg(test)]

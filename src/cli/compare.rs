@@ -11,6 +11,7 @@ pub struct CompareArgs {
     pub b: String,
 
     /// Exit with status 3 when any headline figure is significantly worse by more than PCT %
+    /// (status 2 when the sides share no figure to compare)
     #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
 
@@ -28,12 +29,13 @@ pub struct CompareArgs {
 }
 
 impl CompareArgs {
-    pub fn check(&self) -> anyhow::Result<()> {
-        if let Some(p) = self.fail_if_worse {
-            anyhow::ensure!(
-                p.is_finite() && p >= 0.0,
+    pub fn check(&self) -> Result<(), super::usage::Usage> {
+        if let Some(p) = self.fail_if_worse
+            && !(p.is_finite() && p >= 0.0)
+        {
+            return Err(super::usage::usage!(
                 "--fail-if-worse takes a percentage of 0 or more, got {p}"
-            );
+            ));
         }
         Ok(())
     }

@@ -3,7 +3,8 @@
 
 use super::common::{CpuArgs, OutputArgs};
 use super::timing::RampArgs;
-use anyhow::{Context, bail};
+use super::usage::{Usage, usage};
+use anyhow::Context;
 use linerate_core::client::HttpUrl;
 use linerate_core::client::Target;
 use linerate_core::spec::HttpSpec;
@@ -86,7 +87,7 @@ Example: --rps 5000"
 
 impl HttpArgs {
     /// The user counts asked for: one, a list, or None for --find-optimum.
-    pub fn user_counts(&self) -> anyhow::Result<Vec<u32>> {
+    pub fn user_counts(&self) -> Result<Vec<u32>, Usage> {
         let counts: Vec<u32> = self
             .users
             .split(',')
@@ -95,23 +96,20 @@ impl HttpArgs {
                     .parse::<u32>()
                     .ok()
                     .filter(|n| (1..=100_000).contains(n))
-                    .with_context(|| format!("--users '{v}' is not a count from 1 to 100000"))
+                    .ok_or_else(|| usage!("--users '{v}' is not a count from 1 to 100000"))
             })
-            .collect::<anyhow::Result<_>>()?;
+            .collect::<Result<_, Usage>>()?;
         if counts.len() > 1 && self.rps.is_some() {
-            bail!("--users takes one count with --rps (the most requests in flight)");
+            return Err(usage!("--users takes one count with --rps (the most requests in flight)"));
         }
         Ok(counts)
     }
 
-    pub fn parsed_urls(&self) -> anyhow::Result<Vec<HttpUrl>> {
-        self.urls
-            .iter()
-            .map(|u| HttpUrl::parse(u).map_err(anyhow::Error::msg))
-            .collect()
+    pub fn parsed_urls(&self) -> Result<Vec<HttpUrl>, Usage> {
+        self.urls.iter().map(|u| HttpUrl::parse(u).map_err(Usage::Flag)).collect()
     }
 
-    pub fn spec_for(&self, users: u32) -> anyhow::Result<HttpSpec> {
+    pub fn spec_for(&self, users: u32) -> Result<HttpSpec, Usage> {
         let spec = HttpSpec {
             urls: self.urls.clone(),
             users,

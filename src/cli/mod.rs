@@ -16,7 +16,7 @@ macro_rules! flag_tests {
         }
 
         fn spec(args: &[&str]) -> anyhow::Result<$spec> {
-            $into(parse(args)?)
+            Ok($into(parse(args)?)?)
         }
     };
 }
@@ -36,8 +36,9 @@ pub mod sys;
 pub mod tcp;
 pub mod timing;
 pub mod udp;
+pub mod usage;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -87,9 +88,39 @@ pub enum Command {
     Calc(sys::CalcArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions(complete::CompletionsArgs),
-    /// Print the man page (roff)
-    #[command(hide = true)]
-    Man,
+    /// Print the man page (roff), or write a page per subcommand into a directory
+    Man(complete::ManArgs),
+}
+
+/// The command line as clap reads it: the derive's command, with every flag that takes a value
+/// taking a negative number as that value (`-i -1`), so that the value's parser refuses it by
+/// name. Without this clap reads `-1` as a flag and suggests `-- -1`, which would make it a host.
+pub fn command() -> clap::Command {
+    fn numbers_are_values(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| {
+            if !a.is_positional() && a.get_action().takes_values() {
+                a.allow_negative_numbers(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(numbers_are_values)
+    }
+    numbers_are_values(Cli::command())
+}
+
+/// Parses this process's arguments with [`command`].
+pub fn parse() -> Result<Cli, clap::Error> {
+    let mut matches = command().try_get_matches()?;
+    Cli::from_arg_matches_mut(&mut matches)
+}
+
+/// Whether a value reads as a negative number, a unit after it or not (`-1`, `-2.5`, `-1s`).
+pub fn looks_negative(value: &str) -> bool {
+    value
+        .trim_start()
+        .strip_prefix('-')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
 }
 
 /// Agent addresses as given (HOST, HOST:PORT, `[V6]:PORT`), `port` where none is given.
@@ -105,7 +136,8 @@ pub fn resolve_targets(hosts: &[String], port: u16) -> anyhow::Result<Vec<linera
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConnectArgs {
     /// Seconds to wait for an agent to answer a connection
-    #[arg(long, value_name = "SECONDS", default_value = "5")]
+    #[arg(long, value_name = "SECONDS", default_value = "5", allow_hyphen_values = true,
+          value_parser = common::positive_time)]
     pub connect_timeout: linerate_core::units::TimeSpan,
 
     /// Local address to connect from (as iperf3's -B), e.g. 127.0.0.2 or 10.0.0.1
@@ -132,12 +164,10 @@ pub struct ConnectArgs {
 
 impl ConnectArgs {
     pub fn options(&self) -> anyhow::Result<linerate_core::client::ClientOptions> {
-        use anyhow::Context;
         Ok(linerate_core::client::ClientOptions {
             secret: self.secret.load()?,
-            connect_timeout: Some(self.connect_timeout.0)
-                .filter(|d| !d.is_zero())
-                .context("--connect-timeout must be a positive number of seconds")?,
+            // Above 0: its parser refuses 0 (`common::positive_time`).
+            connect_timeout: self.connect_timeout.0,
             bind: self.bind,
             allow_unauthenticated_agent: self.allow_unauthenticated_agent,
             profile: self.profile.clone(),

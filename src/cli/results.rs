@@ -27,11 +27,28 @@ pub struct ResultsArgs {
     pub db: Option<PathBuf>,
 }
 
+/// The kinds of document the store keeps, as `--kind` names them: a run, a sweep and a
+/// repeated test of each kind (an unknown one is a usage error, not an empty list).
+const KINDS: [&str; 12] = [
+    "tcp",
+    "udp",
+    "rr",
+    "http",
+    "tcp sweep",
+    "udp sweep",
+    "rr sweep",
+    "http sweep",
+    "tcp repeat",
+    "udp repeat",
+    "rr repeat",
+    "http repeat",
+];
+
 /// Which stored results `linerate results` lists.
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
-    /// Only this test kind: tcp, udp, rr, http, "rr sweep", ...
-    #[arg(long, value_name = "KIND")]
+    /// Only this test kind: tcp, udp, rr, http, "rr sweep", "tcp repeat", ...
+    #[arg(long, value_name = "KIND", value_parser = clap::builder::PossibleValuesParser::new(KINDS))]
     pub kind: Option<String>,
 
     /// Only results with this label (repeatable: all of them)

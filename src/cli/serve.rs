@@ -56,7 +56,8 @@ pub struct ServeArgs {
     ///
     /// Counted from its first byte (a new connection's first head: from accept); past it the
     /// connection is closed. Example: --http-head-timeout 10
-    #[arg(long, value_name = "SECONDS", default_value = "10", requires = "http_port")]
+    #[arg(long, value_name = "SECONDS", default_value = "10", requires = "http_port",
+          allow_hyphen_values = true, value_parser = super::common::positive_time)]
     pub http_head_timeout: linerate_core::units::TimeSpan,
 
     /// HTTP connections open at once from one IP address (0 = no limit)

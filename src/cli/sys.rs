@@ -1,6 +1,7 @@
 //! `linerate sys`, `linerate doctor` and `linerate calc`: the host's samplers and configuration
 //! without a test, tuning advice, and the wire's arithmetic.
 
+use super::usage::{Usage, usage};
 use linerate_core::units::{BitRate, TimeSpan};
 
 #[derive(Debug, clap::Args)]
@@ -27,18 +28,17 @@ pub struct SysArgs {
 }
 
 impl SysArgs {
-    pub fn interval(&self) -> anyhow::Result<std::time::Duration> {
+    pub fn interval(&self) -> Result<std::time::Duration, Usage> {
         let seconds = self.interval.as_secs_f64();
-        anyhow::ensure!(
-            (0.01..=3600.0).contains(&seconds),
-            "--interval {seconds} is not between 0.01 and 3600 seconds"
-        );
+        if !(0.01..=3600.0).contains(&seconds) {
+            return Err(usage!("--interval {seconds} is not between 0.01 and 3600 seconds"));
+        }
         Ok(self.interval.0)
     }
 
     /// Refuses an `--iface` that names no interface of this network namespace (it would only
     /// ever show zeros).
-    pub fn check_interfaces(&self) -> anyhow::Result<()> {
+    pub fn check_interfaces(&self) -> Result<(), Usage> {
         if self.interfaces.is_empty() {
             return Ok(());
         }
@@ -47,10 +47,10 @@ impl SysArgs {
             .map(|i| i.name)
             .collect();
         if let Some(missing) = self.interfaces.iter().find(|n| !here.contains(n)) {
-            anyhow::bail!(
+            return Err(usage!(
                 "--iface {missing}: no such interface in this network namespace (there are: {})",
                 here.join(", ")
-            );
+            ));
         }
         Ok(())
     }
@@ -64,7 +64,7 @@ pub struct DoctorArgs {
     pub rtt: Option<TimeSpan>,
 
     /// Rate of the path (10G); default: the interface's link speed
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", value_parser = positive_rate)]
     pub rate: Option<BitRate>,
 
     /// Interfaces to check (default: every interface with a link speed, and lo)
@@ -87,10 +87,11 @@ pub enum CalcCommand {
     /// The most TCP and UDP payload a link carries (Ethernet, IP and TCP/UDP headers counted)
     Goodput {
         /// Link speed (10G, 25gbit, 100M)
-        #[arg(long = "link", value_name = "RATE")]
+        #[arg(long = "link", value_name = "RATE", value_parser = positive_rate)]
         link: BitRate,
-        /// MTU, bytes
-        #[arg(long, value_name = "BYTES", default_value_t = 1500)]
+        /// MTU, bytes (68 to 65535)
+        #[arg(long, value_name = "BYTES", default_value_t = 1500,
+              value_parser = clap::value_parser!(u32).range(68..=65_535))]
         mtu: u32,
         /// IPv6 headers (40 bytes) instead of IPv4 (20)
         #[arg(long)]
@@ -98,4 +99,13 @@ pub enum CalcCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A rate above 0 (`--link`, `--rate`): refused by the parser, a usage error.
+fn positive_rate(text: &str) -> Result<BitRate, String> {
+    match text.parse::<BitRate>() {
+        Ok(r) if r.0 > 0.0 => Ok(r),
+        Ok(_) => Err("must be above 0".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }

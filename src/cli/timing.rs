@@ -135,6 +135,7 @@ impl RampArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct IntervalArgs {
     /// Seconds between interval lines (http: timeline entries); 0 for none
-    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value = "1")]
+    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value = "1",
+          allow_hyphen_values = true, value_parser = not_negative::<TimeSpan>)]
     pub interval: TimeSpan,
 }

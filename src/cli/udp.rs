@@ -1,8 +1,8 @@
 //! `linerate udp`: paced UDP streams, UDPmon's method.
 
-use super::common::{HostArgs, OutputArgs, StreamArgs, parse_list, parse_sizes};
+use super::common::{HostArgs, MAX_SWEEP_POINTS, OutputArgs, StreamArgs, parse_list, parse_sizes};
 use super::timing::TimingArgs;
-use anyhow::{Context, bail};
+use super::usage::{Usage, usage};
 use linerate_core::spec::UdpSpec;
 use linerate_core::units::{BitRate, ByteSize};
 
@@ -88,12 +88,12 @@ Sets the gap between datagrams from -l. 0: as fast as possible. Example: --rate 
 }
 
 impl UdpArgs {
-    pub fn into_spec(self) -> anyhow::Result<UdpSpec> {
-        let payload = u32::try_from(self.length.0).context("-l is too large")?;
+    pub fn into_spec(self) -> Result<UdpSpec, Usage> {
+        let payload = self.payload()?;
         let gap_ns = match (self.gap, self.rate) {
             (Some(g), _) => {
                 if !(g.is_finite() && (0.0..=60e6).contains(&g)) {
-                    bail!("--gap must be between 0 and 60000000 microseconds, not {g}");
+                    return Err(usage!("--gap must be between 0 and 60000000 microseconds, not {g}"));
                 }
                 (g * 1e3).round() as u64
             }
@@ -124,13 +124,18 @@ impl UdpArgs {
 
     /// The sweep's sizes and gaps (sizes varying fastest); None without
     /// `--sizes` or `--gaps`.
-    pub fn sweep(&self) -> anyhow::Result<Option<linerate_core::sweep::udp::UdpPlan>> {
+    /// `-l` as the spec's payload size.
+    fn payload(&self) -> Result<u32, Usage> {
+        u32::try_from(self.length.0).map_err(|_| usage!("-l {} is too large", self.length))
+    }
+
+    pub fn sweep(&self) -> Result<Option<linerate_core::sweep::udp::UdpPlan>, Usage> {
         if self.sizes.is_none() && self.gaps.is_none() {
             return Ok(None);
         }
         let sizes = match &self.sizes {
             Some(text) => parse_sizes(text, |b| Ok(u32::try_from(b.0)?))?,
-            None => vec![u32::try_from(self.length.0).context("-l is too large")?],
+            None => vec![self.payload()?],
         };
         let gaps = match &self.gaps {
             Some(text) => parse_list(text, "--gaps", |v| {
@@ -143,11 +148,12 @@ impl UdpArgs {
             })?,
             None => vec![self.gap.map_or(0, |g| (g * 1e3).round() as u64)],
         };
-        anyhow::ensure!(
-            sizes.len() * gaps.len() <= 10_000,
-            "the sweep has {} points, over 10000",
-            sizes.len() * gaps.len()
-        );
+        if sizes.len() * gaps.len() > MAX_SWEEP_POINTS {
+            return Err(usage!(
+                "the sweep has {} points, over {MAX_SWEEP_POINTS}",
+                sizes.len() * gaps.len()
+            ));
+        }
         Ok(Some(linerate_core::sweep::udp::UdpPlan::new(&sizes, &gaps)))
     }
 }

@@ -83,9 +83,10 @@ impl<P> Mode<P> {
     /// The mode the flags ask for; a repeat and a sweep (named by `flags`) do not combine yet.
     pub fn of(repeat: Option<RepeatPolicy>, sweep: Option<P>, flags: &str) -> anyhow::Result<Mode<P>> {
         match (repeat, sweep) {
-            (Some(_), Some(_)) => {
-                anyhow::bail!("--repeat does not combine with a sweep ({flags}) yet: repeat single tests")
-            }
+            (Some(_), Some(_)) => Err(crate::cli::usage::usage!(
+                "--repeat does not combine with a sweep ({flags}) yet: repeat single tests"
+            )
+            .into()),
             (Some(policy), None) => Ok(Mode::Repeat(policy)),
             (None, Some(plan)) => Ok(Mode::Sweep(plan)),
             (None, None) => Ok(Mode::Once),

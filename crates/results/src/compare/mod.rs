@@ -174,6 +174,29 @@ pub fn compare(a: &SideInput, b: &SideInput) -> Comparison {
     }
 }
 
+/// Why a comparison compared nothing, in words; None when at least one figure was measured on
+/// both sides of a shared point. `linerate compare` exits non-zero on it (README, "Exit status"):
+/// a verdict of "no change" must not come from runs that were never set side by side.
+pub fn nothing_compared(c: &Comparison) -> Option<String> {
+    if c.points.is_empty() {
+        let list = |keys: &[String]| match keys {
+            [] => "no complete run".to_string(),
+            [one] => one.clone(),
+            [first, rest @ ..] => format!("{first} and {} more", rest.len()),
+        };
+        return Some(format!(
+            "the two sides share no point (same test and varied values) with a complete run: A has {}, B has {}",
+            list(&c.only_a),
+            list(&c.only_b)
+        ));
+    }
+    let both = |f: &FigureComparison| f.a.is_some() && f.b.is_some();
+    if !c.points.iter().flat_map(|p| &p.figures).any(both) {
+        return Some("no figure was measured on both sides at the points they share".into());
+    }
+    None
+}
+
 /// Whether a figure is a percentile (`latency_p99_us`): its runs compare by a bootstrap of the
 /// medians, not by Welch's t on the means.
 fn is_percentile(name: &str) -> bool {

@@ -138,3 +138,19 @@ fn a_sides_interval_is_its_means_t_interval_or_its_medians_bootstrap() {
     let (lo, hi) = side_interval("latency_p99_us", &p).expect("three runs");
     assert!((40.0..=50.0).contains(&lo) && (50.0..=90.0).contains(&hi), "{lo} {hi}");
 }
+
+#[test]
+fn issue_23_sides_that_share_no_point_or_no_figure_compared_nothing() {
+    let a = side("a", &[(100.0, 20.0)]);
+    let mut b = side("b", &[(100.0, 20.0)]);
+    assert_eq!(nothing_compared(&compare(&a, &b)), None);
+    b.entries[0].test = Some("other".into());
+    let why = nothing_compared(&compare(&a, &b)).expect("no shared point");
+    assert!(why.contains("share no point") && why.contains("A has tcp, B has other"), "{why}");
+    let mut c = compare(&a, &side("b", &[(100.0, 20.0)]));
+    for f in &mut c.points[0].figures {
+        f.b = None;
+    }
+    let why = nothing_compared(&c).expect("no figure on both sides");
+    assert!(why.contains("no figure"), "{why}");
+}
