@@ -6,7 +6,7 @@
 use super::usage::{Usage, usage};
 use linerate_core::client::Target;
 use linerate_core::spec::{Direction, MAX_STREAMS};
-use linerate_core::units::{ByteSize, CpuList, TimeSpan};
+use linerate_core::units::{BitRate, ByteSize, CpuList, TimeSpan};
 
 /// The agents a test runs against.
 #[derive(Debug, Clone, clap::Args)]
@@ -106,6 +106,15 @@ pub fn positive_time(text: &str) -> Result<TimeSpan, String> {
         return Err("must be above 0".into());
     }
     Ok(t)
+}
+
+/// A value parser for a rate that must be above 0 (`calc --link`, `doctor --rate`, `rr --expect`).
+pub fn positive_rate(text: &str) -> Result<BitRate, String> {
+    match text.parse::<BitRate>() {
+        Ok(r) if r.0 > 0.0 => Ok(r),
+        Ok(_) => Err("must be above 0".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// What a test prints (`--json`) and where its result is kept (`--label`, `--db`, `--no-store`).

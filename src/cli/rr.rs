@@ -78,7 +78,8 @@ once took, is --timeout-ms 200. Example: --timeout 50ms"
     /// Bandwidths of the data path's stages (copies, buses, links), e.g. 10G,8.5G,8.5G: the slope
     /// to expect is the sum of 1/bandwidth [default: the link speed of the interface toward the
     /// first agent]
-    #[arg(long, value_name = "RATES", value_delimiter = ',', requires = "sizes")]
+    #[arg(long, value_name = "RATES", value_delimiter = ',', requires = "sizes",
+          value_parser = super::common::positive_rate)]
     pub expect: Vec<BitRate>,
 
     #[command(flatten)]

@@ -64,7 +64,7 @@ pub struct DoctorArgs {
     pub rtt: Option<TimeSpan>,
 
     /// Rate of the path (10G); default: the interface's link speed
-    #[arg(long, value_name = "RATE", value_parser = positive_rate)]
+    #[arg(long, value_name = "RATE", value_parser = super::common::positive_rate)]
     pub rate: Option<BitRate>,
 
     /// Interfaces to check (default: every interface with a link speed, and lo)
@@ -87,7 +87,7 @@ pub enum CalcCommand {
     /// The most TCP and UDP payload a link carries (Ethernet, IP and TCP/UDP headers counted)
     Goodput {
         /// Link speed (10G, 25gbit, 100M)
-        #[arg(long = "link", value_name = "RATE", value_parser = positive_rate)]
+        #[arg(long = "link", value_name = "RATE", value_parser = super::common::positive_rate)]
         link: BitRate,
         /// MTU, bytes (68 to 65535)
         #[arg(long, value_name = "BYTES", default_value_t = 1500,
@@ -101,11 +101,3 @@ pub enum CalcCommand {
     },
 }
 
-/// A rate above 0 (`--link`, `--rate`): refused by the parser, a usage error.
-fn positive_rate(text: &str) -> Result<BitRate, String> {
-    match text.parse::<BitRate>() {
-        Ok(r) if r.0 > 0.0 => Ok(r),
-        Ok(_) => Err("must be above 0".into()),
-        Err(e) => Err(e.to_string()),
-    }
-}

@@ -1,4 +1,4 @@
-//! The exit status contract (README, "Exit status"; issue 13): 0 complete, 1 setup error,
+//! The exit status contract (README, "Exit status"; issues 13, 23): 0 complete, 1 setup error,
 //! 2 usage, 3 partial (Ctrl-C, an agent lost), 4 failed (nothing measured). A partial or failed
 //! run still prints its document with `--json`.
 
@@ -136,4 +136,127 @@ fn issue_13_an_interrupted_udp_sweep_stops_at_once_and_exits_partial() {
         assert!(bytes > 0, "a zero-filled point: {p}");
     }
     assert!(v.get("fit").is_none_or(|f| f.is_null()));
+}
+
+/// `linerate ARGS` is a usage error: status 2, one line on stderr naming `needle`.
+fn usage_error(args: &[&str], needle: &str) {
+    let out = linerate(args, LIMIT);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err:?}");
+    assert!(err.starts_with("linerate: "), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err:?}");
+}
+
+/// Issue 23: every range and combination error exits 2, whether clap or a check after it finds
+/// it, in every command; each before any traffic: the port they name listens, and is never
+/// connected to.
+#[test]
+fn issue_23_every_usage_error_exits_2_before_any_traffic() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("addr").port().to_string();
+    let url = format!("http://127.0.0.1:{port}/x");
+    let agent = |kind: &'static str, more: &[&'static str]| {
+        let mut args = vec![kind, "127.0.0.1", "-p", port.as_str(), "--no-store"];
+        args.extend_from_slice(more);
+        args
+    };
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        // The examples of the issue, then one of each kind of check per command.
+        (agent("tcp", &["-t", "0"]), "seconds (-t) must be between 0.01"),
+        (agent("tcp", &["-P", "0"]), "-P must be between 1 and 1024"),
+        (agent("tcp", &["-P", "100000"]), "-P must be between 1 and 1024"),
+        (agent("tcp", &["-l", "0"]), "buffer length (-l) must be between 1"),
+        (agent("tcp", &["--threads", "500"]), "threads must be between 0 and 128"),
+        (agent("tcp", &["--repeat", "0"]), "--repeat must be between 1"),
+        (agent("tcp", &["--best", "3"]), "--best needs --repeat"),
+        (agent("tcp", &["--warmup", "5", "-t", "3"]), "leave nothing of a 3 s test"),
+        (agent("tcp", &["--sizes", "8K:1K:1K"]), "the end at or above the start"),
+        (agent("tcp", &["--repeat", "3", "--sizes", "1K,2K"]), "does not combine with a sweep"),
+        (agent("tcp", &["--repeat", "3", "--best", "4"]), "--best 4 is more than the 3 runs"),
+        (agent("tcp", &["--mix", "70:30", "--depth", "4"]), "--depth does not apply"),
+        (agent("tcp", &["-n", "5", "--cooldown", "1"]), "needs a time limit (-t)"),
+        (agent("tcp", &["--connect-timeout", "0"]), "--connect-timeout"),
+        (agent("tcp", &["-i", "-1"]), "--interval: a negative value is not allowed, got -1"),
+        (agent("tcp", &["-l", "-1"]), "--length: a negative value is not allowed"),
+        (agent("tcp", &["--warmup", "-1s"]), "--warmup: a negative value is not allowed, got -1s"),
+        (agent("udp", &["-l", "10"]), "datagram payload (-l) must be between 32"),
+        (agent("udp", &["--gaps", "10,x"]), "--gaps: 'x'"),
+        (agent("udp", &["--multicast", "10.0.0.1"]), "is not a multicast address"),
+        (agent("udp", &["--gap", "1e9"]), "--gap must be between 0 and"),
+        (agent("rr", &["--tps", "0"]), "rate (transactions/s) must be between"),
+        (agent("rr", &["--request", "0"]), "request bytes must be between"),
+        (agent("rr", &["--sizes", "1,x"]), "--sizes: 'x'"),
+        (agent("rr", &["--sizes", "64,128", "--expect", "0"]), "--expect"),
+        (vec!["http", &url, "--no-agent", "--users", "0"], "--users '0' is not a count"),
+        (vec!["http", &url, "--no-agent", "--users", "1,2", "--rps", "10"], "--users takes one count"),
+        (vec!["http", &url, "--no-agent", "-t", "0"], "duration seconds must be between"),
+        (vec!["http", "ftp://127.0.0.1/", "--no-agent"], "is not an http:// URL"),
+        (vec!["quick", "-t", "0", "--no-store"], "seconds (-t) must be between"),
+        (vec!["quick", "-P", "0", "--no-store"], "streams (-P) must be between"),
+        (vec!["plan", "check", "/nonexistent/plan.toml"], "plan /nonexistent/plan.toml"),
+        (vec!["results", "--kind", "foo"], "[possible values: tcp, udp, rr, http"),
+        (vec!["compare", "a.json", "b.json", "--fail-if-worse", "-1"], "--fail-if-worse takes a percentage"),
+        (vec!["compare", "label:nic", "b.json"], "side A 'label:nic'"),
+        (vec!["report", "20", "-o", "x.txt"], "-o x.txt: give a file ending in .html or .svg"),
+        (vec!["report", "20"], "nothing to write"),
+        (vec!["calc", "goodput", "--link", "0"], "--link"),
+        (vec!["calc", "goodput", "--link", "1G", "--mtu", "10"], "--mtu"),
+        (vec!["sys", "-i", "0", "-n", "1"], "--interval 0 is not between"),
+        (vec!["doctor", "--rate", "0"], "--rate"),
+        (vec!["serve", "-p", "0", "--max-tests", "0"], "--max-tests"),
+        (vec!["serve", "-p", "0", "--http-port", "0", "--http-head-timeout", "0"], "--http-head-timeout"),
+    ];
+    for (args, needle) in &cases {
+        usage_error(args, needle);
+    }
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("a usage error reached the agent's port: {other:?}"),
+    }
+}
+
+/// Issue 23: a runtime failure keeps its own status: an agent out of reach is 1, not 2.
+#[test]
+fn issue_23_a_runtime_failure_is_not_a_usage_error() {
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+        .to_string();
+    for kind in ["tcp", "rr"] {
+        let out = linerate(&[kind, "127.0.0.1", "-p", &closed, "-n", "1", "--no-store"], LIMIT);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {}", stderr(&out));
+    }
+}
+
+/// Issue 23: `compare` of a tcp run against an rr run compares nothing: status 2 with one line
+/// saying why, with `--fail-if-worse` or without; a run against itself still exits 0.
+#[test]
+fn issue_23_compare_of_sides_that_share_no_point_exits_2() {
+    let agent = Agent::start(&[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |kind: &str, name: &str| {
+        let out = linerate(&[kind, &agent.addr, "-n", "50", "-i", "0", "--json", "--no-store"], LIMIT);
+        let path = dir.path().join(name);
+        std::fs::write(&path, json_of(&out).to_string()).expect("write");
+        path.to_str().expect("path").to_string()
+    };
+    let (tcp, rr) = (run("tcp", "tcp.json"), run("rr", "rr.json"));
+    for extra in [&[][..], &["--fail-if-worse", "5"][..], &["--json"][..]] {
+        let mut args = vec!["compare", tcp.as_str(), rr.as_str()];
+        args.extend_from_slice(extra);
+        let out = linerate(&args, LIMIT);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("nothing compared: the two sides share no point") && err.contains("A has tcp, B has rr"),
+            "{err}"
+        );
+    }
+    let out = linerate(&["compare", &tcp, &tcp, "--fail-if-worse", "5"], LIMIT);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

@@ -89,11 +89,47 @@ fn issue_13_man_prints_one_roff_page_of_every_subcommand() {
         assert!(page.contains(section), "{section} missing");
     }
     assert!(page.contains("cooldown") && page.contains("tps") && page.contains("rps"));
+}
+
+/// Issue 23: `man` is listed in `--help`; the one page names its sections for the commands (no
+/// page it does not come with), and `man --dir` writes every page that any page refers to.
+#[test]
+fn issue_23_man_is_listed_and_refers_to_no_page_that_does_not_exist() {
     let listed = stdout(&linerate(&["--help"], LIMIT));
     assert!(
-        !listed.lines().any(|l| l.trim_start().starts_with("man ")),
-        "man is hidden"
+        listed.lines().any(|l| l.trim_start().starts_with("man ")),
+        "man is listed: {listed}"
     );
+    let page = stdout(&linerate(&["man"], LIMIT));
+    assert!(!page.contains("(1)"), "the one page refers to no other page");
+    for section in ["LINERATE PLAN CHECK", "LINERATE RESULTS SHOW", "LINERATE CALC GOODPUT"] {
+        assert!(page.contains(section), "{section}: nested commands have their section");
+    }
+    assert!(page.contains("linerate tcp\\fR (section LINERATE TCP below)"), "{page}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = linerate(&["man", "--dir", dir.path().to_str().expect("path")], LIMIT);
+    assert!(out.status.success(), "{out:?}");
+    let written: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("read dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(written.len() > 20, "{written:?}");
+    let mut references = 0;
+    for file in &written {
+        let text = std::fs::read_to_string(dir.path().join(file)).expect("read page");
+        // clap_mangen writes a reference as `linerate\-plan\-check(1)`.
+        for (at, _) in text.match_indices("(1)") {
+            let start = text[..at].rfind(|c: char| c.is_whitespace()).map_or(0, |i| i + 1);
+            let name = text[start..at].replace("\\-", "-");
+            assert!(written.contains(&format!("{name}.1")), "{file} refers to {name}(1), not written");
+            references += 1;
+        }
+    }
+    assert!(references > 20, "the pages refer to each other ({references})");
+    assert!(written.contains(&"linerate-plan-check.1".to_string()), "{written:?}");
+    assert!(!written.iter().any(|f| f.contains("help")), "no page for help: {written:?}");
 }
 
 /// `--cooldown` leaves the end of a timed run out in every kind, as tcp's test checks for tcp.
