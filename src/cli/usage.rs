@@ -7,6 +7,7 @@
 
 use linerate_core::result::RepeatError;
 use linerate_core::spec::SpecError;
+use linerate_results::store::StoreError;
 
 /// A command line that cannot run, in one line naming the flag.
 #[derive(Debug, thiserror::Error)]
@@ -30,12 +31,17 @@ macro_rules! usage {
 }
 pub(crate) use usage;
 
-/// Whether `err` is a usage error: a [`Usage`] anywhere in its chain, or core's typed spec and
+/// Whether `err` is a usage error: a [`Usage`] anywhere in its chain, core's typed spec and
 /// repeat-policy errors however they were wrapped (a sweep point's spec is checked in the
-/// driver).
+/// driver), or the store's refusal of a result id or label as written (`results show x1`).
 pub fn is_usage(err: &anyhow::Error) -> bool {
-    err.chain()
-        .any(|e| e.is::<Usage>() || e.is::<SpecError>() || e.is::<RepeatError>())
+    err.chain().any(|e| {
+        e.is::<Usage>()
+            || e.is::<SpecError>()
+            || e.is::<RepeatError>()
+            || e.downcast_ref::<StoreError>()
+                .is_some_and(|s| matches!(s, StoreError::BadId { .. } | StoreError::BadLabel { .. }))
+    })
 }
 
 #[cfg(test)]

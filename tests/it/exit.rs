@@ -197,6 +197,7 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
         (vec!["quick", "-P", "0", "--no-store"], "streams (-P) must be between"),
         (vec!["plan", "check", "/nonexistent/plan.toml"], "plan /nonexistent/plan.toml"),
         (vec!["results", "--kind", "foo"], "[possible values: tcp, udp, rr, http"),
+        (vec!["results", "show", "x1"], "'x1' is not a result id"),
         (vec!["compare", "a.json", "b.json", "--fail-if-worse", "-1"], "--fail-if-worse takes a percentage"),
         (vec!["compare", "label:nic", "b.json"], "side A 'label:nic'"),
         (vec!["report", "20", "-o", "x.txt"], "-o x.txt: give a file ending in .html or .svg"),

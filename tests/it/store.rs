@@ -187,7 +187,7 @@ fn every_test_kind_is_stored_with_its_labels_and_results_selects_by_them() {
     assert_eq!(gone.status.code(), Some(1));
     assert_eq!(stderr(&gone), format!("linerate: no stored result #{tcp_id}\n"));
     let bad = run(&db, &["results", "show", "x1"]);
-    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(bad.status.code(), Some(2), "a usage error (issue 23)");
     assert!(stderr(&bad).contains("'x1' is not a result id"), "{}", stderr(&bad));
     let quick = run(&db, &["quick", "-t", "0.3"]);
     assert!(quick.status.success(), "{}", stderr(&quick));
