@@ -109,6 +109,7 @@ pub enum SweepWhat {
 
 impl RrArgs {
     pub fn into_spec(self) -> Result<RrSpec, Usage> {
+        let sizes = self.sizes()?;
         let bytes = |b: ByteSize, flag: &str| u32::try_from(b.0).map_err(|_| usage!("{flag} {b} is too large"));
         let default_seconds = if self.sizes.is_some() { 2.0 } else { 10.0 };
         let spec = RrSpec {
@@ -132,6 +133,19 @@ impl RrArgs {
             },
         };
         spec.validate()?;
+        // Every sweep point before the first runs, not when its turn comes.
+        for size in sizes.unwrap_or_default() {
+            RrSpec {
+                request_bytes: size,
+                response_bytes: if self.sweep == SweepWhat::Both {
+                    size
+                } else {
+                    spec.response_bytes
+                },
+                ..spec.clone()
+            }
+            .validate()?;
+        }
         Ok(spec)
     }
 

@@ -107,6 +107,7 @@ pub struct TcpArgs {
 
 impl TcpArgs {
     pub fn into_spec(self) -> Result<TcpSpec, Usage> {
+        let sizes = self.sizes()?;
         let spec = TcpSpec {
             streams: self.streams.count()?,
             threads: self.threads.unwrap_or(0),
@@ -126,6 +127,14 @@ impl TcpArgs {
             mix: self.mix,
         };
         spec.validate()?;
+        // Every sweep point before the first runs, not when its turn comes.
+        for size in sizes.unwrap_or_default() {
+            TcpSpec {
+                buffer_bytes: size,
+                ..spec.clone()
+            }
+            .validate()?;
+        }
         Ok(spec)
     }
 

@@ -89,6 +89,12 @@ Sets the gap between datagrams from -l. 0: as fast as possible. Example: --rate 
 
 impl UdpArgs {
     pub fn into_spec(self) -> Result<UdpSpec, Usage> {
+        let points: Vec<(u32, u64)> = self.sweep()?.map_or_else(Vec::new, |plan| {
+            let sizes = plan.sizes_bytes.iter();
+            sizes
+                .flat_map(|s| plan.gaps_ns.iter().map(move |g| (*s, *g)))
+                .collect()
+        });
         let payload = self.payload()?;
         let gap_ns = match (self.gap, self.rate) {
             (Some(g), _) => {
@@ -119,6 +125,15 @@ impl UdpArgs {
             }),
         };
         spec.validate()?;
+        // Every sweep point before the first runs, not when its turn comes.
+        for (payload_bytes, gap_ns) in points {
+            UdpSpec {
+                payload_bytes,
+                gap_ns,
+                ..spec.clone()
+            }
+            .validate()?;
+        }
         Ok(spec)
     }
 
