@@ -62,7 +62,10 @@ impl StreamArgs {
     pub fn count(&self) -> Result<u16, Usage> {
         match u16::try_from(self.streams) {
             Ok(n) if (1..=MAX_STREAMS).contains(&n) => Ok(n),
-            _ => Err(usage!("-P must be between 1 and {MAX_STREAMS} streams, not {}", self.streams)),
+            _ => Err(usage!(
+                "-P must be between 1 and {MAX_STREAMS} streams, not {}",
+                self.streams
+            )),
         }
     }
 
@@ -337,11 +340,7 @@ pub const MAX_SWEEP_POINTS: usize = 10_000;
 
 /// `a,b,c` or `START:END:STEP` (END included), each value parsed by `parse`; at most
 /// [`MAX_SWEEP_POINTS`] values. Everything it refuses is the flag's text: a usage error.
-pub fn parse_list<T: Copy>(
-    text: &str,
-    flag: &str,
-    parse: impl Fn(&str) -> anyhow::Result<T>,
-) -> Result<Vec<T>, Usage> {
+pub fn parse_list<T: Copy>(text: &str, flag: &str, parse: impl Fn(&str) -> anyhow::Result<T>) -> Result<Vec<T>, Usage> {
     let values = if text.split(':').count() == 3 {
         linerate_results::plan::expand_range(text).map_err(|e| usage!("{flag} {e}"))?
     } else {
@@ -353,10 +352,7 @@ pub fn parse_list<T: Copy>(
 /// Each of a sweep's values parsed by `parse`, at most [`MAX_SWEEP_POINTS`] of them.
 fn parse_values<T>(values: &[String], flag: &str, parse: impl Fn(&str) -> anyhow::Result<T>) -> Result<Vec<T>, Usage> {
     if values.len() > MAX_SWEEP_POINTS {
-        return Err(usage!(
-            "{flag} has {} points, over {MAX_SWEEP_POINTS}",
-            values.len()
-        ));
+        return Err(usage!("{flag} has {} points, over {MAX_SWEEP_POINTS}", values.len()));
     }
     values
         .iter()
@@ -380,7 +376,8 @@ pub fn parse_sizes<T: Copy>(text: &str, convert: impl Fn(ByteSize) -> anyhow::Re
     };
     let range = format!("{}:{}:{}", bytes(start)?, bytes(end)?, bytes(step)?);
     // The range's own words, about the text as the user wrote it.
-    let values = linerate_results::plan::expand_range(&range).map_err(|e| usage!("--sizes {}", e.replace(&range, text)))?;
+    let values =
+        linerate_results::plan::expand_range(&range).map_err(|e| usage!("--sizes {}", e.replace(&range, text)))?;
     parse_values(&values, "--sizes", |v| convert(v.parse()?))
 }
 
@@ -754,6 +751,28 @@ mod tests {
     #[test]
     fn issue_13_negative_count_is_refused_as_negative() {
         refused_as_negative(&["udp", "h", "-n", "-2"], "--count", "-2");
+    }
+
+    #[test]
+    fn issue_23_sizes_ranges_take_suffixes_and_refuse_as_usage() {
+        use super::{parse_list, parse_sizes};
+        use linerate_core::units::ByteSize;
+        assert_eq!(
+            parse_sizes("1K:4K:1K", Ok).expect("a range of sizes"),
+            [1024, 2048, 3072, 4096].map(ByteSize)
+        );
+        assert_eq!(parse_sizes("64, 1K", Ok).expect("a list"), [64, 1024].map(ByteSize));
+        let e = parse_sizes("8K:1K:1K", Ok).expect_err("end below start").to_string();
+        assert_eq!(
+            e,
+            "--sizes '8K:1K:1K': the step must be above 0 and the end at or above the start"
+        );
+        let e = parse_sizes("1K,x", Ok).expect_err("not a size").to_string();
+        assert!(e.starts_with("--sizes: 'x': "), "{e}");
+        let e = parse_list("1:20000:1", "--gaps", |v| Ok(v.parse::<f64>()?))
+            .expect_err("too many")
+            .to_string();
+        assert!(e.contains("more than 10000 values"), "{e}");
     }
 
     #[test]

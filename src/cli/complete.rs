@@ -27,9 +27,7 @@ pub fn print_completions(shell: clap_complete::Shell) -> std::io::Result<()> {
 
 /// `linerate man`: one page on stdout, or a page per command into a directory.
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  linerate man | man -l -\n  linerate man --dir /usr/local/share/man/man1"
-)]
+#[command(after_help = "Examples:\n  linerate man | man -l -\n  linerate man --dir /usr/local/share/man/man1")]
 pub struct ManArgs {
     /// Write a page per command into DIR (linerate.1, linerate-tcp.1, linerate-plan-check.1, ...)
     #[arg(long, value_name = "DIR")]
@@ -71,7 +69,10 @@ fn one_page() -> std::io::Result<Vec<u8>> {
         let name = sub.get_name();
         page = page.replace(
             &format!("linerate\\-{}(1)", name.replace('-', "\\-")),
-            &format!("\\fBlinerate {name}\\fR (section LINERATE {} below)", name.to_uppercase()),
+            &format!(
+                "\\fBlinerate {name}\\fR (section LINERATE {} below)",
+                name.to_uppercase()
+            ),
         );
     }
     sections(&cmd, "linerate", &mut page)?;
@@ -91,7 +92,10 @@ fn sections(cmd: &clap::Command, path: &str, page: &mut String) -> std::io::Resu
             &String::from_utf8_lossy(&part)
                 // A help heading (`Results store`) is a subsection of the command's section too.
                 .replace(".SH ", ".SS ")
-                .replace(".SS SYNOPSIS", &format!(".SH \"{}\"\n.SS Synopsis", line.to_uppercase()))
+                .replace(
+                    ".SS SYNOPSIS",
+                    &format!(".SH \"{}\"\n.SS Synopsis", line.to_uppercase()),
+                )
                 .replace(".SS OPTIONS", ".SS Options"),
         );
         sections(sub, &line, page)?;

@@ -100,13 +100,18 @@ impl HttpArgs {
             })
             .collect::<Result<_, Usage>>()?;
         if counts.len() > 1 && self.rps.is_some() {
-            return Err(usage!("--users takes one count with --rps (the most requests in flight)"));
+            return Err(usage!(
+                "--users takes one count with --rps (the most requests in flight)"
+            ));
         }
         Ok(counts)
     }
 
     pub fn parsed_urls(&self) -> Result<Vec<HttpUrl>, Usage> {
-        self.urls.iter().map(|u| HttpUrl::parse(u).map_err(Usage::Flag)).collect()
+        self.urls
+            .iter()
+            .map(|u| HttpUrl::parse(u).map_err(Usage::Flag))
+            .collect()
     }
 
     pub fn spec_for(&self, users: u32) -> Result<HttpSpec, Usage> {

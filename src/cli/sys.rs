@@ -100,4 +100,3 @@ pub enum CalcCommand {
         json: bool,
     },
 }
-

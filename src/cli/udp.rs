@@ -91,9 +91,7 @@ impl UdpArgs {
     pub fn into_spec(self) -> Result<UdpSpec, Usage> {
         let points: Vec<(u32, u64)> = self.sweep()?.map_or_else(Vec::new, |plan| {
             let sizes = plan.sizes_bytes.iter();
-            sizes
-                .flat_map(|s| plan.gaps_ns.iter().map(move |g| (*s, *g)))
-                .collect()
+            sizes.flat_map(|s| plan.gaps_ns.iter().map(move |g| (*s, *g))).collect()
         });
         let payload = self.payload()?;
         let gap_ns = match (self.gap, self.rate) {

@@ -50,7 +50,7 @@ mod tests {
     use anyhow::Context;
 
     #[test]
-    fn usage_is_found_through_context_and_runtime_errors_are_not_usage() {
+    fn issue_23_usage_is_found_through_context_and_runtime_errors_are_not_usage() {
         let spec: Result<(), SpecError> = Err(SpecError::CooldownWithCount);
         let e = spec.context("sweep point -l 0").expect_err("an error");
         assert!(is_usage(&e), "core's spec error under context");

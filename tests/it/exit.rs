@@ -171,45 +171,93 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
         (agent("tcp", &["--threads", "500"]), "threads must be between 0 and 128"),
         (agent("tcp", &["--repeat", "0"]), "--repeat must be between 1"),
         (agent("tcp", &["--best", "3"]), "--best needs --repeat"),
-        (agent("tcp", &["--warmup", "5", "-t", "3"]), "leave nothing of a 3 s test"),
+        (
+            agent("tcp", &["--warmup", "5", "-t", "3"]),
+            "leave nothing of a 3 s test",
+        ),
         (agent("tcp", &["--sizes", "8K:1K:1K"]), "the end at or above the start"),
-        (agent("tcp", &["--repeat", "3", "--sizes", "1K,2K"]), "does not combine with a sweep"),
-        (agent("tcp", &["--repeat", "3", "--best", "4"]), "--best 4 is more than the 3 runs"),
-        (agent("tcp", &["--sizes", "1K,0"]), "buffer length (-l) must be between 1"),
-        (agent("tcp", &["--mix", "70:30", "--depth", "4"]), "--depth does not apply"),
+        (
+            agent("tcp", &["--repeat", "3", "--sizes", "1K,2K"]),
+            "does not combine with a sweep",
+        ),
+        (
+            agent("tcp", &["--repeat", "3", "--best", "4"]),
+            "--best 4 is more than the 3 runs",
+        ),
+        (
+            agent("tcp", &["--sizes", "1K,0"]),
+            "buffer length (-l) must be between 1",
+        ),
+        (
+            agent("tcp", &["--mix", "70:30", "--depth", "4"]),
+            "--depth does not apply",
+        ),
         (agent("tcp", &["-n", "5", "--cooldown", "1"]), "needs a time limit (-t)"),
         (agent("tcp", &["--connect-timeout", "0"]), "--connect-timeout"),
-        (agent("tcp", &["-i", "-1"]), "--interval: a negative value is not allowed, got -1"),
+        (
+            agent("tcp", &["-i", "-1"]),
+            "--interval: a negative value is not allowed, got -1",
+        ),
         (agent("tcp", &["-l", "-1"]), "--length: a negative value is not allowed"),
-        (agent("tcp", &["--warmup", "-1s"]), "--warmup: a negative value is not allowed, got -1s"),
+        (
+            agent("tcp", &["--warmup", "-1s"]),
+            "--warmup: a negative value is not allowed, got -1s",
+        ),
         (agent("udp", &["-l", "10"]), "datagram payload (-l) must be between 32"),
         (agent("udp", &["--gaps", "10,x"]), "--gaps: 'x'"),
         (agent("udp", &["--multicast", "10.0.0.1"]), "is not a multicast address"),
         (agent("udp", &["--gap", "1e9"]), "--gap must be between 0 and"),
-        (agent("udp", &["--sizes", "100,20"]), "datagram payload (-l) must be between 32"),
+        (
+            agent("udp", &["--sizes", "100,20"]),
+            "datagram payload (-l) must be between 32",
+        ),
         (agent("rr", &["--tps", "0"]), "rate (transactions/s) must be between"),
         (agent("rr", &["--request", "0"]), "request bytes must be between"),
         (agent("rr", &["--sizes", "1,x"]), "--sizes: 'x'"),
-        (agent("rr", &["--proto", "udp", "--sizes", "64,70000"]), "request bytes must be between"),
+        (
+            agent("rr", &["--proto", "udp", "--sizes", "64,70000"]),
+            "request bytes must be between",
+        ),
         (agent("rr", &["--sizes", "64,128", "--expect", "0"]), "--expect"),
-        (vec!["http", &url, "--no-agent", "--users", "0"], "--users '0' is not a count"),
-        (vec!["http", &url, "--no-agent", "--users", "1,2", "--rps", "10"], "--users takes one count"),
-        (vec!["http", &url, "--no-agent", "-t", "0"], "duration seconds must be between"),
+        (
+            vec!["http", &url, "--no-agent", "--users", "0"],
+            "--users '0' is not a count",
+        ),
+        (
+            vec!["http", &url, "--no-agent", "--users", "1,2", "--rps", "10"],
+            "--users takes one count",
+        ),
+        (
+            vec!["http", &url, "--no-agent", "-t", "0"],
+            "duration seconds must be between",
+        ),
         (vec!["http", "ftp://127.0.0.1/", "--no-agent"], "is not an http:// URL"),
         (vec!["quick", "-t", "0", "--no-store"], "seconds (-t) must be between"),
         (vec!["quick", "-P", "0", "--no-store"], "streams (-P) must be between"),
-        (vec!["plan", "check", "/nonexistent/plan.toml"], "plan /nonexistent/plan.toml"),
+        (
+            vec!["plan", "check", "/nonexistent/plan.toml"],
+            "plan /nonexistent/plan.toml",
+        ),
         (vec!["results", "--kind", "foo"], "[possible values: tcp, udp, rr, http"),
-        (vec!["compare", "a.json", "b.json", "--fail-if-worse", "-1"], "--fail-if-worse takes a percentage"),
+        (
+            vec!["compare", "a.json", "b.json", "--fail-if-worse", "-1"],
+            "--fail-if-worse takes a percentage",
+        ),
         (vec!["compare", "label:nic", "b.json"], "side A 'label:nic'"),
-        (vec!["report", "20", "-o", "x.txt"], "-o x.txt: give a file ending in .html or .svg"),
+        (
+            vec!["report", "20", "-o", "x.txt"],
+            "-o x.txt: give a file ending in .html or .svg",
+        ),
         (vec!["report", "20"], "nothing to write"),
         (vec!["calc", "goodput", "--link", "0"], "--link"),
         (vec!["calc", "goodput", "--link", "1G", "--mtu", "10"], "--mtu"),
         (vec!["sys", "-i", "0", "-n", "1"], "--interval 0 is not between"),
         (vec!["doctor", "--rate", "0"], "--rate"),
         (vec!["serve", "-p", "0", "--max-tests", "0"], "--max-tests"),
-        (vec!["serve", "-p", "0", "--http-port", "0", "--http-head-timeout", "0"], "--http-head-timeout"),
+        (
+            vec!["serve", "-p", "0", "--http-port", "0", "--http-head-timeout", "0"],
+            "--http-head-timeout",
+        ),
     ];
     for (args, needle) in &cases {
         usage_error(args, needle);
@@ -242,7 +290,10 @@ fn issue_23_compare_of_sides_that_share_no_point_exits_2() {
     let agent = Agent::start(&[]);
     let dir = tempfile::tempdir().expect("tempdir");
     let run = |kind: &str, name: &str| {
-        let out = linerate(&[kind, &agent.addr, "-n", "50", "-i", "0", "--json", "--no-store"], LIMIT);
+        let out = linerate(
+            &[kind, &agent.addr, "-n", "50", "-i", "0", "--json", "--no-store"],
+            LIMIT,
+        );
         let path = dir.path().join(name);
         std::fs::write(&path, json_of(&out).to_string()).expect("write");
         path.to_str().expect("path").to_string()

@@ -123,13 +123,19 @@ fn issue_23_man_is_listed_and_refers_to_no_page_that_does_not_exist() {
         for (at, _) in text.match_indices("(1)") {
             let start = text[..at].rfind(|c: char| c.is_whitespace()).map_or(0, |i| i + 1);
             let name = text[start..at].replace("\\-", "-");
-            assert!(written.contains(&format!("{name}.1")), "{file} refers to {name}(1), not written");
+            assert!(
+                written.contains(&format!("{name}.1")),
+                "{file} refers to {name}(1), not written"
+            );
             references += 1;
         }
     }
     assert!(references > 20, "the pages refer to each other ({references})");
     assert!(written.contains(&"linerate-plan-check.1".to_string()), "{written:?}");
-    assert!(!written.iter().any(|f| f.contains("help")), "no page for help: {written:?}");
+    assert!(
+        !written.iter().any(|f| f.contains("help")),
+        "no page for help: {written:?}"
+    );
 }
 
 /// `--cooldown` leaves the end of a timed run out in every kind, as tcp's test checks for tcp.

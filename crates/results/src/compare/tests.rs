@@ -146,7 +146,10 @@ fn issue_23_sides_that_share_no_point_or_no_figure_compared_nothing() {
     assert_eq!(nothing_compared(&compare(&a, &b)), None);
     b.entries[0].test = Some("other".into());
     let why = nothing_compared(&compare(&a, &b)).expect("no shared point");
-    assert!(why.contains("share no point") && why.contains("A has tcp, B has other"), "{why}");
+    assert!(
+        why.contains("share no point") && why.contains("A has tcp, B has other"),
+        "{why}"
+    );
     let mut c = compare(&a, &side("b", &[(100.0, 20.0)]));
     for f in &mut c.points[0].figures {
         f.b = None;
