@@ -44,8 +44,11 @@ fn issue_13_a_usage_error_exits_2_and_a_setup_error_1() {
         .expect("addr")
         .port()
         .to_string();
-    let out = linerate(&["udp", "127.0.0.1", "-p", &closed, "-n", "1"], LIMIT);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // Issue 23: a runtime failure keeps its status in every kind, not the usage error's 2.
+    for kind in ["udp", "tcp", "rr"] {
+        let out = linerate(&[kind, "127.0.0.1", "-p", &closed, "-n", "1", "--no-store"], LIMIT);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {}", stderr(&out));
+    }
 }
 
 #[test]
@@ -194,30 +197,18 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
         ),
         (agent("tcp", &["-n", "5", "--cooldown", "1"]), "needs a time limit (-t)"),
         (agent("tcp", &["--connect-timeout", "0"]), "--connect-timeout"),
-        (
-            agent("tcp", &["-i", "-1"]),
-            "--interval: a negative value is not allowed, got -1",
-        ),
+        (agent("tcp", &["-i", "-1"]), "--interval: a negative value is not"),
         (agent("tcp", &["-l", "-1"]), "--length: a negative value is not allowed"),
-        (
-            agent("tcp", &["--warmup", "-1s"]),
-            "--warmup: a negative value is not allowed, got -1s",
-        ),
+        (agent("tcp", &["--warmup", "-1s"]), "--warmup: a negative value"),
         (agent("udp", &["-l", "10"]), "datagram payload (-l) must be between 32"),
         (agent("udp", &["--gaps", "10,x"]), "--gaps: 'x'"),
         (agent("udp", &["--multicast", "10.0.0.1"]), "is not a multicast address"),
         (agent("udp", &["--gap", "1e9"]), "--gap must be between 0 and"),
-        (
-            agent("udp", &["--sizes", "100,20"]),
-            "datagram payload (-l) must be between 32",
-        ),
+        (agent("udp", &["--sizes", "100,20"]), "datagram payload (-l) must"),
         (agent("rr", &["--tps", "0"]), "rate (transactions/s) must be between"),
         (agent("rr", &["--request", "0"]), "request bytes must be between"),
         (agent("rr", &["--sizes", "1,x"]), "--sizes: 'x'"),
-        (
-            agent("rr", &["--proto", "udp", "--sizes", "64,70000"]),
-            "request bytes must be between",
-        ),
+        (agent("rr", &["--proto", "udp", "--sizes", "1,70000"]), "request bytes"),
         (agent("rr", &["--sizes", "64,128", "--expect", "0"]), "--expect"),
         (
             vec!["http", &url, "--no-agent", "--users", "0"],
@@ -265,21 +256,6 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
     match listener.accept() {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
         other => panic!("a usage error reached the agent's port: {other:?}"),
-    }
-}
-
-/// Issue 23: a runtime failure keeps its own status: an agent out of reach is 1, not 2.
-#[test]
-fn issue_23_a_runtime_failure_is_not_a_usage_error() {
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-        .to_string();
-    for kind in ["tcp", "rr"] {
-        let out = linerate(&[kind, "127.0.0.1", "-p", &closed, "-n", "1", "--no-store"], LIMIT);
-        assert_eq!(out.status.code(), Some(1), "{kind}: {}", stderr(&out));
     }
 }
 
