@@ -7,6 +7,7 @@
 
 use linerate_core::result::RepeatError;
 use linerate_core::spec::SpecError;
+use linerate_lab::LabError;
 use linerate_results::store::StoreError;
 
 /// A command line that cannot run, in one line naming the flag.
@@ -33,7 +34,8 @@ pub(crate) use usage;
 
 /// Whether `err` is a usage error: a [`Usage`] anywhere in its chain, core's typed spec and
 /// repeat-policy errors however they were wrapped (a sweep point's spec is checked in the
-/// driver), or the store's refusal of a result id or label as written (`results show x1`).
+/// driver), the store's refusal of a result id or label as written (`results show x1`), or the
+/// lab's of a name, host count, link spec or missing command (`lab up --hosts 0`).
 pub fn is_usage(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.is::<Usage>()
@@ -41,6 +43,12 @@ pub fn is_usage(err: &anyhow::Error) -> bool {
             || e.is::<RepeatError>()
             || e.downcast_ref::<StoreError>()
                 .is_some_and(|s| matches!(s, StoreError::BadId { .. } | StoreError::BadLabel { .. }))
+            || e.downcast_ref::<LabError>().is_some_and(|l| {
+                matches!(
+                    l,
+                    LabError::Name(_) | LabError::Hosts(_) | LabError::Link { .. } | LabError::NoCommand
+                )
+            })
     })
 }
 

@@ -241,6 +241,15 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
         ),
         (vec!["report", "20"], "nothing to write"),
         (vec!["calc", "goodput", "--link", "0"], "--link"),
+        (
+            vec!["lab", "up", "--name", "lr-exit23", "--hosts", "0"],
+            "--hosts must be between 2",
+        ),
+        (
+            vec!["lab", "up", "--name", "lr-exit23", "--link", "garbage"],
+            "--link garbage",
+        ),
+        (vec!["lab", "status", "--name", "a b"], "lab name 'a b'"),
         (vec!["calc", "goodput", "--link", "1G", "--mtu", "10"], "--mtu"),
         (vec!["sys", "-i", "0", "-n", "1"], "--interval 0 is not between"),
         (vec!["doctor", "--rate", "0"], "--rate"),
