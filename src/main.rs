@@ -31,10 +31,10 @@ fn main() -> ExitCode {
             // Bare `linerate`: the subcommands, and the status of a usage error.
             if e.kind() == K::DisplayHelpOnMissingArgumentOrSubcommand {
                 let _ = e.print();
-                return ExitCode::from(EXIT_USAGE);
+                return ExitCode::from(cli::usage::EXIT_USAGE);
             }
-            eprintln!("linerate: {} (see --help)", one_line(&e));
-            return ExitCode::from(EXIT_USAGE);
+            eprintln!("linerate: {} (see --help)", cli::usage::one_line(&e));
+            return ExitCode::from(cli::usage::EXIT_USAGE);
         }
     };
     match run(cli) {
@@ -49,64 +49,12 @@ fn main() -> ExitCode {
             eprintln!("linerate: {err:#}");
             // A range or combination refused after parsing is a usage error like clap's own.
             if cli::usage::is_usage(&err) {
-                ExitCode::from(EXIT_USAGE)
+                ExitCode::from(cli::usage::EXIT_USAGE)
             } else {
                 ExitCode::FAILURE
             }
         }
     }
-}
-
-/// A usage error: a bad flag or value, found by clap or by a check after it (README, "Exit
-/// status").
-const EXIT_USAGE: u8 = 2;
-
-/// Clap's error in one line naming the problem, not its usage block.
-fn one_line(e: &clap::Error) -> String {
-    use clap::error::{ContextKind, ContextValue};
-    let text = |kind| match e.get(kind) {
-        Some(ContextValue::String(s)) => Some(s.as_str()),
-        _ => None,
-    };
-    // `-i -1`: a value with a sign, named as such, whatever the flag's parser says of it.
-    if let (Some(arg), Some(value)) = (text(ContextKind::InvalidArg), text(ContextKind::InvalidValue))
-        && cli::looks_negative(value)
-    {
-        let flag = arg.split_whitespace().next().unwrap_or(arg);
-        return format!("{flag}: a negative value is not allowed, got {value}");
-    }
-    // `-t -1s` where the flag takes no hyphen: clap reads `-1s` as flags; name the flag before it.
-    if e.kind() == clap::error::ErrorKind::UnknownArgument
-        && let Some(arg) = text(ContextKind::InvalidArg)
-        && cli::looks_negative(arg)
-    {
-        let args: Vec<String> = std::env::args().collect();
-        if let Some(i) = args.iter().position(|a| a.starts_with(arg))
-            && let Some(flag) = args[..i].last().filter(|f| f.starts_with('-'))
-        {
-            return format!("{flag}: a negative value is not allowed, got {}", args[i]);
-        }
-        return format!("{arg}: a negative value is not allowed");
-    }
-    let rendered = e.render().to_string();
-    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-    let mut first = lines.next().unwrap_or("bad arguments").to_string();
-    // "the following required arguments were not provided:" names them on the next line.
-    if first.ends_with(':')
-        && let Some(next) = lines.next()
-    {
-        first = format!("{first} {next}");
-    }
-    // Keep clap's list of valid values and its suggestion ("tip: a similar argument exists:
-    // '--window'") on the line.
-    for tip in rendered
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("tip:") || l.starts_with("[possible values:"))
-    {
-        first = format!("{first}; {tip}");
-    }
-    first.trim_start_matches("error: ").to_string()
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

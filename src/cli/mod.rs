@@ -115,14 +115,6 @@ pub fn parse() -> Result<Cli, clap::Error> {
     Cli::from_arg_matches_mut(&mut matches)
 }
 
-/// Whether a value reads as a negative number, a unit after it or not (`-1`, `-2.5`, `-1s`).
-pub fn looks_negative(value: &str) -> bool {
-    value
-        .trim_start()
-        .strip_prefix('-')
-        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
-}
-
 /// Agent addresses as given (HOST, HOST:PORT, `[V6]:PORT`), `port` where none is given.
 pub fn resolve_targets(hosts: &[String], port: u16) -> anyhow::Result<Vec<linerate_core::client::Target>> {
     use anyhow::Context;

@@ -3,7 +3,8 @@
 //! holds one (README, "Exit status"). Every check that turns the command line into a spec, a
 //! repeat policy, a sweep or a command's options returns this type, so what it refuses is a
 //! usage error by construction; a runtime failure (an agent out of reach, a store error) has
-//! no way into it and keeps its own status.
+//! no way into it and keeps its own status. Clap's own errors are told here too, in one line
+//! ([`one_line`]).
 
 use linerate_core::result::RepeatError;
 use linerate_core::spec::SpecError;
@@ -52,6 +53,66 @@ pub fn is_usage(err: &anyhow::Error) -> bool {
     })
 }
 
+/// A usage error: a bad flag or value, found by clap or by a check after it (README, "Exit
+/// status").
+pub const EXIT_USAGE: u8 = 2;
+
+/// Clap's error in one line naming the problem, not its usage block.
+pub fn one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    // `-i -1`: a value with a sign, named as such, whatever the flag's parser says of it.
+    if let (Some(arg), Some(value)) = (text(ContextKind::InvalidArg), text(ContextKind::InvalidValue))
+        && looks_negative(value)
+    {
+        let flag = arg.split_whitespace().next().unwrap_or(arg);
+        return format!("{flag}: a negative value is not allowed, got {value}");
+    }
+    // `-t -1s` where the flag takes no hyphen: clap reads `-1s` as flags; name the flag before it.
+    if e.kind() == clap::error::ErrorKind::UnknownArgument
+        && let Some(arg) = text(ContextKind::InvalidArg)
+        && looks_negative(arg)
+    {
+        let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+        if let Some(i) = args.iter().position(|a| a.starts_with(arg))
+            && let Some(flag) = args[..i].last().filter(|f| f.starts_with('-'))
+        {
+            return format!("{flag}: a negative value is not allowed, got {}", args[i]);
+        }
+        return format!("{arg}: a negative value is not allowed");
+    }
+    let rendered = e.render().to_string();
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut first = lines.next().unwrap_or("bad arguments").to_string();
+    // "the following required arguments were not provided:" names them on the next line.
+    if first.ends_with(':')
+        && let Some(next) = lines.next()
+    {
+        first = format!("{first} {next}");
+    }
+    // Keep clap's list of valid values and its suggestion ("tip: a similar argument exists:
+    // '--window'") on the line.
+    for tip in rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("tip:") || l.starts_with("[possible values:"))
+    {
+        first = format!("{first}; {tip}");
+    }
+    first.trim_start_matches("error: ").to_string()
+}
+
+/// Whether a value reads as a negative number, a unit after it or not (`-1`, `-2.5`, `-1s`).
+pub fn looks_negative(value: &str) -> bool {
+    value
+        .trim_start()
+        .strip_prefix('-')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +128,15 @@ mod tests {
         assert_eq!(format!("{:#}", e), "tcp: --best needs --repeat");
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         assert!(!is_usage(&anyhow::Error::from(io).context("cannot connect")));
+    }
+
+    #[test]
+    fn issue_23_negative_values_are_told_from_flags() {
+        for v in ["-1", "-2.5", "-1s", "-.5", " -3"] {
+            assert!(looks_negative(v), "{v}");
+        }
+        for v in ["1", "--json", "-t", "-P", ""] {
+            assert!(!looks_negative(v), "{v}");
+        }
     }
 }
