@@ -188,7 +188,7 @@ fn issue_23_every_page_kind_leads_with_a_plot_and_lays_its_text_out_apart() {
     };
     let mut pages: Vec<(&str, PathBuf, bool)> = Vec::new();
     let mut all = Vec::new();
-    let (tcp, _) = run_page(d, "tcp", &with(&["tcp", AGENT, "-t", "2", "-P", "2"]));
+    let (tcp, _) = run_page(d, "tcp", &with(&["tcp", AGENT, "-t", "3", "-P", "2"]));
     pages.push(("tcp", tcp, false));
     // Reverse: the agent sends, so its loss series are the streams from it.
     let (udp, _) = run_page(d, "udp", &with(&["udp", AGENT, "-t", "2", "--gap", "50", "--reverse"]));

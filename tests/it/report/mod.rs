@@ -224,7 +224,7 @@ fn a_tcp_report_opens_with_its_figures() {
     round(Case {
         name: "tcp",
         agent: &[],
-        args: &["tcp", AGENT, "-t", "2", "-P", "2"],
+        args: &["tcp", AGENT, "-t", "3", "-P", "2"],
         figures: &with_every_run(&["fig-timeline"]),
     });
 }
@@ -238,7 +238,7 @@ fn issue_22_the_reports_csp_allows_only_its_own_script_and_chromium_runs_it() {
     let Some(r) = round(Case {
         name: "tcp-csp",
         agent: &[],
-        args: &["tcp", AGENT, "-t", "2", "-P", "2"],
+        args: &["tcp", AGENT, "-t", "3", "-P", "2"],
         figures: &with_every_run(&["fig-timeline"]),
     }) else {
         return;
@@ -268,7 +268,7 @@ fn a_udp_report_opens_with_its_figures() {
     round(Case {
         name: "udp",
         agent: &[],
-        args: &["udp", AGENT, "-t", "2", "--gap", "50"],
+        args: &["udp", AGENT, "-t", "3", "--gap", "50"],
         figures: &with_every_run(&[
             "fig-timeline",
             "fig-udp-interarrival",
@@ -284,7 +284,7 @@ fn an_rr_report_opens_with_its_figures() {
     round(Case {
         name: "rr",
         agent: &[],
-        args: &["rr", AGENT, "-t", "2"],
+        args: &["rr", AGENT, "-t", "3"],
         figures: &with_every_run(&["fig-timeline", "fig-rr-histogram"]),
     });
 }
@@ -404,7 +404,7 @@ fn csv_rows(path: &Path) -> (String, Vec<Vec<String>>) {
 fn a_figures_csv_holds_the_documents_numbers() {
     let agent = Agent::start(&[]);
     let dir = tempfile::tempdir().expect("temporary directory");
-    let (doc, v) = document(dir.path(), "tcp", &["tcp", &agent.addr, "-t", "2", "-P", "2"]);
+    let (doc, v) = document(dir.path(), "tcp", &["tcp", &agent.addr, "-t", "3", "-P", "2"]);
     let csv = dir.path().join("csv");
     let (svg, all) = (dir.path().join("svg"), dir.path().join("all.svg"));
     let out = linerate(

@@ -22,6 +22,16 @@ fn counts_axis(bins: &[Bin]) -> Axis {
 }
 
 /// `fig-udp-interarrival`, `fig-udp-loss`, `fig-udp-owd-histogram`.
+/// A UDP stream as its series is named: `stream 0 to h2` where the client sends, `stream 0
+/// from h3` where the agent does (`--reverse`).
+fn stream_name(r: &TestResult, stream: u16, agent: &str) -> String {
+    let toward = match r.options.direction() {
+        linerate_core::spec::Direction::Reverse => "from",
+        _ => "to",
+    };
+    format!("stream {stream} {toward} {agent}")
+}
+
 pub fn udp(r: &TestResult) -> Vec<Figure> {
     let Some(u) = &r.summary.udp else { return Vec::new() };
     let mut out = Vec::new();
@@ -112,7 +122,7 @@ fn loss_pattern(r: &TestResult) -> Figure {
             .collect();
         drawn_lost += p.profile.lost.iter().sum::<u64>();
         f.series.push(Series::new(
-            &format!("stream {} to {}", p.stream, p.agent),
+            &stream_name(r, p.stream, &p.agent),
             Style::Bars,
             points,
         ));
@@ -149,7 +159,7 @@ fn loss_pattern(r: &TestResult) -> Figure {
             .map(|(i, n)| Point::bar(i as f64 * width as f64, ((i as u64 + 1) * width) as f64, *n as f64))
             .collect();
         f.series.push(Series::new(
-            &format!("stream {} to {}", s.stream, s.agent),
+            &stream_name(r, s.stream, &s.agent),
             Style::Bars,
             points,
         ));
@@ -210,7 +220,7 @@ fn delay_along(r: &TestResult) -> Option<Figure> {
             })
             .collect();
         f.series.push(Series::new(
-            &format!("stream {} to {}", p.stream, p.agent),
+            &stream_name(r, p.stream, &p.agent),
             Style::Line,
             points,
         ));

@@ -9,7 +9,7 @@ use super::tables::{config_table, sides_table, test_table};
 use crate::figures::campaign::slug;
 use crate::figures::sets::{ordered, point_name};
 use crate::figures::{Campaign, last_complete};
-use linerate_core::result::{Comparison, Repeated};
+use linerate_core::result::{Comparison, Repeated, Verdict};
 
 fn num(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.3}"))
@@ -83,7 +83,8 @@ pub fn repeated(rep: &Repeated) -> Vec<Block> {
 /// where repeated); `tab-campaign`, each point with its stored document; then the tables as text.
 pub fn campaign(c: &Campaign) -> Vec<Block> {
     let tables = c.tables();
-    let mut out: Vec<Block> = tables
+    let mut out: Vec<Block> = vec![campaign_summary(c)];
+    out.extend(tables
         .iter()
         .map(|t| {
             let g = crate::campaign::grid(t);
@@ -93,8 +94,7 @@ pub fn campaign(c: &Campaign) -> Vec<Block> {
                 head: g.head,
                 rows: g.rows,
             })
-        })
-        .collect();
+        }));
     let rows: Vec<Vec<String>> = c
         .points
         .iter()
@@ -135,6 +135,184 @@ pub fn campaign(c: &Campaign) -> Vec<Block> {
     out
 }
 
+/// The verdict summary of a comparison: how many figures came out better, worse, unchanged
+/// (and how many could not be judged), then the largest changes by size, each with its
+/// direction, the two sides' values and whether the runs tell it from noise.
+pub fn comparison_summary(c: &Comparison) -> Block {
+    const LARGEST: usize = 3;
+    let mut counts = [0usize; 5];
+    let mut changes: Vec<(f64, String)> = Vec::new();
+    let points = ordered(c);
+    for p in &points {
+        for f in &p.figures {
+            counts[f.verdict as usize] += 1;
+            let (Some(ch), Some(a), Some(b)) = (f.change_percent, &f.a, &f.b) else {
+                continue;
+            };
+            let ci = match (f.difference_ci95_low, f.difference_ci95_high) {
+                (Some(lo), Some(hi)) => format!("95 % CI of B - A {} to {}", num_short(lo), num_short(hi)),
+                _ => String::new(),
+            };
+            let judged = match f.verdict {
+                Verdict::Better | Verdict::Worse => format!("{}, significant ({ci})", f.verdict.words()),
+                Verdict::NoSignificantChange => format!("no significant change ({ci} holds 0)"),
+                Verdict::NeedsRepeats => "significance unknown: a side has one run".to_string(),
+                Verdict::NotMeasured => f.verdict.words().to_string(),
+            };
+            changes.push((
+                ch.abs(),
+                format!(
+                    "{} at {}: {} by {:.1} % ({} to {} {}), {judged}",
+                    f.label,
+                    point_name(p),
+                    if ch >= 0.0 { "up" } else { "down" },
+                    ch.abs(),
+                    num_short(a.value),
+                    num_short(b.value),
+                    f.unit
+                ),
+            ));
+        }
+    }
+    let total: usize = counts.iter().sum();
+    let mut lead = format!(
+        "B against A: {total} figure{} at {} point{}: {} better, {} worse, {} no significant change",
+        if total == 1 { "" } else { "s" },
+        points.len(),
+        if points.len() == 1 { "" } else { "s" },
+        counts[Verdict::Better as usize],
+        counts[Verdict::Worse as usize],
+        counts[Verdict::NoSignificantChange as usize],
+    );
+    for v in [Verdict::NeedsRepeats, Verdict::NotMeasured] {
+        if counts[v as usize] > 0 {
+            lead += &format!(", {} {}", counts[v as usize], v.words());
+        }
+    }
+    lead.push('.');
+    changes.sort_by(|x, y| y.0.total_cmp(&x.0));
+    let mut lines = vec![lead];
+    lines.extend(
+        changes
+            .into_iter()
+            .take(LARGEST)
+            .map(|(_, l)| l),
+    );
+    if !c.only_a.is_empty() || !c.only_b.is_empty() {
+        lines.push(format!(
+            "Not compared: {} point(s) only in A, {} only in B.",
+            c.only_a.len(),
+            c.only_b.len()
+        ));
+    }
+    if !c.config.is_empty() {
+        lines.push(format!(
+            "{} configuration setting(s) differ (table below).",
+            c.config.len()
+        ));
+    }
+    Block::Summary(lines)
+}
+
+/// A campaign's summary: its points, and per test the headline figure's range (where it was
+/// highest and lowest) and which variant was highest at how many of the varied values.
+pub fn campaign_summary(c: &Campaign) -> Block {
+    const TESTS: usize = 4;
+    let complete = c
+        .points
+        .iter()
+        .filter(|p| p.outcome == linerate_core::result::Outcome::Complete)
+        .count();
+    let mut tests: Vec<&str> = Vec::new();
+    let mut variants: Vec<&str> = Vec::new();
+    for p in &c.points {
+        if !tests.contains(&p.test.as_str()) {
+            tests.push(&p.test);
+        }
+        if !p.variant.is_empty() && !variants.contains(&p.variant.as_str()) {
+            variants.push(&p.variant);
+        }
+    }
+    let mut lines = vec![format!(
+        "Campaign {}: {} point(s) of {} test(s){}, {complete} complete.",
+        c.name,
+        c.points.len(),
+        tests.len(),
+        if variants.is_empty() {
+            String::new()
+        } else {
+            format!(" over variants {}", variants.join(", "))
+        }
+    )];
+    let place = |p: &crate::figures::campaign::CampaignPoint| {
+        let mut w: Vec<String> = Vec::new();
+        if !p.variant.is_empty() {
+            w.push(p.variant.clone());
+        }
+        w.extend(p.values.iter().map(|(k, v)| format!("{k}={v}")));
+        w.join(" ")
+    };
+    for test in tests.iter().take(TESTS) {
+        let here: Vec<(&crate::figures::campaign::CampaignPoint, f64, &str, &str)> = c
+            .points
+            .iter()
+            .filter(|p| p.test == *test)
+            .filter_map(|p| {
+                let f = p.figures.first()?;
+                Some((p, f.value?, f.label.as_str(), f.unit.as_str()))
+            })
+            .collect();
+        let (Some(hi), Some(lo)) = (
+            here.iter().max_by(|a, b| a.1.total_cmp(&b.1)),
+            here.iter().min_by(|a, b| a.1.total_cmp(&b.1)),
+        ) else {
+            continue;
+        };
+        let mut line = format!(
+            "{test}, {}: from {} {unit} ({}) to {} {unit} ({})",
+            hi.2,
+            num_short(lo.1),
+            place(lo.0),
+            num_short(hi.1),
+            place(hi.0),
+            unit = hi.3
+        );
+        // At each set of varied values, the variant with the highest figure.
+        if variants.len() > 1 {
+            let mut at: Vec<(&Vec<(String, String)>, &str, f64)> = Vec::new();
+            for (p, v, _, _) in &here {
+                match at.iter_mut().find(|(vals, _, _)| *vals == &p.values) {
+                    Some(best) if *v > best.2 => *best = (&p.values, &p.variant, *v),
+                    Some(_) => {}
+                    None => at.push((&p.values, &p.variant, *v)),
+                }
+            }
+            let mut wins: Vec<(&str, usize)> = Vec::new();
+            for (_, variant, _) in &at {
+                match wins.iter_mut().find(|(n, _)| n == variant) {
+                    Some(w) => w.1 += 1,
+                    None => wins.push((variant, 1)),
+                }
+            }
+            wins.sort_by(|a, b| b.1.cmp(&a.1));
+            line += &format!(
+                "; highest: {}",
+                wins.iter()
+                    .map(|(n, k)| format!("{n} at {k} of {}", at.len()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        lines.push(line + ".");
+    }
+    Block::Summary(lines)
+}
+
+/// A figure in a sentence: four significant digits, thousands grouped.
+fn num_short(v: f64) -> String {
+    crate::plot::scale::label(v)
+}
+
 /// A comparison: `tab-verdicts` and `tab-config-diff`, then the text.
 pub fn comparison(c: &Comparison) -> Vec<Block> {
     let mut rows = Vec::new();
@@ -170,6 +348,7 @@ pub fn comparison(c: &Comparison) -> Vec<Block> {
         config.push(strings(["(none)", "no difference found", "", ""]));
     }
     vec![
+        comparison_summary(c),
         Block::Table(Table {
             id: "tab-verdicts".to_string(),
             caption: format!("B ({}) against A ({})", c.b.source, c.a.source),
