@@ -259,9 +259,14 @@ fn side_words(bar: Option<&Point>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use linerate_core::result::{Better, ComparedSide, FigureComparison, Verdict};
+
+    /// The comparison of [`tests::comparison`]'s figures for other modules' tests.
+    pub fn fixture() -> Comparison {
+        comparison()
+    }
 
     fn side(values: &[f64], value: f64) -> Option<SideFigure> {
         Some(SideFigure {
@@ -396,6 +401,48 @@ mod tests {
 
     fn hi_of(f: &Figure, s: usize) -> f64 {
         f.series[s].points[0].error.expect("interval").1
+    }
+
+    #[test]
+    fn issue_23_a_comparison_leads_with_every_figures_change_on_one_axis() {
+        let mut c = comparison();
+        // A second point whose throughput is 2 Mbit/s against the first's hundreds: on one
+        // linear axis its bars would be invisible.
+        let mut small = c.points[0].clone();
+        small.coordinates.push(linerate_core::result::Coordinate {
+            name: "length".into(),
+            value: "64".into(),
+        });
+        small.figures[0].a = side(&[2.0, 2.1, 1.9], 2.0);
+        small.figures[0].b = side(&[2.2, 2.3, 2.1], 2.2);
+        small.figures[0].change_percent = Some(10.0);
+        small.figures[0].difference_ci95_low = Some(0.1);
+        small.figures[0].difference_ci95_high = Some(0.3);
+        small.figures[0].verdict = Verdict::Better;
+        c.points.push(small);
+        let figs = compare(&c);
+        let change = &figs[0];
+        assert_eq!(change.id, "fig-compare-change", "the change leads");
+        assert_eq!(change.y.unit, "%");
+        let tput = &change.series[0];
+        assert_eq!(tput.name, "received mbit per second");
+        let bar = tput.points.iter().find(|p| p.y == 10.0).expect("the small point's change");
+        // The interval of B - A (0.1 to 0.3) as a share of A (2.0): 5 % to 15 %.
+        let (lo, hi) = bar.error.expect("an interval");
+        assert!((lo - 5.0).abs() < 1e-9 && (hi - 15.0).abs() < 1e-9, "{lo} {hi}");
+        assert!(
+            change
+                .marks
+                .iter()
+                .any(|m| matches!(m, Mark::Tip { text, .. } if text.contains("A 2.00, B 2.20") && text.contains("better"))),
+            "each side's value in the tooltip"
+        );
+        // The A/B bars of a figure whose values span two decades are on a log axis.
+        let bars = figs
+            .iter()
+            .find(|f| f.id == "fig-compare-received-mbit-per-second")
+            .expect("the bars");
+        assert_eq!(bars.y.scale, crate::plot::Scale::Log);
     }
 
     #[test]

@@ -367,3 +367,46 @@ pub fn comparison(c: &Comparison) -> Vec<Block> {
         },
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_core::result::Verdict;
+
+    #[test]
+    fn issue_23_the_verdict_summary_counts_and_names_the_largest_changes() {
+        let mut c = crate::figures::sets::tests::fixture();
+        let f = &mut c.points[0].figures;
+        f[0].verdict = Verdict::Better;
+        f[0].change_percent = Some(99.7);
+        f[0].difference_ci95_low = Some(80.0);
+        f[0].difference_ci95_high = Some(120.0);
+        f[1].verdict = Verdict::NoSignificantChange;
+        f[1].change_percent = Some(-38.0);
+        let Block::Summary(lines) = comparison_summary(&c) else {
+            panic!("a summary");
+        };
+        assert_eq!(
+            lines[0],
+            "B against A: 2 figures at 1 point: 1 better, 0 worse, 1 no significant change."
+        );
+        assert_eq!(
+            lines[1],
+            "received mbit per second at tcp: up by 99.7 % (100.3 to 200 u), better, significant (95 % CI of B - A 80 to 120)"
+        );
+        assert!(lines[2].starts_with("latency p99 us at tcp: down by 38.0 %"), "{lines:?}");
+        // The page: the summary, then the figures, then the tables.
+        let page = crate::html::page(
+            "t",
+            &[crate::html::section(
+                &crate::figures::Subject::Document(linerate_results::document::Document::Comparison(Box::new(c))),
+                "a..b",
+                1,
+                1,
+            )],
+        );
+        let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("{s}"));
+        assert!(at("id=\"summary\"") < at("<svg"));
+        assert!(at("id=\"fig-compare-change\"") < at("id=\"tab-verdicts\""));
+    }
+}
