@@ -40,7 +40,9 @@ document.body.appendChild(pre);
 /// its own script run (issue 22), so the copy leaves the policy out; nothing else changes.
 fn measurable(page: &Path) -> PathBuf {
     let html = std::fs::read_to_string(page).expect("read the page");
-    let start = html.find("<meta http-equiv=\"Content-Security-Policy\"").expect("a CSP");
+    let start = html
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .expect("a CSP");
     let end = start + html[start..].find('>').expect("the meta's end") + 1;
     let mut copy = format!("{}{}", &html[..start], &html[end..]);
     let body = copy.rfind("</body>").expect("</body>");
@@ -262,7 +264,8 @@ fn issue_23_every_page_kind_leads_with_a_plot_and_lays_its_text_out_apart() {
         if let Some(lead) = lead.filter(|l| !first.starts_with(l)) {
             all.push(format!("{name}: the first figure is {first}, not {lead}..."));
         }
-        if *summary {
+        // The campaign's and the comparison's always; every page's when they are kept.
+        if *summary || std::env::var_os("LINERATE_SCREENSHOTS").is_some() {
             first_screen(d, page, name);
         }
     }

@@ -182,12 +182,7 @@ pub fn compare(c: &Comparison) -> Vec<Figure> {
 /// per figure, grouped by point), on one axis however far apart the figures' values lie; the
 /// error bar the 95 % confidence interval of B - A as a share of A; each bar's tooltip both
 /// sides' values and the verdict.
-fn change(
-    c: &Comparison,
-    names: &[(&str, &str, &str)],
-    ordered: &[&PointComparison],
-    points: &[String],
-) -> Figure {
+fn change(c: &Comparison, names: &[(&str, &str, &str)], ordered: &[&PointComparison], points: &[String]) -> Figure {
     let mut fig = Figure::new(
         "fig-compare-change",
         "Change of B against A",
@@ -227,7 +222,13 @@ fn change(
             };
             fig.marks.push(Mark::Label {
                 x: from + width / 2.0,
-                y: bar.error.map_or(change, |(lo, hi)| if change >= 0.0 { hi.max(change) } else { lo.min(change) }).max(0.0),
+                y: bar
+                    .error
+                    .map_or(
+                        change,
+                        |(lo, hi)| if change >= 0.0 { hi.max(change) } else { lo.min(change) },
+                    )
+                    .max(0.0),
                 text: format!("{change:+.1} %"),
             });
             bars.push(bar);
@@ -426,15 +427,18 @@ pub(crate) mod tests {
         assert_eq!(change.y.unit, "%");
         let tput = &change.series[0];
         assert_eq!(tput.name, "received mbit per second");
-        let bar = tput.points.iter().find(|p| p.y == 10.0).expect("the small point's change");
+        let bar = tput
+            .points
+            .iter()
+            .find(|p| p.y == 10.0)
+            .expect("the small point's change");
         // The interval of B - A (0.1 to 0.3) as a share of A (2.0): 5 % to 15 %.
         let (lo, hi) = bar.error.expect("an interval");
         assert!((lo - 5.0).abs() < 1e-9 && (hi - 15.0).abs() < 1e-9, "{lo} {hi}");
         assert!(
-            change
-                .marks
-                .iter()
-                .any(|m| matches!(m, Mark::Tip { text, .. } if text.contains("A 2.00, B 2.20") && text.contains("better"))),
+            change.marks.iter().any(
+                |m| matches!(m, Mark::Tip { text, .. } if text.contains("A 2.00, B 2.20") && text.contains("better"))
+            ),
             "each side's value in the tooltip"
         );
         // The A/B bars of a figure whose values span two decades are on a log axis.

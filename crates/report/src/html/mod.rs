@@ -150,7 +150,11 @@ pub fn page(title: &str, sections: &[Section]) -> String {
             match b {
                 Block::Table(t) => o.push_str(&t.html_folded()),
                 Block::Summary(lines) => {
-                    let id = if n == 0 { "summary".to_string() } else { format!("summary-{}", n + 1) };
+                    let id = if n == 0 {
+                        "summary".to_string()
+                    } else {
+                        format!("summary-{}", n + 1)
+                    };
                     o.push_str(&format!("<div class=\"summary\" id=\"{id}\">"));
                     if let Some((lead, rest)) = lines.split_first() {
                         o.push_str(&format!("<p>{}</p>", escape(lead)));

@@ -84,17 +84,15 @@ pub fn repeated(rep: &Repeated) -> Vec<Block> {
 pub fn campaign(c: &Campaign) -> Vec<Block> {
     let tables = c.tables();
     let mut out: Vec<Block> = vec![campaign_summary(c)];
-    out.extend(tables
-        .iter()
-        .map(|t| {
-            let g = crate::campaign::grid(t);
-            Block::Table(Table {
-                id: format!("tab-campaign-{}", slug(&t.test)),
-                caption: crate::campaign::caption(t),
-                head: g.head,
-                rows: g.rows,
-            })
-        }));
+    out.extend(tables.iter().map(|t| {
+        let g = crate::campaign::grid(t);
+        Block::Table(Table {
+            id: format!("tab-campaign-{}", slug(&t.test)),
+            caption: crate::campaign::caption(t),
+            head: g.head,
+            rows: g.rows,
+        })
+    }));
     let rows: Vec<Vec<String>> = c
         .points
         .iter()
@@ -192,12 +190,7 @@ pub fn comparison_summary(c: &Comparison) -> Block {
     lead.push('.');
     changes.sort_by(|x, y| y.0.total_cmp(&x.0));
     let mut lines = vec![lead];
-    lines.extend(
-        changes
-            .into_iter()
-            .take(LARGEST)
-            .map(|(_, l)| l),
-    );
+    lines.extend(changes.into_iter().take(LARGEST).map(|(_, l)| l));
     if !c.only_a.is_empty() || !c.only_b.is_empty() {
         lines.push(format!(
             "Not compared: {} point(s) only in A, {} only in B.",
@@ -213,6 +206,9 @@ pub fn comparison_summary(c: &Comparison) -> Block {
     }
     Block::Summary(lines)
 }
+
+/// The variant with the highest headline figure at a set of varied values, and that figure.
+type Highest<'a> = (&'a Vec<(String, String)>, &'a str, f64);
 
 /// A campaign's summary: its points, and per test the headline figure's range (where it was
 /// highest and lowest) and which variant was highest at how many of the varied values.
@@ -279,7 +275,7 @@ pub fn campaign_summary(c: &Campaign) -> Block {
         );
         // At each set of varied values, the variant with the highest figure.
         if variants.len() > 1 {
-            let mut at: Vec<(&Vec<(String, String)>, &str, f64)> = Vec::new();
+            let mut at: Vec<Highest> = Vec::new();
             for (p, v, _, _) in &here {
                 match at.iter_mut().find(|(vals, _, _)| *vals == &p.values) {
                     Some(best) if *v > best.2 => *best = (&p.values, &p.variant, *v),
@@ -294,7 +290,7 @@ pub fn campaign_summary(c: &Campaign) -> Block {
                     None => wins.push((variant, 1)),
                 }
             }
-            wins.sort_by(|a, b| b.1.cmp(&a.1));
+            wins.sort_by_key(|w| std::cmp::Reverse(w.1));
             line += &format!(
                 "; highest: {}",
                 wins.iter()
@@ -394,7 +390,10 @@ mod tests {
             lines[1],
             "received mbit per second at tcp: up by 99.7 % (100.3 to 200 u), better, significant (95 % CI of B - A 80 to 120)"
         );
-        assert!(lines[2].starts_with("latency p99 us at tcp: down by 38.0 %"), "{lines:?}");
+        assert!(
+            lines[2].starts_with("latency p99 us at tcp: down by 38.0 %"),
+            "{lines:?}"
+        );
         // The page: the summary, then the figures, then the tables.
         let page = crate::html::page(
             "t",

@@ -70,11 +70,12 @@ impl Mapping {
     }
 
     /// A y axis over `values`: as [`Mapping::fit`], and on a linear axis without a fixed top the
-    /// range ends a step above the highest value when that value would touch the plot's top
-    /// border (headroom for the points, their markers and the labels written over them).
-    pub fn fit_y(axis: &Axis, values: &[f64], from: f64, to: f64) -> Mapping {
+    /// range ends a step above `marked` (the highest point drawn with a marker or an error bar)
+    /// when that would touch the plot's top border: headroom for the points and their markers
+    /// (a bar may reach the border, a marker would be cut by it).
+    pub fn fit_y(axis: &Axis, values: &[f64], marked: f64, from: f64, to: f64) -> Mapping {
         let mut m = Mapping::fit(axis, values, from, to);
-        let top = values.iter().copied().filter(|v| v.is_finite()).fold(f64::NEG_INFINITY, f64::max);
+        let top = marked;
         if m.scale == Scale::Linear && axis.max.is_none() && top.is_finite() && top > m.lo {
             let step = nice_step((m.hi - m.lo) / 5.0);
             if m.hi - top < 0.04 * (m.hi - m.lo) {
@@ -246,14 +247,17 @@ mod tests {
     #[test]
     fn issue_23_a_y_axis_ends_above_its_highest_value() {
         // Runs at 1000 Mbit/s would sit on the top border of a 0..1000 axis.
-        let m = Mapping::fit_y(&Axis::linear("y", ""), &[990.0, 1000.0], 300.0, 0.0);
+        let m = Mapping::fit_y(&Axis::linear("y", ""), &[990.0, 1000.0], 1000.0, 300.0, 0.0);
         assert_eq!((m.lo, m.hi), (0.0, 1200.0));
         assert!(m.at(1000.0).expect("on the axis") > 0.0, "below the top border");
         // With room to spare, the range stays where the ticks put it.
-        let m = Mapping::fit_y(&Axis::linear("y", ""), &[0.0, 940.0], 300.0, 0.0);
+        let m = Mapping::fit_y(&Axis::linear("y", ""), &[0.0, 940.0], 940.0, 300.0, 0.0);
         assert_eq!(m.hi, 1000.0);
+        // Bars may reach the top: 100 % busy is the whole axis.
+        let m = Mapping::fit_y(&Axis::linear("busy", "%"), &[0.0, 100.0], f64::NEG_INFINITY, 300.0, 0.0);
+        assert_eq!(m.hi, 100.0);
         // A fixed top is kept.
-        let m = Mapping::fit_y(&Axis::linear("y", "%").with_max(100.0), &[100.0], 300.0, 0.0);
+        let m = Mapping::fit_y(&Axis::linear("y", "%").with_max(100.0), &[100.0], 100.0, 300.0, 0.0);
         assert_eq!(m.hi, 100.0);
     }
 

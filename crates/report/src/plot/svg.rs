@@ -133,11 +133,17 @@ impl Layout {
         let right_series: Vec<&Series> = fig.series.iter().filter(|s| s.right).collect();
         let (y0, y1) = (TOP + PLOT_HEIGHT, TOP);
         let xs = x_values(fig);
-        let ym = Mapping::fit_y(&fig.y, &y_values(&left_series, &fig.marks), y0, y1);
+        let ym = Mapping::fit_y(
+            &fig.y,
+            &y_values(&left_series, &fig.marks),
+            marked_top(&left_series),
+            y0,
+            y1,
+        );
         let y2m = fig
             .y2
             .as_ref()
-            .map(|a| Mapping::fit_y(a, &y_values(&right_series, &[]), y0, y1));
+            .map(|a| Mapping::fit_y(a, &y_values(&right_series, &[]), marked_top(&right_series), y0, y1));
         let y_tick_w = widest(&tick_positions(&fig.y, &ym));
         let y2_tick_w = match (&fig.y2, &y2m) {
             (Some(a), Some(m)) => widest(&tick_positions(a, m)),
@@ -186,8 +192,7 @@ impl Layout {
             while every < positioned.len() {
                 let kept: Vec<&(f64, f64, String)> = positioned.iter().step_by(every).collect();
                 let clear = kept.windows(2).all(|p| {
-                    (p[1].1 - p[0].1).abs()
-                        >= (text_width(&p[0].2, FONT) + text_width(&p[1].2, FONT)) / 2.0 + 6.0
+                    (p[1].1 - p[0].1).abs() >= (text_width(&p[0].2, FONT) + text_width(&p[1].2, FONT)) / 2.0 + 6.0
                 });
                 if clear {
                     break;
@@ -204,10 +209,7 @@ impl Layout {
         let x_title_y = y0 + depth + 6.0 + ASCENT;
         let legend_top = x_title_y + DESCENT + 8.0;
         let legend = legend_layout(fig, x0, legend_top + ASCENT);
-        let rows = legend
-            .iter()
-            .map(|(_, y, _)| *y)
-            .fold(legend_top, f64::max);
+        let rows = legend.iter().map(|(_, y, _)| *y).fold(legend_top, f64::max);
         let height = if legend.is_empty() {
             legend_top
         } else {
@@ -348,6 +350,21 @@ fn x_values(fig: &Figure) -> Vec<f64> {
         }
     }
     v
+}
+
+/// The highest value drawn with a marker or an error bar (bars' tops aside): what the plot's
+/// top border must not cut.
+fn marked_top(series: &[&Series]) -> f64 {
+    series
+        .iter()
+        .flat_map(|s| {
+            s.points.iter().flat_map(move |p| {
+                let own = (s.style != Style::Bars).then_some(p.y);
+                own.into_iter().chain(p.error.map(|(_, hi)| hi))
+            })
+        })
+        .filter(|v| v.is_finite())
+        .fold(f64::NEG_INFINITY, f64::max)
 }
 
 fn y_values(series: &[&Series], marks: &[Mark]) -> Vec<f64> {
@@ -731,7 +748,11 @@ fn marks(o: &mut String, fig: &Figure, xm: &Mapping, ym: &Mapping, placed: &mut 
                 let Some(py) = ym.at(*y) else { continue };
                 let w = text_width(label, FONT);
                 // Alternate ends, so the labels of close lines do not overlap.
-                let tx = if hlines % 2 == 0 { xm.to - 4.0 - w } else { xm.from + 4.0 };
+                let tx = if hlines % 2 == 0 {
+                    xm.to - 4.0 - w
+                } else {
+                    xm.from + 4.0
+                };
                 hlines += 1;
                 let text = [py - 3.0, py + 3.0 + ASCENT]
                     .into_iter()
@@ -922,10 +943,16 @@ mod tests {
         for name in ["1 agent", "2 agents", "4 agents"] {
             f.series.push(Series::new(name, Style::Line, vec![Point::xy(1.0, 1.0)]));
             f.series.push(
-                Series::new(&format!("{name}, receiver's host CPU"), Style::Line, vec![Point::xy(1.0, 50.0)]).on_right(),
+                Series::new(
+                    &format!("{name}, receiver's host CPU"),
+                    Style::Line,
+                    vec![Point::xy(1.0, 50.0)],
+                )
+                .on_right(),
             );
         }
-        f.series.push(Series::new(&"a very long name ".repeat(8), Style::Line, vec![]));
+        f.series
+            .push(Series::new(&"a very long name ".repeat(8), Style::Line, vec![]));
         let svg = render(&f);
         let entries = texts_in(&svg, "<g class=\"legend\">");
         assert_eq!(entries.len(), 7);
@@ -940,7 +967,10 @@ mod tests {
             for pair in row.windows(2) {
                 // The next entry's sample starts a gap after this one's text ends (positions are
                 // written to 0.1 px).
-                assert!(pair[0].1 + LEGEND_GAP <= pair[1].0 - LEGEND_SAMPLE + 0.1, "overlap in {row:?}");
+                assert!(
+                    pair[0].1 + LEGEND_GAP <= pair[1].0 - LEGEND_SAMPLE + 0.1,
+                    "overlap in {row:?}"
+                );
             }
         }
         assert!(svg.contains("…</text>"), "the long name cut with an ellipsis");
@@ -951,16 +981,24 @@ mod tests {
     #[test]
     fn issue_23_the_last_x_tick_label_fits_and_labels_keep_apart() {
         let mut f = Figure::new("fig-x", "t", Axis::linear("bytes", "B"), Axis::linear("y", ""));
-        f.series.push(Series::new("s", Style::Line, vec![Point::xy(0.0, 1.0), Point::xy(1e6, 2.0)]));
+        f.series.push(Series::new(
+            "s",
+            Style::Line,
+            vec![Point::xy(0.0, 1.0), Point::xy(1e6, 2.0)],
+        ));
         let svg = render(&f);
         let ticks = texts_in(&svg, "<g class=\"axis x-axis\"");
         let (x, _, last) = ticks.iter().rev().find(|t| t.2.contains(',')).expect("ticks");
         assert_eq!(last, "1,000,000");
-        assert!(x + text_width(last, FONT) / 2.0 <= WIDTH - EDGE + 0.1, "cut at the edge: {x}");
+        assert!(
+            x + text_width(last, FONT) / 2.0 <= WIDTH - EDGE + 0.1,
+            "cut at the edge: {x}"
+        );
         // Categories wider than their slots go down the axis.
         let names: Vec<String> = (0..12).map(|i| format!("writes length={i}K variant=on")).collect();
         let mut c = Figure::new("fig-c", "t", Axis::categories("point", names), Axis::linear("y", ""));
-        c.series.push(Series::new("s", Style::Bars, vec![Point::bar(-0.4, 0.4, 1.0)]));
+        c.series
+            .push(Series::new("s", Style::Bars, vec![Point::bar(-0.4, 0.4, 1.0)]));
         let svg = render(&c);
         assert!(svg.contains("rotate(-90)\" text-anchor=\"end\""), "down the axis");
         assert!(height(&c) > height(&f) + 100.0, "room made below the axis");
