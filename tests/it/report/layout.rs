@@ -8,7 +8,7 @@
 //! (`--screenshot`); with `LINERATE_SCREENSHOTS=DIR` they are kept there (docs/img/ holds them).
 
 use super::store::{campaign, report as store_report, setup, two_repeated_runs};
-use super::{AGENT, CHROMIUM, HTTP, chromium, document, report};
+use super::{AGENT, CHROMIUM, HTTP, HTTP_RUN, chromium, document, report};
 use crate::util::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -201,22 +201,7 @@ fn issue_23_every_page_kind_leads_with_a_plot_and_lays_its_text_out_apart() {
     pages.push(("udp", udp, false));
     let (rr, _) = run_page(d, "rr", &with(&["rr", AGENT, "-t", "2"]));
     pages.push(("rr", rr, false));
-    let (web, _) = run_page(
-        d,
-        "http",
-        &with(&[
-            "http",
-            "http://{http}/bytes/2000",
-            "--users",
-            "4",
-            "--ramp",
-            "1s",
-            "-d",
-            "2s",
-            "--agent",
-            AGENT,
-        ]),
-    );
+    let (web, _) = run_page(d, "http", &with(&HTTP_RUN));
     pages.push(("http", web, false));
     let (sweep, _) = run_page(
         d,

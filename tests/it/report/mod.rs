@@ -289,23 +289,26 @@ fn an_rr_report_opens_with_its_figures() {
     });
 }
 
+/// An http run of 4 users, ramped up over 1 s, 2 s long, against the agent's HTTP server.
+const HTTP_RUN: [&str; 10] = [
+    "http",
+    "http://{http}/bytes/2000",
+    "--users",
+    "4",
+    "--ramp",
+    "1s",
+    "-d",
+    "2s",
+    "--agent",
+    AGENT,
+];
+
 #[test]
 fn an_http_report_opens_with_its_figures() {
     let Some(r) = round(Case {
         name: "http",
         agent: &["--http-port", "0"],
-        args: &[
-            "http",
-            "http://{http}/bytes/2000",
-            "--users",
-            "4",
-            "--ramp",
-            "1s",
-            "-d",
-            "2s",
-            "--agent",
-            AGENT,
-        ],
+        args: &HTTP_RUN,
         figures: &with_every_run(&[
             "fig-http-rate",
             "fig-http-throughput",
