@@ -47,6 +47,7 @@ fn blocks(subject: &Subject) -> Vec<Block> {
     match subject {
         Subject::Document(Document::Run(r)) => {
             let mut out = vec![
+                sets::run_summary(r),
                 Block::Table(tables::test_table(r)),
                 Block::Table(tables::sides_table(r)),
             ];

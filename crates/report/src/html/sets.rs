@@ -9,7 +9,7 @@ use super::tables::{config_table, sides_table, test_table};
 use crate::figures::campaign::slug;
 use crate::figures::sets::{ordered, point_name};
 use crate::figures::{Campaign, last_complete};
-use linerate_core::result::{Comparison, Repeated, Verdict};
+use linerate_core::result::{Comparison, Repeated, TestResult, Verdict};
 
 fn num(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.3}"))
@@ -38,34 +38,37 @@ pub fn repeated(rep: &Repeated) -> Vec<Block> {
             ]
         })
         .collect();
-    let mut out = vec![Block::Table(Table {
-        id: "tab-repeat".to_string(),
-        caption: format!(
-            "{} runs; the aggregate over runs {}; below, the tables of run {}, the last complete one",
-            rep.runs.len(),
-            rep.aggregated_runs
-                .iter()
-                .map(|k| k.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            last_complete(rep).map_or(0, |r| rep
-                .runs
-                .iter()
-                .position(|x| std::ptr::eq(x, r))
-                .map_or(0, |i| i + 1))
-        ),
-        head: strings([
-            "figure",
-            "runs",
-            "mean",
-            "95 % CI low",
-            "95 % CI high",
-            "CV %",
-            "min",
-            "max",
-        ]),
-        rows,
-    })];
+    let mut out = vec![
+        repeat_summary(rep),
+        Block::Table(Table {
+            id: "tab-repeat".to_string(),
+            caption: format!(
+                "{} runs; the aggregate over runs {}; below, the tables of run {}, the last complete one",
+                rep.runs.len(),
+                rep.aggregated_runs
+                    .iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                last_complete(rep).map_or(0, |r| rep
+                    .runs
+                    .iter()
+                    .position(|x| std::ptr::eq(x, r))
+                    .map_or(0, |i| i + 1))
+            ),
+            head: strings([
+                "figure",
+                "runs",
+                "mean",
+                "95 % CI low",
+                "95 % CI high",
+                "CV %",
+                "min",
+                "max",
+            ]),
+            rows,
+        }),
+    ];
     if let Some(r) = last_complete(rep) {
         out.push(Block::Table(test_table(r)));
         out.push(Block::Table(sides_table(r)));
@@ -300,6 +303,65 @@ pub fn campaign_summary(c: &Campaign) -> Block {
             );
         }
         lines.push(line + ".");
+    }
+    Block::Summary(lines)
+}
+
+/// A run's summary: its test, how it ended, and its headline figures (the primary one leading,
+/// an unmeasured one as n/a), as `linerate_results::headline` names them.
+pub fn run_summary(r: &TestResult) -> Block {
+    let figures = linerate_results::headline::headline(r);
+    let words = |f: &linerate_results::headline::Figure| {
+        format!(
+            "{} {}",
+            f.label,
+            f.value
+                .map_or("n/a".to_string(), |v| format!("{} {}", num_short(v), f.unit))
+        )
+    };
+    let outcome = linerate_results::store::Outcome::from(r.outcome()).as_str();
+    let mut lines = vec![format!(
+        "{} run, {outcome}{}",
+        r.test,
+        figures.first().map_or(String::new(), |f| format!(": {}.", words(f)))
+    )];
+    if figures.len() > 1 {
+        lines.push(figures[1..].iter().map(words).collect::<Vec<_>>().join("; "));
+    }
+    Block::Summary(lines)
+}
+
+/// A repeated test's summary: its runs, and each headline figure's mean with its 95 %
+/// confidence interval (the primary figure leading).
+pub fn repeat_summary(rep: &Repeated) -> Block {
+    let words = |f: &linerate_core::result::FigureStats| {
+        format!(
+            "{} {} {}{}",
+            f.label,
+            num_short(f.stats.mean),
+            f.stats.unit,
+            match (f.stats.ci95_low, f.stats.ci95_high) {
+                (Some(lo), Some(hi)) => format!(" (95 % CI {} to {})", num_short(lo), num_short(hi)),
+                _ => String::new(),
+            }
+        )
+    };
+    let primary = rep.aggregate.iter().find(|f| f.figure == rep.primary);
+    let mut lines = vec![format!(
+        "{}: {} runs, {} aggregated{}",
+        rep.test,
+        rep.runs.len(),
+        rep.aggregated_runs.len(),
+        primary.map_or(".".to_string(), |f| format!("; mean {}.", words(f)))
+    )];
+    let rest: Vec<String> = rep
+        .aggregate
+        .iter()
+        .filter(|f| f.figure != rep.primary)
+        .map(words)
+        .collect();
+    if !rest.is_empty() {
+        lines.push(rest.join("; "));
     }
     Block::Summary(lines)
 }
