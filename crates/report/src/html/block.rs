@@ -37,7 +37,7 @@ pub struct Table {
 pub const LONG_TABLE: usize = 12;
 
 impl Table {
-    /// The table, folded under its caption when it has more than [`LONG_TABLE`] rows.
+    /// The table, folded under its caption when it has more than `LONG_TABLE` (12) rows.
     pub fn html_folded(&self) -> String {
         if self.rows.len() <= LONG_TABLE {
             return self.html();
