@@ -219,6 +219,22 @@ fn issue_23_every_page_kind_leads_with_a_plot_and_lays_its_text_out_apart() {
         }
     }
     pages.push(("tcp-sweep", sweep, false));
+    // The other sweeps: UDPmon's curves per size, the rr fit, the http optimum.
+    let (udp_sweep, _) = run_page(
+        d,
+        "udp-sweep",
+        &with(&["udp", AGENT, "--sizes", "64,512", "--gaps", "10,20,50", "-n", "20000"]),
+    );
+    pages.push(("udp-sweep", udp_sweep, false));
+    let (rr_sweep, _) = run_page(
+        d,
+        "rr-sweep",
+        &with(&["rr", AGENT, "--sizes", "64,1000,8000", "-t", "0.3", "--expect", "10G"]),
+    );
+    pages.push(("rr-sweep", rr_sweep, false));
+    let web_sweep: Vec<&str> = [&["http", "http://{http}/bytes/2000"][..], &USER_SWEEP].concat();
+    let (http_sweep, _) = run_page(d, "http-sweep", &with(&web_sweep));
+    pages.push(("http-sweep", http_sweep, false));
     let (repeat, _) = run_page(
         d,
         "repeat",
