@@ -117,9 +117,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         let doc = s.load(&args.db).with_context(|| format!("source '{}'", s.name()))?;
         let mut section = html::section(&doc, &s.name(), i + 1, sources.len());
         if let Source::One(_, Selection::Id(id)) = s {
-            section
-                .blocks
-                .insert(0, html::Block::Table(stored_record(*id, &args.db)?));
+            section.insert_first_table(stored_record(*id, &args.db)?);
         }
         sections.push(section);
     }

@@ -3,6 +3,7 @@
 //! networking off: every documented figure is there with data, nothing is logged to the console,
 //! a screenshot is taken. The CSV of a figure holds the document's own numbers.
 
+mod layout;
 mod store;
 
 use crate::util::*;
@@ -223,7 +224,7 @@ fn a_tcp_report_opens_with_its_figures() {
     round(Case {
         name: "tcp",
         agent: &[],
-        args: &["tcp", AGENT, "-t", "2", "-P", "2"],
+        args: &["tcp", AGENT, "-t", "3", "-P", "2"],
         figures: &with_every_run(&["fig-timeline"]),
     });
 }
@@ -237,7 +238,7 @@ fn issue_22_the_reports_csp_allows_only_its_own_script_and_chromium_runs_it() {
     let Some(r) = round(Case {
         name: "tcp-csp",
         agent: &[],
-        args: &["tcp", AGENT, "-t", "2", "-P", "2"],
+        args: &["tcp", AGENT, "-t", "3", "-P", "2"],
         figures: &with_every_run(&["fig-timeline"]),
     }) else {
         return;
@@ -267,7 +268,7 @@ fn a_udp_report_opens_with_its_figures() {
     round(Case {
         name: "udp",
         agent: &[],
-        args: &["udp", AGENT, "-t", "2", "--gap", "50"],
+        args: &["udp", AGENT, "-t", "3", "--gap", "50"],
         figures: &with_every_run(&[
             "fig-timeline",
             "fig-udp-interarrival",
@@ -283,28 +284,31 @@ fn an_rr_report_opens_with_its_figures() {
     round(Case {
         name: "rr",
         agent: &[],
-        args: &["rr", AGENT, "-t", "2"],
+        args: &["rr", AGENT, "-t", "3"],
         figures: &with_every_run(&["fig-timeline", "fig-rr-histogram"]),
     });
 }
+
+/// An http run of 4 users, ramped up over 1 s, 2 s long, against the agent's HTTP server.
+const HTTP_RUN: [&str; 10] = [
+    "http",
+    "http://{http}/bytes/2000",
+    "--users",
+    "4",
+    "--ramp",
+    "1s",
+    "-d",
+    "2s",
+    "--agent",
+    AGENT,
+];
 
 #[test]
 fn an_http_report_opens_with_its_figures() {
     let Some(r) = round(Case {
         name: "http",
         agent: &["--http-port", "0"],
-        args: &[
-            "http",
-            "http://{http}/bytes/2000",
-            "--users",
-            "4",
-            "--ramp",
-            "1s",
-            "-d",
-            "2s",
-            "--agent",
-            AGENT,
-        ],
+        args: &HTTP_RUN,
         figures: &with_every_run(&[
             "fig-http-rate",
             "fig-http-throughput",
@@ -403,7 +407,7 @@ fn csv_rows(path: &Path) -> (String, Vec<Vec<String>>) {
 fn a_figures_csv_holds_the_documents_numbers() {
     let agent = Agent::start(&[]);
     let dir = tempfile::tempdir().expect("temporary directory");
-    let (doc, v) = document(dir.path(), "tcp", &["tcp", &agent.addr, "-t", "2", "-P", "2"]);
+    let (doc, v) = document(dir.path(), "tcp", &["tcp", &agent.addr, "-t", "3", "-P", "2"]);
     let csv = dir.path().join("csv");
     let (svg, all) = (dir.path().join("svg"), dir.path().join("all.svg"));
     let out = linerate(

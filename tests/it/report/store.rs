@@ -16,7 +16,7 @@ const EFFICIENCY: &str = "fig-campaign-writes-efficiency";
 
 /// Runs a tiny plan against `agent` (two lengths x two variants, two runs a point under
 /// `--quick`) into the database `db`; returns the campaign's id.
-fn campaign(dir: &Path, agent: &str, db: &str) -> String {
+pub(super) fn campaign(dir: &Path, agent: &str, db: &str) -> String {
     let plan = dir.join("plan.toml");
     std::fs::write(
         &plan,
@@ -36,7 +36,7 @@ fn campaign(dir: &Path, agent: &str, db: &str) -> String {
 }
 
 /// An agent on loopback and the path of a database `r.db` in a new temporary directory.
-fn setup() -> (Agent, tempfile::TempDir, String) {
+pub(super) fn setup() -> (Agent, tempfile::TempDir, String) {
     let agent = Agent::start(&[]);
     let dir = tempfile::tempdir().expect("temporary directory");
     let db = dir.path().join("r.db").to_str().expect("path").to_string();
@@ -61,7 +61,7 @@ fn open_page(
 }
 
 /// `linerate report ARGS --db DB`: requires success and that it printed what it wrote.
-fn report(args: &[&str], db: &str) -> Vec<PathBuf> {
+pub(super) fn report(args: &[&str], db: &str) -> Vec<PathBuf> {
     let mut full = vec!["report"];
     full.extend_from_slice(args);
     full.extend(["--db", db]);
@@ -253,7 +253,7 @@ fn a_campaign_figures_csv_and_plan_show_hold_the_stored_means_and_intervals() {
 }
 
 /// Two `tcp --repeat 3` runs stored in `db`; returns their ids.
-fn two_repeated_runs(agent: &str, db: &str) -> (String, String) {
+pub(super) fn two_repeated_runs(agent: &str, db: &str) -> (String, String) {
     let mut ids = Vec::new();
     for label in ["side=a", "side=b"] {
         let out = linerate(

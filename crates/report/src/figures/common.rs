@@ -77,7 +77,9 @@ pub fn timeline(r: &TestResult) -> Option<Figure> {
                 name = format!("{name} {direction}");
             }
             if agents.len() > 1 {
-                name = format!("{name} to {agent}");
+                // Named by where the data went: from the agent when it sent (reverse).
+                let toward = if *direction == "reverse" { "from" } else { "to" };
+                name = format!("{name} {toward} {agent}");
             }
             fig.series.push(Series::new(&name, Style::Line, points.clone()));
         }

@@ -22,6 +22,16 @@ fn counts_axis(bins: &[Bin]) -> Axis {
 }
 
 /// `fig-udp-interarrival`, `fig-udp-loss`, `fig-udp-owd-histogram`.
+/// A UDP stream as its series is named: `stream 0 to h2` where the client sends, `stream 0
+/// from h3` where the agent does (`--reverse`).
+fn stream_name(r: &TestResult, stream: u16, agent: &str) -> String {
+    let toward = match r.options.direction() {
+        linerate_core::spec::Direction::Reverse => "from",
+        _ => "to",
+    };
+    format!("stream {stream} {toward} {agent}")
+}
+
 pub fn udp(r: &TestResult) -> Vec<Figure> {
     let Some(u) = &r.summary.udp else { return Vec::new() };
     let mut out = Vec::new();
@@ -111,11 +121,8 @@ fn loss_pattern(r: &TestResult) -> Figure {
             .map(|(i, n)| Point::bar(i as f64 * w, (i + 1) as f64 * w, *n as f64))
             .collect();
         drawn_lost += p.profile.lost.iter().sum::<u64>();
-        f.series.push(Series::new(
-            &format!("stream {} to {}", p.stream, p.agent),
-            Style::Bars,
-            points,
-        ));
+        f.series
+            .push(Series::new(&stream_name(r, p.stream, &p.agent), Style::Bars, points));
     }
     let ranges = if u.along_sequence.is_empty() {
         u.loss_ranges.as_slice()
@@ -148,11 +155,8 @@ fn loss_pattern(r: &TestResult) -> Figure {
             .enumerate()
             .map(|(i, n)| Point::bar(i as f64 * width as f64, ((i as u64 + 1) * width) as f64, *n as f64))
             .collect();
-        f.series.push(Series::new(
-            &format!("stream {} to {}", s.stream, s.agent),
-            Style::Bars,
-            points,
-        ));
+        f.series
+            .push(Series::new(&stream_name(r, s.stream, &s.agent), Style::Bars, points));
     }
     if f.series.iter().all(|s| s.points.iter().all(|p| p.y == 0.0)) {
         f.series.clear();
@@ -209,11 +213,8 @@ fn delay_along(r: &TestResult) -> Option<Figure> {
                 })
             })
             .collect();
-        f.series.push(Series::new(
-            &format!("stream {} to {}", p.stream, p.agent),
-            Style::Line,
-            points,
-        ));
+        f.series
+            .push(Series::new(&stream_name(r, p.stream, &p.agent), Style::Line, points));
     }
     f.description = format!(
         "Mean one-way delay above each stream's minimum over stretches of {} sequence numbers, µs, with each stretch's least and most as bars; the most seen {worst:.1} µs.",
@@ -329,7 +330,7 @@ pub fn http(r: &TestResult) -> Vec<Figure> {
             x(),
             Axis::linear("responses", "1/s"),
         );
-        f.y2 = Some(Axis::linear("users", "users").with_min(0.0));
+        f.y2 = Some(Axis::linear("users started", "").with_min(0.0));
         f.series.push(line("responses/s", &|i| Some(i.responses_per_second)));
         f.series.push(line("users", &|i| Some(i.users as f64)).on_right());
         ramp(&mut f);

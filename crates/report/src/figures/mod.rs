@@ -66,22 +66,37 @@ pub fn figures(subject: &Subject) -> Vec<Figure> {
     out
 }
 
-/// The figures of one run.
+/// Time series of fewer intervals than this are left out: one or two points say nothing over
+/// time that the tables do not (issue 23).
+pub const TIME_SERIES_LEAST_POINTS: usize = 3;
+
+/// Whether `f` is drawn against time and has too few intervals to show a course.
+fn too_short_in_time(f: &Figure) -> bool {
+    f.x.unit == "s"
+        && f.x.label.starts_with("time")
+        && f.series.iter().map(|s| s.points.len()).max().unwrap_or(0) < TIME_SERIES_LEAST_POINTS
+}
+
+/// The figures of one run, what its kind is about first: the throughput over time of a tcp
+/// run, the histograms and loss of a udp run, the round trips of an rr run, the rates of an
+/// http run; then its CPU.
 fn run_figures(r: &TestResult) -> Vec<Figure> {
     let mut out = Vec::new();
     if r.summary.http.is_some() {
         out.extend(kinds::http(r));
-    } else {
-        out.extend(common::timeline(r));
     }
-    out.extend(common::cpu_timeline(r));
-    out.extend(common::per_cpu(r));
     if r.summary.udp.is_some() {
         out.extend(kinds::udp(r));
     }
     if r.summary.rr.is_some() {
         out.extend(kinds::rr(r));
     }
+    if r.summary.http.is_none() {
+        out.extend(common::timeline(r));
+    }
+    out.extend(common::cpu_timeline(r));
+    out.extend(common::per_cpu(r));
+    out.retain(|f| !too_short_in_time(f));
     out
 }
 

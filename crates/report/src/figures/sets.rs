@@ -105,13 +105,26 @@ pub fn compare(c: &Comparison) -> Vec<Figure> {
     }
     let ordered = ordered(c);
     let points: Vec<String> = ordered.iter().map(|p| point_name(p)).collect();
-    let mut out = Vec::new();
+    let mut out = vec![change(c, &names, &ordered, &points)];
     for (name, label, unit) in names {
+        // Values of different points can lie decades apart (2 Mbit/s beside 680): the axis is
+        // logarithmic then, so the small ones still show.
+        let values: Vec<f64> = ordered
+            .iter()
+            .flat_map(|p| p.figures.iter().filter(|f| f.figure == name))
+            .flat_map(|f| [f.a.as_ref(), f.b.as_ref()])
+            .flatten()
+            .map(|s| s.value)
+            .collect();
+        let y = match Axis::fitting(label, unit, &values) {
+            a if a.scale == crate::plot::Scale::Log => a,
+            a => a.with_min(0.0),
+        };
         let mut fig = Figure::new(
             &format!("fig-compare-{}", slug(name)),
             &format!("{label}: A and B"),
             Axis::categories("point", points.clone()),
-            Axis::linear(label, unit).with_min(0.0),
+            y,
         );
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let mut words = Vec::new();
@@ -165,6 +178,73 @@ pub fn compare(c: &Comparison) -> Vec<Figure> {
     out
 }
 
+/// `fig-compare-change`: every headline figure's change of B against A in %, per point (one bar
+/// per figure, grouped by point), on one axis however far apart the figures' values lie; the
+/// error bar the 95 % confidence interval of B - A as a share of A; each bar's tooltip both
+/// sides' values and the verdict.
+fn change(c: &Comparison, names: &[(&str, &str, &str)], ordered: &[&PointComparison], points: &[String]) -> Figure {
+    let mut fig = Figure::new(
+        "fig-compare-change",
+        "Change of B against A",
+        Axis::categories("point", points.to_vec()),
+        Axis::linear("change of B against A", "%"),
+    );
+    let width = 0.8 / names.len().max(1) as f64;
+    let mut words = Vec::new();
+    for (j, (name, label, unit)) in names.iter().enumerate() {
+        let mut bars = Vec::new();
+        for (i, p) in ordered.iter().enumerate() {
+            let Some(f) = p.figures.iter().find(|f| f.figure == *name) else {
+                continue;
+            };
+            let from = i as f64 - 0.4 + j as f64 * width;
+            let tip = format!(
+                "{}, {label}: A {}, B {} {unit}; {}, {}",
+                points[i],
+                f.a.as_ref().map_or("unmeasured".to_string(), |s| num(s.value)),
+                f.b.as_ref().map_or("unmeasured".to_string(), |s| num(s.value)),
+                f.change_percent.map_or("n/a".to_string(), |c| format!("{c:+.1} %")),
+                f.verdict.words()
+            );
+            fig.marks.push(Mark::Tip {
+                from,
+                to: from + width,
+                text: tip.clone(),
+            });
+            let Some(change) = f.change_percent else {
+                continue;
+            };
+            let mut bar = Point::bar(from, from + width, change);
+            let a = f.a.as_ref().map(|s| s.value).filter(|v| *v != 0.0);
+            bar.error = match (f.difference_ci95_low, f.difference_ci95_high, a) {
+                (Some(lo), Some(hi), Some(a)) => Some((lo / a.abs() * 100.0, hi / a.abs() * 100.0)),
+                _ => None,
+            };
+            fig.marks.push(Mark::Label {
+                x: from + width / 2.0,
+                y: bar
+                    .error
+                    .map_or(
+                        change,
+                        |(lo, hi)| if change >= 0.0 { hi.max(change) } else { lo.min(change) },
+                    )
+                    .max(0.0),
+                text: format!("{change:+.1} %"),
+            });
+            bars.push(bar);
+            words.push(tip);
+        }
+        fig.series.push(Series::new(label, Style::Bars, bars));
+    }
+    fig.description = format!(
+        "The change of B ({}) against A ({}) in percent of A for each headline figure at each point, on one axis; the error bar is the 95 % confidence interval of B - A in percent of A (where both sides were repeated). {}.",
+        c.b.source,
+        c.a.source,
+        words.join("; ")
+    );
+    fig
+}
+
 /// A side's bar in words, with its interval where it has one, as the text report writes
 /// figures: `812.0 (95 % CI 790.1 to 833.9)`.
 fn side_words(bar: Option<&Point>) -> String {
@@ -180,9 +260,14 @@ fn side_words(bar: Option<&Point>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use linerate_core::result::{Better, ComparedSide, FigureComparison, Verdict};
+
+    /// The comparison of [`tests::comparison`]'s figures for other modules' tests.
+    pub fn fixture() -> Comparison {
+        comparison()
+    }
 
     fn side(values: &[f64], value: f64) -> Option<SideFigure> {
         Some(SideFigure {
@@ -317,6 +402,51 @@ mod tests {
 
     fn hi_of(f: &Figure, s: usize) -> f64 {
         f.series[s].points[0].error.expect("interval").1
+    }
+
+    #[test]
+    fn issue_23_a_comparison_leads_with_every_figures_change_on_one_axis() {
+        let mut c = comparison();
+        // A second point whose throughput is 2 Mbit/s against the first's hundreds: on one
+        // linear axis its bars would be invisible.
+        let mut small = c.points[0].clone();
+        small.coordinates.push(linerate_core::result::Coordinate {
+            name: "length".into(),
+            value: "64".into(),
+        });
+        small.figures[0].a = side(&[2.0, 2.1, 1.9], 2.0);
+        small.figures[0].b = side(&[2.2, 2.3, 2.1], 2.2);
+        small.figures[0].change_percent = Some(10.0);
+        small.figures[0].difference_ci95_low = Some(0.1);
+        small.figures[0].difference_ci95_high = Some(0.3);
+        small.figures[0].verdict = Verdict::Better;
+        c.points.push(small);
+        let figs = compare(&c);
+        let change = &figs[0];
+        assert_eq!(change.id, "fig-compare-change", "the change leads");
+        assert_eq!(change.y.unit, "%");
+        let tput = &change.series[0];
+        assert_eq!(tput.name, "received mbit per second");
+        let bar = tput
+            .points
+            .iter()
+            .find(|p| p.y == 10.0)
+            .expect("the small point's change");
+        // The interval of B - A (0.1 to 0.3) as a share of A (2.0): 5 % to 15 %.
+        let (lo, hi) = bar.error.expect("an interval");
+        assert!((lo - 5.0).abs() < 1e-9 && (hi - 15.0).abs() < 1e-9, "{lo} {hi}");
+        assert!(
+            change.marks.iter().any(
+                |m| matches!(m, Mark::Tip { text, .. } if text.contains("A 2.00, B 2.20") && text.contains("better"))
+            ),
+            "each side's value in the tooltip"
+        );
+        // The A/B bars of a figure whose values span two decades are on a log axis.
+        let bars = figs
+            .iter()
+            .find(|f| f.id == "fig-compare-received-mbit-per-second")
+            .expect("the bars");
+        assert_eq!(bars.y.scale, crate::plot::Scale::Log);
     }
 
     #[test]

@@ -26,7 +26,13 @@ fn tcp(rows: &[linerate_core::sweep::tcp::TcpSizeFigures]) -> Vec<Figure> {
         return Vec::new();
     }
     let sizes: Vec<f64> = rows.iter().map(|r| r.buffer_bytes as f64).collect();
-    let x = || Axis::fitting("bytes per write (-l)", "bytes", &sizes);
+    // Under --mix, -l is the size of each transfer; the unit is written once, by the axis.
+    let what = if rows.iter().any(|r| r.transfers_per_second.is_some()) {
+        "size of each transfer, -l"
+    } else {
+        "size of each write, -l"
+    };
+    let x = || Axis::fitting(what, "bytes", &sizes);
     let line = |name: &str, get: &dyn Fn(&linerate_core::sweep::tcp::TcpSizeFigures) -> Option<f64>| {
         Series::new(
             name,

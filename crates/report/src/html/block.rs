@@ -11,6 +11,10 @@ use crate::plot::{Figure, escape};
 pub enum Block {
     Table(Table),
     Figure(Figure),
+    /// What a reader came for, in words, before everything else: a comparison's verdicts
+    /// counted and its largest changes, a campaign's extremes. The first line leads, the rest
+    /// are a list.
+    Summary(Vec<String>),
     /// Preformatted text (the text report), folded away under its summary line.
     Text {
         summary: String,
@@ -28,7 +32,24 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
+/// Rows past which a table is folded away under its caption (`<details>`): the page leads with
+/// its figures and summary, the long tables are a click away.
+pub const LONG_TABLE: usize = 12;
+
 impl Table {
+    /// The table, folded under its caption when it has more than `LONG_TABLE` (12) rows.
+    pub fn html_folded(&self) -> String {
+        if self.rows.len() <= LONG_TABLE {
+            return self.html();
+        }
+        format!(
+            "<details class=\"table\"><summary>{} ({} rows)</summary>{}</details>\n",
+            escape(&self.caption),
+            self.rows.len(),
+            self.html()
+        )
+    }
+
     pub fn html(&self) -> String {
         let mut o = format!(
             "<table id=\"{}\"><caption>{}</caption><thead><tr>",

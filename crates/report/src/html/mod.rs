@@ -22,6 +22,17 @@ pub struct Section {
 }
 
 impl Section {
+    /// `table` as the section's first table: after its summary and figures, before the other
+    /// tables (the stored record of a source named by id).
+    pub fn insert_first_table(&mut self, table: Table) {
+        let at = self
+            .blocks
+            .iter()
+            .position(|b| matches!(b, Block::Table(_) | Block::Text { .. }))
+            .unwrap_or(self.blocks.len());
+        self.blocks.insert(at, Block::Table(table));
+    }
+
     /// The figures of this section.
     pub fn figures(&self) -> impl Iterator<Item = &Figure> {
         self.blocks.iter().filter_map(|b| match b {
@@ -36,6 +47,7 @@ fn blocks(subject: &Subject) -> Vec<Block> {
     match subject {
         Subject::Document(Document::Run(r)) => {
             let mut out = vec![
+                sets::run_summary(r),
                 Block::Table(tables::test_table(r)),
                 Block::Table(tables::sides_table(r)),
             ];
@@ -62,17 +74,20 @@ fn blocks(subject: &Subject) -> Vec<Block> {
 /// The section for `subject`, the `n`-th (from 1) of `of` sources named `name`. With several
 /// sources, figure ids are prefixed `sN-` so they stay unique in the page.
 pub fn section(subject: &Subject, name: &str, n: usize, of: usize) -> Section {
-    let mut blocks = blocks(subject);
     let mut figs = figures(subject);
     if of > 1 {
         for f in &mut figs {
             f.id = format!("s{n}-{}", f.id);
         }
     }
-    // The tables first, then the figures, then the text report.
-    let text = blocks.pop();
+    // The answer first (issue 23): the summary, the figures (the headline one leading), then the
+    // tables, long ones folded, then the text report.
+    let (summary, rest): (Vec<Block>, Vec<Block>) = blocks(subject)
+        .into_iter()
+        .partition(|b| matches!(b, Block::Summary(_)));
+    let mut blocks = summary;
     blocks.extend(figs.into_iter().map(Block::Figure));
-    blocks.extend(text);
+    blocks.extend(rest);
     Section {
         id: format!("source-{n}"),
         heading: format!("{}: {name}", subject.test()),
@@ -90,8 +105,12 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#eee;text-
 figure{margin:1em 0;break-inside:avoid}figcaption{font-size:.85em;color:#333;max-width:720px}
 svg{max-width:100%;height:auto}.js .legend-item{cursor:pointer}
 pre{font-size:.75em;overflow-x:auto;background:#f6f6f6;padding:.5em}
+.summary{background:#f3f6fa;border-left:4px solid #0072B2;padding:.3em .8em;margin:.6em 0}
+.summary p{margin:.3em 0;font-weight:bold}.summary ul{margin:.2em 0;padding-left:1.2em}
+details.table>summary{font-weight:bold;font-size:.85em;margin:.4em 0;cursor:pointer}
 @media print{body{max-width:none;margin:0}h2{break-after:avoid}table,figure{break-inside:avoid}
-.js .legend-item{cursor:default}pre{white-space:pre-wrap}details{display:none}}
+.js .legend-item{cursor:default}pre{white-space:pre-wrap}details.text{display:none}
+details.table::details-content{content-visibility:visible;display:contents}}
 ";
 
 /// Clicking a legend entry hides or shows its series; the page reads the same without it. It
@@ -125,12 +144,31 @@ pub fn page(title: &str, sections: &[Section]) -> String {
         }
         o.push_str("</ul></nav>\n");
     }
-    for s in sections {
+    for (n, s) in sections.iter().enumerate() {
         let (id, heading) = (escape(&s.id), escape(&s.heading));
         o.push_str(&format!("<section id=\"{id}\"><h2>{heading}</h2>\n"));
         for b in &s.blocks {
             match b {
-                Block::Table(t) => o.push_str(&t.html()),
+                Block::Table(t) => o.push_str(&t.html_folded()),
+                Block::Summary(lines) => {
+                    let id = if n == 0 {
+                        "summary".to_string()
+                    } else {
+                        format!("summary-{}", n + 1)
+                    };
+                    o.push_str(&format!("<div class=\"summary\" id=\"{id}\">"));
+                    if let Some((lead, rest)) = lines.split_first() {
+                        o.push_str(&format!("<p>{}</p>", escape(lead)));
+                        if !rest.is_empty() {
+                            o.push_str("<ul>");
+                            for l in rest {
+                                o.push_str(&format!("<li>{}</li>", escape(l)));
+                            }
+                            o.push_str("</ul>");
+                        }
+                    }
+                    o.push_str("</div>\n");
+                }
                 Block::Figure(f) => {
                     o.push_str(&format!(
                         "<figure>{}<figcaption>{}</figcaption></figure>\n",
@@ -139,7 +177,7 @@ pub fn page(title: &str, sections: &[Section]) -> String {
                     ));
                 }
                 Block::Text { summary, text } => o.push_str(&format!(
-                    "<details><summary>{}</summary><pre>{}</pre></details>\n",
+                    "<details class=\"text\"><summary>{}</summary><pre>{}</pre></details>\n",
                     escape(summary),
                     escape(text)
                 )),

@@ -5,7 +5,7 @@
 use super::block::Table;
 use crate::text::{cpu_split, grouped, interrupts};
 use linerate_core::result::{Outcome, SideSummary, TestResult};
-use linerate_core::sweep::{At, Sweep};
+use linerate_core::sweep::{At, Sweep, SweepKind};
 
 /// `2025-11-25 01:28:05 UTC`.
 pub fn utc(unix_ms: u64) -> String {
@@ -246,17 +246,36 @@ pub(super) fn points_table(s: &Sweep) -> Table {
             .copied()
             .collect::<Vec<_>>()
             .join("; ");
-        rows.push(vec![at, figure, cpu, note]);
+        let mut row = vec![at, figure, cpu];
+        // A tcp size sweep: its transfers/s (under --mix) and each end's efficiency, as the
+        // text table and the figures show them.
+        if let (SweepKind::Tcp(t), At::Tcp { buffer_bytes }) = (&s.kind, &p.at) {
+            let f = t.figures.iter().find(|f| f.buffer_bytes == *buffer_bytes);
+            let cell = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.1}"));
+            row.push(cell(f.and_then(|f| f.transfers_per_second)));
+            row.push(cell(f.and_then(|f| f.client_mbit_per_second_per_cpu_percent)));
+            row.push(cell(f.and_then(|f| f.agent_mbit_per_second_per_cpu_percent)));
+        }
+        row.push(note);
+        rows.push(row);
     }
+    let mut head = vec![
+        "point".to_string(),
+        "figure".to_string(),
+        "receiving host CPU (%)".to_string(),
+    ];
+    if matches!(s.kind, SweepKind::Tcp(_)) {
+        head.extend([
+            "transfers/s".to_string(),
+            "Mbit/s per % of host CPU, client".to_string(),
+            "Mbit/s per % of host CPU, agent".to_string(),
+        ]);
+    }
+    head.push("note".to_string());
     Table {
         id: "tab-points".to_string(),
         caption: format!("Points{}", if s.partial { " (partial sweep)" } else { "" }),
-        head: vec![
-            "point".to_string(),
-            "figure".to_string(),
-            "receiving host CPU (%)".to_string(),
-            "note".to_string(),
-        ],
+        head,
         rows,
     }
 }

@@ -176,8 +176,11 @@ pub enum Mark {
     Band { from: f64, to: f64, label: String },
     /// A line of text in the plot's top left corner (a fit's slope and intercept).
     Note { text: String },
-    /// Text centred just above the point (x, y) on the left axis (a bar's change in %).
+    /// Text centred just above the point (x, y) on the left axis (a bar's change in %); left
+    /// out where it would overlap another mark's text.
     Label { x: f64, y: f64, text: String },
+    /// A tooltip over the stretch `from..to` of x, the plot's full height (a bar's numbers).
+    Tip { from: f64, to: f64, text: String },
 }
 
 /// A chart: axes, series, marks, and a text alternative for those who cannot see it.

@@ -69,6 +69,22 @@ impl Mapping {
         }
     }
 
+    /// A y axis over `values`: as [`Mapping::fit`], and on a linear axis without a fixed top the
+    /// range ends a step above `marked` (the highest point drawn with a marker or an error bar)
+    /// when that would touch the plot's top border: headroom for the points and their markers
+    /// (a bar may reach the border, a marker would be cut by it).
+    pub fn fit_y(axis: &Axis, values: &[f64], marked: f64, from: f64, to: f64) -> Mapping {
+        let mut m = Mapping::fit(axis, values, from, to);
+        let top = marked;
+        if m.scale == Scale::Linear && axis.max.is_none() && top.is_finite() && top > m.lo {
+            let step = nice_step((m.hi - m.lo) / 5.0);
+            if m.hi - top < 0.04 * (m.hi - m.lo) {
+                m.hi = clean(m.hi + step);
+            }
+        }
+        m
+    }
+
     /// Pixel position of `v`; None when a log axis cannot show it (zero or below) or `v` is not
     /// finite.
     pub fn at(&self, v: f64) -> Option<f64> {
@@ -226,6 +242,23 @@ mod tests {
         assert_eq!(label(12_000.0), "12,000");
         assert_eq!(label(2.5e9), "2.5e9");
         assert_eq!(label(0.3 + 0.0000000001), "0.3");
+    }
+
+    #[test]
+    fn issue_23_a_y_axis_ends_above_its_highest_value() {
+        // Runs at 1000 Mbit/s would sit on the top border of a 0..1000 axis.
+        let m = Mapping::fit_y(&Axis::linear("y", ""), &[990.0, 1000.0], 1000.0, 300.0, 0.0);
+        assert_eq!((m.lo, m.hi), (0.0, 1200.0));
+        assert!(m.at(1000.0).expect("on the axis") > 0.0, "below the top border");
+        // With room to spare, the range stays where the ticks put it.
+        let m = Mapping::fit_y(&Axis::linear("y", ""), &[0.0, 940.0], 940.0, 300.0, 0.0);
+        assert_eq!(m.hi, 1000.0);
+        // Bars may reach the top: 100 % busy is the whole axis.
+        let m = Mapping::fit_y(&Axis::linear("busy", "%"), &[0.0, 100.0], f64::NEG_INFINITY, 300.0, 0.0);
+        assert_eq!(m.hi, 100.0);
+        // A fixed top is kept.
+        let m = Mapping::fit_y(&Axis::linear("y", "%").with_max(100.0), &[100.0], 100.0, 300.0, 0.0);
+        assert_eq!(m.hi, 100.0);
     }
 
     #[test]

@@ -11,21 +11,261 @@ use std::fmt::Write;
 /// Width of every figure, px.
 pub const WIDTH: f64 = 720.0;
 const PLOT_HEIGHT: f64 = 260.0;
+/// The least margins; wider where the tick labels need it ([`Layout`]).
 const LEFT: f64 = 76.0;
 const RIGHT_PLAIN: f64 = 24.0;
 const RIGHT_WITH_Y2: f64 = 76.0;
 const TOP: f64 = 40.0;
-/// Below the plot: tick labels and the x axis title.
-const BELOW: f64 = 46.0;
+/// Kept clear at the SVG's edges.
+const EDGE: f64 = 6.0;
+/// The text size (the SVG's font-size) and the share of it above and below the baseline
+/// (DejaVu Sans, the common sans-serif; other fonts' are close).
+const FONT: f64 = 11.0;
+const ASCENT: f64 = 0.93 * FONT;
+const DESCENT: f64 = 0.24 * FONT;
+const TITLE_FONT: f64 = 14.0;
 const LEGEND_ROW: f64 = 18.0;
-const LEGEND_COLUMNS: usize = 3;
+/// A legend entry's sample (line and marker, or a bar) and the gap before its text.
+const LEGEND_SAMPLE: f64 = 28.0;
+/// Between one legend entry and the next on a row.
+const LEGEND_GAP: f64 = 18.0;
+/// A category label written down the axis is cut to this length.
+const CATEGORY_LABEL_MAX: f64 = 150.0;
 /// More points than this in a line: no markers (they would only blur it).
 const MARKERS_UP_TO: usize = 60;
 
+/// The advance width of `text` in px at `size` px, from DejaVu Sans's widths (the default
+/// sans-serif of most Linux systems and a wide one, so narrower fonts only leave more room):
+/// the SVG holds no font, so its layout is planned from these.
+pub fn text_width(text: &str, size: f64) -> f64 {
+    let em: f64 = text
+        .chars()
+        .map(|c| match c {
+            'i' | 'j' | 'l' | '\'' | '|' => 0.28,
+            ' ' | '.' | ',' | ':' | ';' | '!' => 0.33,
+            'f' | 't' | 'I' | '(' | ')' | '[' | ']' | '/' | '-' => 0.4,
+            'r' => 0.42,
+            's' | 'z' | 'c' | 'J' => 0.56,
+            'm' => 0.98,
+            'w' => 0.82,
+            'M' | 'W' | '%' | '…' => 1.0,
+            '+' | '=' | '<' | '>' | '±' | '×' | '~' => 0.84,
+            'A'..='Z' => 0.78,
+            c if c.is_ascii() => 0.64,
+            _ => 0.8,
+        })
+        .sum();
+    em * size
+}
+
+/// `text` cut to at most `width` px at `size`, with an ellipsis where it was cut.
+fn fit_text(text: &str, size: f64, width: f64) -> String {
+    if text_width(text, size) <= width {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    for c in text.chars() {
+        let next = format!("{out}{c}…");
+        if text_width(&next, size) > width {
+            break;
+        }
+        out.push(c);
+    }
+    format!("{}…", out.trim_end())
+}
+
+/// A text's box on the figure, px.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct TextBox {
+    l: f64,
+    r: f64,
+    t: f64,
+    b: f64,
+}
+
+impl TextBox {
+    /// The box of a line of text of width `w` whose baseline starts at (x, y) (anchor start).
+    fn line(x: f64, y: f64, w: f64) -> TextBox {
+        TextBox {
+            l: x,
+            r: x + w,
+            t: y - ASCENT,
+            b: y + DESCENT,
+        }
+    }
+
+    fn overlaps(&self, o: &TextBox) -> bool {
+        self.l < o.r && o.l < self.r && self.t < o.b && o.t < self.b
+    }
+}
+
+/// Where everything of one figure goes: margins made from the widths of the tick labels and
+/// titles they hold, the x tick labels that fit (across, or down the axis when categories are
+/// too wide for their slots), and the legend's entries wrapped onto rows within the width.
+struct Layout {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    xm: Mapping,
+    ym: Mapping,
+    y2m: Option<Mapping>,
+    /// (value, label) of each x tick whose label is written.
+    x_labels: Vec<(f64, String)>,
+    /// Category labels written down the axis (rotated), not across.
+    x_down: bool,
+    /// Baseline of the x axis title.
+    x_title_y: f64,
+    y_tick_w: f64,
+    y2_tick_w: f64,
+    /// Each legend entry: its left edge, its baseline, its text as written.
+    legend: Vec<(f64, f64, String)>,
+    height: f64,
+}
+
+fn widest(labels: &[(f64, String)]) -> f64 {
+    labels.iter().map(|(_, t)| text_width(t, FONT)).fold(0.0, f64::max)
+}
+
+impl Layout {
+    fn of(fig: &Figure) -> Layout {
+        let left_series: Vec<&Series> = fig.series.iter().filter(|s| !s.right).collect();
+        let right_series: Vec<&Series> = fig.series.iter().filter(|s| s.right).collect();
+        let (y0, y1) = (TOP + PLOT_HEIGHT, TOP);
+        let xs = x_values(fig);
+        let ym = Mapping::fit_y(
+            &fig.y,
+            &y_values(&left_series, &fig.marks),
+            marked_top(&left_series),
+            y0,
+            y1,
+        );
+        let y2m = fig
+            .y2
+            .as_ref()
+            .map(|a| Mapping::fit_y(a, &y_values(&right_series, &[]), marked_top(&right_series), y0, y1));
+        let y_tick_w = widest(&tick_positions(&fig.y, &ym));
+        let y2_tick_w = match (&fig.y2, &y2m) {
+            (Some(a), Some(m)) => widest(&tick_positions(a, m)),
+            _ => 0.0,
+        };
+        // The x ticks do not depend on where the axis is drawn: their labels size the margins.
+        let x_ticks = tick_positions(&fig.x, &Mapping::fit(&fig.x, &xs, 0.0, 1.0));
+        let across = fig.x.categories.is_none();
+        let half = |i: Option<&(f64, String)>| i.map_or(0.0, |(_, t)| text_width(t, FONT) / 2.0);
+        let title_room = ASCENT + DESCENT + 4.0;
+        let mut left = LEFT.max(EDGE + title_room + y_tick_w + 7.0);
+        let mut right = if fig.y2.is_some() {
+            RIGHT_WITH_Y2.max(EDGE + title_room + y2_tick_w + 7.0)
+        } else {
+            RIGHT_PLAIN
+        };
+        if across {
+            left = left.max(EDGE + half(x_ticks.first()));
+            right = right.max(EDGE + half(x_ticks.last()));
+        }
+        let (x0, x1) = (left, WIDTH - right);
+        let xm = Mapping::fit(&fig.x, &xs, x0, x1);
+        let positioned: Vec<(f64, f64, String)> = x_ticks
+            .iter()
+            .filter_map(|(v, t)| xm.at(*v).map(|x| (*v, x, t.clone())))
+            .collect();
+        // Categories too wide for their slots go down the axis; numbers are thinned until
+        // neighbours keep apart.
+        let slot = match &fig.x.categories {
+            Some(names) => (x1 - x0) / names.len().max(1) as f64,
+            None => f64::INFINITY,
+        };
+        let x_down = !across && widest(&x_ticks) + 6.0 > slot;
+        let (x_labels, depth) = if x_down {
+            let every = (ASCENT + DESCENT + 3.0) / slot;
+            let every = (every.ceil() as usize).max(1);
+            let labels: Vec<(f64, String)> = positioned
+                .iter()
+                .step_by(every)
+                .map(|(v, _, t)| (*v, fit_text(t, FONT, CATEGORY_LABEL_MAX)))
+                .collect();
+            let w = widest(&labels);
+            (labels, 8.0 + w)
+        } else {
+            let mut every = 1;
+            while every < positioned.len() {
+                let kept: Vec<&(f64, f64, String)> = positioned.iter().step_by(every).collect();
+                let clear = kept.windows(2).all(|p| {
+                    (p[1].1 - p[0].1).abs() >= (text_width(&p[0].2, FONT) + text_width(&p[1].2, FONT)) / 2.0 + 6.0
+                });
+                if clear {
+                    break;
+                }
+                every += 1;
+            }
+            let labels = positioned
+                .iter()
+                .step_by(every)
+                .map(|(v, _, t)| (*v, t.clone()))
+                .collect();
+            (labels, 18.0 + DESCENT)
+        };
+        let x_title_y = y0 + depth + 6.0 + ASCENT;
+        let legend_top = x_title_y + DESCENT + 8.0;
+        let legend = legend_layout(fig, x0, legend_top + ASCENT);
+        let rows = legend.iter().map(|(_, y, _)| *y).fold(legend_top, f64::max);
+        let height = if legend.is_empty() {
+            legend_top
+        } else {
+            rows + DESCENT + 8.0
+        };
+        Layout {
+            x0,
+            x1,
+            y0,
+            y1,
+            xm,
+            ym,
+            y2m,
+            x_labels,
+            x_down,
+            x_title_y,
+            y_tick_w,
+            y2_tick_w,
+            legend,
+            height,
+        }
+    }
+}
+
+/// Each series' legend entry (its name, and "(right axis)" for one on the second axis) laid
+/// out left to right from `x` and wrapped onto a new row where the next would pass the
+/// figure's right edge; a name wider than a whole row is cut with an ellipsis (the entry's
+/// `<title>` and the series' `data-name` keep it whole). Returns (left edge, baseline, text).
+fn legend_layout(fig: &Figure, x: f64, first_baseline: f64) -> Vec<(f64, f64, String)> {
+    let limit = WIDTH - EDGE;
+    let (mut at, mut row) = (x, 0usize);
+    let mut out = Vec::new();
+    for s in &fig.series {
+        let text = fit_text(&legend_text(fig, s), FONT, limit - x - LEGEND_SAMPLE);
+        let w = LEGEND_SAMPLE + text_width(&text, FONT);
+        if at > x && at + w > limit {
+            row += 1;
+            at = x;
+        }
+        out.push((at, first_baseline + row as f64 * LEGEND_ROW, text));
+        at += w + LEGEND_GAP;
+    }
+    out
+}
+
+fn legend_text(fig: &Figure, s: &Series) -> String {
+    if s.right && fig.y2.is_some() {
+        format!("{} (right axis)", s.name)
+    } else {
+        s.name.clone()
+    }
+}
+
 /// The figure's height, px: the plot, its axes and its legend rows.
 pub fn height(fig: &Figure) -> f64 {
-    let rows = fig.series.len().div_ceil(LEGEND_COLUMNS);
-    TOP + PLOT_HEIGHT + BELOW + rows as f64 * LEGEND_ROW + 8.0
+    Layout::of(fig).height
 }
 
 fn f1(v: f64) -> String {
@@ -36,18 +276,11 @@ fn f1(v: f64) -> String {
 /// The figure as a standalone `<svg>` element (with the namespace, so it is also a valid .svg
 /// file), `id` the figure's.
 pub fn render(fig: &Figure) -> String {
-    let h = height(fig);
-    let right = if fig.y2.is_some() { RIGHT_WITH_Y2 } else { RIGHT_PLAIN };
-    let (x0, x1, y0, y1) = (LEFT, WIDTH - right, TOP + PLOT_HEIGHT, TOP);
+    let lay = Layout::of(fig);
+    let h = lay.height;
+    let (x0, x1, y0, y1) = (lay.x0, lay.x1, lay.y0, lay.y1);
     let id = escape(&fig.id);
-    let left_series: Vec<&Series> = fig.series.iter().filter(|s| !s.right).collect();
-    let right_series: Vec<&Series> = fig.series.iter().filter(|s| s.right).collect();
-    let xm = Mapping::fit(&fig.x, &x_values(fig), x0, x1);
-    let ym = Mapping::fit(&fig.y, &y_values(&left_series, &fig.marks), y0, y1);
-    let y2m = fig
-        .y2
-        .as_ref()
-        .map(|a| Mapping::fit(a, &y_values(&right_series, &[]), y0, y1));
+    let (xm, ym, y2m) = (&lay.xm, &lay.ym, &lay.y2m);
 
     let mut o = String::with_capacity(8192);
     let _ = write!(
@@ -68,11 +301,13 @@ pub fn render(fig: &Figure) -> String {
         r##"<rect class="bg" width="{WIDTH}" height="{}" fill="#fff"/>"##,
         f1(h)
     );
+    // Bold text runs about a tenth wider than the widths planned for.
+    let title = fit_text(&fig.title, TITLE_FONT * 1.1, WIDTH - EDGE - x0.min(LEFT));
     let _ = write!(
         o,
         r#"<text class="fig-title" x="{}" y="22" font-size="14" font-weight="bold">{}</text>"#,
-        f1(x0),
-        escape(&fig.title)
+        f1(x0.min(LEFT)),
+        escape(&title)
     );
     let _ = write!(
         o,
@@ -82,20 +317,21 @@ pub fn render(fig: &Figure) -> String {
         f1(x1 - x0),
         f1(y0 - y1)
     );
-    bands(&mut o, fig, &xm, y0, y1);
-    x_axis(&mut o, &fig.x, &xm, y0, y1);
-    y_axis(&mut o, &fig.y, &ym, x0, x1, false);
-    if let (Some(a), Some(m)) = (&fig.y2, &y2m) {
-        y_axis(&mut o, a, m, x1, x0, true);
+    let mut placed = Vec::new();
+    bands(&mut o, fig, xm, y0, y1, &mut placed);
+    x_axis(&mut o, &fig.x, &lay);
+    y_axis(&mut o, &fig.y, ym, x0, x1, lay.y_tick_w, false);
+    if let (Some(a), Some(m)) = (&fig.y2, y2m) {
+        y_axis(&mut o, a, m, x1, x0, lay.y2_tick_w, true);
     }
     let _ = write!(o, r#"<g clip-path="url(#{id}-clip)">"#);
     for (i, s) in fig.series.iter().enumerate() {
-        let m = if s.right { y2m.as_ref().unwrap_or(&ym) } else { &ym };
-        series(&mut o, &fig.series_id(i), i, s, &xm, m);
+        let m = if s.right { y2m.as_ref().unwrap_or(ym) } else { ym };
+        series(&mut o, &fig.series_id(i), i, s, xm, m);
     }
     o.push_str("</g>");
-    marks(&mut o, fig, &xm, &ym);
-    legend(&mut o, fig, y0 + BELOW);
+    marks(&mut o, fig, xm, ym, &mut placed);
+    legend(&mut o, fig, &lay.legend);
     o.push_str("</svg>");
     o
 }
@@ -114,6 +350,21 @@ fn x_values(fig: &Figure) -> Vec<f64> {
         }
     }
     v
+}
+
+/// The highest value drawn with a marker or an error bar (bars' tops aside): what the plot's
+/// top border must not cut.
+fn marked_top(series: &[&Series]) -> f64 {
+    series
+        .iter()
+        .flat_map(|s| {
+            s.points.iter().flat_map(move |p| {
+                let own = (s.style != Style::Bars).then_some(p.y);
+                own.into_iter().chain(p.error.map(|(_, hi)| hi))
+            })
+        })
+        .filter(|v| v.is_finite())
+        .fold(f64::NEG_INFINITY, f64::max)
 }
 
 fn y_values(series: &[&Series], marks: &[Mark]) -> Vec<f64> {
@@ -147,10 +398,14 @@ fn y_values(series: &[&Series], marks: &[Mark]) -> Vec<f64> {
     v
 }
 
-fn bands(o: &mut String, fig: &Figure, xm: &Mapping, y0: f64, y1: f64) {
+fn bands(o: &mut String, fig: &Figure, xm: &Mapping, y0: f64, y1: f64, placed: &mut Vec<TextBox>) {
     for m in &fig.marks {
         if let Mark::Band { from, to, label } = m {
             let (a, b) = (xm.clamped(*from), xm.clamped(*to));
+            let w = text_width(label, FONT);
+            let x = (a + 4.0).min(xm.to - w - 4.0).max(xm.from + 2.0);
+            // At the bottom, clear of the notes at the top.
+            placed.push(TextBox::line(x, y0 - 6.0, w));
             let _ = write!(
                 o,
                 r##"<g class="mark band"><rect x="{}" y="{}" width="{}" height="{}" fill="#000" fill-opacity="0.08"/><text x="{}" y="{}" fill="#444">{}</text></g>"##,
@@ -158,8 +413,7 @@ fn bands(o: &mut String, fig: &Figure, xm: &Mapping, y0: f64, y1: f64) {
                 f1(y1),
                 f1((b - a).max(0.0)),
                 f1(y0 - y1),
-                f1(a + 4.0),
-                // At the bottom, clear of the notes at the top.
+                f1(x),
                 f1(y0 - 6.0),
                 escape(label)
             );
@@ -174,7 +428,8 @@ fn tick_positions(axis: &Axis, m: &Mapping) -> Vec<(f64, String)> {
     }
 }
 
-fn x_axis(o: &mut String, axis: &Axis, m: &Mapping, y0: f64, y1: f64) {
+fn x_axis(o: &mut String, axis: &Axis, lay: &Layout) {
+    let (m, y0, y1) = (&lay.xm, lay.y0, lay.y1);
     o.push_str(r##"<g class="axis x-axis" stroke="#000">"##);
     let _ = write!(
         o,
@@ -184,30 +439,51 @@ fn x_axis(o: &mut String, axis: &Axis, m: &Mapping, y0: f64, y1: f64) {
         f1(m.to),
         f1(y0)
     );
-    for (t, text) in tick_positions(axis, m) {
+    for (t, _) in tick_positions(axis, m) {
         let Some(x) = m.at(t) else { continue };
         let _ = write!(
             o,
-            r##"<line x1="{x}" y1="{y1}" x2="{x}" y2="{y0}" stroke="#ddd"/><line x1="{x}" y1="{y0}" x2="{x}" y2="{}"/><text x="{x}" y="{}" text-anchor="middle" stroke="none">{}</text>"##,
+            r##"<line x1="{x}" y1="{y1}" x2="{x}" y2="{y0}" stroke="#ddd"/><line x1="{x}" y1="{y0}" x2="{x}" y2="{}"/>"##,
             f1(y0 + 4.0),
-            f1(y0 + 16.0),
-            escape(&text),
             x = f1(x),
             y0 = f1(y0),
             y1 = f1(y1),
         );
     }
+    for (t, text) in &lay.x_labels {
+        let Some(x) = m.at(*t) else { continue };
+        if lay.x_down {
+            // Down the axis: the text ends just below it and runs downwards, centred on the tick.
+            let cx = x + (ASCENT - DESCENT) / 2.0;
+            let _ = write!(
+                o,
+                r#"<text transform="translate({},{}) rotate(-90)" text-anchor="end" stroke="none">{}</text>"#,
+                f1(cx),
+                f1(y0 + 8.0),
+                escape(text),
+            );
+        } else {
+            let _ = write!(
+                o,
+                r#"<text x="{}" y="{}" text-anchor="middle" stroke="none">{}</text>"#,
+                f1(x),
+                f1(y0 + 18.0),
+                escape(text),
+            );
+        }
+    }
     let _ = write!(
         o,
         r#"<text class="axis-title" x="{}" y="{}" text-anchor="middle" stroke="none">{}</text></g>"#,
         f1((m.from + m.to) / 2.0),
-        f1(y0 + 34.0),
-        escape(&axis.title())
+        f1(lay.x_title_y),
+        escape(&fit_text(&axis.title(), FONT, WIDTH - 2.0 * EDGE))
     );
 }
 
-/// A y axis at `x` (`other`: the far side of the plot, where the grid lines end).
-fn y_axis(o: &mut String, axis: &Axis, m: &Mapping, x: f64, other: f64, right: bool) {
+/// A y axis at `x` (`other`: the far side of the plot, where the grid lines end); `tick_w` the
+/// widest tick label, which the title keeps clear of.
+fn y_axis(o: &mut String, axis: &Axis, m: &Mapping, x: f64, other: f64, tick_w: f64, right: bool) {
     let class = if right { "axis y2-axis" } else { "axis y-axis" };
     let _ = write!(o, r##"<g class="{class}" stroke="#000">"##);
     let _ = write!(
@@ -239,18 +515,25 @@ fn y_axis(o: &mut String, axis: &Axis, m: &Mapping, x: f64, other: f64, right: b
             f1(x),
             f1(x + tick),
             f1(x + tx),
-            f1(y + 4.0),
+            f1(y + 3.5),
             escape(&text),
             y = f1(y)
         );
     }
-    let (cx, cy) = (if right { x + 62.0 } else { x - 60.0 }, (m.from + m.to) / 2.0);
+    // Rotated a quarter turn: the glyphs rise towards smaller x, so the ascent lies outwards on
+    // the left axis and inwards on the right one.
+    let cx = if right {
+        x + 7.0 + tick_w + 4.0 + ASCENT
+    } else {
+        x - 7.0 - tick_w - 4.0 - DESCENT
+    };
+    let cy = (m.from + m.to) / 2.0;
     let _ = write!(
         o,
         r#"<text class="axis-title" transform="translate({},{}) rotate(-90)" text-anchor="middle" stroke="none">{}</text></g>"#,
         f1(cx),
         f1(cy),
-        escape(&axis.title())
+        escape(&fit_text(&axis.title(), FONT, PLOT_HEIGHT + TOP - EDGE))
     );
 }
 
@@ -400,77 +683,133 @@ fn style_name(s: Style) -> &'static str {
     }
 }
 
-fn marks(o: &mut String, fig: &Figure, xm: &Mapping, ym: &Mapping) {
+/// Where a mark's text of width `w` goes: at (x, y) when that is clear of the texts already
+/// `placed`, else the first clear row below it within the plot (`down`), else nowhere (the
+/// figure's description and tooltips carry every number). Kept inside the plot's width.
+fn place(placed: &mut Vec<TextBox>, xm: &Mapping, x: f64, y: f64, w: f64, down: Option<f64>) -> Option<(f64, f64)> {
+    let x = x.min(xm.to - w - 2.0).max(xm.from.min(xm.to) + 2.0);
+    let tries = if down.is_some() { 8 } else { 1 };
+    for k in 0..tries {
+        let y = y + k as f64 * 13.0;
+        if down.is_some_and(|bottom| y + DESCENT > bottom) {
+            break;
+        }
+        let b = TextBox::line(x, y, w);
+        if !placed.iter().any(|p| p.overlaps(&b)) {
+            placed.push(b);
+            return Some((x, y));
+        }
+    }
+    None
+}
+
+fn marks(o: &mut String, fig: &Figure, xm: &Mapping, ym: &Mapping, placed: &mut Vec<TextBox>) {
     let (top, bottom) = (ym.to.min(ym.from), ym.to.max(ym.from));
-    let mut notes = 0;
     let mut hlines = 0;
+    // Notes first: they sit in the top left corner, in the order given.
+    for m in &fig.marks {
+        if let Mark::Note { text } = m {
+            let w = text_width(text, FONT);
+            if let Some((x, y)) = place(placed, xm, xm.from + 8.0, top + 14.0, w, Some(bottom)) {
+                let _ = write!(
+                    o,
+                    r##"<text class="mark note" x="{}" y="{}" fill="#000" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
+                    f1(x),
+                    f1(y),
+                    escape(text)
+                );
+            }
+        }
+    }
     for m in &fig.marks {
         match m {
             Mark::VLine { x, label } => {
                 let Some(px) = xm.at(*x) else { continue };
+                let w = text_width(label, FONT);
+                // Right of the line, or left of it where the plot ends first.
+                let tx = if px + 4.0 + w > xm.to { px - 4.0 - w } else { px + 4.0 };
+                let text = place(placed, xm, tx, top + 24.0, w, Some(bottom)).map_or(String::new(), |(tx, ty)| {
+                    format!(
+                        r##"<text x="{}" y="{}" fill="#000" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
+                        f1(tx),
+                        f1(ty),
+                        escape(label)
+                    )
+                });
                 let _ = write!(
                     o,
-                    r##"<g class="mark vline"><line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="#000" stroke-dasharray="4 3"/><text x="{}" y="{}" fill="#000" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text></g>"##,
+                    r##"<g class="mark vline"><line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="#000" stroke-dasharray="4 3"/>{text}</g>"##,
                     f1(top),
                     f1(bottom),
-                    f1(px.min(xm.to - 120.0) + 4.0),
-                    f1(top + 24.0 + 12.0 * (notes % 3) as f64),
-                    escape(label),
                     px = f1(px)
                 );
-                notes += 1;
             }
             Mark::HLine { y, label } => {
                 let Some(py) = ym.at(*y) else { continue };
+                let w = text_width(label, FONT);
+                // Alternate ends, so the labels of close lines do not overlap.
+                let tx = if hlines % 2 == 0 {
+                    xm.to - 4.0 - w
+                } else {
+                    xm.from + 4.0
+                };
+                hlines += 1;
+                let text = [py - 3.0, py + 3.0 + ASCENT]
+                    .into_iter()
+                    .find_map(|ty| place(placed, xm, tx, ty, w, None))
+                    .map_or(String::new(), |(tx, ty)| {
+                        format!(
+                            r##"<text x="{}" y="{}" fill="#333" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
+                            f1(tx),
+                            f1(ty),
+                            escape(label)
+                        )
+                    });
                 let _ = write!(
                     o,
-                    r##"<g class="mark hline"><line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="#555" stroke-dasharray="3 3"/><text x="{}" y="{}" text-anchor="{}" fill="#333" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text></g>"##,
+                    r##"<g class="mark hline"><line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="#555" stroke-dasharray="3 3"/>{text}</g>"##,
                     f1(xm.from),
                     f1(xm.to),
-                    // Alternate ends, so the labels of close lines do not overlap.
-                    f1(if hlines % 2 == 0 { xm.to - 4.0 } else { xm.from + 4.0 }),
-                    f1(py - 3.0),
-                    if hlines % 2 == 0 { "end" } else { "start" },
-                    escape(label),
                     py = f1(py)
                 );
-                hlines += 1;
-            }
-            Mark::Note { text } => {
-                let _ = write!(
-                    o,
-                    r##"<text class="mark note" x="{}" y="{}" fill="#000" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
-                    f1(xm.from + 8.0),
-                    f1(top + 14.0 + 13.0 * notes as f64),
-                    escape(text)
-                );
-                notes += 1;
             }
             Mark::Label { x, y, text } => {
                 let (Some(px), Some(py)) = (xm.at(*x), ym.at(*y)) else {
                     continue;
                 };
+                let w = text_width(text, FONT);
+                let ty = (py - 4.0).max(top + ASCENT);
+                if let Some((tx, ty)) = place(placed, xm, px - w / 2.0, ty, w, None) {
+                    let _ = write!(
+                        o,
+                        r##"<text class="mark label" x="{}" y="{}" font-size="11" fill="#000" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
+                        f1(tx),
+                        f1(ty),
+                        escape(text)
+                    );
+                }
+            }
+            Mark::Tip { from, to, text } => {
+                let (a, b) = (xm.clamped(*from), xm.clamped(*to));
                 let _ = write!(
                     o,
-                    r##"<text class="mark label" x="{}" y="{}" text-anchor="middle" font-size="11" fill="#000" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
-                    f1(px),
-                    f1(py - 4.0),
+                    r##"<rect class="mark tip" x="{}" y="{}" width="{}" height="{}" fill="#fff" fill-opacity="0"><title>{}</title></rect>"##,
+                    f1(a.min(b)),
+                    f1(top),
+                    f1((b - a).abs()),
+                    f1(bottom - top),
                     escape(text)
                 );
             }
-            Mark::Band { .. } => {}
+            Mark::Band { .. } | Mark::Note { .. } => {}
         }
     }
 }
 
-fn legend(o: &mut String, fig: &Figure, top: f64) {
-    let col_w = (WIDTH - LEFT) / LEGEND_COLUMNS as f64;
+fn legend(o: &mut String, fig: &Figure, entries: &[(f64, f64, String)]) {
     o.push_str(r#"<g class="legend">"#);
-    for (i, s) in fig.series.iter().enumerate() {
-        let (x, y) = (
-            LEFT + (i % LEGEND_COLUMNS) as f64 * col_w,
-            top + 12.0 + (i / LEGEND_COLUMNS) as f64 * LEGEND_ROW,
-        );
+    for (i, (s, (x, y, text))) in fig.series.iter().zip(entries).enumerate() {
+        let (x, y) = (*x, *y);
         let colour = COLOURS[i % COLOURS.len()];
         let dash = DASHES[i % DASHES.len()];
         let sample = match s.style {
@@ -490,18 +829,14 @@ fn legend(o: &mut String, fig: &Figure, top: f64) {
                 }
             ),
         };
-        let axis = if s.right && fig.y2.is_some() {
-            " (right axis)"
-        } else {
-            ""
-        };
         let _ = write!(
             o,
-            r#"<g class="legend-item" data-series="{}">{sample}<text x="{}" y="{}">{}{axis}</text></g>"#,
+            r#"<g class="legend-item" data-series="{}"><title>{}</title>{sample}<text x="{}" y="{}">{}</text></g>"#,
             escape(&fig.series_id(i)),
-            f1(x + 28.0),
+            escape(&legend_text(fig, s)),
+            f1(x + LEGEND_SAMPLE),
             f1(y),
-            escape(&s.name)
+            escape(text)
         );
     }
     o.push_str("</g>");
@@ -584,6 +919,89 @@ mod tests {
         let xm = Mapping::fit(&Axis::linear("x", ""), &[0.0, 4.0], 0.0, 400.0);
         let ym = Mapping::fit(&Axis::linear("y", ""), &[0.0, 10.0], 100.0, 0.0);
         assert_eq!(data_path(&s, &xm, &ym), "M100 100V0H200V100Z");
+    }
+
+    /// The (x, text) of each `<text x=".." y="..">` under the element starting at `from`.
+    fn texts_in(svg: &str, from: &str) -> Vec<(f64, f64, String)> {
+        let part = &svg[svg.find(from).expect("the part")..];
+        part.split("<text x=\"")
+            .skip(1)
+            .map(|t| {
+                let x: f64 = t[..t.find('"').expect("x")].parse().expect("a number");
+                let y = t.split("y=\"").nth(1).expect("y");
+                let y: f64 = y[..y.find('"').expect("y")].parse().expect("a number");
+                let body = &t[t.find('>').expect(">") + 1..t.find("</text>").expect("</text>")];
+                (x, y, body.replace("&#39;", "'"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn issue_23_legend_entries_wrap_onto_rows_and_stay_inside() {
+        let mut f = Figure::new("fig-l", "t", Axis::linear("x", "s"), Axis::linear("y", "Mbit/s"));
+        f.y2 = Some(Axis::linear("CPU", "%"));
+        for name in ["1 agent", "2 agents", "4 agents"] {
+            f.series.push(Series::new(name, Style::Line, vec![Point::xy(1.0, 1.0)]));
+            f.series.push(
+                Series::new(
+                    &format!("{name}, receiver's host CPU"),
+                    Style::Line,
+                    vec![Point::xy(1.0, 50.0)],
+                )
+                .on_right(),
+            );
+        }
+        f.series
+            .push(Series::new(&"a very long name ".repeat(8), Style::Line, vec![]));
+        let svg = render(&f);
+        let entries = texts_in(&svg, "<g class=\"legend\">");
+        assert_eq!(entries.len(), 7);
+        let mut rows = std::collections::BTreeMap::new();
+        for (x, y, text) in &entries {
+            let right = x + text_width(text, FONT);
+            assert!(right <= WIDTH - EDGE + 0.1, "{text:?} ends at {right}");
+            rows.entry(y.to_bits()).or_insert_with(Vec::new).push((*x, right));
+        }
+        assert!(rows.len() >= 3, "wrapped onto rows: {rows:?}");
+        for row in rows.values() {
+            for pair in row.windows(2) {
+                // The next entry's sample starts a gap after this one's text ends (positions are
+                // written to 0.1 px).
+                assert!(
+                    pair[0].1 + LEGEND_GAP <= pair[1].0 - LEGEND_SAMPLE + 0.1,
+                    "overlap in {row:?}"
+                );
+            }
+        }
+        assert!(svg.contains("…</text>"), "the long name cut with an ellipsis");
+        let (_, last_y, _) = entries.last().expect("entries");
+        assert!(last_y + DESCENT <= height(&f), "the legend inside the SVG");
+    }
+
+    #[test]
+    fn issue_23_the_last_x_tick_label_fits_and_labels_keep_apart() {
+        let mut f = Figure::new("fig-x", "t", Axis::linear("bytes", "B"), Axis::linear("y", ""));
+        f.series.push(Series::new(
+            "s",
+            Style::Line,
+            vec![Point::xy(0.0, 1.0), Point::xy(1e6, 2.0)],
+        ));
+        let svg = render(&f);
+        let ticks = texts_in(&svg, "<g class=\"axis x-axis\"");
+        let (x, _, last) = ticks.iter().rev().find(|t| t.2.contains(',')).expect("ticks");
+        assert_eq!(last, "1,000,000");
+        assert!(
+            x + text_width(last, FONT) / 2.0 <= WIDTH - EDGE + 0.1,
+            "cut at the edge: {x}"
+        );
+        // Categories wider than their slots go down the axis.
+        let names: Vec<String> = (0..12).map(|i| format!("writes length={i}K variant=on")).collect();
+        let mut c = Figure::new("fig-c", "t", Axis::categories("point", names), Axis::linear("y", ""));
+        c.series
+            .push(Series::new("s", Style::Bars, vec![Point::bar(-0.4, 0.4, 1.0)]));
+        let svg = render(&c);
+        assert!(svg.contains("rotate(-90)\" text-anchor=\"end\""), "down the axis");
+        assert!(height(&c) > height(&f) + 100.0, "room made below the axis");
     }
 
     #[test]
