@@ -135,18 +135,14 @@ fn rr_auto_interrupted() {
 /// Issue 23: a `--repeat` run's text never named the `--profile` its agents ran.
 #[test]
 fn issue_23_a_repeated_tests_text_names_each_agents_profile() {
-    use linerate_core::result::{CommandRecord, HostRecord, ProfileRecord};
+    use linerate_core::result::HostRecord;
     let with_profile = |mut r: TestResult, host: &str, name: Option<&str>| {
-        let profile = name.map(|n| ProfileRecord {
-            name: n.into(),
-            run: CommandRecord {
-                command: format!("ethtool -K eth0 tso {n}"),
-                exit_status: Some(0),
-                timed_out: false,
-                output: String::new(),
-                duration_ms: 4,
-            },
-            undo: None,
+        // The record as an agent sends it (docs/results.md, `hosts.NAME.profile`).
+        let profile = name.map(|n| {
+            serde_json::from_value(serde_json::json!({
+                "name": n, "command": "true", "exit_status": 0, "output": "", "duration_ms": 4,
+            }))
+            .expect("a profile record")
         });
         r.hosts.insert(
             host.into(),
