@@ -310,7 +310,7 @@ impl Store {
     ///
     /// A WAL database is read through its `-shm` index, which SQLite makes beside the file when
     /// none is there. Where it cannot (a read-only filesystem or a directory not this user's),
-    /// the file is opened `immutable=1` (https://sqlite.org/uri.html#uriimmutable): read as it
+    /// the file is opened `immutable=1` (<https://sqlite.org/uri.html#uriimmutable>): read as it
     /// lies, with no lock and no log. Only then, and only when no `-wal` log holds commits not
     /// yet in the file: a writer at work would have made the `-shm` this open found missing.
     pub fn open_read(path: &Path) -> Result<Store, StoreError> {
