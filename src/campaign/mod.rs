@@ -10,6 +10,7 @@ use clap::{CommandFactory, Parser};
 use linerate_results::plan::{self, Kind, OptionValue, Plan, Point, Position, Setting};
 use std::process::ExitCode;
 
+mod profiles;
 mod run;
 pub use run::{run, show};
 
@@ -31,6 +32,8 @@ pub struct ReadyPoint {
     /// Run under an agent profile: the agent runs its commands before and after each run, for
     /// a time no plan can know.
     pub profiled: bool,
+    /// The profile it asks of its agents, and how to reach them (checked before the first point).
+    pub profile: Option<profiles::ProfileAsk>,
 }
 
 /// `linerate plan check FILE`.
@@ -78,7 +81,13 @@ pub fn check(file: &std::path::Path, quick: bool, commands: bool) -> anyhow::Res
         }
     }
     text += &format!("in all: {}, {}\n", plural(all.points as u64, "point"), all.describe());
-    crate::finish::print_text(&text)?;
+    let (lines, missing) = check_profiles(ready.iter().map(|(_, r)| r));
+    crate::finish::print_text(&(text + &lines))?;
+    if let Some(missing) = missing {
+        // The agents lack what the plan asks: a setup error (status 1), as an unreachable agent is.
+        eprint!("{}", say_missing(&missing));
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -177,6 +186,7 @@ fn prepare(kind: Kind, point: &Point) -> Result<ReadyPoint, PointError> {
             .to_string();
         (at_flag(&text), first)
     })?;
+    let profile = profile_ask(&cli.command);
     let run_seconds = validate(cli.command).map_err(|e| {
         let message = format!("{e:#}");
         (at_flag(&message), message)
@@ -208,7 +218,42 @@ fn prepare(kind: Kind, point: &Point) -> Result<ReadyPoint, PointError> {
         run_seconds,
         pause_seconds,
         profiled: setting("profile").is_some(),
+        profile,
     })
+}
+
+/// The missing profiles' lines as errors, each `linerate: ...`.
+pub fn say_missing(missing: &str) -> String {
+    missing.lines().map(|l| format!("linerate: {l}\n")).collect()
+}
+
+/// The profile a point's command asks of its agents, and how it reaches them; None without one.
+fn profile_ask(command: &Command) -> Option<profiles::ProfileAsk> {
+    let (agents, port, reach) = match command {
+        Command::Tcp(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.reach),
+        Command::Udp(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.reach),
+        Command::Rr(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.reach),
+        Command::Http(a) => (
+            a.agent.iter().cloned().collect(),
+            linerate_core::client::DEFAULT_PORT,
+            &a.reach,
+        ),
+        _ => return None,
+    };
+    Some(profiles::ProfileAsk {
+        profile: reach.profile.clone()?,
+        agents,
+        port,
+        reach: reach.clone(),
+    })
+}
+
+/// Asks the agents of the plan's profiled points which profiles they have: the lines to print,
+/// and the lines naming what is missing, if anything is. Inside a lab (`linerate lab exec`) the
+/// hint names `lab up --profile`.
+pub fn check_profiles<'a>(ready: impl IntoIterator<Item = &'a ReadyPoint>) -> (String, Option<String>) {
+    let lab = std::env::var("LINERATE_LAB").ok();
+    profiles::report(&profiles::check(ready), lab.as_deref())
 }
 
 /// Validates a point's options as its command would, and gives one run's planned seconds.

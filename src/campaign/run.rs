@@ -39,7 +39,15 @@ pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyho
     let store = Store::open(&db_path).with_context(|| format!("the results database {}", db_path.display()))?;
     let (id, done) = match resume {
         None => (campaign_id(&plan.name), Vec::new()),
-        Some(id) => (id.to_string(), finished_points(&store, id, &plan.name)?),
+        Some(id) => {
+            let done = finished_points(&store, id, &plan.name)?;
+            if let Err(refusal) = same_points(&store, id, file, quick, &ready, db) {
+                // Resuming with other options is a bad combination of flags (status 2).
+                eprintln!("linerate: {refusal:#}");
+                return Ok(ExitCode::from(2));
+            }
+            (id.to_string(), done)
+        }
     };
     drop(store);
     let interrupt = crate::interrupt::interrupt_flag()?;
@@ -52,6 +60,14 @@ pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyho
         if quick { " (quick)" } else { "" }
     );
     run_commands(&plan.setup, "setup")?;
+    // The agents' profiles, before the first point: a missing one would have every point that
+    // asks for it refused (issue 23).
+    let (_, missing) = super::check_profiles(todo.iter().map(|&i| &ready[i].1));
+    if let Some(missing) = missing {
+        eprint!("{}", super::say_missing(&missing));
+        run_commands(&plan.teardown, "teardown")?;
+        return Ok(ExitCode::FAILURE);
+    }
     let estimate: Vec<f64> = ready.iter().map(|(_, r)| r.estimate_seconds()).collect();
     let total: f64 = todo.iter().map(|&i| estimate[i]).sum();
     // Runs as planned (an auto-repeated point counts its most); the child runs them.
@@ -128,10 +144,7 @@ pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyho
         counted.failed,
         super::duration_text(started.elapsed().as_secs_f64()),
         if stopped {
-            format!(
-                "; stopped: resume with `linerate plan run {} --resume {id}`",
-                file.display()
-            )
+            format!("; stopped: resume with `{}`", resume_command(file, &id, quick, db))
         } else {
             String::new()
         }
@@ -225,6 +238,75 @@ fn finished_points(store: &Store, id: &str, plan: &str) -> anyhow::Result<Vec<us
         .filter(|r| r.outcome == Outcome::Complete)
         .filter_map(|r| r.labels.get(POINT_LABEL)?.parse().ok())
         .collect())
+}
+
+/// The command that resumes campaign `id` with the flags it ran with (`--quick`, `--db`).
+fn resume_command(file: &Path, id: &str, quick: bool, db: &DbArgs) -> String {
+    use crate::finish::shell_quote;
+    let mut words = vec![
+        "linerate plan run".to_string(),
+        shell_quote(&file.display().to_string()),
+    ];
+    if quick {
+        words.push("--quick".into());
+    }
+    if let Some(path) = &db.db {
+        words.push(format!("--db {}", shell_quote(&path.display().to_string())));
+    }
+    words.push(format!("--resume {}", shell_quote(id)));
+    words.join(" ")
+}
+
+/// Refuses a resume whose points would differ from those campaign `id` stored (issue 23): under
+/// another `--quick` than the original, or from a plan changed since, a campaign would mix two
+/// sets of options. Each stored record's command line holds its point's options as `plan run`
+/// gave them, followed by the campaign's labels.
+fn same_points(
+    store: &Store,
+    id: &str,
+    file: &Path,
+    quick: bool,
+    ready: &[(Point, ReadyPoint)],
+    db: &DbArgs,
+) -> anyhow::Result<()> {
+    let rows = store.list(&Filter {
+        campaign: Some(id.to_string()),
+        ..Filter::default()
+    })?;
+    let stored: Vec<(usize, &str)> = rows
+        .iter()
+        .filter_map(|r| Some((r.labels.get(POINT_LABEL)?.parse().ok()?, r.command.as_str())))
+        .collect();
+    let differs = |ready: &[(Point, ReadyPoint)]| {
+        stored.iter().find(|(i, command)| {
+            ready
+                .get(*i)
+                .is_none_or(|(_, r)| !command.contains(&format!(" {} --label ", shell_words(&r.argv[1..]))))
+        })
+    };
+    let Some((point, command)) = differs(ready) else {
+        return Ok(());
+    };
+    let other = load(file, !quick).ok().map(|(_, r)| r);
+    if other.as_deref().is_some_and(|o| differs(o).is_none()) {
+        let (was, now) = if quick {
+            ("without --quick", "with it")
+        } else {
+            ("with --quick", "without it")
+        };
+        anyhow::bail!(
+            "campaign '{id}' ran its points {was}; resuming {now} would mix full-length and quick points in one campaign: resume with `{}`",
+            resume_command(file, id, !quick, db)
+        );
+    }
+    let now = ready.get(*point).map_or("no such point".to_string(), |(_, r)| {
+        format!("`{}`", shell_words(&r.argv))
+    });
+    anyhow::bail!(
+        "campaign '{id}' ran point {point} as `{}`; the plan now makes it {now}: a resume would mix two sets of options in one campaign; start a new one (`linerate plan run {}`)",
+        command.split(" --label ").next().unwrap_or(command),
+        crate::finish::shell_quote(&file.display().to_string())
+    )
 }
 
 /// `send length=64K variant B`.

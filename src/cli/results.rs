@@ -192,12 +192,9 @@ fn reader(path: &std::path::Path) -> anyhow::Result<Option<Store>> {
     if !path.exists() {
         return Ok(None);
     }
-    // Read-write where the file allows: a read-only connection to a WAL database needs the
-    // shared-memory file to exist already, which a reader cannot count on.
-    match Store::open(path) {
-        Ok(store) => Ok(Some(store)),
-        Err(_) => Ok(Some(Store::open_read(path)?)),
-    }
+    // Read-only, always: a reader never migrates, creates or locks for writing, so a database on
+    // a read-only filesystem or in another user's directory still reads (issue 23).
+    Ok(Some(Store::open_read(path)?))
 }
 
 pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {

@@ -105,3 +105,56 @@ fn issue_16_compare_refuses_what_is_not_a_result() {
     let out = linerate(&["compare", "no-such-file.json", "x", "--fail-if-worse", "-1"], LIMIT);
     assert_ne!(out.status.code(), Some(0));
 }
+
+/// Issue 23: `compare` of runs in two labs of the same link listed the kernel's qdisc handles
+/// (`tbf 802b:` against `tbf 802e:`) as configuration differences. Handles are identities the
+/// kernel hands out; the qdiscs compare by kind, position and parameters.
+#[test]
+fn issue_23_compare_does_not_list_qdisc_handles_as_changes() {
+    let Some(first) = Lab::up(2, &["rate=100mbit"]) else {
+        return;
+    };
+    let Some(second) = Lab::up(2, &["rate=100mbit"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = |lab: &Lab, name: &str| {
+        let out = lab.exec(
+            "h1",
+            &["linerate", "tcp", "h2", "--json", "-t", "0.5", "-i", "0", "--no-store"],
+            LIMIT,
+        );
+        let doc = json_of(&out);
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, &out.stdout).expect("write document");
+        (path, doc)
+    };
+    let (a, doc_a) = one(&first, "a");
+    let (b, doc_b) = one(&second, "b");
+    // The handles did differ: the kernel gave each lab's qdiscs their own.
+    let qdiscs = |doc: &Value| -> Vec<String> {
+        let mut all = Vec::new();
+        for host in doc["hosts"].as_object().expect("hosts").values() {
+            for i in host["config"]["interfaces"].as_array().into_iter().flatten() {
+                all.extend(
+                    i["qdiscs"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|q| q.as_str().map(String::from)),
+                );
+            }
+        }
+        all
+    };
+    let (qa, qb) = (qdiscs(&doc_a), qdiscs(&doc_b));
+    assert!(qa.iter().any(|q| q.starts_with("tbf ")), "a tbf in the record: {qa:?}");
+    assert_ne!(qa, qb, "two labs' qdiscs have handles of their own");
+    let (_, c) = compare(&a, &b, &[]);
+    let config = c["config"].as_array().expect("config");
+    let listed: Vec<&Value> = config
+        .iter()
+        .filter(|ch| ch["key"].as_str().is_some_and(|k| k.contains("qdisc")))
+        .collect();
+    assert!(listed.is_empty(), "qdiscs listed as changes: {listed:?}");
+}

@@ -269,3 +269,50 @@ fn bad_lab_input_is_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
 }
+
+/// Issue 23: `lab status` for a lab that does not exist, while another is up, said `no lab
+/// 'lab' (os error 2)`. It names the labs that are up and how to address one, and exits
+/// non-zero; `lab status` shows each host's HTTP server (`:8080`), which answers.
+#[test]
+fn issue_23_lab_status_names_the_labs_up_and_each_hosts_http_server() {
+    let Some(lab) = Lab::up(2, &[]) else {
+        return;
+    };
+    let out = linerate(&["lab", "status", "--name", "nosuchlab"], LIMIT);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains(&format!("'{}'", lab.name)), "names the lab up: {err}");
+    assert!(err.contains("--name"), "says how to address one: {err}");
+    assert!(!err.contains("os error"), "{err}");
+
+    for (i, h) in lab.status["hosts"].as_array().expect("hosts").iter().enumerate() {
+        assert_eq!(h["http"], format!("10.211.0.{}:8080", i + 1), "{h}");
+    }
+    let text = linerate(&["lab", "status", "--name", &lab.name], LIMIT);
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = String::from_utf8_lossy(&text.stdout);
+    let h2 = text.lines().find(|l| l.starts_with("h2 ")).expect("h2's line");
+    assert!(h2.contains(" :8080 "), "{text}");
+    // What the status says runs does: h1 fetches from h2's server.
+    let out = lab.exec(
+        "h1",
+        &[
+            "linerate",
+            "http",
+            "http://h2:8080/bytes/1K",
+            "-t",
+            "0.5",
+            "-i",
+            "0",
+            "--json",
+            "--no-store",
+        ],
+        LIMIT,
+    );
+    let doc = json_of(&out);
+    assert!(
+        doc["summary"]["responses"].as_u64().is_some_and(|n| n > 0),
+        "h2's server answered: {}",
+        doc["summary"]
+    );
+}

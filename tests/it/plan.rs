@@ -321,3 +321,98 @@ fn issue_21_a_campaign_finds_its_points_in_the_store_not_in_stdout() {
         "{text}"
     );
 }
+
+/// A tcp plan against `agent` with a variant per profile (`profile = NAME`), 0.3 s a point.
+fn profiled_plan(agent: &str, profiles: &[&str]) -> String {
+    let mut plan = format!(
+        "name = \"profiled\"\n[defaults]\ninterval = \"0\"\ntime = \"0.3s\"\n\n[[test]]\nname = \"ab\"\nkind = \"tcp\"\ntargets = [\"{agent}\"]\n"
+    );
+    for p in profiles {
+        plan += &format!("[[test.variant]]\nname = \"{p}\"\nprofile = \"{p}\"\n");
+    }
+    plan
+}
+
+/// Issue 23: `plan check` passed a plan whose profiles the agents did not have, and the run then
+/// had every point that asked for one refused. The check asks each agent which profiles it has
+/// (nothing runs there) and fails naming what is missing, with the lab's remedy in a lab; the
+/// run checks before its first point and stores nothing.
+#[test]
+fn issue_23_plan_check_asks_the_agents_for_the_profiles_the_plan_names() {
+    let agent = Agent::start(&["--profile", "has-it=true"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, profiled_plan(&agent.addr, &["has-it", "lacks-it"])).expect("write");
+    let plan = plan.to_str().expect("path");
+    let out = linerate(&["plan", "check", plan], LIMIT);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "agent {} has no profile 'lacks-it' (1 point) (it has: has-it)",
+            agent.addr
+        )),
+        "{err}"
+    );
+    assert!(err.contains("linerate serve --profile NAME=COMMAND"), "{err}");
+    // In a lab, the remedy is the lab's.
+    let mut cmd = linerate_command();
+    cmd.args(["plan", "check", plan]).env("LINERATE_LAB", "toe");
+    let out = run_bounded(&mut cmd, LIMIT);
+    assert!(stderr(&out).contains("linerate lab up --name toe"), "{}", stderr(&out));
+
+    // The run checks before its first point: nothing runs, nothing is stored.
+    let db = dir.path().join("r.db");
+    let out = linerate(
+        &["plan", "run", plan, "--db", db.to_str().expect("path")],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("has no profile 'lacks-it'"), "{}", stderr(&out));
+    assert!(stored_points(db.to_str().expect("path")).is_empty());
+
+    std::fs::write(dir.path().join("ok.toml"), profiled_plan(&agent.addr, &["has-it"])).expect("write");
+    let out = linerate(
+        &["plan", "check", dir.path().join("ok.toml").to_str().expect("path")],
+        LIMIT,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains(&format!("profiles: agent {} has has-it: every one asked", agent.addr)),
+        "{text}"
+    );
+}
+
+/// Issue 23: `plan run --resume ID` without the `--quick` the campaign ran with mixed
+/// full-length and quick points in one campaign. It is refused (a bad combination of flags,
+/// status 2) with the command that resumes it as it ran.
+#[test]
+fn issue_23_a_resume_with_another_overlay_is_refused_with_the_original_flags() {
+    let agent = Agent::start(&[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, writes_plan("overlay", &agent.addr, "time = \"0.3s\"")).expect("write");
+    let db = dir.path().join("r.db");
+    let (plan, db) = (plan.to_str().expect("path"), db.to_str().expect("path"));
+    let out = linerate(&["plan", "run", plan, "--quick", "--db", db], Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let id = campaign_of(&stderr(&out));
+    let before = stored_points(db).len();
+
+    let t = std::time::Instant::now();
+    let out = linerate(&["plan", "run", plan, "--db", db, "--resume", &id], LIMIT);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("ran its points with --quick"), "{err}");
+    assert!(
+        err.contains(&format!("linerate plan run {plan} --quick --db {db} --resume {id}")),
+        "the original flags: {err}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(20), "refused before any point ran");
+    assert_eq!(stored_points(db).len(), before, "nothing ran");
+    // As it ran, the resume is accepted (nothing is left to run).
+    let out = linerate(&["plan", "run", plan, "--quick", "--db", db, "--resume", &id], LIMIT);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("0 of 4 points to run"), "{}", stderr(&out));
+}

@@ -931,3 +931,86 @@ fn issue_22_the_database_and_fallback_files_are_private() {
         .1;
     assert_eq!(mode(Path::new(fallback)), 0o600, "{fallback}");
 }
+
+/// Issue 23: `results`, `results show`, `export` and `report` failed on a database on a
+/// read-only filesystem with SQLite's "Error code 14": they opened it read-write, then read-only
+/// without the `-shm` index a WAL database needs. Readers open it read-only (immutable where
+/// nothing can be made beside it), and a write there names the read-only filesystem in words.
+#[test]
+fn issue_23_a_database_on_a_read_only_filesystem_reads_and_errors_name_their_cause() {
+    if !can_run(&[
+        Need::Root {
+            why: "to mount a tmpfs read-only in a mount namespace of its own",
+        },
+        Need::Program {
+            name: "unshare",
+            package: "util-linux",
+        },
+    ]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("results.db");
+    let agent = Agent::start(&[]);
+    let first = run(&db, &["tcp", &agent.addr, "-t", "0.3", "-i", "0", "--label", "ro=yes"]);
+    let id = stored_id(&out_text(&first)).unwrap_or_else(|| panic!("stored: {}", stderr(&first)));
+    let ro = dir.path().join("ro");
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&ro).expect("mkdir");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    // Each reader in turn on a copy of the database on a tmpfs remounted read-only; every
+    // command's status and stderr go to a file of their own, its stdout to another.
+    let script = r#"
+        set -e
+        mount -t tmpfs -o size=4m tmpfs "$RO"
+        cp "$DB" "$RO/results.db"
+        mount -o remount,ro "$RO"
+        try() { name=$1; shift; set +e; "$BIN" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"; echo $? >"$OUT/$name.rc"; set -e; }
+        try list results --json --db "$RO/results.db"
+        try show results show "$ID" --db "$RO/results.db"
+        try export results export "$ID" --db "$RO/results.db"
+        try report report "$ID" -o "$OUT/page.html" --db "$RO/results.db"
+        try label results label "$ID" more=no --db "$RO/results.db"
+        ls -a "$RO" >"$OUT/ls"
+    "#;
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c", script])
+        .env("RO", &ro)
+        .env("DB", &db)
+        .env("OUT", &out_dir)
+        .env("ID", id.to_string())
+        .env("BIN", BIN);
+    let out = run_bounded(&mut cmd, LIMIT);
+    assert!(out.status.success(), "the script: {}", stderr(&out));
+    let read = |name: &str| std::fs::read_to_string(out_dir.join(name)).unwrap_or_default();
+    for name in ["list", "show", "export", "report"] {
+        assert_eq!(
+            read(&format!("{name}.rc")).trim(),
+            "0",
+            "{name}: {}",
+            read(&format!("{name}.err"))
+        );
+        assert!(
+            !read(&format!("{name}.err")).contains("Error code"),
+            "{name}: {}",
+            read(&format!("{name}.err"))
+        );
+    }
+    let listed: Value = serde_json::from_str(&read("list.out")).expect("the list's JSON");
+    assert_eq!(listed["results"][0]["id"], id);
+    assert_eq!(listed["results"][0]["labels"]["ro"], "yes");
+    assert!(read("show.out").contains("SEND SIDE"), "{}", read("show.out"));
+    let exported: Value = serde_json::from_str(&read("export.out")).expect("the export's JSON");
+    assert_eq!(exported["results"][0]["document"]["test"], "tcp");
+    assert!(out_dir.join("page.html").exists(), "report wrote its page");
+    // A write cannot succeed there: it says why in words, not SQLite's code.
+    assert_ne!(read("label.rc").trim(), "0");
+    let err = read("label.err");
+    assert!(err.contains("read-only"), "{err}");
+    assert!(!err.contains("Error code"), "{err}");
+    // Nothing was made beside the database.
+    assert_eq!(
+        read("ls").split_whitespace().collect::<Vec<_>>(),
+        [".", "..", "results.db"]
+    );
+}

@@ -25,11 +25,11 @@ pub enum LabError {
     NoNft,
     #[error("lab '{0}' exists (or left-overs of one): run 'linerate lab down --name {0}' first")]
     Exists(String),
-    #[error("no lab '{name}' (linerate lab up --name {name})")]
+    #[error("no lab '{name}': {}", no_lab_hint(name, labs))]
     NoLab {
         name: String,
-        #[source]
-        source: io::Error,
+        /// The labs that do exist.
+        labs: Vec<String>,
     },
     #[error("{} is not a lab state file", path.display())]
     BadState {
@@ -83,4 +83,49 @@ pub enum LabError {
         #[source]
         source: io::Error,
     },
+}
+
+/// What to do when lab `name` does not exist: address one that does, or make it.
+fn no_lab_hint(name: &str, labs: &[String]) -> String {
+    let flag = |n: &str| {
+        if n == crate::DEFAULT_NAME {
+            String::new()
+        } else {
+            format!(" --name {n}")
+        }
+    };
+    match labs {
+        [] => format!("no lab is up (linerate lab up{})", flag(name)),
+        [one] => format!("the lab up is '{one}' (linerate lab status{})", flag(one)),
+        more => format!(
+            "the labs up are {} (linerate lab status --name LAB)",
+            more.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_23_no_lab_names_the_labs_that_exist() {
+        let err = |name: &str, labs: &[&str]| {
+            LabError::NoLab {
+                name: name.into(),
+                labs: labs.iter().map(|l| l.to_string()).collect(),
+            }
+            .to_string()
+        };
+        assert_eq!(err("lab", &[]), "no lab 'lab': no lab is up (linerate lab up)");
+        assert_eq!(
+            err("lab", &["toe"]),
+            "no lab 'lab': the lab up is 'toe' (linerate lab status --name toe)"
+        );
+        assert_eq!(
+            err("x", &["lab", "toe"]),
+            "no lab 'x': the labs up are 'lab', 'toe' (linerate lab status --name LAB)"
+        );
+        assert!(!err("lab", &["toe"]).contains("os error"));
+    }
 }

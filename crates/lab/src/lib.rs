@@ -32,7 +32,7 @@ pub use error::LabError;
 pub use exec::exec;
 pub use linerate_core::result::lab::LabRecord;
 pub use loss::loss_drops;
-pub use state::{LabHost, LabState, load, state_dir};
+pub use state::{LabHost, LabState, labs, load, state_dir};
 pub use status::{relay_stats, status};
 pub use topology::{UpOptions, down, up};
 

@@ -22,6 +22,9 @@ pub struct LabHost {
     /// HOST:PORT of its agent.
     pub agent: String,
     pub agent_pid: Option<u32>,
+    /// HOST:PORT of the HTTP server its agent runs; None in a state file from before labs kept it.
+    #[serde(default)]
+    pub http: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -87,13 +90,53 @@ pub(crate) fn save(state: &LabState) -> Result<(), LabError> {
     std::fs::write(&path, text).map_err(file_error("writing", &path))
 }
 
-/// The state of lab `name`, as its set-up last wrote it.
+/// The state of lab `name`, as its set-up last wrote it. A lab that does not exist is
+/// [`LabError::NoLab`] with the names of those that do.
 pub fn load(name: &str) -> Result<LabState, LabError> {
     check_name(name)?;
     let path = state_dir(name).join("state.json");
-    let text = std::fs::read_to_string(&path).map_err(|source| LabError::NoLab {
-        name: name.to_string(),
-        source,
+    let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => LabError::NoLab {
+            name: name.to_string(),
+            labs: labs(),
+        },
+        _ => file_error("reading", &path)(e),
     })?;
     serde_json::from_str(&text).map_err(|source| LabError::BadState { path, source })
+}
+
+/// The names of the labs on this machine (each a state file under /run/linerate/labs), sorted.
+pub fn labs() -> Vec<String> {
+    labs_in(Path::new(STATE_ROOT))
+}
+
+fn labs_in(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("state.json").is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labs_are_the_directories_with_a_state_file() {
+        let root = std::env::temp_dir().join(format!("linerate-labs-{}", std::process::id()));
+        for (name, state) in [("b", true), ("a", true), ("half", false)] {
+            std::fs::create_dir_all(root.join(name)).expect("mkdir");
+            if state {
+                std::fs::write(root.join(name).join("state.json"), "{}").expect("write");
+            }
+        }
+        assert_eq!(labs_in(&root), ["a", "b"]);
+        assert!(labs_in(&root.join("none")).is_empty());
+        let _ = std::fs::remove_dir_all(&root);
+    }
 }

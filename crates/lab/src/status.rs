@@ -30,6 +30,7 @@ pub fn status(state: &LabState) -> LabRecord {
             link: h.link.clone(),
             link_text: h.link.describe(),
             backends: h.backends.clone(),
+            http: h.http.clone(),
             // Without netem, loss is nftables' and its counters say what it dropped.
             loss_drops: (h.link.loss_percent.is_some() && !state.netem).then(|| loss_drops(state, &h.name)),
         })

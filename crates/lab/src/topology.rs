@@ -86,6 +86,7 @@ fn build(opts: &UpOptions, specs: Vec<LinkSpec>) -> Result<LabState, LabError> {
             backends: Backends::default(),
             agent: format!("{SUBNET}.{x}:{AGENT_PORT}"),
             agent_pid: None,
+            http: Some(format!("{SUBNET}.{x}:{}", crate::HTTP_PORT)),
         })
         .collect();
     let mut state = LabState {

@@ -19,24 +19,35 @@ pub fn status_text(lab: &LabRecord, subnet: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<5} {:<14} {:<19} {:<8} {:<44} emulated by",
-        "host", "address", "agent", "running", "egress link"
+        "{:<5} {:<14} {:<19} {:<8} {:<6} {:<44} emulated by",
+        "host", "address", "agent", "running", "http", "egress link"
     );
     for h in &lab.hosts {
         let backends: Vec<String> = h.backends.used().iter().map(|(k, b)| format!("{k}:{b}")).collect();
         let _ = writeln!(
             out,
-            "{:<5} {:<14} {:<19} {:<8} {:<44} {}",
+            "{:<5} {:<14} {:<19} {:<8} {:<6} {:<44} {}",
             h.name,
             h.address,
             h.agent,
             if h.agent_running { "yes" } else { "NO" },
+            http_port(h.http.as_deref()),
             h.link_text,
             backends.join(" "),
         );
         if let Some(d) = h.loss_drops {
             let _ = writeln!(out, "      loss: {d} packets from {} dropped by nftables", h.name);
         }
+    }
+    // The agents' HTTP servers, and how to reach one (hosts name each other h1..hN).
+    if let Some(h) = lab.hosts.iter().find(|h| h.http.is_some()) {
+        let _ = writeln!(
+            out,
+            "http: each agent serves HTTP on {} (GET /bytes/N): linerate http http://{}{}/bytes/1M",
+            http_port(h.http.as_deref()),
+            h.name,
+            http_port(h.http.as_deref())
+        );
     }
     if let Some(relay) = &lab.relay
         && let Some(ports) = &relay.ports
@@ -58,6 +69,11 @@ pub fn status_text(lab: &LabRecord, subnet: &str) -> String {
     out
 }
 
+/// `:8080` of `10.211.0.1:8080`; `-` without a server.
+fn http_port(http: Option<&str>) -> &str {
+    http.and_then(|a| a.rfind(':').map(|i| &a[i..])).unwrap_or("-")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,10 +89,12 @@ mod tests {
             link_text: link.describe(),
             link,
             backends,
+            http: (x == 1).then(|| format!("10.211.0.{x}:8080")),
             loss_drops,
         }
     }
 
+    /// Issue 23: `lab status` did not show the agents' HTTP servers (`:8080`).
     #[test]
     fn status_renders_hosts_backends_and_relay() {
         let link = LinkSpec {
@@ -115,10 +133,11 @@ mod tests {
         };
         let expected = "\
 lab t: relay (no netem: tbf, nftables and the linerate relay), addresses 10.211.0.0/24
-host  address        agent               running  egress link                                  emulated by
-h1    10.211.0.1     10.211.0.1:5301     yes      rate=100.000Mbit/s,delay=10ms,loss=1%        delay:linerate relay loss:nftables rate:tbf
+host  address        agent               running  http   egress link                                  emulated by
+h1    10.211.0.1     10.211.0.1:5301     yes      :8080  rate=100.000Mbit/s,delay=10ms,loss=1%        delay:linerate relay loss:nftables rate:tbf
       loss: 7 packets from h1 dropped by nftables
-h2    10.211.0.2     10.211.0.2:5301     NO       (unshaped)                                   
+h2    10.211.0.2     10.211.0.2:5301     NO       -      (unshaped)                                   
+http: each agent serves HTTP on :8080 (GET /bytes/N): linerate http http://h1:8080/bytes/1M
 relay pid 42 (running)
   p1: in 10 frames, out 9, delayed 9, reordered 0, duplicated 0, queue drops 1, send errors 0
 ";

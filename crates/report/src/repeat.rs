@@ -132,7 +132,8 @@ fn interval(s: &Stats) -> String {
     }
 }
 
-/// The aggregate table and what it says: `--best`, noise, the auto verdict, notes.
+/// The aggregate table and what it says: the agents' profiles, `--best`, noise, the auto
+/// verdict, notes.
 pub fn tail(rep: &Repeated) -> String {
     let mut out = String::new();
     let runs = rep.runs.len();
@@ -155,6 +156,7 @@ pub fn tail(rep: &Repeated) -> String {
             )
         }
     );
+    profiles(&mut out, rep);
     if rep.aggregate.is_empty() {
         out.push_str("no complete run: nothing to aggregate\n");
     } else {
@@ -212,6 +214,51 @@ pub fn tail(rep: &Repeated) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out
+}
+
+/// One line per agent that ran a `--profile` (issue 23): which profile, in which runs. The runs
+/// of one repeated test ask the same profile; a run whose agent ran none, or another, says so.
+fn profiles(out: &mut String, rep: &Repeated) {
+    use linerate_core::proto::peer_text;
+    // Per agent, per profile name ("" for none): the runs (from 1).
+    let mut agents: std::collections::BTreeMap<&str, Vec<(&str, Vec<usize>)>> = Default::default();
+    for (k, run) in rep.runs.iter().enumerate() {
+        for (host, record) in run.hosts.iter().filter(|(_, h)| h.role != "client") {
+            let name = record.profile.as_ref().map_or("", |p| p.name.as_str());
+            let names = agents.entry(host.as_str()).or_default();
+            match names.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, runs)) => runs.push(k + 1),
+                None => names.push((name, vec![k + 1])),
+            }
+        }
+    }
+    for (host, names) in agents {
+        if names.iter().all(|(n, _)| n.is_empty()) {
+            continue;
+        }
+        let every = names.len() == 1 && names[0].1.len() == rep.runs.len();
+        let parts: Vec<String> = names
+            .iter()
+            .map(|(name, runs)| {
+                let what = if name.is_empty() {
+                    "no profile".to_string()
+                } else {
+                    format!("profile {}", peer_text(name))
+                };
+                if every {
+                    format!("{what} in every run")
+                } else {
+                    let runs: Vec<String> = runs.iter().map(ToString::to_string).collect();
+                    format!(
+                        "{what} in run{} {}",
+                        if runs.len() == 1 { "" } else { "s" },
+                        runs.join(", ")
+                    )
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "agent {}: {}", peer_text(host), parts.join("; "));
+    }
 }
 
 /// One row per figure: mean, median, min, max, stddev, CV %, 95 % CI.

@@ -44,11 +44,18 @@ fn value(v: Option<f64>, unit: &str) -> String {
     }
 }
 
-/// `941.5 Mbit/s received`, `12,345.6 transactions/s`, `6 points`.
+/// `941.5 Mbit/s received`, `12,345.6 transactions/s`, `478.0 transactions/s (mean)`,
+/// `12 datagrams lost`, `6 points`: a name that opens with its unit's word (`transactions`
+/// counted in `transactions/s`) is not said twice.
 pub fn figure_text(f: &Figure) -> String {
     let v = value(f.value, &f.unit);
-    if f.name == f.unit {
-        format!("{v} {}", f.unit)
+    let word = f.unit.split('/').next().unwrap_or_default();
+    let rest = (!word.is_empty())
+        .then(|| f.name.strip_prefix(word))
+        .flatten()
+        .filter(|rest| rest.is_empty() || rest.starts_with(' '));
+    if let Some(rest) = rest {
+        format!("{v} {}{rest}", f.unit)
     } else if f.unit.starts_with('/') {
         format!("{v} {}{}", f.name, f.unit)
     } else {
@@ -223,6 +230,23 @@ mod tests {
         .join("\n");
         assert_eq!(list(&rows), expected);
         assert_eq!(list(&[]), "no stored results match\n");
+    }
+
+    /// Issue 23: a stored rr headline read "478.0 transactions/s transactions (mean)".
+    #[test]
+    fn issue_23_a_headline_says_its_unit_once() {
+        let text = |name: &str, unit: &str, v: f64| figure_text(&fig(name, unit, Some(v)));
+        assert_eq!(
+            text("transactions (mean)", "transactions/s", 478.0),
+            "478.0 transactions/s (mean)"
+        );
+        assert_eq!(text("transactions", "transactions/s", 478.0), "478.0 transactions/s");
+        assert_eq!(text("datagrams lost", "datagrams", 12.0), "12.00 datagrams lost");
+        assert_eq!(
+            text("receiver throughput (mean)", "Mbit/s", 941.5),
+            "941.5 Mbit/s receiver throughput (mean)"
+        );
+        assert_eq!(text("points", "points", 6.0), "6 points");
     }
 
     #[test]

@@ -131,3 +131,51 @@ fn rr_auto_interrupted() {
     assert!(text.contains("stopped after 3 runs, before converging"), "{text}");
     check("repeat_rr_auto_partial.txt", &text);
 }
+
+/// Issue 23: a `--repeat` run's text never named the `--profile` its agents ran.
+#[test]
+fn issue_23_a_repeated_tests_text_names_each_agents_profile() {
+    use linerate_core::result::HostRecord;
+    let with_profile = |mut r: TestResult, host: &str, name: Option<&str>| {
+        // The record as an agent sends it (docs/results.md, `hosts.NAME.profile`).
+        let profile = name.map(|n| {
+            serde_json::from_value(serde_json::json!({
+                "name": n, "command": "true", "exit_status": 0, "output": "", "duration_ms": 4,
+            }))
+            .expect("a profile record")
+        });
+        r.hosts.insert(
+            host.into(),
+            HostRecord {
+                role: "agent".into(),
+                info: Default::default(),
+                config: None,
+                profile,
+            },
+        );
+        r
+    };
+    let policy = RepeatPolicy {
+        runs: Runs::Fixed { runs: 3 },
+        pause_seconds: 0.0,
+        best: None,
+    };
+    let runs = (0..3)
+        .map(|k| {
+            let r = with_profile(tcp_run(900.0 + k as f64, 20.0), "h2", Some("tso-off"));
+            with_profile(r, "h3", (k < 2).then_some("tso-off"))
+        })
+        .collect();
+    let (_, text) = drive("tcp", policy.clone(), runs, None);
+    assert!(text.contains("agent h2: profile tso-off in every run\n"), "{text}");
+    assert!(
+        text.contains("agent h3: profile tso-off in runs 1, 2; no profile in run 3\n"),
+        "{text}"
+    );
+    // Without a profile, no line.
+    let plain = (0..3)
+        .map(|k| with_profile(tcp_run(900.0 + k as f64, 20.0), "h2", None))
+        .collect();
+    let (_, text) = drive("tcp", policy, plain, None);
+    assert!(!text.contains("profile"), "{text}");
+}

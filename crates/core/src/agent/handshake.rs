@@ -36,7 +36,8 @@ fn handshake_refusal(e: ProtoError, deadline: Instant) -> Refusal {
     }
 }
 
-/// Runs one control session to its end: `Ok` once the test's report was sent.
+/// Runs one control session to its end: `Ok` once the test's report was sent (or, asked for
+/// its profiles, the list).
 pub(super) fn control_session(
     state: &State,
     events: &dyn Fn(&AgentEvent),
@@ -86,6 +87,12 @@ pub(super) fn control_session(
         .map_err(|e| handshake_refusal(e, deadline))?
     {
         Message::Request { spec, profile } => (spec, profile),
+        // Which profiles it has (`plan check`): the names the refusal of an unknown one would
+        // list, to a client that passed the same authentication. Nothing runs.
+        Message::Profiles => {
+            let names = state.config.profiles.names().iter().map(|n| n.to_string()).collect();
+            return conn.send(&Message::ProfileList { names }).map_err(proto_refusal);
+        }
         other => {
             return Err((
                 ErrorKind::Protocol,

@@ -10,6 +10,7 @@
 
 mod http;
 mod profile;
+mod query;
 mod rr;
 mod session;
 mod tcp;
@@ -21,6 +22,7 @@ pub use crate::engine::Sink;
 pub use crate::engine::http::{HttpTarget, HttpUrl};
 pub use crate::proto::DEFAULT_PORT;
 pub use http::{HttpAgent, http_targets, run_http};
+pub use query::agent_profiles;
 pub use rr::run_rr;
 pub use session::{ClientError, ClientOptions, Target};
 pub use tcp::run_tcp;

@@ -217,6 +217,45 @@ impl Session {
 /// Connects, exchanges preambles, authenticates and asks for `spec`.
 pub(super) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOptions) -> Result<Session, ClientError> {
     let peer = target.addr;
+    let mut conn = authenticated(target, opts)?;
+    conn.send(&Message::Request {
+        spec: spec.clone(),
+        profile: opts.profile.clone(),
+    })?;
+    // Under a profile the agent runs its command before it accepts, and its undo before it
+    // sends its result.
+    let allowance = opts
+        .profile
+        .as_ref()
+        .map_or(Duration::ZERO, |_| crate::proto::PROFILE_TIMEOUT);
+    match conn.recv(REPLY_TIMEOUT + allowance, "waiting for the test to be accepted")? {
+        Message::Accepted {
+            cookie,
+            host,
+            udp_ports,
+        } => {
+            let bytes = crate::codec::from_hex(&cookie).ok_or(ClientError::Malformed { peer, what: "cookie" })?;
+            let cookie: [u8; COOKIE_LEN] = bytes
+                .try_into()
+                .map_err(|_| ClientError::Malformed { peer, what: "cookie" })?;
+            Ok(Session {
+                target: target.clone(),
+                conn,
+                cookie,
+                // The agent's host name and OS reach the report: no escape sequence in them.
+                host: summary::check::escape_controls(host),
+                udp_ports,
+                result_timeout: RESULT_TIMEOUT + allowance,
+            })
+        }
+        other => Err(conn.unexpected("accepted", &other).into()),
+    }
+}
+
+/// Connects, exchanges preambles and authenticates (both ways when there is a secret): the
+/// control connection ready for its `request` (or `profiles`).
+pub(super) fn authenticated(target: &Target, opts: &ClientOptions) -> Result<Conn, ClientError> {
+    let peer = target.addr;
     // With a secret, the first flight proves it (a fresh time and nonce under mac1), so that an
     // agent under a flood gives this connection a reserved slot (issue 22). Made before the
     // connect: it goes out the moment the connection is up, to be in when the agent accepts.
@@ -263,38 +302,7 @@ pub(super) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOption
         // prove it knows it, so `challenge: null` is a downgrade, not a shortcut.
         return Err(ClientError::Unauthenticated { peer });
     }
-    conn.send(&Message::Request {
-        spec: spec.clone(),
-        profile: opts.profile.clone(),
-    })?;
-    // Under a profile the agent runs its command before it accepts, and its undo before it
-    // sends its result.
-    let allowance = opts
-        .profile
-        .as_ref()
-        .map_or(Duration::ZERO, |_| crate::proto::PROFILE_TIMEOUT);
-    match conn.recv(REPLY_TIMEOUT + allowance, "waiting for the test to be accepted")? {
-        Message::Accepted {
-            cookie,
-            host,
-            udp_ports,
-        } => {
-            let bytes = crate::codec::from_hex(&cookie).ok_or(ClientError::Malformed { peer, what: "cookie" })?;
-            let cookie: [u8; COOKIE_LEN] = bytes
-                .try_into()
-                .map_err(|_| ClientError::Malformed { peer, what: "cookie" })?;
-            Ok(Session {
-                target: target.clone(),
-                conn,
-                cookie,
-                // The agent's host name and OS reach the report: no escape sequence in them.
-                host: summary::check::escape_controls(host),
-                udp_ports,
-                result_timeout: RESULT_TIMEOUT + allowance,
-            })
-        }
-        other => Err(conn.unexpected("accepted", &other).into()),
-    }
+    Ok(conn)
 }
 
 fn now_unix_ms() -> u64 {

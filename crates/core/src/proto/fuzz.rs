@@ -209,6 +209,10 @@ mod tests {
                 udp_ports: vec![50_000, 50_001],
             },
             Message::Start,
+            Message::Profiles,
+            Message::ProfileList {
+                names: vec!["toe-off".into(), "toe-on".into()],
+            },
             Message::Started,
             Message::Stop,
             Message::Result {

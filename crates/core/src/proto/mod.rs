@@ -79,6 +79,11 @@ pub(crate) enum Message {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         profile: Option<String>,
     },
+    /// Client -> agent, instead of `request`: which profiles the agent has (`plan check`, issue
+    /// 23). Nothing runs; the agent answers `profile_list` and closes.
+    Profiles,
+    /// Agent -> client: the answer to `profiles`, the names in the order the owner gave them.
+    ProfileList { names: Vec<String> },
     /// Agent -> client: the test is set up; data connections must carry `cookie`. For UDP,
     /// `udp_ports` are the agent's data sockets, one per stream in stream order.
     Accepted {
@@ -141,6 +146,8 @@ impl Message {
             Message::Auth { .. } => "auth",
             Message::AuthOk { .. } => "auth_ok",
             Message::Request { .. } => "request",
+            Message::Profiles => "profiles",
+            Message::ProfileList { .. } => "profile_list",
             Message::Accepted { .. } => "accepted",
             Message::Ports { .. } => "ports",
             Message::Start => "start",

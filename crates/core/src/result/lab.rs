@@ -153,6 +153,10 @@ pub struct LabHostRecord {
     /// The link as it is typed (`rate=100.000Mbit/s,delay=10ms`), or `(unshaped)`.
     pub link_text: String,
     pub backends: Backends,
+    /// HOST:PORT of the HTTP server its agent runs (`serve --http-port`, for `linerate http`
+    /// in the lab); None for a lab made by a build whose agents ran none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<String>,
     /// Packets from this host that nftables dropped for its loss= (summed over the receiving
     /// hosts); None where loss is not emulated by nftables.
     pub loss_drops: Option<u64>,
@@ -215,6 +219,7 @@ mod tests {
                     delay: Some("linerate relay".into()),
                     ..Backends::default()
                 },
+                http: None,
                 loss_drops: None,
             }],
             relay: Some(RelayRecord {

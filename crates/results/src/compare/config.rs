@@ -106,7 +106,63 @@ fn flatten_config(config: Option<&Value>) -> BTreeMap<String, String> {
         !VOLATILE.iter().any(|v| k == v || k.starts_with(&format!("{v}.")))
             && !VOLATILE_LEAVES.iter().any(|l| k.split('.').any(|part| part == *l))
     });
+    if let Some(Value::Array(interfaces)) = config.and_then(|c| c.get("interfaces")) {
+        for (i, interface) in interfaces.iter().enumerate() {
+            let Some(Value::Array(lines)) = interface.get("qdiscs") else {
+                continue;
+            };
+            let name = interface
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| i.to_string());
+            let lines: Vec<&str> = lines.iter().filter_map(Value::as_str).collect();
+            if !lines.is_empty() {
+                flat.insert(
+                    format!("interfaces.{name}.qdiscs"),
+                    qdiscs_without_handles(&lines).join(","),
+                );
+            }
+        }
+    }
     flat
+}
+
+/// `tc qdisc show`'s lines (`tbf 802b: root rate 1Gbit ...`, `netem 802c: parent 802b:1 ...`)
+/// without the handles the kernel assigned (issue 23): a handle is the qdisc's identity, a new
+/// one each time the qdisc is made (`qdisc_alloc_handle` in net/sched/sch_api.c counts up from
+/// 8000: on one counter for the whole kernel), not its configuration. Each qdisc is its kind and parameters; a
+/// parent is named by its kind (`parent tbf:1`), `root`, `ingress` and `ffff:` as they are.
+fn qdiscs_without_handles(lines: &[&str]) -> Vec<String> {
+    let kinds: BTreeMap<&str, &str> = lines
+        .iter()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let kind = w.next()?;
+            let handle = w.next().filter(|h| h.ends_with(':'))?;
+            Some((handle.trim_end_matches(':'), kind))
+        })
+        .collect();
+    lines
+        .iter()
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let mut out: Vec<String> = Vec::with_capacity(words.len());
+            for (i, w) in words.iter().enumerate() {
+                if i == 1 && w.ends_with(':') {
+                    continue;
+                }
+                let parent = i > 0 && words[i - 1] == "parent";
+                match w.split_once(':') {
+                    Some((major, minor)) if parent && kinds.contains_key(major) => {
+                        out.push(format!("{}:{minor}", kinds[major]));
+                    }
+                    _ => out.push(w.to_string()),
+                }
+            }
+            out.join(" ")
+        })
+        .collect()
 }
 
 /// Paths to scalar values. Arrays of scalars are one value (`0,1`); arrays of objects are keyed
@@ -230,6 +286,37 @@ mod tests {
         );
         assert_eq!(keys(None, Some("on")).len(), 2, "{:?}", keys(None, Some("on")));
         assert!(keys(Some("on"), Some("on")).is_empty());
+    }
+
+    /// Issue 23: two labs of the same link listed `tbf 802b:` against `tbf 802e:` as a change.
+    #[test]
+    fn issue_23_qdisc_handles_are_not_configuration() {
+        let config = |tbf: &str, netem: &str, rate: &str| {
+            serde_json::json!({"interfaces": [{"name": "veth1", "qdiscs": [
+                format!("tbf {tbf}: root rate {rate} burst 125000b lat 50ms"),
+                format!("netem {netem}: parent {tbf}:1 limit 1000 delay 1ms"),
+            ]}]})
+        };
+        let a = flatten_config(Some(&config("802b", "802c", "1Gbit")));
+        let b = flatten_config(Some(&config("802e", "802f", "1Gbit")));
+        assert_eq!(
+            a["interfaces.veth1.qdiscs"],
+            "tbf root rate 1Gbit burst 125000b lat 50ms,netem parent tbf:1 limit 1000 delay 1ms"
+        );
+        let mut out = Vec::new();
+        push_changes(&mut out, "h1", &a, &b);
+        assert!(out.is_empty(), "{out:?}");
+        // A parameter that differs still does.
+        let c = flatten_config(Some(&config("8030", "8031", "100Mbit")));
+        push_changes(&mut out, "h1", &a, &c);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(
+            out[0]
+                .b
+                .as_deref()
+                .is_some_and(|b| b.starts_with("tbf root rate 100Mbit")),
+            "{out:?}"
+        );
     }
 
     #[test]

@@ -12,10 +12,12 @@
 //! Concurrency: WAL mode and a busy timeout ([`BUSY_TIMEOUT`]), so several clients storing at
 //! once each wait their turn; a writer killed mid-transaction leaves the database as it was.
 
+pub mod cause;
 pub mod document;
 pub mod headline;
 pub mod schema;
 
+pub use cause::Cause;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -44,22 +46,15 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot open the results database {path}")]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
-    },
+    /// The cause in words ([`Cause`]), never SQLite's code number.
+    #[error("cannot open the results database {path}: {cause}")]
+    Open { path: PathBuf, cause: Cause },
     #[error(
         "the results database {path} has layout {found}, newer than this build's {known}: upgrade linerate to write to it"
     )]
     NewerSchema { path: PathBuf, found: u32, known: u32 },
-    #[error("results database {path}")]
-    Sql {
-        path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
-    },
+    #[error("results database {path}: {cause}")]
+    Sql { path: PathBuf, cause: Cause },
     #[error("no stored result {id}")]
     NotFound { id: String },
     #[error("'{text}' is not a result id (a number such as 42 or #42)")]
@@ -72,6 +67,30 @@ pub enum StoreError {
     TooLarge { limit_mib: usize },
     #[error("a stored document does not read ({why})")]
     Corrupt { why: String },
+}
+
+impl StoreError {
+    fn open(path: &Path, e: &rusqlite::Error) -> StoreError {
+        StoreError::Open {
+            path: path.to_path_buf(),
+            cause: Cause::of(e, path),
+        }
+    }
+
+    fn sql(path: &Path, e: &rusqlite::Error) -> StoreError {
+        StoreError::Sql {
+            path: path.to_path_buf(),
+            cause: Cause::of(e, path),
+        }
+    }
+
+    /// Why it failed, when SQLite or the filesystem said.
+    pub fn cause(&self) -> Option<&Cause> {
+        match self {
+            StoreError::Open { cause, .. } | StoreError::Sql { cause, .. } => Some(cause),
+            _ => None,
+        }
+    }
 }
 
 /// A stored result's id: an integer, never reused (even after `rm`), printed `#42`; `42` and
@@ -238,10 +257,7 @@ impl Store {
                     source,
                 })?;
         }
-        let open_err = |source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
-        };
+        let open_err = |e: rusqlite::Error| StoreError::open(path, &e);
         // An empty file is an empty database; made here, before SQLite makes it with the umask's
         // mode (0644). One that exists already, or cannot be made, is left to SQLite to judge.
         let _ = std::fs::OpenOptions::new()
@@ -289,15 +305,48 @@ impl Store {
         Ok(store)
     }
 
-    /// Opens an existing database for reading only (no directory or file created, no migration).
+    /// Opens an existing database for reading only: no directory or file created, no
+    /// migration, nothing written (`SQLITE_OPEN_READ_ONLY`).
+    ///
+    /// A WAL database is read through its `-shm` index, which SQLite makes beside the file when
+    /// none is there. Where it cannot (a read-only filesystem or a directory not this user's),
+    /// the file is opened `immutable=1` (<https://sqlite.org/uri.html#uriimmutable>): read as it
+    /// lies, with no lock and no log. Only then, and only when no `-wal` log holds commits not
+    /// yet in the file: a writer at work would have made the `-shm` this open found missing.
     pub fn open_read(path: &Path) -> Result<Store, StoreError> {
-        let open_err = |source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
+        match Store::open_read_with(path, false) {
+            Err(e) if Store::immutable_will_do(path, &e) => Store::open_read_with(path, true),
+            other => other,
+        }
+    }
+
+    /// Whether a read-only open that failed with `e` may read the file `immutable=1` instead.
+    fn immutable_will_do(path: &Path, e: &StoreError) -> bool {
+        let cannot_write_beside = matches!(
+            e.cause(),
+            Some(Cause::ReadOnlyFilesystem | Cause::PermissionDenied | Cause::Other(_))
+        );
+        let name = |suffix: &str| {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            PathBuf::from(p)
         };
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
+        let log_empty = std::fs::metadata(name("-wal")).map(|m| m.len() == 0).unwrap_or(true);
+        cannot_write_beside && log_empty && !name("-shm").exists() && cause::access(path, libc::R_OK)
+    }
+
+    fn open_read_with(path: &Path, immutable: bool) -> Result<Store, StoreError> {
+        let open_err = |e: rusqlite::Error| StoreError::open(path, &e);
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = if immutable {
+            flags |= OpenFlags::SQLITE_OPEN_URI;
+            Connection::open_with_flags(uri_immutable(path), flags)
+        } else {
+            Connection::open_with_flags(path, flags)
+        }
+        .map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        // The first read opens the log and its index: a WAL database that cannot have them fails here.
         let version: u32 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(open_err)?;
@@ -318,10 +367,7 @@ impl Store {
     }
 
     fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        |source| StoreError::Sql {
-            path: self.path.clone(),
-            source,
-        }
+        |e| StoreError::sql(&self.path, &e)
     }
 
     /// Runs the migrations this file lacks, all in one immediate transaction: two processes
@@ -336,10 +382,7 @@ impl Store {
             return Ok(());
         }
         let path = self.path.clone();
-        let sql = |source| StoreError::Sql {
-            path: path.clone(),
-            source,
-        };
+        let sql = |e: rusqlite::Error| StoreError::sql(&path, &e);
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -383,10 +426,7 @@ impl Store {
         let targets = serde_json::to_string(&record.targets).map_err(StoreError::Document)?;
         let stored_document = document::encode(&record.document)?;
         let path = self.path.clone();
-        let sql = |source| StoreError::Sql {
-            path: path.clone(),
-            source,
-        };
+        let sql = |e: rusqlite::Error| StoreError::sql(&path, &e);
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -583,10 +623,7 @@ impl Store {
     pub fn remove(&mut self, ids: &[Id]) -> Result<(), StoreError> {
         self.writable()?;
         let path = self.path.clone();
-        let sql = |source| StoreError::Sql {
-            path: path.clone(),
-            source,
-        };
+        let sql = |e: rusqlite::Error| StoreError::sql(&path, &e);
         let tx = self.conn.transaction().map_err(sql)?;
         for id in ids {
             if tx
@@ -604,10 +641,7 @@ impl Store {
     pub fn label(&mut self, id: Id, labels: &[(String, String)]) -> Result<(), StoreError> {
         self.writable()?;
         let path = self.path.clone();
-        let sql = |source| StoreError::Sql {
-            path: path.clone(),
-            source,
-        };
+        let sql = |e: rusqlite::Error| StoreError::sql(&path, &e);
         let tx = self.conn.transaction().map_err(sql)?;
         let found: Option<i64> = tx
             .query_row("SELECT id FROM records WHERE id = ?1", params![id.0], |r| r.get(0))
@@ -636,6 +670,20 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()
             .map_err(self.sql())
     }
+}
+
+/// `file:PATH?immutable=1`, the path percent-encoded where a URI needs it.
+fn uri_immutable(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri += &format!("%{b:02X}");
+        }
+    }
+    uri + "?immutable=1"
 }
 
 /// A sweep has no start of its own: its first point's.
