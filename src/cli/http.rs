@@ -54,6 +54,18 @@ Example: --rps 5000"
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub timeout: TimeSpan,
 
+    /// Fail the run (exit 4) past N failed requests, or P% of those that ended
+    #[arg(
+        long,
+        value_name = "N|P%",
+        long_help = "Fail the run (exit 4) when more than N requests failed, or more than P% of the\n\
+requests that ended (2xx responses and failed ones; those in flight at the end\n\
+are neither). A failed request is a response other than 2xx, or a connection\n\
+refused, reset or timed out. Default: the run fails only when no request\n\
+succeeded. Examples: --max-errors 0, --max-errors 1%"
+    )]
+    pub max_errors: Option<linerate_core::result::ErrorBudget>,
+
     /// Client worker threads (default: one per CPU)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: u16,
@@ -206,6 +218,34 @@ mod tests {
             .to_string();
         assert!(e.contains("--users takes one count with --rps"), "{e}");
         assert!(parse(&["--rate", "1", "--find-optimum"]).is_err());
+    }
+
+    #[test]
+    fn issue_23_max_errors_is_a_count_or_a_share() {
+        use linerate_core::result::ErrorBudget;
+        assert_eq!(parse(&[]).expect("ok").max_errors, None, "the default rule");
+        assert_eq!(
+            parse(&["--max-errors", "0"]).expect("ok").max_errors,
+            Some(ErrorBudget::Count(0))
+        );
+        assert_eq!(
+            parse(&["--max-errors=12"]).expect("ok").max_errors,
+            Some(ErrorBudget::Count(12))
+        );
+        assert_eq!(
+            parse(&["--max-errors", "2.5%"]).expect("ok").max_errors,
+            Some(ErrorBudget::Percent(2.5))
+        );
+        assert_eq!(
+            parse(&["--max-errors", "1", "--max-errors", "100%"])
+                .expect("last one wins")
+                .max_errors,
+            Some(ErrorBudget::Percent(100.0))
+        );
+        for bad in ["-1", "101%", "some", "%", "1.5"] {
+            let e = parse(&["--max-errors", bad]).expect_err(bad).to_string();
+            assert!(e.contains("--max-errors"), "{bad}: {e}");
+        }
     }
 
     #[test]

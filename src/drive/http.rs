@@ -7,7 +7,8 @@ use crate::cli::http::HttpArgs;
 use crate::finish::print_text;
 use anyhow::Context;
 use linerate_core::client::{ClientOptions, HttpAgent, HttpTarget, Sink, http_targets, run_http};
-use linerate_core::result::TestResult;
+use linerate_core::result::{ErrorBudget, TestResult};
+use linerate_core::summary::http::apply_max_errors;
 use linerate_core::spec::HttpSpec;
 use linerate_core::sweep::Sweep;
 use linerate_core::sweep::http::{HttpBaseline, HttpPlan, Users, baseline};
@@ -23,6 +24,8 @@ pub struct Http {
     opts: ClientOptions,
     /// `--baseline`: kept in a sweep's document, its share added to each single run's result.
     baseline: Option<HttpBaseline>,
+    /// `--max-errors`: kept in each run's document, whose outcome it judges.
+    max_errors: Option<ErrorBudget>,
 }
 
 /// `linerate http`: one run, repeated runs, or a sweep over user counts with the optimum.
@@ -51,6 +54,7 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         targets: http_targets(&urls, args.keepalive)?,
         agent: args.agent(&urls)?,
         baseline: None,
+        max_errors: args.max_errors,
     };
     if args.baseline {
         let b = baseline(&base, &http.targets, |spec, local| {
@@ -75,6 +79,7 @@ impl Http {
             agent: None,
             opts: self.opts.clone(),
             baseline: None,
+            max_errors: None,
         }
     }
 }
@@ -104,7 +109,10 @@ impl Kind for Http {
             target: a.target.clone(),
             required: a.required,
         });
-        Ok(run_http(spec, &self.targets, agent, opts, sink, interrupt)?)
+        let mut result = run_http(spec, &self.targets, agent, opts, sink, interrupt)?;
+        // Here, so that every run is judged alike: once, repeated, or a sweep's point.
+        apply_max_errors(&mut result, self.max_errors);
+        Ok(result)
     }
 
     fn complete(&self, result: &mut TestResult) {

@@ -13,7 +13,21 @@ pub struct HttpSummary {
     pub steady_seconds: f64,
     /// Complete responses (any status) in the window.
     pub responses: u64,
+    /// All complete responses, failed ones (not 2xx) included, per second of the window.
     pub responses_per_second: f64,
+    /// Successful responses (2xx) per second of the window: the run's throughput; null in
+    /// documents from before it was kept (issue 23).
+    #[serde(default)]
+    pub successful_responses_per_second: Option<f64>,
+    /// Failed requests (`errors.total`: bad status and every other class) as a share of the
+    /// requests that ended in the window (2xx responses + failed), percent; null when none ended
+    /// or in documents from before it was kept.
+    #[serde(default)]
+    pub failed_percent: Option<f64>,
+    /// `--max-errors`: the failed requests a complete run may have; null: the default rule (a
+    /// run fails only when no request succeeded).
+    #[serde(default)]
+    pub max_errors: Option<ErrorBudget>,
     pub requests_started: u64,
     /// Bytes read (response heads and bodies) and written (requests) x 8 / window.
     pub bits_per_second_in: f64,
@@ -24,7 +38,8 @@ pub struct HttpSummary {
     pub body_bytes: u64,
     /// From each request's intended start to its last byte, microseconds.
     pub response_time_us: Option<LatencyFigures>,
-    /// From each request's intended start to the first byte of its response.
+    /// From each request's intended start to the first byte of its response, for the same
+    /// responses as `response_time_us` (so never above it).
     pub ttfb_us: Option<LatencyFigures>,
     /// connect() to established, for new connections.
     pub connect_us: Option<LatencyFigures>,
@@ -132,6 +147,70 @@ impl HttpSummary {
     /// reset, timed out, a bad status, or never answered). The binary's exit status reads this.
     pub fn every_request_failed(&self) -> bool {
         self.successful_responses() == 0 && (self.requests_started > 0 || self.errors.total > 0)
+    }
+
+    /// The failed requests are over `--max-errors`: by count, or by share of the requests that
+    /// ended (`failed_percent`).
+    pub fn over_error_budget(&self) -> bool {
+        match self.max_errors {
+            None => false,
+            Some(ErrorBudget::Count(n)) => self.errors.total > n,
+            Some(ErrorBudget::Percent(p)) => self.failed_percent.is_some_and(|f| f > p),
+        }
+    }
+
+    /// Why the run failed as a whole, by its failed requests: every one failed, or more than
+    /// `--max-errors` did; None when they pass.
+    pub fn failure(&self) -> Option<String> {
+        let share = self.failed_percent.map_or(String::new(), |p| format!(" ({p:.2} %)"));
+        if self.every_request_failed() {
+            Some("not one request got a 2xx response".into())
+        } else if self.over_error_budget() {
+            let budget = self.max_errors.map_or(String::new(), |b| b.to_string());
+            Some(format!(
+                "{} requests failed{share}, over --max-errors {budget}",
+                self.errors.total
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// `--max-errors`: how many failed requests a complete run may have, as a count (`{"count":
+/// 10}`) or a share of the requests that ended (`{"percent": 1.5}`); over it the run failed.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorBudget {
+    Count(u64),
+    Percent(f64),
+}
+
+impl std::str::FromStr for ErrorBudget {
+    type Err = String;
+
+    /// `N` (a count) or `P%` (a percentage from 0 to 100).
+    fn from_str(s: &str) -> Result<ErrorBudget, String> {
+        let t = s.trim();
+        match t.strip_suffix('%') {
+            Some(p) => match p.trim().parse::<f64>() {
+                Ok(p) if (0.0..=100.0).contains(&p) => Ok(ErrorBudget::Percent(p)),
+                _ => Err(format!("'{s}' is not a percentage from 0% to 100%")),
+            },
+            None => t
+                .parse::<u64>()
+                .map(ErrorBudget::Count)
+                .map_err(|_| format!("'{s}' is not a count of failed requests (N) or a share (P%)")),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ErrorBudget::Count(n) => write!(f, "{n}"),
+            ErrorBudget::Percent(p) => write!(f, "{p}%"),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use crate::engine::http::HttpRun;
 use crate::engine::run::Plan;
 use crate::metrics::host::HostInfo;
 use crate::result::{
-    ConnectionCounts, ConnectionRates, ErrorSummary, HostIntervalRecord, HostRecord, HttpIntervalRecord, HttpSummary,
+    ConnectionCounts, ConnectionRates, ErrorBudget, ErrorSummary, HostIntervalRecord, HostRecord, HttpIntervalRecord, HttpSummary,
     IntervalRecord, RateFigures, SCHEMA, SideReport, Summary, TestResult,
 };
 use crate::spec::{HttpSpec, TestSpec};
@@ -37,6 +37,12 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
         steady_seconds: secs,
         responses: run.responses,
         responses_per_second: per_s(run.responses as f64),
+        successful_responses_per_second: Some(per_s(run.status[2] as f64)),
+        failed_percent: {
+            let ended = run.status[2] + run.errors.total();
+            (ended > 0).then(|| run.errors.total() as f64 * 100.0 / ended as f64)
+        },
+        max_errors: None,
         requests_started: run.requests_started,
         bits_per_second_in: per_s(run.bytes_in as f64 * 8.0),
         bits_per_second_out: per_s(run.bytes_out as f64 * 8.0),
@@ -150,6 +156,17 @@ fn run_notes(spec: &HttpSpec, run: &HttpRun) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// `--max-errors` into an HTTP run's document: the budget kept beside the figures it judges
+/// (the outcome reads both), and a note when the failed requests passed it.
+pub fn apply_max_errors(result: &mut TestResult, budget: Option<ErrorBudget>) {
+    let Some(h) = result.summary.http.as_mut() else { return };
+    h.max_errors = budget;
+    if h.over_error_budget() && !h.every_request_failed() {
+        let why = h.failure().unwrap_or_default();
+        result.notes.push(format!("the run failed: {why}"));
+    }
 }
 
 /// The result document of an HTTP run.

@@ -44,6 +44,9 @@ struct User {
     head: Vec<u8>,
     head_len: Option<usize>,
     got_first_byte: bool,
+    /// When the response's first byte came (ns since time zero): recorded as its time to first
+    /// byte only once the response is complete, beside its response time (issue 23).
+    first_byte_ns: u64,
     content_length: Option<u64>,
     body: u64,
     status: u16,
@@ -273,13 +276,7 @@ impl Worker<'_> {
                     let user = &mut self.users[u];
                     if !user.got_first_byte {
                         user.got_first_byte = true;
-                        let now = self.start.elapsed().as_nanos() as u64;
-                        if now >= self.window_ns && now <= self.window_end_ns {
-                            let _ = self
-                                .out
-                                .ttfb
-                                .record(now.saturating_sub(user.intended_ns).clamp(1, HIST_MAX_NS));
-                        }
+                        user.first_byte_ns = self.start.elapsed().as_nanos() as u64;
                     }
                     if user.head_len.is_none() {
                         // The usual case: the whole head in the first read, parsed where it lies.
@@ -393,6 +390,10 @@ impl Worker<'_> {
             End::Done => {
                 let user = &self.users[u];
                 let rt = now.saturating_sub(user.intended_ns).clamp(1, HIST_MAX_NS);
+                // The same request's first byte, never after its last: both histograms hold the
+                // same responses (a first byte counted for a request that then failed, or ended
+                // past the window, put TTFB percentiles above every response time: issue 23).
+                let ttfb = user.first_byte_ns.saturating_sub(user.intended_ns).clamp(1, rt);
                 let class = usize::from(user.status / 100).min(5);
                 let ok = (200..300).contains(&user.status);
                 self.total_responses += 1;
@@ -401,6 +402,7 @@ impl Worker<'_> {
                     self.out.status[class] += 1;
                     self.out.body_bytes += user.body;
                     let _ = self.out.response_time.record(rt);
+                    let _ = self.out.ttfb.record(ttfb);
                     if !ok {
                         self.out.errors.bad_status += 1;
                     }
@@ -552,6 +554,7 @@ pub(super) fn work(
                 head: Vec::new(),
                 head_len: None,
                 got_first_byte: false,
+                first_byte_ns: 0,
                 content_length: None,
                 body: 0,
                 status: 0,
