@@ -73,9 +73,10 @@ succeeded. Examples: --max-errors 0, --max-errors 1%"
     #[command(flatten)]
     pub cpus: CpuArgs,
 
-    /// A linerate agent on the server's host, to sample it (default: try the first URL's host)
+    /// A linerate agent on a server's host, to sample it; repeat for each server (default: try
+    /// each URL's host)
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "no_agent")]
-    pub agent: Option<String>,
+    pub agent: Vec<String>,
 
     /// Do not look for an agent on the server's host
     #[arg(long)]
@@ -140,32 +141,47 @@ impl HttpArgs {
         Ok(spec)
     }
 
-    /// The agent to ask for the server side: --agent, else the first URL's host (not required).
-    pub fn agent(&self, urls: &[HttpUrl]) -> anyhow::Result<Option<linerate_core::client::HttpAgent>> {
-        if self.no_agent {
-            return Ok(None);
-        }
+    /// The agents to ask for the servers' side: each --agent (required), else one on each URL's
+    /// host (tried; the run goes on without one that does not answer).
+    pub fn agents(&self, urls: &[HttpUrl]) -> anyhow::Result<Vec<linerate_core::client::HttpAgent>> {
+        use linerate_core::client::HttpAgent;
         let port = linerate_core::client::DEFAULT_PORT;
-        match &self.agent {
-            Some(a) => Ok(Some(linerate_core::client::HttpAgent {
-                target: Target::resolve(a, port).with_context(|| format!("agent address '{a}'"))?,
-                required: true,
-            })),
-            None => {
-                let host = &urls[0].host;
+        if self.no_agent {
+            return Ok(Vec::new());
+        }
+        if !self.agent.is_empty() {
+            return self
+                .agent
+                .iter()
+                .map(|a| {
+                    Ok(HttpAgent {
+                        target: Target::resolve(a, port).with_context(|| format!("agent address '{a}'"))?,
+                        required: true,
+                    })
+                })
+                .collect();
+        }
+        let mut hosts: Vec<&str> = Vec::new();
+        for u in urls {
+            if !hosts.contains(&u.host.as_str()) {
+                hosts.push(&u.host);
+            }
+        }
+        Ok(hosts
+            .into_iter()
+            .filter_map(|host| {
                 let text = if host.contains(':') {
                     format!("[{host}]")
                 } else {
-                    host.clone()
+                    host.to_string()
                 };
-                Ok(Target::resolve(&text, port)
-                    .ok()
-                    .map(|target| linerate_core::client::HttpAgent {
-                        target,
-                        required: false,
-                    }))
-            }
-        }
+                Target::resolve(&text, port).ok()
+            })
+            .map(|target| HttpAgent {
+                target,
+                required: false,
+            })
+            .collect())
     }
 }
 

@@ -799,3 +799,75 @@ fn issue_23_ttfb_never_exceeds_the_response_time() {
         assert!(t <= f(&v, "/summary/response_time_us/max"), "ttfb {k} {t} us");
     }
 }
+
+/// Issue 23, item 12: a load over two servers, each with its agent (on 127.0.0.1 and
+/// 127.0.0.2), reports each server's share and its host's cost, and their total: a COST
+/// column per server, as Avalanche's per-port figures.
+#[test]
+fn issue_23_two_servers_each_get_a_column_and_a_total() {
+    let one = Agent::start_with(&[], &["--bind", "127.0.0.1", "--port", "0"], &["--http-port", "0"], &[]);
+    let two = Agent::start_with(&[], &["--bind", "127.0.0.2", "--port", "0"], &["--http-port", "0"], &[]);
+    let urls = [one.http_url("/bytes/1000"), two.http_url("/bytes/3000")];
+    let run = [
+        urls[0].as_str(),
+        urls[1].as_str(),
+        "--users",
+        "4",
+        "-d",
+        "1s",
+        "--agent",
+        &one.addr,
+        "--agent",
+        &two.addr,
+    ];
+    let v = http_json(&run);
+    let s = &v["summary"];
+    let servers = s["servers"].as_array().expect("summary.servers");
+    assert_eq!(servers.len(), 2, "{}", s["servers"]);
+    let mut sums = [0u64; 4];
+    for (i, (server, agent)) in servers.iter().zip([&one, &two]).enumerate() {
+        let http = agent.http_addr.as_deref().expect("http address");
+        assert_eq!(server["server"], http);
+        assert_eq!(server["agent"], agent.addr.as_str());
+        let responses = u(server, "/responses");
+        assert!(responses > 0, "server {i}: {server}");
+        // Each URL's body length tells its bytes apart: every response read whole from its own.
+        let body = [1000, 3000][i];
+        assert!(u(server, "/bytes_in") > responses * body, "server {i}: {server}");
+        assert!(server["host"]["cpu"]["host_percent"].is_number(), "server {i}: {server}");
+        assert_eq!(u(server, "/host/bytes"), u(server, "/bytes_in"));
+        for (sum, key) in sums.iter_mut().zip(["/responses", "/errors", "/bytes_in", "/connections_attempted"]) {
+            *sum += u(server, key);
+        }
+    }
+    assert_eq!(sums[0], u(&v, "/summary/responses"));
+    assert_eq!(sums[1], u(&v, "/summary/errors/total"));
+    assert_eq!(sums[2], u(&v, "/summary/bytes_in"));
+    assert_eq!(sums[3], u(&v, "/summary/connections/attempted"));
+    // The servers' total: both agents counted, the one machine they share once.
+    let counted: Vec<&str> = s["server"]["counted_by"]
+        .as_array()
+        .expect("counted_by")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(counted, [one.addr.as_str(), two.addr.as_str()]);
+    assert_eq!(u(&v, "/summary/server/hosts"), 1);
+    assert_eq!(u(&v, "/summary/server/bytes"), u(&v, "/summary/bytes_in"));
+
+    let out = linerate(&[&["http"][..], &run[..]].concat(), LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cost = text
+        .lines()
+        .find(|l| l.starts_with("COST"))
+        .unwrap_or_else(|| panic!("no COST block in {text}"));
+    for column in [
+        format!("server {}", one.http_addr.as_deref().expect("addr")),
+        format!("server {}", two.http_addr.as_deref().expect("addr")),
+        "servers total".to_string(),
+    ] {
+        assert!(cost.contains(&column), "no {column:?} in {cost:?}");
+    }
+    assert!(text.contains("PER SERVER"), "{text}");
+}

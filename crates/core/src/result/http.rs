@@ -1,7 +1,7 @@
 //! What an HTTP run adds to the document: the users' figures over the steady state in `summary`
 //! (responses, bits/s, response times, connections, errors by class) and the timeline's records.
 
-use super::{LatencyFigures, RateFigures};
+use super::{LatencyFigures, RateFigures, SideSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -57,6 +57,37 @@ pub struct HttpSummary {
     pub optimum: Option<Optimum>,
     /// `--baseline`: this client against linerate's own server on this host.
     pub baseline: Option<Baseline>,
+    /// Each server's share of the load (URLs of one `HOST[:PORT]` added up), in the order the
+    /// URLs first name it, with its host's samplers when an agent ran there; empty in documents
+    /// from before it was kept (issue 23).
+    #[serde(default)]
+    pub servers: Vec<HttpServerSummary>,
+}
+
+/// One server's share of an HTTP load, counted by the client over the window as the totals are.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpServerSummary {
+    /// `HOST[:PORT]` as the URLs name it.
+    pub server: String,
+    /// The agent that sampled the server's host, as it was reached; null when none did.
+    pub agent: Option<String>,
+    pub requests_started: u64,
+    /// Complete responses (any status) and 2xx responses, per second of the window.
+    pub responses: u64,
+    pub responses_per_second: f64,
+    pub successful_responses_per_second: f64,
+    /// Failed requests of every class (a status other than 2xx included).
+    pub errors: u64,
+    /// Connections begun in the window, and of those established, per second.
+    pub connections_attempted: u64,
+    pub connections_successful: u64,
+    pub connections_per_second: f64,
+    /// Response bytes read from it x 8 / window.
+    pub bytes_in: u64,
+    pub bits_per_second_in: f64,
+    /// Its host's samplers over the window (CPU, interrupts, interfaces), with this server's
+    /// bytes and responses; null without an agent there.
+    pub host: Option<SideSummary>,
 }
 
 /// Connections the client began in the window, by outcome: an identity,

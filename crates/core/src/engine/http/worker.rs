@@ -3,7 +3,7 @@
 //! histograms and per-interval buckets. Out: the worker's [`HttpRun`], merged by the run.
 
 use super::head::parse_head;
-use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, Times, empty_run};
+use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, TargetCounts, Times, empty_run};
 use crate::engine::run::{Gate, Shared};
 use crate::engine::sockopt;
 use crate::result::StreamEnd;
@@ -103,6 +103,11 @@ impl Worker<'_> {
         self.out.timeline.get_mut(i)
     }
 
+    /// The counts of the URL user `u` fetches now (one add beside each total: no lookup).
+    fn target_of(&mut self, u: usize) -> &mut TargetCounts {
+        &mut self.out.per_target[self.users[u].target]
+    }
+
     fn set_timer(&mut self, u: usize, at: u64) {
         let user = &mut self.users[u];
         user.generation = user.generation.wrapping_add(1);
@@ -134,6 +139,7 @@ impl Worker<'_> {
         }
         if self.in_window(now) {
             self.out.requests_started += 1;
+            self.out.per_target[target].requests_started += 1;
         }
         // Timeouts are found by a scan every few ms, not by timers: a timer per request would
         // leave the heap full of stale entries.
@@ -146,6 +152,7 @@ impl Worker<'_> {
         let counted = self.in_window(now);
         if counted {
             self.out.connections_attempted += 1;
+            self.out.per_target[target].connections_attempted += 1;
         }
         if let Some(b) = self.bucket(now) {
             b.connections += 1;
@@ -195,6 +202,7 @@ impl Worker<'_> {
                 }
                 if self.users[u].connect_counted {
                     self.out.connections_successful += 1;
+                    self.target_of(u).connections_successful += 1;
                     let _ = self
                         .out
                         .connect
@@ -269,6 +277,7 @@ impl Worker<'_> {
                     self.total_in += n as u64;
                     if self.in_window(now) {
                         self.out.bytes_in += n as u64;
+                        self.target_of(u).bytes_in += n as u64;
                     }
                     if let Some(b) = self.bucket(now) {
                         b.bytes_in += n as u64;
@@ -406,6 +415,13 @@ impl Worker<'_> {
                     if !ok {
                         self.out.errors.bad_status += 1;
                     }
+                    let t = self.target_of(u);
+                    t.responses += 1;
+                    if ok {
+                        t.successful_responses += 1;
+                    } else {
+                        t.errors += 1;
+                    }
                 }
                 if let Some(t) = self
                     .out
@@ -427,6 +443,7 @@ impl Worker<'_> {
                 failed = true;
                 if count_error {
                     *class(&mut self.out.errors) += 1;
+                    self.target_of(u).errors += 1;
                 }
                 if let Some(b) = self.bucket(now) {
                     b.errors += 1;
@@ -574,7 +591,7 @@ pub(super) fn work(
         think_ns: (spec.think_ms * 1e6) as u64,
         interval_ns,
         next_target: w % targets.len().max(1),
-        out: empty_run(buckets, interval_ns),
+        out: empty_run(buckets, interval_ns, targets.len()),
         total_in: 0,
         total_responses: 0,
         tick: 0,
