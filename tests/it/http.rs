@@ -834,9 +834,15 @@ fn issue_23_two_servers_each_get_a_column_and_a_total() {
         // Each URL's body length tells its bytes apart: every response read whole from its own.
         let body = [1000, 3000][i];
         assert!(u(server, "/bytes_in") > responses * body, "server {i}: {server}");
-        assert!(server["host"]["cpu"]["host_percent"].is_number(), "server {i}: {server}");
+        assert!(
+            server["host"]["cpu"]["host_percent"].is_number(),
+            "server {i}: {server}"
+        );
         assert_eq!(u(server, "/host/bytes"), u(server, "/bytes_in"));
-        for (sum, key) in sums.iter_mut().zip(["/responses", "/errors", "/bytes_in", "/connections_attempted"]) {
+        for (sum, key) in sums
+            .iter_mut()
+            .zip(["/responses", "/errors", "/bytes_in", "/connections_attempted"])
+        {
             *sum += u(server, key);
         }
     }

@@ -1,15 +1,14 @@
 //! An HTTP load run's document: what the users counted over the steady state (the ramp left
 //! out), the client's samplers, and the server host's samplers when an agent ran there.
 
-use super::{host_side_summary, hosts_side_summary};
 use super::rr::figures;
+use super::{host_side_summary, hosts_side_summary};
 use crate::engine::http::{HttpRun, ServerCounts};
 use crate::engine::run::Plan;
 use crate::metrics::host::HostInfo;
 use crate::result::{
-    ConnectionCounts, ConnectionRates, ErrorBudget, ErrorSummary, HostIntervalRecord, HostRecord, HttpIntervalRecord, HttpServerSummary,
-    HttpSummary,
-    IntervalRecord, RateFigures, SCHEMA, SideReport, Summary, TestResult,
+    ConnectionCounts, ConnectionRates, ErrorBudget, ErrorSummary, HostIntervalRecord, HostRecord, HttpIntervalRecord,
+    HttpServerSummary, HttpSummary, IntervalRecord, RateFigures, SCHEMA, SideReport, Summary, TestResult,
 };
 use crate::spec::{HttpSpec, TestSpec};
 use std::collections::BTreeMap;
