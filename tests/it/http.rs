@@ -752,7 +752,7 @@ fn late_and_short_server(stop: Arc<AtomicBool>) -> (u16, std::thread::JoinHandle
                 continue;
             };
             n += 1;
-            let late = n % 2 == 0;
+            let late = n.is_multiple_of(2);
             answering.push(std::thread::spawn(move || {
                 let _ = s.set_nonblocking(false);
                 let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
