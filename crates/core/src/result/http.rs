@@ -303,3 +303,64 @@ pub struct HttpIntervalRecord {
     #[serde(default)]
     pub response_time_p99_us: Option<f64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 23: 404s are failed requests; `--max-errors` fails a run past its count or share.
+    #[test]
+    fn issue_23_failure_reads_the_failed_requests_and_the_budget() {
+        let run = |ok: u64, failed: u64, budget: Option<ErrorBudget>| HttpSummary {
+            responses: ok + failed,
+            requests_started: ok + failed,
+            status: [("2xx".to_string(), ok), ("4xx".to_string(), failed)]
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            errors: ErrorSummary {
+                by_class: HttpErrors {
+                    bad_status: failed,
+                    ..HttpErrors::default()
+                },
+                total: failed,
+            },
+            failed_percent: Some(failed as f64 * 100.0 / (ok + failed) as f64),
+            max_errors: budget,
+            ..HttpSummary::default()
+        };
+        assert_eq!(
+            run(0, 458, None).failure().as_deref(),
+            Some("not one request got a 2xx response")
+        );
+        assert_eq!(
+            run(0, 458, Some(ErrorBudget::Percent(100.0))).failure().as_deref(),
+            Some("not one request got a 2xx response"),
+            "no budget makes a run of failures complete"
+        );
+        assert_eq!(run(90, 10, None).failure(), None, "the default: some succeeded");
+        assert_eq!(run(90, 10, Some(ErrorBudget::Count(10))).failure(), None);
+        assert_eq!(run(90, 10, Some(ErrorBudget::Percent(10.0))).failure(), None);
+        assert_eq!(
+            run(90, 10, Some(ErrorBudget::Count(9))).failure().as_deref(),
+            Some("10 requests failed (10.00 %), over --max-errors 9")
+        );
+        assert_eq!(
+            run(90, 10, Some(ErrorBudget::Percent(5.0))).failure().as_deref(),
+            Some("10 requests failed (10.00 %), over --max-errors 5%")
+        );
+        assert_eq!(run(100, 0, Some(ErrorBudget::Count(0))).failure(), None);
+    }
+
+    #[test]
+    fn issue_23_a_budget_is_a_count_or_a_percentage_in_the_document() {
+        let json = |b: ErrorBudget| serde_json::to_string(&b).expect("serializes");
+        assert_eq!(json(ErrorBudget::Count(3)), r#"{"count":3}"#);
+        assert_eq!(json(ErrorBudget::Percent(1.5)), r#"{"percent":1.5}"#);
+        assert_eq!("3".parse(), Ok(ErrorBudget::Count(3)));
+        assert_eq!(" 1.5% ".parse(), Ok(ErrorBudget::Percent(1.5)));
+        for bad in ["", "-1", "x", "101%", "-1%", "1.5"] {
+            assert!(bad.parse::<ErrorBudget>().is_err(), "{bad:?}");
+        }
+    }
+}
