@@ -259,7 +259,7 @@ mod tests {
             Some(ErrorBudget::Percent(100.0))
         );
         for bad in ["-1", "101%", "some", "%", "1.5"] {
-            let e = parse(&["--max-errors", bad]).expect_err(bad).to_string();
+            let e = parse(&[&format!("--max-errors={bad}")]).expect_err(bad).to_string();
             assert!(e.contains("--max-errors"), "{bad}: {e}");
         }
     }
