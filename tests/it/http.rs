@@ -839,9 +839,15 @@ fn issue_23_two_servers_each_get_a_column_and_a_total() {
             "server {i}: {server}"
         );
         assert_eq!(u(server, "/host/bytes"), u(server, "/bytes_in"));
+        let c = &server["connections"];
+        assert_eq!(
+            u(c, "/attempted"),
+            u(c, "/successful") + u(c, "/unsuccessful") + u(c, "/in_flight_at_end"),
+            "server {i}: {c}"
+        );
         for (sum, key) in sums
             .iter_mut()
-            .zip(["/responses", "/errors", "/bytes_in", "/connections_attempted"])
+            .zip(["/responses", "/errors", "/bytes_in", "/connections/attempted"])
         {
             *sum += u(server, key);
         }

@@ -78,10 +78,8 @@ pub struct HttpServerSummary {
     pub successful_responses_per_second: f64,
     /// Failed requests of every class (a status other than 2xx included).
     pub errors: u64,
-    /// Connections begun in the window, and of those established, per second.
-    pub connections_attempted: u64,
-    pub connections_successful: u64,
-    pub connections_per_second: f64,
+    /// Connections to it begun in the window, by outcome, as `summary.connections` counts them.
+    pub connections: ConnectionCounts,
     /// Response bytes read from it x 8 / window.
     pub bytes_in: u64,
     pub bits_per_second_in: f64,

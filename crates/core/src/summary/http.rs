@@ -50,9 +50,17 @@ fn servers(run: &HttpRun, agents: &[ServerSide<'_>]) -> Vec<HttpServerSummary> {
                 responses_per_second: per_s(c.responses),
                 successful_responses_per_second: per_s(c.successful_responses),
                 errors: c.errors,
-                connections_attempted: c.connections_attempted,
-                connections_successful: c.connections_successful,
-                connections_per_second: per_s(c.connections_successful),
+                connections: ConnectionCounts {
+                    attempted: c.connections_attempted,
+                    successful: c.connections_successful,
+                    unsuccessful: c.connections_unsuccessful,
+                    in_flight_at_end: c.connections_in_flight_at_end,
+                    per_second: ConnectionRates {
+                        attempted: per_s(c.connections_attempted),
+                        successful: per_s(c.connections_successful),
+                        unsuccessful: per_s(c.connections_unsuccessful),
+                    },
+                },
                 bytes_in: c.bytes_in,
                 bits_per_second_in: per_s(c.bytes_in * 8),
                 host: agent.and_then(|a| {

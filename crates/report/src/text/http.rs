@@ -83,7 +83,7 @@ pub(super) fn cost_block(out: &mut String, r: &TestResult, h: &HttpSummary) {
                 grouped(s.successful_responses_per_second, 1),
                 grouped(s.responses_per_second, 1),
                 s.errors.to_string(),
-                grouped(s.connections_per_second, 1),
+                grouped(s.connections.per_second.successful, 1),
                 grouped(s.bits_per_second_in / 1e6, 3),
             ];
             let _ = write!(out, "{:>col_w$}", v[i]);

@@ -76,6 +76,8 @@ pub struct TargetCounts {
     pub bytes_in: u64,
     pub connections_attempted: u64,
     pub connections_successful: u64,
+    pub connections_unsuccessful: u64,
+    pub connections_in_flight_at_end: u64,
 }
 
 impl TargetCounts {
@@ -87,6 +89,8 @@ impl TargetCounts {
         self.bytes_in += o.bytes_in;
         self.connections_attempted += o.connections_attempted;
         self.connections_successful += o.connections_successful;
+        self.connections_unsuccessful += o.connections_unsuccessful;
+        self.connections_in_flight_at_end += o.connections_in_flight_at_end;
     }
 }
 

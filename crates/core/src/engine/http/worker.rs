@@ -384,6 +384,7 @@ impl Worker<'_> {
             let counted = self.users[u].connect_counted;
             if counted {
                 self.out.connections_unsuccessful += 1;
+                self.target_of(u).connections_unsuccessful += 1;
             }
             counted
         } else {
@@ -704,11 +705,12 @@ pub(super) fn work(
         counter.ops.store(wk.total_responses, Relaxed);
     };
     wk.out.in_flight_at_end += wk.users.iter().filter(|u| u.state != State::Waiting).count() as u64;
-    wk.out.connections_in_flight_at_end = wk
-        .users
-        .iter()
-        .filter(|u| u.state == State::Connecting && u.connect_counted)
-        .count() as u64;
+    for u in 0..wk.users.len() {
+        if wk.users[u].state == State::Connecting && wk.users[u].connect_counted {
+            wk.out.connections_in_flight_at_end += 1;
+            wk.target_of(u).connections_in_flight_at_end += 1;
+        }
+    }
     counter.bytes.store(wk.total_in, Relaxed);
     counter.ops.store(wk.total_responses, Relaxed);
     shared.finish(w, end);
