@@ -218,6 +218,22 @@ fn counts_match_nginxs_access_log() {
 }
 
 /// A server that misbehaves by turns: reset, stall, 500, short body, then a good answer.
+/// Reads a request's head from `s` (blocking, 2 s at most per read): false when the connection
+/// ended or stalled first.
+fn read_request_head(s: &mut TcpStream) -> bool {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut buf = [0u8; 4096];
+    let mut got = Vec::new();
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(k) => got.extend_from_slice(&buf[..k]),
+        }
+    }
+    true
+}
+
 fn bad_server(stop: Arc<AtomicBool>) -> (u16, std::thread::JoinHandle<()>) {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     l.set_nonblocking(true).expect("nonblocking");
@@ -230,16 +246,7 @@ fn bad_server(stop: Arc<AtomicBool>) -> (u16, std::thread::JoinHandle<()>) {
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             };
-            let _ = s.set_nonblocking(false);
-            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-            let mut buf = [0u8; 4096];
-            let mut got = Vec::new();
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(k) => got.extend_from_slice(&buf[..k]),
-                }
-            }
+            read_request_head(&mut s);
             match n.fetch_add(1, Ordering::Relaxed) % 5 {
                 0 => {
                     let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
@@ -754,15 +761,8 @@ fn late_and_short_server(stop: Arc<AtomicBool>) -> (u16, std::thread::JoinHandle
             n += 1;
             let late = n.is_multiple_of(2);
             answering.push(std::thread::spawn(move || {
-                let _ = s.set_nonblocking(false);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                let mut buf = [0u8; 4096];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(k) => got.extend_from_slice(&buf[..k]),
-                    }
+                if !read_request_head(&mut s) {
+                    return;
                 }
                 if late {
                     std::thread::sleep(Duration::from_millis(300));

@@ -177,15 +177,20 @@ pub(crate) fn hosts_side_summary(
     ops: u64,
     seconds: f64,
 ) -> SideSummary {
-    let mut s = SideSummary {
+    let mut s = counted_side(bytes, ops, seconds);
+    add_ends(&mut s, ends);
+    s
+}
+
+/// A side of `bytes` and `ops` counted over `seconds`, its hosts' figures to come.
+fn counted_side(bytes: u64, ops: u64, seconds: f64) -> SideSummary {
+    SideSummary {
         bytes,
         seconds,
         bits_per_second: Counted::new(bytes, seconds).bits_per_second,
         ops,
         ..Default::default()
-    };
-    add_ends(&mut s, ends);
-    s
+    }
 }
 
 /// A side counted by one host alone (an HTTP client, an HTTP server's agent): given counts over
@@ -199,14 +204,10 @@ pub(crate) fn host_side_summary(
     seconds: f64,
 ) -> SideSummary {
     let mut s = SideSummary {
-        bytes,
-        seconds,
-        bits_per_second: Counted::new(bytes, seconds).bits_per_second,
-        ops,
         streams,
         counted_by: vec![owner.to_string()],
         cpu: report.cpu.clone(),
-        ..Default::default()
+        ..counted_side(bytes, ops, seconds)
     };
     let counters: Vec<Counter<'_>> = Counter::new(owner, None, report).into_iter().collect();
     add_host_usage(&mut s, &counters);
