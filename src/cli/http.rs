@@ -55,6 +55,18 @@ Example: --rps 5000"
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub timeout: TimeSpan,
 
+    /// Fail the run (exit 4) past N failed requests, or P% of those that ended
+    #[arg(
+        long,
+        value_name = "N|P%",
+        long_help = "Fail the run (exit 4) when more than N requests failed, or more than P% of the\n\
+requests that ended (2xx responses and failed ones; those in flight at the end\n\
+are neither). A failed request is a response other than 2xx, or a connection\n\
+refused, reset or timed out. Default: the run fails only when no request\n\
+succeeded. Examples: --max-errors 0, --max-errors 1%"
+    )]
+    pub max_errors: Option<linerate_core::result::ErrorBudget>,
+
     /// Client worker threads (default: one per CPU)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: u16,
@@ -62,9 +74,10 @@ Example: --rps 5000"
     #[command(flatten)]
     pub cpus: CpuArgs,
 
-    /// A linerate agent on the server's host, to sample it (default: try the first URL's host)
+    /// A linerate agent on a server's host, to sample it; repeat for each server (default: try
+    /// each URL's host)
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "no_agent")]
-    pub agent: Option<String>,
+    pub agent: Vec<String>,
 
     /// Do not look for an agent on the server's host
     #[arg(long)]
@@ -131,32 +144,47 @@ impl HttpArgs {
         Ok(spec)
     }
 
-    /// The agent to ask for the server side: --agent, else the first URL's host (not required).
-    pub fn agent(&self, urls: &[HttpUrl]) -> anyhow::Result<Option<linerate_core::client::HttpAgent>> {
-        if self.no_agent {
-            return Ok(None);
-        }
+    /// The agents to ask for the servers' side: each --agent (required), else one on each URL's
+    /// host (tried; the run goes on without one that does not answer).
+    pub fn agents(&self, urls: &[HttpUrl]) -> anyhow::Result<Vec<linerate_core::client::HttpAgent>> {
+        use linerate_core::client::HttpAgent;
         let port = linerate_core::client::DEFAULT_PORT;
-        match &self.agent {
-            Some(a) => Ok(Some(linerate_core::client::HttpAgent {
-                target: Target::resolve(a, port).with_context(|| format!("agent address '{a}'"))?,
-                required: true,
-            })),
-            None => {
-                let host = &urls[0].host;
+        if self.no_agent {
+            return Ok(Vec::new());
+        }
+        if !self.agent.is_empty() {
+            return self
+                .agent
+                .iter()
+                .map(|a| {
+                    Ok(HttpAgent {
+                        target: Target::resolve(a, port).with_context(|| format!("agent address '{a}'"))?,
+                        required: true,
+                    })
+                })
+                .collect();
+        }
+        let mut hosts: Vec<&str> = Vec::new();
+        for u in urls {
+            if !hosts.contains(&u.host.as_str()) {
+                hosts.push(&u.host);
+            }
+        }
+        Ok(hosts
+            .into_iter()
+            .filter_map(|host| {
                 let text = if host.contains(':') {
                     format!("[{host}]")
                 } else {
-                    host.clone()
+                    host.to_string()
                 };
-                Ok(Target::resolve(&text, port)
-                    .ok()
-                    .map(|target| linerate_core::client::HttpAgent {
-                        target,
-                        required: false,
-                    }))
-            }
-        }
+                Target::resolve(&text, port).ok()
+            })
+            .map(|target| HttpAgent {
+                target,
+                required: false,
+            })
+            .collect())
     }
 }
 
@@ -209,6 +237,34 @@ mod tests {
             .to_string();
         assert!(e.contains("--users takes one count with --rps"), "{e}");
         assert!(parse(&["--rate", "1", "--find-optimum"]).is_err());
+    }
+
+    #[test]
+    fn issue_23_max_errors_is_a_count_or_a_share() {
+        use linerate_core::result::ErrorBudget;
+        assert_eq!(parse(&[]).expect("ok").max_errors, None, "the default rule");
+        assert_eq!(
+            parse(&["--max-errors", "0"]).expect("ok").max_errors,
+            Some(ErrorBudget::Count(0))
+        );
+        assert_eq!(
+            parse(&["--max-errors=12"]).expect("ok").max_errors,
+            Some(ErrorBudget::Count(12))
+        );
+        assert_eq!(
+            parse(&["--max-errors", "2.5%"]).expect("ok").max_errors,
+            Some(ErrorBudget::Percent(2.5))
+        );
+        assert_eq!(
+            parse(&["--max-errors", "1", "--max-errors", "100%"])
+                .expect("last one wins")
+                .max_errors,
+            Some(ErrorBudget::Percent(100.0))
+        );
+        for bad in ["-1", "101%", "some", "%", "1.5"] {
+            let e = parse(&[&format!("--max-errors={bad}")]).expect_err(bad).to_string();
+            assert!(e.contains("--max-errors"), "{bad}: {e}");
+        }
     }
 
     #[test]

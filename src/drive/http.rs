@@ -1,5 +1,5 @@
-//! `linerate http` in the driver: one run is [`run_http`] against the URLs (and the agent on
-//! the server's host, when there is one), a sweep varies the user count or finds the optimum,
+//! `linerate http` in the driver: one run is [`run_http`] against the URLs (and the agents on
+//! the servers' hosts, when there are some), a sweep varies the user count or finds the optimum,
 //! and `--baseline` first measures this client against linerate's own server on this host.
 
 use super::{Kind, Mode, Test, drive, run_one};
@@ -7,8 +7,9 @@ use crate::cli::http::HttpArgs;
 use crate::finish::print_text;
 use anyhow::Context;
 use linerate_core::client::{ClientOptions, HttpAgent, HttpTarget, Sink, http_targets, run_http};
-use linerate_core::result::TestResult;
+use linerate_core::result::{ErrorBudget, TestResult};
 use linerate_core::spec::HttpSpec;
+use linerate_core::summary::http::apply_max_errors;
 use linerate_core::sweep::Sweep;
 use linerate_core::sweep::http::{HttpBaseline, HttpPlan, Users, baseline};
 use std::process::ExitCode;
@@ -19,15 +20,18 @@ pub struct Http {
     /// The URLs as given, as the store keeps them.
     urls: Vec<String>,
     targets: Vec<HttpTarget>,
-    agent: Option<HttpAgent>,
+    /// The agents beside the servers (none: the servers' hosts are not measured).
+    agents: Vec<HttpAgent>,
     opts: ClientOptions,
     /// `--baseline`: kept in a sweep's document, its share added to each single run's result.
     baseline: Option<HttpBaseline>,
+    /// `--max-errors`: kept in each run's document, whose outcome it judges.
+    max_errors: Option<ErrorBudget>,
 }
 
 /// `linerate http`: one run, repeated runs, or a sweep over user counts with the optimum.
 pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
-    if args.reach.profile.is_some() && args.agent.is_none() {
+    if args.reach.profile.is_some() && args.agent.is_empty() {
         eprintln!("linerate: --profile needs --agent: the agent on the server's host that runs the profile");
         return Ok(ExitCode::from(2));
     }
@@ -49,8 +53,9 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         urls: args.urls.clone(),
         opts: args.reach.options()?,
         targets: http_targets(&urls, args.keepalive)?,
-        agent: args.agent(&urls)?,
+        agents: args.agents(&urls)?,
         baseline: None,
+        max_errors: args.max_errors,
     };
     if args.baseline {
         let b = baseline(&base, &http.targets, |spec, local| {
@@ -72,9 +77,10 @@ impl Http {
         Http {
             urls: self.urls.clone(),
             targets: local.to_vec(),
-            agent: None,
+            agents: Vec::new(),
             opts: self.opts.clone(),
             baseline: None,
+            max_errors: None,
         }
     }
 }
@@ -100,11 +106,10 @@ impl Kind for Http {
         sink: &mut dyn Sink,
         interrupt: &AtomicBool,
     ) -> anyhow::Result<TestResult> {
-        let agent = self.agent.as_ref().map(|a| HttpAgent {
-            target: a.target.clone(),
-            required: a.required,
-        });
-        Ok(run_http(spec, &self.targets, agent, opts, sink, interrupt)?)
+        let mut result = run_http(spec, &self.targets, &self.agents, opts, sink, interrupt)?;
+        // Here, so that every run is judged alike: once, repeated, or a sweep's point.
+        apply_max_errors(&mut result, self.max_errors);
+        Ok(result)
     }
 
     fn complete(&self, result: &mut TestResult) {

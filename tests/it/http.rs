@@ -218,6 +218,22 @@ fn counts_match_nginxs_access_log() {
 }
 
 /// A server that misbehaves by turns: reset, stall, 500, short body, then a good answer.
+/// Reads a request's head from `s` (blocking, 2 s at most per read): false when the connection
+/// ended or stalled first.
+fn read_request_head(s: &mut TcpStream) -> bool {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut buf = [0u8; 4096];
+    let mut got = Vec::new();
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(k) => got.extend_from_slice(&buf[..k]),
+        }
+    }
+    true
+}
+
 fn bad_server(stop: Arc<AtomicBool>) -> (u16, std::thread::JoinHandle<()>) {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     l.set_nonblocking(true).expect("nonblocking");
@@ -230,16 +246,7 @@ fn bad_server(stop: Arc<AtomicBool>) -> (u16, std::thread::JoinHandle<()>) {
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             };
-            let _ = s.set_nonblocking(false);
-            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-            let mut buf = [0u8; 4096];
-            let mut got = Vec::new();
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(k) => got.extend_from_slice(&buf[..k]),
-                }
-            }
+            read_request_head(&mut s);
             match n.fetch_add(1, Ordering::Relaxed) % 5 {
                 0 => {
                     let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
@@ -649,4 +656,230 @@ fn issue_13_http_stops_when_its_agent_dies() {
         v["notes"]
     );
     assert!(f(&v, "/summary/steady_seconds") < 3.0);
+}
+
+/// `linerate http --json ARGS` with its exit status, and the document it printed (a failed run
+/// prints one too).
+fn http_status(args: &[&str]) -> (Option<i32>, Value) {
+    let mut full = vec!["http", "--json"];
+    full.extend_from_slice(args);
+    let out = linerate(&full, LIMIT);
+    let v = document_of(&out);
+    (out.status.code(), v)
+}
+
+/// Issue 23, item 2: a response other than 2xx is a failed request, not throughput. A run of
+/// nothing but 404s fails (exit 4); one where half fail is complete by default and fails past
+/// the `--max-errors` the user gates on, by count or by share.
+#[test]
+fn issue_23_failed_responses_fail_the_run_and_max_errors_gates_it() {
+    let agent = http_agent();
+    let missing = agent.http_url("/issue-23/not-here");
+    let found = agent.http_url("/bytes/100");
+    let run = ["--users", "2", "-d", "1s", "--no-agent"];
+
+    let mut args = vec![missing.as_str()];
+    args.extend_from_slice(&run);
+    let (code, v) = http_status(&args);
+    assert_eq!(code, Some(4), "every response a 404: {}", v["notes"]);
+    let responses = u(&v, "/summary/responses");
+    assert!(responses > 0, "the 404s were read");
+    assert_eq!(u(&v, "/summary/status/4xx"), responses);
+    assert_eq!(u(&v, "/summary/errors/bad_status"), responses);
+    assert!(f(&v, "/summary/responses_per_second") > 0.0);
+    assert_eq!(f(&v, "/summary/successful_responses_per_second"), 0.0);
+    assert_eq!(f(&v, "/summary/failed_percent"), 100.0);
+    assert!(v["summary"]["max_errors"].is_null());
+    // The text leads with the successful responses, and says why the run failed.
+    let mut text = vec!["http", missing.as_str()];
+    text.extend_from_slice(&run);
+    let out = linerate(&text, LIMIT);
+    assert_eq!(out.status.code(), Some(4));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ok_line = text
+        .lines()
+        .find(|l| l.contains("Successful responses (2xx)"))
+        .unwrap_or_else(|| panic!("no successful responses line in {text}"));
+    assert!(ok_line.ends_with(" 0 (0.0 per second)"), "{ok_line}");
+    assert!(text.contains("FAILED: not one request got a 2xx response"), "{text}");
+
+    // The users take the two URLs in turn: about half the requests fail.
+    let mixed = |extra: &[&str]| {
+        let mut args = vec![found.as_str(), missing.as_str()];
+        args.extend_from_slice(&run);
+        args.extend_from_slice(extra);
+        http_status(&args)
+    };
+    let (code, v) = mixed(&[]);
+    assert_eq!(code, Some(0), "some succeeded, no budget: {}", v["notes"]);
+    let (ok, bad) = (u(&v, "/summary/status/2xx"), u(&v, "/summary/status/4xx"));
+    assert!(ok > 0 && bad > 0, "{ok} 2xx, {bad} 4xx");
+    assert_eq!(u(&v, "/summary/errors/total"), bad);
+    let share = f(&v, "/summary/failed_percent");
+    assert!((share - bad as f64 * 100.0 / (ok + bad) as f64).abs() < 1e-9, "{share}");
+    assert!((40.0..=60.0).contains(&share), "{share} % failed of URLs taken in turn");
+    let ok_per_s = f(&v, "/summary/successful_responses_per_second");
+    assert!((ok_per_s - ok as f64 / f(&v, "/summary/steady_seconds")).abs() < 1e-6 * ok_per_s);
+    assert!(ok_per_s < f(&v, "/summary/responses_per_second"));
+
+    let (code, v) = mixed(&["--max-errors", "70%"]);
+    assert_eq!(code, Some(0), "under its budget: {}", v["notes"]);
+    assert_eq!(v["summary"]["max_errors"]["percent"], 70.0);
+    let (code, v) = mixed(&["--max-errors", "10%"]);
+    assert_eq!(code, Some(4), "over its budget: {}", v["summary"]);
+    assert_eq!(v["summary"]["max_errors"]["percent"], 10.0);
+    assert!(
+        v["notes"].to_string().contains("over --max-errors 10%"),
+        "{}",
+        v["notes"]
+    );
+    let (code, v) = mixed(&["--max-errors", "0"]);
+    assert_eq!(code, Some(4), "any failure is over 0: {}", v["summary"]["errors"]);
+    assert_eq!(v["summary"]["max_errors"]["count"], 0);
+    let (code, _) = mixed(&["--max-errors", "100000000"]);
+    assert_eq!(code, Some(0));
+    // A bad budget is a usage error.
+    let out = linerate(&["http", &found, "--max-errors", "150%", "--no-agent"], LIMIT);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// A server whose every other answer comes 300 ms late and stops short of its Content-Length
+/// (the client counts a short body: a failed request with a first byte), the rest at once and
+/// whole. One thread per connection, so a slow answer holds up no other.
+fn late_and_short_server(stop: Arc<AtomicBool>) -> (u16, std::thread::JoinHandle<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.set_nonblocking(true).expect("nonblocking");
+    let port = l.local_addr().expect("addr").port();
+    let h = std::thread::spawn(move || {
+        let mut n = 0u64;
+        let mut answering = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let Ok((mut s, _)) = l.accept() else {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            n += 1;
+            let late = n.is_multiple_of(2);
+            answering.push(std::thread::spawn(move || {
+                if !read_request_head(&mut s) {
+                    return;
+                }
+                if late {
+                    std::thread::sleep(Duration::from_millis(300));
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nhalf");
+                } else {
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+                }
+            }));
+        }
+        for a in answering {
+            let _ = a.join();
+        }
+    });
+    (port, h)
+}
+
+/// Issue 23, item 7: the time to first byte and the response time cover the same responses, so
+/// no TTFB percentile passes the response time's. The late answers that end short were counted
+/// in the first and not the second: TTFB p99 300 ms beside a response time max under 1 ms.
+#[test]
+fn issue_23_ttfb_never_exceeds_the_response_time() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (port, server) = late_and_short_server(Arc::clone(&stop));
+    let url = format!("http://127.0.0.1:{port}/x");
+    let v = http_json(&[&url, "--users", "4", "-d", "2s", "--timeout", "5s", "--no-agent"]);
+    stop.store(true, Ordering::Relaxed);
+    let _ = server.join();
+    assert!(u(&v, "/summary/errors/short_body") > 0, "{}", v["summary"]["errors"]);
+    assert!(u(&v, "/summary/status/2xx") > 0);
+    let (ttfb, rt) = (&v["summary"]["ttfb_us"], &v["summary"]["response_time_us"]);
+    for k in ["min", "mean", "p50", "p90", "p99", "p999", "max"] {
+        let (t, r) = (ttfb[k].as_f64().expect(k), rt[k].as_f64().expect(k));
+        assert!(t <= r, "ttfb {k} {t} us over the response time's {r} us");
+        assert!(t <= f(&v, "/summary/response_time_us/max"), "ttfb {k} {t} us");
+    }
+}
+
+/// Issue 23, item 12: a load over two servers, each with its agent (on 127.0.0.1 and
+/// 127.0.0.2), reports each server's share and its host's cost, and their total: a COST
+/// column per server, as Avalanche's per-port figures.
+#[test]
+fn issue_23_two_servers_each_get_a_column_and_a_total() {
+    let one = Agent::start_with(&[], &["--bind", "127.0.0.1", "--port", "0"], &["--http-port", "0"], &[]);
+    let two = Agent::start_with(&[], &["--bind", "127.0.0.2", "--port", "0"], &["--http-port", "0"], &[]);
+    let urls = [one.http_url("/bytes/1000"), two.http_url("/bytes/3000")];
+    let run = [
+        urls[0].as_str(),
+        urls[1].as_str(),
+        "--users",
+        "4",
+        "-d",
+        "1s",
+        "--agent",
+        &one.addr,
+        "--agent",
+        &two.addr,
+    ];
+    let v = http_json(&run);
+    let s = &v["summary"];
+    let servers = s["servers"].as_array().expect("summary.servers");
+    assert_eq!(servers.len(), 2, "{}", s["servers"]);
+    let mut sums = [0u64; 4];
+    for (i, (server, agent)) in servers.iter().zip([&one, &two]).enumerate() {
+        let http = agent.http_addr.as_deref().expect("http address");
+        assert_eq!(server["server"], http);
+        assert_eq!(server["agent"], agent.addr.as_str());
+        let responses = u(server, "/responses");
+        assert!(responses > 0, "server {i}: {server}");
+        // Each URL's body length tells its bytes apart: every response read whole from its own.
+        let body = [1000, 3000][i];
+        assert!(u(server, "/bytes_in") > responses * body, "server {i}: {server}");
+        assert!(
+            server["host"]["cpu"]["host_percent"].is_number(),
+            "server {i}: {server}"
+        );
+        assert_eq!(u(server, "/host/bytes"), u(server, "/bytes_in"));
+        let c = &server["connections"];
+        assert_eq!(
+            u(c, "/attempted"),
+            u(c, "/successful") + u(c, "/unsuccessful") + u(c, "/in_flight_at_end"),
+            "server {i}: {c}"
+        );
+        for (sum, key) in sums
+            .iter_mut()
+            .zip(["/responses", "/errors", "/bytes_in", "/connections/attempted"])
+        {
+            *sum += u(server, key);
+        }
+    }
+    assert_eq!(sums[0], u(&v, "/summary/responses"));
+    assert_eq!(sums[1], u(&v, "/summary/errors/total"));
+    assert_eq!(sums[2], u(&v, "/summary/bytes_in"));
+    assert_eq!(sums[3], u(&v, "/summary/connections/attempted"));
+    // The servers' total: both agents counted, the one machine they share once.
+    let counted: Vec<&str> = s["server"]["counted_by"]
+        .as_array()
+        .expect("counted_by")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(counted, [one.addr.as_str(), two.addr.as_str()]);
+    assert_eq!(u(&v, "/summary/server/hosts"), 1);
+    assert_eq!(u(&v, "/summary/server/bytes"), u(&v, "/summary/bytes_in"));
+
+    let out = linerate(&[&["http"][..], &run[..]].concat(), LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cost = text
+        .lines()
+        .find(|l| l.starts_with("COST"))
+        .unwrap_or_else(|| panic!("no COST block in {text}"));
+    for column in [
+        format!("server {}", one.http_addr.as_deref().expect("addr")),
+        format!("server {}", two.http_addr.as_deref().expect("addr")),
+        "servers total".to_string(),
+    ] {
+        assert!(cost.contains(&column), "no {column:?} in {cost:?}");
+    }
+    assert!(text.contains("PER SERVER"), "{text}");
 }

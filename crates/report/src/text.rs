@@ -6,8 +6,10 @@ use linerate_core::result::{SideSummary, TestResult};
 use linerate_core::spec::{Direction, Limit, TestSpec};
 use std::fmt::Write;
 
+mod http;
 mod mix;
 mod udp;
+use http::cost_block;
 use mix::mix_block;
 use udp::{tcp_loss_line, udp_block};
 
@@ -318,9 +320,27 @@ fn render_http(r: &TestResult) -> String {
         "HTTP (steady state, {:.3} s; the ramp is left out)",
         h.steady_seconds
     );
+    // Failed responses are not throughput: the successful ones lead (issue 23).
+    let per_s = |n: u64| {
+        if h.steady_seconds > 0.0 {
+            n as f64 / h.steady_seconds
+        } else {
+            0.0
+        }
+    };
+    let ok = h.successful_responses();
     row(
         &mut out,
-        "Responses",
+        "Successful responses (2xx)",
+        format!(
+            "{} ({} per second)",
+            grouped(ok as f64, 0),
+            grouped(h.successful_responses_per_second.unwrap_or_else(|| per_s(ok)), 1)
+        ),
+    );
+    row(
+        &mut out,
+        "All responses (any status)",
         format!(
             "{} ({} per second)",
             grouped(h.responses as f64, 0),
@@ -364,11 +384,15 @@ fn render_http(r: &TestResult) -> String {
         ),
     );
     let e = &h.errors.by_class;
+    let share = h
+        .failed_percent
+        .map_or(String::new(), |p| format!(", {p:.2}% of the requests that ended"));
+    let budget = h.max_errors.map_or(String::new(), |b| format!(", --max-errors {b}"));
     row(
         &mut out,
-        "Errors",
+        "Failed requests (errors)",
         format!(
-            "{} (refused {}, reset {}, timeout {}, bad status {}, short body {}, bad response {}, local limit {}, other {})",
+            "{}{share}{budget} (refused {}, reset {}, timeout {}, bad status {}, short body {}, bad response {}, local limit {}, other {})",
             h.errors.total,
             e.refused,
             e.reset,
@@ -388,8 +412,8 @@ fn render_http(r: &TestResult) -> String {
             e.local_limit
         );
     }
-    if h.every_request_failed() {
-        out.push_str("  FAILED: not one request got a 2xx response\n");
+    if let Some(why) = h.failure() {
+        let _ = writeln!(out, "  FAILED: {why}");
     }
     let status: Vec<String> = h.status.iter().map(|(k, v)| format!("{k} {v}")).collect();
     row(&mut out, "Responses by status", status.join(", "));
@@ -411,11 +435,7 @@ fn render_http(r: &TestResult) -> String {
         h.in_flight_at_end.to_string(),
     );
     out.push('\n');
-    let mut cols: Vec<(String, &SideSummary)> = vec![("client (in)".into(), &r.summary.received)];
-    if let Some(s) = &r.summary.server {
-        cols.push((format!("server {}", s.counted_by.join(", ")), s));
-    }
-    side_block(&mut out, "COST", &cols, false, None);
+    cost_block(&mut out, r, h);
     let timeline: Vec<&linerate_core::result::HttpIntervalRecord> = r
         .intervals
         .iter()

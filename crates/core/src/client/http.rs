@@ -1,14 +1,14 @@
-//! The client's half of an HTTP load: the users run here against any HTTP/1.1 server, and a
-//! linerate agent on the server's host, when one is reached, samples that host over the same
+//! The client's half of an HTTP load: the users run here against any HTTP/1.1 servers, and a
+//! linerate agent on each server's host, when one is reached, samples that host over the same
 //! window; a lost agent stops the users and marks the run partial.
 
-use super::session::{ClientError, ClientOptions, Ended, Run, Target, drive, open_session, start_all};
+use super::session::{ClientError, ClientOptions, Ended, Run, Target, drive, open_each, start_all};
 use crate::engine::Sink;
 use crate::engine::http::{HttpRun, HttpTarget, HttpUrl};
 use crate::metrics::host::HostInfo;
 use crate::result::TestResult;
 use crate::spec::{HttpSpec, TestSpec};
-use std::net::ToSocketAddrs;
+use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -20,12 +20,12 @@ pub struct HttpAgent {
     pub required: bool,
 }
 
-/// Runs an HTTP load against `targets`; an agent on the server's host, when reached, samples it
+/// Runs an HTTP load against `targets`; an agent on each server's host, when reached, samples it
 /// over the same window.
 pub fn run_http(
     spec: &HttpSpec,
     targets: &[HttpTarget],
-    agent: Option<HttpAgent>,
+    agents: &[HttpAgent],
     opts: &ClientOptions,
     sink: &mut dyn Sink,
     interrupt: &AtomicBool,
@@ -33,35 +33,33 @@ pub fn run_http(
     crate::engine::pin::check_cpus(&spec.cpus)?;
     let test = TestSpec::Http(spec.clone());
     let mut notes = Vec::new();
-    let mut session = match agent {
-        None => None,
-        Some(a) => {
-            let try_opts = if a.required {
-                opts.clone()
-            } else {
-                ClientOptions {
-                    connect_timeout: opts.connect_timeout.min(Duration::from_secs(1)),
-                    ..opts.clone()
-                }
-            };
-            match open_session(&a.target, &test, &try_opts) {
-                Ok(s) => Some(s),
-                Err(e) if a.required => return Err(e),
-                Err(e) => {
-                    notes.push(format!(
-                        "no linerate agent reached at {} ({e}): the server host is not measured; start `linerate serve` there or give --agent",
-                        a.target.name
-                    ));
-                    None
-                }
-            }
+    // Agents only tried (none named) are given a second to answer.
+    let try_opts = if agents.iter().any(|a| a.required) {
+        opts.clone()
+    } else {
+        ClientOptions {
+            connect_timeout: opts.connect_timeout.min(Duration::from_secs(1)),
+            ..opts.clone()
         }
     };
-    let sessions = session.as_mut().map(std::slice::from_mut).unwrap_or_default();
-    start_all(sessions)?;
+    let wanted: Vec<Target> = agents.iter().map(|a| a.target.clone()).collect();
+    let mut sessions = Vec::new();
+    for (a, opened) in agents.iter().zip(open_each(&test, &wanted, &try_opts)) {
+        match opened {
+            Ok(s) => sessions.push(s),
+            Err(e) if a.required => return Err(e),
+            Err(e) => notes.push(format!(
+                "no linerate agent reached at {} ({e}): that server's host is not measured; start `linerate serve` there or give --agent",
+                a.target.name
+            )),
+        }
+    }
+    // Where each agent was reached: it samples the servers at that address.
+    let ips: Vec<IpAddr> = sessions.iter().map(|s| s.target.addr.ip()).collect();
+    start_all(&mut sessions)?;
     let run = Run {
         spec: &test,
-        sessions,
+        sessions: &mut sessions,
         opts,
         interrupt,
         towards: targets.iter().map(|t| t.addr.ip()).collect(),
@@ -70,12 +68,12 @@ pub fn run_http(
     // A lost agent stops the users (the watcher aborts the run): the server side can no longer
     // be measured, and the run is reported as partial (issue 13).
     let local = |control: &_| crate::engine::http::run(spec, targets, sink, control);
-    drive(run, local, |ended, users| assemble(spec, ended, &users))
+    drive(run, local, |ended, users| assemble(spec, ended, &users, &ips))
 }
 
-/// The document of an HTTP load: the users' counts, and the server host's side when its agent's
+/// The document of an HTTP load: the users' counts, and each server host's side when its agent's
 /// report came.
-fn assemble(spec: &HttpSpec, ended: Ended<'_>, users: &HttpRun) -> TestResult {
+fn assemble(spec: &HttpSpec, ended: Ended<'_>, users: &HttpRun, ips: &[IpAddr]) -> TestResult {
     let Ended {
         local,
         agents,
@@ -86,7 +84,7 @@ fn assemble(spec: &HttpSpec, ended: Ended<'_>, users: &HttpRun) -> TestResult {
         ..
     } = ended;
     let agent_lost = lost.iter().any(|l| *l);
-    if agent_lost && let Some(a) = agents.first() {
+    for (a, _) in agents.iter().zip(&lost).filter(|(_, l)| **l) {
         notes.push(format!(
             "agent {}: the control connection was lost during the run; the users stopped at {:.3} s of {:.3} s \
              planned and the figures cover what was measured until then",
@@ -95,15 +93,20 @@ fn assemble(spec: &HttpSpec, ended: Ended<'_>, users: &HttpRun) -> TestResult {
             spec.timing.length_seconds().unwrap_or_default()
         ));
     }
-    let server = agents.first().and_then(|a| {
-        Some(crate::summary::http::ServerSide {
-            name: a.name,
-            host: a.host?,
-            report: a.report,
+    let servers: Vec<crate::summary::http::ServerSide<'_>> = agents
+        .iter()
+        .zip(ips)
+        .filter_map(|(a, ip)| {
+            Some(crate::summary::http::ServerSide {
+                name: a.name,
+                ip: *ip,
+                host: a.host?,
+                report: a.report,
+            })
         })
-    });
+        .collect();
     let mut result =
-        crate::summary::http::assemble(spec, HostInfo::read(), local, users, server, started_unix_ms, notes);
+        crate::summary::http::assemble(spec, HostInfo::read(), local, users, &servers, started_unix_ms, notes);
     result.partial |= agent_lost || refused;
     result
 }

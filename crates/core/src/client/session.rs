@@ -323,6 +323,16 @@ pub(super) fn open_sessions(
         return Err(ClientError::TooManyStreams { streams: total });
     }
     crate::engine::pin::check_cpus(cpus)?;
+    open_each(test, targets, opts).into_iter().collect()
+}
+
+/// Opens a session with every target for `test`, each with its own outcome (an HTTP load goes on
+/// without an agent it only tried).
+pub(super) fn open_each(
+    test: &TestSpec,
+    targets: &[Target],
+    opts: &ClientOptions,
+) -> Vec<Result<Session, ClientError>> {
     // At once: under a profile each agent runs its command before it accepts, and an agent that
     // has accepted waits for `start` only so long.
     std::thread::scope(|scope| {

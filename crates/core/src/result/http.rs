@@ -1,7 +1,7 @@
 //! What an HTTP run adds to the document: the users' figures over the steady state in `summary`
 //! (responses, bits/s, response times, connections, errors by class) and the timeline's records.
 
-use super::{LatencyFigures, RateFigures};
+use super::{LatencyFigures, RateFigures, SideSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -13,7 +13,21 @@ pub struct HttpSummary {
     pub steady_seconds: f64,
     /// Complete responses (any status) in the window.
     pub responses: u64,
+    /// All complete responses, failed ones (not 2xx) included, per second of the window.
     pub responses_per_second: f64,
+    /// Successful responses (2xx) per second of the window: the run's throughput; null in
+    /// documents from before it was kept (issue 23).
+    #[serde(default)]
+    pub successful_responses_per_second: Option<f64>,
+    /// Failed requests (`errors.total`: bad status and every other class) as a share of the
+    /// requests that ended in the window (2xx responses + failed), percent; null when none ended
+    /// or in documents from before it was kept.
+    #[serde(default)]
+    pub failed_percent: Option<f64>,
+    /// `--max-errors`: the failed requests a complete run may have; null: the default rule (a
+    /// run fails only when no request succeeded).
+    #[serde(default)]
+    pub max_errors: Option<ErrorBudget>,
     pub requests_started: u64,
     /// Bytes read (response heads and bodies) and written (requests) x 8 / window.
     pub bits_per_second_in: f64,
@@ -24,7 +38,8 @@ pub struct HttpSummary {
     pub body_bytes: u64,
     /// From each request's intended start to its last byte, microseconds.
     pub response_time_us: Option<LatencyFigures>,
-    /// From each request's intended start to the first byte of its response.
+    /// From each request's intended start to the first byte of its response, for the same
+    /// responses as `response_time_us` (so never above it).
     pub ttfb_us: Option<LatencyFigures>,
     /// connect() to established, for new connections.
     pub connect_us: Option<LatencyFigures>,
@@ -42,6 +57,35 @@ pub struct HttpSummary {
     pub optimum: Option<Optimum>,
     /// `--baseline`: this client against linerate's own server on this host.
     pub baseline: Option<Baseline>,
+    /// Each server's share of the load (URLs of one `HOST[:PORT]` added up), in the order the
+    /// URLs first name it, with its host's samplers when an agent ran there; empty in documents
+    /// from before it was kept (issue 23).
+    #[serde(default)]
+    pub servers: Vec<HttpServerSummary>,
+}
+
+/// One server's share of an HTTP load, counted by the client over the window as the totals are.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpServerSummary {
+    /// `HOST[:PORT]` as the URLs name it.
+    pub server: String,
+    /// The agent that sampled the server's host, as it was reached; null when none did.
+    pub agent: Option<String>,
+    pub requests_started: u64,
+    /// Complete responses (any status) and 2xx responses, per second of the window.
+    pub responses: u64,
+    pub responses_per_second: f64,
+    pub successful_responses_per_second: f64,
+    /// Failed requests of every class (a status other than 2xx included).
+    pub errors: u64,
+    /// Connections to it begun in the window, by outcome, as `summary.connections` counts them.
+    pub connections: ConnectionCounts,
+    /// Response bytes read from it x 8 / window.
+    pub bytes_in: u64,
+    pub bits_per_second_in: f64,
+    /// Its host's samplers over the window (CPU, interrupts, interfaces), with this server's
+    /// bytes and responses; null without an agent there.
+    pub host: Option<SideSummary>,
 }
 
 /// Connections the client began in the window, by outcome: an identity,
@@ -133,6 +177,70 @@ impl HttpSummary {
     pub fn every_request_failed(&self) -> bool {
         self.successful_responses() == 0 && (self.requests_started > 0 || self.errors.total > 0)
     }
+
+    /// The failed requests are over `--max-errors`: by count, or by share of the requests that
+    /// ended (`failed_percent`).
+    pub fn over_error_budget(&self) -> bool {
+        match self.max_errors {
+            None => false,
+            Some(ErrorBudget::Count(n)) => self.errors.total > n,
+            Some(ErrorBudget::Percent(p)) => self.failed_percent.is_some_and(|f| f > p),
+        }
+    }
+
+    /// Why the run failed as a whole, by its failed requests: every one failed, or more than
+    /// `--max-errors` did; None when they pass.
+    pub fn failure(&self) -> Option<String> {
+        let share = self.failed_percent.map_or(String::new(), |p| format!(" ({p:.2} %)"));
+        if self.every_request_failed() {
+            Some("not one request got a 2xx response".into())
+        } else if self.over_error_budget() {
+            let budget = self.max_errors.map_or(String::new(), |b| b.to_string());
+            Some(format!(
+                "{} requests failed{share}, over --max-errors {budget}",
+                self.errors.total
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// `--max-errors`: how many failed requests a complete run may have, as a count (`{"count":
+/// 10}`) or a share of the requests that ended (`{"percent": 1.5}`); over it the run failed.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorBudget {
+    Count(u64),
+    Percent(f64),
+}
+
+impl std::str::FromStr for ErrorBudget {
+    type Err = String;
+
+    /// `N` (a count) or `P%` (a percentage from 0 to 100).
+    fn from_str(s: &str) -> Result<ErrorBudget, String> {
+        let t = s.trim();
+        match t.strip_suffix('%') {
+            Some(p) => match p.trim().parse::<f64>() {
+                Ok(p) if (0.0..=100.0).contains(&p) => Ok(ErrorBudget::Percent(p)),
+                _ => Err(format!("'{s}' is not a percentage from 0% to 100%")),
+            },
+            None => t
+                .parse::<u64>()
+                .map(ErrorBudget::Count)
+                .map_err(|_| format!("'{s}' is not a count of failed requests (N) or a share (P%)")),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ErrorBudget::Count(n) => write!(f, "{n}"),
+            ErrorBudget::Percent(p) => write!(f, "{p}%"),
+        }
+    }
 }
 
 /// A user-count sweep's choice: the fewest users that reach 95 % of the best throughput (the
@@ -192,4 +300,65 @@ pub struct HttpIntervalRecord {
     pub response_time_p50_us: Option<f64>,
     #[serde(default)]
     pub response_time_p99_us: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 23: 404s are failed requests; `--max-errors` fails a run past its count or share.
+    #[test]
+    fn issue_23_failure_reads_the_failed_requests_and_the_budget() {
+        let run = |ok: u64, failed: u64, budget: Option<ErrorBudget>| HttpSummary {
+            responses: ok + failed,
+            requests_started: ok + failed,
+            status: [("2xx".to_string(), ok), ("4xx".to_string(), failed)]
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            errors: ErrorSummary {
+                by_class: HttpErrors {
+                    bad_status: failed,
+                    ..HttpErrors::default()
+                },
+                total: failed,
+            },
+            failed_percent: Some(failed as f64 * 100.0 / (ok + failed) as f64),
+            max_errors: budget,
+            ..HttpSummary::default()
+        };
+        assert_eq!(
+            run(0, 458, None).failure().as_deref(),
+            Some("not one request got a 2xx response")
+        );
+        assert_eq!(
+            run(0, 458, Some(ErrorBudget::Percent(100.0))).failure().as_deref(),
+            Some("not one request got a 2xx response"),
+            "no budget makes a run of failures complete"
+        );
+        assert_eq!(run(90, 10, None).failure(), None, "the default: some succeeded");
+        assert_eq!(run(90, 10, Some(ErrorBudget::Count(10))).failure(), None);
+        assert_eq!(run(90, 10, Some(ErrorBudget::Percent(10.0))).failure(), None);
+        assert_eq!(
+            run(90, 10, Some(ErrorBudget::Count(9))).failure().as_deref(),
+            Some("10 requests failed (10.00 %), over --max-errors 9")
+        );
+        assert_eq!(
+            run(90, 10, Some(ErrorBudget::Percent(5.0))).failure().as_deref(),
+            Some("10 requests failed (10.00 %), over --max-errors 5%")
+        );
+        assert_eq!(run(100, 0, Some(ErrorBudget::Count(0))).failure(), None);
+    }
+
+    #[test]
+    fn issue_23_a_budget_is_a_count_or_a_percentage_in_the_document() {
+        let json = |b: ErrorBudget| serde_json::to_string(&b).expect("serializes");
+        assert_eq!(json(ErrorBudget::Count(3)), r#"{"count":3}"#);
+        assert_eq!(json(ErrorBudget::Percent(1.5)), r#"{"percent":1.5}"#);
+        assert_eq!("3".parse(), Ok(ErrorBudget::Count(3)));
+        assert_eq!(" 1.5% ".parse(), Ok(ErrorBudget::Percent(1.5)));
+        for bad in ["", "-1", "x", "101%", "-1%", "1.5"] {
+            assert!(bad.parse::<ErrorBudget>().is_err(), "{bad:?}");
+        }
+    }
 }

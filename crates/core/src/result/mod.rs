@@ -101,7 +101,8 @@ pub enum Outcome {
     /// Cut short (Ctrl-C, an agent lost): what was measured is true but not all that was asked.
     Partial,
     /// Nothing measured: an `error` set, every stream ended in error, no transaction
-    /// completed, or an HTTP run with no response and errors.
+    /// completed; or an HTTP run in which no request got a 2xx response, or whose failed
+    /// requests passed its `--max-errors`.
     Failed,
 }
 
@@ -112,7 +113,8 @@ impl TestResult {
         let nothing = if self.error.is_some() {
             true
         } else if let Some(h) = &s.http {
-            h.responses == 0 && h.errors.total > 0
+            // Every request failed (no 2xx), or more than `--max-errors` did (issue 23).
+            h.failure().is_some()
         } else if let Some(rr) = &s.rr {
             rr.transactions == 0
         } else {

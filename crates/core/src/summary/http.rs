@@ -1,23 +1,75 @@
 //! An HTTP load run's document: what the users counted over the steady state (the ramp left
 //! out), the client's samplers, and the server host's samplers when an agent ran there.
 
-use super::host_side_summary;
 use super::rr::figures;
-use crate::engine::http::HttpRun;
+use super::{host_side_summary, hosts_side_summary};
+use crate::engine::http::{HttpRun, ServerCounts};
 use crate::engine::run::Plan;
 use crate::metrics::host::HostInfo;
 use crate::result::{
-    ConnectionCounts, ConnectionRates, ErrorSummary, HostIntervalRecord, HostRecord, HttpIntervalRecord, HttpSummary,
-    IntervalRecord, RateFigures, SCHEMA, SideReport, Summary, TestResult,
+    ConnectionCounts, ConnectionRates, ErrorBudget, ErrorSummary, HostIntervalRecord, HostRecord, HttpIntervalRecord,
+    HttpServerSummary, HttpSummary, IntervalRecord, RateFigures, SCHEMA, SideReport, Summary, TestResult,
 };
 use crate::spec::{HttpSpec, TestSpec};
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
-/// The server's host as its agent saw it over the window.
+/// A server's host as its agent saw it over the window.
 pub(crate) struct ServerSide<'a> {
     pub name: &'a str,
+    /// Where the agent was reached: it samples the servers at this address.
+    pub ip: IpAddr,
     pub host: &'a HostInfo,
     pub report: Option<&'a SideReport>,
+}
+
+/// The agent that sampled `server`'s host: the one at its address; else, when there is one
+/// agent and one server address, that agent (an `--agent` reached on another address).
+fn agent_of<'s, 'a>(server: &ServerCounts, agents: &'s [ServerSide<'a>], run: &HttpRun) -> Option<&'s ServerSide<'a>> {
+    let ip = server.addr.ip();
+    agents.iter().find(|a| a.ip == ip).or_else(|| match agents {
+        [lone] if run.per_server.iter().all(|s| s.addr.ip() == ip) => Some(lone),
+        _ => None,
+    })
+}
+
+/// Each server's share of the load, with its host's samplers when its agent reported.
+fn servers(run: &HttpRun, agents: &[ServerSide<'_>]) -> Vec<HttpServerSummary> {
+    let secs = run.window_seconds;
+    let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    run.per_server
+        .iter()
+        .map(|s| {
+            let c = &s.counts;
+            let agent = agent_of(s, agents, run);
+            HttpServerSummary {
+                server: s.server.clone(),
+                agent: agent.filter(|a| a.report.is_some()).map(|a| a.name.to_string()),
+                requests_started: c.requests_started,
+                responses: c.responses,
+                responses_per_second: per_s(c.responses),
+                successful_responses_per_second: per_s(c.successful_responses),
+                errors: c.errors,
+                connections: ConnectionCounts {
+                    attempted: c.connections_attempted,
+                    successful: c.connections_successful,
+                    unsuccessful: c.connections_unsuccessful,
+                    in_flight_at_end: c.connections_in_flight_at_end,
+                    per_second: ConnectionRates {
+                        attempted: per_s(c.connections_attempted),
+                        successful: per_s(c.connections_successful),
+                        unsuccessful: per_s(c.connections_unsuccessful),
+                    },
+                },
+                bytes_in: c.bytes_in,
+                bits_per_second_in: per_s(c.bytes_in * 8),
+                host: agent.and_then(|a| {
+                    let r = a.report?;
+                    Some(host_side_summary(a.name, r, c.bytes_in, c.responses, 0, secs))
+                }),
+            }
+        })
+        .collect()
 }
 
 /// The users' figures over the window.
@@ -37,6 +89,13 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
         steady_seconds: secs,
         responses: run.responses,
         responses_per_second: per_s(run.responses as f64),
+        successful_responses_per_second: Some(per_s(run.status[2] as f64)),
+        failed_percent: {
+            let ended = run.status[2] + run.errors.total();
+            (ended > 0).then(|| run.errors.total() as f64 * 100.0 / ended as f64)
+        },
+        max_errors: None,
+        servers: Vec::new(),
         requests_started: run.requests_started,
         bits_per_second_in: per_s(run.bytes_in as f64 * 8.0),
         bits_per_second_out: per_s(run.bytes_out as f64 * 8.0),
@@ -152,13 +211,24 @@ fn run_notes(spec: &HttpSpec, run: &HttpRun) -> Vec<String> {
     notes
 }
 
+/// `--max-errors` into an HTTP run's document: the budget kept beside the figures it judges
+/// (the outcome reads both), and a note when the failed requests passed it.
+pub fn apply_max_errors(result: &mut TestResult, budget: Option<ErrorBudget>) {
+    let Some(h) = result.summary.http.as_mut() else { return };
+    h.max_errors = budget;
+    if h.over_error_budget() && !h.every_request_failed() {
+        let why = h.failure().unwrap_or_default();
+        result.notes.push(format!("the run failed: {why}"));
+    }
+}
+
 /// The result document of an HTTP run.
 pub(crate) fn assemble(
     spec: &HttpSpec,
     client_host: HostInfo,
     client: &SideReport,
     run: &HttpRun,
-    server: Option<ServerSide<'_>>,
+    agents: &[ServerSide<'_>],
     started_unix_ms: u64,
     mut notes: Vec<String>,
 ) -> TestResult {
@@ -194,8 +264,8 @@ pub(crate) fn assemble(
         })
     }));
     let mut partial = client.partial;
-    let mut server_summary = None;
-    if let Some(s) = server {
+    let mut reported = Vec::new();
+    for s in agents {
         hosts.insert(
             s.name.to_string(),
             HostRecord {
@@ -208,8 +278,7 @@ pub(crate) fn assemble(
         match s.report {
             Some(r) => {
                 partial |= r.partial;
-                // The server sent what the client read, and read what it wrote.
-                server_summary = Some(host_side_summary(s.name, r, run.bytes_in, run.responses, 0, secs));
+                reported.push((s.name, Some(s.host), r));
                 intervals.extend(r.timeline.iter().map(|t| {
                     IntervalRecord::Host(HostIntervalRecord {
                         host: s.name.to_string(),
@@ -223,7 +292,16 @@ pub(crate) fn assemble(
             )),
         }
     }
+    // The servers sent what the client read, and read what it wrote: one agent's host, or all
+    // of theirs together, each host counted once.
+    let server_summary = match &reported[..] {
+        [] => None,
+        [(name, _, r)] => Some(host_side_summary(name, r, run.bytes_in, run.responses, 0, secs)),
+        several => Some(hosts_side_summary(several, run.bytes_in, run.responses, secs)),
+    };
     notes.extend(run_notes(spec, run));
+    let mut http = summarise(spec, run);
+    http.servers = servers(run, agents);
     TestResult {
         linerate: crate::VERSION.to_string(),
         schema: SCHEMA,
@@ -242,7 +320,7 @@ pub(crate) fn assemble(
             streams: Vec::new(),
             udp: None,
             rr: None,
-            http: Some(summarise(spec, run)),
+            http: Some(http),
             server: server_summary,
             mix: None,
         },

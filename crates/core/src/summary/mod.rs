@@ -132,12 +132,24 @@ fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
         }
     }
     s.bits_per_second = Counted::new(s.bytes, s.seconds).bits_per_second;
-    s.counted_by = owners.iter().map(|(o, _)| o.to_string()).collect();
-    let machine = |i: usize| owners[i].1.and_then(|h| h.boot_id.as_deref()).unwrap_or(owners[i].0);
-    // Host CPU is host-wide: one figure per distinct machine, averaged over machines.
+    let ends: Vec<(&str, Option<&HostInfo>, &SideReport)> =
+        owners.iter().zip(&reports).map(|((o, h), r)| (*o, *h, *r)).collect();
+    add_ends(&mut s, &ends);
+    if sending {
+        s.tcp = tcp::totals(entries.iter().map(|e| (e.stream, e.report)), s.bits_per_second);
+    }
+    s
+}
+
+/// The counting ends (owner, host, report) into a side: who counted, their CPU (host CPU is
+/// host-wide: one figure per distinct machine, averaged over machines; linerate's own share as
+/// [`process_share`] has it) and their host samplers, each host once.
+fn add_ends(s: &mut SideSummary, ends: &[(&str, Option<&HostInfo>, &SideReport)]) {
+    s.counted_by = ends.iter().map(|(o, _, _)| o.to_string()).collect();
+    let machine = |i: usize| ends[i].1.and_then(|h| h.boot_id.as_deref()).unwrap_or(ends[i].0);
     let mut seen: Vec<&str> = Vec::new();
     let mut host_percents = Vec::new();
-    for (i, r) in reports.iter().enumerate() {
+    for (i, (_, _, r)) in ends.iter().enumerate() {
         if !seen.contains(&machine(i)) {
             seen.push(machine(i));
             host_percents.extend(r.cpu.host_percent);
@@ -145,24 +157,40 @@ fn summarise(entries: &[Entry<'_>], sending: bool) -> SideSummary {
     }
     s.cpu.host_percent =
         (!host_percents.is_empty()).then(|| host_percents.iter().sum::<f64>() / host_percents.len() as f64);
-    let shares: Vec<(&str, Option<f64>)> = reports
+    let shares: Vec<(&str, Option<f64>)> = ends
         .iter()
         .enumerate()
-        .map(|(i, r)| (machine(i), r.cpu.process_percent_of_host))
+        .map(|(i, (_, _, r))| (machine(i), r.cpu.process_percent_of_host))
         .collect();
     s.cpu.process_percent_of_host = process_share(&shares);
-    s.cpu.process_user_seconds = reports.iter().map(|r| r.cpu.process_user_seconds).sum();
-    s.cpu.process_system_seconds = reports.iter().map(|r| r.cpu.process_system_seconds).sum();
-    let counters: Vec<Counter<'_>> = owners
-        .iter()
-        .zip(&reports)
-        .filter_map(|((o, h), r)| Counter::new(o, *h, r))
-        .collect();
-    add_host_usage(&mut s, &counters);
-    if sending {
-        s.tcp = tcp::totals(entries.iter().map(|e| (e.stream, e.report)), s.bits_per_second);
-    }
+    s.cpu.process_user_seconds = ends.iter().map(|(_, _, r)| r.cpu.process_user_seconds).sum();
+    s.cpu.process_system_seconds = ends.iter().map(|(_, _, r)| r.cpu.process_system_seconds).sum();
+    let counters: Vec<Counter<'_>> = ends.iter().filter_map(|(o, h, r)| Counter::new(o, *h, r)).collect();
+    add_host_usage(s, &counters);
+}
+
+/// A side counted by several hosts together (the servers of an HTTP load, each with its agent):
+/// given counts over `seconds`, each host's samplers counted once.
+pub(crate) fn hosts_side_summary(
+    ends: &[(&str, Option<&HostInfo>, &SideReport)],
+    bytes: u64,
+    ops: u64,
+    seconds: f64,
+) -> SideSummary {
+    let mut s = counted_side(bytes, ops, seconds);
+    add_ends(&mut s, ends);
     s
+}
+
+/// A side of `bytes` and `ops` counted over `seconds`, its hosts' figures to come.
+fn counted_side(bytes: u64, ops: u64, seconds: f64) -> SideSummary {
+    SideSummary {
+        bytes,
+        seconds,
+        bits_per_second: Counted::new(bytes, seconds).bits_per_second,
+        ops,
+        ..Default::default()
+    }
 }
 
 /// A side counted by one host alone (an HTTP client, an HTTP server's agent): given counts over
@@ -176,14 +204,10 @@ pub(crate) fn host_side_summary(
     seconds: f64,
 ) -> SideSummary {
     let mut s = SideSummary {
-        bytes,
-        seconds,
-        bits_per_second: Counted::new(bytes, seconds).bits_per_second,
-        ops,
         streams,
         counted_by: vec![owner.to_string()],
         cpu: report.cpu.clone(),
-        ..Default::default()
+        ..counted_side(bytes, ops, seconds)
     };
     let counters: Vec<Counter<'_>> = Counter::new(owner, None, report).into_iter().collect();
     add_host_usage(&mut s, &counters);

@@ -249,7 +249,8 @@ pub fn sweep<E>(
         let h = r.summary.http.clone().unwrap_or_default();
         loads.push(UserLoad {
             users,
-            responses_per_second: h.responses_per_second,
+            // The throughput is what succeeded: fast 404s are no optimum (issue 23).
+            responses_per_second: h.successful_responses_per_second.unwrap_or(h.responses_per_second),
             bits_per_second_in: h.bits_per_second_in,
             response_time_mean_us: h.response_time_us.unwrap_or_default().mean,
         });
@@ -361,6 +362,26 @@ mod tests {
         let mut bare = s.clone();
         bare.points.iter_mut().for_each(|p| p.result = None);
         assert_eq!(crate::sweep::read_back_without_results(v), bare);
+    }
+
+    /// Issue 23: a server that answers more users with more 404s, its successes flat from 4
+    /// users on: the optimum is where the successes stop growing, not where the failures peak.
+    #[test]
+    fn issue_23_the_optimum_counts_successful_responses() {
+        let plan = HttpPlan {
+            users: Users::List(vec![4, 8, 16]),
+            baseline: None,
+        };
+        let failing = |spec: &HttpSpec| {
+            let mut r = saturating(spec);
+            if let Some(h) = r.summary.http.as_mut() {
+                h.successful_responses_per_second = Some(400.0);
+            }
+            Ok::<_, String>(r)
+        };
+        let s = sweep(&spec(), &plan, failing, |_| Ok(())).expect("runs");
+        let o = optimum_of(&s).expect("an optimum");
+        assert_eq!((o.users, o.responses_per_second), (4, 400.0));
     }
 
     #[test]

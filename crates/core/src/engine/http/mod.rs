@@ -63,6 +63,37 @@ impl HttpBucket {
     }
 }
 
+/// What the client counted of one URL (one server's share of the totals), in the window: each
+/// count as its total in [`HttpRun`] counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TargetCounts {
+    pub requests_started: u64,
+    /// Complete responses, any status; of those, 2xx.
+    pub responses: u64,
+    pub successful_responses: u64,
+    /// Failed requests of every class (a status other than 2xx included).
+    pub errors: u64,
+    pub bytes_in: u64,
+    pub connections_attempted: u64,
+    pub connections_successful: u64,
+    pub connections_unsuccessful: u64,
+    pub connections_in_flight_at_end: u64,
+}
+
+impl TargetCounts {
+    pub fn add(&mut self, o: &TargetCounts) {
+        self.requests_started += o.requests_started;
+        self.responses += o.responses;
+        self.successful_responses += o.successful_responses;
+        self.errors += o.errors;
+        self.bytes_in += o.bytes_in;
+        self.connections_attempted += o.connections_attempted;
+        self.connections_successful += o.connections_successful;
+        self.connections_unsuccessful += o.connections_unsuccessful;
+        self.connections_in_flight_at_end += o.connections_in_flight_at_end;
+    }
+}
+
 /// What the client counted, inside the steady-state window unless said otherwise.
 #[derive(Clone, Debug)]
 pub struct HttpRun {
@@ -84,7 +115,8 @@ pub struct HttpRun {
     pub errors: HttpErrors,
     /// Round trip of each complete response: from the request's intended start to its last byte.
     pub response_time: Histogram<u64>,
-    /// From the request's intended start to the response's first byte.
+    /// From the request's intended start to the response's first byte, for the same responses
+    /// as `response_time` (issue 23).
     pub ttfb: Histogram<u64>,
     /// connect() to established, new connections.
     pub connect: Histogram<u64>,
@@ -103,6 +135,36 @@ pub struct HttpRun {
     /// its percentiles.
     pub timeline_response_time: Vec<bins::TimeBins>,
     pub interval_ns: u64,
+    /// The same counts per URL, in the order given.
+    pub per_target: Vec<TargetCounts>,
+    /// The same per server (URLs of one authority added up), in the order first named; filled
+    /// in by [`run`] once the workers are done.
+    pub per_server: Vec<ServerCounts>,
+}
+
+/// One server's share of the load: its URLs' counts added up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerCounts {
+    /// `HOST[:PORT]` as the URLs name it.
+    pub server: String,
+    pub addr: std::net::SocketAddr,
+    pub counts: TargetCounts,
+}
+
+/// The per-URL counts added up per server, in the order first named.
+fn per_server(targets: &[HttpTarget], per_target: &[TargetCounts]) -> Vec<ServerCounts> {
+    let mut out: Vec<ServerCounts> = Vec::new();
+    for (t, c) in targets.iter().zip(per_target) {
+        match out.iter_mut().find(|s| s.server == t.server) {
+            Some(s) => s.counts.add(c),
+            None => out.push(ServerCounts {
+                server: t.server.clone(),
+                addr: t.addr,
+                counts: *c,
+            }),
+        }
+    }
+    out
 }
 
 pub(super) fn histogram() -> Histogram<u64> {
@@ -209,14 +271,15 @@ pub fn run(
             Some(t) => merge(t, &o),
         }
     }
-    let mut total = total.unwrap_or_else(|| empty_run(0, times.interval_ns));
+    let mut total = total.unwrap_or_else(|| empty_run(0, times.interval_ns, targets.len()));
     total.open_files_limit = open_files_limit();
+    total.per_server = per_server(targets, &total.per_target);
     let end = report.window_end_ns.min(times.window_end_ns);
     total.window_seconds = end.saturating_sub(times.ramp_ns.min(end)) as f64 / 1e9;
     Ok((report, total))
 }
 
-pub(super) fn empty_run(buckets: usize, interval_ns: u64) -> HttpRun {
+pub(super) fn empty_run(buckets: usize, interval_ns: u64, targets: usize) -> HttpRun {
     HttpRun {
         responses: 0,
         status: [0; 6],
@@ -239,6 +302,8 @@ pub(super) fn empty_run(buckets: usize, interval_ns: u64) -> HttpRun {
         timeline: vec![HttpBucket::default(); buckets],
         timeline_response_time: vec![bins::TimeBins::default(); buckets.min(bins::MAX_INTERVALS)],
         interval_ns,
+        per_target: vec![TargetCounts::default(); targets],
+        per_server: Vec::new(),
     }
 }
 
@@ -265,6 +330,9 @@ fn merge(t: &mut HttpRun, o: &HttpRun) {
         a.add(b);
     }
     for (a, b) in t.timeline_response_time.iter_mut().zip(&o.timeline_response_time) {
+        a.add(b);
+    }
+    for (a, b) in t.per_target.iter_mut().zip(&o.per_target) {
         a.add(b);
     }
 }

@@ -68,6 +68,9 @@ impl HttpUrl {
 /// One URL, resolved, with its request bytes.
 #[derive(Clone, Debug)]
 pub struct HttpTarget {
+    /// The server as the URL names it (its authority: `HOST[:PORT]`): what the per-server
+    /// figures are kept under.
+    pub server: String,
     pub addr: SocketAddr,
     pub request: Vec<u8>,
 }
@@ -83,7 +86,11 @@ impl HttpTarget {
             url.authority(),
         )
         .into_bytes();
-        HttpTarget { addr, request }
+        HttpTarget {
+            server: url.authority(),
+            addr,
+            request,
+        }
     }
 }
 

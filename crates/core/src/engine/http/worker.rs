@@ -3,7 +3,7 @@
 //! histograms and per-interval buckets. Out: the worker's [`HttpRun`], merged by the run.
 
 use super::head::parse_head;
-use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, Times, empty_run};
+use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, TargetCounts, Times, empty_run};
 use crate::engine::run::{Gate, Shared};
 use crate::engine::sockopt;
 use crate::result::StreamEnd;
@@ -44,6 +44,9 @@ struct User {
     head: Vec<u8>,
     head_len: Option<usize>,
     got_first_byte: bool,
+    /// When the response's first byte came (ns since time zero): recorded as its time to first
+    /// byte only once the response is complete, beside its response time (issue 23).
+    first_byte_ns: u64,
     content_length: Option<u64>,
     body: u64,
     status: u16,
@@ -100,6 +103,11 @@ impl Worker<'_> {
         self.out.timeline.get_mut(i)
     }
 
+    /// The counts of the URL user `u` fetches now (one add beside each total: no lookup).
+    fn target_of(&mut self, u: usize) -> &mut TargetCounts {
+        &mut self.out.per_target[self.users[u].target]
+    }
+
     fn set_timer(&mut self, u: usize, at: u64) {
         let user = &mut self.users[u];
         user.generation = user.generation.wrapping_add(1);
@@ -131,6 +139,7 @@ impl Worker<'_> {
         }
         if self.in_window(now) {
             self.out.requests_started += 1;
+            self.out.per_target[target].requests_started += 1;
         }
         // Timeouts are found by a scan every few ms, not by timers: a timer per request would
         // leave the heap full of stale entries.
@@ -143,6 +152,7 @@ impl Worker<'_> {
         let counted = self.in_window(now);
         if counted {
             self.out.connections_attempted += 1;
+            self.out.per_target[target].connections_attempted += 1;
         }
         if let Some(b) = self.bucket(now) {
             b.connections += 1;
@@ -192,6 +202,7 @@ impl Worker<'_> {
                 }
                 if self.users[u].connect_counted {
                     self.out.connections_successful += 1;
+                    self.target_of(u).connections_successful += 1;
                     let _ = self
                         .out
                         .connect
@@ -266,6 +277,7 @@ impl Worker<'_> {
                     self.total_in += n as u64;
                     if self.in_window(now) {
                         self.out.bytes_in += n as u64;
+                        self.target_of(u).bytes_in += n as u64;
                     }
                     if let Some(b) = self.bucket(now) {
                         b.bytes_in += n as u64;
@@ -273,13 +285,7 @@ impl Worker<'_> {
                     let user = &mut self.users[u];
                     if !user.got_first_byte {
                         user.got_first_byte = true;
-                        let now = self.start.elapsed().as_nanos() as u64;
-                        if now >= self.window_ns && now <= self.window_end_ns {
-                            let _ = self
-                                .out
-                                .ttfb
-                                .record(now.saturating_sub(user.intended_ns).clamp(1, HIST_MAX_NS));
-                        }
+                        user.first_byte_ns = self.start.elapsed().as_nanos() as u64;
                     }
                     if user.head_len.is_none() {
                         // The usual case: the whole head in the first read, parsed where it lies.
@@ -378,6 +384,7 @@ impl Worker<'_> {
             let counted = self.users[u].connect_counted;
             if counted {
                 self.out.connections_unsuccessful += 1;
+                self.target_of(u).connections_unsuccessful += 1;
             }
             counted
         } else {
@@ -393,6 +400,10 @@ impl Worker<'_> {
             End::Done => {
                 let user = &self.users[u];
                 let rt = now.saturating_sub(user.intended_ns).clamp(1, HIST_MAX_NS);
+                // The same request's first byte, never after its last: both histograms hold the
+                // same responses (a first byte counted for a request that then failed, or ended
+                // past the window, put TTFB percentiles above every response time: issue 23).
+                let ttfb = user.first_byte_ns.saturating_sub(user.intended_ns).clamp(1, rt);
                 let class = usize::from(user.status / 100).min(5);
                 let ok = (200..300).contains(&user.status);
                 self.total_responses += 1;
@@ -401,8 +412,16 @@ impl Worker<'_> {
                     self.out.status[class] += 1;
                     self.out.body_bytes += user.body;
                     let _ = self.out.response_time.record(rt);
+                    let _ = self.out.ttfb.record(ttfb);
                     if !ok {
                         self.out.errors.bad_status += 1;
+                    }
+                    let t = self.target_of(u);
+                    t.responses += 1;
+                    if ok {
+                        t.successful_responses += 1;
+                    } else {
+                        t.errors += 1;
                     }
                 }
                 if let Some(t) = self
@@ -425,6 +444,7 @@ impl Worker<'_> {
                 failed = true;
                 if count_error {
                     *class(&mut self.out.errors) += 1;
+                    self.target_of(u).errors += 1;
                 }
                 if let Some(b) = self.bucket(now) {
                     b.errors += 1;
@@ -552,6 +572,7 @@ pub(super) fn work(
                 head: Vec::new(),
                 head_len: None,
                 got_first_byte: false,
+                first_byte_ns: 0,
                 content_length: None,
                 body: 0,
                 status: 0,
@@ -571,7 +592,7 @@ pub(super) fn work(
         think_ns: (spec.think_ms * 1e6) as u64,
         interval_ns,
         next_target: w % targets.len().max(1),
-        out: empty_run(buckets, interval_ns),
+        out: empty_run(buckets, interval_ns, targets.len()),
         total_in: 0,
         total_responses: 0,
         tick: 0,
@@ -684,11 +705,12 @@ pub(super) fn work(
         counter.ops.store(wk.total_responses, Relaxed);
     };
     wk.out.in_flight_at_end += wk.users.iter().filter(|u| u.state != State::Waiting).count() as u64;
-    wk.out.connections_in_flight_at_end = wk
-        .users
-        .iter()
-        .filter(|u| u.state == State::Connecting && u.connect_counted)
-        .count() as u64;
+    for u in 0..wk.users.len() {
+        if wk.users[u].state == State::Connecting && wk.users[u].connect_counted {
+            wk.out.connections_in_flight_at_end += 1;
+            wk.target_of(u).connections_in_flight_at_end += 1;
+        }
+    }
     counter.bytes.store(wk.total_in, Relaxed);
     counter.ops.store(wk.total_responses, Relaxed);
     shared.finish(w, end);
