@@ -54,20 +54,13 @@ fn side_block(
     sending: bool,
     transactions: Option<u64>,
 ) {
-    let label_w = 38;
-    let col_w = columns.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(14) + 2;
+    let (label_w, col_w) = widths(columns);
     let _ = write!(out, "{title:<label_w$}");
     for (name, _) in columns {
         let _ = write!(out, "{name:>col_w$}");
     }
     out.push('\n');
-    let mut row = |label: &str, f: &dyn Fn(&SideSummary) -> String| {
-        let _ = write!(out, "  {label:<w$}", w = label_w - 2);
-        for (_, s) in columns {
-            let _ = write!(out, "{:>col_w$}", f(s));
-        }
-        out.push('\n');
-    };
+    let mut row = |label: &str, f: &dyn Fn(&SideSummary) -> String| table_row(out, label, columns, f);
     row("Total bytes transferred (MBytes)", &|s| {
         grouped(s.bytes as f64 / 1e6, 3)
     });
@@ -113,19 +106,110 @@ fn side_block(
                 .map_or("n/a".into(), |l| format!("{:.1}", l.percent))
         });
     }
-    if sending && columns.iter().any(|(_, s)| s.tcp.is_some()) {
-        row("TCP retransmits (segments)", &|s| {
-            s.tcp.as_ref().map_or("n/a".into(), |t| t.retransmits.to_string())
-        });
-        row("RTT at end (us, mean of streams)", &|s| {
-            s.tcp.as_ref().map_or("n/a".into(), |t| format!("{:.0}", t.rtt_us))
-        });
-        row("cwnd at end (KiB, mean of streams)", &|s| {
-            s.tcp
-                .as_ref()
-                .map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes / 1024.0))
-        });
+}
+
+/// The label and value columns' widths of a block of `columns`.
+fn widths(columns: &[(String, &SideSummary)]) -> (usize, usize) {
+    (38, columns.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(14) + 2)
+}
+
+/// A side nobody counted (its agent's report never came): every figure of it is unknown, n/a,
+/// never 0 (issue 23, item 11).
+fn uncounted(s: &SideSummary) -> bool {
+    s.counted_by.is_empty()
+}
+
+/// A one-column side's name: who counted it, or, when nobody did, the agents whose reports
+/// never came (`h2: no report`).
+fn side_name(r: &TestResult, s: &SideSummary) -> String {
+    if !uncounted(s) {
+        return s.counted_by.join(", ");
     }
+    let agents: Vec<&str> = r.summary.agents.iter().map(|a| a.agent.as_str()).collect();
+    format!("{}: no report", agents.join(", "))
+}
+
+/// One row of a block: the label, then `f` of each column's side (n/a for a side nobody counted).
+fn table_row(out: &mut String, label: &str, columns: &[(String, &SideSummary)], f: &dyn Fn(&SideSummary) -> String) {
+    let (label_w, col_w) = widths(columns);
+    let _ = write!(out, "  {label:<w$}", w = label_w - 2);
+    for (_, s) in columns {
+        let v = if uncounted(s) { "n/a".to_string() } else { f(s) };
+        let _ = write!(out, "{v:>col_w$}");
+    }
+    out.push('\n');
+}
+
+/// Which streams a column of a sending block covers: one agent's, one direction's, or all.
+#[derive(Clone, Copy, Default)]
+struct Streams<'a> {
+    agent: Option<&'a str>,
+    direction: Option<&'a str>,
+}
+
+/// A sending block: the side's rows, then the senders' TCP_INFO: retransmits, the RTT averaged
+/// over the run and at the end, the congestion window at the end. Each "at end" figure is the
+/// streams' last TCP_INFO (`summary.streams[].tcp`), averaged over the column's streams; the run's
+/// RTT is the mean of every sample each stream took (`summary.sent.tcp.rtt_us`; issue 23, item 6).
+fn send_block(
+    out: &mut String,
+    r: &TestResult,
+    columns: &[(String, &SideSummary)],
+    covers: &[Streams<'_>],
+    transactions: Option<u64>,
+) {
+    side_block(out, "SEND SIDE", columns, true, transactions);
+    if !columns.iter().any(|(_, s)| s.tcp.is_some()) {
+        return;
+    }
+    fn tcp(s: &SideSummary, f: impl Fn(&linerate_core::result::TcpTotals) -> String) -> String {
+        s.tcp.as_ref().map_or("n/a".into(), f)
+    }
+    table_row(
+        out,
+        "TCP retransmits (segments)",
+        columns,
+        &|s| tcp(s, |t| t.retransmits.to_string()),
+    );
+    table_row(
+        out,
+        "RTT, mean over the run (us)",
+        columns,
+        &|s| tcp(s, |t| format!("{:.0}", t.rtt_us)),
+    );
+    // The end values are the streams', so each column's come from its own streams.
+    let ends: Vec<Option<f64>> = covers.iter().map(|c| end_rtt_us(r, *c)).collect();
+    let (label_w, col_w) = widths(columns);
+    let _ = write!(out, "  {:<w$}", "RTT at end (us, mean of streams)", w = label_w - 2);
+    for ((_, s), end) in columns.iter().zip(&ends) {
+        let v = match end {
+            Some(v) if !uncounted(s) => format!("{v:.0}"),
+            _ => "n/a".into(),
+        };
+        let _ = write!(out, "{v:>col_w$}");
+    }
+    out.push('\n');
+    table_row(
+        out,
+        "cwnd at end (KiB, mean of streams)",
+        columns,
+        &|s| tcp(s, |t| format!("{:.0}", t.cwnd_bytes / 1024.0)),
+    );
+}
+
+/// The mean over the covered streams of the RTT their senders' TCP_INFO gave at the end, us;
+/// None when no covered stream has one.
+fn end_rtt_us(r: &TestResult, c: Streams<'_>) -> Option<f64> {
+    let rtts: Vec<f64> = r
+        .summary
+        .streams
+        .iter()
+        .filter(|s| c.agent.is_none_or(|a| s.agent == a) && c.direction.is_none_or(|d| s.direction == d))
+        .filter_map(|s| s.tcp.as_ref())
+        .filter(|t| t.rtt_us > 0)
+        .map(|t| f64::from(t.rtt_us))
+        .collect();
+    (!rtts.is_empty()).then(|| rtts.iter().sum::<f64>() / rtts.len() as f64)
 }
 
 /// A run's limit as the headline says it: seconds, or `n UNIT per stream`.
@@ -136,7 +220,8 @@ fn limit_text(limit: Limit, unit: &str) -> String {
     }
 }
 
-fn headline(r: &TestResult) -> String {
+/// The run's first line: what was asked (kind, streams, direction, limit, sizes, agents).
+fn title(r: &TestResult) -> String {
     let agents: Vec<&str> = r.summary.agents.iter().map(|a| a.agent.as_str()).collect();
     let direction = match r.options.direction() {
         Direction::Send => "client sends",
@@ -303,10 +388,9 @@ fn rr_block(out: &mut String, r: &TestResult) {
     }
 }
 
-/// The whole text summary.
 /// An HTTP run: the users' figures, the client's and the server's cost, the timeline.
 fn render_http(r: &TestResult) -> String {
-    let mut out = headline(r);
+    let mut out = title(r);
     let Some(h) = &r.summary.http else { return out };
     profile_lines(&mut out, r);
     out.push('\n');
@@ -456,49 +540,66 @@ fn render_http(r: &TestResult) -> String {
     out
 }
 
+/// The whole text of a run: its report, then its headline line last ([`crate::headline`]), so
+/// that `tail -1` finds it.
 pub fn render(r: &TestResult) -> String {
-    if r.summary.http.is_some() {
-        return render_http(r);
-    }
-    let mut out = headline(r);
+    let mut out = if r.summary.http.is_some() {
+        render_http(r)
+    } else {
+        render_streams(r)
+    };
+    out += &crate::headline::run_line(r);
+    out.push('\n');
+    out
+}
+
+/// A tcp, udp or rr run: the send and receive sides, streams, the kind's block, interfaces.
+fn render_streams(r: &TestResult) -> String {
+    let mut out = title(r);
     out.push('\n');
     let multi = r.summary.agents.len() > 1;
     let transactions = r.summary.rr.as_ref().map(|x| x.transactions);
-    let columns = |sending: bool| -> Vec<(String, &SideSummary)> {
+    // Each column and the streams it covers. With several agents, an agent's column the client
+    // counted is named for where the data went: "to h2" (the client sent to h2), "from h2" (the
+    // client received from h2); one the agent counted bears its name (issue 23, item 11).
+    let columns = |sending: bool| -> (Vec<(String, &SideSummary)>, Vec<Streams<'_>>) {
         let mut cols: Vec<(String, &SideSummary)> = Vec::new();
+        let mut covers = Vec::new();
         if multi {
             for a in &r.summary.agents {
                 let s = if sending { &a.sent } else { &a.received };
-                if s.streams > 0 {
-                    cols.push((a.agent.clone(), s));
-                }
+                let name = if s.counted_by == ["client"] {
+                    format!("{} {}", if sending { "to" } else { "from" }, a.agent)
+                } else {
+                    a.agent.clone()
+                };
+                cols.push((name, s));
+                covers.push(Streams {
+                    agent: Some(&a.agent),
+                    direction: None,
+                });
             }
         }
         let total = if sending { &r.summary.sent } else { &r.summary.received };
-        let name = if multi {
-            "total".to_string()
-        } else {
-            total.counted_by.join(", ")
-        };
+        let name = if multi { "total".to_string() } else { side_name(r, total) };
         cols.push((name, total));
-        cols
+        covers.push(Streams::default());
+        (cols, covers)
     };
     match &r.summary.directions {
         Some(dirs) => {
             for (name, what) in [("forward", "client -> agents"), ("reverse", "agents -> client")] {
                 if let Some(d) = dirs.get(name) {
                     let _ = writeln!(out, "{} ({what})", name.to_uppercase());
-                    side_block(
-                        &mut out,
-                        "SEND SIDE",
-                        &[(d.sent.counted_by.join(", "), &d.sent)],
-                        true,
-                        transactions,
-                    );
+                    let only = Streams {
+                        agent: None,
+                        direction: Some(name),
+                    };
+                    send_block(&mut out, r, &[(side_name(r, &d.sent), &d.sent)], &[only], transactions);
                     side_block(
                         &mut out,
                         "RECEIVE SIDE",
-                        &[(d.received.counted_by.join(", "), &d.received)],
+                        &[(side_name(r, &d.received), &d.received)],
                         false,
                         transactions,
                     );
@@ -506,11 +607,11 @@ pub fn render(r: &TestResult) -> String {
                 }
             }
             let _ = writeln!(out, "BOTH DIRECTIONS");
-            side_block(
+            send_block(
                 &mut out,
-                "SEND SIDE",
+                r,
                 &[("total".into(), &r.summary.sent)],
-                true,
+                &[Streams::default()],
                 transactions,
             );
             side_block(
@@ -522,8 +623,9 @@ pub fn render(r: &TestResult) -> String {
             );
         }
         None => {
-            side_block(&mut out, "SEND SIDE", &columns(true), true, transactions);
-            side_block(&mut out, "RECEIVE SIDE", &columns(false), false, transactions);
+            let (cols, covers) = columns(true);
+            send_block(&mut out, r, &cols, &covers, transactions);
+            side_block(&mut out, "RECEIVE SIDE", &columns(false).0, false, transactions);
         }
     }
     if r.summary.rr.is_none() {
