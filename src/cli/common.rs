@@ -719,10 +719,16 @@ mod tests {
             assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{args:?}");
         }
         let given = |line: &[&str]| super::interval_given(line.iter().map(std::ffi::OsString::from));
-        assert!(given(&["linerate", "tcp", "h", "--brief", "-i", "1"]), "even at the default");
+        assert!(
+            given(&["linerate", "tcp", "h", "--brief", "-i", "1"]),
+            "even at the default"
+        );
         assert!(given(&["linerate", "udp", "h", "--interval=0.5"]));
         assert!(given(&["linerate", "http", "http://h/", "-i0.5"]));
-        assert!(!given(&["linerate", "tcp", "h", "--brief"]), "the default is not asked for");
+        assert!(
+            !given(&["linerate", "tcp", "h", "--brief"]),
+            "the default is not asked for"
+        );
         assert!(!given(&["linerate", "quick", "--brief"]), "quick has no -i");
         assert!(!given(&["linerate", "tcp"]), "a line that does not parse");
     }

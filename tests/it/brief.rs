@@ -56,7 +56,13 @@ fn figure(doc: &Value, pointer: &str, scale: f64) -> Option<f64> {
 
 /// Runs `args --brief` and checks the one line against the stored document's figures at
 /// `pointers` (pointer, scale); then that `results show` of the same record ends with that line.
-fn brief_matches_document(db: &Path, args: &[&str], kind: &str, pointers: &[(&str, f64)], extra: &dyn Fn(&Value) -> Vec<Option<f64>>) {
+fn brief_matches_document(
+    db: &Path,
+    args: &[&str],
+    kind: &str,
+    pointers: &[(&str, f64)],
+    extra: &dyn Fn(&Value) -> Vec<Option<f64>>,
+) {
     let mut full = args.to_vec();
     full.push("--brief");
     let out = run(db, &full);
@@ -128,23 +134,17 @@ fn issue_23_brief_prints_the_headline_line_of_every_kind() {
         &none,
     );
     let url = agent.http_url("/bytes/1000");
-    brief_matches_document(
-        &db,
-        &["http", &url, "--users", "2", "-d", "1"],
-        "http",
-        &[],
-        &|doc| {
-            let ok = doc
-                .pointer("/summary/status/2xx")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0);
-            vec![
-                Some(ok / f(doc, "/summary/steady_seconds")),
-                figure(doc, "/summary/response_time_us/p99", 1.0),
-                figure(doc, "/summary/errors/total", 1.0),
-            ]
-        },
-    );
+    brief_matches_document(&db, &["http", &url, "--users", "2", "-d", "1"], "http", &[], &|doc| {
+        let ok = doc
+            .pointer("/summary/status/2xx")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        vec![
+            Some(ok / f(doc, "/summary/steady_seconds")),
+            figure(doc, "/summary/response_time_us/p99", 1.0),
+            figure(doc, "/summary/errors/total", 1.0),
+        ]
+    });
 }
 
 #[test]
@@ -172,7 +172,9 @@ fn issue_23_the_full_text_ends_with_the_headline_after_the_id_and_brief_keeps_in
     assert!(lines.len() >= 2, "interval lines and the headline: {text}");
     assert!(lines[lines.len() - 1].starts_with("tcp: complete; "), "{text}");
     assert!(
-        lines[..lines.len() - 1].iter().all(|l| l.contains("Mbit/s") && !l.starts_with("tcp:")),
+        lines[..lines.len() - 1]
+            .iter()
+            .all(|l| l.contains("Mbit/s") && !l.starts_with("tcp:")),
         "interval lines only before it: {text}"
     );
     assert!(stderr(&out).contains("stored as #"), "the id on stderr");
@@ -189,7 +191,17 @@ fn issue_23_repeat_and_sweep_end_with_their_aggregate_headline() {
     let agent = Agent::start(&[]);
     let out = run(
         &db,
-        &["tcp", &agent.addr, "--repeat", "2", "--pause", "0", "-t", "0.5", "--brief"],
+        &[
+            "tcp",
+            &agent.addr,
+            "--repeat",
+            "2",
+            "--pause",
+            "0",
+            "-t",
+            "0.5",
+            "--brief",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
@@ -202,11 +214,17 @@ fn issue_23_repeat_and_sweep_end_with_their_aggregate_headline() {
     assert_eq!(values[0], Some(2.0), "{text}");
     let mean = f(&doc, "/aggregate/0/mean");
     let got = values[1].expect("a mean");
-    assert!((got - mean).abs() <= 0.05 + 0.005 * mean, "{got} against {mean}: {text}");
+    assert!(
+        (got - mean).abs() <= 0.05 + 0.005 * mean,
+        "{got} against {mean}: {text}"
+    );
 
     let out = run(&db, &["rr", &agent.addr, "--sizes", "1,100", "-t", "0.3", "--brief"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert_eq!(text.lines().count(), 1, "no rows with --brief: {text:?}");
-    assert!(text.starts_with("rr sweep: complete; points 2 (0 failed); best transactions "), "{text}");
+    assert!(
+        text.starts_with("rr sweep: complete; points 2 (0 failed); best transactions "),
+        "{text}"
+    );
 }

@@ -100,7 +100,11 @@ pub fn repeat_line(rep: &Repeated) -> String {
     for name in line_names(kind) {
         let Some(f) = rep.figure(name) else {
             // No aggregated run measured it: its label from a run, if any.
-            if let Some(fig) = rep.runs.first().and_then(|r| headline(r).into_iter().find(|f| f.name == *name)) {
+            if let Some(fig) = rep
+                .runs
+                .first()
+                .and_then(|r| headline(r).into_iter().find(|f| f.name == *name))
+            {
                 fields.push(field(&format!("mean {}", fig.label), None, fig.unit));
             }
             continue;
@@ -167,7 +171,11 @@ pub fn sweep_line(s: &Sweep) -> String {
             x.total_cmp(&y)
         });
     if let Some((p, f, v)) = best {
-        fields.push(format!("best {} at {}", field(f.label, Some(v), f.unit), at_text(&p.at)));
+        fields.push(format!(
+            "best {} at {}",
+            field(f.label, Some(v), f.unit),
+            at_text(&p.at)
+        ));
     }
     match &s.kind {
         SweepKind::Rr(rr) => {
@@ -175,13 +183,16 @@ pub fn sweep_line(s: &Sweep) -> String {
             fields.push(field("fit slope", fit.map(|f| f.slope_us_per_byte), "us/byte"));
         }
         SweepKind::Http(h) => {
-            fields.push(field("optimum", h.summary.optimum.as_ref().map(|o| f64::from(o.users)), "users"));
+            fields.push(field(
+                "optimum",
+                h.summary.optimum.as_ref().map(|o| f64::from(o.users)),
+                "users",
+            ));
         }
         _ => {}
     }
     fields.join("; ")
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! The summary as text, in the layout of the NTttcp reports: a SEND SIDE and a RECEIVE SIDE block
 //! (total MBytes, seconds, Mbit/s, average CPU %), one column per agent when there are several
-//! and a total, then one row per stream.
+//! and a total, then one row per stream; last, the run's headline line ([`crate::headline`]), so
+//! that `tail -1` finds the answer. A side nobody counted (a lost agent) shows n/a, never 0.
 
 use linerate_core::result::{SideSummary, TestResult};
 use linerate_core::spec::{Direction, Limit, TestSpec};
@@ -165,18 +166,12 @@ fn send_block(
     fn tcp(s: &SideSummary, f: impl Fn(&linerate_core::result::TcpTotals) -> String) -> String {
         s.tcp.as_ref().map_or("n/a".into(), f)
     }
-    table_row(
-        out,
-        "TCP retransmits (segments)",
-        columns,
-        &|s| tcp(s, |t| t.retransmits.to_string()),
-    );
-    table_row(
-        out,
-        "RTT, mean over the run (us)",
-        columns,
-        &|s| tcp(s, |t| format!("{:.0}", t.rtt_us)),
-    );
+    table_row(out, "TCP retransmits (segments)", columns, &|s| {
+        tcp(s, |t| t.retransmits.to_string())
+    });
+    table_row(out, "RTT, mean over the run (us)", columns, &|s| {
+        tcp(s, |t| format!("{:.0}", t.rtt_us))
+    });
     // The end values are the streams', so each column's come from its own streams.
     let ends: Vec<Option<f64>> = covers.iter().map(|c| end_rtt_us(r, *c)).collect();
     let (label_w, col_w) = widths(columns);
@@ -189,12 +184,9 @@ fn send_block(
         let _ = write!(out, "{v:>col_w$}");
     }
     out.push('\n');
-    table_row(
-        out,
-        "cwnd at end (KiB, mean of streams)",
-        columns,
-        &|s| tcp(s, |t| format!("{:.0}", t.cwnd_bytes / 1024.0)),
-    );
+    table_row(out, "cwnd at end (KiB, mean of streams)", columns, &|s| {
+        tcp(s, |t| format!("{:.0}", t.cwnd_bytes / 1024.0))
+    });
 }
 
 /// The mean over the covered streams of the RTT their senders' TCP_INFO gave at the end, us;
@@ -581,7 +573,11 @@ fn render_streams(r: &TestResult) -> String {
             }
         }
         let total = if sending { &r.summary.sent } else { &r.summary.received };
-        let name = if multi { "total".to_string() } else { side_name(r, total) };
+        let name = if multi {
+            "total".to_string()
+        } else {
+            side_name(r, total)
+        };
         cols.push((name, total));
         covers.push(Streams::default());
         (cols, covers)

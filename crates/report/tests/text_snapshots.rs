@@ -299,7 +299,10 @@ fn issue_23_rtt_rows_say_what_they_are_and_print_the_documents_figures() {
     let run_mean = r.summary.sent.tcp.as_ref().expect("TCP_INFO").rtt_us;
     let end = r.summary.streams[0].tcp.expect("TCP_INFO at the end").rtt_us;
     assert_eq!(end, 3141);
-    assert!((run_mean - 3141.0).abs() > 100.0, "the fixture's run mean differs: {run_mean}");
+    assert!(
+        (run_mean - 3141.0).abs() > 100.0,
+        "the fixture's run mean differs: {run_mean}"
+    );
     assert_eq!(value_under(&text, "RTT at end (us, mean of streams)"), end.to_string());
     assert_eq!(
         value_under(&text, "RTT, mean over the run (us)"),
@@ -331,7 +334,10 @@ fn issue_23_a_lost_agents_side_is_na_not_zero() {
     );
     assert!(!receive.iter().any(|l| l.contains("0.000")), "{receive:#?}");
     let last = text.lines().last().expect("a line");
-    assert!(last.starts_with("tcp: partial; receiver throughput n/a Mbit/s"), "{last}");
+    assert!(
+        last.starts_with("tcp: partial; receiver throughput n/a Mbit/s"),
+        "{last}"
+    );
 }
 
 #[test]
