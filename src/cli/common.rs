@@ -650,26 +650,33 @@ mod tests {
         }
     }
 
+    /// Every test command, with a target where it takes one.
+    const TEST_COMMANDS: [&[&str]; 5] = [
+        &["tcp", "h"],
+        &["udp", "h"],
+        &["rr", "h"],
+        &["http", "http://h/"],
+        &["quick"],
+    ];
+
+    /// A test command's output flags.
+    fn output_of(cmd: Command) -> super::OutputArgs {
+        match cmd {
+            Command::Tcp(a) => a.output,
+            Command::Udp(a) => a.output,
+            Command::Rr(a) => a.output,
+            Command::Http(a) => a.output,
+            Command::Quick(a) => a.output,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
     #[test]
     fn every_test_kind_takes_the_store_flags_alike() {
-        for args in [
-            &["tcp", "h"][..],
-            &["udp", "h"][..],
-            &["rr", "h"][..],
-            &["http", "http://h/"][..],
-            &["quick"][..],
-        ] {
+        for args in TEST_COMMANDS {
             let mut full = args.to_vec();
             full.extend(["--label", "nic=x2", "--db", "/tmp/r.db", "--label=mtu=9000"]);
-            let output = match parse(&full).expect("valid") {
-                Command::Tcp(a) => a.output,
-                Command::Udp(a) => a.output,
-                Command::Rr(a) => a.output,
-                Command::Http(a) => a.output,
-                Command::Quick(a) => a.output,
-                other => panic!("parsed as {other:?}"),
-            };
-            let s = output.store;
+            let s = output_of(parse(&full).expect("valid")).store;
             assert_eq!(
                 s.labels,
                 vec![("nic".into(), "x2".into()), ("mtu".into(), "9000".into())],
@@ -692,24 +699,11 @@ mod tests {
 
     #[test]
     fn issue_23_brief_is_an_output_flag_of_every_test_command() {
-        for args in [
-            &["tcp", "h"][..],
-            &["udp", "h"][..],
-            &["rr", "h"][..],
-            &["http", "http://h/"][..],
-            &["quick"][..],
-        ] {
+        for args in TEST_COMMANDS {
             let output = |extra: &[&str]| {
                 let mut full = args.to_vec();
                 full.extend(extra);
-                match parse(&full).expect("valid") {
-                    Command::Tcp(a) => a.output,
-                    Command::Udp(a) => a.output,
-                    Command::Rr(a) => a.output,
-                    Command::Http(a) => a.output,
-                    Command::Quick(a) => a.output,
-                    other => panic!("parsed as {other:?}"),
-                }
+                output_of(parse(&full).expect("valid"))
             };
             assert!(output(&["--brief"]).brief, "{args:?}");
             assert!(!output(&[]).brief, "{args:?}: off by default");

@@ -189,20 +189,9 @@ fn issue_23_repeat_and_sweep_end_with_their_aggregate_headline() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("results.db");
     let agent = Agent::start(&[]);
-    let out = run(
-        &db,
-        &[
-            "tcp",
-            &agent.addr,
-            "--repeat",
-            "2",
-            "--pause",
-            "0",
-            "-t",
-            "0.5",
-            "--brief",
-        ],
-    );
+    let mut args = vec!["tcp", agent.addr.as_str()];
+    args.extend(["--repeat", "2", "--pause", "0", "-t", "0.5", "--brief"]);
+    let out = run(&db, &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert_eq!(text.lines().count(), 1, "{text:?}");
