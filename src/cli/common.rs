@@ -111,9 +111,9 @@ pub struct OutputArgs {
         long,
         conflicts_with = "json",
         long_help = "Print only the run's headline line, the one the full text ends with: the kind, the\n\
-outcome (complete, partial, failed) and the kind's headline figures (README, \"Reading the\n\
-output\"). Interval lines come too when -i is given on the command line; the stored id\n\
-goes to stderr. A sweep or --repeat prints its own headline line (the aggregate).\n\
+outcome (complete, partial, failed) and the kind's headline figures (README, \"Use\").\n\
+Interval lines come too when -i is given on the command line; the stored id goes to\n\
+stderr. A sweep or --repeat prints its own headline line (the aggregate).\n\
 Example: linerate tcp h2 --brief"
     )]
     pub brief: bool,
