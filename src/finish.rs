@@ -54,8 +54,7 @@ impl Produced {
     pub fn outcome(&self) -> Outcome {
         match self {
             Produced::Test(r) => r.outcome().into(),
-            Produced::Sweep(s) if s.partial => Outcome::Partial,
-            Produced::Sweep(_) => Outcome::Complete,
+            Produced::Sweep(s) => linerate_report::headline::sweep_outcome(s).into(),
             Produced::Repeated(r) => r.outcome().into(),
         }
     }
@@ -73,6 +72,8 @@ pub fn exit_code(outcome: Outcome) -> ExitCode {
 /// Where and how a command's result is stored.
 pub struct Keep<'a> {
     pub json: bool,
+    /// `--brief`: the headline line alone on stdout, the stored id on stderr.
+    pub brief: bool,
     pub store: &'a StoreArgs,
     /// The agents (HOST:PORT) or URLs as given.
     pub targets: Vec<String>,
@@ -80,20 +81,28 @@ pub struct Keep<'a> {
     pub labels: Vec<(String, String)>,
 }
 
-/// Prints the document (JSON or the text report), stores it, prints its id last (stdout with
-/// text, stderr when the JSON owns stdout) and returns the exit status.
+/// Prints the document (JSON or the text report), stores it, prints its id and returns the exit
+/// status. The text ends with its headline line, printed last, after the id (`tail -1` finds
+/// it); `--brief` prints that line alone. The id goes to stderr when the JSON or the brief line
+/// owns stdout.
 pub fn finish(produced: &Produced, keep: &Keep<'_>) -> anyhow::Result<ExitCode> {
     let document = produced.json();
+    let text = produced.text();
+    // Every text ends with its headline line (linerate_report::headline).
+    let (body, headline) = text
+        .trim_end_matches('\n')
+        .rsplit_once('\n')
+        .map_or(("", text.trim_end_matches('\n')), |(b, h)| (b, h));
     if keep.json {
         print_text(&document)?;
-    } else {
-        print_text(&produced.text())?;
+    } else if !keep.brief && !body.is_empty() {
+        print_text(&format!("{body}\n"))?;
     }
     if !keep.store.no_store {
         match store(produced, &document, keep) {
             Ok((id, _)) => {
                 let line = format!("stored as {id}\n");
-                if keep.json {
+                if keep.json || keep.brief {
                     eprint!("{line}");
                 } else {
                     print_text(&line)?;
@@ -101,6 +110,9 @@ pub fn finish(produced: &Produced, keep: &Keep<'_>) -> anyhow::Result<ExitCode> 
             }
             Err((path, err)) => fall_back(&document, path.as_deref(), &err),
         }
+    }
+    if !keep.json {
+        print_text(&format!("{headline}\n"))?;
     }
     Ok(exit_code(produced.outcome()))
 }

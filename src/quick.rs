@@ -22,7 +22,7 @@ pub fn quick(args: &QuickArgs) -> anyhow::Result<ExitCode> {
     spec.timing.limit = Limit::Seconds(args.time.as_secs_f64());
     spec.streams = args.streams;
     spec.validate()?;
-    if !args.output.json {
+    if !args.output.json && !args.output.brief {
         println!(
             "linerate quick: {} of TCP over loopback to an agent started on {addr}",
             args.time

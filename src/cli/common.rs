@@ -120,15 +120,49 @@ pub fn positive_rate(text: &str) -> Result<BitRate, String> {
     }
 }
 
-/// What a test prints (`--json`) and where its result is kept (`--label`, `--db`, `--no-store`).
+/// What a test prints (`--json`, `--brief`) and where its result is kept (`--label`, `--db`,
+/// `--no-store`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs {
     /// Print one JSON document (docs/results.md) instead of text
     #[arg(long)]
     pub json: bool,
 
+    /// Print the headline line alone (and interval lines if -i is given)
+    #[arg(
+        long,
+        conflicts_with = "json",
+        long_help = "Print only the run's headline line, the one the full text ends with: the kind, the\n\
+outcome (complete, partial, failed) and the kind's headline figures (README, \"Use\").\n\
+Interval lines come too when -i is given on the command line; the stored id goes to\n\
+stderr. A sweep or --repeat prints its own headline line (the aggregate).\n\
+Example: linerate tcp h2 --brief"
+    )]
+    pub brief: bool,
+
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+impl OutputArgs {
+    /// Whether interval lines are printed while a test runs: not with `--json` (the document
+    /// owns stdout), nor with `--brief` unless `-i` was given on the command line.
+    pub fn interval_lines(&self) -> bool {
+        !self.json && (!self.brief || interval_given(std::env::args_os()))
+    }
+}
+
+/// Whether `args` (a whole command line) give `-i`/`--interval` to their subcommand, as clap
+/// parses them (not the default of 1 s).
+fn interval_given(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    use clap::CommandFactory;
+    let Ok(matches) = super::Cli::command().try_get_matches_from(args) else {
+        return false;
+    };
+    matches.subcommand().is_some_and(|(_, sub)| {
+        sub.ids().any(|id| id == "interval")
+            && sub.value_source("interval") == Some(clap::parser::ValueSource::CommandLine)
+    })
 }
 
 /// Where a test's result is stored and how it is labelled: every test kind, one meaning
@@ -663,26 +697,33 @@ mod tests {
         }
     }
 
+    /// Every test command, with a target where it takes one.
+    const TEST_COMMANDS: [&[&str]; 5] = [
+        &["tcp", "h"],
+        &["udp", "h"],
+        &["rr", "h"],
+        &["http", "http://h/"],
+        &["quick"],
+    ];
+
+    /// A test command's output flags.
+    fn output_of(cmd: Command) -> super::OutputArgs {
+        match cmd {
+            Command::Tcp(a) => a.output,
+            Command::Udp(a) => a.output,
+            Command::Rr(a) => a.output,
+            Command::Http(a) => a.output,
+            Command::Quick(a) => a.output,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
     #[test]
     fn every_test_kind_takes_the_store_flags_alike() {
-        for args in [
-            &["tcp", "h"][..],
-            &["udp", "h"][..],
-            &["rr", "h"][..],
-            &["http", "http://h/"][..],
-            &["quick"][..],
-        ] {
+        for args in TEST_COMMANDS {
             let mut full = args.to_vec();
             full.extend(["--label", "nic=x2", "--db", "/tmp/r.db", "--label=mtu=9000"]);
-            let output = match parse(&full).expect("valid") {
-                Command::Tcp(a) => a.output,
-                Command::Udp(a) => a.output,
-                Command::Rr(a) => a.output,
-                Command::Http(a) => a.output,
-                Command::Quick(a) => a.output,
-                other => panic!("parsed as {other:?}"),
-            };
-            let s = output.store;
+            let s = output_of(parse(&full).expect("valid")).store;
             assert_eq!(
                 s.labels,
                 vec![("nic".into(), "x2".into()), ("mtu".into(), "9000".into())],
@@ -701,6 +742,36 @@ mod tests {
             full.extend(["--no-store", "--label", "a=b"]);
             assert!(parse(&full).is_err(), "{args:?}: --no-store with --label");
         }
+    }
+
+    #[test]
+    fn issue_23_brief_is_an_output_flag_of_every_test_command() {
+        for args in TEST_COMMANDS {
+            let output = |extra: &[&str]| {
+                let mut full = args.to_vec();
+                full.extend(extra);
+                output_of(parse(&full).expect("valid"))
+            };
+            assert!(output(&["--brief"]).brief, "{args:?}");
+            assert!(!output(&[]).brief, "{args:?}: off by default");
+            let mut full = args.to_vec();
+            full.extend(["--brief", "--json"]);
+            let e = parse(&full).expect_err("one output at a time");
+            assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{args:?}");
+        }
+        let given = |line: &[&str]| super::interval_given(line.iter().map(std::ffi::OsString::from));
+        assert!(
+            given(&["linerate", "tcp", "h", "--brief", "-i", "1"]),
+            "even at the default"
+        );
+        assert!(given(&["linerate", "udp", "h", "--interval=0.5"]));
+        assert!(given(&["linerate", "http", "http://h/", "-i0.5"]));
+        assert!(
+            !given(&["linerate", "tcp", "h", "--brief"]),
+            "the default is not asked for"
+        );
+        assert!(!given(&["linerate", "quick", "--brief"]), "quick has no -i");
+        assert!(!given(&["linerate", "tcp"]), "a line that does not parse");
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         })
         .context("--baseline")?;
         // A sweep prints it at the head of its table (its document keeps it).
-        if !args.output.json && !sweeps {
+        if !args.output.json && !args.output.brief && !sweeps {
             print_text(&linerate_report::sweep::baseline_line(&b))?;
         }
         http.baseline = Some(b);

@@ -132,9 +132,12 @@ pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
         lab,
     } = test;
     let json = output.json;
+    // `--brief`: the headline line alone (interval lines with an explicit -i); a repeated
+    // test's run lines and a sweep's rows go where they go with --json.
+    let quiet = json || output.brief;
     let produced = match mode {
-        Mode::Once => Produced::Test(measure(&kind, &spec, json, lab)?),
-        Mode::Repeat(policy) => Produced::Repeated(crate::repeat::repeat_test(K::NAME, &policy, json, |_| {
+        Mode::Once => Produced::Test(measure(&kind, &spec, !output.interval_lines(), lab)?),
+        Mode::Repeat(policy) => Produced::Repeated(crate::repeat::repeat_test(K::NAME, &policy, quiet, |_| {
             measure(&kind, &spec, true, lab)
         })?),
         Mode::Sweep(plan) => {
@@ -146,11 +149,12 @@ pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
                     None => result,
                 }
             };
-            Produced::Sweep(kind.sweep(&spec, &plan, run, |s| show_sweep(s, json))?)
+            Produced::Sweep(kind.sweep(&spec, &plan, run, |s| show_sweep(s, quiet))?)
         }
     };
     let keep = Keep {
         json,
+        brief: output.brief,
         store: &output.store,
         targets: kind.targets(),
         labels,
@@ -189,9 +193,10 @@ fn lab_record() -> Option<LabRecord> {
     Some(linerate_lab::status(&state))
 }
 
-/// A running sweep's table as it grows (nothing with `--json`: the document comes at the end).
-fn show_sweep(sweep: &Sweep, json: bool) -> anyhow::Result<()> {
-    if json {
+/// A running sweep's table as it grows (nothing when `quiet`, with `--json` or `--brief`: the
+/// document or the headline line comes at the end).
+fn show_sweep(sweep: &Sweep, quiet: bool) -> anyhow::Result<()> {
+    if quiet {
         return Ok(());
     }
     print_text(&linerate_report::sweep::progress(sweep))

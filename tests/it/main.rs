@@ -5,6 +5,7 @@ mod agent;
 mod attack_agent;
 mod attack_client;
 mod attack_httpd;
+mod brief;
 mod cli;
 mod compare;
 mod cost;

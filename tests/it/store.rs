@@ -36,6 +36,16 @@ fn stored_id(text: &str) -> Option<i64> {
         .map(|n| n.trim().parse().expect("an id"))
 }
 
+/// What a run printed with its `stored as #N` line taken out: that line comes just before the
+/// headline line, which is last (issue 23, item 21).
+fn without_id(text: &str, id: i64) -> String {
+    let (before, after) = text
+        .split_once(&format!("stored as #{id}\n"))
+        .unwrap_or_else(|| panic!("no id line in {text}"));
+    assert_eq!(after.lines().count(), 1, "the headline line follows the id: {text}");
+    format!("{before}{after}")
+}
+
 fn out_text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -97,8 +107,8 @@ fn every_test_kind_is_stored_with_its_labels_and_results_selects_by_them() {
         ],
     );
     assert_eq!(tcp.status.code(), Some(0), "{}", stderr(&tcp));
-    let tcp_id = stored_id(&out_text(&tcp)).expect("the id is the last line");
-    assert!(out_text(&tcp).ends_with(&format!("stored as #{tcp_id}\n")));
+    let tcp_id = stored_id(&out_text(&tcp)).expect("the id before the headline line");
+    without_id(&out_text(&tcp), tcp_id);
     let udp = run(&db, &["udp", a, "-t", "0.5", "-i", "0", "--json", "--label", "nic=lo"]);
     let udp_doc = json_of(&udp);
     let udp_id = stored_id(&stderr(&udp)).expect("with --json the id goes to stderr");
@@ -225,8 +235,7 @@ fn results_show_reproduces_the_runs_text_byte_for_byte() {
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         let text = out_text(&out);
         let id = stored_id(&text).expect("id");
-        let id_line = format!("stored as #{id}\n");
-        let printed = text.strip_suffix(&id_line).expect("the id line is last");
+        let printed = without_id(&text, id);
         let shown = run(&db, &["results", "show", &id.to_string()]);
         assert!(shown.status.success(), "{}", stderr(&shown));
         let shown = out_text(&shown);
@@ -252,7 +261,7 @@ fn a_sweep_is_stored_as_one_record_and_shown_as_its_table() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = out_text(&out);
     let id = stored_id(&text).expect("id");
-    let printed = text.strip_suffix(&format!("stored as #{id}\n")).expect("id last");
+    let printed = without_id(&text, id);
     let shown = out_text(&run(&db, &["results", "show", &id.to_string()]));
     assert_eq!(printed, shown, "the sweep's table, as it was printed");
     let row = &rows(&db, &[])[0];
@@ -283,7 +292,7 @@ fn a_repeated_test_is_stored_as_one_record_and_shown_as_it_ran() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = out_text(&out);
     let id = stored_id(&text).expect("id");
-    let printed = text.strip_suffix(&format!("stored as #{id}\n")).expect("id last");
+    let printed = without_id(&text, id);
     let shown = out_text(&run(&db, &["results", "show", &id.to_string()]));
     assert_eq!(
         printed, shown,
@@ -623,7 +632,7 @@ fn issue_15_an_http_baseline_is_stored_and_results_show_prints_it() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = out_text(&out);
     let id = stored_id(&text).expect("id");
-    let printed = text.strip_suffix(&format!("stored as #{id}\n")).expect("id last");
+    let printed = without_id(&text, id);
     let first = printed.lines().next().expect("a line");
     assert!(
         first.starts_with("baseline: ") && first.ends_with("(1000 B objects, 2 users)"),
@@ -661,7 +670,7 @@ fn issue_15_an_http_baseline_is_stored_and_results_show_prints_it() {
         .unwrap_or_else(|| panic!("the baseline line first: {shown}"));
     assert!(report.len() > 200, "then the report: {shown}");
     assert!(
-        text.ends_with(&format!("\n{report}stored as #{id}\n")),
+        without_id(&text, id).ends_with(&format!("\n{report}")),
         "the report as the run printed it: {text}\n---\n{shown}"
     );
 }

@@ -7,6 +7,7 @@
 pub mod campaign;
 pub mod compare;
 pub mod figures;
+pub mod headline;
 pub mod html;
 pub mod json;
 pub mod lab;

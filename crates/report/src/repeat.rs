@@ -133,7 +133,7 @@ fn interval(s: &Stats) -> String {
 }
 
 /// The aggregate table and what it says: the agents' profiles, `--best`, noise, the auto
-/// verdict, notes.
+/// verdict, notes, and the headline line last.
 pub fn tail(rep: &Repeated) -> String {
     let mut out = String::new();
     let runs = rep.runs.len();
@@ -213,6 +213,8 @@ pub fn tail(rep: &Repeated) -> String {
     for n in &rep.notes {
         let _ = writeln!(out, "note: {n}");
     }
+    // The headline line last, so that `tail -1` finds the aggregate.
+    let _ = writeln!(out, "{}", crate::headline::repeat_line(rep));
     out
 }
 

@@ -120,8 +120,17 @@ pub fn after_point(sweep: &Sweep, index: usize) -> String {
     }
 }
 
-/// What follows the last point: an unfinished udp row, the derived figures and the units.
+/// What follows the last point: an unfinished udp row, the derived figures, the units, and the
+/// headline line last ([`crate::headline::sweep_line`]), so that `tail -1` finds it.
 pub fn tail(sweep: &Sweep) -> String {
+    let mut out = tail_figures(sweep);
+    out += &crate::headline::sweep_line(sweep);
+    out.push('\n');
+    out
+}
+
+/// An unfinished udp row, the derived figures and the units.
+fn tail_figures(sweep: &Sweep) -> String {
     let mut out = String::new();
     match &sweep.kind {
         SweepKind::Udp => {

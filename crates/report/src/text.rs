@@ -1,6 +1,7 @@
 //! The summary as text, in the layout of the NTttcp reports: a SEND SIDE and a RECEIVE SIDE block
 //! (total MBytes, seconds, Mbit/s, average CPU %), one column per agent when there are several
-//! and a total, then one row per stream.
+//! and a total, then one row per stream; last, the run's headline line ([`crate::headline`]), so
+//! that `tail -1` finds the answer. A side nobody counted (a lost agent) shows n/a, never 0.
 
 use linerate_core::result::{SideSummary, TestResult};
 use linerate_core::spec::{Direction, Limit, TestSpec};
@@ -8,9 +9,11 @@ use std::fmt::Write;
 
 mod http;
 mod mix;
+mod sides;
 mod udp;
 use http::cost_block;
 use mix::mix_block;
+use sides::{Streams, side_name, table_row, tcp_rows, widths};
 use udp::{tcp_loss_line, udp_block};
 
 /// 1,234,567.891 style: thousands separated, fixed decimals (in core: the protocol's errors
@@ -56,20 +59,13 @@ fn side_block(
     sending: bool,
     transactions: Option<u64>,
 ) {
-    let label_w = 38;
-    let col_w = columns.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(14) + 2;
+    let (label_w, col_w) = widths(columns);
     let _ = write!(out, "{title:<label_w$}");
     for (name, _) in columns {
         let _ = write!(out, "{name:>col_w$}");
     }
     out.push('\n');
-    let mut row = |label: &str, f: &dyn Fn(&SideSummary) -> String| {
-        let _ = write!(out, "  {label:<w$}", w = label_w - 2);
-        for (_, s) in columns {
-            let _ = write!(out, "{:>col_w$}", f(s));
-        }
-        out.push('\n');
-    };
+    let mut row = |label: &str, f: &dyn Fn(&SideSummary) -> String| table_row(out, label, columns, f);
     row("Total bytes transferred (MBytes)", &|s| {
         grouped(s.bytes as f64 / 1e6, 3)
     });
@@ -115,22 +111,21 @@ fn side_block(
                 .map_or("n/a".into(), |l| format!("{:.1}", l.percent))
         });
     }
-    if sending && columns.iter().any(|(_, s)| s.tcp.is_some()) {
-        row("TCP retransmits (segments)", &|s| {
-            s.tcp.as_ref().map_or("n/a".into(), |t| t.retransmits.to_string())
-        });
-        row("RTT at end (us, mean of streams)", &|s| {
-            s.tcp.as_ref().map_or("n/a".into(), |t| format!("{:.0}", t.rtt_us))
-        });
-        row("cwnd at end (KiB, mean of streams)", &|s| {
-            s.tcp
-                .as_ref()
-                .map_or("n/a".into(), |t| format!("{:.0}", t.cwnd_bytes / 1024.0))
-        });
-    }
 }
 
-/// A run's limit as the headline says it: seconds, or `n UNIT per stream`.
+/// A sending block: the side's rows, then its senders' TCP_INFO rows.
+fn send_block(
+    out: &mut String,
+    r: &TestResult,
+    columns: &[(String, &SideSummary)],
+    covers: &[Streams<'_>],
+    transactions: Option<u64>,
+) {
+    side_block(out, "SEND SIDE", columns, true, transactions);
+    tcp_rows(out, r, columns, covers);
+}
+
+/// A run's limit as the title says it: seconds, or `n UNIT per stream`.
 fn limit_text(limit: Limit, unit: &str) -> String {
     match limit {
         Limit::Seconds(s) => format!("{s} s"),
@@ -138,7 +133,8 @@ fn limit_text(limit: Limit, unit: &str) -> String {
     }
 }
 
-fn headline(r: &TestResult) -> String {
+/// The run's first line: what was asked (kind, streams, direction, limit, sizes, agents).
+fn title(r: &TestResult) -> String {
     let agents: Vec<&str> = r.summary.agents.iter().map(|a| a.agent.as_str()).collect();
     let direction = match r.options.direction() {
         Direction::Send => "client sends",
@@ -305,10 +301,9 @@ fn rr_block(out: &mut String, r: &TestResult) {
     }
 }
 
-/// The whole text summary.
 /// An HTTP run: the users' figures, the client's and the server's cost, the timeline.
 fn render_http(r: &TestResult) -> String {
-    let mut out = headline(r);
+    let mut out = title(r);
     let Some(h) = &r.summary.http else { return out };
     profile_lines(&mut out, r);
     out.push('\n');
@@ -476,49 +471,70 @@ fn render_http(r: &TestResult) -> String {
     out
 }
 
+/// The whole text of a run: its report, then its headline line last ([`crate::headline`]), so
+/// that `tail -1` finds it.
 pub fn render(r: &TestResult) -> String {
-    if r.summary.http.is_some() {
-        return render_http(r);
-    }
-    let mut out = headline(r);
+    let mut out = if r.summary.http.is_some() {
+        render_http(r)
+    } else {
+        render_streams(r)
+    };
+    out += &crate::headline::run_line(r);
+    out.push('\n');
+    out
+}
+
+/// A tcp, udp or rr run: the send and receive sides, streams, the kind's block, interfaces.
+fn render_streams(r: &TestResult) -> String {
+    let mut out = title(r);
     out.push('\n');
     let multi = r.summary.agents.len() > 1;
     let transactions = r.summary.rr.as_ref().map(|x| x.transactions);
-    let columns = |sending: bool| -> Vec<(String, &SideSummary)> {
+    // Each column and the streams it covers. With several agents, an agent's column the client
+    // counted is named for where the data went: "to h2" (the client sent to h2), "from h2" (the
+    // client received from h2); one the agent counted bears its name (issue 23, item 11).
+    let columns = |sending: bool| -> (Vec<(String, &SideSummary)>, Vec<Streams<'_>>) {
         let mut cols: Vec<(String, &SideSummary)> = Vec::new();
+        let mut covers = Vec::new();
         if multi {
             for a in &r.summary.agents {
                 let s = if sending { &a.sent } else { &a.received };
-                if s.streams > 0 {
-                    cols.push((a.agent.clone(), s));
-                }
+                let name = if s.counted_by == ["client"] {
+                    format!("{} {}", if sending { "to" } else { "from" }, a.agent)
+                } else {
+                    a.agent.clone()
+                };
+                cols.push((name, s));
+                covers.push(Streams {
+                    agent: Some(&a.agent),
+                    direction: None,
+                });
             }
         }
         let total = if sending { &r.summary.sent } else { &r.summary.received };
         let name = if multi {
             "total".to_string()
         } else {
-            total.counted_by.join(", ")
+            side_name(r, total)
         };
         cols.push((name, total));
-        cols
+        covers.push(Streams::default());
+        (cols, covers)
     };
     match &r.summary.directions {
         Some(dirs) => {
             for (name, what) in [("forward", "client -> agents"), ("reverse", "agents -> client")] {
                 if let Some(d) = dirs.get(name) {
                     let _ = writeln!(out, "{} ({what})", name.to_uppercase());
-                    side_block(
-                        &mut out,
-                        "SEND SIDE",
-                        &[(d.sent.counted_by.join(", "), &d.sent)],
-                        true,
-                        transactions,
-                    );
+                    let only = Streams {
+                        agent: None,
+                        direction: Some(name),
+                    };
+                    send_block(&mut out, r, &[(side_name(r, &d.sent), &d.sent)], &[only], transactions);
                     side_block(
                         &mut out,
                         "RECEIVE SIDE",
-                        &[(d.received.counted_by.join(", "), &d.received)],
+                        &[(side_name(r, &d.received), &d.received)],
                         false,
                         transactions,
                     );
@@ -526,11 +542,11 @@ pub fn render(r: &TestResult) -> String {
                 }
             }
             let _ = writeln!(out, "BOTH DIRECTIONS");
-            side_block(
+            send_block(
                 &mut out,
-                "SEND SIDE",
+                r,
                 &[("total".into(), &r.summary.sent)],
-                true,
+                &[Streams::default()],
                 transactions,
             );
             side_block(
@@ -542,8 +558,9 @@ pub fn render(r: &TestResult) -> String {
             );
         }
         None => {
-            side_block(&mut out, "SEND SIDE", &columns(true), true, transactions);
-            side_block(&mut out, "RECEIVE SIDE", &columns(false), false, transactions);
+            let (cols, covers) = columns(true);
+            send_block(&mut out, r, &cols, &covers, transactions);
+            side_block(&mut out, "RECEIVE SIDE", &columns(false).0, false, transactions);
         }
     }
     if r.summary.rr.is_none() {

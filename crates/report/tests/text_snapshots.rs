@@ -139,6 +139,24 @@ fn host(name: &str) -> HostInfo {
     }
 }
 
+/// One agent's part of a run: its name, its own report (None: lost) and the client's report of
+/// its streams.
+type Part<'a> = (&'a str, Option<&'a SideReport>, &'a SideReport);
+
+/// The document of a run of `spec` from client h1 with `agents` (their hosts unknown).
+fn assemble(spec: &TcpSpec, agents: &[Part<'_>]) -> linerate_core::result::TestResult {
+    let outcomes: Vec<AgentOutcome<'_>> = agents
+        .iter()
+        .map(|(name, report, client)| AgentOutcome {
+            name,
+            host: None,
+            report: *report,
+            client,
+        })
+        .collect();
+    assemble_tcp(spec, host("h1"), &outcomes, 0, vec![])
+}
+
 #[test]
 fn send_to_one_agent_as_the_seed_table() {
     // The AMD report's Xframe II row: 107,520 MBytes in 87.253 s sent, 87.832 s received.
@@ -174,21 +192,7 @@ fn send_to_two_agents_with_a_lost_report() {
         p
     };
     let (c0, c1) = (part(0), part(1));
-    let outcomes = [
-        AgentOutcome {
-            name: "h2",
-            host: None,
-            report: Some(&a),
-            client: &c0,
-        },
-        AgentOutcome {
-            name: "h3",
-            host: None,
-            report: None,
-            client: &c1,
-        },
-    ];
-    let r = assemble_tcp(&spec(Direction::Send), host("h1"), &outcomes, 0, vec![]);
+    let r = assemble(&spec(Direction::Send), &[("h2", Some(&a), &c0), ("h3", None, &c1)]);
     check("send_two_agents_partial.txt", &linerate_report::text::render(&r));
 }
 
@@ -210,13 +214,7 @@ fn bidirectional_blocks() {
         70.0,
         65.0,
     );
-    let outcomes = [AgentOutcome {
-        name: "h2",
-        host: None,
-        report: Some(&agent),
-        client: &client,
-    }];
-    let r = assemble_tcp(&spec(Direction::Bidir), host("h1"), &outcomes, 0, vec![]);
+    let r = assemble(&spec(Direction::Bidir), &[("h2", Some(&agent), &client)]);
     check("bidir.txt", &linerate_report::text::render(&r));
 }
 
@@ -246,12 +244,121 @@ fn mixed_transfers_block() {
         15.0,
     );
     agent.streams[0].ops = 300;
-    let outcomes = [AgentOutcome {
-        name: "h2",
-        host: None,
-        report: Some(&agent),
-        client: &client,
-    }];
-    let r = assemble_tcp(&s, host("h1"), &outcomes, 0, vec![]);
+    let r = assemble(&s, &[("h2", Some(&agent), &client)]);
     check("mix.txt", &linerate_report::text::render(&r));
+}
+
+/// The value a text row `label` shows in its first column (after the label's padding).
+fn value_under(text: &str, label: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no row {label:?} in\n{text}"));
+    line.trim_start()[label.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap_or_else(|| panic!("no value in {line:?}"))
+        .to_string()
+}
+
+#[test]
+fn issue_23_rtt_rows_say_what_they_are_and_print_the_documents_figures() {
+    // One sending stream whose RTT rose during the run and came back at its end: the samples
+    // say 3400 us, TCP_INFO at the end 3141 us (the issue's case: 3271 printed "at end").
+    let bytes = 2_000_000_000;
+    let mut client = side(vec![stream(0, Role::Send, bytes, 10.0)], 20.0, 15.0);
+    if let Some(t) = client.streams[0].tcp.as_mut() {
+        t.rtt_us = 3141;
+    }
+    let sample = |i: u64, rtt_us: u32| linerate_core::result::IntervalSample {
+        stream: 0,
+        start_ns: i * 1_000_000_000,
+        end_ns: (i + 1) * 1_000_000_000,
+        bytes: bytes / 10,
+        ops: 1,
+        tcp: client.streams[0].tcp.map(|t| TcpSnapshot { rtt_us, ..t }),
+    };
+    client.intervals = (0..9).map(|i| sample(i, 3400)).chain([sample(9, 3141)]).collect();
+    let agent = side(vec![stream(0, Role::Receive, bytes, 10.0)], 30.0, 25.0);
+    let r = assemble(&spec(Direction::Send), &[("h2", Some(&agent), &client)]);
+    let text = linerate_report::text::render(&r);
+    let run_mean = r.summary.sent.tcp.as_ref().expect("TCP_INFO").rtt_us;
+    let end = r.summary.streams[0].tcp.expect("TCP_INFO at the end").rtt_us;
+    assert_eq!(end, 3141);
+    assert!(
+        (run_mean - 3141.0).abs() > 100.0,
+        "the fixture's run mean differs: {run_mean}"
+    );
+    assert_eq!(value_under(&text, "RTT at end (us, mean of streams)"), end.to_string());
+    assert_eq!(
+        value_under(&text, "RTT, mean over the run (us)"),
+        format!("{run_mean:.0}")
+    );
+}
+
+#[test]
+fn issue_23_a_lost_agents_side_is_na_not_zero() {
+    let client = side(vec![stream(0, Role::Send, 1_000_000_000, 10.0)], 30.0, 25.0);
+    let r = assemble(&spec(Direction::Send), &[("h2", None, &client)]);
+    let text = linerate_report::text::render(&r);
+    check("send_lost_agent.txt", &text);
+    let receive: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("RECEIVE SIDE"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(receive[0].ends_with("h2: no report"), "{}", receive[0]);
+    assert!(
+        receive[1..].iter().all(|l| l.trim_end().ends_with("n/a")),
+        "every figure unknown: {receive:#?}"
+    );
+    assert!(!receive.iter().any(|l| l.contains("0.000")), "{receive:#?}");
+    let last = text.lines().last().expect("a line");
+    assert!(
+        last.starts_with("tcp: partial; receiver throughput n/a Mbit/s"),
+        "{last}"
+    );
+}
+
+#[test]
+fn issue_23_two_agents_columns_say_where_the_data_went() {
+    // --reverse: the agents send, the client receives "from h2" and "from h3".
+    let agent = |b: u64| side(vec![stream(0, Role::Send, b, 10.0)], 40.0, 35.0);
+    let (a, b) = (agent(1_000_000_000), agent(900_000_000));
+    let recv = |b: u64| side(vec![stream(0, Role::Receive, b, 10.0)], 30.0, 25.0);
+    let (c0, c1) = (recv(1_000_000_000), recv(900_000_000));
+    let r = assemble(
+        &spec(Direction::Reverse),
+        &[("h2", Some(&a), &c0), ("h3", Some(&b), &c1)],
+    );
+    let text = linerate_report::text::render(&r);
+    check("reverse_two_agents.txt", &text);
+    let head = |title: &str| -> Vec<String> {
+        let line = text.lines().find(|l| l.starts_with(title)).expect("block");
+        line[title.len()..]
+            .split("  ")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(head("SEND SIDE"), ["h2", "h3", "total"]);
+    assert_eq!(head("RECEIVE SIDE"), ["from h2", "from h3", "total"]);
+}
+
+#[test]
+fn issue_23_the_text_ends_with_the_headline_line() {
+    let client = side(vec![stream(0, Role::Send, 1_000_000_000, 10.0)], 30.0, 25.0);
+    let agent = side(vec![stream(0, Role::Receive, 1_000_000_000, 10.0)], 40.0, 35.0);
+    let r = assemble(&spec(Direction::Send), &[("h2", Some(&agent), &client)]);
+    let text = linerate_report::text::render(&r);
+    assert_eq!(
+        text.lines().last(),
+        Some(linerate_report::headline::run_line(&r).as_str())
+    );
+    assert_eq!(
+        linerate_report::headline::run_line(&r),
+        "tcp: complete; receiver throughput 800 Mbit/s; sender's host CPU 30 % of host; \
+         receiver's host CPU 40 % of host; TCP retransmits 2 segments"
+    );
 }

@@ -111,7 +111,15 @@ pub fn headline(r: &TestResult) -> Vec<Figure> {
     let s = &r.summary;
     let mut out = Vec::new();
     match &r.options {
-        TestSpec::Tcp(_) => stream_figures(r, &mut out),
+        TestSpec::Tcp(_) => {
+            stream_figures(r, &mut out);
+            out.push(down(
+                "retransmits",
+                "TCP retransmits",
+                "segments",
+                s.sent.tcp.as_ref().map(|t| t.retransmits as f64),
+            ));
+        }
         TestSpec::Udp(_) => {
             stream_figures(r, &mut out);
             let udp = s.udp.as_ref();
@@ -122,6 +130,13 @@ pub fn headline(r: &TestResult) -> Vec<Figure> {
                 udp.map(|u| u.lost as f64),
             ));
             out.push(down("loss_percent", "loss", "%", udp.map(|u| u.loss_percent)));
+            // Jitter needs two arrivals on a stream: nothing received, nothing to say.
+            out.push(down(
+                "jitter_us",
+                "jitter",
+                "us",
+                udp.filter(|u| u.datagrams_received > 1).map(|u| u.jitter_us),
+            ));
         }
         TestSpec::Rr(_) => {
             let rr = s.rr.as_ref();
@@ -176,6 +191,14 @@ pub fn headline(r: &TestResult) -> Vec<Figure> {
                 "connections/s",
                 h.map(|h| h.connections.per_second.successful),
             ));
+            out.push(up(
+                "successful_responses_per_second",
+                "successful (2xx) responses",
+                "responses/s",
+                h.filter(|h| h.steady_seconds > 0.0)
+                    .map(|h| h.successful_responses() as f64 / h.steady_seconds),
+            ));
+            out.push(down("errors", "errors", "errors", h.map(|h| h.errors.total as f64)));
         }
     }
     out
@@ -217,7 +240,8 @@ mod tests {
                 "sender_cpu_percent",
                 "receiver_cpu_percent",
                 "sender_mbit_per_cpu_percent",
-                "receiver_mbit_per_cpu_percent"
+                "receiver_mbit_per_cpu_percent",
+                "retransmits"
             ]
         );
         assert_eq!(f[0].value, Some(940.0));
@@ -226,6 +250,7 @@ mod tests {
         assert_eq!(f[3].value, None, "unknown CPU stays unknown");
         assert_eq!(f[4].value, Some(47.5));
         assert_eq!(f[5].value, None);
+        assert_eq!(f[6].value, None, "no TCP_INFO, no retransmit count");
         assert!(f.iter().all(|f| !f.unit.is_empty()));
     }
 
@@ -271,7 +296,10 @@ mod tests {
         let f = headline(&stub_result(TestSpec::Udp(UdpSpec::new()), summary));
         let lost = f.iter().find(|f| f.name == "datagrams_lost").expect("udp has loss");
         assert_eq!((lost.value, lost.better), (Some(12.0), Better::Down));
-        assert_eq!(f.last().map(|f| (f.name, f.value)), Some(("loss_percent", Some(0.5))));
+        let loss = f.iter().find(|f| f.name == "loss_percent").map(|f| f.value);
+        assert_eq!(loss, Some(Some(0.5)));
+        let jitter = f.iter().find(|f| f.name == "jitter_us").map(|f| f.value);
+        assert_eq!(jitter, Some(None), "no arrivals, no jitter");
 
         let rr = Summary {
             rr: Some(RrSummary {

@@ -325,7 +325,8 @@ pub struct SideSummary {
     pub efficiency: Option<Efficiency>,
     #[serde(default)]
     pub line_rate: Option<LineRate>,
-    /// Sent side only: retransmits summed, RTT and cwnd averaged over streams (TCP_INFO at the end).
+    /// Sent side only: retransmits summed and cwnd averaged over streams (TCP_INFO at the end);
+    /// RTT and window the mean over each stream's samples, averaged over streams.
     pub tcp: Option<TcpTotals>,
 }
 

@@ -1,0 +1,210 @@
+//! The headline line: one line that says what a run, a repeated test or a sweep came to, printed
+//! last (so `tail -1` finds it) and alone with `--brief` (issue 23, item 21: iperf3 prints two
+//! summary lines where the full report prints up to a hundred).
+//!
+//! In: a document. Out: one line, `KIND: OUTCOME; LABEL VALUE UNIT; ...`, fields separated by
+//! `"; "`, each a figure of `linerate_results::headline` (the one list of what a run's headline
+//! figures are: its name, label and unit), its value a plain number (no thousands separator, a
+//! point for decimals) or `n/a` when the run did not measure it. Which of the kind's figures the
+//! line shows is chosen here ([`LINE_FIGURES`]); what they are and how they are counted is not.
+
+use linerate_core::result::{Outcome, Repeated, TestResult};
+use linerate_core::sweep::{At, Sweep, SweepKind};
+use linerate_results::headline::{Figure, headline};
+
+/// The figures each kind's line shows, by their headline names, in order: tcp the receivers'
+/// throughput, both ends' host CPU and retransmits; udp throughput, loss and jitter; rr the rate
+/// and the round trip's median and p99; http successful responses per second, the p99 response
+/// time and the errors.
+pub const LINE_FIGURES: [(&str, &[&str]); 4] = [
+    (
+        "tcp",
+        &[
+            "received_mbit_per_second",
+            "sender_cpu_percent",
+            "receiver_cpu_percent",
+            "retransmits",
+        ],
+    ),
+    ("udp", &["received_mbit_per_second", "loss_percent", "jitter_us"]),
+    ("rr", &["transactions_per_second", "latency_p50_us", "latency_p99_us"]),
+    (
+        "http",
+        &["successful_responses_per_second", "response_time_p99_us", "errors"],
+    ),
+];
+
+/// The names of the figures the line of a `kind` run shows.
+fn line_names(kind: &str) -> &'static [&'static str] {
+    LINE_FIGURES
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(&[], |(_, names)| *names)
+}
+
+/// `complete`, `partial` or `failed`: the exit status's word (README, "Exit status").
+pub fn outcome_word(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Complete => "complete",
+        Outcome::Partial => "partial",
+        Outcome::Failed => "failed",
+    }
+}
+
+/// A figure's value as the line prints it: plain digits, fewer decimals as it grows, whole
+/// counts without decimals, three significant digits below 1; `n/a` when unknown.
+pub fn value_text(v: Option<f64>) -> String {
+    let Some(v) = v else { return "n/a".into() };
+    let a = v.abs();
+    if v.fract() == 0.0 && a < 1e15 {
+        format!("{v:.0}")
+    } else if a >= 1000.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        // Three significant digits below 1 (a fitted slope of 0.0017 us/byte).
+        let decimals = (2 - a.log10().floor() as i32).clamp(3, 12) as usize;
+        format!("{v:.decimals$}")
+    }
+}
+
+fn field(label: &str, value: Option<f64>, unit: &str) -> String {
+    format!("{label} {} {unit}", value_text(value))
+}
+
+/// The headline figures of `r` that its line shows, in the line's order.
+pub fn line_figures(r: &TestResult) -> Vec<Figure> {
+    let all = headline(r);
+    line_names(r.options.kind())
+        .iter()
+        .filter_map(|name| all.iter().find(|f| f.name == *name).copied())
+        .collect()
+}
+
+/// A run's line: `tcp: complete; receiver throughput 941.52 Mbit/s; ...`, no newline.
+pub fn run_line(r: &TestResult) -> String {
+    let mut fields = vec![format!("{}: {}", r.test, outcome_word(r.outcome()))];
+    fields.extend(line_figures(r).iter().map(|f| field(f.label, f.value, f.unit)));
+    fields.join("; ")
+}
+
+/// A repeated test's line: its outcome, runs aggregated, and the mean over them of the same
+/// figures a run's line shows (with the 95 % interval's half-width where there is one).
+pub fn repeat_line(rep: &Repeated) -> String {
+    let kind = rep.test.trim_end_matches(" repeat");
+    let mut fields = vec![
+        format!("{}: {}", rep.test, outcome_word(rep.outcome())),
+        format!("{} of {} runs aggregated", rep.aggregated_runs.len(), rep.runs.len()),
+    ];
+    for name in line_names(kind) {
+        let Some(f) = rep.figure(name) else {
+            // No aggregated run measured it: its label from a run, if any.
+            if let Some(fig) = rep
+                .runs
+                .first()
+                .and_then(|r| headline(r).into_iter().find(|f| f.name == *name))
+            {
+                fields.push(field(&format!("mean {}", fig.label), None, fig.unit));
+            }
+            continue;
+        };
+        let ci = f
+            .stats
+            .ci95_half_width_percent
+            .map_or(String::new(), |p| format!(" (95 % CI +-{p:.2} %)"));
+        fields.push(format!(
+            "{}{ci}",
+            field(&format!("mean {}", f.label), Some(f.stats.mean), &f.stats.unit)
+        ));
+    }
+    fields.join("; ")
+}
+
+/// How a sweep ended, as its exit status says: partial when cut short, else complete (a point
+/// that failed is a row of the table, its error beside it).
+pub fn sweep_outcome(s: &Sweep) -> Outcome {
+    if s.partial { Outcome::Partial } else { Outcome::Complete }
+}
+
+/// Where a sweep's point ran, in words.
+fn at_text(at: &At) -> String {
+    match at {
+        At::Udp { payload_bytes, gap_us } => format!("{payload_bytes} B every {gap_us} us"),
+        At::Rr {
+            request_bytes,
+            response_bytes,
+        } => format!("request {request_bytes} B, response {response_bytes} B"),
+        At::Http { users } => format!("{users} users"),
+        At::Tcp { buffer_bytes } => format!("{buffer_bytes} B transfers"),
+    }
+}
+
+/// A sweep's line: its outcome, the points run and failed, the best point by the kind's primary
+/// figure, and what the sweep derived (rr's fitted slope, http's optimum).
+pub fn sweep_line(s: &Sweep) -> String {
+    let test = match &s.kind {
+        SweepKind::Udp => "udp sweep",
+        SweepKind::Rr(_) => "rr sweep",
+        SweepKind::Http(_) => "http sweep",
+        SweepKind::Tcp(_) => "tcp sweep",
+    };
+    let failed = s.points.iter().filter(|p| p.result.is_none()).count();
+    let mut fields = vec![
+        format!("{test}: {}", outcome_word(sweep_outcome(s))),
+        format!("points {} ({failed} failed)", s.points.len()),
+    ];
+    // The best point by the primary figure, the way that figure is better.
+    let best = s
+        .points
+        .iter()
+        .filter_map(|p| {
+            let r = p.result.as_ref()?;
+            let f = *headline(r).first()?;
+            Some((p, f, f.value?))
+        })
+        .max_by(|a, b| {
+            let (x, y) = match a.1.better {
+                linerate_core::result::Better::Up => (a.2, b.2),
+                linerate_core::result::Better::Down => (b.2, a.2),
+            };
+            x.total_cmp(&y)
+        });
+    if let Some((p, f, v)) = best {
+        fields.push(format!(
+            "best {} at {}",
+            field(f.label, Some(v), f.unit),
+            at_text(&p.at)
+        ));
+    }
+    match &s.kind {
+        SweepKind::Rr(rr) => {
+            let fit = rr.summary.fit.as_ref();
+            fields.push(field("fit slope", fit.map(|f| f.slope_us_per_byte), "us/byte"));
+        }
+        SweepKind::Http(h) => {
+            fields.push(field(
+                "optimum",
+                h.summary.optimum.as_ref().map(|o| f64::from(o.users)),
+                "users",
+            ));
+        }
+        _ => {}
+    }
+    fields.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_text;
+
+    #[test]
+    fn values_are_plain_numbers() {
+        assert_eq!(value_text(None), "n/a");
+        assert_eq!(value_text(Some(4.0)), "4");
+        assert_eq!(value_text(Some(9793.24)), "9793.2");
+        assert_eq!(value_text(Some(799.2013)), "799.20");
+        assert_eq!(value_text(Some(0.5)), "0.500");
+        assert_eq!(value_text(Some(0.0017)), "0.00170");
+    }
+}
