@@ -185,6 +185,7 @@ fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
         let mut http = HttpSummary {
             users,
             responses_per_second: rps,
+            successful_responses_per_second: Some(rps),
             bits_per_second_in: rps * 8.0 * 1048.0,
             response_time_us: Some(LatencyFigures {
                 mean,

@@ -161,9 +161,20 @@ pub fn headline(r: &TestResult) -> Vec<Figure> {
         TestSpec::Http(_) => {
             let h = s.http.as_ref();
             let rt = h.and_then(|h| h.response_time_us);
+            // First: the headline. Failed responses are not throughput (issue 23, item 2).
+            out.push(up(
+                "successful_responses_per_second",
+                "successful (2xx) responses",
+                "responses/s",
+                h.and_then(|h| {
+                    h.successful_responses_per_second.or_else(|| {
+                        (h.steady_seconds > 0.0).then(|| h.successful_responses() as f64 / h.steady_seconds)
+                    })
+                }),
+            ));
             out.push(up(
                 "responses_per_second",
-                "responses",
+                "all responses (any status)",
                 "responses/s",
                 h.map(|h| h.responses_per_second),
             ));
@@ -191,14 +202,7 @@ pub fn headline(r: &TestResult) -> Vec<Figure> {
                 "connections/s",
                 h.map(|h| h.connections.per_second.successful),
             ));
-            out.push(up(
-                "successful_responses_per_second",
-                "successful (2xx) responses",
-                "responses/s",
-                h.filter(|h| h.steady_seconds > 0.0)
-                    .map(|h| h.successful_responses() as f64 / h.steady_seconds),
-            ));
-            out.push(down("errors", "errors", "errors", h.map(|h| h.errors.total as f64)));
+            out.push(down("errors", "failed", "requests", h.map(|h| h.errors.total as f64)));
         }
     }
     out
