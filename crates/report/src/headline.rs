@@ -121,10 +121,17 @@ pub fn repeat_line(rep: &Repeated) -> String {
     fields.join("; ")
 }
 
-/// How a sweep ended, as its exit status says: partial when cut short, else complete (a point
-/// that failed is a row of the table, its error beside it).
+/// How a sweep ended, as its exit status says: failed when no point measured anything, partial
+/// when cut short, else complete (a point that failed is a row of the table, its error beside it).
 pub fn sweep_outcome(s: &Sweep) -> Outcome {
-    if s.partial { Outcome::Partial } else { Outcome::Complete }
+    // A sweep none of whose points measured anything measured nothing: failed (exit 4).
+    if s.points.iter().all(|p| p.result.is_none()) {
+        Outcome::Failed
+    } else if s.partial {
+        Outcome::Partial
+    } else {
+        Outcome::Complete
+    }
 }
 
 /// Where a sweep's point ran, in words.
@@ -206,5 +213,33 @@ mod tests {
         assert_eq!(value_text(Some(799.2013)), "799.20");
         assert_eq!(value_text(Some(0.5)), "0.500");
         assert_eq!(value_text(Some(0.0017)), "0.00170");
+    }
+
+    #[test]
+    fn issue_23_a_sweep_whose_every_point_failed_is_failed() {
+        use linerate_core::result::Outcome;
+        use linerate_core::sweep::{At, Sweep, SweepKind, SweepPoint};
+        let failed = |users| SweepPoint {
+            at: At::Http { users },
+            note: "failed: refused".into(),
+            result: None,
+            error: Some("refused".into()),
+        };
+        let mut s = Sweep {
+            linerate: "test".into(),
+            schema: 1,
+            kind: SweepKind::Udp,
+            partial: false,
+            parameters: Vec::new(),
+            points: vec![failed(1), failed(2)],
+        };
+        assert_eq!(super::sweep_outcome(&s), Outcome::Failed);
+        assert!(
+            super::sweep_line(&s).starts_with("udp sweep: failed"),
+            "{}",
+            super::sweep_line(&s)
+        );
+        s.points = Vec::new();
+        assert_eq!(super::sweep_outcome(&s), Outcome::Failed);
     }
 }

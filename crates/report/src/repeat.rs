@@ -114,7 +114,7 @@ fn run_state(run: &TestResult) -> &'static str {
     match run.outcome() {
         Outcome::Complete => "",
         Outcome::Partial => " (PARTIAL: cut short, left out of the aggregate)",
-        Outcome::Failed => " (FAILED: nothing measured, left out of the aggregate)",
+        Outcome::Failed => " (FAILED, left out of the aggregate)",
     }
 }
 
