@@ -222,8 +222,10 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
             })?;
         }
         Some(ResultsCommand::Show { id, json }) => {
+            // The id is the user's: a bad one is a usage error whether or not a database exists.
+            let parsed: Id = id.parse()?;
             let store = reader(&path)?.ok_or_else(|| missing(id))?;
-            let id: Id = id.parse()?;
+            let id = parsed;
             let row = store.row(id)?;
             let document = store.document(id)?;
             print(&if *json {
@@ -263,8 +265,9 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
             print(&format!("removed {}\n", names.join(" ")))?;
         }
         Some(ResultsCommand::Label { id, labels }) => {
+            let parsed: Id = id.parse()?;
             reader(&path)?.ok_or_else(|| missing(id))?;
-            let id: Id = id.parse()?;
+            let id = parsed;
             Store::open(&path)?.label(id, labels)?;
             print(&format!("labelled {id}\n"))?;
         }

@@ -230,6 +230,22 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
             "plan /nonexistent/plan.toml",
         ),
         (vec!["results", "--kind", "foo"], "[possible values: tcp, udp, rr, http"),
+        // The id is checked before the database is looked for (none exists at this path).
+        (
+            vec!["results", "show", "x1", "--db", "/nonexistent/linerate-exit23.db"],
+            "'x1' is not a result id",
+        ),
+        (
+            vec![
+                "results",
+                "label",
+                "x1",
+                "a=b",
+                "--db",
+                "/nonexistent/linerate-exit23.db",
+            ],
+            "'x1' is not a result id",
+        ),
         (
             vec!["compare", "a.json", "b.json", "--fail-if-worse", "-1"],
             "--fail-if-worse takes a percentage",
