@@ -317,3 +317,17 @@ fn issue_13_a_small_window_loses_in_the_receive_buffer() {
         v["summary"]["loss_causes_datagrams"]
     );
 }
+
+#[test]
+fn issue_23_udp_text_says_what_it_knows_and_no_more() {
+    let agent = Agent::start(&[]);
+    let out = linerate(&["udp", &agent.addr, "-n", "2000", "--gap", "20"], LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("stream ")).collect();
+    assert!(rows[0].trim_end().ends_with("mss"), "{text}");
+    // A UDP socket has no MSS: the stream's row says n/a, not 0.
+    assert!(rows[1].trim_end().ends_with("n/a"), "{}", rows[1]);
+    let lost = text.lines().find(|l| l.trim_start().starts_with("Lost ")).expect("a Lost line");
+    assert!(!lost.contains("run"), "no loss lists no runs: {lost}");
+}

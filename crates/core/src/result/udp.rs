@@ -4,6 +4,10 @@
 use super::Bin;
 use serde::{Deserialize, Serialize};
 
+/// The most runs of lost sequence numbers a receiver lists per stream (`loss_ranges`); the rest
+/// are counted (`loss_range_count`) but not listed.
+pub const MAX_LOSS_RANGES: usize = 1000;
+
 /// What one UDP sender did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct UdpSendReport {
@@ -248,8 +252,12 @@ pub struct StreamLoss {
     pub agent: String,
     pub stream: u16,
     pub lost: u64,
-    /// The first runs of lost sequence numbers.
+    /// The first runs of lost sequence numbers (at most [`MAX_LOSS_RANGES`]).
     pub ranges: Vec<LossRange>,
+    /// Runs of lost sequence numbers in all, listed or not; 0 from older documents (then
+    /// `ranges` is all that is known).
+    #[serde(default)]
+    pub range_count: u64,
     /// The stream in 64 columns: `.` nothing lost, `-` under 1 %, `x` under 10 %, `X` more.
     pub picture: String,
 }

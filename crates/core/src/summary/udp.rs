@@ -114,6 +114,7 @@ pub(crate) fn summarise<'a>(
                     stream: index as u16,
                     lost,
                     ranges: r.loss_ranges.clone(),
+                    range_count: r.loss_range_count,
                     picture: r.loss_picture.clone(),
                 });
             }
