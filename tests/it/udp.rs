@@ -331,3 +331,43 @@ fn issue_23_udp_text_says_what_it_knows_and_no_more() {
     let lost = text.lines().find(|l| l.trim_start().starts_with("Lost ")).expect("a Lost line");
     assert!(!lost.contains("run"), "no loss lists no runs: {lost}");
 }
+
+#[test]
+fn issue_23_a_reverse_runs_receiver_counts_its_interfaces_over_its_datas_window() {
+    // h2 sends to the client in h1 at twice what h2's link carries: tbf drops the rest, so the
+    // client waits for stragglers after the sender's end (and it started before the sender).
+    let Some(lab) = Lab::up(2, &["h2:rate=50mbit"]) else {
+        return;
+    };
+    let v = lab_udp(&lab, "h1", "h2", &["-R", "-t", "3", "--rate", "100M"]);
+    assert_eq!(v["summary"]["received"]["counted_by"][0], "client");
+    let eth0 = v["summary"]["received"]["interfaces"]
+        .as_array()
+        .expect("the receiver's interfaces")
+        .iter()
+        .find(|i| i["name"].as_str().is_some_and(|n| n.ends_with("eth0")))
+        .expect("the client's eth0")
+        .clone();
+    // Each datagram crossed the client's eth0 as 1472 + 8 + 20 + 14 bytes, and little else did
+    // (the control connection's few segments).
+    let received = u(&v, "/summary/datagrams_received") as f64;
+    let frames_bits = received * 1514.0 * 8.0;
+    let window = f(&v, "/summary/arrival_window_seconds");
+    let rx_bytes = eth0["rx_bytes"].as_f64().expect("rx_bytes");
+    let rx_rate = eth0["rx_bits_per_second"].as_f64().expect("rx rate");
+    // Bytes first: the window's interface bytes are the data's (no figure of time in them).
+    assert!(
+        (rx_bytes * 8.0 - frames_bits).abs() / frames_bits < 0.02,
+        "eth0 received {rx_bytes} bytes in the window, the datagrams were {} bytes",
+        frames_bits / 8.0
+    );
+    // Then the rate: the interface's window is the data's, first arrival to last, within the
+    // sampler's looks (10 ms each end) and a loaded machine's lateness.
+    let data_rate = frames_bits / window;
+    assert!(
+        (rx_rate - data_rate).abs() / data_rate < 0.05,
+        "eth0 received {:.2} Mbit/s, the datagrams arrived at {:.2} Mbit/s (frames) over {window:.3} s: {eth0}",
+        rx_rate / 1e6,
+        data_rate / 1e6
+    );
+}
