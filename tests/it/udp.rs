@@ -371,3 +371,46 @@ fn issue_23_a_reverse_runs_receiver_counts_its_interfaces_over_its_datas_window(
         data_rate / 1e6
     );
 }
+
+#[test]
+fn issue_23_a_rate_not_reached_says_how_far_and_why() {
+    // h1's link carries 100 Mbit/s, asked for 20 Gbit/s. tbf's queue (10,000 frames, 15 MB) is
+    // deeper than the sender's socket buffer, so the socket fills and holds the sender back:
+    // its datagrams leave late. Whatever the machine, 20 Gbit/s is not reached.
+    let Some(lab) = Lab::up(2, &["h1:rate=100mbit,limit=10000"]) else {
+        return;
+    };
+    let mut cmd = vec!["linerate", "udp", "h2", "-t", "2", "--rate", "20G"];
+    let out = lab.exec("h1", &cmd, LIMIT);
+    // Not a failure: the run measured what the path and the sender allowed.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Sent of the rate asked"))
+        .unwrap_or_else(|| panic!("no rate row: {text}"));
+    // 20 Gbit/s is a gap of 588.8 ns, kept in whole ns: 589, the rate asked of the senders.
+    assert!(row.contains("of 19,993.209 Mbit/s") && row.contains("NOT REACHED"), "{row}");
+    cmd.push("--json");
+    let v = json_of(&lab.exec("h1", &cmd, LIMIT));
+    check_document(&v);
+    let r = &v["summary"]["send_rate"];
+    let asked = 1472.0 * 8.0 * 1e9 / u(&v, "/options/gap_ns") as f64;
+    assert!((f(&v, "/summary/send_rate/asked_bits_per_second") - asked).abs() < 1e-3, "{r}");
+    let sent = f(&v, "/summary/sent_bits_per_second");
+    assert_eq!(f(&v, "/summary/send_rate/sent_bits_per_second"), sent, "{r}");
+    let percent = f(&v, "/summary/send_rate/percent");
+    assert!((percent - 100.0 * sent / asked).abs() < 1e-9, "{r}");
+    assert!(percent < 50.0, "{r}");
+    let late = f(&v, "/summary/send_rate/late_percent");
+    assert!(late > 50.0, "a held-back sender sends late: {r}");
+    let note = v["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.starts_with("the rate asked was not reached"))
+        .unwrap_or_else(|| panic!("no note: {}", v["notes"]));
+    assert!(note.contains(&format!("({percent:.1} %)")) && note.contains("left late"), "{note}");
+    assert_eq!(v["partial"], false);
+}

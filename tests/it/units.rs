@@ -99,6 +99,9 @@ const COUNTS_AND_IDS: &[&str] = &[
     "truncated",
     "out_of_order",
     "out_of_range",
+    // runs of consecutive lost datagrams; sends refused with a full queue and retried (issue 23)
+    "range_count",
+    "full_queue_retries",
     "duplicate",
     "reorder",
     "gaps",
@@ -286,6 +289,11 @@ fn issue_13_every_number_in_every_kind_names_its_unit() {
             assert!(s[side]["congestion"].is_null(), "nor congestion control: {s}");
         }
     }
+    // A paced run adds the rate asked and sent (issue 23).
+    let paced = run(&["udp", "--json", &agent.addr, "-t", "0.5", "--rate", "50M"]);
+    assert!(paced["summary"]["send_rate"].is_object(), "{}", paced["summary"]);
+    check_units("paced udp", &paced);
+    check_round_trip::<TestResult>("paced udp", &paced);
     let rr = run(&["rr", "--json", &agent.addr, "-t", "0.5"]);
     check_units("rr", &rr);
     check_round_trip::<TestResult>("rr", &rr);

@@ -3,9 +3,10 @@
 
 use super::{AgentOutcome, Ends, decode};
 use crate::result::{
-    Bin, DelayFigures, LossCauses, ReceiverFigures, SendSpacingFigures, SideSummary, SpacingFigures, StreamLoss,
-    StreamProfile, UdpReceiveReport, UdpSendReport, UdpSummary,
+    Bin, DelayFigures, LossCauses, RateAchieved, ReceiverFigures, SendSpacingFigures, SideSummary, SpacingFigures,
+    StreamLoss, StreamProfile, UdpReceiveReport, UdpSendReport, UdpSummary,
 };
+use crate::result::RATE_SHORT_PERCENT;
 use crate::spec::UdpSpec;
 use hdrhistogram::Histogram;
 
@@ -253,7 +254,50 @@ pub(crate) fn summarise<'a>(
             late_percent: sends.iter().map(|s| s.spacing.late_percent).sum::<f64>() / n,
         });
     }
+    u.send_rate = rate_achieved(spec, &u, &sends);
     (u, split)
+}
+
+/// A paced run's send rate against the rate asked: the senders' rate over their window, the
+/// share of datagrams they sent late, and the sends the kernel made them retry. The sending
+/// host's SndbufErrors come later, with the side's counters ([`note_rate`]).
+fn rate_achieved(spec: &UdpSpec, u: &UdpSummary, sends: &[&UdpSendReport]) -> Option<RateAchieved> {
+    let per_stream = spec.stream_bits_per_second()?;
+    let sent = u.sent_bits_per_second?;
+    let asked = per_stream * sends.len() as f64;
+    (asked > 0.0).then(|| RateAchieved {
+        asked_bits_per_second: asked,
+        sent_bits_per_second: sent,
+        percent: 100.0 * sent / asked,
+        late_percent: u.send_spacing_us.map_or(0.0, |s| s.late_percent),
+        full_queue_retries: sends.iter().map(|s| s.full_queue_retries).sum(),
+        send_buffer_errors: None,
+    })
+}
+
+/// Adds the sending host's SndbufErrors to the rate figure and, when the rate asked was not
+/// reached, returns a note saying by how much and what the counters say held it back. Not a
+/// failure: the run measured what the path and the senders allowed (issue 23).
+pub(crate) fn note_rate(u: &mut UdpSummary, sent: &SideSummary) -> Option<String> {
+    let r = u.send_rate.as_mut()?;
+    r.send_buffer_errors = sent.stack.map(|s| s.udp_send_buffer_errors);
+    if r.percent >= RATE_SHORT_PERCENT {
+        return None;
+    }
+    let mut why = vec![format!("{:.2} % of datagrams left late", r.late_percent)];
+    if r.full_queue_retries > 0 {
+        why.push(format!("the kernel refused {} sends with a full queue", r.full_queue_retries));
+    }
+    if let Some(n) = r.send_buffer_errors.filter(|n| *n > 0) {
+        why.push(format!("the sender's stack could not queue {n} datagrams (UDP SndbufErrors)"));
+    }
+    Some(format!(
+        "the rate asked was not reached: sent {:.1} of {:.1} Mbit/s ({:.1} %); {}",
+        r.sent_bits_per_second / 1e6,
+        r.asked_bits_per_second / 1e6,
+        r.percent,
+        why.join(", ")
+    ))
 }
 
 fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {

@@ -3,7 +3,7 @@
 //! `TestResult`; out: text appended to the summary that `super` builds.
 
 use super::grouped;
-use linerate_core::result::{LossCauses, MAX_LOSS_RANGES, TestResult, UdpSummary};
+use linerate_core::result::{LossCauses, MAX_LOSS_RANGES, RATE_SHORT_PERCENT, RateAchieved, TestResult, UdpSummary};
 use std::fmt::Write;
 
 /// Where a UDP run's lost datagrams went, one line per cause that took any, with its fix.
@@ -102,6 +102,21 @@ fn lost_text(u: &UdpSummary) -> String {
     text
 }
 
+/// A paced run's send rate against the rate asked, and the mark when it fell short.
+fn rate_text(r: &RateAchieved) -> String {
+    let short = if r.percent < RATE_SHORT_PERCENT {
+        " NOT REACHED (see the notes)"
+    } else {
+        ""
+    };
+    format!(
+        "{} of {} Mbit/s ({:.1} %){short}",
+        grouped(r.sent_bits_per_second / 1e6, 3),
+        grouped(r.asked_bits_per_second / 1e6, 3),
+        r.percent
+    )
+}
+
 /// The UDPmon figures of a UDP run.
 pub(super) fn udp_block(out: &mut String, r: &TestResult) {
     let Some(u) = &r.summary.udp else { return };
@@ -159,6 +174,9 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             "Sent (first to last send)",
             format!("{} Mbit/s over {secs:.6} s", grouped(bps / 1e6, 3)),
         );
+    }
+    if let Some(rate) = &u.send_rate {
+        row("Sent of the rate asked", rate_text(rate));
     }
     if let (Some(secs), Some(bps)) = (u.arrival_window_seconds, u.received_bits_per_second) {
         row(
