@@ -62,7 +62,11 @@ fn issue_23_a_tbf_link_is_rated_as_tbf_counts_and_never_beaten() {
     let Some(lab) = Lab::up(2, &["h1:rate=200mbit"]) else {
         return;
     };
-    let v = lab.tcp("h1", "h2", &["-t", "4", "--warmup", "1", "--link-speed", "200M", "--mtu", "1500"]);
+    let v = lab.tcp(
+        "h1",
+        "h2",
+        &["-t", "4", "--warmup", "1", "--link-speed", "200M", "--mtu", "1500"],
+    );
     let got = f(&v, "/summary/received/bits_per_second");
     let seconds = f(&v, "/summary/received/seconds");
     let ceiling = tcp_goodput(200e6, 1500);
@@ -79,7 +83,10 @@ fn issue_23_a_tbf_link_is_rated_as_tbf_counts_and_never_beaten() {
     let l = &v["summary"]["received"]["line_rate"];
     assert_eq!(l["link_kind"], "tbf", "{l}");
     let limit = l["limit_bits_per_second"].as_f64().expect("limit");
-    assert!((limit - ceiling).abs() < 1.0, "the share is taken against {limit}, not {ceiling}");
+    assert!(
+        (limit - ceiling).abs() < 1.0,
+        "the share is taken against {limit}, not {ceiling}"
+    );
     let percent = l["percent"].as_f64().expect("percent");
     assert!((percent - 100.0 * got / ceiling).abs() < 1e-6, "{l}");
 }

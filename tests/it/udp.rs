@@ -328,7 +328,10 @@ fn issue_23_udp_text_says_what_it_knows_and_no_more() {
     assert!(rows[0].trim_end().ends_with("mss"), "{text}");
     // A UDP socket has no MSS: the stream's row says n/a, not 0.
     assert!(rows[1].trim_end().ends_with("n/a"), "{}", rows[1]);
-    let lost = text.lines().find(|l| l.trim_start().starts_with("Lost ")).expect("a Lost line");
+    let lost = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Lost "))
+        .expect("a Lost line");
     assert!(!lost.contains("run"), "no loss lists no runs: {lost}");
 }
 
@@ -390,13 +393,19 @@ fn issue_23_a_rate_not_reached_says_how_far_and_why() {
         .find(|l| l.trim_start().starts_with("Sent of the rate asked"))
         .unwrap_or_else(|| panic!("no rate row: {text}"));
     // 20 Gbit/s is a gap of 588.8 ns, kept in whole ns: 589, the rate asked of the senders.
-    assert!(row.contains("of 19,993.209 Mbit/s") && row.contains("NOT REACHED"), "{row}");
+    assert!(
+        row.contains("of 19,993.209 Mbit/s") && row.contains("NOT REACHED"),
+        "{row}"
+    );
     cmd.push("--json");
     let v = json_of(&lab.exec("h1", &cmd, LIMIT));
     check_document(&v);
     let r = &v["summary"]["send_rate"];
     let asked = 1472.0 * 8.0 * 1e9 / u(&v, "/options/gap_ns") as f64;
-    assert!((f(&v, "/summary/send_rate/asked_bits_per_second") - asked).abs() < 1e-3, "{r}");
+    assert!(
+        (f(&v, "/summary/send_rate/asked_bits_per_second") - asked).abs() < 1e-3,
+        "{r}"
+    );
     let sent = f(&v, "/summary/sent_bits_per_second");
     assert_eq!(f(&v, "/summary/send_rate/sent_bits_per_second"), sent, "{r}");
     let percent = f(&v, "/summary/send_rate/percent");
@@ -411,6 +420,9 @@ fn issue_23_a_rate_not_reached_says_how_far_and_why() {
         .filter_map(|n| n.as_str())
         .find(|n| n.starts_with("the rate asked was not reached"))
         .unwrap_or_else(|| panic!("no note: {}", v["notes"]));
-    assert!(note.contains(&format!("({percent:.1} %)")) && note.contains("left late"), "{note}");
+    assert!(
+        note.contains(&format!("({percent:.1} %)")) && note.contains("left late"),
+        "{note}"
+    );
     assert_eq!(v["partial"], false);
 }

@@ -356,7 +356,10 @@ fn issue_13_two_agents_on_one_host_count_its_counters_once() {
 #[test]
 fn issue_23_calc_goodput_gives_both_kinds_of_link_when_asked() {
     let limit = std::time::Duration::from_secs(10);
-    let out = linerate(&["calc", "goodput", "--link", "1G", "--link-kind", "both", "--json"], limit);
+    let out = linerate(
+        &["calc", "goodput", "--link", "1G", "--link-kind", "both", "--json"],
+        limit,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json_of(&out);
     let tcp = |kind: &str| {
@@ -372,7 +375,10 @@ fn issue_23_calc_goodput_gives_both_kinds_of_link_when_asked() {
     assert_eq!(format!("{:.1}", tcp("tbf") / 1e6), "956.4");
     let text = linerate(&["calc", "goodput", "--link", "1G", "--link-kind", "tbf"], limit);
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("0.956 Gbit/s for TCP") && text.contains("per 1514 as tbf counts"), "{text}");
+    assert!(
+        text.contains("0.956 Gbit/s for TCP") && text.contains("per 1514 as tbf counts"),
+        "{text}"
+    );
     let bad = linerate(&["calc", "goodput", "--link", "1G", "--link-kind", "wire"], limit);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }

@@ -168,7 +168,10 @@ mod tests {
         assert_eq!((tbf.payload_bytes, tbf.wire_bytes), (1448, 1514));
         assert_eq!(format!("{:.1}", tbf.bits_per_second / 1e6), "956.4");
         assert_eq!(
-            format!("{:.1}", rerate(eth.bits_per_second, 1500, LinkKind::Ethernet, LinkKind::Tbf) / 1e6),
+            format!(
+                "{:.1}",
+                rerate(eth.bits_per_second, 1500, LinkKind::Ethernet, LinkKind::Tbf) / 1e6
+            ),
             "956.4"
         );
         // Short frames: Ethernet pads to 64 bytes on the wire, tbf counts what there is.

@@ -234,7 +234,14 @@ mod tests {
 
     #[test]
     fn goodput_lines_carry_the_figures() {
-        let g = goodput(10e9, 9000, Transport::Tcp, false, linerate_core::goodput::LinkKind::Ethernet).expect("fits");
+        let g = goodput(
+            10e9,
+            9000,
+            Transport::Tcp,
+            false,
+            linerate_core::goodput::LinkKind::Ethernet,
+        )
+        .expect("fits");
         let t = goodput_text(&[g]);
         assert!(t.starts_with("9.900 Gbit/s for TCP with timestamps"), "{t}");
         assert!(t.contains("(8948 payload bytes per 9038 on the wire: "), "{t}");

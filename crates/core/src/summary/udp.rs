@@ -2,11 +2,11 @@
 //! senders' counts, order, arrival spacing and one-way delay from the receivers' histograms.
 
 use super::{AgentOutcome, Ends, decode};
+use crate::result::RATE_SHORT_PERCENT;
 use crate::result::{
     Bin, DelayFigures, LossCauses, RateAchieved, ReceiverFigures, SendSpacingFigures, SideSummary, SpacingFigures,
     StreamLoss, StreamProfile, UdpReceiveReport, UdpSendReport, UdpSummary,
 };
-use crate::result::RATE_SHORT_PERCENT;
 use crate::spec::UdpSpec;
 use hdrhistogram::Histogram;
 
@@ -286,10 +286,15 @@ pub(crate) fn note_rate(u: &mut UdpSummary, sent: &SideSummary) -> Option<String
     }
     let mut why = vec![format!("{:.2} % of datagrams left late", r.late_percent)];
     if r.full_queue_retries > 0 {
-        why.push(format!("the kernel refused {} sends with a full queue", r.full_queue_retries));
+        why.push(format!(
+            "the kernel refused {} sends with a full queue",
+            r.full_queue_retries
+        ));
     }
     if let Some(n) = r.send_buffer_errors.filter(|n| *n > 0) {
-        why.push(format!("the sender's stack could not queue {n} datagrams (UDP SndbufErrors)"));
+        why.push(format!(
+            "the sender's stack could not queue {n} datagrams (UDP SndbufErrors)"
+        ));
     }
     Some(format!(
         "the rate asked was not reached: sent {:.1} of {:.1} Mbit/s ({:.1} %); {}",

@@ -249,7 +249,10 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
                 after_data = Some(Edge {
                     ns: (at - start).as_nanos() as u64,
                     counts: read_counts(),
-                    host: HostSnapshot { at, ..HostSnapshot::read() },
+                    host: HostSnapshot {
+                        at,
+                        ..HostSnapshot::read()
+                    },
                 });
             }
             moved_before = moved;
