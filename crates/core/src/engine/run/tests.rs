@@ -349,3 +349,53 @@ fn cpu_over_a_window_counts_this_process() {
     let (short, _) = sampler::cpu_over(&a, &b, &groups, 0.002);
     assert_eq!(short.process_percent_of_host, None);
 }
+
+#[test]
+fn issue_23_a_receiving_sides_window_follows_its_data() {
+    // A receiver that waits 300 ms for its first byte, takes bytes for 200 ms, then waits
+    // 400 ms for stragglers: its window is the 200 ms of data, give or take its looks, not the
+    // 900 ms of the run. Bounds are loose: a loaded machine makes looks late, never early.
+    let run = |follow: bool| {
+        let mut plan = count_plan();
+        plan.window_follows_data = follow;
+        let r = runner(plan, one_stream(), 1);
+        let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
+        let shared = state.shared(&control);
+        let (report, _) = r
+            .drive(&shared, &gate, &mut NullSink, |w| {
+                gate.arrive_and_wait(&shared.sampler);
+                thread::sleep(Duration::from_millis(300));
+                let data = Instant::now();
+                while data.elapsed() < Duration::from_millis(200) {
+                    let c = &shared.counters[w];
+                    c.bytes.store(c.bytes.load(Relaxed) + 1000, Relaxed);
+                    thread::sleep(Duration::from_millis(1));
+                }
+                thread::sleep(Duration::from_millis(400));
+                shared.finish(w, StreamEnd::Eof);
+            })
+            .expect("runs");
+        report
+    };
+    let started = Instant::now();
+    let r = run(true);
+    let run_ns = started.elapsed().as_nanos() as u64;
+    let total = r.streams[0].total_bytes;
+    assert!(total > 0);
+    assert_eq!(r.streams[0].bytes, total, "every byte is in the window");
+    assert!(r.window_start_ns >= 250_000_000, "starts at {} ns", r.window_start_ns);
+    assert!(
+        r.window_end_ns + 300_000_000 <= run_ns,
+        "ends at {} ns of a run of {run_ns} ns",
+        r.window_end_ns
+    );
+    let window = (r.window_end_ns - r.window_start_ns) as f64 / 1e9;
+    let host = r.host.as_ref().expect("the host's samplers").seconds;
+    assert!(
+        (host - window).abs() < 1e-6,
+        "the host's samplers cover {host} s of {window} s"
+    );
+    // Without the rule, the window is the run's.
+    let r = run(false);
+    assert_eq!(r.window_start_ns, 0);
+}
