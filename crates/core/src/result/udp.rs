@@ -277,6 +277,14 @@ pub struct RateAchieved {
     /// Datagrams the sending host's stack could not queue (its UDP SndbufErrors over the
     /// window: a full socket buffer or a qdisc that dropped them); None when not counted.
     pub send_buffer_errors: Option<u64>,
+    /// The sending streams.
+    #[serde(default)]
+    pub streams: u64,
+    /// linerate's CPU time on the sending ends (user + system, getrusage) over the senders'
+    /// window, in cores (1.0 = one core busy): near one core per sending stream, the senders
+    /// were CPU-bound. None with `--bidir` (receivers share the processes) or when unknown.
+    #[serde(default)]
+    pub sender_busy_cores: Option<f64>,
 }
 
 /// Lost datagrams of one stream.

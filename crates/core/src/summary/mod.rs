@@ -595,7 +595,7 @@ pub(crate) fn assemble(
                     }
                 }
             }
-            notes.extend(udp::note_rate(&mut u, &sent));
+            notes.extend(udp::note_rate(us, &mut u, &sent));
             let trains = udp::train_datagrams(us, agents);
             u.loss_causes_datagrams = Some(udp::loss_causes(u.lost, trains, &sent, &received));
             Some(u)

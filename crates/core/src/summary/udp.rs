@@ -272,15 +272,25 @@ fn rate_achieved(spec: &UdpSpec, u: &UdpSummary, sends: &[&UdpSendReport]) -> Op
         late_percent: u.send_spacing_us.map_or(0.0, |s| s.late_percent),
         full_queue_retries: sends.iter().map(|s| s.full_queue_retries).sum(),
         send_buffer_errors: None,
+        streams: sends.len() as u64,
+        sender_busy_cores: None,
     })
 }
 
-/// Adds the sending host's SndbufErrors to the rate figure and, when the rate asked was not
-/// reached, returns a note saying by how much and what the counters say held it back. Not a
-/// failure: the run measured what the path and the senders allowed (issue 23).
-pub(crate) fn note_rate(u: &mut UdpSummary, sent: &SideSummary) -> Option<String> {
+/// A sender busy this share of a core per stream is CPU-bound.
+const CPU_BOUND_CORES_PER_STREAM: f64 = 0.9;
+
+/// Adds the sending ends' SndbufErrors and CPU to the rate figure and, when the rate asked was
+/// not reached, returns a note saying by how much and what the counters say held it back. Not
+/// a failure: the run measured what the path and the senders allowed (issue 23).
+pub(crate) fn note_rate(spec: &UdpSpec, u: &mut UdpSummary, sent: &SideSummary) -> Option<String> {
+    let window = u.send_window_seconds.filter(|s| *s > 0.0);
     let r = u.send_rate.as_mut()?;
     r.send_buffer_errors = sent.stack.map(|s| s.udp_send_buffer_errors);
+    let cpu_seconds = sent.cpu.process_user_seconds + sent.cpu.process_system_seconds;
+    r.sender_busy_cores = window
+        .filter(|_| spec.direction != crate::spec::Direction::Bidir && cpu_seconds > 0.0)
+        .map(|w| cpu_seconds / w);
     if r.percent >= RATE_SHORT_PERCENT {
         return None;
     }
@@ -294,6 +304,16 @@ pub(crate) fn note_rate(u: &mut UdpSummary, sent: &SideSummary) -> Option<String
     if let Some(n) = r.send_buffer_errors.filter(|n| *n > 0) {
         why.push(format!(
             "the sender's stack could not queue {n} datagrams (UDP SndbufErrors)"
+        ));
+    }
+    if let Some(cores) = r
+        .sender_busy_cores
+        .filter(|c| *c >= CPU_BOUND_CORES_PER_STREAM * r.streams as f64)
+    {
+        why.push(format!(
+            "the senders were CPU-bound ({cores:.2} cores busy for {} stream{})",
+            r.streams,
+            if r.streams == 1 { "" } else { "s" }
         ));
     }
     Some(format!(
@@ -431,6 +451,51 @@ mod tests {
             }],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn issue_23_a_rate_not_reached_says_by_how_much_and_why() {
+        let mut spec = UdpSpec::new();
+        spec.gap_ns = 11_776; // 1472 bytes: 1 Gbit/s per stream
+        let mut u = UdpSummary {
+            send_window_seconds: Some(2.0),
+            sent_bits_per_second: Some(485e6),
+            ..Default::default()
+        };
+        let send = UdpSendReport {
+            full_queue_retries: 7,
+            ..Default::default()
+        };
+        u.send_rate = rate_achieved(&spec, &u, &[&send, &send]);
+        let mut sent = side(
+            StackUsage {
+                udp_send_buffer_errors: 12,
+                ..Default::default()
+            },
+            0,
+        );
+        sent.cpu.process_user_seconds = 0.4;
+        sent.cpu.process_system_seconds = 3.4;
+        let note = note_rate(&spec, &mut u, &sent).expect("a note");
+        let r = u.send_rate.expect("a paced run's rate");
+        assert_eq!((r.asked_bits_per_second, r.percent), (2e9, 24.25));
+        assert_eq!(
+            (r.streams, r.full_queue_retries, r.send_buffer_errors),
+            (2, 14, Some(12))
+        );
+        assert_eq!(r.sender_busy_cores, Some(1.9));
+        assert_eq!(
+            note,
+            "the rate asked was not reached: sent 485.0 of 2000.0 Mbit/s (24.2 %); 0.00 % of datagrams left late, \
+             the kernel refused 14 sends with a full queue, the sender's stack could not queue 12 datagrams \
+             (UDP SndbufErrors), the senders were CPU-bound (1.90 cores busy for 2 streams)"
+        );
+        // Reached: figures, no note; as fast as possible: no figure.
+        u.sent_bits_per_second = Some(1.99e9);
+        u.send_rate = rate_achieved(&spec, &u, &[&send, &send]);
+        assert_eq!(note_rate(&spec, &mut u, &sent), None);
+        spec.gap_ns = 0;
+        assert_eq!(rate_achieved(&spec, &u, &[&send]), None);
     }
 
     #[test]
