@@ -25,6 +25,16 @@ fn runner(plan: Plan, streams: Vec<StreamInfo>, workers: usize) -> Runner<'stati
     }
 }
 
+/// One receiving stream's run under `plan`, its worker `work(shared, gate, worker)`.
+fn drive_one(plan: Plan, work: impl Fn(&Shared<'_>, &Gate, usize) + Sync) -> SideReport {
+    let r = runner(plan, one_stream(), 1);
+    let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
+    let shared = state.shared(&control);
+    r.drive(&shared, &gate, &mut NullSink, |w| work(&shared, &gate, w))
+        .expect("runs")
+        .0
+}
+
 /// A count-limited plan (no deadline), as a `-n` run has.
 fn count_plan() -> Plan {
     Plan::new(&timing(Limit::Buffers(10)))
@@ -87,20 +97,15 @@ fn samples_past_the_cap_are_dropped_with_a_note() {
         max_samples: 3,
         ..count_plan()
     };
-    let r = runner(plan, one_stream(), 1);
-    let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
-    let shared = state.shared(&control);
-    let (report, _) = r
-        .drive(&shared, &gate, &mut NullSink, |w| {
-            gate.arrive_and_wait(&shared.sampler);
-            let c = &shared.counters[w];
-            for i in 1..=30u64 {
-                c.bytes.store(i * 1000, Relaxed);
-                thread::sleep(Duration::from_millis(5));
-            }
-            shared.finish(w, StreamEnd::Count);
-        })
-        .expect("runs");
+    let report = drive_one(plan, |shared, gate, w| {
+        gate.arrive_and_wait(&shared.sampler);
+        let c = &shared.counters[w];
+        for i in 1..=30u64 {
+            c.bytes.store(i * 1000, Relaxed);
+            thread::sleep(Duration::from_millis(5));
+        }
+        shared.finish(w, StreamEnd::Count);
+    });
     assert!(report.intervals.len() <= 3, "{:?}", report.intervals);
     assert!(!report.partial);
     assert_eq!(report.streams[0].bytes, 30_000);
@@ -358,24 +363,18 @@ fn issue_23_a_receiving_sides_window_follows_its_data() {
     let run = |follow: bool| {
         let mut plan = count_plan();
         plan.window_follows_data = follow;
-        let r = runner(plan, one_stream(), 1);
-        let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
-        let shared = state.shared(&control);
-        let (report, _) = r
-            .drive(&shared, &gate, &mut NullSink, |w| {
-                gate.arrive_and_wait(&shared.sampler);
-                thread::sleep(Duration::from_millis(300));
-                let data = Instant::now();
-                while data.elapsed() < Duration::from_millis(200) {
-                    let c = &shared.counters[w];
-                    c.bytes.store(c.bytes.load(Relaxed) + 1000, Relaxed);
-                    thread::sleep(Duration::from_millis(1));
-                }
-                thread::sleep(Duration::from_millis(400));
-                shared.finish(w, StreamEnd::Eof);
-            })
-            .expect("runs");
-        report
+        drive_one(plan, |shared, gate, w| {
+            gate.arrive_and_wait(&shared.sampler);
+            thread::sleep(Duration::from_millis(300));
+            let data = Instant::now();
+            while data.elapsed() < Duration::from_millis(200) {
+                let c = &shared.counters[w];
+                c.bytes.store(c.bytes.load(Relaxed) + 1000, Relaxed);
+                thread::sleep(Duration::from_millis(1));
+            }
+            thread::sleep(Duration::from_millis(400));
+            shared.finish(w, StreamEnd::Eof);
+        })
     };
     let started = Instant::now();
     let r = run(true);
