@@ -55,13 +55,25 @@ pub fn sys(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
 
 /// `linerate calc goodput`.
 pub fn calc(args: &cli::sys::CalcArgs) -> anyhow::Result<ExitCode> {
-    use linerate_core::goodput::{Transport, goodput};
-    let cli::sys::CalcCommand::Goodput { link, mtu, ipv6, json } = &args.command;
+    use linerate_core::goodput::{LinkKind, Transport, goodput};
+    let cli::sys::CalcCommand::Goodput {
+        link,
+        mtu,
+        ipv6,
+        link_kind,
+        json,
+    } = &args.command;
     anyhow::ensure!(link.0 > 0.0, "--link must be above 0");
     anyhow::ensure!((68..=65_535).contains(mtu), "--mtu {mtu} is not between 68 and 65535");
-    let rows: Vec<_> = [Transport::Tcp, Transport::Udp]
-        .into_iter()
-        .filter_map(|t| goodput(link.0, *mtu, t, *ipv6))
+    let kinds: &[LinkKind] = match link_kind {
+        cli::sys::CalcLinkKind::Ethernet => &[LinkKind::Ethernet],
+        cli::sys::CalcLinkKind::Tbf => &[LinkKind::Tbf],
+        cli::sys::CalcLinkKind::Both => &LinkKind::ALL,
+    };
+    let rows: Vec<_> = kinds
+        .iter()
+        .flat_map(|k| [Transport::Tcp, Transport::Udp].map(|t| (t, *k)))
+        .filter_map(|(t, k)| goodput(link.0, *mtu, t, *ipv6, k))
         .collect();
     let text = if *json {
         linerate_report::json::headed(&std::collections::BTreeMap::from([("rows", &rows)]), true)

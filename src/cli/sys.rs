@@ -96,7 +96,22 @@ pub enum CalcCommand {
         /// IPv6 headers (40 bytes) instead of IPv4 (20)
         #[arg(long)]
         ipv6: bool,
+        /// What the link counts per packet: ethernet, tbf or both
+        ///
+        /// ethernet: a physical link, on the wire (preamble 8, header 14, FCS 4, inter-frame gap
+        /// 12); tbf: a link shaped by Linux's tbf, as `lab up --link rate=` makes (header 14, no
+        /// preamble, FCS or gap). Default: ethernet. Example: --link-kind both
+        #[arg(long = "link-kind", value_name = "KIND", value_enum, default_value_t = CalcLinkKind::Ethernet)]
+        link_kind: CalcLinkKind,
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `calc goodput --link-kind`: one kind of link, or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CalcLinkKind {
+    Ethernet,
+    Tbf,
+    Both,
 }

@@ -317,3 +317,112 @@ fn issue_13_a_small_window_loses_in_the_receive_buffer() {
         v["summary"]["loss_causes_datagrams"]
     );
 }
+
+#[test]
+fn issue_23_udp_text_says_what_it_knows_and_no_more() {
+    let agent = Agent::start(&[]);
+    let out = linerate(&["udp", &agent.addr, "-n", "2000", "--gap", "20"], LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("stream ")).collect();
+    assert!(rows[0].trim_end().ends_with("mss"), "{text}");
+    // A UDP socket has no MSS: the stream's row says n/a, not 0.
+    assert!(rows[1].trim_end().ends_with("n/a"), "{}", rows[1]);
+    let lost = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Lost "))
+        .expect("a Lost line");
+    assert!(!lost.contains("run"), "no loss lists no runs: {lost}");
+}
+
+#[test]
+fn issue_23_a_reverse_runs_receiver_counts_its_interfaces_over_its_datas_window() {
+    // h2 sends to the client in h1 at twice what h2's link carries: tbf drops the rest, so the
+    // client waits for stragglers after the sender's end (and it started before the sender).
+    let Some(lab) = Lab::up(2, &["h2:rate=50mbit"]) else {
+        return;
+    };
+    let v = lab_udp(&lab, "h1", "h2", &["-R", "-t", "3", "--rate", "100M"]);
+    assert_eq!(v["summary"]["received"]["counted_by"][0], "client");
+    let eth0 = v["summary"]["received"]["interfaces"]
+        .as_array()
+        .expect("the receiver's interfaces")
+        .iter()
+        .find(|i| i["name"].as_str().is_some_and(|n| n.ends_with("eth0")))
+        .expect("the client's eth0")
+        .clone();
+    // Each datagram crossed the client's eth0 as 1472 + 8 + 20 + 14 bytes, and little else did
+    // (the control connection's few segments).
+    let received = u(&v, "/summary/datagrams_received") as f64;
+    let frames_bits = received * 1514.0 * 8.0;
+    let window = f(&v, "/summary/arrival_window_seconds");
+    let rx_bytes = eth0["rx_bytes"].as_f64().expect("rx_bytes");
+    let rx_rate = eth0["rx_bits_per_second"].as_f64().expect("rx rate");
+    // Bytes first: the window's interface bytes are the data's (no figure of time in them).
+    assert!(
+        (rx_bytes * 8.0 - frames_bits).abs() / frames_bits < 0.02,
+        "eth0 received {rx_bytes} bytes in the window, the datagrams were {} bytes",
+        frames_bits / 8.0
+    );
+    // Then the rate: the interface's window is the data's, first arrival to last, within the
+    // sampler's looks (10 ms each end) and a loaded machine's lateness.
+    let data_rate = frames_bits / window;
+    assert!(
+        (rx_rate - data_rate).abs() / data_rate < 0.05,
+        "eth0 received {:.2} Mbit/s, the datagrams arrived at {:.2} Mbit/s (frames) over {window:.3} s: {eth0}",
+        rx_rate / 1e6,
+        data_rate / 1e6
+    );
+}
+
+#[test]
+fn issue_23_a_rate_not_reached_says_how_far_and_why() {
+    // h1's link carries 100 Mbit/s, asked for 20 Gbit/s. tbf's queue (10,000 frames, 15 MB) is
+    // deeper than the sender's socket buffer, so the socket fills and holds the sender back:
+    // its datagrams leave late. Whatever the machine, 20 Gbit/s is not reached.
+    let Some(lab) = Lab::up(2, &["h1:rate=100mbit,limit=10000"]) else {
+        return;
+    };
+    let mut cmd = vec!["linerate", "udp", "h2", "-t", "2", "--rate", "20G"];
+    let out = lab.exec("h1", &cmd, LIMIT);
+    // Not a failure: the run measured what the path and the sender allowed.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Sent of the rate asked"))
+        .unwrap_or_else(|| panic!("no rate row: {text}"));
+    // 20 Gbit/s is a gap of 588.8 ns, kept in whole ns: 589, the rate asked of the senders.
+    assert!(
+        row.contains("of 19,993.209 Mbit/s") && row.contains("NOT REACHED"),
+        "{row}"
+    );
+    cmd.push("--json");
+    let v = json_of(&lab.exec("h1", &cmd, LIMIT));
+    check_document(&v);
+    let r = &v["summary"]["send_rate"];
+    let asked = 1472.0 * 8.0 * 1e9 / u(&v, "/options/gap_ns") as f64;
+    assert!(
+        (f(&v, "/summary/send_rate/asked_bits_per_second") - asked).abs() < 1e-3,
+        "{r}"
+    );
+    let sent = f(&v, "/summary/sent_bits_per_second");
+    assert_eq!(f(&v, "/summary/send_rate/sent_bits_per_second"), sent, "{r}");
+    let percent = f(&v, "/summary/send_rate/percent");
+    assert!((percent - 100.0 * sent / asked).abs() < 1e-9, "{r}");
+    assert!(percent < 50.0, "{r}");
+    let late = f(&v, "/summary/send_rate/late_percent");
+    assert!(late > 50.0, "a held-back sender sends late: {r}");
+    let note = v["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.starts_with("the rate asked was not reached"))
+        .unwrap_or_else(|| panic!("no note: {}", v["notes"]));
+    assert!(
+        note.contains(&format!("({percent:.1} %)")) && note.contains("left late"),
+        "{note}"
+    );
+    assert_eq!(v["partial"], false);
+}

@@ -99,6 +99,9 @@ const COUNTS_AND_IDS: &[&str] = &[
     "truncated",
     "out_of_order",
     "out_of_range",
+    // runs of consecutive lost datagrams; sends refused with a full queue and retried (issue 23)
+    "range_count",
+    "full_queue_retries",
     "duplicate",
     "reorder",
     "gaps",
@@ -286,6 +289,11 @@ fn issue_13_every_number_in_every_kind_names_its_unit() {
             assert!(s[side]["congestion"].is_null(), "nor congestion control: {s}");
         }
     }
+    // A paced run adds the rate asked and sent (issue 23).
+    let paced = run(&["udp", "--json", &agent.addr, "-t", "0.5", "--rate", "50M"]);
+    assert!(paced["summary"]["send_rate"].is_object(), "{}", paced["summary"]);
+    check_units("paced udp", &paced);
+    check_round_trip::<TestResult>("paced udp", &paced);
     let rr = run(&["rr", "--json", &agent.addr, "-t", "0.5"]);
     check_units("rr", &rr);
     check_round_trip::<TestResult>("rr", &rr);
@@ -343,4 +351,34 @@ fn issue_13_two_agents_on_one_host_count_its_counters_once() {
     assert_eq!(boot("client"), boot(&a.addr));
     let text = String::from_utf8_lossy(&linerate(&["tcp", &a.addr, &b.addr, "-t", "0.3"], LIMIT).stdout).into_owned();
     assert_eq!(text.matches("client and agent share one host").count(), 1, "{text}");
+}
+
+#[test]
+fn issue_23_calc_goodput_gives_both_kinds_of_link_when_asked() {
+    let limit = std::time::Duration::from_secs(10);
+    let out = linerate(
+        &["calc", "goodput", "--link", "1G", "--link-kind", "both", "--json"],
+        limit,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json_of(&out);
+    let tcp = |kind: &str| {
+        v["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .find(|r| r["transport"] == "tcp" && r["link_kind"] == kind)
+            .map(|r| r["bits_per_second"].as_f64().expect("bits"))
+            .expect("a TCP row per kind")
+    };
+    assert_eq!(format!("{:.1}", tcp("ethernet") / 1e6), "941.5");
+    assert_eq!(format!("{:.1}", tcp("tbf") / 1e6), "956.4");
+    let text = linerate(&["calc", "goodput", "--link", "1G", "--link-kind", "tbf"], limit);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("0.956 Gbit/s for TCP") && text.contains("per 1514 as tbf counts"),
+        "{text}"
+    );
+    let bad = linerate(&["calc", "goodput", "--link", "1G", "--link-kind", "wire"], limit);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }

@@ -98,13 +98,14 @@ pub fn goodput_text(rows: &[Goodput]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:.3} Gbit/s for {what} over IPv{} at {:.3} Gbit/s, MTU {} ({} payload bytes per {} on the wire)",
+            "{:.3} Gbit/s for {what} over IPv{} at {:.3} Gbit/s, MTU {} ({} payload bytes per {} {})",
             g.bits_per_second / 1e9,
             if g.ipv6 { 6 } else { 4 },
             g.link_bits_per_second / 1e9,
             g.mtu_bytes,
             g.payload_bytes,
-            g.wire_bytes
+            g.wire_bytes,
+            g.link_kind.counts()
         );
     }
     out
@@ -233,10 +234,17 @@ mod tests {
 
     #[test]
     fn goodput_lines_carry_the_figures() {
-        let g = goodput(10e9, 9000, Transport::Tcp, false).expect("fits");
+        let g = goodput(
+            10e9,
+            9000,
+            Transport::Tcp,
+            false,
+            linerate_core::goodput::LinkKind::Ethernet,
+        )
+        .expect("fits");
         let t = goodput_text(&[g]);
         assert!(t.starts_with("9.900 Gbit/s for TCP with timestamps"), "{t}");
-        assert!(t.contains("(8948 payload bytes per 9038 on the wire)"), "{t}");
+        assert!(t.contains("(8948 payload bytes per 9038 on the wire: "), "{t}");
     }
 
     /// One second of host usage in which only `interface` was counted.

@@ -751,8 +751,10 @@ fn stream_table(out: &mut String, r: &TestResult) {
             s.receiver_socket
                 .as_ref()
                 .map_or("n/a".into(), |g| g.rcvbuf_bytes.to_string()),
+            // UDP has no MSS: its sockets' grant says 0 (issue 23).
             s.sender_socket
                 .as_ref()
+                .filter(|g| g.mss_bytes > 0)
                 .map_or("n/a".into(), |g| g.mss_bytes.to_string()),
         );
     }

@@ -125,6 +125,7 @@ fn udp_run(along: bool) -> TestResult {
             stream: 0,
             lost: 30,
             ranges: vec![LossRange { first: 100, last: 119 }, LossRange { first: 990, last: 999 }],
+            range_count: 2,
             picture: String::new(),
         }],
         ..UdpSummary::default()

@@ -573,6 +573,7 @@ pub(super) fn drive<R>(
         result.notes.push("stopped early by Ctrl-C".into());
     }
     result.lab.clone_from(&opts.lab);
+    summary::line_rate_in_lab(&mut result);
     Ok(result)
 }
 

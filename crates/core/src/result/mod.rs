@@ -413,8 +413,13 @@ pub struct LineRate {
     pub limit_bits_per_second: f64,
     /// This side's bits_per_second as a share of the limit.
     pub percent: f64,
-    /// "given" (--link-speed, --mtu) or "detected: IF on HOST".
+    /// "given" (--link-speed, --mtu) or "detected: IF on HOST"; ", a tbf-shaped lab link" after
+    /// it where the run was in a lab whose rate tbf emulates.
     pub source: String,
+    /// What the link counts of each packet: `ethernet` (on the wire) or `tbf` (a shaped lab
+    /// link); `ethernet` in older documents.
+    #[serde(default)]
+    pub link_kind: crate::goodput::LinkKind,
 }
 
 /// A histogram bin: [from, to) microseconds and its count.

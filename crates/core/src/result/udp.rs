@@ -4,6 +4,10 @@
 use super::Bin;
 use serde::{Deserialize, Serialize};
 
+/// The most runs of lost sequence numbers a receiver lists per stream (`loss_ranges`); the rest
+/// are counted (`loss_range_count`) but not listed.
+pub const MAX_LOSS_RANGES: usize = 1000;
+
 /// What one UDP sender did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct UdpSendReport {
@@ -14,6 +18,10 @@ pub struct UdpSendReport {
     pub gso: bool,
     /// Sends that failed (ICMP port unreachable, other errors); the stream went on.
     pub errors: u64,
+    /// Sends the kernel refused with a full queue (ENOBUFS, EAGAIN), each retried; 0 from
+    /// older senders.
+    #[serde(default)]
+    pub full_queue_retries: u64,
     /// CLOCK_REALTIME of the first and last data datagram's send, ns since the Unix epoch; None
     /// when nothing was sent (or the sender predates them).
     #[serde(default)]
@@ -178,6 +186,10 @@ pub struct UdpSummary {
     /// receiver sent one).
     #[serde(default)]
     pub along_sequence: Vec<StreamProfile>,
+    /// A paced run's send rate against the one asked (issue 23); None when sending as fast as
+    /// possible, or when no sender reported its send times.
+    #[serde(default)]
+    pub send_rate: Option<RateAchieved>,
     /// Datagrams received per receiving end, mean over `receivers` (with multicast each
     /// receiver is sent the same datagrams, so `datagrams_received` is a sum over copies).
     pub received_per_receiver_mean_datagrams: Option<f64>,
@@ -242,14 +254,51 @@ pub struct DelayFigures {
     pub relative: bool,
 }
 
+/// Below this share of the rate asked, a paced UDP run says the rate was not reached (a note,
+/// not a failure).
+pub const RATE_SHORT_PERCENT: f64 = 95.0;
+
+/// What a paced UDP run sent of the rate it asked for, and what held it back where the ends'
+/// counters say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateAchieved {
+    /// The rate asked (`--rate`, or `--gap` at `-l`), payload bits/s over all sending streams.
+    pub asked_bits_per_second: f64,
+    /// Payload bits/s the senders sent over their window (`sent_bits_per_second`).
+    pub sent_bits_per_second: f64,
+    /// sent / asked x 100.
+    pub percent: f64,
+    /// Datagrams sent more than a tenth of a gap after their moment, percent, mean over the
+    /// sending streams: a sender that cannot keep its schedule (CPU, a blocked socket).
+    pub late_percent: f64,
+    /// Sends the kernel refused with a full queue (ENOBUFS, EAGAIN) and the sender retried,
+    /// over all sending streams; 0 from older senders.
+    pub full_queue_retries: u64,
+    /// Datagrams the sending host's stack could not queue (its UDP SndbufErrors over the
+    /// window: a full socket buffer or a qdisc that dropped them); None when not counted.
+    pub send_buffer_errors: Option<u64>,
+    /// The sending streams.
+    #[serde(default)]
+    pub streams: u64,
+    /// linerate's CPU time on the sending ends (user + system, getrusage) over the senders'
+    /// window, in cores (1.0 = one core busy): near one core per sending stream, the senders
+    /// were CPU-bound. None with `--bidir` (receivers share the processes) or when unknown.
+    #[serde(default)]
+    pub sender_busy_cores: Option<f64>,
+}
+
 /// Lost datagrams of one stream.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StreamLoss {
     pub agent: String,
     pub stream: u16,
     pub lost: u64,
-    /// The first runs of lost sequence numbers.
+    /// The first runs of lost sequence numbers (at most [`MAX_LOSS_RANGES`]).
     pub ranges: Vec<LossRange>,
+    /// Runs of lost sequence numbers in all, listed or not; 0 from older documents (then
+    /// `ranges` is all that is known).
+    #[serde(default)]
+    pub range_count: u64,
     /// The stream in 64 columns: `.` nothing lost, `-` under 1 %, `x` under 10 %, `X` more.
     pub picture: String,
 }

@@ -353,6 +353,38 @@ pub(crate) fn line_rate(s: &SideSummary, g: &Goodput, source: &str) -> LineRate 
         limit_bits_per_second: g.bits_per_second,
         percent: 100.0 * s.bits_per_second / g.bits_per_second,
         source: source.to_string(),
+        link_kind: g.link_kind,
+    }
+}
+
+/// In a lab whose rate tbf emulates, a given `--link-speed` is the shaped link's: each side's
+/// line rate is taken again as tbf counts packets (issue 23; [`crate::goodput::LinkKind`]).
+pub(crate) fn line_rate_in_lab(result: &mut TestResult) {
+    use crate::goodput::{LinkKind, rerate};
+    let tbf = result
+        .lab
+        .as_ref()
+        .is_some_and(|lab| lab.hosts.iter().any(|h| h.backends.rate.as_deref() == Some("tbf")));
+    if !tbf {
+        return;
+    }
+    let s = &mut result.summary;
+    let mut sides: Vec<&mut SideSummary> = vec![&mut s.sent, &mut s.received];
+    for d in s.directions.iter_mut().flat_map(|d| d.values_mut()) {
+        sides.extend([&mut d.sent, &mut d.received]);
+    }
+    for a in &mut s.agents {
+        sides.extend([&mut a.sent, &mut a.received]);
+    }
+    for l in sides.into_iter().filter_map(|s| s.line_rate.as_mut()) {
+        if l.source != "given" || l.link_kind != LinkKind::Ethernet {
+            continue;
+        }
+        let limit = rerate(l.limit_bits_per_second, l.mtu_bytes, LinkKind::Ethernet, LinkKind::Tbf);
+        l.percent *= l.limit_bits_per_second / limit;
+        l.limit_bits_per_second = limit;
+        l.link_kind = LinkKind::Tbf;
+        l.source.push_str(", a tbf-shaped lab link");
     }
 }
 
@@ -381,7 +413,10 @@ fn tcp_line_rate(
         (None, None) => return Ok(None),
     };
     let Some(mtu) = mtu else { return Ok(None) };
-    match crate::goodput::goodput(speed, mtu, crate::goodput::Transport::Tcp, ipv6) {
+    // A physical interface, or a given speed: Ethernet on the wire ([`line_rate_in_lab`] takes a
+    // given speed again for a tbf-shaped lab link once the lab is known).
+    let kind = crate::goodput::LinkKind::Ethernet;
+    match crate::goodput::goodput(speed, mtu, crate::goodput::Transport::Tcp, ipv6, kind) {
         Some(g) => Ok(Some((g, source))),
         None => Err(format!("MTU {mtu} leaves no room for TCP payload: no line-rate figure")),
     }
@@ -584,6 +619,7 @@ pub(crate) fn assemble(
                     }
                 }
             }
+            notes.extend(udp::note_rate(us, &mut u, &sent));
             let trains = udp::train_datagrams(us, agents);
             u.loss_causes_datagrams = Some(udp::loss_causes(u.lost, trains, &sent, &received));
             Some(u)

@@ -2,9 +2,10 @@
 //! senders' counts, order, arrival spacing and one-way delay from the receivers' histograms.
 
 use super::{AgentOutcome, Ends, decode};
+use crate::result::RATE_SHORT_PERCENT;
 use crate::result::{
-    Bin, DelayFigures, LossCauses, ReceiverFigures, SendSpacingFigures, SideSummary, SpacingFigures, StreamLoss,
-    StreamProfile, UdpReceiveReport, UdpSendReport, UdpSummary,
+    Bin, DelayFigures, LossCauses, RateAchieved, ReceiverFigures, SendSpacingFigures, SideSummary, SpacingFigures,
+    StreamLoss, StreamProfile, UdpReceiveReport, UdpSendReport, UdpSummary,
 };
 use crate::spec::UdpSpec;
 use hdrhistogram::Histogram;
@@ -114,6 +115,7 @@ pub(crate) fn summarise<'a>(
                     stream: index as u16,
                     lost,
                     ranges: r.loss_ranges.clone(),
+                    range_count: r.loss_range_count,
                     picture: r.loss_picture.clone(),
                 });
             }
@@ -252,7 +254,75 @@ pub(crate) fn summarise<'a>(
             late_percent: sends.iter().map(|s| s.spacing.late_percent).sum::<f64>() / n,
         });
     }
+    u.send_rate = rate_achieved(spec, &u, &sends);
     (u, split)
+}
+
+/// A paced run's send rate against the rate asked: the senders' rate over their window, the
+/// share of datagrams they sent late, and the sends the kernel made them retry. The sending
+/// host's SndbufErrors come later, with the side's counters ([`note_rate`]).
+fn rate_achieved(spec: &UdpSpec, u: &UdpSummary, sends: &[&UdpSendReport]) -> Option<RateAchieved> {
+    let per_stream = spec.stream_bits_per_second()?;
+    let sent = u.sent_bits_per_second?;
+    let asked = per_stream * sends.len() as f64;
+    (asked > 0.0).then(|| RateAchieved {
+        asked_bits_per_second: asked,
+        sent_bits_per_second: sent,
+        percent: 100.0 * sent / asked,
+        late_percent: u.send_spacing_us.map_or(0.0, |s| s.late_percent),
+        full_queue_retries: sends.iter().map(|s| s.full_queue_retries).sum(),
+        send_buffer_errors: None,
+        streams: sends.len() as u64,
+        sender_busy_cores: None,
+    })
+}
+
+/// A sender busy this share of a core per stream is CPU-bound.
+const CPU_BOUND_CORES_PER_STREAM: f64 = 0.9;
+
+/// Adds the sending ends' SndbufErrors and CPU to the rate figure and, when the rate asked was
+/// not reached, returns a note saying by how much and what the counters say held it back. Not
+/// a failure: the run measured what the path and the senders allowed (issue 23).
+pub(crate) fn note_rate(spec: &UdpSpec, u: &mut UdpSummary, sent: &SideSummary) -> Option<String> {
+    let window = u.send_window_seconds.filter(|s| *s > 0.0);
+    let r = u.send_rate.as_mut()?;
+    r.send_buffer_errors = sent.stack.map(|s| s.udp_send_buffer_errors);
+    let cpu_seconds = sent.cpu.process_user_seconds + sent.cpu.process_system_seconds;
+    r.sender_busy_cores = window
+        .filter(|_| spec.direction != crate::spec::Direction::Bidir && cpu_seconds > 0.0)
+        .map(|w| cpu_seconds / w);
+    if r.percent >= RATE_SHORT_PERCENT {
+        return None;
+    }
+    let mut why = vec![format!("{:.2} % of datagrams left late", r.late_percent)];
+    if r.full_queue_retries > 0 {
+        why.push(format!(
+            "the kernel refused {} sends with a full queue",
+            r.full_queue_retries
+        ));
+    }
+    if let Some(n) = r.send_buffer_errors.filter(|n| *n > 0) {
+        why.push(format!(
+            "the sender's stack could not queue {n} datagrams (UDP SndbufErrors)"
+        ));
+    }
+    if let Some(cores) = r
+        .sender_busy_cores
+        .filter(|c| *c >= CPU_BOUND_CORES_PER_STREAM * r.streams as f64)
+    {
+        why.push(format!(
+            "the senders were CPU-bound ({cores:.2} cores busy for {} stream{})",
+            r.streams,
+            if r.streams == 1 { "" } else { "s" }
+        ));
+    }
+    Some(format!(
+        "the rate asked was not reached: sent {:.1} of {:.1} Mbit/s ({:.1} %); {}",
+        r.sent_bits_per_second / 1e6,
+        r.asked_bits_per_second / 1e6,
+        r.percent,
+        why.join(", ")
+    ))
 }
 
 fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -381,6 +451,51 @@ mod tests {
             }],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn issue_23_a_rate_not_reached_says_by_how_much_and_why() {
+        let mut spec = UdpSpec::new();
+        spec.gap_ns = 11_776; // 1472 bytes: 1 Gbit/s per stream
+        let mut u = UdpSummary {
+            send_window_seconds: Some(2.0),
+            sent_bits_per_second: Some(485e6),
+            ..Default::default()
+        };
+        let send = UdpSendReport {
+            full_queue_retries: 7,
+            ..Default::default()
+        };
+        u.send_rate = rate_achieved(&spec, &u, &[&send, &send]);
+        let mut sent = side(
+            StackUsage {
+                udp_send_buffer_errors: 12,
+                ..Default::default()
+            },
+            0,
+        );
+        sent.cpu.process_user_seconds = 0.4;
+        sent.cpu.process_system_seconds = 3.4;
+        let note = note_rate(&spec, &mut u, &sent).expect("a note");
+        let r = u.send_rate.expect("a paced run's rate");
+        assert_eq!((r.asked_bits_per_second, r.percent), (2e9, 24.25));
+        assert_eq!(
+            (r.streams, r.full_queue_retries, r.send_buffer_errors),
+            (2, 14, Some(12))
+        );
+        assert_eq!(r.sender_busy_cores, Some(1.9));
+        assert_eq!(
+            note,
+            "the rate asked was not reached: sent 485.0 of 2000.0 Mbit/s (24.2 %); 0.00 % of datagrams left late, \
+             the kernel refused 14 sends with a full queue, the sender's stack could not queue 12 datagrams \
+             (UDP SndbufErrors), the senders were CPU-bound (1.90 cores busy for 2 streams)"
+        );
+        // Reached: figures, no note; as fast as possible: no figure.
+        u.sent_bits_per_second = Some(1.99e9);
+        u.send_rate = rate_achieved(&spec, &u, &[&send, &send]);
+        assert_eq!(note_rate(&spec, &mut u, &sent), None);
+        spec.gap_ns = 0;
+        assert_eq!(rate_achieved(&spec, &u, &[&send]), None);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! `TestResult`; out: text appended to the summary that `super` builds.
 
 use super::grouped;
-use linerate_core::result::{LossCauses, TestResult};
+use linerate_core::result::{LossCauses, MAX_LOSS_RANGES, RATE_SHORT_PERCENT, RateAchieved, TestResult, UdpSummary};
 use std::fmt::Write;
 
 /// Where a UDP run's lost datagrams went, one line per cause that took any, with its fix.
@@ -73,6 +73,50 @@ pub(super) fn tcp_loss_line(r: &TestResult) -> Option<String> {
     })
 }
 
+/// The lost datagrams, their share and the runs of consecutive sequence numbers they fell in;
+/// when a stream had more runs than its receiver lists, says the list is cut (issue 23).
+fn lost_text(u: &UdpSummary) -> String {
+    let head = format!("{} ({:.3} %)", grouped(u.lost as f64, 0), u.loss_percent);
+    let listed: u64 = u.loss_ranges.iter().map(|l| l.ranges.len() as u64).sum();
+    let runs: u64 = u
+        .loss_ranges
+        .iter()
+        .map(|l| l.range_count.max(l.ranges.len() as u64))
+        .sum();
+    if u.lost == 0 || runs == 0 {
+        return head;
+    }
+    let mut text = format!(
+        "{head} in {} run{} of consecutive datagrams",
+        grouped(runs as f64, 0),
+        if runs == 1 { "" } else { "s" }
+    );
+    if listed < runs {
+        let _ = write!(
+            text,
+            " (the JSON lists the first {} per stream: {} of them)",
+            grouped(MAX_LOSS_RANGES as f64, 0),
+            grouped(listed as f64, 0)
+        );
+    }
+    text
+}
+
+/// A paced run's send rate against the rate asked, and the mark when it fell short.
+fn rate_text(r: &RateAchieved) -> String {
+    let short = if r.percent < RATE_SHORT_PERCENT {
+        " NOT REACHED (see the notes)"
+    } else {
+        ""
+    };
+    format!(
+        "{} of {} Mbit/s ({:.1} %){short}",
+        grouped(r.sent_bits_per_second / 1e6, 3),
+        grouped(r.asked_bits_per_second / 1e6, 3),
+        r.percent
+    )
+}
+
 /// The UDPmon figures of a UDP run.
 pub(super) fn udp_block(out: &mut String, r: &TestResult) {
     let Some(u) = &r.summary.udp else { return };
@@ -113,16 +157,7 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             ),
         ),
     }
-    let runs: u64 = u.loss_ranges.iter().map(|l| l.ranges.len() as u64).sum();
-    row(
-        "Lost",
-        format!(
-            "{} ({:.3} %) in {} run(s) listed",
-            grouped(u.lost as f64, 0),
-            u.loss_percent,
-            runs
-        ),
-    );
+    row("Lost", lost_text(u));
     if let Some(c) = &u.loss_causes_datagrams
         && u.lost > 0
     {
@@ -139,6 +174,9 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             "Sent (first to last send)",
             format!("{} Mbit/s over {secs:.6} s", grouped(bps / 1e6, 3)),
         );
+    }
+    if let Some(rate) = &u.send_rate {
+        row("Sent of the rate asked", rate_text(rate));
     }
     if let (Some(secs), Some(bps)) = (u.arrival_window_seconds, u.received_bits_per_second) {
         row(
@@ -218,6 +256,36 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linerate_core::result::{LossRange, StreamLoss};
+
+    #[test]
+    fn issue_23_lost_says_what_its_runs_are_and_when_their_list_is_cut() {
+        let mut u = UdpSummary::default();
+        assert_eq!(lost_text(&u), "0 (0.000 %)", "no loss lists no runs");
+        let loss = |lost, ranges: u64, range_count| StreamLoss {
+            agent: "h2".into(),
+            stream: 0,
+            lost,
+            ranges: (0..ranges)
+                .map(|i| LossRange {
+                    first: 10 * i,
+                    last: 10 * i,
+                })
+                .collect(),
+            range_count,
+            picture: String::new(),
+        };
+        u.lost = 3;
+        u.loss_percent = 0.3;
+        u.loss_ranges = vec![loss(3, 2, 2)];
+        assert_eq!(lost_text(&u), "3 (0.300 %) in 2 runs of consecutive datagrams");
+        u.lost = 5_000;
+        u.loss_ranges = vec![loss(4_000, 1_000, 4_000), loss(1_000, 1, 1)];
+        assert_eq!(
+            lost_text(&u),
+            "5,000 (0.300 %) in 4,001 runs of consecutive datagrams (the JSON lists the first 1,000 per stream: 1,001 of them)"
+        );
+    }
 
     #[test]
     fn loss_is_named_where_it_happened_with_its_fix() {

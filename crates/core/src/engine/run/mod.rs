@@ -218,6 +218,11 @@ pub(crate) struct Plan {
     pub max_samples: usize,
     /// Workers that block in reads with no timeout of their own, and how the runner wakes them.
     pub unblock: Option<Unblock>,
+    /// On a side whose streams all receive, with no warm-up or cool-down, the window is the
+    /// data's: from the runner's last look before the first byte arrived to its last look at
+    /// which bytes were still arriving (issue 23: a UDP receiver starts before its sender and
+    /// waits for stragglers after it, and its interfaces were rated over that wait too).
+    pub window_follows_data: bool,
 }
 
 /// A stop rule for workers blocked in a read with no timeout (rr over TCP): the runner calls
@@ -259,6 +264,7 @@ impl Plan {
             gate_timeout: GATE_TIMEOUT,
             max_samples: MAX_SAMPLES,
             unblock: None,
+            window_follows_data: false,
         }
     }
 

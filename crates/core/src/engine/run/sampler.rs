@@ -1,6 +1,7 @@
 //! The sampling thread of a run, the same for every kind: waits for the workers at the gate and
 //! starts the clock, takes interval samples and the window's edges, stops the senders at the
-//! deadline where the plan says so, and steps in (with a note) when workers never get ready,
+//! deadline where the plan says so, follows a receiving side's data with its window where the plan
+//! asks (`Plan::window_follows_data`), and steps in (with a note) when workers never get ready,
 //! when the streams do not end after the senders stopped, or when no byte moves; where the plan
 //! has an [`Unblock`](super::Unblock) rule, it wakes workers blocked in reads. At the end it
 //! reads CPU over the window ([`cpu_over`]) and builds the report's streams.
@@ -14,7 +15,7 @@ use crate::engine::sockopt::POLL_SLICE;
 use crate::metrics::host::online_cpus;
 use crate::metrics::rusage::percent_of_host;
 use crate::metrics::sample::{HostSnapshot, HostTimeline, HostUsage, IrqGroups, read_clock_mhz};
-use crate::result::{CpuUsage, ErrorCounts, IntervalSample, SideReport, StreamReport};
+use crate::result::{CpuUsage, ErrorCounts, IntervalSample, Role, SideReport, StreamReport};
 use std::sync::atomic::Ordering::Relaxed;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -22,6 +23,9 @@ use std::time::{Duration, Instant};
 /// How often the sampler looks at the unblock rule: a blocked worker is woken within this of its
 /// condition.
 const UNBLOCK_POLL: Duration = Duration::from_millis(20);
+/// How often the sampler looks at the counters of a side whose window follows its data: the
+/// window's edges fall within this of the first and last byte.
+const DATA_EDGE_POLL: Duration = Duration::from_millis(10);
 
 /// One edge of the measurement window: when, every stream's (bytes, ops), and the host's counters.
 struct Edge {
@@ -128,6 +132,18 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
         host: first.clone(),
     });
     let mut timeline = HostTimeline::new(first, 0, groups.clone());
+    // A receiving side's window follows its data (Plan::window_follows_data): the edges are
+    // looks at the counters with the host read beside them, so the interfaces and the streams
+    // are counted over the same stretch. Before the first byte, each look replaces the start;
+    // after bytes stop, the first still look reads the host, dated to the last look that saw
+    // bytes move (nothing arrived between the two).
+    let follow = plan.window_follows_data
+        && warmup.is_zero()
+        && cooldown_mark.is_none()
+        && streams.iter().all(|s| s.role == Role::Receive);
+    let mut before_data: Option<Edge> = None;
+    let mut after_data: Option<Edge> = None;
+    let (mut last_moving, mut moved_before) = (None::<Instant>, 0u64);
     gate.open();
 
     let mut window_end: Option<Edge> = None;
@@ -215,6 +231,32 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
         // A peer that neither reads nor sends (gone without closing, or stopped reading) would
         // hold this run for ever: a count-limited run has no deadline to end it.
         let moved: u64 = counters.iter().map(|c| c.bytes.load(Relaxed)).sum();
+        if follow {
+            let el_ns = el.as_nanos() as u64;
+            if moved == 0 {
+                before_data = Some(Edge {
+                    ns: el_ns,
+                    counts: vec![(0, 0); n],
+                    host: HostSnapshot {
+                        at: now,
+                        ..HostSnapshot::read()
+                    },
+                });
+            } else if moved != moved_before {
+                last_moving = Some(now);
+                after_data = None;
+            } else if let (None, Some(at)) = (&after_data, last_moving) {
+                after_data = Some(Edge {
+                    ns: (at - start).as_nanos() as u64,
+                    counts: read_counts(),
+                    host: HostSnapshot {
+                        at,
+                        ..HostSnapshot::read()
+                    },
+                });
+            }
+            moved_before = moved;
+        }
         if moved != idle_since.1 {
             idle_since = (now, moved);
         } else if let Some(idle) = plan.idle.map(|own| control.idle.unwrap_or(own))
@@ -274,6 +316,9 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
         if plan.unblock.is_some() && !woken {
             wait = wait.min(UNBLOCK_POLL);
         }
+        if follow {
+            wait = wait.min(DATA_EDGE_POLL);
+        }
         if !wait.is_zero() {
             thread::park_timeout(wait);
         }
@@ -294,6 +339,13 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
         stopped_early = true;
     }
     let partial = control.aborted() || (stopped_early && !plan.ends_on_stop);
+    // Following the data: its edges, once some arrived (with none, the run's own window). Bytes
+    // that came after the last still look (the streams ended before another look) end the
+    // window at the streams' end.
+    if follow && final_counts.iter().any(|c| c.0 > 0) {
+        window_start = before_data.or(window_start);
+        window_end = after_data.filter(|e| e.counts == final_counts);
+    }
     let ws = window_start.unwrap_or_else(|| {
         notes.push("stopped during warm-up: nothing was measured".into());
         Edge::now(end_ns, final_counts.clone())

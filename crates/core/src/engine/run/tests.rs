@@ -25,6 +25,16 @@ fn runner(plan: Plan, streams: Vec<StreamInfo>, workers: usize) -> Runner<'stati
     }
 }
 
+/// One receiving stream's run under `plan`, its worker `work(shared, gate, worker)`.
+fn drive_one(plan: Plan, work: impl Fn(&Shared<'_>, &Gate, usize) + Sync) -> SideReport {
+    let r = runner(plan, one_stream(), 1);
+    let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
+    let shared = state.shared(&control);
+    r.drive(&shared, &gate, &mut NullSink, |w| work(&shared, &gate, w))
+        .expect("runs")
+        .0
+}
+
 /// A count-limited plan (no deadline), as a `-n` run has.
 fn count_plan() -> Plan {
     Plan::new(&timing(Limit::Buffers(10)))
@@ -87,20 +97,15 @@ fn samples_past_the_cap_are_dropped_with_a_note() {
         max_samples: 3,
         ..count_plan()
     };
-    let r = runner(plan, one_stream(), 1);
-    let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
-    let shared = state.shared(&control);
-    let (report, _) = r
-        .drive(&shared, &gate, &mut NullSink, |w| {
-            gate.arrive_and_wait(&shared.sampler);
-            let c = &shared.counters[w];
-            for i in 1..=30u64 {
-                c.bytes.store(i * 1000, Relaxed);
-                thread::sleep(Duration::from_millis(5));
-            }
-            shared.finish(w, StreamEnd::Count);
-        })
-        .expect("runs");
+    let report = drive_one(plan, |shared, gate, w| {
+        gate.arrive_and_wait(&shared.sampler);
+        let c = &shared.counters[w];
+        for i in 1..=30u64 {
+            c.bytes.store(i * 1000, Relaxed);
+            thread::sleep(Duration::from_millis(5));
+        }
+        shared.finish(w, StreamEnd::Count);
+    });
     assert!(report.intervals.len() <= 3, "{:?}", report.intervals);
     assert!(!report.partial);
     assert_eq!(report.streams[0].bytes, 30_000);
@@ -348,4 +353,48 @@ fn cpu_over_a_window_counts_this_process() {
     // Too short a window gives no share at all (issue 13: 431.84 % over a few milliseconds).
     let (short, _) = sampler::cpu_over(&a, &b, &groups, 0.002);
     assert_eq!(short.process_percent_of_host, None);
+}
+
+#[test]
+fn issue_23_a_receiving_sides_window_follows_its_data() {
+    // A receiver that waits 300 ms for its first byte, takes bytes for 200 ms, then waits
+    // 400 ms for stragglers: its window is the 200 ms of data, give or take its looks, not the
+    // 900 ms of the run. Bounds are loose: a loaded machine makes looks late, never early.
+    let run = |follow: bool| {
+        let mut plan = count_plan();
+        plan.window_follows_data = follow;
+        drive_one(plan, |shared, gate, w| {
+            gate.arrive_and_wait(&shared.sampler);
+            thread::sleep(Duration::from_millis(300));
+            let data = Instant::now();
+            while data.elapsed() < Duration::from_millis(200) {
+                let c = &shared.counters[w];
+                c.bytes.store(c.bytes.load(Relaxed) + 1000, Relaxed);
+                thread::sleep(Duration::from_millis(1));
+            }
+            thread::sleep(Duration::from_millis(400));
+            shared.finish(w, StreamEnd::Eof);
+        })
+    };
+    let started = Instant::now();
+    let r = run(true);
+    let run_ns = started.elapsed().as_nanos() as u64;
+    let total = r.streams[0].total_bytes;
+    assert!(total > 0);
+    assert_eq!(r.streams[0].bytes, total, "every byte is in the window");
+    assert!(r.window_start_ns >= 250_000_000, "starts at {} ns", r.window_start_ns);
+    assert!(
+        r.window_end_ns + 300_000_000 <= run_ns,
+        "ends at {} ns of a run of {run_ns} ns",
+        r.window_end_ns
+    );
+    let window = (r.window_end_ns - r.window_start_ns) as f64 / 1e9;
+    let host = r.host.as_ref().expect("the host's samplers").seconds;
+    assert!(
+        (host - window).abs() < 1e-6,
+        "the host's samplers cover {host} s of {window} s"
+    );
+    // Without the rule, the window is the run's.
+    let r = run(false);
+    assert_eq!(r.window_start_ns, 0);
 }

@@ -101,8 +101,11 @@ pub fn run(
     let state = RunState::new(n);
     let gate = Gate::new();
     let shared = state.shared(control);
+    // A receiver's samplers cover its data, not its wait for the sender and for stragglers.
+    let mut plan = Plan::new(&spec.timing);
+    plan.window_follows_data = true;
     let runner = Runner {
-        plan: Plan::new(&spec.timing),
+        plan,
         streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         // One worker per stream.
         workers: n,

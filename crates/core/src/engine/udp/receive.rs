@@ -139,7 +139,7 @@ impl Receiver {
     pub(super) fn report(self, spec: &UdpSpec, gro: bool) -> UdpReceiveReport {
         let sent = self.end_count;
         let (delay, delay_min_ns) = self.delay_above_minimum();
-        let seq = self.tracker.summary(sent, 1000);
+        let seq = self.tracker.summary(sent, crate::result::MAX_LOSS_RANGES);
         let end = self.tracker.end(sent);
         let along = (self.tracker.received() > 0).then(|| {
             let min_relative = delay_min_ns - self.delay_base_ns.unwrap_or(0);

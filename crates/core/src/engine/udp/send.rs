@@ -95,6 +95,7 @@ pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> 
     let mut pacer = Pacer::new(start, spec.gap_ns);
     let mut seq = 0u64;
     let mut errors = 0u64;
+    let mut full_queue_retries = 0u64;
     let mut gso_dropped = None;
     // CLOCK_REALTIME of the first and last batch sent: the sender's own window.
     let mut first_send_ns: Option<u64> = None;
@@ -138,6 +139,7 @@ pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> 
             match after_error(errno, gso) {
                 AfterError::Retry => continue,
                 AfterError::Wait => {
+                    full_queue_retries += 1;
                     thread::yield_now();
                     continue;
                 }
@@ -195,6 +197,7 @@ pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> 
             spacing: pacer.spacing(),
             gso,
             errors,
+            full_queue_retries,
             first_send_unix_ns: first_send_ns,
             last_send_unix_ns: first_send_ns.map(|_| last_send_ns),
         },
