@@ -5,7 +5,8 @@
 
 use super::{AgentOutcome, decode};
 use crate::result::{
-    Bin, ConnectFigures, CpuPerTransaction, LatencyFigures, Peak, RateFigures, Role, RrSummary, SideSummary,
+    Bin, ConnectFigures, CpuPerTransaction, LatencyFigures, OpenLoopFigures, Peak, RateFigures, Role, RrSummary,
+    SideSummary,
 };
 use crate::spec::RrSpec;
 use hdrhistogram::Histogram;
@@ -117,6 +118,8 @@ pub(crate) fn summarise(
         None => *all = Some(h),
     };
     let mut achieved = 0.0;
+    let mut open: Option<OpenLoopFigures> = None;
+    let mut from_send: Option<Histogram<u64>> = None;
     for a in agents {
         for st in a.client.streams.iter().filter(|st| st.role == Role::Send) {
             let Some(r) = &st.rr else { continue };
@@ -128,6 +131,18 @@ pub(crate) fn summarise(
             }
             if let Some(h) = r.connect_histogram.as_deref().and_then(decode) {
                 merge(&mut connect, h);
+            }
+            if let Some(o) = &r.open_loop {
+                let f = open.get_or_insert(OpenLoopFigures {
+                    max_outstanding: o.max_outstanding,
+                    ..OpenLoopFigures::default()
+                });
+                f.requests_sent += o.requests_sent;
+                f.requests_not_sent += o.requests_not_sent;
+                f.max_outstanding = f.max_outstanding.min(o.max_outstanding);
+                if let Some(h) = decode(&o.latency_from_send_histogram) {
+                    merge(&mut from_send, h);
+                }
             }
             if let Some(gap) = r.achieved_spacing_us.filter(|g| *g > 0.0) {
                 achieved += 1e6 / gap;
@@ -161,6 +176,13 @@ pub(crate) fn summarise(
             connections_per_second: s.transactions_per_second,
             connect_us: figures(&h),
         });
+    }
+    if let Some(mut f) = open {
+        if sent.seconds > 0.0 {
+            f.requests_sent_per_second = f.requests_sent as f64 / sent.seconds;
+        }
+        f.latency_from_send_us = from_send.filter(|h| !h.is_empty()).map(|h| figures(&h));
+        s.open_loop = Some(f);
     }
     if let Some(r) = spec.rate {
         s.rate = Some(RateFigures {
