@@ -39,7 +39,7 @@ fn check_latency(v: &Value) {
     }
     assert!(at("min") <= at("mean") && at("mean") <= at("max"));
     let bins = v["summary"]["histogram"].as_array().expect("histogram bins");
-    assert!(!bins.is_empty() && bins.len() <= 101, "{} bins", bins.len());
+    assert!(!bins.is_empty() && bins.len() <= 102, "{} bins", bins.len());
     let binned: u64 = bins.iter().map(|b| b["count"].as_u64().expect("count")).sum();
     let n = u(v, "/summary/transactions");
     // The bins span the 0.1th to the 99.9th percentile.
