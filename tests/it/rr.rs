@@ -251,15 +251,17 @@ fn issue_23_tps_above_one_per_round_trip_is_an_open_loop() {
         assert!(lost <= 20, "{proto}: {lost} lost of {sent} on a link without loss");
         let rate = f(&v, "/summary/rate/achieved_per_second");
         assert!((900.0..=1100.0).contains(&rate), "{proto}: {rate} requests/s of 1000");
+        // Near the link's 4 ms, with room for a loaded machine's relay (a queue behind one
+        // transaction at a time reached a 0.79 s mean, growing with the run).
         for key in ["latency_us", "open_loop/latency_from_send_us"] {
             let p50 = f(&v, &format!("/summary/{key}/p50"));
             assert!(
-                (4000.0..=8000.0).contains(&p50),
+                (4000.0..=20_000.0).contains(&p50),
                 "{proto}: {key} p50 {p50} us, want near the 4 ms round trip"
             );
         }
         let mean = f(&v, "/summary/latency_us/mean");
-        assert!(mean < 40_000.0, "{proto}: mean round trip {mean} us grew with a queue");
+        assert!(mean < 100_000.0, "{proto}: mean round trip {mean} us grew with a queue");
     }
 }
 
