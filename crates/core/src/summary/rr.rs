@@ -33,9 +33,16 @@ const UPPER_QUANTILES: [f64; 6] = [0.999, 0.995, 0.99, 0.98, 0.95, 0.9];
 /// A bin holding more than this share of the round trips leaves the mode unresolved.
 const MODE_SHARE: f64 = 0.25;
 
+/// Equal bins and the count past them.
+struct Layout {
+    width_ns: u64,
+    counts: Vec<u64>,
+    overflow: u64,
+}
+
 /// Up to 100 equal bins from `lo` to `hi` (none finer than the histogram resolves at `hi`) and
-/// the count past them: (bin width in ns, counts, overflow). Values under `lo` are left out.
-fn equal_bins(h: &Histogram<u64>, lo: u64, hi: u64) -> (u64, Vec<u64>, u64) {
+/// the count past them. Values under `lo` are left out.
+fn equal_bins(h: &Histogram<u64>, lo: u64, hi: u64) -> Layout {
     // No bin narrower than the histogram's own resolution there, or the bins alias into combs.
     let width = ((hi - lo) / 100).max(h.equivalent_range(hi)).max(1);
     let n = ((hi - lo) / width + 1) as usize;
@@ -51,7 +58,11 @@ fn equal_bins(h: &Histogram<u64>, lo: u64, hi: u64) -> (u64, Vec<u64>, u64) {
             None => overflow += v.count_at_value(),
         }
     }
-    (width, counts, overflow)
+    Layout {
+        width_ns: width,
+        counts,
+        overflow,
+    }
 }
 
 /// Up to 100 equal bins from the 0.1th percentile to the first of [`UPPER_QUANTILES`] whose
@@ -66,11 +77,11 @@ pub(crate) fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
     }
     let lo = h.value_at_quantile(0.001);
     let total = h.len() as f64;
-    let mut best: Option<(f64, (u64, Vec<u64>, u64))> = None;
+    let mut best: Option<(f64, Layout)> = None;
     for q in UPPER_QUANTILES {
         let hi = h.value_at_quantile(q).max(lo + 1);
         let layout = equal_bins(h, lo, hi);
-        let share = layout.1.iter().copied().max().unwrap_or(0) as f64 / total;
+        let share = layout.counts.iter().copied().max().unwrap_or(0) as f64 / total;
         if best.as_ref().is_none_or(|(b, _)| share < *b) {
             best = Some((share, layout));
         }
@@ -78,7 +89,15 @@ pub(crate) fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
             break;
         }
     }
-    let Some((_, (width, counts, overflow))) = best else {
+    let Some((
+        _,
+        Layout {
+            width_ns: width,
+            counts,
+            overflow,
+        },
+    )) = best
+    else {
         return (Vec::new(), Vec::new());
     };
     let n = counts.len();
