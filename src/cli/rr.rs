@@ -180,6 +180,29 @@ mod tests {
     }
 
     #[test]
+    fn max_outstanding_bounds_the_open_loop_and_needs_tps() {
+        assert_eq!(spec(&["--tps", "10"]).expect("ok").max_outstanding, 1024, "the default");
+        assert_eq!(
+            spec(&["--tps", "10", "--max-outstanding", "64"])
+                .expect("ok")
+                .max_outstanding,
+            64
+        );
+        assert_eq!(
+            spec(&["--tps=10", "--max-outstanding=8", "--max-outstanding", "9"])
+                .expect("last one wins")
+                .max_outstanding,
+            9
+        );
+        let e = parse(&["--max-outstanding", "8"]).expect_err("closed loop").to_string();
+        assert!(e.contains("--tps <N>"), "{e}");
+        let e = spec(&["--tps", "10", "--max-outstanding", "0"])
+            .expect_err("zero")
+            .to_string();
+        assert!(e.contains("max outstanding must be between"), "{e}");
+    }
+
+    #[test]
     fn timeout_is_a_duration_and_timeout_ms_the_old_meaning() {
         assert_eq!(spec(&[]).expect("ok").timeout_ms, 200);
         assert_eq!(spec(&["--timeout", "50ms"]).expect("ok").timeout_ms, 50);
