@@ -46,7 +46,7 @@ struct Layout {
 /// the count past them. Values under `lo` are left out.
 fn equal_bins(h: &Histogram<u64>, lo: u64, hi: u64) -> Layout {
     // No bin narrower than the histogram's own resolution there, or the bins alias into combs.
-    let width = ((hi - lo) / 100).max(h.equivalent_range(hi)).max(1);
+    let width = (hi - lo).div_ceil(100).max(h.equivalent_range(hi)).max(1);
     let n = ((hi - lo) / width + 1) as usize;
     let mut counts = vec![0u64; n];
     let mut overflow = 0;
