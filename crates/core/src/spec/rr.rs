@@ -114,7 +114,14 @@ impl Serialize for RrSpec {
             response_bytes
         );
         keys!(out, t, limit);
-        keys!(out, self, rate, connect, busy_poll_us, timeout_ms, max_outstanding);
+        keys!(out, self, rate, connect, busy_poll_us, timeout_ms);
+        // Written when not the default, so that options written before it read back and write
+        // again byte for byte.
+        if self.max_outstanding == DEFAULT_MAX_OUTSTANDING {
+            out.skip_field("max_outstanding")?;
+        } else {
+            keys!(out, self, max_outstanding);
+        }
         keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
         out.end()
     }
@@ -123,5 +130,22 @@ impl Serialize for RrSpec {
 impl Default for RrSpec {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_outstanding_is_written_when_not_the_default_and_read_back() {
+        let mut s = RrSpec::new();
+        let text = serde_json::to_string(&s).expect("serialises");
+        assert!(!text.contains("max_outstanding"), "{text}");
+        assert_eq!(serde_json::from_str::<RrSpec>(&text).expect("parses"), s);
+        s.max_outstanding = 64;
+        let text = serde_json::to_string(&s).expect("serialises");
+        assert!(text.contains(r#""timeout_ms":200,"max_outstanding":64,"#), "{text}");
+        assert_eq!(serde_json::from_str::<RrSpec>(&text).expect("parses"), s);
     }
 }
