@@ -35,10 +35,22 @@ pub struct RrArgs {
         long = "tps",
         alias = "rate",
         value_name = "N",
-        long_help = "Open loop: transactions per second per stream, each timed from its scheduled start.\n\
+        long_help = "Open loop: transactions per second per stream. Requests leave on schedule whatever is\n\
+outstanding (up to --max-outstanding), each timed from its scheduled moment.\n\
 Default: closed loop, the next request when the response is in. Example: --tps 10000"
     )]
     pub tps: Option<f64>,
+
+    /// Open loop: the most requests in flight per stream [default: 1024]
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "tps",
+        long_help = "Open loop: the most requests one stream keeps in flight. A request due while this\n\
+many are unanswered is not sent, and counted as not sent. Default: 1024. Example:\n\
+--tps 5000 --max-outstanding 64"
+    )]
+    pub max_outstanding: Option<u32>,
 
     #[command(flatten)]
     pub streams: StreamArgs,
@@ -51,12 +63,13 @@ Default: closed loop, the next request when the response is in. Example: --tps 1
     #[arg(long)]
     pub connect: bool,
 
-    /// UDP: time to wait for a response before the transaction counts as lost (200ms)
+    /// UDP and open loop: time to wait for a response before it counts as lost (200ms)
     #[arg(
         long,
         value_name = "DURATION",
         default_value = "200ms",
-        long_help = "UDP: how long to wait for a response before the transaction counts as lost.\n\
+        long_help = "UDP, and TCP with --tps: how long to wait for a response, from the request's\n\
+moment, before the transaction counts as lost (a later answer counts as stale).\n\
 A bare number is seconds, as for every time; a count of milliseconds, as this flag\n\
 once took, is --timeout-ms 200. Example: --timeout 50ms"
     )]
@@ -131,6 +144,7 @@ impl RrArgs {
                 // Saturates: the spec's check names a timeout out of range.
                 None => (self.timeout.as_secs_f64() * 1e3).round() as u32,
             },
+            max_outstanding: self.max_outstanding.unwrap_or(RrSpec::new().max_outstanding),
         };
         spec.validate()?;
         // Every sweep point before the first runs, not when its turn comes.
@@ -176,6 +190,29 @@ mod tests {
         assert!(e.contains("invalid value 'fast' for '--tps <N>'"), "{e}");
         let e = spec(&["--tps", "0"]).expect_err("zero").to_string();
         assert!(e.contains("rate (transactions/s) must be between"), "{e}");
+    }
+
+    #[test]
+    fn max_outstanding_bounds_the_open_loop_and_needs_tps() {
+        assert_eq!(spec(&["--tps", "10"]).expect("ok").max_outstanding, 1024, "the default");
+        assert_eq!(
+            spec(&["--tps", "10", "--max-outstanding", "64"])
+                .expect("ok")
+                .max_outstanding,
+            64
+        );
+        assert_eq!(
+            spec(&["--tps=10", "--max-outstanding=8", "--max-outstanding", "9"])
+                .expect("last one wins")
+                .max_outstanding,
+            9
+        );
+        let e = parse(&["--max-outstanding", "8"]).expect_err("closed loop").to_string();
+        assert!(e.contains("--tps <N>"), "{e}");
+        let e = spec(&["--tps", "10", "--max-outstanding", "0"])
+            .expect_err("zero")
+            .to_string();
+        assert!(e.contains("max outstanding must be between"), "{e}");
     }
 
     #[test]

@@ -9,10 +9,12 @@ use std::fmt::Write;
 
 mod http;
 mod mix;
+mod rr;
 mod sides;
 mod udp;
 use http::cost_block;
 use mix::mix_block;
+use rr::rr_block;
 use sides::{Streams, side_name, table_row, tcp_rows, widths};
 use udp::{tcp_loss_line, udp_block};
 
@@ -213,90 +215,6 @@ fn title(r: &TestResult) -> String {
                 spec.payload_bytes,
                 agents.join(", ")
             )
-        }
-    }
-}
-
-/// The round trips of a request-response run.
-fn rr_block(out: &mut String, r: &TestResult) {
-    let Some(x) = &r.summary.rr else { return };
-    let _ = writeln!(out, "\nREQUEST-RESPONSE (round trips timed by the client)");
-    let mut row = |label: &str, value: String| {
-        let _ = writeln!(out, "  {label:<38}{value}");
-    };
-    row(
-        "Transactions",
-        format!(
-            "{} ({} per second)",
-            grouped(x.transactions as f64, 0),
-            grouped(x.transactions_per_second, 1)
-        ),
-    );
-    if let Some(l) = &x.latency_us {
-        row(
-            "Round trip (us)",
-            format!(
-                "min {:.2}  mean {:.2}  p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}  stddev {:.2}",
-                l.min, l.mean, l.p50, l.p90, l.p99, l.p999, l.max, l.stddev
-            ),
-        );
-    }
-    if x.lost + x.stale + x.errors > 0 {
-        row(
-            "Lost / late answers / errors",
-            format!("{} / {} / {}", x.lost, x.stale, x.errors),
-        );
-    }
-    if let Some(rate) = &x.rate {
-        row(
-            "Rate (transactions/s)",
-            format!(
-                "asked {}, achieved {}",
-                grouped(rate.requested_per_second, 1),
-                grouped(rate.achieved_per_second, 1)
-            ),
-        );
-    }
-    if let Some(c) = &x.connect {
-        row(
-            "Connect (us)",
-            format!(
-                "p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}; {} connections/s",
-                c.connect_us.p50,
-                c.connect_us.p90,
-                c.connect_us.p99,
-                c.connect_us.max,
-                grouped(c.connections_per_second, 1)
-            ),
-        );
-    }
-    if !x.peaks.is_empty() {
-        let at: Vec<String> = x.peaks.iter().map(|p| format!("{:.2}", p.at_us)).collect();
-        let sep: Vec<String> = x.peak_separations_us.iter().map(|d| format!("{d:.2}")).collect();
-        let tail = if sep.is_empty() {
-            String::new()
-        } else {
-            format!(" (apart {})", sep.join(", "))
-        };
-        row("Histogram peaks (us)", format!("{}{tail}", at.join(", ")));
-    }
-    let max = x.histogram.iter().map(|b| b.count).max().unwrap_or(0);
-    if max > 0 {
-        let _ = writeln!(
-            out,
-            "  Round-trip histogram, 0.1th to 99.9th percentile (us from: count)"
-        );
-        // At most 25 rows: neighbouring bins merged.
-        let per = x.histogram.len().div_ceil(25).max(1);
-        let rows: Vec<(f64, u64)> = x
-            .histogram
-            .chunks(per)
-            .map(|c| (c[0].from_us, c.iter().map(|b| b.count).sum()))
-            .collect();
-        let top = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1);
-        for (from, count) in rows {
-            let bar = "#".repeat(((count as f64 / top as f64) * 40.0).ceil() as usize);
-            let _ = writeln!(out, "    {from:>10.2}  {count:>10}  {bar}");
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Request-response: the client (the *asking* end) sends a request of `request_bytes` and waits
-//! for the whole response of `response_bytes` before the next (closed loop), or starts each
-//! request on a schedule and times it from that moment (open loop, no coordinated omission); the
-//! agent (the *answering* end) answers each request. Every round trip goes into an HDR histogram
+//! for the whole response of `response_bytes` before the next (closed loop, here), or sends each
+//! request on a schedule whatever is outstanding and times it from that moment (open loop, no
+//! coordinated omission: `rr/open.rs`); the agent (the *answering* end) answers each request,
+//! in order, however many are pipelined. `rr/stream.rs` holds what both loops share. Every round trip goes into an HDR histogram
 //! (3 significant digits, no sampling); nothing in the loop allocates.
 //!
 //! TCP keeps one connection per stream; `connect` opens a new one per transaction (netperf's
@@ -13,57 +14,26 @@ use super::pacing::Pacer;
 use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo, Unblock};
 use super::sockopt::{self, Proto, Tuning};
 use super::{Control, EngineError, Sink, pin};
-use crate::codec::DATA_HEADER_LEN;
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
 use crate::spec::RrSpec;
-use hdrhistogram::Histogram;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
+use stream::{HIST_MAX_NS, POLL, hex, histogram, tag};
+pub use stream::{RrSocket, RrStream, raw_fd};
 
-/// How long a blocked call waits before the worker looks at its flags again.
-const POLL: Duration = Duration::from_millis(50);
+mod open;
+mod stream;
+
 /// How long an answering CRR stream waits on the shared queue of new connections at a time.
 const ACCEPT_WAIT: Duration = Duration::from_millis(2);
 /// A TCP_CRR connect gives up after this long.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// An answering end with nothing to answer for this long after the asker's time is up stops.
 const IDLE_AFTER_END: Duration = Duration::from_secs(2);
-const HIST_MAX_NS: u64 = 60_000_000_000;
-
-/// How a stream reaches its peer.
-pub enum RrSocket {
-    Tcp(TcpStream),
-    Udp(UdpSocket),
-    /// TCP_CRR, asking end: a new connection to `addr` per transaction, opening with `header`,
-    /// from the local address `from` when given (the client's `-B`).
-    Connect {
-        addr: SocketAddr,
-        header: [u8; DATA_HEADER_LEN],
-        from: Option<std::net::IpAddr>,
-    },
-    /// TCP_CRR, answering end: connections arrive on this channel (shared by the streams).
-    Accept,
-}
-
-pub struct RrStream {
-    pub id: u16,
-    /// Send: this end asks; Receive: this end answers.
-    pub role: Role,
-    pub socket: RrSocket,
-    pub grant: SocketGrant,
-}
-
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid bounds")
-}
-
-fn hex(h: &Histogram<u64>) -> String {
-    crate::codec::histogram_to_hex(h)
-}
 
 /// Sets TCP_NODELAY (TCP), SO_BUSY_POLL (when asked) and, for UDP, a short receive timeout;
 /// returns what the kernel granted (issue 13: rr streams once reported every figure as 0).
@@ -124,7 +94,9 @@ pub fn run(
     let plan = &runner.plan;
     let (mut report, outcomes) = runner.drive(&shared, &gate, sink, |idx| {
         let s = &streams[idx];
+        let open = spec.rate.is_some() && matches!(s.socket, RrSocket::Tcp(_) | RrSocket::Udp(_));
         match s.role {
+            Role::Send if open => open::ask_open(spec, plan, idx, s, &shared, &gate),
             Role::Send => ask(spec, plan, idx, s, &shared, &gate),
             Role::Receive => answer(spec, plan, idx, s, accept.as_ref(), &shared, &gate),
         }
@@ -162,12 +134,6 @@ fn unblock_tcp(streams: &[RrStream]) -> Option<Unblock> {
         }),
         quiet: IDLE_AFTER_END,
     })
-}
-
-/// Writes the transaction's number into the first bytes of a request (at most 8).
-fn tag(buf: &mut [u8], seq: u64) {
-    let k = buf.len().min(8);
-    buf[..k].copy_from_slice(&seq.to_le_bytes()[..k]);
 }
 
 /// One asking stream.
@@ -287,6 +253,7 @@ fn ask(spec: &RrSpec, plan: &Plan, idx: usize, s: &RrStream, shared: &Shared<'_>
         connect_histogram: (!connect_hist.is_empty()).then(|| hex(&connect_hist)),
         requested_rate: spec.rate,
         achieved_spacing_us: (gap_ns > 0).then(|| pacer.spacing().mean_us),
+        open_loop: None,
     }
 }
 
@@ -471,15 +438,6 @@ fn serve_tcp(
     }
     t.write_all(response)?;
     Ok(true)
-}
-
-/// The fd of a stream's socket, for options.
-pub fn raw_fd(s: &RrSocket) -> Option<BorrowedFd<'_>> {
-    match s {
-        RrSocket::Tcp(t) => Some(t.as_fd()),
-        RrSocket::Udp(u) => Some(u.as_fd()),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,26 @@ pub struct RrStreamReport {
     pub requested_rate: Option<f64>,
     /// Open loop: the mean spacing achieved between requests, microseconds.
     pub achieved_spacing_us: Option<f64>,
+    /// Open loop (`--tps` without `--connect`): the requests and what became of them; absent in
+    /// the closed loop and from older documents.
+    #[serde(default)]
+    pub open_loop: Option<OpenLoopReport>,
+}
+
+/// One asking stream's open loop, over the measuring window (requests due after the warm-up).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoopReport {
+    /// Requests sent.
+    pub requests_sent: u64,
+    /// Requests due that were not sent: `max_outstanding` were in flight, TCP was still writing
+    /// the one before (the socket's buffer full), or the far end refused the datagram.
+    pub requests_not_sent: u64,
+    /// The most requests this stream kept in flight (`--max-outstanding`, for UDP requests or
+    /// responses under 8 bytes at most half the range of the bytes that carry the number).
+    pub max_outstanding: u32,
+    /// Round trips timed from the actual send (the main histogram times them from the
+    /// scheduled moment), ns, hex as `latency_histogram`.
+    pub latency_from_send_histogram: String,
 }
 
 /// What `summary` adds for a request-response run.
@@ -45,6 +65,10 @@ pub struct RrSummary {
     /// Distances between neighbouring peaks, microseconds.
     pub peak_separations_us: Vec<f64>,
     pub rate: Option<RateFigures>,
+    /// Open loop (`--tps` without `--connect`): requests sent and not sent, and the round trips
+    /// from the actual send; absent in the closed loop and from older documents.
+    #[serde(default)]
+    pub open_loop: Option<OpenLoopFigures>,
     pub connect: Option<ConnectFigures>,
     /// Busy CPU time per transaction, microseconds of one core (netperf's service demand): the
     /// client's host and the agents' hosts, over the window. On one host both count the same CPU.
@@ -89,6 +113,23 @@ pub struct Fit {
 pub struct RateFigures {
     pub requested_per_second: f64,
     pub achieved_per_second: f64,
+}
+
+/// Open loop: the requests of every asking stream, over the measuring window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoopFigures {
+    /// Requests sent, all streams.
+    pub requests_sent: u64,
+    /// Requests due but not sent (`max_outstanding` in flight, TCP's send buffer full, a
+    /// refused datagram), all streams.
+    pub requests_not_sent: u64,
+    /// `requests_sent` / the client's window seconds.
+    pub requests_sent_per_second: f64,
+    /// The most requests in flight per stream (the least over the streams).
+    pub max_outstanding: u32,
+    /// Round trips from the actual send, microseconds (`latency_us` times them from the
+    /// scheduled moment); None when none was timed.
+    pub latency_from_send_us: Option<LatencyFigures>,
 }
 
 /// TCP_CRR: new connections.

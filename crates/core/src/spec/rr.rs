@@ -34,8 +34,20 @@ pub struct RrSpec {
     pub connect: bool,
     /// SO_BUSY_POLL on the sockets, microseconds; None = off.
     pub busy_poll_us: Option<u32>,
-    /// UDP: how long to wait for a response before the transaction counts as lost, ms.
+    /// How long to wait for a response before the transaction counts as lost, ms: UDP, and
+    /// TCP in the open loop (its answer, when it comes, counts as stale).
     pub timeout_ms: u32,
+    /// Open loop: the most requests one stream keeps in flight (`--max-outstanding`); a request
+    /// due when this many are out is not sent, and counted so. Absent from older specs: 1024.
+    #[serde(default = "default_max_outstanding")]
+    pub max_outstanding: u32,
+}
+
+/// The open loop's default bound on the requests in flight per stream.
+pub const DEFAULT_MAX_OUTSTANDING: u32 = 1024;
+
+fn default_max_outstanding() -> u32 {
+    DEFAULT_MAX_OUTSTANDING
 }
 
 impl RrSpec {
@@ -52,6 +64,7 @@ impl RrSpec {
             connect: false,
             busy_poll_us: None,
             timeout_ms: 200,
+            max_outstanding: DEFAULT_MAX_OUTSTANDING,
         }
     }
 
@@ -70,6 +83,7 @@ impl RrSpec {
             check("busy poll (us)", f64::from(b), 0.0, 1e6)?;
         }
         check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 60_000.0)?;
+        check("max outstanding", f64::from(self.max_outstanding), 1.0, 1_048_576.0)?;
         self.timing.validate(&TimingRules {
             count: Some(("transaction count (-n)", 1e12)),
             sampled_streams: 0,
@@ -88,7 +102,7 @@ impl RrSpec {
 impl Serialize for RrSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let t = &self.timing;
-        let mut out = serializer.serialize_struct("RrSpec", 14)?;
+        let mut out = serializer.serialize_struct("RrSpec", 15)?;
         keys!(
             out,
             self,
@@ -101,6 +115,13 @@ impl Serialize for RrSpec {
         );
         keys!(out, t, limit);
         keys!(out, self, rate, connect, busy_poll_us, timeout_ms);
+        // Written when not the default, so that options written before it read back and write
+        // again byte for byte.
+        if self.max_outstanding == DEFAULT_MAX_OUTSTANDING {
+            out.skip_field("max_outstanding")?;
+        } else {
+            keys!(out, self, max_outstanding);
+        }
         keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
         out.end()
     }
@@ -109,5 +130,22 @@ impl Serialize for RrSpec {
 impl Default for RrSpec {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_outstanding_is_written_when_not_the_default_and_read_back() {
+        let mut s = RrSpec::new();
+        let text = serde_json::to_string(&s).expect("serialises");
+        assert!(!text.contains("max_outstanding"), "{text}");
+        assert_eq!(serde_json::from_str::<RrSpec>(&text).expect("parses"), s);
+        s.max_outstanding = 64;
+        let text = serde_json::to_string(&s).expect("serialises");
+        assert!(text.contains(r#""timeout_ms":200,"max_outstanding":64,"#), "{text}");
+        assert_eq!(serde_json::from_str::<RrSpec>(&text).expect("parses"), s);
     }
 }

@@ -5,7 +5,8 @@
 
 use super::{AgentOutcome, decode};
 use crate::result::{
-    Bin, ConnectFigures, CpuPerTransaction, LatencyFigures, Peak, RateFigures, Role, RrSummary, SideSummary,
+    Bin, ConnectFigures, CpuPerTransaction, LatencyFigures, OpenLoopFigures, Peak, RateFigures, Role, RrSummary,
+    SideSummary,
 };
 use crate::spec::RrSpec;
 use hdrhistogram::Histogram;
@@ -25,7 +26,51 @@ pub(crate) fn figures(h: &Histogram<u64>) -> LatencyFigures {
     }
 }
 
-/// Up to 100 equal bins (none finer than the histogram resolves) between the 0.1th and 99.9th percentiles, and the peaks among them: a
+/// Where the equal bins may end, tried in turn: the 99.9th percentile first, lower ones while the
+/// fullest bin holds more than [`MODE_SHARE`] of the round trips (a long tail widens equal bins
+/// until the mode fits in one: issue 23 saw 97 % in the first of 100 bins). At most a quarter
+/// of the round trips go to the tail.
+const UPPER_QUANTILES: [f64; 9] = [0.999, 0.995, 0.99, 0.98, 0.95, 0.9, 0.85, 0.8, 0.75];
+/// A bin holding more than this share of the round trips leaves the mode unresolved (the text
+/// prints four bins a row).
+const MODE_SHARE: f64 = 0.1;
+
+/// Equal bins and the count past them.
+struct Layout {
+    width_ns: u64,
+    counts: Vec<u64>,
+    overflow: u64,
+}
+
+/// Up to 100 equal bins from `lo` to `hi` (none finer than the histogram resolves at `hi`) and
+/// the count past them. Values under `lo` are left out.
+fn equal_bins(h: &Histogram<u64>, lo: u64, hi: u64) -> Layout {
+    // No bin narrower than the histogram's own resolution there, or the bins alias into combs.
+    let width = (hi - lo).div_ceil(100).max(h.equivalent_range(hi)).max(1);
+    let n = ((hi - lo) / width + 1) as usize;
+    let mut counts = vec![0u64; n];
+    let mut overflow = 0;
+    for v in h.iter_recorded() {
+        let x = v.value_iterated_to();
+        if x < lo {
+            continue;
+        }
+        match counts.get_mut(((x - lo) / width) as usize) {
+            Some(c) => *c += v.count_at_value(),
+            None => overflow += v.count_at_value(),
+        }
+    }
+    Layout {
+        width_ns: width,
+        counts,
+        overflow,
+    }
+}
+
+/// Up to 100 equal bins from the 0.1th percentile to the first of [`UPPER_QUANTILES`] whose
+/// bins resolve the mode (no bin over [`MODE_SHARE`] of the round trips; when none does, the one
+/// whose fullest bin is least full), then one open bin (`to_us` infinite) with every round trip
+/// past them; and the peaks among the equal bins: a
 /// bin (3-bin moving average) higher than its neighbours, at least a tenth of the highest, and
 /// parted from the next peak by a valley under 70 % of the lower of the two.
 pub(crate) fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
@@ -33,20 +78,33 @@ pub(crate) fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
         return (Vec::new(), Vec::new());
     }
     let lo = h.value_at_quantile(0.001);
-    let hi = h.value_at_quantile(0.999).max(lo + 1);
-    // No bin narrower than the histogram's own resolution there, or the bins alias into combs.
-    let width = ((hi - lo) / 100).max(h.equivalent_range(hi)).max(1);
-    let n = ((hi - lo) / width + 1) as usize;
-    let mut counts = vec![0u64; n];
-    for v in h.iter_recorded() {
-        let x = v.value_iterated_to();
-        if x < lo || x > hi {
-            continue;
+    let total = h.len() as f64;
+    let mut best: Option<(f64, Layout)> = None;
+    for q in UPPER_QUANTILES {
+        let hi = h.value_at_quantile(q).max(lo + 1);
+        let layout = equal_bins(h, lo, hi);
+        let share = layout.counts.iter().copied().max().unwrap_or(0) as f64 / total;
+        if best.as_ref().is_none_or(|(b, _)| share < *b) {
+            best = Some((share, layout));
         }
-        counts[(((x - lo) / width) as usize).min(n - 1)] += v.count_at_value();
+        if share <= MODE_SHARE {
+            break;
+        }
     }
+    let Some((
+        _,
+        Layout {
+            width_ns: width,
+            counts,
+            overflow,
+        },
+    )) = best
+    else {
+        return (Vec::new(), Vec::new());
+    };
+    let n = counts.len();
     let us = |v: u64| v as f64 / 1e3;
-    let bins: Vec<Bin> = counts
+    let mut bins: Vec<Bin> = counts
         .iter()
         .enumerate()
         .map(|(i, c)| Bin {
@@ -97,6 +155,13 @@ pub(crate) fn bins_and_peaks(h: &Histogram<u64>) -> (Vec<Bin>, Vec<Peak>) {
             count: counts[i],
         })
         .collect();
+    if overflow > 0 {
+        bins.push(Bin {
+            from_us: us(lo + n as u64 * width),
+            to_us: f64::INFINITY,
+            count: overflow,
+        });
+    }
     (bins, peaks)
 }
 
@@ -117,6 +182,8 @@ pub(crate) fn summarise(
         None => *all = Some(h),
     };
     let mut achieved = 0.0;
+    let mut open: Option<OpenLoopFigures> = None;
+    let mut from_send: Option<Histogram<u64>> = None;
     for a in agents {
         for st in a.client.streams.iter().filter(|st| st.role == Role::Send) {
             let Some(r) = &st.rr else { continue };
@@ -128,6 +195,18 @@ pub(crate) fn summarise(
             }
             if let Some(h) = r.connect_histogram.as_deref().and_then(decode) {
                 merge(&mut connect, h);
+            }
+            if let Some(o) = &r.open_loop {
+                let f = open.get_or_insert(OpenLoopFigures {
+                    max_outstanding: o.max_outstanding,
+                    ..OpenLoopFigures::default()
+                });
+                f.requests_sent += o.requests_sent;
+                f.requests_not_sent += o.requests_not_sent;
+                f.max_outstanding = f.max_outstanding.min(o.max_outstanding);
+                if let Some(h) = decode(&o.latency_from_send_histogram) {
+                    merge(&mut from_send, h);
+                }
             }
             if let Some(gap) = r.achieved_spacing_us.filter(|g| *g > 0.0) {
                 achieved += 1e6 / gap;
@@ -162,6 +241,13 @@ pub(crate) fn summarise(
             connect_us: figures(&h),
         });
     }
+    if let Some(mut f) = open {
+        if sent.seconds > 0.0 {
+            f.requests_sent_per_second = f.requests_sent as f64 / sent.seconds;
+        }
+        f.latency_from_send_us = from_send.filter(|h| !h.is_empty()).map(|h| figures(&h));
+        s.open_loop = Some(f);
+    }
     if let Some(r) = spec.rate {
         s.rate = Some(RateFigures {
             requested_per_second: r * streams,
@@ -191,7 +277,10 @@ mod tests {
             }
         }
         let (bins, peaks) = bins_and_peaks(&h);
-        assert!(!bins.is_empty() && bins.len() <= 101);
+        assert!(
+            !bins.is_empty() && bins.len() <= 102,
+            "101 equal bins at most and the tail"
+        );
         assert_eq!(peaks.len(), 2, "{peaks:?}");
         let sep = peaks[1].at_us - peaks[0].at_us;
         assert!((sep - 4.0).abs() < 0.3, "separation {sep}");
@@ -204,6 +293,45 @@ mod tests {
             let _ = h.record_n(50_000 + d, 2000 - d.abs_diff(1000));
         }
         assert_eq!(bins_and_peaks(&h).1.len(), 1);
+    }
+
+    /// Issue 23: 97 % of the round trips near 100 µs and a tail to 10 ms. Equal bins to the
+    /// 99.9th percentile put the whole mode in the first of them (14 empty text rows after it);
+    /// the bins now end where they resolve the mode, the tail in one open bin.
+    #[test]
+    fn issue_23_a_skewed_distribution_resolves_its_mode() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+        // 97,000 round trips between 90 and 110 µs, peaked at 100; 3,000 spread to 10 ms.
+        for d in 0..100u64 {
+            let n = 2 * (100 - d) - 1;
+            let _ = h.record_n(100_000 + d * 100, n * 97_000 / 10_000);
+            let _ = h.record_n(100_000 - d * 100, n * 97_000 / 10_000);
+        }
+        for i in 0..3000u64 {
+            let _ = h.record(200_000 + i * 3_300);
+        }
+        let total = h.len();
+        let (bins, peaks) = bins_and_peaks(&h);
+        let (tail, equal) = bins.split_last().expect("bins");
+        assert!(tail.to_us.is_infinite(), "the tail in one open bin: {tail:?}");
+        assert!(tail.count >= 3000, "{tail:?}");
+        let fullest = equal.iter().map(|b| b.count).max().expect("bins");
+        assert!(
+            (fullest as f64) < 0.25 * total as f64,
+            "the fullest bin holds {fullest} of {total}"
+        );
+        let around_mode = equal
+            .iter()
+            .filter(|b| b.count > 0 && b.from_us >= 90.0 && b.to_us <= 110.5)
+            .count();
+        assert!(
+            around_mode >= 10,
+            "{around_mode} non-empty bins around the mode: {equal:?}"
+        );
+        let binned: u64 = bins.iter().map(|b| b.count).sum();
+        assert!(binned * 1000 >= total * 998, "{binned} of {total} in a bin");
+        assert_eq!(peaks.len(), 1, "{peaks:?}");
+        assert!((peaks[0].at_us - 100.0).abs() < 2.0, "{peaks:?}");
     }
 
     /// A fast loopback run: the fullest bin is the second, the first nearly as full (seen on a
