@@ -527,17 +527,19 @@ fn bad_report_arguments_are_one_line_errors() {
         broken.to_str().expect("utf-8"),
         out_html.to_str().expect("utf-8"),
     );
-    for (args, says) in [
-        (vec!["report", "/nonexistent/x.json", "-o", html], "cannot read"),
-        (vec!["report", junk, "-o", html], "no \"test\" field"),
-        (vec!["report", broken, "-o", html], "not JSON"),
-        (vec!["report", junk], "nothing to write"),
-        (vec!["report", junk, "-o", "x.png"], ".html or .svg"),
-        (vec!["report", "42", "--db", no_db, "-o", html], "results database"),
-        (vec!["report", "7..8", "--db", no_db, "-o", html], "side A '7'"),
+    // A source that cannot be read is a runtime error (1); flags that ask for nothing or for a
+    // format linerate does not write are usage errors (2, issue 23).
+    for (args, says, code) in [
+        (vec!["report", "/nonexistent/x.json", "-o", html], "cannot read", 1),
+        (vec!["report", junk, "-o", html], "no \"test\" field", 1),
+        (vec!["report", broken, "-o", html], "not JSON", 1),
+        (vec!["report", junk], "nothing to write", 2),
+        (vec!["report", junk, "-o", "x.png"], ".html or .svg", 2),
+        (vec!["report", "42", "--db", no_db, "-o", html], "results database", 1),
+        (vec!["report", "7..8", "--db", no_db, "-o", html], "side A '7'", 1),
     ] {
         let out = linerate(&args, Duration::from_secs(20));
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
         let err = stderr(&out);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
