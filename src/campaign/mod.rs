@@ -233,11 +233,7 @@ fn profile_ask(command: &Command) -> Option<profiles::ProfileAsk> {
         Command::Tcp(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.reach),
         Command::Udp(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.reach),
         Command::Rr(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.reach),
-        Command::Http(a) => (
-            a.agent.iter().cloned().collect(),
-            linerate_core::client::DEFAULT_PORT,
-            &a.reach,
-        ),
+        Command::Http(a) => (a.agent.to_vec(), linerate_core::client::DEFAULT_PORT, &a.reach),
         _ => return None,
     };
     Some(profiles::ProfileAsk {
