@@ -303,7 +303,8 @@ fn show_text(kind: &str, document: &str) -> anyhow::Result<String> {
             let first = rep.runs.first().map(baseline_line).unwrap_or_default();
             return Ok(first + &linerate_report::repeat::text(&rep));
         }
-        DocumentKind::Run | DocumentKind::Comparison => {}
+        // Issue 24 helper "matrix": the matrix table.
+        DocumentKind::Run | DocumentKind::Comparison | DocumentKind::Matrix => {}
     }
     match serde_json::from_str::<TestResult>(document).map(escape_controls) {
         Ok(r) => Ok(baseline_line(&r) + &linerate_report::text::render(&r)),

@@ -3,7 +3,7 @@
 //! comparison (`"compare"`). Told apart by [`DocumentKind::of`], the one rule every reader uses;
 //! `compare`, `report` and the store's readers all start here.
 
-use linerate_core::result::{Comparison, DocumentKind, Repeated, TestResult};
+use linerate_core::result::{Comparison, DocumentKind, Matrix, Repeated, TestResult};
 use linerate_core::summary::escape_controls;
 use linerate_core::sweep::{Sweep, SweepKind};
 
@@ -18,6 +18,8 @@ pub enum Document {
     Sweep(Box<Sweep>),
     /// Two sets of results compared.
     Comparison(Box<Comparison>),
+    /// A pattern run over a fleet: every cell's run and the matrix's figures (issue 24).
+    Matrix(Box<Matrix>),
 }
 
 /// Why a text is not a document.
@@ -58,6 +60,7 @@ impl Document {
             DocumentKind::Repeated => Document::Repeated(Box::new(read(text, &test)?)),
             DocumentKind::Sweep => Document::Sweep(Box::new(read(text, &test)?)),
             DocumentKind::Comparison => Document::Comparison(Box::new(read(text, &test)?)),
+            DocumentKind::Matrix => Document::Matrix(Box::new(read(text, &test)?)),
         })
     }
 
@@ -73,6 +76,7 @@ impl Document {
                 SweepKind::Tcp(_) => "tcp sweep",
             },
             Document::Comparison(c) => &c.test,
+            Document::Matrix(m) => &m.test,
         }
     }
 }

@@ -85,6 +85,7 @@ fn check_text(text: &str) -> Result<(), String> {
         Document::Repeated(r) => serde_json::to_value(r),
         Document::Sweep(s) => serde_json::to_value(s),
         Document::Comparison(c) => serde_json::to_value(c),
+        Document::Matrix(m) => serde_json::to_value(m),
     }
     .map_err(|e| format!("a read document does not serialize: {e}"))?;
     if has_control(&again) {

@@ -12,6 +12,7 @@
 mod compare;
 mod http;
 pub mod lab;
+mod matrix;
 mod mix;
 mod profile;
 mod repeat;
@@ -21,6 +22,7 @@ mod udp;
 
 pub use compare::*;
 pub use http::*;
+pub use matrix::*;
 pub use mix::*;
 pub use profile::*;
 pub use repeat::*;
@@ -48,6 +50,8 @@ pub enum DocumentKind {
     Repeated,
     Sweep,
     Comparison,
+    /// A pattern run over a fleet (`tcp matrix`, issue 24): [`Matrix`].
+    Matrix,
 }
 
 impl DocumentKind {
@@ -56,6 +60,8 @@ impl DocumentKind {
             DocumentKind::Repeated
         } else if test.ends_with(" sweep") {
             DocumentKind::Sweep
+        } else if test.ends_with(" matrix") {
+            DocumentKind::Matrix
         } else if test == "compare" {
             DocumentKind::Comparison
         } else {
@@ -91,6 +97,11 @@ pub struct TestResult {
     /// When measured inside a `linerate lab`: its hosts, links and what emulates each property.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<lab::LabRecord>,
+    /// A third-party run (`linerate tcp --from A B`, issue 24): the agent that ran the client's
+    /// half, as the controller named it; its `hosts` entry is "client". Null for a run from
+    /// this host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
 }
 
 /// How a run ended, the one rule the exit status follows (README "Exit status").

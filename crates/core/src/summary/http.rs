@@ -326,5 +326,6 @@ pub(crate) fn assemble(
         },
         notes,
         lab: None,
+        from: None,
     }
 }

@@ -679,6 +679,7 @@ pub(crate) fn assemble(
         },
         notes,
         lab: None,
+        from: None,
     };
     if let TestSpec::Tcp(t) = spec
         && let Some(m) = t.mix

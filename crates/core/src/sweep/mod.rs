@@ -294,6 +294,7 @@ pub fn stub_result(spec: crate::spec::TestSpec, summary: crate::result::Summary)
         summary,
         notes: Vec::new(),
         lab: None,
+        from: None,
     }
 }
 

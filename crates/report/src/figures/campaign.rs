@@ -98,8 +98,8 @@ impl Campaign {
                         })
                         .collect(),
                 ),
-                // A sweep point of a campaign has its own report; not drawn here.
-                Document::Sweep(_) | Document::Comparison(_) => continue,
+                // A sweep or matrix point of a campaign has its own report; not drawn here.
+                Document::Sweep(_) | Document::Comparison(_) | Document::Matrix(_) => continue,
             };
             let variant = e
                 .coordinates

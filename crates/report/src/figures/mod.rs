@@ -59,6 +59,8 @@ pub fn figures(subject: &Subject) -> Vec<Figure> {
             out.extend(last_complete(rep).map(run_figures).into_iter().flatten());
         }
         Subject::Document(Document::Comparison(c)) => out.extend(sets::compare(c)),
+        // Issue 24: the heat map and the flows over time (helper "heatmap").
+        Subject::Document(Document::Matrix(_)) => {}
         Subject::Campaign(c) => out.extend(campaign::figures(c)),
     }
     // A figure with nothing to draw (every point's figure unknown) is left out.

@@ -67,6 +67,8 @@ fn blocks(subject: &Subject) -> Vec<Block> {
         ],
         Subject::Document(Document::Repeated(rep)) => sets::repeated(rep),
         Subject::Document(Document::Comparison(c)) => sets::comparison(c),
+        // Issue 24: the matrix's tables (helper "heatmap").
+        Subject::Document(Document::Matrix(_)) => Vec::new(),
         Subject::Campaign(c) => sets::campaign(c),
     }
 }

@@ -35,6 +35,7 @@ pub fn result(options: TestSpec, summary: Summary) -> TestResult {
         summary,
         notes: Vec::new(),
         lab: None,
+        from: None,
     }
 }
 

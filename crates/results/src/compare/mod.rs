@@ -80,6 +80,26 @@ fn points(side: &SideInput) -> BTreeMap<Key, Vec<&TestResult>> {
                     out.entry((name(&r.test), sorted(coords))).or_default().push(r);
                 }
             }
+            // A matrix: each cell is a point of its own, named by its row and column, so two
+            // matrices compare cell by cell (issue 24).
+            Document::Matrix(m) => {
+                let kind = m.test.trim_end_matches(" matrix");
+                for c in &m.cells {
+                    let Some(r) = c.result.as_deref().filter(complete) else {
+                        continue;
+                    };
+                    let mut coords = e.coordinates.clone();
+                    coords.push(Coordinate {
+                        name: "from".into(),
+                        value: c.from.clone(),
+                    });
+                    coords.push(Coordinate {
+                        name: "to".into(),
+                        value: c.to.clone(),
+                    });
+                    out.entry((name(kind), sorted(coords))).or_default().push(r);
+                }
+            }
             // Not a measurement: the sources refuse one as a side (`linerate compare`).
             Document::Comparison(_) => {}
         }

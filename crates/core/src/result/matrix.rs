@@ -1,0 +1,278 @@
+//! The matrix document (issue 24): one pattern run over a fleet of agents (a mesh, A×B, an
+//! incast, an outcast or named pairs), every cell a full third-party run (`linerate tcp --from
+//! A B`) with its headline figure, the rounds they ran in, the clock each agent was started by,
+//! and the matrix's own figures (the sum, Jain's fairness index of flows that ran together, the
+//! failed cells by name). Types only: `crate::client::fleet` fills it, the results side stores,
+//! compares and prints it, and the report draws it as a heat map.
+
+use super::TestResult;
+use super::lab::LabRecord;
+use crate::spec::TestSpec;
+use serde::{Deserialize, Serialize};
+
+/// Which pairs a pattern tests and which run together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    /// Every ordered pair of `hosts`, one test per host at a time, in rounds.
+    Mesh,
+    /// Every `from` against every `to` (A×B), one test per host at a time, in rounds.
+    Disjoint,
+    /// Every `from` into the one `to`, all at once.
+    Incast,
+    /// The one `from` to every `to`, all at once.
+    Outcast,
+    /// The pairs named, one test per host at a time, in rounds.
+    Pairs,
+}
+
+impl Pattern {
+    /// All of a pattern's tests run in one round (incast, outcast).
+    pub fn concurrent(self) -> bool {
+        matches!(self, Pattern::Incast | Pattern::Outcast)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Mesh => "mesh",
+            Pattern::Disjoint => "disjoint",
+            Pattern::Incast => "incast",
+            Pattern::Outcast => "outcast",
+            Pattern::Pairs => "pairs",
+        }
+    }
+}
+
+impl std::fmt::Display for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Pattern {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Pattern, String> {
+        Ok(match s {
+            "mesh" => Pattern::Mesh,
+            "disjoint" => Pattern::Disjoint,
+            "incast" => Pattern::Incast,
+            "outcast" => Pattern::Outcast,
+            "pairs" => Pattern::Pairs,
+            other => {
+                return Err(format!(
+                    "'{other}' is not a pattern (mesh, disjoint, incast, outcast, pairs)"
+                ));
+            }
+        })
+    }
+}
+
+/// One agent of the fleet, as the user named it and as it described itself.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FleetHost {
+    /// The name the matrix's rows and columns use: as given (`h2`, `10.0.0.2:5301`, or one
+    /// address a `dns:NAME` expanded to).
+    pub name: String,
+    /// The address it was reached at (`IP:PORT`).
+    pub address: String,
+    /// The agent's host name (uname), null when it could not be asked.
+    #[serde(default)]
+    pub host_name: Option<String>,
+    /// The node it says it runs on (`serve --node-name`, or `$LINERATE_NODE`), null when none.
+    #[serde(default)]
+    pub node: Option<String>,
+    /// Its clock against the controller's, estimated before its first round; null when it was
+    /// not reached.
+    #[serde(default)]
+    pub clock: Option<ClockEstimate>,
+}
+
+/// An agent's clock offset against the controller's, from timestamped exchanges over the
+/// control connection (the fastest kept): offset = far time − (sent + round trip / 2).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClockEstimate {
+    /// Agent's clock minus the controller's, nanoseconds.
+    pub offset_ns: i64,
+    /// Half the best round trip, nanoseconds: the offset is within ± this.
+    pub uncertainty_ns: u64,
+    /// Exchanges made.
+    pub exchanges: u32,
+}
+
+/// When one cell's test started, in the controller's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellStart {
+    /// The start the controller asked for, Unix nanoseconds in its own clock.
+    pub scheduled_unix_ns: i64,
+    /// When the `from` agent started its measurement (its `start`), in the controller's clock:
+    /// the agent's own reading minus its estimated offset.
+    pub actual_unix_ns: i64,
+    /// The `from` agent's clock offset used (its [`ClockEstimate`]'s), nanoseconds.
+    pub offset_ns: i64,
+    /// ± nanoseconds of that offset.
+    pub uncertainty_ns: u64,
+}
+
+/// One cell of the matrix: one test from `from` to `to`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub from: String,
+    pub to: String,
+    /// The round it ran in, from 0.
+    pub round: usize,
+    /// The cell's headline figure in the matrix's unit ([`Matrix::figure`]); null when the
+    /// cell failed or its run measured no such figure.
+    pub value: Option<f64>,
+    #[serde(default)]
+    pub start: Option<CellStart>,
+    /// The cell's whole run, as `linerate tcp --from FROM TO` would have written it; null when
+    /// the cell never ran or its `from` agent was lost before sending it.
+    #[serde(default)]
+    pub result: Option<Box<TestResult>>,
+    /// Why the cell failed (an agent unreachable, refused, lost); null when it did not.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// One round: tests that ran together, no host in two.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// Indexes into [`Matrix::cells`].
+    pub cells: Vec<usize>,
+    /// Latest minus earliest actual start of its cells, in the controller's clock,
+    /// nanoseconds; null with fewer than two started cells.
+    pub start_skew_ns: Option<u64>,
+    /// Jain's fairness index of its cells' values, (Σx)² / (n·Σx²), over cells that measured;
+    /// null with fewer than two.
+    pub jain: Option<f64>,
+}
+
+/// The matrix's headline figure: what every cell's `value` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellFigure {
+    /// Receiver-counted throughput, Mbit/s (tcp, udp).
+    ThroughputMbps,
+    /// Median round trip, microseconds (rr).
+    RoundTripP50Us,
+    /// Datagrams lost, % of those sent (udp, beside throughput in each cell's result).
+    LossPercent,
+}
+
+impl CellFigure {
+    /// The figure's name with its unit, for a table's title.
+    pub fn label(self) -> &'static str {
+        match self {
+            CellFigure::ThroughputMbps => "throughput (Mbit/s)",
+            CellFigure::RoundTripP50Us => "round trip p50 (µs)",
+            CellFigure::LossPercent => "loss (%)",
+        }
+    }
+
+    /// Whether a larger value is better.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, CellFigure::ThroughputMbps)
+    }
+}
+
+/// The whole matrix document. `test` is the kind with " matrix" after it ("tcp matrix").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Matrix {
+    pub linerate: String,
+    pub schema: u32,
+    /// "tcp matrix", "udp matrix" or "rr matrix".
+    pub test: String,
+    pub pattern: Pattern,
+    /// Wall-clock start of the first round, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// True when some cell was not measured (Ctrl-C, a lost agent, a refusal).
+    pub partial: bool,
+    /// The spec every cell ran, as sent.
+    pub options: TestSpec,
+    /// Every agent named, in the order rows and columns take.
+    pub hosts: Vec<FleetHost>,
+    pub figure: CellFigure,
+    pub cells: Vec<Cell>,
+    pub rounds: Vec<Round>,
+    /// Sum of the cells' values that measured, in the figure's unit (throughput only; null
+    /// otherwise).
+    pub sum: Option<f64>,
+    /// Jain's index over every cell (concurrent patterns: the flows that shared the run);
+    /// for one-at-a-time patterns the rounds carry theirs. Null when fewer than two measured.
+    pub jain: Option<f64>,
+    /// Cells that failed, "FROM -> TO".
+    pub failed: Vec<String>,
+    /// The largest start skew a concurrent group may have before a note says so, nanoseconds.
+    pub skew_bound_ns: u64,
+    pub notes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<LabRecord>,
+}
+
+/// Jain's fairness index of `values`: (Σx)² / (n·Σx²), 1 when all are equal, 1/n when one takes
+/// everything; None with fewer than two values or all zero.
+pub fn jain_index(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let sum: f64 = values.iter().sum();
+    let squares: f64 = values.iter().map(|v| v * v).sum();
+    if squares <= 0.0 {
+        return None;
+    }
+    Some(sum * sum / (values.len() as f64 * squares))
+}
+
+impl Matrix {
+    /// The cell from `from` to `to`, if the pattern has it.
+    pub fn cell(&self, from: &str, to: &str) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.from == from && c.to == to)
+    }
+
+    /// Names that appear as a row (`from`), in host order.
+    pub fn rows(&self) -> Vec<&str> {
+        self.hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .filter(|n| self.cells.iter().any(|c| c.from == *n))
+            .collect()
+    }
+
+    /// Names that appear as a column (`to`), in host order.
+    pub fn columns(&self) -> Vec<&str> {
+        self.hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .filter(|n| self.cells.iter().any(|c| c.to == *n))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_is_one_for_equal_shares_and_one_over_n_for_one_hog() {
+        assert_eq!(jain_index(&[5.0, 5.0, 5.0, 5.0]), Some(1.0));
+        let hog = jain_index(&[10.0, 0.0, 0.0, 0.0]).expect("some");
+        assert!((hog - 0.25).abs() < 1e-12, "{hog}");
+        assert_eq!(jain_index(&[3.0]), None);
+        assert_eq!(jain_index(&[0.0, 0.0]), None);
+    }
+
+    #[test]
+    fn patterns_read_back_by_name() {
+        for p in [
+            Pattern::Mesh,
+            Pattern::Disjoint,
+            Pattern::Incast,
+            Pattern::Outcast,
+            Pattern::Pairs,
+        ] {
+            assert_eq!(p.name().parse::<Pattern>(), Ok(p));
+        }
+        assert!("star".parse::<Pattern>().unwrap_err().contains("mesh"));
+    }
+}
