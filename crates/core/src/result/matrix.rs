@@ -225,6 +225,28 @@ pub fn jain_index(values: &[f64]) -> Option<f64> {
 }
 
 impl Matrix {
+    /// How the pattern run ended: failed when no cell measured, partial when some cell failed,
+    /// was cut short or never ran (exit 3), complete when every cell is.
+    pub fn outcome(&self) -> super::Outcome {
+        use super::Outcome;
+        let outcomes: Vec<Outcome> = self
+            .cells
+            .iter()
+            .map(|c| match (&c.result, &c.error) {
+                (Some(r), None) => r.outcome(),
+                (Some(r), Some(_)) if r.outcome() != Outcome::Failed => Outcome::Partial,
+                _ => Outcome::Failed,
+            })
+            .collect();
+        if outcomes.iter().all(|o| *o == Outcome::Failed) {
+            Outcome::Failed
+        } else if self.partial || outcomes.iter().any(|o| *o != Outcome::Complete) {
+            Outcome::Partial
+        } else {
+            Outcome::Complete
+        }
+    }
+
     /// The cell from `from` to `to`, if the pattern has it.
     pub fn cell(&self, from: &str, to: &str) -> Option<&Cell> {
         self.cells.iter().find(|c| c.from == from && c.to == to)
