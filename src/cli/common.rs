@@ -12,12 +12,15 @@ use linerate_core::units::{BitRate, ByteSize, CpuList, TimeSpan};
 #[derive(Debug, Clone, clap::Args)]
 pub struct HostArgs {
     /// Agents to test against; several run at once (HOST, HOST:PORT, `[V6]:PORT`)
-    #[arg(value_name = "HOST[:PORT]", required = true)]
+    #[arg(value_name = "HOST[:PORT]", required_unless_present = "pairs")]
     pub hosts: Vec<String>,
 
     /// Port for hosts given without one
     #[arg(short = 'p', long, value_name = "N", default_value_t = linerate_core::client::DEFAULT_PORT)]
     pub port: u16,
+
+    #[command(flatten)]
+    pub fleet: super::fleet::FleetArgs,
 }
 
 impl HostArgs {

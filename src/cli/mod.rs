@@ -24,6 +24,7 @@ macro_rules! flag_tests {
 pub mod common;
 pub mod compare;
 pub mod complete;
+pub mod fleet;
 pub mod http;
 pub mod lab;
 pub mod plan;
