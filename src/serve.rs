@@ -26,6 +26,12 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
         },
+        node: args
+            .node_name
+            .clone()
+            .or_else(|| std::env::var("LINERATE_NODE").ok())
+            .filter(|n| !n.is_empty()),
+        clock_offset_ns: args.pretend_clock_offset_ms.saturating_mul(1_000_000),
         ..agent::AgentConfig::new(SocketAddr::new(args.bind, args.port))
     };
     let agent = match agent::Agent::bind(config.clone()) {

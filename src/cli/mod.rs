@@ -165,6 +165,7 @@ impl ConnectArgs {
             allow_unauthenticated_agent: self.allow_unauthenticated_agent,
             profile: self.profile.clone(),
             lab: None,
+            start_at: None,
         })
     }
 }

@@ -77,6 +77,23 @@ pub struct ServeArgs {
     #[arg(long = "profile", value_name = "NAME=COMMAND")]
     pub profiles: Vec<String>,
 
+    /// The node this agent runs on, for a fleet's --different-nodes (default: $LINERATE_NODE)
+    ///
+    /// Told to a controller with the agent's clock (issue 24). In Kubernetes, set LINERATE_NODE
+    /// from the downward API (spec.nodeName). Example: --node-name rack3-n12
+    #[arg(long, value_name = "NAME")]
+    pub node_name: Option<String>,
+
+    /// Pretend this agent's wall clock is off by this many milliseconds (tests of clock estimates)
+    #[arg(
+        long,
+        value_name = "MS",
+        hide = true,
+        allow_negative_numbers = true,
+        default_value_t = 0
+    )]
+    pub pretend_clock_offset_ms: i64,
+
     #[command(flatten)]
     pub secret: SecretArgs,
 }

@@ -57,6 +57,13 @@ pub struct AgentConfig {
     pub idle: Option<Duration>,
     /// Commands a client may ask to run around its test, by name (`--profile`, `profile`).
     pub profiles: Profiles,
+    /// The node this agent says it runs on (`serve --node-name`, a Kubernetes node), for a
+    /// fleet's "only pairs on different nodes".
+    pub node: Option<String>,
+    /// Nanoseconds this agent adds to its wall clock wherever it tells or reads one (its clock
+    /// readings, a synchronised start, when a third-party test started): a hidden test option
+    /// that lets tests check a controller's clock estimate (`serve --pretend-clock-offset`).
+    pub clock_offset_ns: i64,
 }
 
 impl AgentConfig {
@@ -73,6 +80,8 @@ impl AgentConfig {
             max_memory: default_budget_bytes(),
             idle: None,
             profiles: Profiles::default(),
+            node: None,
+            clock_offset_ns: 0,
         }
     }
 }

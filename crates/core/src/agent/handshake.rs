@@ -36,6 +36,17 @@ fn handshake_refusal(e: ProtoError, deadline: Instant) -> Refusal {
     }
 }
 
+/// What a client asked for after authenticating.
+enum Asked {
+    /// A test with this agent as one end, under the profile named.
+    Test { profile: Option<String> },
+    /// A third-party test from this agent to `to`.
+    Relay {
+        to: std::net::SocketAddr,
+        start_at_unix_ns: Option<i64>,
+    },
+}
+
 /// Runs one control session to its end: `Ok` once the test's report was sent (or, asked for
 /// its profiles, the list).
 pub(super) fn control_session(
@@ -82,16 +93,38 @@ pub(super) fn control_session(
             }
         }
     }
-    let (spec, profile) = match conn
+    let (spec, asked) = match conn
         .recv(left(deadline), "waiting for a test request")
         .map_err(|e| handshake_refusal(e, deadline))?
     {
-        Message::Request { spec, profile } => (spec, profile),
+        Message::Request { spec, profile } => (spec, Asked::Test { profile }),
         // Which profiles it has (`plan check`): the names the refusal of an unknown one would
         // list, to a client that passed the same authentication. Nothing runs.
         Message::Profiles => {
             let names = state.config.profiles.names().iter().map(|n| n.to_string()).collect();
             return conn.send(&Message::ProfileList { names }).map_err(proto_refusal);
+        }
+        // Its clock, for a controller's estimate of its offset (issue 24). Nothing runs.
+        Message::Clock => {
+            if !opening.settle() {
+                return Err((ErrorKind::Busy, "closed to make room for a newer connection".into()));
+            }
+            return super::clock::answer(state, conn);
+        }
+        // A third-party test (issue 24): only among agents that share a secret, so that one
+        // cannot be made to send traffic for anyone who reaches it.
+        Message::Relay {
+            spec,
+            to,
+            start_at_unix_ns,
+        } => {
+            if secret.is_none() {
+                return Err((
+                    ErrorKind::Auth,
+                    "this agent has no secret, so it runs no third-party tests (serve --secret-file)".into(),
+                ));
+            }
+            (spec, Asked::Relay { to, start_at_unix_ns })
         }
         other => {
             return Err((
@@ -99,6 +132,10 @@ pub(super) fn control_session(
                 format!("expected 'request', got '{}'", other.name()),
             ));
         }
+    };
+    let profile = match &asked {
+        Asked::Test { profile } => profile.clone(),
+        Asked::Relay { .. } => None,
     };
     // The handshake is over: this connection no longer counts as opening (unless it was closed
     // to make room for a newer one just before).
@@ -130,6 +167,16 @@ pub(super) fn control_session(
         None => None,
     };
     let (peer, test) = (conn.peer(), spec.kind());
+    if let Asked::Relay { to, start_at_unix_ns } = asked {
+        events(&AgentEvent::TestStarted { peer, test });
+        let outcome = super::relay::run(state, conn, &spec, to, start_at_unix_ns);
+        events(&AgentEvent::TestEnded {
+            peer,
+            test,
+            completed: outcome.is_ok(),
+        });
+        return outcome;
+    }
     events(&AgentEvent::TestStarted { peer, test });
     let mut test_session = Test {
         state,

@@ -31,6 +31,7 @@
 
 mod admit;
 mod budget;
+mod clock;
 mod config;
 mod connection;
 mod handshake;
@@ -38,6 +39,7 @@ mod http;
 mod pending;
 mod profile;
 mod refusal;
+mod relay;
 mod rr;
 mod serve;
 mod session;

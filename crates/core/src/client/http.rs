@@ -56,7 +56,7 @@ pub fn run_http(
     }
     // Where each agent was reached: it samples the servers at that address.
     let ips: Vec<IpAddr> = sessions.iter().map(|s| s.target.addr.ip()).collect();
-    start_all(&mut sessions)?;
+    start_all(&mut sessions, opts)?;
     let run = Run {
         spec: &test,
         sessions: &mut sessions,

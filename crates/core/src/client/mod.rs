@@ -8,7 +8,9 @@
 //!
 //! [`TestResult`]: crate::result::TestResult
 
+mod fleet;
 mod http;
+mod matrix;
 mod profile;
 mod query;
 mod rr;
@@ -21,9 +23,13 @@ mod udp;
 pub use crate::engine::Sink;
 pub use crate::engine::http::{HttpTarget, HttpUrl};
 pub use crate::proto::DEFAULT_PORT;
+pub use fleet::{AgentClock, Relayed, read_clock, run_from};
 pub use http::{HttpAgent, http_targets, run_http};
+pub(crate) use matrix::error_chain;
+pub use matrix::{CLOCK_EXCHANGES, MatrixPlan, cell_figure, cell_value, read_clocks, run_matrix};
 pub use query::agent_profiles;
 pub use rr::run_rr;
-pub use session::{ClientError, ClientOptions, Target};
+pub use session::{ClientError, ClientOptions, StartAt, Target};
+pub(crate) use session::{START_WAIT_MAX, system_time, unix_ns};
 pub use tcp::run_tcp;
 pub use udp::run_udp;

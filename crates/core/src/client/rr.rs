@@ -71,7 +71,7 @@ pub fn run_rr(
             s.send_ports(udp_ports)?;
         }
     }
-    start_all(&mut sessions)?;
+    start_all(&mut sessions, opts)?;
     let run = Run::agents(&test, &mut sessions, opts, interrupt);
     let local = |control: &_| rr::run(spec, &spec.cpus, streams, None, sink, control).map(|r| (r, ()));
     drive(run, local, |ended, ()| joined(ended, false))

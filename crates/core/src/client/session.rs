@@ -23,6 +23,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const RESULT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long an agent may take to answer a set-up message.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a test opened for a synchronised start waits for it: under the agents' idle
+/// timeout between set-up messages.
+pub(crate) const START_WAIT_MAX: Duration = Duration::from_secs(8);
 /// The largest message read from an agent before its result (hello, auth_ok, accepted,
 /// started, an error): they are small, and a larger one is refused from its length prefix
 /// rather than parsed (issue 14). The result has its own bound, from the test.
@@ -60,6 +63,8 @@ pub enum ClientError {
         "{peer} asked for no secret, so it cannot prove it is the agent you meant; give --allow-unauthenticated-agent to run against it anyway"
     )]
     Unauthenticated { peer: SocketAddr },
+    #[error("a third-party test needs the fleet's secret: give --secret-file PATH or set LINERATE_SECRET")]
+    NeedSecretForRelay,
     #[error("{streams} streams in all is more than the 65535 one client can number")]
     TooManyStreams { streams: usize },
     #[error("data connection to {peer}")]
@@ -133,6 +138,36 @@ pub struct ClientOptions {
     pub profile: Option<String>,
     /// The lab the run runs in (`linerate lab exec`), recorded in its result; None: no lab.
     pub lab: Option<LabRecord>,
+    /// A synchronised start (issue 24): the test is opened, then started at this instant.
+    pub start_at: Option<StartAt>,
+}
+
+/// When to start a test that has been opened, and where to say when it did (issue 24): a
+/// third-party test that runs beside others starts at one instant agreed through each agent's
+/// clock.
+#[derive(Clone, Debug)]
+pub struct StartAt {
+    /// When `start` goes out (this host's clock).
+    pub at: SystemTime,
+    /// Set once every agent has answered `started`: Unix nanoseconds, this host's clock.
+    pub started_unix_ns: std::sync::Arc<std::sync::atomic::AtomicI64>,
+}
+
+/// This host's wall clock, Unix nanoseconds (negative before 1970).
+pub(crate) fn unix_ns(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+    }
+}
+
+/// A Unix-nanosecond instant as this host's [`SystemTime`].
+pub(crate) fn system_time(unix_ns: i64) -> SystemTime {
+    if unix_ns >= 0 {
+        UNIX_EPOCH + Duration::from_nanos(unix_ns as u64)
+    } else {
+        UNIX_EPOCH - Duration::from_nanos(unix_ns.unsigned_abs())
+    }
 }
 
 impl Default for ClientOptions {
@@ -144,6 +179,7 @@ impl Default for ClientOptions {
             allow_unauthenticated_agent: false,
             profile: None,
             lab: None,
+            start_at: None,
         }
     }
 }
@@ -347,8 +383,15 @@ pub(super) fn open_each(
     })
 }
 
-/// Tells every agent to start, then waits until each has.
-pub(super) fn start_all(sessions: &mut [Session]) -> Result<(), ClientError> {
+/// Tells every agent to start (at `opts.start_at` when given), then waits until each has.
+pub(super) fn start_all(sessions: &mut [Session], opts: &ClientOptions) -> Result<(), ClientError> {
+    if let Some(start) = &opts.start_at {
+        // An agent that accepted waits for `start` only so long (its idle timeout): a start
+        // further off than that is the caller's error, refused before it costs a test.
+        if let Ok(wait) = start.at.duration_since(SystemTime::now()) {
+            std::thread::sleep(wait.min(START_WAIT_MAX));
+        }
+    }
     for s in sessions.iter_mut() {
         s.conn.send(&Message::Start)?;
     }
@@ -357,6 +400,11 @@ pub(super) fn start_all(sessions: &mut [Session]) -> Result<(), ClientError> {
             Message::Started => {}
             other => return Err(s.conn.unexpected("started", &other).into()),
         }
+    }
+    if let Some(start) = &opts.start_at {
+        start
+            .started_unix_ns
+            .store(unix_ns(SystemTime::now()), Ordering::Relaxed);
     }
     Ok(())
 }

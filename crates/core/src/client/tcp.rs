@@ -44,7 +44,7 @@ pub fn run_tcp(
             });
         }
     }
-    start_all(&mut sessions)?;
+    start_all(&mut sessions, opts)?;
     let ipv6 = sessions.first().is_some_and(|s| s.target.addr.is_ipv6());
     let run = Run::agents(&test, &mut sessions, opts, interrupt);
     let local = |control: &_| {

@@ -75,7 +75,7 @@ pub fn run_udp(
         }
         s.send_ports(ports)?;
     }
-    start_all(&mut sessions)?;
+    start_all(&mut sessions, opts)?;
     let run = Run::agents(&test, &mut sessions, opts, interrupt);
     let local = |control: &_| udp::run(spec, &spec.cpus, streams, sink, control).map(|r| (r, ()));
     drive(run, local, |ended, ()| joined(ended, false))

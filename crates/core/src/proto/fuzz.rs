@@ -210,6 +210,17 @@ mod tests {
             },
             Message::Start,
             Message::Profiles,
+            Message::Clock,
+            Message::ClockReading {
+                unix_ns: 1_790_000_000_000_000_000,
+                host_name: "h2".into(),
+                node: Some("node-a".into()),
+            },
+            Message::Relay {
+                spec: TestSpec::Tcp(crate::spec::TcpSpec::new()),
+                to: "10.0.0.3:5301".parse().expect("an address"),
+                start_at_unix_ns: Some(1_790_000_000_500_000_000),
+            },
             Message::ProfileList {
                 names: vec!["toe-off".into(), "toe-on".into()],
             },

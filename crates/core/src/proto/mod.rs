@@ -15,7 +15,7 @@ pub(crate) mod frame;
 pub(crate) mod fuzz;
 
 use crate::metrics::host::HostInfo;
-use crate::result::SideReport;
+use crate::result::{SideReport, TestResult};
 use crate::spec::TestSpec;
 use serde::{Deserialize, Serialize};
 
@@ -23,8 +23,10 @@ use serde::{Deserialize, Serialize};
 /// spec's `mix` (an agent of version 1 would ignore it and run one-way streams). 3: the
 /// request's `profile` (an agent of version 2 would ignore it and test the unchanged host). 4:
 /// the client's first flight may carry its proof of the secret after its preamble (issue 22;
-/// an agent of version 3 would read the proof as a message's length).
-pub(crate) const VERSION: u16 = 4;
+/// an agent of version 3 would read the proof as a message's length). 5: third-party tests and
+/// clock readings (`relay`, `clock`, issue 24; an agent of version 4 would refuse them as out of
+/// order, but later in the handshake than a version check).
+pub(crate) const VERSION: u16 = 5;
 
 /// How long an agent lets a profile's command (or its undo) run before it kills it
 /// (`linerate serve --profile`); a client asking for a profile waits this much longer.
@@ -84,6 +86,35 @@ pub(crate) enum Message {
     Profiles,
     /// Agent -> client: the answer to `profiles`, the names in the order the owner gave them.
     ProfileList { names: Vec<String> },
+    /// Client -> agent, instead of `request` and again after each `clock_reading`: the agent's
+    /// clock now (issue 24). The client times each exchange; the session ends when it closes.
+    Clock,
+    /// Agent -> client: its wall clock when it answered `clock`, Unix nanoseconds, with its host
+    /// name and the node it says it runs on.
+    ClockReading {
+        unix_ns: i64,
+        host_name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+    },
+    /// Client -> agent, instead of `request`: run `spec` from here against the agent at `to`
+    /// (`IP:PORT`) and send back the whole run (a third-party test, issue 24). The agent acts as
+    /// the client's half, proving the same secret to `to`; an agent without a secret refuses.
+    /// With `start_at_unix_ns` (in the agent's own clock) it opens the test, then starts it at
+    /// that instant.
+    Relay {
+        spec: TestSpec,
+        to: std::net::SocketAddr,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_at_unix_ns: Option<i64>,
+    },
+    /// Agent -> client: the third-party run's document, and when (its own clock, Unix
+    /// nanoseconds) its `to` agent had started; last message of a relay.
+    RelayResult {
+        result: Box<TestResult>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_unix_ns: Option<i64>,
+    },
     /// Agent -> client: the test is set up; data connections must carry `cookie`. For UDP,
     /// `udp_ports` are the agent's data sockets, one per stream in stream order.
     Accepted {
@@ -148,6 +179,10 @@ impl Message {
             Message::Request { .. } => "request",
             Message::Profiles => "profiles",
             Message::ProfileList { .. } => "profile_list",
+            Message::Clock => "clock",
+            Message::ClockReading { .. } => "clock_reading",
+            Message::Relay { .. } => "relay",
+            Message::RelayResult { .. } => "relay_result",
             Message::Accepted { .. } => "accepted",
             Message::Ports { .. } => "ports",
             Message::Start => "start",

@@ -1,0 +1,154 @@
+//! A controller's two requests of an agent that are not a test with this host (issue 24): its
+//! clock ([`read_clock`]: timestamped exchanges over the control connection, the fastest kept)
+//! and a third-party test ([`run_from`]: the agent runs the client's half against another agent
+//! and sends the whole run back). `matrix` builds patterns out of them.
+
+use super::session::{ClientError, ClientOptions, Target, authenticated, unix_ns};
+use crate::proto::Message;
+use crate::proto::conn::ProtoError;
+use crate::result::{ClockEstimate, TestResult};
+use crate::spec::TestSpec;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How long an agent may take to answer one clock query.
+const CLOCK_REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long past the test's own length a third-party run's result may take: the handshakes of
+/// the far agent, a synchronised start's wait, and the far result's own allowance.
+const RELAY_ALLOWANCE: Duration = Duration::from_secs(60);
+/// A test limited by a count has no length; its third-party run is given this long.
+const RELAY_COUNT_LIMIT: Duration = Duration::from_secs(3600);
+/// How often the controller looks at Ctrl-C while a third-party run goes on.
+const POLL: Duration = Duration::from_millis(100);
+
+/// An agent's clock against this host's, with what it said about itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentClock {
+    pub estimate: ClockEstimate,
+    /// Its host name (uname), control characters escaped.
+    pub host_name: String,
+    /// The node it says it runs on, control characters escaped.
+    pub node: Option<String>,
+}
+
+/// Reads `target`'s clock `exchanges` times (at least once) and keeps the exchange with the
+/// shortest round trip: offset = far time − (sent + round trip / 2), within ± half that round
+/// trip. A far clock read at the midpoint of its exchange is the assumption; a path slower one
+/// way than the other shifts the estimate by up to the uncertainty, never more.
+pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Result<AgentClock, ClientError> {
+    let mut conn = authenticated(target, opts)?;
+    let peer = target.addr;
+    let mut best: Option<(Duration, i64)> = None;
+    let mut about = None;
+    for _ in 0..exchanges.max(1) {
+        let sent = SystemTime::now();
+        let t0 = Instant::now();
+        conn.send(&Message::Clock)?;
+        let reply = conn.recv(CLOCK_REPLY_TIMEOUT, "waiting for the agent's clock")?;
+        let rtt = t0.elapsed();
+        let Message::ClockReading {
+            unix_ns: far,
+            host_name,
+            node,
+        } = reply
+        else {
+            return Err(conn.unexpected("clock_reading", &reply).into());
+        };
+        let midpoint = unix_ns(sent).saturating_add((rtt.as_nanos() / 2) as i64);
+        let offset = far.saturating_sub(midpoint);
+        if best.is_none_or(|(r, _)| rtt < r) {
+            best = Some((rtt, offset));
+        }
+        about.get_or_insert((host_name, node));
+    }
+    let (rtt, offset_ns) = best.ok_or(ClientError::Malformed { peer, what: "clock" })?;
+    let (host_name, node) = about.ok_or(ClientError::Malformed { peer, what: "clock" })?;
+    let clean = |s: String| crate::proto::peer_text_cut(&s, 64);
+    Ok(AgentClock {
+        estimate: ClockEstimate {
+            offset_ns,
+            uncertainty_ns: (rtt.as_nanos() / 2) as u64,
+            exchanges: exchanges.max(1),
+        },
+        host_name: clean(host_name),
+        node: node.map(clean),
+    })
+}
+
+/// A third-party run as it came back.
+#[derive(Clone, Debug)]
+pub struct Relayed {
+    /// The run, `from` set to the name the controller gave the agent that ran it.
+    pub result: TestResult,
+    /// When the far agent had started, in the `from` agent's clock (Unix nanoseconds); None
+    /// without a synchronised start.
+    pub started_far_unix_ns: Option<i64>,
+}
+
+/// Asks `from` to run `spec` against the agent at `to` and send the run back; with
+/// `start_at_far_unix_ns` (in `from`'s own clock) the test starts at that instant. Ctrl-C
+/// (`interrupt`) is passed on as `stop`: what was measured comes back, marked partial.
+pub fn run_from(
+    from: &Target,
+    to: SocketAddr,
+    spec: &TestSpec,
+    opts: &ClientOptions,
+    start_at_far_unix_ns: Option<i64>,
+    interrupt: &AtomicBool,
+) -> Result<Relayed, ClientError> {
+    if opts.secret.is_none() {
+        return Err(ClientError::NeedSecretForRelay);
+    }
+    let mut conn = authenticated(from, opts)?;
+    conn.send(&Message::Relay {
+        spec: spec.clone(),
+        to,
+        start_at_unix_ns: start_at_far_unix_ns,
+    })?;
+    // The run's document is larger than a set-up message; the agent proved the secret.
+    conn.set_max_message(crate::proto::frame::MAX_MESSAGE_BYTES);
+    let length = spec
+        .timing()
+        .length_seconds()
+        .map_or(RELAY_COUNT_LIMIT, Duration::from_secs_f64);
+    let deadline = Instant::now() + length + crate::client::START_WAIT_MAX + RELAY_ALLOWANCE;
+    let mut stop_sent = false;
+    loop {
+        if interrupt.load(Ordering::Relaxed) && !stop_sent {
+            stop_sent = true;
+            conn.send(&Message::Stop)?;
+        }
+        if Instant::now() >= deadline {
+            return Err(ProtoError::Timeout {
+                peer: from.addr,
+                what: "waiting for the third-party run's result",
+                seconds: (length + crate::client::START_WAIT_MAX + RELAY_ALLOWANCE).as_secs_f64(),
+            }
+            .into());
+        }
+        match conn.try_recv(POLL)? {
+            None => {}
+            Some(Message::RelayResult {
+                result,
+                started_unix_ns,
+            }) => {
+                let mut result = crate::summary::check::escape_controls(*result);
+                result.from = Some(from.name.clone());
+                return Ok(Relayed {
+                    result,
+                    started_far_unix_ns: started_unix_ns,
+                });
+            }
+            Some(Message::Error { kind, message }) => {
+                return Err(ProtoError::Refused {
+                    peer: from.addr,
+                    kind,
+                    message: crate::proto::peer_text(&message),
+                }
+                .into());
+            }
+            Some(other) => return Err(conn.unexpected("relay_result", &other).into()),
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! Running a pattern over a fleet (issue 24): every cell a third-party run ([`run_from`]), the
+//! cells of a round started together at one instant given to each `from` agent in its own
+//! clock (its offset estimated again before the round), and the whole kept as one
+//! [`Matrix`]. An agent that cannot be reached, refuses or is lost fails its cells and the
+//! rest goes on; Ctrl-C stops the running round (its cells come back partial) and leaves the
+//! rounds after it unrun, so what was measured is kept.
+
+use super::fleet::{AgentClock, read_clock, run_from};
+use super::session::{ClientOptions, Target, unix_ns};
+use crate::result::{
+    Cell, CellFigure, CellStart, ClockEstimate, FleetHost, Matrix, Outcome, Pattern, Round, TestResult, jain_index,
+};
+use crate::spec::TestSpec;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// Exchanges per clock estimate.
+pub const CLOCK_EXCHANGES: u32 = 32;
+/// The least time between giving a round its start and that start: every `from` agent must
+/// reach its `to`, authenticate and open its data connections before it.
+const START_MARGIN: Duration = Duration::from_millis(600);
+
+/// A pattern to run: the spec every cell runs, the hosts, the cells (from, to: indexes into
+/// `hosts`) and the rounds (indexes into `cells`).
+pub struct MatrixPlan<'a> {
+    pub spec: &'a TestSpec,
+    pub pattern: Pattern,
+    pub hosts: &'a [Target],
+    pub cells: &'a [(usize, usize)],
+    pub rounds: &'a [Vec<usize>],
+    /// Tests that run together may start this far apart, and a clock be this unsure, before a
+    /// note says so.
+    pub skew_bound: Duration,
+}
+
+/// Every host's clock, read at once: what a controller asks before its first round (and what
+/// `--different-nodes` filters by).
+pub fn read_clocks(hosts: &[Target], opts: &ClientOptions) -> Vec<Result<AgentClock, String>> {
+    std::thread::scope(|scope| {
+        let reading: Vec<_> = hosts
+            .iter()
+            .map(|t| scope.spawn(move || read_clock(t, opts, CLOCK_EXCHANGES).map_err(|e| error_chain(&e))))
+            .collect();
+        reading
+            .into_iter()
+            .map(|r| r.join().expect("reading a clock does not panic"))
+            .collect()
+    })
+}
+
+/// The figure a matrix of `spec`'s kind shows in each cell.
+pub fn cell_figure(spec: &TestSpec) -> CellFigure {
+    match spec {
+        TestSpec::Rr(_) => CellFigure::RoundTripP50Us,
+        TestSpec::Udp(_) => CellFigure::LossPercent,
+        TestSpec::Tcp(_) | TestSpec::Http(_) => CellFigure::ThroughputMbps,
+    }
+}
+
+/// A cell's headline figure from its run; None when the run failed or lacks it.
+pub fn cell_value(figure: CellFigure, r: &TestResult) -> Option<f64> {
+    if r.outcome() == Outcome::Failed {
+        return None;
+    }
+    match figure {
+        CellFigure::ThroughputMbps => Some(r.summary.received.bits_per_second / 1e6),
+        CellFigure::RoundTripP50Us => r.summary.rr.as_ref()?.latency_us.map(|l| l.p50),
+        CellFigure::LossPercent => r.summary.udp.as_ref().map(|u| u.loss_percent),
+    }
+}
+
+/// Runs `plan` round by round. `clocks` are the hosts' first readings ([`read_clocks`]);
+/// `progress` hears of each cell as it ends.
+pub fn run_matrix(
+    plan: &MatrixPlan<'_>,
+    clocks: &[Result<AgentClock, String>],
+    opts: &ClientOptions,
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(&Cell),
+) -> Matrix {
+    let figure = cell_figure(plan.spec);
+    let mut hosts: Vec<FleetHost> = plan
+        .hosts
+        .iter()
+        .zip(clocks)
+        .map(|(t, c)| FleetHost {
+            name: t.name.clone(),
+            address: t.addr.to_string(),
+            host_name: c.as_ref().ok().map(|c| c.host_name.clone()),
+            node: c.as_ref().ok().and_then(|c| c.node.clone()),
+            clock: c.as_ref().ok().map(|c| c.estimate),
+        })
+        .collect();
+    let mut cells: Vec<Cell> = plan
+        .cells
+        .iter()
+        .map(|&(f, t)| Cell {
+            from: plan.hosts[f].name.clone(),
+            to: plan.hosts[t].name.clone(),
+            round: 0,
+            value: None,
+            start: None,
+            result: None,
+            error: None,
+        })
+        .collect();
+    let mut notes = Vec::new();
+    for (h, c) in plan.hosts.iter().zip(clocks) {
+        if let Err(e) = c {
+            notes.push(format!("{}: not reached: {e}", h.name));
+        }
+    }
+    let started_unix_ms = (unix_ns(SystemTime::now()) / 1_000_000).max(0) as u64;
+    let mut rounds = Vec::with_capacity(plan.rounds.len());
+    let mut interrupted = false;
+    for (r, members) in plan.rounds.iter().enumerate() {
+        for &i in members {
+            cells[i].round = r;
+        }
+        if interrupt.load(Ordering::Relaxed) {
+            interrupted = true;
+            for &i in members {
+                cells[i].error = Some("not run: interrupted".into());
+                progress(&cells[i]);
+            }
+            rounds.push(Round {
+                cells: members.clone(),
+                start_skew_ns: None,
+                jain: None,
+            });
+            continue;
+        }
+        let ran = run_round(plan, members, clocks, opts, interrupt);
+        for (&i, outcome) in members.iter().zip(ran) {
+            let cell = &mut cells[i];
+            match outcome {
+                Ok((result, start)) => {
+                    cell.value = cell_value(figure, &result);
+                    cell.start = start;
+                    if result.outcome() == Outcome::Failed {
+                        cell.error = Some(
+                            result
+                                .error
+                                .clone()
+                                .unwrap_or_else(|| "the run measured nothing".into()),
+                        );
+                    }
+                    cell.result = Some(Box::new(result));
+                }
+                Err(e) => cell.error = Some(e),
+            }
+            progress(cell);
+        }
+        // The latest estimate of each `from` agent's clock is the one its hosts entry keeps.
+        for &i in members {
+            if let Some(s) = cells[i].start
+                && let Some(h) = hosts.iter_mut().find(|h| h.name == cells[i].from)
+                && let Some(c) = &mut h.clock
+            {
+                c.offset_ns = s.offset_ns;
+                c.uncertainty_ns = s.uncertainty_ns;
+            }
+        }
+        let round = summarise_round(&cells, members);
+        let bound = plan.skew_bound.as_nanos() as u64;
+        if members.len() > 1
+            && let Some(skew) = round.start_skew_ns
+            && skew > bound
+        {
+            notes.push(format!(
+                "round {}: its tests started {:.3} ms apart, more than the {:.3} ms bound (--skew-bound)",
+                r + 1,
+                skew as f64 / 1e6,
+                bound as f64 / 1e6
+            ));
+        }
+        rounds.push(round);
+    }
+    let bound = plan.skew_bound.as_nanos() as u64;
+    for h in &hosts {
+        if let Some(c) = h.clock
+            && c.uncertainty_ns > bound
+        {
+            notes.push(format!(
+                "{}: its clock is known within ± {:.3} ms only, more than the {:.3} ms bound (--skew-bound)",
+                h.name,
+                c.uncertainty_ns as f64 / 1e6,
+                bound as f64 / 1e6
+            ));
+        }
+    }
+    let measured: Vec<f64> = cells.iter().filter_map(|c| c.value).collect();
+    let failed: Vec<String> = cells
+        .iter()
+        .filter(|c| c.value.is_none() || c.error.is_some())
+        .map(|c| format!("{} -> {}", c.from, c.to))
+        .collect();
+    let partial = interrupted
+        || cells
+            .iter()
+            .any(|c| c.error.is_some() || c.result.as_ref().is_some_and(|r| r.partial));
+    if interrupted {
+        notes.push("interrupted: the rounds after the running one were not run".into());
+    }
+    Matrix {
+        linerate: crate::VERSION.to_string(),
+        schema: crate::result::SCHEMA,
+        test: format!("{} matrix", plan.spec.kind()),
+        pattern: plan.pattern,
+        started_unix_ms,
+        partial,
+        options: plan.spec.clone(),
+        hosts,
+        figure,
+        sum: (figure == CellFigure::ThroughputMbps && !measured.is_empty()).then(|| measured.iter().sum()),
+        jain: if plan.pattern.concurrent() {
+            jain_index(&measured)
+        } else {
+            None
+        },
+        cells,
+        rounds,
+        failed,
+        skew_bound_ns: bound,
+        notes,
+        lab: opts.lab.clone(),
+    }
+}
+
+/// A round's start skew (latest minus earliest actual start) and Jain's index.
+fn summarise_round(cells: &[Cell], members: &[usize]) -> Round {
+    let starts: Vec<i64> = members
+        .iter()
+        .filter_map(|&i| cells[i].start.map(|s| s.actual_unix_ns))
+        .collect();
+    let skew = match (starts.iter().min(), starts.iter().max()) {
+        (Some(lo), Some(hi)) if starts.len() > 1 => Some(hi.abs_diff(*lo)),
+        _ => None,
+    };
+    let values: Vec<f64> = members.iter().filter_map(|&i| cells[i].value).collect();
+    Round {
+        cells: members.to_vec(),
+        start_skew_ns: skew,
+        jain: jain_index(&values),
+    }
+}
+
+type CellOutcome = Result<(TestResult, Option<CellStart>), String>;
+
+/// One round: each `from` agent's clock read again, one start given to all, every cell's
+/// third-party run at once.
+fn run_round(
+    plan: &MatrixPlan<'_>,
+    members: &[usize],
+    first: &[Result<AgentClock, String>],
+    opts: &ClientOptions,
+    interrupt: &AtomicBool,
+) -> Vec<CellOutcome> {
+    // Hosts that were never reached fail their cells without another try.
+    let unreached = |h: usize| first[h].as_ref().err().cloned();
+    let clocks: Vec<Result<ClockEstimate, String>> = std::thread::scope(|scope| {
+        let reading: Vec<_> = members
+            .iter()
+            .map(|&i| {
+                let (f, t) = plan.cells[i];
+                scope.spawn(move || {
+                    if let Some(e) = unreached(f) {
+                        return Err(format!("{}: not reached: {e}", plan.hosts[f].name));
+                    }
+                    if let Some(e) = unreached(t) {
+                        return Err(format!("{}: not reached: {e}", plan.hosts[t].name));
+                    }
+                    read_clock(&plan.hosts[f], opts, CLOCK_EXCHANGES)
+                        .map(|c| c.estimate)
+                        .map_err(|e| format!("{}: {}", plan.hosts[f].name, error_chain(&e)))
+                })
+            })
+            .collect();
+        reading
+            .into_iter()
+            .map(|r| r.join().expect("reading a clock does not panic"))
+            .collect()
+    });
+    // The start: far enough off for the slowest agent's exchanges to count for nothing.
+    let slowest = clocks
+        .iter()
+        .filter_map(|c| c.as_ref().ok())
+        .map(|c| Duration::from_nanos(c.uncertainty_ns.saturating_mul(2)))
+        .max()
+        .unwrap_or_default();
+    let start = unix_ns(SystemTime::now() + START_MARGIN + slowest * 10);
+    std::thread::scope(|scope| {
+        let running: Vec<_> = members
+            .iter()
+            .zip(&clocks)
+            .map(|(&i, clock)| {
+                let (f, t) = plan.cells[i];
+                scope.spawn(move || -> CellOutcome {
+                    let clock = clock.clone()?;
+                    let to = plan.hosts[t].addr;
+                    let far_start = start.saturating_add(clock.offset_ns);
+                    let relayed = run_from(&plan.hosts[f], to, plan.spec, opts, Some(far_start), interrupt)
+                        .map_err(|e| format!("{}: {}", plan.hosts[f].name, error_chain(&e)))?;
+                    let cell_start = relayed.started_far_unix_ns.map(|far| CellStart {
+                        scheduled_unix_ns: start,
+                        actual_unix_ns: far.saturating_sub(clock.offset_ns),
+                        offset_ns: clock.offset_ns,
+                        uncertainty_ns: clock.uncertainty_ns,
+                    });
+                    Ok((relayed.result, cell_start))
+                })
+            })
+            .collect();
+        running
+            .into_iter()
+            .map(|r| r.join().expect("a cell's run does not panic"))
+            .collect()
+    })
+}
+
+/// An error with its causes, one line.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
