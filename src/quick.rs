@@ -34,6 +34,7 @@ pub fn quick(args: &QuickArgs) -> anyhow::Result<ExitCode> {
             addr,
         }],
         opts: ClientOptions::default(),
+        from: None,
     };
     drive(Test {
         // Told apart from a `tcp` run in `linerate results --label quick=yes`.

@@ -206,15 +206,59 @@ fn show_sweep(sweep: &Sweep, quiet: bool) -> anyhow::Result<()> {
 pub struct Agents {
     pub targets: Vec<Target>,
     pub opts: ClientOptions,
+    /// `--from A`: the agent that runs the client's half (a third-party test, issue 24).
+    pub from: Option<Target>,
 }
 
 impl Agents {
     /// The agents named on the command line and the options to reach them.
     pub fn new(hosts: &HostArgs, reach: &ConnectArgs) -> anyhow::Result<Agents> {
+        let fleet = &hosts.fleet;
+        if fleet.pattern.is_none() {
+            if !fleet.pairs.is_empty() {
+                return Err(crate::cli::usage::usage!("--pair names a pattern's pairs: give --pattern pairs").into());
+            }
+            if fleet.different_nodes {
+                return Err(
+                    crate::cli::usage::usage!("--different-nodes filters a pattern's pairs: give --pattern").into(),
+                );
+            }
+        }
+        let from = match fleet.from.as_slice() {
+            [] => None,
+            [one] if hosts.hosts.len() == 1 && !one.starts_with("dns:") && !one.starts_with('@') => {
+                Some(crate::cli::resolve_targets(std::slice::from_ref(one), hosts.port)?.remove(0))
+            }
+            _ => {
+                return Err(crate::cli::usage::usage!(
+                    "--from without --pattern runs one test from one agent against one agent; for more give --pattern"
+                )
+                .into());
+            }
+        };
         Ok(Agents {
             targets: hosts.targets()?,
             opts: reach.options()?,
+            from,
         })
+    }
+
+    /// One run: from here against the targets (`here`), or with `--from` a third-party run
+    /// of the same spec (no interval lines: the run comes back whole).
+    pub fn run(
+        &self,
+        spec: impl FnOnce() -> linerate_core::spec::TestSpec,
+        opts: &ClientOptions,
+        interrupt: &std::sync::atomic::AtomicBool,
+        here: impl FnOnce(&[Target]) -> Result<TestResult, linerate_core::client::ClientError>,
+    ) -> anyhow::Result<TestResult> {
+        match &self.from {
+            None => Ok(here(&self.targets)?),
+            Some(from) => {
+                let to = self.targets[0].addr;
+                Ok(linerate_core::client::run_from(from, to, &spec(), opts, None, interrupt)?.result)
+            }
+        }
     }
 
     /// The agents' names as given.

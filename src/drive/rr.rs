@@ -63,7 +63,12 @@ impl Kind for Rr {
         sink: &mut dyn Sink,
         interrupt: &AtomicBool,
     ) -> anyhow::Result<TestResult> {
-        Ok(run_rr(spec, &self.agents.targets, opts, sink, interrupt)?)
+        self.agents.run(
+            || linerate_core::spec::TestSpec::Rr(spec.clone()),
+            opts,
+            interrupt,
+            |targets| run_rr(spec, targets, opts, sink, interrupt),
+        )
     }
 
     fn targets(&self) -> Vec<String> {

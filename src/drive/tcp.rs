@@ -43,7 +43,12 @@ impl Kind for Tcp {
         sink: &mut dyn Sink,
         interrupt: &AtomicBool,
     ) -> anyhow::Result<TestResult> {
-        Ok(run_tcp(spec, &self.0.targets, opts, sink, interrupt)?)
+        self.0.run(
+            || linerate_core::spec::TestSpec::Tcp(spec.clone()),
+            opts,
+            interrupt,
+            |targets| run_tcp(spec, targets, opts, sink, interrupt),
+        )
     }
 
     fn targets(&self) -> Vec<String> {

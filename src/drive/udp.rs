@@ -43,7 +43,12 @@ impl Kind for Udp {
         sink: &mut dyn Sink,
         interrupt: &AtomicBool,
     ) -> anyhow::Result<TestResult> {
-        Ok(run_udp(spec, &self.0.targets, opts, sink, interrupt)?)
+        self.0.run(
+            || linerate_core::spec::TestSpec::Udp(spec.clone()),
+            opts,
+            interrupt,
+            |targets| run_udp(spec, targets, opts, sink, interrupt),
+        )
     }
 
     fn targets(&self) -> Vec<String> {
