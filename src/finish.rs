@@ -9,7 +9,7 @@
 //! as failed because its record could not be written.
 
 use crate::cli::common::StoreArgs;
-use linerate_core::result::{Repeated, TestResult};
+use linerate_core::result::{Matrix, Repeated, TestResult};
 use linerate_core::sweep::Sweep;
 use linerate_results::store::{Id, Outcome, Record, Store};
 use std::io::Write;
@@ -30,6 +30,8 @@ pub enum Produced {
     Sweep(Sweep),
     /// `--repeat`: every run and the aggregate.
     Repeated(Repeated),
+    /// `--pattern`: every cell's run and the matrix's figures (issue 24).
+    Matrix(Matrix),
 }
 
 impl Produced {
@@ -39,6 +41,7 @@ impl Produced {
             Produced::Test(r) => linerate_report::json::render(r),
             Produced::Sweep(s) => linerate_report::sweep::json(s),
             Produced::Repeated(r) => linerate_report::repeat::json(r),
+            Produced::Matrix(m) => linerate_report::matrix::json(m),
         }
     }
 
@@ -48,6 +51,7 @@ impl Produced {
             Produced::Test(r) => format!("\n{}", linerate_report::text::render(r)),
             Produced::Sweep(s) => linerate_report::sweep::tail(s),
             Produced::Repeated(r) => linerate_report::repeat::tail(r),
+            Produced::Matrix(m) => format!("\n{}", linerate_report::matrix::text(m)),
         }
     }
 
@@ -56,6 +60,7 @@ impl Produced {
             Produced::Test(r) => r.outcome().into(),
             Produced::Sweep(s) => linerate_report::headline::sweep_outcome(s).into(),
             Produced::Repeated(r) => r.outcome().into(),
+            Produced::Matrix(m) => m.outcome().into(),
         }
     }
 }

@@ -81,6 +81,11 @@ pub enum Mode<P> {
 
 impl<P> Mode<P> {
     /// The mode the flags ask for; a repeat and a sweep (named by `flags`) do not combine yet.
+    /// One run: neither repeated nor a sweep.
+    pub fn is_once(&self) -> bool {
+        matches!(self, Mode::Once)
+    }
+
     pub fn of(repeat: Option<RepeatPolicy>, sweep: Option<P>, flags: &str) -> anyhow::Result<Mode<P>> {
         match (repeat, sweep) {
             (Some(_), Some(_)) => Err(crate::cli::usage::usage!(
@@ -187,7 +192,7 @@ pub fn run_one<K: Kind>(kind: &K, spec: &K::Spec, opts: &ClientOptions, quiet: b
 }
 
 /// Inside a lab (`linerate lab exec`), the emulated links, for the result to record.
-fn lab_record() -> Option<LabRecord> {
+pub(crate) fn lab_record() -> Option<LabRecord> {
     let name = std::env::var_os("LINERATE_LAB")?.into_string().ok()?;
     let state = linerate_lab::load(&name).ok()?;
     Some(linerate_lab::status(&state))

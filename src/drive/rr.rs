@@ -22,10 +22,15 @@ pub struct Rr {
 
 /// `linerate rr`.
 pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
-    let agents = Agents::new(&args.hosts, &args.reach)?;
     let output = args.output.clone();
     let sizes = args.sizes()?;
     let mode = Mode::of(args.repeat.policy()?, sizes, "--sizes")?;
+    if args.hosts.fleet.pattern.is_some() {
+        let (hosts, reach) = (args.hosts.clone(), args.reach.clone());
+        let spec = linerate_core::spec::TestSpec::Rr(args.into_spec()?);
+        return crate::fleet::command(spec, mode.is_once(), &hosts, &reach, &output);
+    }
+    let agents = Agents::new(&args.hosts, &args.reach)?;
     let expect: Vec<f64> = args.expect.iter().map(|r| r.0).collect();
     anyhow::ensure!(expect.iter().all(|b| *b > 0.0), "--expect bandwidths must be above 0");
     let varies = if args.sweep == SweepWhat::Both {

@@ -16,10 +16,15 @@ pub struct Tcp(pub Agents);
 
 /// `linerate tcp`.
 pub fn command(args: TcpArgs) -> anyhow::Result<ExitCode> {
-    let agents = Agents::new(&args.hosts, &args.reach)?;
     let output = args.output.clone();
     let repeat = args.repeat.policy()?;
     let mode = Mode::of(repeat, args.sizes()?, "--sizes")?;
+    if args.hosts.fleet.pattern.is_some() {
+        let (hosts, reach) = (args.hosts.clone(), args.reach.clone());
+        let spec = linerate_core::spec::TestSpec::Tcp(args.into_spec()?);
+        return crate::fleet::command(spec, mode.is_once(), &hosts, &reach, &output);
+    }
+    let agents = Agents::new(&args.hosts, &args.reach)?;
     drive(Test::new(Tcp(agents), args.into_spec()?, mode, output))
 }
 

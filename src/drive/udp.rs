@@ -16,10 +16,15 @@ pub struct Udp(pub Agents);
 
 /// `linerate udp`.
 pub fn command(args: UdpArgs) -> anyhow::Result<ExitCode> {
-    let agents = Agents::new(&args.hosts, &args.reach)?;
     let output = args.output.clone();
     let sweep = args.sweep()?;
     let mode = Mode::of(args.repeat.policy()?, sweep, "--sizes, --gaps")?;
+    if args.hosts.fleet.pattern.is_some() {
+        let (hosts, reach) = (args.hosts.clone(), args.reach.clone());
+        let spec = linerate_core::spec::TestSpec::Udp(args.into_spec()?);
+        return crate::fleet::command(spec, mode.is_once(), &hosts, &reach, &output);
+    }
+    let agents = Agents::new(&args.hosts, &args.reach)?;
     drive(Test::new(Udp(agents), args.into_spec()?, mode, output))
 }
 

@@ -12,6 +12,7 @@ mod cost;
 mod examples;
 mod exit;
 mod flags;
+mod fleet;
 mod http;
 mod httpd;
 mod lab;
