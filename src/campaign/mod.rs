@@ -7,6 +7,8 @@
 use crate::cli::{Cli, Command};
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
+use linerate_core::fleet;
+use linerate_core::result::Pattern;
 use linerate_results::plan::{self, Kind, OptionValue, Plan, Point, Position, Setting};
 use std::process::ExitCode;
 
@@ -34,6 +36,48 @@ pub struct ReadyPoint {
     pub profiled: bool,
     /// The profile it asks of its agents, and how to reach them (checked before the first point).
     pub profile: Option<profiles::ProfileAsk>,
+    /// A pattern point's cells and rounds (`pattern = "mesh"`); `run_seconds` is then all its
+    /// rounds'.
+    pub fleet: Option<FleetPlan>,
+}
+
+/// What a pattern point tests and how long its rounds take.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FleetPlan {
+    pub pattern: Pattern,
+    pub hosts: usize,
+    pub cells: usize,
+    pub rounds: usize,
+    /// One test's planned length, seconds; None when limited by a count.
+    pub test_seconds: Option<f64>,
+    /// `--different-nodes`: the agents may leave pairs out, so fewer cells may run.
+    pub different_nodes: bool,
+}
+
+impl FleetPlan {
+    /// `mesh of 5 hosts: 20 cells in 10 rounds, about 70 s (each round 6 s + 1 s to start it)`.
+    pub fn describe(&self) -> String {
+        let time = match self.test_seconds {
+            Some(s) => format!(
+                "about {} (each round {s} s + {} s to start it)",
+                duration_text(fleet::planned_seconds(self.rounds, s)),
+                fleet::ROUND_SETUP_SECONDS
+            ),
+            None => "each test limited by a count".into(),
+        };
+        format!(
+            "{} of {}: {} in {}, {time}{}",
+            self.pattern,
+            plural(self.hosts as u64, "host"),
+            plural(self.cells as u64, "cell"),
+            plural(self.rounds as u64, "round"),
+            if self.different_nodes {
+                "; fewer if --different-nodes leaves pairs on one node out"
+            } else {
+                ""
+            }
+        )
+    }
 }
 
 /// `linerate plan check FILE`.
@@ -74,6 +118,18 @@ pub fn check(file: &std::path::Path, quick: bool, commands: bool) -> anyhow::Res
             tally.describe()
         );
         all.merge(&tally);
+        let mut shapes: Vec<String> = Vec::new();
+        for f in ready
+            .iter()
+            .filter(|(p, _)| p.test == ti)
+            .filter_map(|(_, r)| r.fleet.as_ref())
+        {
+            let shape = f.describe();
+            if !shapes.contains(&shape) {
+                text += &format!("    {shape}\n");
+                shapes.push(shape);
+            }
+        }
         if commands {
             for (_, r) in ready.iter().filter(|(p, _)| p.test == ti) {
                 text += &format!("    {}\n", shell_words(&r.argv));
@@ -186,13 +242,26 @@ fn prepare(kind: Kind, point: &Point) -> Result<ReadyPoint, PointError> {
             .to_string();
         (at_flag(&text), first)
     })?;
+    let setting =
+        |name: &str| -> Option<&Setting> { point.settings.iter().find(|s| plan::same_option(&s.option, name)) };
     let profile = profile_ask(&cli.command);
+    let layout = fleet_layout(&cli.command).map_err(|e| (setting("pattern").map(|s| s.at), e.to_string()))?;
     let run_seconds = validate(cli.command).map_err(|e| {
         let message = format!("{e:#}");
         (at_flag(&message), message)
     })?;
-    let setting =
-        |name: &str| -> Option<&Setting> { point.settings.iter().find(|s| plan::same_option(&s.option, name)) };
+    let fleet = layout.map(|(pattern, layout, different_nodes)| FleetPlan {
+        pattern,
+        hosts: layout.hosts.len(),
+        cells: layout.cells.len(),
+        rounds: layout.rounds.len(),
+        test_seconds: run_seconds,
+        different_nodes,
+    });
+    let run_seconds = match &fleet {
+        Some(f) => run_seconds.map(|s| fleet::planned_seconds(f.rounds, s)),
+        None => run_seconds,
+    };
     let number = |name: &str, default: u32| -> u32 {
         setting(name)
             .and_then(|s| s.value.to_string().parse().ok())
@@ -219,7 +288,25 @@ fn prepare(kind: Kind, point: &Point) -> Result<ReadyPoint, PointError> {
         pause_seconds,
         profiled: setting("profile").is_some(),
         profile,
+        fleet,
     })
+}
+
+/// A pattern point's layout (its targets expanded, `dns:NAME` and `@FILE`), and whether it
+/// asks for different nodes; None for a test of one pair.
+fn fleet_layout(command: &Command) -> Result<Option<(Pattern, fleet::Layout, bool)>, fleet::FleetError> {
+    let hosts = match command {
+        Command::Tcp(a) => &a.hosts,
+        Command::Udp(a) => &a.hosts,
+        Command::Rr(a) => &a.hosts,
+        _ => return Ok(None),
+    };
+    let f = &hosts.fleet;
+    let Some(pattern) = f.pattern else {
+        return Ok(None);
+    };
+    let selection = fleet::Selection::expand(pattern, &hosts.hosts, &f.from, &f.pairs, hosts.port)?;
+    Ok(Some((pattern, selection.layout()?, f.different_nodes)))
 }
 
 /// The missing profiles' lines as errors, each `linerate: ...`.

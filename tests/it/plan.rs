@@ -416,3 +416,84 @@ fn issue_23_a_resume_with_another_overlay_is_refused_with_the_original_flags() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("0 of 4 points to run"), "{}", stderr(&out));
 }
+
+const FLEET_PLAN: &str = r#"name = "fleet"
+[defaults]
+time = "6s"
+
+[[test]]
+name = "mesh"
+kind = "tcp"
+pattern = "mesh"
+hosts = ["h2", "h3", "h4", "h5", "h6"]
+
+[[test]]
+name = "incast"
+kind = "tcp"
+pattern = "incast"
+from = ["h2", "h3", "h4", "h5"]
+to = ["h1"]
+time = "10s"
+
+[[test]]
+name = "pairs"
+kind = "rr"
+pattern = "pairs"
+pairs = [["h1", "h2"], ["h3", "h4"], ["h2", "h3"]]
+different_nodes = true
+"#;
+
+#[test]
+fn issue_24_plan_check_says_a_patterns_cells_rounds_and_time() {
+    let out = check(FLEET_PLAN, &["--commands"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    // 10 rounds of (6 s + 1 s to start each).
+    assert!(
+        text.contains("    mesh of 5 hosts: 20 cells in 10 rounds, about 70 s (each round 6 s + 1 s to start it)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    incast of 5 hosts: 4 cells in 1 round, about 11 s"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    pairs of 4 hosts: 3 cells in 2 rounds, about 14 s (each round 6 s + 1 s to start it); fewer if --different-nodes"),
+        "{text}"
+    );
+    // The point's own estimate is its rounds' (+ 1 s for the run, as every run).
+    assert!(text.contains("test mesh (tcp): 1 point, 1 run, about 71 s\n"), "{text}");
+    assert!(
+        text.contains("linerate tcp h1 --pattern=incast --from=h2 --from=h3 --from=h4 --from=h5 --time=10s"),
+        "{text}"
+    );
+    assert!(
+        text.contains("linerate rr --time=6s --pattern=pairs --pair=h1,h2 --pair=h3,h4 --pair=h2,h3 --different-nodes"),
+        "{text}"
+    );
+}
+
+#[test]
+fn issue_24_a_bad_pattern_is_a_plan_error_with_its_line() {
+    let cases = [
+        (
+            FLEET_PLAN.replace("pattern = \"mesh\"", "pattern = \"ring\""),
+            "line 8, column 1: 'ring' is not a pattern",
+        ),
+        (
+            FLEET_PLAN.replace("to = [\"h1\"]", "to = [\"h1\", \"h6\"]"),
+            "line 14, column 1: incast needs at least one sender",
+        ),
+        (
+            FLEET_PLAN.replace("\"h5\", \"h6\"]", "\"h5\", \"h2\"]"),
+            "line 8, column 1: 'h2' is named twice",
+        ),
+    ];
+    for (plan, want) in cases {
+        let out = check(&plan, &[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "want {want}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+}

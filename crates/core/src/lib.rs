@@ -10,6 +10,7 @@ pub mod agent;
 pub mod client;
 pub mod codec;
 pub mod engine;
+pub mod fleet;
 #[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod fuzz;

@@ -26,6 +26,14 @@
 //! name = "B"
 //! window = "4M"
 //! profile = "offload-on"          # asks the agent for a profile it was started with
+//! [[test]]
+//! name = "fleet"
+//! kind = "tcp"
+//! pattern = "mesh"                # --pattern: mesh, disjoint, incast, outcast, pairs
+//! hosts = ["h2", "h3", "h4"]      # mesh: its hosts; disjoint, incast, outcast take
+//!                                 # from = [...] (--from) and to = [...] (the targets)
+//! # pairs = [["h2", "h3"], ["h4", "h5"]]   # pairs: each one --pair FROM,TO
+//! different_nodes = true
 //! ```
 
 pub mod campaign;
@@ -163,8 +171,13 @@ pub struct Plan {
     pub tests: Vec<PlanTest>,
 }
 
-/// Keys of a `[[test]]` that are not options.
-const TEST_KEYS: &[&str] = &["name", "kind", "targets", "vary", "variant", "setup", "teardown"];
+/// Keys of a `[[test]]` that are not options (`pairs` becomes `--pair` options).
+const TEST_KEYS: &[&str] = &[
+    "name", "kind", "targets", "hosts", "to", "pairs", "vary", "variant", "setup", "teardown",
+];
+/// The keys that name a test's targets: one of them at most (a mesh's `hosts`, the `to` side
+/// of a pattern, or plain `targets`).
+const TARGET_KEYS: &[&str] = &["targets", "hosts", "to"];
 /// Keys of a `[[test.variant]]` that are not options.
 const VARIANT_KEYS: &[&str] = &["name", "targets", "profile"];
 /// Keys at the top of a plan.
@@ -366,7 +379,15 @@ impl Reader<'_> {
             Some(v) => self.string(v, "name")?,
             None => kind.name().to_string(),
         };
-        let targets = t.get("targets").map(|v| self.strings(v, "targets")).transpose()?;
+        let mut given: Vec<_> = TARGET_KEYS.iter().filter_map(|k| Some((k, t.get(*k)?))).collect();
+        given.sort_by_key(|(_, v)| v.span().start);
+        if let Some((_, second)) = given.get(1) {
+            return Err(self.error(
+                second.span().start,
+                format!("test `{name}` names its targets twice: give one of `targets`, `hosts`, `to`"),
+            ));
+        }
+        let targets = given.first().map(|(k, v)| self.strings(v, k)).transpose()?;
         let vary = match t.get("vary") {
             None => Vec::new(),
             Some(v) => self.vary(v)?,
@@ -389,12 +410,25 @@ impl Reader<'_> {
             }
         }
         let targets = targets.unwrap_or_default();
-        if targets.is_empty() && variants.iter().any(|v| v.targets.is_none())
-            || targets.is_empty() && variants.is_empty()
+        // A test of named pairs (`pairs = [...]`) needs no other targets.
+        if !t.contains_key("pairs")
+            && (targets.is_empty() && variants.iter().any(|v| v.targets.is_none())
+                || targets.is_empty() && variants.is_empty())
         {
             return Err(self.error(start, format!("test `{name}` names no `targets`")));
         }
-        let settings = self.settings(t, TEST_KEYS)?;
+        let mut settings = self.settings(t, TEST_KEYS)?;
+        if let Some(v) = t.get("pairs") {
+            settings.push(self.pairs(v, t)?);
+            settings.sort_by_key(|s| (s.at.line, s.at.column));
+        }
+        if let Some(s) = settings.iter().find(|s| s.option == "pattern") {
+            let known = match &s.value {
+                OptionValue::One(p) => p.parse::<linerate_core::result::Pattern>().map(|_| ()),
+                other => Err(format!("`pattern` takes one name, not {other}")),
+            };
+            known.map_err(|message| PlanError { at: s.at, message })?;
+        }
         for v in &vary {
             if let Some(s) = settings.iter().find(|s| same_option(&s.option, &v.option)) {
                 return Err(PlanError {
@@ -415,6 +449,41 @@ impl Reader<'_> {
                 .get("teardown")
                 .map_or(Ok(Vec::new()), |v| self.commands(v, "teardown"))?,
             at: self.at(start),
+        })
+    }
+
+    /// `pairs = [["A", "B"], ...]`: the `--pair A,B` options.
+    fn pairs(&self, v: &Spanned<DeValue<'_>>, t: &DeTable<'_>) -> Result<Setting, PlanError> {
+        let bad = |at: usize| {
+            self.error(
+                at,
+                "`pairs` takes a list of pairs: pairs = [[\"h1\", \"h2\"], [\"h3\", \"h4\"]]",
+            )
+        };
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(bad(v.span().start));
+        };
+        let mut out = Vec::new();
+        for item in items {
+            let DeValue::Array(two) = item.get_ref() else {
+                return Err(bad(item.span().start));
+            };
+            let names = two
+                .iter()
+                .map(|n| self.string(n, "pairs"))
+                .collect::<Result<Vec<_>, _>>()?;
+            match &names[..] {
+                [a, b] if !a.is_empty() && !b.is_empty() && !a.contains(',') && !b.contains(',') => {
+                    out.push(format!("{a},{b}"))
+                }
+                _ => return Err(bad(item.span().start)),
+            }
+        }
+        let key = t.get_key_value("pairs").map_or(v.span().start, |(k, _)| k.span().start);
+        Ok(Setting {
+            option: "pair".into(),
+            value: OptionValue::Many(out),
+            at: self.at(key),
         })
     }
 

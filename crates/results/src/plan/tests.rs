@@ -181,3 +181,80 @@ fn a_later_layer_replaces_an_option_it_conflicts_with() {
     let points = plan.points(false, |_, _, _| false);
     assert_eq!(points[0].settings.len(), 2, "without the conflict both stay");
 }
+
+const FLEET: &str = r#"name = "fleet"
+[[test]]
+name = "mesh"
+kind = "tcp"
+pattern = "mesh"
+hosts = ["h2", "h3", "h4"]
+different_nodes = true
+skew_bound = "20ms"
+
+[[test]]
+name = "incast"
+kind = "tcp"
+pattern = "incast"
+from = ["h2", "h3"]
+to = "h1"
+
+[[test]]
+name = "pairs"
+kind = "rr"
+pattern = "pairs"
+pairs = [["h2", "h3"], ["h4", "h5"]]
+"#;
+
+#[test]
+fn issue_24_pattern_tests_read_into_targets_and_options() {
+    let plan = parse(FLEET).expect("reads");
+    let [mesh, incast, pairs] = &plan.tests[..] else {
+        panic!("three tests")
+    };
+    assert_eq!(mesh.targets, ["h2", "h3", "h4"]);
+    let options = |t: &PlanTest| -> Vec<(String, String)> {
+        t.settings
+            .iter()
+            .map(|s| (s.option.clone(), s.value.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        options(mesh),
+        [
+            ("pattern".to_string(), "mesh".to_string()),
+            ("different_nodes".into(), "true".into()),
+            ("skew_bound".into(), "20ms".into())
+        ]
+    );
+    assert_eq!(incast.targets, ["h1"]);
+    assert_eq!(
+        incast.settings[1].value,
+        OptionValue::Many(vec!["h2".into(), "h3".into()])
+    );
+    assert!(pairs.targets.is_empty());
+    assert_eq!(pairs.settings[1].option, "pair");
+    assert_eq!(
+        pairs.settings[1].value,
+        OptionValue::Many(vec!["h2,h3".into(), "h4,h5".into()])
+    );
+    assert_eq!(pairs.settings[1].at, Position { line: 21, column: 1 });
+}
+
+#[test]
+fn issue_24_a_bad_pattern_names_its_line() {
+    let err = |text: &str| parse(text).unwrap_err().to_string();
+    let e = err(&FLEET.replace("pattern = \"mesh\"", "pattern = \"ring\""));
+    assert!(e.starts_with("line 5, column 1: 'ring' is not a pattern"), "{e}");
+    let e = err(&FLEET.replace("to = \"h1\"", "to = \"h1\"\ntargets = [\"h9\"]"));
+    assert!(
+        e.starts_with("line 16, column") && e.contains("names its targets twice"),
+        "{e}"
+    );
+    let e = err(&FLEET.replace("[\"h4\", \"h5\"]", "[\"h4\"]"));
+    assert!(
+        e.starts_with("line 21, column 24: `pairs` takes a list of pairs"),
+        "{e}"
+    );
+    let e = err(&FLEET.replace("pairs = [[\"h2\", \"h3\"], [\"h4\", \"h5\"]]\n", ""));
+    assert!(e.contains("test `pairs` names no `targets`"), "{e}");
+}
