@@ -16,6 +16,7 @@ mod http;
 mod httpd;
 mod lab;
 mod layout;
+mod matrix;
 mod mix;
 mod netns;
 mod plan;

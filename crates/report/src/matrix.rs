@@ -7,12 +7,19 @@
 //! median cell, Jain's index, the largest start skew and clock uncertainty, the failed cells
 //! with their errors, the notes, and the headline line last
 //! ([`crate::headline::matrix_line`]), so that `tail -1` finds it. [`table`] is the table
-//! alone (`linerate plan show`). Strings from the fleet (host names, errors) are printed as
+//! alone, [`point`] a campaign point's (`linerate plan show`). Strings from the fleet (host names, errors) are printed as
 //! the document holds them: a stored document's are escaped when it is read.
 
 use crate::repeat::num;
 use linerate_core::result::{Cell, CellFigure, Matrix, Outcome};
 use std::fmt::Write;
+
+/// The document, pretty-printed, with a trailing newline.
+pub fn json(m: &Matrix) -> String {
+    let mut s = serde_json::to_string_pretty(m).expect("a matrix is plain data and always serialises");
+    s.push('\n');
+    s
+}
 
 /// The most characters a host name takes in the table.
 pub const HOST_WIDTH: usize = 20;
@@ -211,12 +218,27 @@ fn figures(out: &mut String, m: &Matrix) {
     );
 }
 
+/// A campaign point's matrix as `linerate plan show` prints it, after the campaign's tables:
+/// the point's name, the title, the table (a cut-short cell's `*` explained) and the headline
+/// line.
+pub fn point(name: &str, m: &Matrix) -> String {
+    let mut out = format!("\n{name}\n{}{}", title(m), table(m));
+    if m.cells.iter().any(cut_short) {
+        out += CUT_SHORT;
+    }
+    out += &crate::headline::matrix_line(m);
+    out.push('\n');
+    out
+}
+
+const CUT_SHORT: &str = "* cut short: the cell's run is partial\n";
+
 /// The whole matrix as text, the headline line last.
 pub fn text(m: &Matrix) -> String {
     let mut out = title(m);
     out += &table(m);
     if m.cells.iter().any(cut_short) {
-        out += "* cut short: the cell's run is partial\n";
+        out += CUT_SHORT;
     }
     out.push('\n');
     figures(&mut out, m);
