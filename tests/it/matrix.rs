@@ -73,12 +73,19 @@ fn issue_24_a_stored_matrix_is_listed_shown_as_its_table_and_exported_whole() {
     assert!(shown.status.success(), "{}", stderr(&shown));
     let shown = text(&shown);
     assert!(!shown.contains('\u{1b}'), "{shown}");
-    assert!(shown.contains("failed: h1 -> h4: h4 refused: \\u{1b}[2Jforged"), "{shown}");
+    assert!(
+        shown.contains("failed: h1 -> h4: h4 refused: \\u{1b}[2Jforged"),
+        "{shown}"
+    );
     let mut safe = m.clone();
     safe.cells.iter_mut().for_each(|c| {
         c.error = c.error.as_ref().map(|e| e.replace('\u{1b}', "\\u{1b}"));
     });
-    assert_eq!(shown, linerate_report::matrix::text(&safe), "the table as the run printed it");
+    assert_eq!(
+        shown,
+        linerate_report::matrix::text(&safe),
+        "the table as the run printed it"
+    );
     let h2: Vec<&str> = shown
         .lines()
         .find(|l| l.starts_with("h2 "))
@@ -86,7 +93,13 @@ fn issue_24_a_stored_matrix_is_listed_shown_as_its_table_and_exported_whole() {
         .split_whitespace()
         .collect();
     assert_eq!(h2, ["h2", "94.00", "-", "47.00", "94.00"]);
-    assert!(shown.lines().last().expect("a line").starts_with("tcp matrix: partial; cells 12 (1 failed); sum "));
+    assert!(
+        shown
+            .lines()
+            .last()
+            .expect("a line")
+            .starts_with("tcp matrix: partial; cells 12 (1 failed); sum ")
+    );
 
     let list = run(&db, &["results", "--json"]);
     let row = &json_of(&list)["results"][0];
@@ -99,9 +112,15 @@ fn issue_24_a_stored_matrix_is_listed_shown_as_its_table_and_exported_whole() {
         .map(|f| (f["name"].as_str().unwrap_or(""), f["value"].as_f64()))
         .collect();
     assert_eq!(figures[0], ("median cell", Some(94.0)), "{row}");
-    assert_eq!(figures[2..], [("cells failed", Some(1.0)), ("cells measured", Some(11.0))]);
+    assert_eq!(
+        figures[2..],
+        [("cells failed", Some(1.0)), ("cells measured", Some(11.0))]
+    );
     let listed = text(&run(&db, &["results"]));
-    assert!(listed.contains("tcp matrix") && listed.contains("94.00 Mbit/s median cell"), "{listed}");
+    assert!(
+        listed.contains("tcp matrix") && listed.contains("94.00 Mbit/s median cell"),
+        "{listed}"
+    );
 
     let exported = json_of(&run(&db, &["results", "export", &id]));
     let document: Matrix = serde_json::from_value(exported["results"][0]["document"].clone()).expect("a matrix");
@@ -112,12 +131,19 @@ fn issue_24_a_stored_matrix_is_listed_shown_as_its_table_and_exported_whole() {
 fn issue_24_plan_show_prints_a_pattern_point_s_matrix_as_its_table() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("results.db");
-    let labels = [("campaign.test", "fleet-mesh"), ("campaign.point", "0"), ("campaign.plan", "fleet")];
+    let labels = [
+        ("campaign.test", "fleet-mesh"),
+        ("campaign.point", "0"),
+        ("campaign.plan", "fleet"),
+    ];
     let id = put(&db, &mesh(1.0, 1.0, "refused"), &labels, Some("fleet-1"));
     let out = run(&db, &["plan", "show", "fleet-1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = text(&out);
-    assert!(shown.contains(&format!("fleet-mesh ({id})\ntcp matrix: mesh, 4 hosts")), "{shown}");
+    assert!(
+        shown.contains(&format!("fleet-mesh ({id})\ntcp matrix: mesh, 4 hosts")),
+        "{shown}"
+    );
     assert!(shown.contains("from \\ to     h1     h2     h3      h4\n"), "{shown}");
     assert!(shown.contains("\nh1             -  94.00  94.00  failed\n"), "{shown}");
     assert!(shown.contains("tcp matrix: partial; cells 12 (1 failed)"), "{shown}");
@@ -168,16 +194,30 @@ fn issue_24_two_matrices_compare_cell_by_cell() {
     };
     // One matrix a side: each cell one run a side, so no verdict but "needs repeats", and
     // --fail-if-worse has nothing significant to fail on.
-    let (a, b) = (write("a.json", &mesh(1.0, 1.0, "x")), write("b.json", &mesh(1.0, 0.8, "x")));
+    let (a, b) = (
+        write("a.json", &mesh(1.0, 1.0, "x")),
+        write("b.json", &mesh(1.0, 0.8, "x")),
+    );
     let (code, c, err) = compare(&db, &a, &b, &["--fail-if-worse", "5"]);
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(c["points"].as_array().map(Vec::len), Some(11), "the cells both measured: {c}");
+    assert_eq!(
+        c["points"].as_array().map(Vec::len),
+        Some(11),
+        "the cells both measured: {c}"
+    );
     assert_eq!(verdict(&c, "h2", "h3"), "needs_repeats");
-    assert_eq!(c["only_a"].as_array().map(Vec::len), Some(0), "h1 -> h4 failed on both: {c}");
+    assert_eq!(
+        c["only_a"].as_array().map(Vec::len),
+        Some(0),
+        "h1 -> h4 failed on both: {c}"
+    );
     let mut cmd = linerate_command();
     cmd.args(["compare", &a, &b]);
     let shown = text(&run_bounded(&mut cmd, LIMIT));
-    assert!(shown.contains("\ntcp from=h2 to=h3  (runs: A 1, B 1)\n"), "each cell named: {shown}");
+    assert!(
+        shown.contains("\ntcp from=h2 to=h3  (runs: A 1, B 1)\n"),
+        "each cell named: {shown}"
+    );
 
     // Three matrices a side: h2 -> h3 lost 20 % on B, the rest moved by nothing.
     for k in 0..3 {
@@ -192,7 +232,10 @@ fn issue_24_two_matrices_compare_cell_by_cell() {
     assert_eq!(verdict(&c, "h1", "h2"), "no_significant_change");
     let (code, _, err) = compare(&db, "label:side=a", "label:side=b", &["--fail-if-worse", "5"]);
     assert_eq!(code, Some(3), "{err}");
-    assert!(err.contains("tcp from=h2 to=h3 receiver throughput is worse by 20.0 %"), "{err}");
+    assert!(
+        err.contains("tcp from=h2 to=h3 receiver throughput is worse by 20.0 %"),
+        "{err}"
+    );
     let (code, _, err) = compare(&db, "label:side=a", "label:side=b", &["--fail-if-worse", "25"]);
     assert_eq!(code, Some(0), "worse by 20 %, not by more than 25 %: {err}");
 }

@@ -76,9 +76,13 @@ fn cell_text(c: &Cell) -> String {
     }
 }
 
+/// `1 cell`, `2 cells`.
+fn plural(n: usize, one: &str) -> String {
+    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
+}
+
 /// The title: the kind, the pattern, hosts, cells and rounds, the figure with its unit.
 fn title(m: &Matrix) -> String {
-    let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
     format!(
         "{}: {}, {}, {} in {}; {}\n",
         m.test,
@@ -172,13 +176,13 @@ pub fn largest_uncertainty_ns(m: &Matrix) -> Option<u64> {
 /// the sum (a concurrent pattern's), Jain's index, skew and clock uncertainty.
 fn figures(out: &mut String, m: &Matrix) {
     let unit = m.figure.unit();
-    let measured = m.values().len();
+    let measured = plural(m.values().len(), "cell");
     let median = median_cell(m).map_or("n/a".into(), |v| format!("{} {unit}", num(v)));
     if m.figure == CellFigure::ThroughputMbps {
         let sum = m.sum.map_or("n/a".into(), |v| format!("{} {unit}", num(v)));
-        let _ = writeln!(out, "sum {sum} over {measured} cells measured; median cell {median}");
+        let _ = writeln!(out, "sum {sum} over {measured} measured; median cell {median}");
     } else {
-        let _ = writeln!(out, "median cell {median} over {measured} cells measured");
+        let _ = writeln!(out, "median cell {median} over {measured} measured");
     }
     if m.pattern.concurrent()
         && m.figure == CellFigure::ThroughputMbps
@@ -247,7 +251,13 @@ pub fn text(m: &Matrix) -> String {
         let why = match (&c.error, &c.result) {
             (Some(e), _) => e.clone(),
             (None, None) => "not run".into(),
-            (None, Some(r)) => r.error.clone().unwrap_or_else(|| "its run measured no such figure".into()),
+            (None, Some(r)) => r.error.clone().unwrap_or_else(|| {
+                if c.value.is_some() {
+                    "its run is partial".into()
+                } else {
+                    "its run measured no such figure".into()
+                }
+            }),
         };
         let _ = writeln!(out, "{what}: {} -> {}: {why}", c.from, c.to);
     }
@@ -257,4 +267,60 @@ pub fn text(m: &Matrix) -> String {
     out += &crate::headline::matrix_line(m);
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_core::result::{Pattern, stub_matrix};
+
+    #[test]
+    fn issue_24_a_round_trip_matrix_has_no_sum_and_unmeasured_cells_say_why() {
+        let mut m = stub_matrix(
+            Pattern::Pairs,
+            &["a", "b", "c"],
+            &[("a", "b", Ok(85.25)), ("b", "c", Ok(120.0)), ("c", "a", Err("c lost"))],
+        );
+        m.test = "rr matrix".into();
+        m.figure = CellFigure::RoundTripP50Us;
+        m.sum = None;
+        m.jain = None;
+        // Ctrl-C before b -> c started; a -> b's run cut short.
+        m.cells[1].value = None;
+        m.cells[1].result = None;
+        m.cells[1].start = None;
+        m.cells[0].result.as_mut().expect("a run").partial = true;
+        let text = text(&m);
+        assert!(text.starts_with("rr matrix: pairs, 3 hosts, 3 cells in "), "{text}");
+        assert!(text.contains("; round trip p50 (µs)\n"), "{text}");
+        assert!(!text.contains("sum"), "no sum of round trips: {text}");
+        let row = |host: &str| -> Vec<String> {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{host} ")))
+                .expect("a row");
+            line.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(row("a"), ["a", "-", "85.25*", "-"], "{text}");
+        assert_eq!(row("b"), ["b", "-", "-", "not run"], "{text}");
+        assert_eq!(row("c"), ["c", "failed", "-", "-"], "{text}");
+        assert!(text.contains("\nmedian cell 85.25 us over 1 cell measured\n"), "{text}");
+        assert!(
+            text.contains("Jain's index n/a over every cell; no round ran two"),
+            "{text}"
+        );
+        assert!(text.contains("cut short: a -> b: its run is partial\n"), "{text}");
+        assert!(
+            text.contains("failed: b -> c: not run\nfailed: c -> a: c lost\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("rr matrix: partial; cells 3 (2 failed); median cell 85.25 us; Jain's index n/a\n"),
+            "{text}"
+        );
+    }
 }

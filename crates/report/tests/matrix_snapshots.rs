@@ -51,7 +51,10 @@ fn issue_24_a_mesh_of_5_with_a_failed_cell() {
     let m = mesh_of_5();
     let text = matrix::text(&m);
     check("matrix_mesh_of_5.txt", &text);
-    assert!(text.contains("failed: h1 -> h4: h4 unreachable: connection refused"), "{text}");
+    assert!(
+        text.contains("failed: h1 -> h4: h4 unreachable: connection refused"),
+        "{text}"
+    );
     let row: Vec<&str> = text
         .lines()
         .find(|l| l.starts_with("h1 "))
@@ -61,7 +64,11 @@ fn issue_24_a_mesh_of_5_with_a_failed_cell() {
     assert_eq!(row[1], "-", "no cell from a host to itself: {row:?}");
     assert_eq!(row[4], "failed", "{row:?}");
     assert!(
-        text.trim_end().lines().last().unwrap().starts_with("tcp matrix: partial; cells 20 (1 failed); sum "),
+        text.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("tcp matrix: partial; cells 20 (1 failed); sum "),
         "{text}"
     );
 }
@@ -101,12 +108,28 @@ fn issue_24_long_host_names_keep_the_table_s_columns() {
     );
     assert!(width < 4 * 22 + 10, "{table}");
     let labels = matrix::host_labels(&[long, other, "h3"]);
-    assert!(labels[0].contains("xk2lp") && labels[1].contains("q8mzt"), "cut names stay apart: {labels:?}");
+    assert!(
+        labels[0].contains("xk2lp") && labels[1].contains("q8mzt"),
+        "cut names stay apart: {labels:?}"
+    );
     assert!(table.contains(&labels[0]) && table.contains(&labels[1]), "{table}");
-    assert!(labels[..2].iter().all(|l| l.chars().count() == matrix::HOST_WIDTH && l.contains('…')), "{labels:?}");
+    assert!(
+        labels[..2]
+            .iter()
+            .all(|l| l.chars().count() == matrix::HOST_WIDTH && l.contains('…')),
+        "{labels:?}"
+    );
     assert_eq!(labels[2], "h3");
     let apart = matrix::host_labels(&["alpha.example.org.long.name", "beta.example.org.long.name"]);
-    assert_eq!(apart, ["alpha.example.org.l…", "beta.example.org.lo…"], "differing early: the start");
+    assert_eq!(
+        apart,
+        ["alpha.example.org.l…", "beta.example.org.lo…"],
+        "differing early: the start"
+    );
     let at_end = matrix::host_labels(&["agent.fleet.example.org:5301", "agent.fleet.example.org:5302"]);
-    assert_eq!(at_end, ["…et.example.org:5301", "…et.example.org:5302"], "differing last: the end");
+    assert_eq!(
+        at_end,
+        ["…et.example.org:5301", "…et.example.org:5302"],
+        "differing last: the end"
+    );
 }

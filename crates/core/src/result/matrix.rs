@@ -302,7 +302,10 @@ pub fn stub_matrix(pattern: Pattern, hosts: &[&str], cells: &[(&str, &str, Resul
     };
     let mut rounds: Vec<Vec<usize>> = Vec::new();
     for (i, (from, to, _)) in cells.iter().enumerate() {
-        let busy = |r: &Vec<usize>| r.iter().any(|&j| [cells[j].0, cells[j].1].iter().any(|h| h == from || h == to));
+        let busy = |r: &Vec<usize>| {
+            r.iter()
+                .any(|&j| [cells[j].0, cells[j].1].iter().any(|h| h == from || h == to))
+        };
         match rounds.iter_mut().find(|r| pattern.concurrent() || !busy(r)) {
             Some(r) => r.push(i),
             None => rounds.push(vec![i]),
