@@ -4,7 +4,8 @@
 //! a plain run. The matrices are built in code (`stub_matrix`): no fleet is needed to read one.
 
 use crate::util::*;
-use linerate_core::result::{Matrix, Pattern, stub_matrix};
+use linerate_core::result::{Matrix, Pattern};
+use linerate_core::sweep::stub_matrix;
 use linerate_results::store::{Id, Record, Store};
 use serde_json::Value;
 use std::collections::BTreeMap;

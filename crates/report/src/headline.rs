@@ -213,7 +213,7 @@ pub fn matrix_line(m: &Matrix) -> String {
     if m.figure == CellFigure::ThroughputMbps {
         fields.push(field("sum", m.sum, unit));
     }
-    fields.push(field("median cell", crate::matrix::median_cell(m), unit));
+    fields.push(field("median cell", linerate_results::headline::median_cell(m), unit));
     fields.push(format!("Jain's index {}", value_text(m.jain)));
     fields.join("; ")
 }

@@ -141,12 +141,6 @@ pub fn table(m: &Matrix) -> String {
     out
 }
 
-/// The median of the cells that measured (the mean of the middle two for an even count); None
-/// when none did.
-pub fn median_cell(m: &Matrix) -> Option<f64> {
-    linerate_results::stats::median(&m.values())
-}
-
 /// Nanoseconds as milliseconds with three decimals.
 fn ms(ns: u64) -> String {
     format!("{} ms", num_ms(ns))
@@ -177,7 +171,7 @@ pub fn largest_uncertainty_ns(m: &Matrix) -> Option<u64> {
 fn figures(out: &mut String, m: &Matrix) {
     let unit = m.figure.unit();
     let measured = plural(m.values().len(), "cell");
-    let median = median_cell(m).map_or("n/a".into(), |v| format!("{} {unit}", num(v)));
+    let median = linerate_results::headline::median_cell(m).map_or("n/a".into(), |v| format!("{} {unit}", num(v)));
     if m.figure == CellFigure::ThroughputMbps {
         let sum = m.sum.map_or("n/a".into(), |v| format!("{} {unit}", num(v)));
         let _ = writeln!(out, "sum {sum} over {measured} measured; median cell {median}");
@@ -272,7 +266,8 @@ pub fn text(m: &Matrix) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::result::{Pattern, stub_matrix};
+    use linerate_core::result::Pattern;
+    use linerate_core::sweep::stub_matrix;
 
     #[test]
     fn issue_24_a_round_trip_matrix_has_no_sum_and_unmeasured_cells_say_why() {

@@ -5,7 +5,8 @@
 mod common;
 use common::check;
 
-use linerate_core::result::{Matrix, Pattern, stub_matrix};
+use linerate_core::result::{Matrix, Pattern};
+use linerate_core::sweep::stub_matrix;
 use linerate_report::matrix;
 
 /// A mesh of h1..h5 whose h5 has half the others' link, h1 -> h4 failed.

@@ -93,7 +93,7 @@ fn matrix_figures(m: &Matrix) -> Vec<Figure> {
     let head = if m.pattern.concurrent() && m.figure == CellFigure::ThroughputMbps {
         figure("sum of flows", unit, m.sum)
     } else {
-        figure("median cell", unit, crate::stats::median(&values))
+        figure("median cell", unit, crate::headline::median_cell(m))
     };
     vec![
         head,
@@ -148,7 +148,8 @@ mod tests {
 
     #[test]
     fn issue_24_a_matrix_has_its_sum_or_median_cell_jain_s_index_and_failed_cells() {
-        use linerate_core::result::{Pattern, stub_matrix};
+        use linerate_core::result::Pattern;
+        use linerate_core::sweep::stub_matrix;
         let incast = stub_matrix(
             Pattern::Incast,
             &["h1", "h2", "h3"],
