@@ -57,7 +57,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         if let Some((p, f)) = worse.first() {
             eprintln!(
                 "linerate: {} {} is worse by {:.1} % (more than {pct} %){}",
-                p.test,
+                linerate_report::compare::point_name(p),
                 f.label,
                 f.change_percent.unwrap_or(0.0).abs(),
                 if worse.len() > 1 {

@@ -175,19 +175,35 @@ pub fn show(id: &str, json: bool, db: &DbArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A campaign's tables from its stored documents, as `linerate report ID` draws them: a
-/// repeated point's cell carries its interval, which the store's rows alone do not keep.
-fn campaign_tables(id: &str, db: &DbArgs) -> anyhow::Result<Vec<CampaignTable>> {
+/// A campaign's stored documents.
+fn campaign_side(id: &str, db: &DbArgs) -> anyhow::Result<linerate_results::compare::SideInput> {
     let selection = crate::sources::Selection::Campaign {
         name: id.to_string(),
         variant: None,
     };
-    let side = selection.load(id, db)?;
-    Ok(linerate_report::figures::Campaign::from_side(&side).tables())
+    selection.load(id, db)
 }
 
+/// A campaign's tables from its stored documents, as `linerate report ID` draws them: a
+/// repeated point's cell carries its interval, which the store's rows alone do not keep.
+fn campaign_tables(id: &str, db: &DbArgs) -> anyhow::Result<Vec<CampaignTable>> {
+    Ok(linerate_report::figures::Campaign::from_side(&campaign_side(id, db)?).tables())
+}
+
+/// The campaign's tables, then each pattern point's matrix as its own table (issue 24).
 fn show_tables(db: &DbArgs, id: &str) -> anyhow::Result<()> {
-    crate::finish::print_text(&linerate_report::campaign::text(id, &campaign_tables(id, db)?))
+    let side = campaign_side(id, db)?;
+    let mut text = linerate_report::campaign::text(id, &linerate_report::figures::Campaign::from_side(&side).tables());
+    for e in &side.entries {
+        if let linerate_results::document::Document::Matrix(m) = &e.document {
+            let mut name = e.test.clone().unwrap_or_else(|| m.test.clone());
+            for c in &e.coordinates {
+                name += &format!(" {}={}", c.name, c.value);
+            }
+            text += &linerate_report::matrix::point(&format!("{name} ({})", e.source), m);
+        }
+    }
+    crate::finish::print_text(&text)
 }
 
 /// A campaign's id: the plan's name and the start time, short enough to type.

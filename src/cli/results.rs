@@ -284,7 +284,7 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The text report a stored document's run printed, from the document alone: a single run's
-/// report block, a sweep's whole table, a repeated test's runs and aggregate; an http test's
+/// report block, a sweep's whole table, a repeated test's runs and aggregate, a matrix's table; an http test's
 /// `--baseline` line first, as the run printed it (a sweep's is in its table's head). Every
 /// string of the document has its control characters escaped first: a shared database may hold
 /// a document written by anyone.
@@ -303,8 +303,12 @@ fn show_text(kind: &str, document: &str) -> anyhow::Result<String> {
             let first = rep.runs.first().map(baseline_line).unwrap_or_default();
             return Ok(first + &linerate_report::repeat::text(&rep));
         }
-        // Issue 24 helper "matrix": the matrix table.
-        DocumentKind::Run | DocumentKind::Comparison | DocumentKind::Matrix => {}
+        DocumentKind::Matrix => {
+            let m: linerate_core::result::Matrix =
+                escape_controls(serde_json::from_str(document).with_context(reading)?);
+            return Ok(linerate_report::matrix::text(&m));
+        }
+        DocumentKind::Run | DocumentKind::Comparison => {}
     }
     match serde_json::from_str::<TestResult>(document).map(escape_controls) {
         Ok(r) => Ok(baseline_line(&r) + &linerate_report::text::render(&r)),

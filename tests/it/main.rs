@@ -17,6 +17,7 @@ mod http;
 mod httpd;
 mod lab;
 mod layout;
+mod matrix;
 mod mix;
 mod netns;
 mod plan;

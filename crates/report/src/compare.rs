@@ -3,13 +3,22 @@
 //! difference and the verdict; then what differs between the configurations.
 
 use crate::repeat::num;
-use linerate_core::result::{Comparison, FigureComparison, IntervalMethod, Verdict};
+use linerate_core::result::{Comparison, FigureComparison, IntervalMethod, PointComparison, Verdict};
 use std::fmt::Write;
 
 /// The document, pretty-printed, with a trailing newline.
 pub fn json(c: &Comparison) -> String {
     let mut s = serde_json::to_string_pretty(c).expect("a comparison is plain data and always serialises");
     s.push('\n');
+    s
+}
+
+/// A point by its test and varied values: `tcp from=h1 to=h2` (a matrix's cell), `udp gap_us=10`.
+pub fn point_name(p: &PointComparison) -> String {
+    let mut s = p.test.clone();
+    for x in &p.coordinates {
+        s += &format!(" {}={}", x.name, x.value);
+    }
     s
 }
 
@@ -26,23 +35,7 @@ pub fn text(c: &Comparison) -> String {
     let _ = writeln!(out, "A: {}{}", c.a.source, docs(&c.a.documents));
     let _ = writeln!(out, "B: {}{}", c.b.source, docs(&c.b.documents));
     for p in &c.points {
-        let coords: Vec<String> = p
-            .coordinates
-            .iter()
-            .map(|x| format!("{}={}", x.name, x.value))
-            .collect();
-        let _ = writeln!(
-            out,
-            "\n{}{}  (runs: A {}, B {})",
-            p.test,
-            if coords.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", coords.join(" "))
-            },
-            p.runs_a,
-            p.runs_b
-        );
+        let _ = writeln!(out, "\n{}  (runs: A {}, B {})", point_name(p), p.runs_a, p.runs_b);
         let _ = writeln!(
             out,
             "{:<44} {:>12} {:>12} {:>9}  {:<28} verdict",

@@ -8,7 +8,7 @@
 //! point for decimals) or `n/a` when the run did not measure it. Which of the kind's figures the
 //! line shows is chosen here ([`LINE_FIGURES`]); what they are and how they are counted is not.
 
-use linerate_core::result::{Outcome, Repeated, TestResult};
+use linerate_core::result::{CellFigure, Matrix, Outcome, Repeated, TestResult};
 use linerate_core::sweep::{At, Sweep, SweepKind};
 use linerate_results::headline::{Figure, headline};
 
@@ -198,6 +198,23 @@ pub fn sweep_line(s: &Sweep) -> String {
         }
         _ => {}
     }
+    fields.join("; ")
+}
+
+/// A matrix's line (issue 24): its outcome, the cells and how many measured nothing, the sum
+/// (throughput), the median cell in the figure's unit and Jain's index over every cell.
+pub fn matrix_line(m: &Matrix) -> String {
+    let measured = m.values().len();
+    let unit = m.figure.unit();
+    let mut fields = vec![
+        format!("{}: {}", m.test, outcome_word(m.outcome())),
+        format!("cells {} ({} failed)", m.cells.len(), m.cells.len() - measured),
+    ];
+    if m.figure == CellFigure::ThroughputMbps {
+        fields.push(field("sum", m.sum, unit));
+    }
+    fields.push(field("median cell", linerate_results::headline::median_cell(m), unit));
+    fields.push(format!("Jain's index {}", value_text(m.jain)));
     fields.join("; ")
 }
 

@@ -12,6 +12,7 @@ pub mod html;
 pub mod json;
 pub mod lab;
 pub mod live;
+pub mod matrix;
 pub mod plot;
 pub mod repeat;
 pub mod results;

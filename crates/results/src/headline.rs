@@ -8,7 +8,7 @@
 //! run has depends on its spec alone (a bidir TCP run adds the two directions), so runs of one
 //! test line up; a figure the run did not measure has no value.
 
-use linerate_core::result::{Better, SideSummary, TestResult};
+use linerate_core::result::{Better, Matrix, SideSummary, TestResult};
 use linerate_core::spec::{Direction, TestSpec};
 
 /// One headline figure of one run.
@@ -104,6 +104,12 @@ fn stream_figures(r: &TestResult, out: &mut Vec<Figure>) {
         "Mbit/s per % of host",
         per_cpu(&s.received),
     ));
+}
+
+/// A matrix's median cell (issue 24): the median of the measured cells' values, in the matrix's
+/// figure's unit (the mean of the middle two for an even count); None when no cell measured.
+pub fn median_cell(m: &Matrix) -> Option<f64> {
+    crate::stats::median(&m.values())
 }
 
 /// The headline figures of `r`, the primary one first.

@@ -170,6 +170,15 @@ impl CellFigure {
         }
     }
 
+    /// The figure's unit alone, as the results store's figures write it (`Mbit/s`, `us`, `%`).
+    pub fn unit(self) -> &'static str {
+        match self {
+            CellFigure::ThroughputMbps => "Mbit/s",
+            CellFigure::RoundTripP50Us => "us",
+            CellFigure::LossPercent => "%",
+        }
+    }
+
     /// Whether a larger value is better.
     pub fn higher_is_better(self) -> bool {
         matches!(self, CellFigure::ThroughputMbps)
@@ -245,6 +254,11 @@ impl Matrix {
         } else {
             Outcome::Complete
         }
+    }
+
+    /// The values of the cells that measured, in cell order.
+    pub fn values(&self) -> Vec<f64> {
+        self.cells.iter().filter_map(|c| c.value).collect()
     }
 
     /// The cell from `from` to `to`, if the pattern has it.

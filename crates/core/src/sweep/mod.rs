@@ -298,6 +298,128 @@ pub fn stub_result(spec: crate::spec::TestSpec, summary: crate::result::Summary)
     }
 }
 
+/// A tcp throughput matrix for the tests of the crates above (feature `testing`), not an API:
+/// `pattern` over `hosts`, a cell per `(from, to, value)`, `Ok(Mbit/s)` measured and `Err(why)`
+/// failed. Every cell runs at once for a concurrent pattern, else in the first round where
+/// neither of its hosts is busy; rounds start 10 s apart, each cell of a round 0.4 ms after the
+/// one before it; every host's clock is 2 ms ahead, within ± 0.15 ms. The sum, Jain's indexes
+/// and the failed cells follow from the cells.
+#[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
+pub fn stub_matrix(
+    pattern: crate::result::Pattern,
+    hosts: &[&str],
+    cells: &[(&str, &str, Result<f64, &str>)],
+) -> crate::result::Matrix {
+    use crate::result::{Cell, CellFigure, CellStart, ClockEstimate, FleetHost, Matrix, Round, jain_index};
+    const STARTED_MS: u64 = 1_700_000_000_000;
+    let clock = ClockEstimate {
+        offset_ns: 2_000_000,
+        uncertainty_ns: 150_000,
+        exchanges: 100,
+    };
+    let mut rounds: Vec<Vec<usize>> = Vec::new();
+    for (i, (from, to, _)) in cells.iter().enumerate() {
+        let busy = |r: &Vec<usize>| {
+            r.iter()
+                .any(|&j| [cells[j].0, cells[j].1].iter().any(|h| h == from || h == to))
+        };
+        match rounds.iter_mut().find(|r| pattern.concurrent() || !busy(r)) {
+            Some(r) => r.push(i),
+            None => rounds.push(vec![i]),
+        }
+    }
+    let mut out: Vec<Cell> = cells
+        .iter()
+        .map(|(from, to, value)| Cell {
+            from: from.to_string(),
+            to: to.to_string(),
+            round: 0,
+            value: value.ok(),
+            start: None,
+            result: value.ok().map(|mbps| {
+                let mut summary = crate::result::Summary::default();
+                for side in [&mut summary.sent, &mut summary.received] {
+                    side.seconds = 10.0;
+                    side.bits_per_second = mbps * 1e6;
+                    side.bytes = (mbps * 1e6 * 10.0 / 8.0) as u64;
+                    side.ops = side.bytes / 131_072 + 1;
+                }
+                let spec = crate::spec::TestSpec::Tcp(crate::spec::TcpSpec::new());
+                let mut r = stub_result(spec, summary);
+                r.started_unix_ms = STARTED_MS;
+                r.from = Some(from.to_string());
+                Box::new(r)
+            }),
+            error: value.err().map(str::to_string),
+        })
+        .collect();
+    let rounds: Vec<Round> = rounds
+        .into_iter()
+        .enumerate()
+        .map(|(k, members)| {
+            let mut starts = Vec::new();
+            for (n, &i) in members.iter().enumerate() {
+                let cell = &mut out[i];
+                cell.round = k;
+                let scheduled = (STARTED_MS as i64 + k as i64 * 10_000) * 1_000_000;
+                if cell.result.is_some() {
+                    let actual = scheduled + n as i64 * 400_000;
+                    starts.push(actual);
+                    cell.start = Some(CellStart {
+                        scheduled_unix_ns: scheduled,
+                        actual_unix_ns: actual,
+                        offset_ns: clock.offset_ns,
+                        uncertainty_ns: clock.uncertainty_ns,
+                    });
+                }
+            }
+            let values: Vec<f64> = members.iter().filter_map(|&i| out[i].value).collect();
+            Round {
+                start_skew_ns: (starts.len() > 1)
+                    .then(|| (starts.iter().max().unwrap_or(&0) - starts.iter().min().unwrap_or(&0)) as u64),
+                jain: jain_index(&values),
+                cells: members,
+            }
+        })
+        .collect();
+    let values: Vec<f64> = out.iter().filter_map(|c| c.value).collect();
+    let failed: Vec<String> = out
+        .iter()
+        .filter(|c| c.error.is_some())
+        .map(|c| format!("{} -> {}", c.from, c.to))
+        .collect();
+    Matrix {
+        linerate: crate::VERSION.to_string(),
+        schema: crate::result::SCHEMA,
+        test: "tcp matrix".into(),
+        pattern,
+        started_unix_ms: STARTED_MS,
+        partial: !failed.is_empty(),
+        options: crate::spec::TestSpec::Tcp(crate::spec::TcpSpec::new()),
+        hosts: hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| FleetHost {
+                name: h.to_string(),
+                address: format!("10.0.0.{}:5301", i + 1),
+                host_name: Some(h.to_string()),
+                node: None,
+                clock: Some(clock),
+            })
+            .collect(),
+        figure: CellFigure::ThroughputMbps,
+        sum: (!values.is_empty()).then(|| values.iter().sum()),
+        jain: jain_index(&values),
+        cells: out,
+        rounds,
+        failed,
+        skew_bound_ns: 10_000_000,
+        notes: Vec::new(),
+        lab: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

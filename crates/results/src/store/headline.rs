@@ -7,7 +7,7 @@
 
 use super::Figure;
 use crate::headline::headline;
-use linerate_core::result::{DocumentKind, Repeated, TestResult};
+use linerate_core::result::{CellFigure, DocumentKind, Matrix, Repeated, TestResult};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -42,8 +42,10 @@ pub fn figures(kind: &str, document: &Value) -> Vec<Figure> {
         },
         DocumentKind::Sweep => sweep_figures(document),
         DocumentKind::Comparison => Vec::new(),
-        // Issue 24's helper "matrix" gives a matrix its figures (the sum, Jain's index, failed cells).
-        DocumentKind::Matrix => Vec::new(),
+        DocumentKind::Matrix => match Matrix::deserialize(document) {
+            Ok(m) => matrix_figures(&m),
+            Err(_) => Vec::new(),
+        },
     }
 }
 
@@ -80,6 +82,25 @@ fn sweep_figures(d: &Value) -> Vec<Figure> {
         _ => {}
     }
     out
+}
+
+/// Matrices (issue 24): first the sum of the flows of a concurrent throughput pattern (incast,
+/// outcast), else the median cell, in the figure's unit; then Jain's index over every cell, the
+/// cells that measured nothing and those that measured.
+fn matrix_figures(m: &Matrix) -> Vec<Figure> {
+    let values = m.values();
+    let unit = m.figure.unit();
+    let head = if m.pattern.concurrent() && m.figure == CellFigure::ThroughputMbps {
+        figure("sum of flows", unit, m.sum)
+    } else {
+        figure("median cell", unit, crate::headline::median_cell(m))
+    };
+    vec![
+        head,
+        figure("Jain's index", "", m.jain),
+        figure("cells failed", "cells", Some((m.cells.len() - values.len()) as f64)),
+        figure("cells measured", "cells", Some(values.len() as f64)),
+    ]
 }
 
 #[cfg(test)]
@@ -122,6 +143,42 @@ mod tests {
         assert!(
             figures("sctp", &http_sweep).is_empty(),
             "an unknown kind has no figures"
+        );
+    }
+
+    #[test]
+    fn issue_24_a_matrix_has_its_sum_or_median_cell_jain_s_index_and_failed_cells() {
+        use linerate_core::result::Pattern;
+        use linerate_core::sweep::stub_matrix;
+        let incast = stub_matrix(
+            Pattern::Incast,
+            &["h1", "h2", "h3"],
+            &[("h2", "h1", Ok(40.0)), ("h3", "h1", Ok(50.0))],
+        );
+        let f = figures("tcp matrix", &serde_json::to_value(&incast).expect("document"));
+        assert_eq!(f[0], figure("sum of flows", "Mbit/s", Some(90.0)));
+        assert_eq!(f[1].name, "Jain's index");
+        assert!((f[1].value.expect("jain") - 8100.0 / 8200.0).abs() < 1e-12, "{f:?}");
+        assert_eq!((f[2].value, f[3].value), (Some(0.0), Some(2.0)));
+        let mesh = stub_matrix(
+            Pattern::Mesh,
+            &["h1", "h2", "h3"],
+            &[
+                ("h1", "h2", Ok(90.0)),
+                ("h2", "h1", Ok(94.0)),
+                ("h1", "h3", Err("h3 unreachable")),
+                ("h3", "h1", Ok(10.0)),
+            ],
+        );
+        let f = figures("tcp matrix", &serde_json::to_value(&mesh).expect("document"));
+        assert_eq!(f[0], figure("median cell", "Mbit/s", Some(90.0)));
+        assert_eq!(
+            (f[2].name.as_str(), f[2].value, f[3].value),
+            ("cells failed", Some(1.0), Some(3.0))
+        );
+        assert!(
+            figures("tcp matrix", &json!({"test": "tcp matrix"})).is_empty(),
+            "a matrix that does not read"
         );
     }
 }
