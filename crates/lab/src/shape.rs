@@ -119,3 +119,38 @@ pub(crate) fn shape_ingress(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_core::result::lab::{Backends, LinkSpec};
+
+    fn host(rate: Option<f64>) -> LabHost {
+        LabHost {
+            name: "h".into(),
+            namespace: "t-h".into(),
+            address: "10.211.0.1".into(),
+            mac: "02:4c:52:00:00:01".into(),
+            link: LinkSpec {
+                rate_bits_per_second: rate,
+                ..LinkSpec::default()
+            },
+            backends: Backends::default(),
+            agent: "10.211.0.1:5301".into(),
+            agent_pid: None,
+            http: None,
+        }
+    }
+
+    /// Issue 24: point to point, each end sends no faster than the other end may receive.
+    #[test]
+    fn issue_24_point_to_point_sends_at_the_slower_ends_rate() {
+        let pair = |a, b| egress_rates(&[host(a), host(b)], "point-to-point");
+        assert_eq!(pair(Some(100e6), Some(50e6)), [Some(50e6), Some(50e6)]);
+        assert_eq!(pair(None, Some(50e6)), [Some(50e6), Some(50e6)]);
+        assert_eq!(pair(None, None), [None, None]);
+        // Through a switch each host sends at its own rate; the switch's port holds the rest.
+        let hosts = [host(Some(100e6)), host(Some(50e6)), host(None)];
+        assert_eq!(egress_rates(&hosts, "bridge"), [Some(100e6), Some(50e6), None]);
+    }
+}
