@@ -361,7 +361,10 @@ fn issue_24_an_incast_into_a_slow_host_sums_to_its_rate() {
         "h1..h4 -> h5 summed {sum:.1} Mbit/s at h5 ({flows:.1?}), want 50 ± 10 %"
     );
     let into_slow = received_mbps(&lab, "h6", "h5", "2");
-    assert!((42.5..=57.5).contains(&into_slow), "h6 -> h5: {into_slow:.1} Mbit/s, want about 50");
+    assert!(
+        (42.5..=57.5).contains(&into_slow),
+        "h6 -> h5: {into_slow:.1} Mbit/s, want about 50"
+    );
     let between_fast = received_mbps(&lab, "h1", "h6", "2");
     assert!(
         (85.0..=115.0).contains(&between_fast),
@@ -391,7 +394,10 @@ fn issue_24_every_kind_of_lab_limits_what_a_host_receives_to_its_rate() {
     assert_eq!(relay.status["topology"], "relay");
     assert_eq!(relay.status["hosts"][2]["backends"]["rate_in"], "tbf on switch port p3");
     let mbps = received_mbps(&relay, "h1", "h3", "2");
-    assert!((42.5..=57.5).contains(&mbps), "h1 -> h3 through the relay (50 Mbit/s): {mbps:.1}");
+    assert!(
+        (42.5..=57.5).contains(&mbps),
+        "h1 -> h3 through the relay (50 Mbit/s): {mbps:.1}"
+    );
 }
 
 /// Issue 24: a fleet of 16 lab hosts comes up with every agent answering, and goes down

@@ -251,7 +251,10 @@ mod tests {
         let global = "rate=100mbit,delay=1ms,jitter=0.1ms,loss=1%,reorder=1%,duplicate=1%,mtu=1500,limit=100";
         let base = parse(global).expect("valid");
         for (one, read) in [
-            ("rate=50mbit", (|s: &LinkSpec| s.rate_bits_per_second == Some(50e6)) as fn(&LinkSpec) -> bool),
+            (
+                "rate=50mbit",
+                (|s: &LinkSpec| s.rate_bits_per_second == Some(50e6)) as fn(&LinkSpec) -> bool,
+            ),
             ("delay=5ms", |s| s.delay_us == Some(5_000)),
             ("jitter=2ms", |s| s.jitter_us == Some(2_000)),
             ("loss=2%", |s| s.loss_percent == Some(2.0)),
@@ -265,8 +268,16 @@ mod tests {
                 if i == 4 {
                     assert!(read(spec), "h5 takes {one}: {spec:?}");
                     // Everything else stays as the global spec has it.
-                    let (a, b) = (serde_json::to_value(spec).expect("json"), serde_json::to_value(&base).expect("json"));
-                    let changed = a.as_object().expect("object").iter().filter(|(k, v)| b[k.as_str()] != **v).count();
+                    let (a, b) = (
+                        serde_json::to_value(spec).expect("json"),
+                        serde_json::to_value(&base).expect("json"),
+                    );
+                    let changed = a
+                        .as_object()
+                        .expect("object")
+                        .iter()
+                        .filter(|(k, v)| b[k.as_str()] != **v)
+                        .count();
                     assert_eq!(changed, 1, "h5 merges {one} over the rest: {spec:?}");
                 } else {
                     assert_eq!(*spec, base, "h{} keeps the global spec under h5:{one}", i + 1);
