@@ -333,18 +333,6 @@ fn issue_24_an_incast_into_a_slow_host_sums_to_its_rate() {
     let Some(lab) = Lab::up(6, &["rate=100mbit", "h5:rate=50mbit"]) else {
         return;
     };
-    assert_eq!(lab.status["topology"], "bridge");
-    let hosts = lab.status["hosts"].as_array().expect("hosts");
-    for (i, h) in hosts.iter().enumerate() {
-        let want = if i == 4 { 50e6 } else { 100e6 };
-        assert_eq!(h["link"]["rate_bits_per_second"], want, "{h}");
-        assert_eq!(h["backends"]["rate"], "tbf", "{h}");
-        assert_eq!(
-            h["backends"]["rate_in"],
-            format!("tbf on switch port p{}", i + 1),
-            "the status says what holds what the host receives: {h}"
-        );
-    }
     let flows: Vec<f64> = std::thread::scope(|s| {
         let runs: Vec<_> = ["h1", "h2", "h3", "h4"]
             .map(|from| {
@@ -370,6 +358,18 @@ fn issue_24_an_incast_into_a_slow_host_sums_to_its_rate() {
         (85.0..=115.0).contains(&between_fast),
         "h1 -> h6: {between_fast:.1} Mbit/s, want about 100"
     );
+    assert_eq!(lab.status["topology"], "bridge");
+    let hosts = lab.status["hosts"].as_array().expect("hosts");
+    for (i, h) in hosts.iter().enumerate() {
+        let want = if i == 4 { 50e6 } else { 100e6 };
+        assert_eq!(h["link"]["rate_bits_per_second"], want, "{h}");
+        assert_eq!(h["backends"]["rate"], "tbf", "{h}");
+        assert_eq!(
+            h["backends"]["rate_in"],
+            format!("tbf on switch port p{}", i + 1),
+            "the status says what holds what the host receives: {h}"
+        );
+    }
 }
 
 /// Issue 24: the receive side of a host's rate holds in every kind of lab: point to point (the
@@ -381,23 +381,23 @@ fn issue_24_every_kind_of_lab_limits_what_a_host_receives_to_its_rate() {
     let Some(p2p) = Lab::up(2, &["h2:rate=50mbit"]) else {
         return;
     };
+    let mbps = received_mbps(&p2p, "h1", "h2", "2");
+    assert!((42.5..=57.5).contains(&mbps), "h1 -> h2 (50 Mbit/s): {mbps:.1}");
     assert_eq!(p2p.status["topology"], "point-to-point");
     assert_eq!(p2p.status["hosts"][1]["backends"]["rate_in"], "tbf on h1's eth0");
     assert!(p2p.status["hosts"][0]["backends"]["rate_in"].is_null());
-    let mbps = received_mbps(&p2p, "h1", "h2", "2");
-    assert!((42.5..=57.5).contains(&mbps), "h1 -> h2 (50 Mbit/s): {mbps:.1}");
     drop(p2p);
 
     let Some(relay) = Lab::up(3, &["delay=1ms", "h3:rate=50mbit"]) else {
         return;
     };
-    assert_eq!(relay.status["topology"], "relay");
-    assert_eq!(relay.status["hosts"][2]["backends"]["rate_in"], "tbf on switch port p3");
     let mbps = received_mbps(&relay, "h1", "h3", "2");
     assert!(
         (42.5..=57.5).contains(&mbps),
         "h1 -> h3 through the relay (50 Mbit/s): {mbps:.1}"
     );
+    assert_eq!(relay.status["topology"], "relay");
+    assert_eq!(relay.status["hosts"][2]["backends"]["rate_in"], "tbf on switch port p3");
 }
 
 /// Issue 24: a fleet of 16 lab hosts comes up with every agent answering, and goes down
