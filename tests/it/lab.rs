@@ -316,3 +316,120 @@ fn issue_23_lab_status_names_the_labs_up_and_each_hosts_http_server() {
         doc["summary"]
     );
 }
+
+/// `linerate tcp --json TO -t SECONDS --warmup 1` from `from`: Mbit/s at the receiver.
+fn received_mbps(lab: &Lab, from: &str, to: &str, seconds: &str) -> f64 {
+    let v = lab.tcp(from, to, &["-t", seconds, "--warmup", "1", "-i", "0"]);
+    f(&v, "/summary/received/bits_per_second") / 1e6
+}
+
+/// Issue 24: a host's rate shaped only what it sent, so four hosts of 100 Mbit/s sent ~380
+/// Mbit/s into a host of 50. Its rate now limits what it receives too (tbf on the switch's port
+/// toward it), so an incast meets the receiver's link as its bottleneck: the four flows sum to
+/// 50 Mbit/s ± 10 % at h5, one flow into h5 reads about 50 and one between fast hosts about 100.
+#[test]
+fn issue_24_an_incast_into_a_slow_host_sums_to_its_rate() {
+    let _quiet = quiet_machine();
+    let Some(lab) = Lab::up(6, &["rate=100mbit", "h5:rate=50mbit"]) else {
+        return;
+    };
+    let flows: Vec<f64> = std::thread::scope(|s| {
+        let runs: Vec<_> = ["h1", "h2", "h3", "h4"]
+            .map(|from| {
+                let lab = &lab;
+                s.spawn(move || received_mbps(lab, from, "h5", "3"))
+            })
+            .into_iter()
+            .collect();
+        runs.into_iter().map(|r| r.join().expect("a sender")).collect()
+    });
+    let sum: f64 = flows.iter().sum();
+    assert!(
+        (45.0..=55.0).contains(&sum),
+        "h1..h4 -> h5 summed {sum:.1} Mbit/s at h5 ({flows:.1?}), want 50 ± 10 %"
+    );
+    let into_slow = received_mbps(&lab, "h6", "h5", "2");
+    assert!(
+        (42.5..=57.5).contains(&into_slow),
+        "h6 -> h5: {into_slow:.1} Mbit/s, want about 50"
+    );
+    let between_fast = received_mbps(&lab, "h1", "h6", "2");
+    assert!(
+        (85.0..=115.0).contains(&between_fast),
+        "h1 -> h6: {between_fast:.1} Mbit/s, want about 100"
+    );
+    assert_eq!(lab.status["topology"], "bridge");
+    let hosts = lab.status["hosts"].as_array().expect("hosts");
+    for (i, h) in hosts.iter().enumerate() {
+        let want = if i == 4 { 50e6 } else { 100e6 };
+        assert_eq!(h["link"]["rate_bits_per_second"], want, "{h}");
+        assert_eq!(h["backends"]["rate"], "tbf", "{h}");
+        assert_eq!(
+            h["backends"]["rate_in"],
+            format!("tbf on switch port p{}", i + 1),
+            "the status says what holds what the host receives: {h}"
+        );
+    }
+}
+
+/// Issue 24: the receive side of a host's rate holds in every kind of lab: point to point (the
+/// peer's egress carries no more than the slower end's rate) and through the relay (which
+/// writes to the switch port's qdisc, as the bridge does).
+#[test]
+fn issue_24_every_kind_of_lab_limits_what_a_host_receives_to_its_rate() {
+    let _quiet = quiet_machine();
+    let Some(p2p) = Lab::up(2, &["h2:rate=50mbit"]) else {
+        return;
+    };
+    let mbps = received_mbps(&p2p, "h1", "h2", "2");
+    assert!((42.5..=57.5).contains(&mbps), "h1 -> h2 (50 Mbit/s): {mbps:.1}");
+    assert_eq!(p2p.status["topology"], "point-to-point");
+    assert_eq!(p2p.status["hosts"][1]["backends"]["rate_in"], "tbf on h1's eth0");
+    assert!(p2p.status["hosts"][0]["backends"]["rate_in"].is_null());
+    drop(p2p);
+
+    let Some(relay) = Lab::up(3, &["delay=1ms", "h3:rate=50mbit"]) else {
+        return;
+    };
+    // The relay is a process of its own, which a loaded machine slows: here the point is the
+    // ceiling (unshaped, h1 sends at Gbit/s through the relay), the floor only that it carries.
+    let mbps = received_mbps(&relay, "h1", "h3", "2");
+    assert!(
+        (20.0..=57.5).contains(&mbps),
+        "h1 -> h3 through the relay (50 Mbit/s): {mbps:.1}"
+    );
+    assert_eq!(relay.status["topology"], "relay");
+    assert_eq!(relay.status["hosts"][2]["backends"]["rate_in"], "tbf on switch port p3");
+}
+
+/// Issue 24: a fleet of 16 lab hosts comes up with every agent answering, and goes down
+/// leaving nothing. `lab down` waited a second for each agent (an exited agent is a zombie until
+/// init reaps it, late or never on some machines): 16 s and more for 16 hosts.
+#[test]
+fn issue_24_sixteen_hosts_come_up_answer_and_go_down() {
+    // Sixteen agents starting at once would stretch another test's timing.
+    let _quiet = quiet_machine();
+    let Some(lab) = Lab::up(16, &["rate=100mbit"]) else {
+        return;
+    };
+    let hosts = lab.status["hosts"].as_array().expect("hosts");
+    assert_eq!(hosts.len(), 16);
+    for (i, h) in hosts.iter().enumerate() {
+        assert_eq!(h["agent_running"], true, "{h}");
+        assert_eq!(h["address"], format!("10.211.0.{}", i + 1));
+    }
+    // Every agent answers a test, and every host runs one.
+    for i in 1..=16 {
+        let (from, to) = (format!("h{i}"), format!("h{}", i % 16 + 1));
+        let v = lab.tcp(&from, &to, &["-n", "1", "-i", "0"]);
+        assert_eq!(u(&v, "/summary/received/bytes"), 131_072, "{from} -> {to}");
+    }
+    let started = std::time::Instant::now();
+    let out = linerate(&["lab", "down", "--name", &lab.name], LIMIT);
+    let took = started.elapsed();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(8), "lab down of 16 hosts took {took:?}");
+    let list =
+        String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().expect("ip").stdout).into_owned();
+    assert!(!list.contains(&format!("{}-", lab.name)), "namespaces left: {list}");
+}

@@ -93,11 +93,15 @@ pub(crate) fn start_relay(state: &LabState) -> Result<u32, LabError> {
     Ok(pid)
 }
 
-pub(crate) fn start_agent(state: &LabState, i: usize) -> Result<u32, LabError> {
+fn agent_log(state: &LabState, i: usize) -> PathBuf {
+    state_dir(&state.name).join(format!("agent-{}.log", state.hosts[i].name))
+}
+
+/// Starts host `i`'s agent; [`agent_ready`] waits for it, so that a lab's agents start together.
+pub(crate) fn spawn_agent(state: &LabState, i: usize) -> Result<u32, LabError> {
     let h = &state.hosts[i];
-    let dir = state_dir(&state.name);
     let exe = current_exe()?;
-    let log = dir.join(format!("agent-{}.log", h.name));
+    let log = agent_log(state, i);
     let port = crate::AGENT_PORT.to_string();
     let http_port = crate::HTTP_PORT.to_string();
     let mut args: Vec<&str> = vec![
@@ -121,27 +125,43 @@ pub(crate) fn start_agent(state: &LabState, i: usize) -> Result<u32, LabError> {
     for p in &state.profiles {
         args.extend(["--profile", p.as_str()]);
     }
-    let pid = spawn_daemon(&args, &log)?;
-    wait_for(&format!("the agent on {}", h.name), || {
+    spawn_daemon(&args, &log)
+}
+
+/// Waits until host `i`'s agent says it is listening.
+pub(crate) fn agent_ready(state: &LabState, i: usize) -> Result<(), LabError> {
+    let log = agent_log(state, i);
+    wait_for(&format!("the agent on {}", state.hosts[i].name), || {
         std::fs::read_to_string(&log).is_ok_and(|t| t.contains("listening"))
-    })?;
-    Ok(pid)
+    })
 }
 
 pub(crate) fn alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
+    if unsafe { libc::kill(pid as i32, 0) } != 0 {
+        return false;
+    }
+    // A zombie has exited: a daemon's parent is init once `lab up` is gone, and some inits
+    // reap late (a second and more) or never.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !stat.rsplit(") ").next().is_some_and(|s| s.starts_with('Z')))
 }
 
-pub(crate) fn kill_and_wait(pid: u32) {
-    // SAFETY: plain kill(2) on a pid we started.
-    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+/// Stops processes we started: SIGTERM to all at once, then SIGKILL to any still running a
+/// second later; returns once none runs.
+pub(crate) fn kill_and_wait(pids: &[u32]) {
+    let signal = |sig| {
+        for &pid in pids {
+            // SAFETY: plain kill(2) on a pid we started.
+            unsafe { libc::kill(pid as i32, sig) };
+        }
+    };
+    signal(libc::SIGTERM);
     let start = Instant::now();
-    while alive(pid) && start.elapsed() < Duration::from_secs(1) {
+    while pids.iter().any(|&p| alive(p)) && start.elapsed() < Duration::from_secs(1) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    if alive(pid) {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    if pids.iter().any(|&p| alive(p)) {
+        signal(libc::SIGKILL);
     }
 }

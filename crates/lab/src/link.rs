@@ -3,9 +3,10 @@
 //! Text in, [`LinkSpec`] per host out (the type is the result document's, so a result records
 //! the spec as parsed); what emulates it is the set-up's business.
 //!
-//! Every property is emulated at the egress of a host: a link spec on h1 shapes what h1 sends.
-//! A spec for all links or for the pair h1-h2 applies to both ends' egress, so `delay=10ms`
-//! gives a one-way delay of 10 ms each way and a round trip of 20 ms. Times follow the one rule
+//! A host's rate limits its link both ways: what it sends and what it receives. Every other
+//! property is emulated at the egress of a host: a link spec on h1 delays, drops, reorders and
+//! duplicates what h1 sends. A spec for all links or for the pair h1-h2 applies to both ends,
+//! so `delay=10ms` gives a one-way delay of 10 ms each way and a round trip of 20 ms. Times follow the one rule
 //! of [`TimeSpan`]: a bare number is seconds (`delay=0.01`), so write the unit (`delay=10ms`).
 
 pub use linerate_core::result::lab::LinkSpec;
@@ -104,9 +105,6 @@ pub fn parse(text: &str) -> Result<LinkSpec, LinkError> {
             _ => return Err(LinkError::Unknown(key.to_string())),
         }
     }
-    if s.jitter_us.is_some_and(|j| j > 0) && s.delay_us.is_none() {
-        return Err(LinkError::JitterWithoutDelay);
-    }
     Ok(s)
 }
 
@@ -150,22 +148,27 @@ pub fn parse_link_arg(arg: &str, hosts: usize) -> Result<(Scope, LinkSpec), Link
     Ok((Scope::All, parse(arg)?))
 }
 
-/// Each host's egress spec after applying every `--link` in order (later ones win); an error
-/// names the `--link` it came from.
+/// Each host's spec after applying every `--link` in order, each merged over the ones before
+/// it property by property (later ones win); an error names the `--link` it came from. A jitter
+/// needs a delay from the same `--link` or an earlier one (`--link delay=10ms --link
+/// h2:jitter=1ms`).
 pub fn resolve(args: &[String], hosts: usize) -> Result<Vec<LinkSpec>, crate::LabError> {
     let mut per_host = vec![LinkSpec::default(); hosts];
+    let fail = |arg: &String, source| crate::LabError::Link {
+        arg: arg.clone(),
+        source,
+    };
     for arg in args {
-        let (scope, spec) = parse_link_arg(arg, hosts).map_err(|source| crate::LabError::Link {
-            arg: arg.clone(),
-            source,
-        })?;
-        match scope {
-            Scope::All => per_host.iter_mut().for_each(|h| *h = h.overlay(&spec)),
-            Scope::Host(h) => per_host[h - 1] = per_host[h - 1].overlay(&spec),
-            Scope::Pair(a, b) => {
-                for h in [a, b] {
-                    per_host[h - 1] = per_host[h - 1].overlay(&spec);
-                }
+        let (scope, spec) = parse_link_arg(arg, hosts).map_err(|e| fail(arg, e))?;
+        let touched: Vec<usize> = match scope {
+            Scope::All => (0..hosts).collect(),
+            Scope::Host(h) => vec![h - 1],
+            Scope::Pair(a, b) => vec![a - 1, b - 1],
+        };
+        for h in touched {
+            per_host[h] = per_host[h].overlay(&spec);
+            if per_host[h].jitter_us.is_some_and(|j| j > 0) && per_host[h].delay_us.is_none() {
+                return Err(fail(arg, LinkError::JitterWithoutDelay));
             }
         }
     }
@@ -213,7 +216,6 @@ mod tests {
             ("delay=fast", "not a time"),
             ("rate=x", "not a rate"),
             ("mtu=100", "between 576"),
-            ("jitter=1ms", "jitter needs a delay"),
             ("delay", "not key=value"),
             ("delay=-1ms", "not a time"),
             ("limit=0", "at least 1 packet"),
@@ -237,6 +239,51 @@ mod tests {
         let e = resolve(&["h4:loss=1%".to_string()], 3).expect_err("no h4");
         assert_eq!(e.to_string(), "--link h4:loss=1%");
         assert!(std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("'h4' is not a lab host")));
+        let e = resolve(&["h2:delay=1ms".to_string(), "jitter=1ms".to_string()], 3).expect_err("h1 has no delay");
+        assert_eq!(e.to_string(), "--link jitter=1ms");
+        assert!(std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("jitter needs a delay")));
+    }
+
+    /// Issue 24: `--link SPEC --link h5:SPEC` gives h5 the second spec merged over the first,
+    /// property by property, and leaves every other host with the first.
+    #[test]
+    fn issue_24_a_hosts_spec_merges_over_the_global_one_for_every_property() {
+        let global = "rate=100mbit,delay=1ms,jitter=0.1ms,loss=1%,reorder=1%,duplicate=1%,mtu=1500,limit=100";
+        let base = parse(global).expect("valid");
+        for (one, read) in [
+            (
+                "rate=50mbit",
+                (|s: &LinkSpec| s.rate_bits_per_second == Some(50e6)) as fn(&LinkSpec) -> bool,
+            ),
+            ("delay=5ms", |s| s.delay_us == Some(5_000)),
+            ("jitter=2ms", |s| s.jitter_us == Some(2_000)),
+            ("loss=2%", |s| s.loss_percent == Some(2.0)),
+            ("reorder=2%", |s| s.reorder_percent == Some(2.0)),
+            ("duplicate=2%", |s| s.duplicate_percent == Some(2.0)),
+            ("mtu=9000", |s| s.mtu == Some(9000)),
+            ("limit=7", |s| s.limit_packets == Some(7)),
+        ] {
+            let r = resolve(&[global.to_string(), format!("h5:{one}")], 6).expect(one);
+            for (i, spec) in r.iter().enumerate() {
+                if i == 4 {
+                    assert!(read(spec), "h5 takes {one}: {spec:?}");
+                    // Everything else stays as the global spec has it.
+                    let (a, b) = (
+                        serde_json::to_value(spec).expect("json"),
+                        serde_json::to_value(&base).expect("json"),
+                    );
+                    let changed = a
+                        .as_object()
+                        .expect("object")
+                        .iter()
+                        .filter(|(k, v)| b[k.as_str()] != **v)
+                        .count();
+                    assert_eq!(changed, 1, "h5 merges {one} over the rest: {spec:?}");
+                } else {
+                    assert_eq!(*spec, base, "h{} keeps the global spec under h5:{one}", i + 1);
+                }
+            }
+        }
     }
 
     #[test]

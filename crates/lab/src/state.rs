@@ -16,7 +16,7 @@ pub struct LabHost {
     pub namespace: String,
     pub address: String,
     pub mac: String,
-    /// What this host's egress does to the packets it sends.
+    /// This host's link: its rate both ways, the rest on what it sends.
     pub link: LinkSpec,
     pub backends: Backends,
     /// HOST:PORT of its agent.

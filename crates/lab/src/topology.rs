@@ -1,14 +1,14 @@
 //! Making and removing a lab: namespaces, veth pairs, the switch (a bridge or the relay's
-//! ports), addresses, hosts files, the egress shaping of each host and its agent. Options in, a
-//! [`LabState`] out (saved after each step); [`down`] removes whatever a lab left, state file or
-//! not.
+//! ports), addresses, hosts files, the shaping of each host's link (both ways) and its agent.
+//! Options in, a [`LabState`] out (saved after each step); [`down`] removes whatever a lab left,
+//! state file or not.
 
 use crate::cmd::{lab_namespaces, need_root_and_ip, run, which};
-use crate::daemons::{alive, kill_and_wait, start_agent, start_relay};
+use crate::daemons::{agent_ready, alive, kill_and_wait, spawn_agent, start_relay};
 use crate::link::{self, LinkSpec};
 use crate::loss::drop_in_kernel;
 use crate::net;
-use crate::shape::shape_egress;
+use crate::shape::{egress_rates, shape_egress, shape_ingress};
 use crate::state::{LabHost, LabState, check_name, file_error, load, save, state_dir, write_secret};
 use crate::{AGENT_PORT, LabError, SUBNET};
 use linerate_core::result::lab::Backends;
@@ -109,10 +109,12 @@ fn build(opts: &UpOptions, specs: Vec<LinkSpec>) -> Result<LabState, LabError> {
         state.switch_namespace = Some(sw.to_string());
         save(&state)
     })?;
-    for h in hosts.iter_mut() {
+    let rates = egress_rates(&hosts, topology);
+    for (h, rate) in hosts.iter_mut().zip(rates) {
         net::configure_eth0(h, netem)?;
-        shape_egress(h, netem)?;
+        shape_egress(h, netem, rate)?;
     }
+    shape_ingress(&mut hosts, state.switch_namespace.as_deref(), netem, max_mtu)?;
     if topology == "point-to-point"
         && let Some(m) = max_mtu
     {
@@ -151,9 +153,12 @@ fn build(opts: &UpOptions, specs: Vec<LinkSpec>) -> Result<LabState, LabError> {
     }
     write_hosts_files(&state)?;
     for i in 0..state.hosts.len() {
-        let pid = start_agent(&state, i)?;
+        let pid = spawn_agent(&state, i)?;
         state.hosts[i].agent_pid = Some(pid);
         save(&state)?;
+    }
+    for i in 0..state.hosts.len() {
+        agent_ready(&state, i)?;
     }
     Ok(state)
 }
@@ -179,24 +184,30 @@ pub fn down(name: &str) -> Result<Vec<String>, LabError> {
     need_root_and_ip()?;
     let mut removed = Vec::new();
     if let Ok(state) = load(name) {
-        for pid in state.hosts.iter().filter_map(|h| h.agent_pid).chain(state.relay_pid) {
-            if alive(pid) {
-                kill_and_wait(pid);
-                removed.push(format!("process {pid}"));
-            }
-        }
+        let pids: Vec<u32> = state
+            .hosts
+            .iter()
+            .filter_map(|h| h.agent_pid)
+            .chain(state.relay_pid)
+            .filter(|&p| alive(p))
+            .collect();
+        kill_and_wait(&pids);
+        removed.extend(pids.iter().map(|p| format!("process {p}")));
     }
-    for ns in lab_namespaces(name) {
-        // Anything still running inside (agents of a crashed lab, commands from lab exec).
-        for pid in run(&["ip", "netns", "pids", &ns])
-            .unwrap_or_default()
-            .split_whitespace()
-        {
+    let namespaces = lab_namespaces(name);
+    // Anything still running inside (agents of a crashed lab, commands from lab exec), all
+    // stopped at once.
+    let mut inside = Vec::new();
+    for ns in &namespaces {
+        for pid in run(&["ip", "netns", "pids", ns]).unwrap_or_default().split_whitespace() {
             if let Ok(pid) = pid.parse::<u32>() {
-                kill_and_wait(pid);
+                inside.push(pid);
                 removed.push(format!("process {pid} in {ns}"));
             }
         }
+    }
+    kill_and_wait(&inside);
+    for ns in namespaces {
         run(&["ip", "netns", "del", &ns])?;
         removed.push(format!("namespace {ns} (and its veth ends)"));
         let etc = Path::new("/etc/netns").join(&ns);

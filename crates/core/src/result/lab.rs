@@ -7,11 +7,13 @@ use crate::units::BitRate;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// What one host's egress does to the packets it sends; None where the spec leaves it alone.
+/// One host's link: its rate limits what it sends and what it receives; every other property
+/// acts on what it sends (its egress). None where the spec leaves it alone.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinkSpec {
+    /// Bits per second the host's link carries, each way.
     pub rate_bits_per_second: Option<f64>,
-    /// One-way delay added to each packet, microseconds.
+    /// One-way delay added to each packet the host sends, microseconds.
     pub delay_us: Option<u64>,
     /// Spread of the delay, microseconds.
     pub jitter_us: Option<u64>,
@@ -93,10 +95,16 @@ impl LinkSpec {
 }
 
 /// Which mechanism emulates each property of a host's egress (`tbf`, `netem`, `nftables`,
-/// `linerate relay`, `ip link`); None where the property is not set.
+/// `linerate relay`, `ip link`), and the rate of what it receives (`rate_in`); None where the
+/// property is not set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Backends {
     pub rate: Option<String>,
+    /// What holds what the host receives to its rate: `tbf on switch port pX` (bridge and relay
+    /// labs), or point to point the peer's egress (`tbf on h1's eth0`). None in a record made
+    /// before issue 24, when a host's rate shaped its egress alone.
+    #[serde(default)]
+    pub rate_in: Option<String>,
     pub delay: Option<String>,
     pub jitter: Option<String>,
     pub loss: Option<String>,
@@ -115,6 +123,7 @@ impl Backends {
             ("loss", &self.loss),
             ("mtu", &self.mtu),
             ("rate", &self.rate),
+            ("rate_in", &self.rate_in),
             ("reorder", &self.reorder),
         ]
         .into_iter()
@@ -148,7 +157,7 @@ pub struct LabHostRecord {
     /// HOST:PORT of its agent.
     pub agent: String,
     pub agent_running: bool,
-    /// What this host's egress does to the packets it sends.
+    /// This host's link: its rate both ways, the rest on what it sends.
     pub link: LinkSpec,
     /// The link as it is typed (`rate=100.000Mbit/s,delay=10ms`), or `(unshaped)`.
     pub link_text: String,
@@ -240,7 +249,7 @@ mod tests {
                 },
                 "link_text": "rate=100.000Mbit/s,delay=0.25ms",
                 "backends": {
-                    "rate": "tbf", "delay": "linerate relay", "jitter": null, "loss": null,
+                    "rate": "tbf", "rate_in": null, "delay": "linerate relay", "jitter": null, "loss": null,
                     "reorder": null, "duplicate": null, "mtu": null
                 },
                 "loss_drops": null
