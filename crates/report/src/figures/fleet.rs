@@ -6,11 +6,20 @@
 use super::common::timeline;
 use crate::plot::scale::label;
 use crate::plot::{Axis, Figure, HeatCell, HeatMap, HeatState, Point, Series, Style};
-use linerate_core::result::{Cell, Matrix};
+use linerate_core::result::{Cell, CellFigure, Matrix};
 
 /// A cell's name: "h2 → h5".
 pub fn pair(c: &Cell) -> String {
     format!("{} → {}", c.from, c.to)
+}
+
+/// The matrix's figure as (quantity, unit): ("throughput", "Mbit/s"), from its label.
+pub fn quantity_and_unit(f: CellFigure) -> (&'static str, &'static str) {
+    let label = f.label();
+    match label.rsplit_once(" (") {
+        Some((quantity, unit)) => (quantity, unit.trim_end_matches(')')),
+        None => (label, ""),
+    }
 }
 
 /// A cell's value as the heat map and the tables write it (four significant digits).
@@ -44,7 +53,7 @@ pub fn figures(m: &Matrix) -> Vec<Figure> {
 fn heat_map(m: &Matrix) -> Figure {
     let rows = m.rows();
     let columns = m.columns();
-    let unit = m.figure.label();
+    let (quantity, unit) = quantity_and_unit(m.figure);
     let cells: Vec<HeatCell> = m
         .cells
         .iter()
@@ -58,7 +67,7 @@ fn heat_map(m: &Matrix) -> Figure {
                     format!("{}: {} {unit}, round {}", pair(c), value_text(v), c.round + 1),
                 ),
                 HeatState::Failed => ("failed".to_string(), format!("{}: failed: {}", pair(c), error(c))),
-                HeatState::Unmeasured => ("n/a".to_string(), format!("{}: measured no {unit}", pair(c))),
+                HeatState::Unmeasured => ("n/a".to_string(), format!("{}: measured no {quantity}", pair(c))),
             };
             Some(HeatCell {
                 row,
@@ -71,7 +80,7 @@ fn heat_map(m: &Matrix) -> Figure {
         .collect();
     let mut fig = Figure::new(
         "fig-matrix-heatmap",
-        &format!("{}: {} from each host to each", m.test, m.pattern),
+        &format!("{}, {}: {quantity} of each pair", m.test, m.pattern),
         Axis::linear("to", ""),
         Axis::linear("from", ""),
     );
@@ -85,8 +94,8 @@ fn heat_map(m: &Matrix) -> Figure {
         })
         .collect();
     fig.description = format!(
-        "{} of every cell of a {} of {} hosts, rows from, columns to, on the viridis scale ({} brighter); {} of {} cells measured: {}.",
-        unit,
+        "{} of every cell of the {} pattern over {} hosts, rows from, columns to, on the viridis scale ({} brighter); {} of {} cells measured: {}.",
+        m.figure.label(),
         m.pattern,
         m.hosts.len(),
         if m.figure.higher_is_better() { "higher" } else { "lower" },
@@ -99,7 +108,7 @@ fn heat_map(m: &Matrix) -> Figure {
         column_title: "to".to_string(),
         rows: rows.iter().map(|r| r.to_string()).collect(),
         columns: columns.iter().map(|c| c.to_string()).collect(),
-        value: Axis::linear(unit, ""),
+        value: Axis::linear(quantity, unit),
         higher_is_better: m.figure.higher_is_better(),
         cells,
     });

@@ -7,7 +7,7 @@
 
 use super::block::{Block, Table};
 use super::tables::utc;
-use crate::figures::fleet::{error, pair, state, value_text};
+use crate::figures::fleet::{error, pair, quantity_and_unit, state, value_text};
 use crate::plot::HeatState;
 use linerate_core::result::{Cell, Matrix};
 use linerate_results::store::Outcome;
@@ -74,7 +74,7 @@ pub fn matrix(m: &Matrix) -> Vec<Block> {
 /// The answer first: how many cells measured, the extremes, the fairness of flows that shared
 /// the run, and how far apart they started.
 fn summary(m: &Matrix) -> Block {
-    let unit = m.figure.label();
+    let (quantity, unit) = quantity_and_unit(m.figure);
     let measured: Vec<(&Cell, f64)> = m.cells.iter().filter_map(|c| c.value.map(|v| (c, v))).collect();
     let failed = m.cells.iter().filter(|c| state(c) == HeatState::Failed).count();
     let mut lines = vec![format!(
@@ -95,7 +95,7 @@ fn summary(m: &Matrix) -> Block {
     let highest = measured.iter().max_by(|a, b| a.1.total_cmp(&b.1));
     if let (Some((lc, lv)), Some((hc, hv))) = (lowest, highest) {
         lines.push(format!(
-            "{unit}: lowest {} {}, highest {} {}",
+            "{quantity}: lowest {} {} {unit}, highest {} {} {unit}",
             pair(lc),
             value_text(*lv),
             pair(hc),
@@ -153,7 +153,7 @@ fn grid(m: &Matrix) -> Table {
         .collect();
     Table {
         id: "tab-matrix".to_string(),
-        caption: format!("{}, rows from, columns to (- not in the pattern)", m.figure.label()),
+        caption: format!("The matrix: {}", m.figure.label()),
         head,
         rows,
     }
@@ -161,7 +161,7 @@ fn grid(m: &Matrix) -> Table {
 
 /// `tab-matrix-figures`: the matrix's own figures.
 fn figures(m: &Matrix) -> Table {
-    let unit = m.figure.label();
+    let (_, unit) = quantity_and_unit(m.figure);
     let measured = m.cells.iter().filter(|c| c.value.is_some()).count();
     let mut rows = vec![
         vec!["test".to_string(), m.test.clone()],
@@ -170,7 +170,7 @@ fn figures(m: &Matrix) -> Table {
         vec!["outcome".to_string(), Outcome::from(m.outcome()).as_str().to_string()],
         vec!["cells measured".to_string(), format!("{measured} of {}", m.cells.len())],
         vec!["rounds".to_string(), m.rounds.len().to_string()],
-        vec![format!("sum, {unit}"), opt(m.sum.map(value_text))],
+        vec![format!("sum ({unit})"), opt(m.sum.map(value_text))],
         vec!["Jain's index".to_string(), opt(m.jain.map(|j| format!("{j:.3}")))],
         vec![
             "largest start skew (ms)".to_string(),

@@ -43,7 +43,7 @@ pub fn render(fig: &Figure) -> String {
 /// cell has none, the state `measured`, `failed` or `unmeasured`; pairs without a cell left out.
 pub fn heat(h: &HeatMap) -> String {
     let mut out = [&h.row_title, &h.column_title, &h.value.title(), "state"]
-        .map(|t| field(t))
+        .map(field)
         .join(",");
     out.push('\n');
     for c in &h.cells {

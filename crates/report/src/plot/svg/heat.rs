@@ -275,36 +275,29 @@ pub fn render(fig: &Figure, h: &HeatMap) -> String {
     );
     for (i, name) in g.columns.iter().enumerate() {
         let cx = g.x0 + (i as f64 + 0.5) * g.cw;
-        if g.down {
+        let at = if g.down {
             // Up from just above the grid, centred on the column.
-            let _ = write!(
-                o,
-                r#"<text class="column" transform="translate({},{}) rotate(-90)"><title>{}</title>{}</text>"#,
+            format!(
+                r#"transform="translate({},{}) rotate(-90)""#,
                 f1(cx + (ASCENT - DESCENT) / 2.0),
-                f1(g.y0 - 6.0),
-                escape(&h.columns[i]),
-                escape(name)
-            );
+                f1(g.y0 - 6.0)
+            )
         } else {
-            let _ = write!(
-                o,
-                r#"<text class="column" x="{}" y="{}" text-anchor="middle"><title>{}</title>{}</text>"#,
+            format!(
+                r#"x="{}" y="{}" text-anchor="middle""#,
                 f1(cx),
-                f1(g.y0 - 6.0 - DESCENT),
-                escape(&h.columns[i]),
-                escape(name)
-            );
-        }
+                f1(g.y0 - 6.0 - DESCENT)
+            )
+        };
+        name_text(&mut o, "column", &at, name, &h.columns[i]);
     }
     for (i, name) in g.rows.iter().enumerate() {
-        let _ = write!(
-            o,
-            r#"<text class="row" x="{}" y="{}" text-anchor="end"><title>{}</title>{}</text>"#,
+        let at = format!(
+            r#"x="{}" y="{}" text-anchor="end""#,
             f1(g.names_r),
-            f1(g.y0 + (i as f64 + 0.5) * g.ch + (ASCENT - DESCENT) / 2.0),
-            escape(&h.rows[i]),
-            escape(name)
+            f1(g.y0 + (i as f64 + 0.5) * g.ch + (ASCENT - DESCENT) / 2.0)
         );
+        name_text(&mut o, "row", &at, name, &h.rows[i]);
     }
     o.push_str("</g>");
     let m = mapping(h, g.bar.0, g.bar.1);
@@ -362,6 +355,16 @@ pub fn render(fig: &Figure, h: &HeatMap) -> String {
     legend(&mut o, &id, h, &g, &m);
     o.push_str("</svg>");
     o
+}
+
+/// A row's or column's name, as fitted; cut, it keeps its whole name in a tooltip.
+fn name_text(o: &mut String, class: &str, at: &str, shown: &str, whole: &str) {
+    let text = format!(r#"<text class="{class}" {at}>{}</text>"#, escape(shown));
+    if shown == whole {
+        o.push_str(&text);
+    } else {
+        let _ = write!(o, "<g><title>{}</title>{text}</g>", escape(whole));
+    }
 }
 
 /// The colour bar (the scale's colours at the values below them, ticks as a linear axis has
@@ -559,7 +562,7 @@ mod tests {
     #[test]
     fn long_names_go_down_and_values_too_wide_are_left_to_the_tooltip() {
         assert_eq!(fitting_size("94.1", 80.0), Some(FONT));
-        assert!(fitting_size("94.1", 20.0).is_some_and(|s| s < FONT && s >= VALUE_FONT_MIN));
+        assert!(fitting_size("94.1", 20.0).is_some_and(|s| (VALUE_FONT_MIN..FONT).contains(&s)));
         assert_eq!(fitting_size("1,234,567", 10.0), None);
         let mut h = map(&[Some(1.0); 9]);
         h.columns = (0..3).map(|i| format!("a-rather-long-host-name-{i}.example")).collect();
