@@ -168,6 +168,30 @@ fn mesh() -> Matrix {
     matrix(Pattern::Mesh, hosts, cells)
 }
 
+/// A mesh of 16 hosts named by address (`10.0.0.N:5301`): 240 cells, names too wide to stand
+/// across their columns, values written smaller.
+fn wide_mesh() -> Matrix {
+    let names: Vec<String> = (1..=16).map(|i| format!("10.0.0.{i}:5301")).collect();
+    let hosts = names
+        .iter()
+        .map(|n| FleetHost {
+            name: n.clone(),
+            address: n.clone(),
+            host_name: None,
+            node: None,
+            clock: None,
+        })
+        .collect();
+    let mut cells = Vec::new();
+    for (i, from) in names.iter().enumerate() {
+        for (j, to) in names.iter().enumerate().filter(|(j, _)| *j != i) {
+            let mbit = 9000.0 + 37.0 * (i * 16 + j) as f64;
+            cells.push(cell(from, to, i, 0, Some(&[mbit; 3])));
+        }
+    }
+    matrix(Pattern::Mesh, hosts, cells)
+}
+
 /// Four senders into h5 at once; h4's flow starved (about 2 Mbit/s against 30).
 fn incast() -> Matrix {
     let hosts = ["h1", "h2", "h3", "h4", "h5"]
@@ -310,13 +334,15 @@ fn heat_faults(name: &str, m: &Matrix, seen: &Value) -> Vec<String> {
             _ => out.push(format!("{pair}: fill {} or ink {} not a colour", c["fill"], c["ink"])),
         }
     }
-    // Higher is better here: the fills brighten as the values rise, and differ where they do.
+    // Higher is better here: the fills brighten as the values rise, visibly where the values lie
+    // 2 % of the highest apart (closer ones may share a colour's 8 bits).
+    let apart = 0.02 * filled.iter().map(|f| f.0).fold(0.0, f64::max);
     filled.sort_by(|a, b| a.0.total_cmp(&b.0));
-    for w in filled.windows(2) {
-        if w[1].0 > w[0].0 + 0.5 && w[1].1 <= w[0].1 {
+    for (i, lo) in filled.iter().enumerate() {
+        if let Some(hi) = filled[i + 1..].iter().find(|hi| hi.0 > lo.0 + apart && hi.1 <= lo.1) {
             out.push(format!(
                 "{name}: {} filled {} is no brighter than {} filled {}",
-                w[1].0, w[1].2, w[0].0, w[0].2
+                hi.0, hi.2, lo.0, lo.2
             ));
         }
     }
@@ -341,7 +367,9 @@ fn issue_24_a_matrix_reports_as_a_heat_map_and_an_incast_as_its_flows() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let d = dir.path();
     let (mesh, incast) = (mesh(), incast());
+    let wide = wide_mesh();
     let (mesh_doc, incast_doc) = (write(d, "mesh", &mesh), write(d, "incast", &incast));
+    let wide_doc = write(d, "wide", &wide);
 
     // The CSV of the heat map holds every cell, the document's own numbers.
     let csv_dir = d.join("csv");
@@ -373,6 +401,7 @@ fn issue_24_a_matrix_reports_as_a_heat_map_and_an_incast_as_its_flows() {
     }
     let mesh_page = report(d, &mesh_doc, "mesh");
     let incast_page = report(d, &incast_doc, "incast");
+    let wide_page = report(d, &wide_doc, "wide");
     let text = std::fs::read_to_string(&mesh_page).expect("read");
     assert!(!text.contains("<h4>"), "the error's markup reached the page unescaped");
     assert!(text.contains("&lt;h4&gt; refused the test: &quot;no fleet secret&quot; &amp; closed"));
@@ -396,7 +425,11 @@ fn issue_24_a_matrix_reports_as_a_heat_map_and_an_incast_as_its_flows() {
     check_in_browser(d, &incast_page, &["fig-matrix-flows"]);
 
     let mut all = Vec::new();
-    for (name, page, m) in [("mesh", &mesh_page, &mesh), ("incast", &incast_page, &incast)] {
+    for (name, page, m) in [
+        ("mesh", &mesh_page, &mesh),
+        ("incast", &incast_page, &incast),
+        ("wide", &wide_page, &wide),
+    ] {
         let seen = measure_with(
             d,
             page,

@@ -114,7 +114,7 @@ fn summary(m: &Matrix) -> Block {
     }
     if let Some(skew) = largest_skew(m) {
         lines.push(format!(
-            "start skew {} ms{} (bound {} ms); clock uncertainty up to {} ms",
+            "start skew {} ms{} (bound {} ms){}",
             ms(skew as f64),
             if m.pattern.concurrent() {
                 ""
@@ -122,7 +122,10 @@ fn summary(m: &Matrix) -> Block {
                 " at most in a round"
             },
             ms(m.skew_bound_ns as f64),
-            opt(largest_uncertainty(m).map(|u| ms(u as f64)))
+            largest_uncertainty(m).map_or(String::new(), |u| format!(
+                "; clock uncertainty up to {} ms",
+                ms(u as f64)
+            ))
         ));
     }
     let failed: Vec<String> = m
@@ -296,5 +299,92 @@ fn cells(m: &Matrix) -> Table {
         .map(String::from)
         .to_vec(),
         rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_core::result::{CellFigure, Pattern};
+    use linerate_core::spec::{TcpSpec, TestSpec};
+
+    fn cell(from: &str, to: &str, value: Option<f64>) -> Cell {
+        Cell {
+            from: from.into(),
+            to: to.into(),
+            round: 0,
+            value,
+            start: None,
+            result: None,
+            error: value.is_none().then(|| "<b>lost</b> & gone".to_string()),
+        }
+    }
+
+    fn fixture() -> Matrix {
+        let host = |n: &str| linerate_core::result::FleetHost {
+            name: n.into(),
+            address: format!("{n}:5301"),
+            host_name: None,
+            node: None,
+            clock: None,
+        };
+        Matrix {
+            linerate: "0".into(),
+            schema: 1,
+            test: "tcp matrix".into(),
+            pattern: Pattern::Mesh,
+            started_unix_ms: 0,
+            partial: true,
+            options: TestSpec::Tcp(TcpSpec::new()),
+            hosts: vec![host("a"), host("b"), host("c")],
+            figure: CellFigure::ThroughputMbps,
+            cells: vec![
+                cell("a", "b", Some(94.1)),
+                cell("b", "a", Some(47.25)),
+                cell("a", "c", None),
+            ],
+            rounds: Vec::new(),
+            sum: Some(141.35),
+            jain: None,
+            failed: vec!["a -> c".into()],
+            skew_bound_ns: 10_000_000,
+            notes: Vec::new(),
+            lab: None,
+        }
+    }
+
+    #[test]
+    fn issue_24_a_matrix_leads_with_its_cells_and_tables_every_pair() {
+        let blocks = matrix(&fixture());
+        let Block::Summary(lines) = &blocks[0] else {
+            panic!("no summary first: {blocks:?}")
+        };
+        // (The outcome is `Matrix::outcome`'s; these cells carry no run.)
+        assert!(lines[0].starts_with("tcp matrix, mesh of 3 hosts, "), "{}", lines[0]);
+        assert!(lines[0].ends_with(": 2 of 3 cells measured, 1 failed"), "{}", lines[0]);
+        assert_eq!(
+            lines[1],
+            "throughput: lowest b → a 47.25 Mbit/s, highest a → b 94.1 Mbit/s"
+        );
+        assert_eq!(lines[2], "sum 141.3 Mbit/s");
+        assert_eq!(lines[3], "failed: a → c (<b>lost</b> & gone)");
+        let table = |id: &str| {
+            blocks
+                .iter()
+                .find_map(|b| match b {
+                    Block::Table(t) if t.id == id => Some(t.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("no {id}"))
+        };
+        let grid = table("tab-matrix");
+        assert_eq!(grid.head, ["from \\ to", "a", "b", "c"]);
+        assert_eq!(
+            grid.rows,
+            [vec!["a", "-", "94.1", "failed"], vec!["b", "47.25", "-", "-"]]
+        );
+        assert_eq!(table("tab-matrix-failed").rows, [vec!["a → c", "<b>lost</b> & gone"]]);
+        let html = table("tab-matrix-failed").html();
+        assert!(html.contains("&lt;b&gt;lost&lt;/b&gt; &amp; gone"), "{html}");
     }
 }

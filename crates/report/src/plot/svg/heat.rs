@@ -26,6 +26,7 @@ pub const VIRIDIS: [&str; 10] = [
 const FAILED: &str = "#D55E00";
 const CELL_W_MAX: f64 = 96.0;
 const CELL_H: f64 = 30.0;
+const GRID_H: f64 = 300.0;
 /// Row and column names are cut to this width.
 const NAME_MAX: f64 = 140.0;
 /// A cell's value is written no smaller than this, px.
@@ -189,7 +190,12 @@ impl Grid {
         let x0 = names_r + 6.0;
         let n = columns.len().max(1) as f64;
         let cw = CELL_W_MAX.min((WIDTH - EDGE - x0) / n);
-        let ch = CELL_H.min(cw.max(16.0));
+        // Many rows share a grid no taller than ten rows of [`CELL_H`], down to rows of 18 px (a
+        // value at 11 px still fits): a 16-host mesh's page keeps its grid on the first screen.
+        let ch = CELL_H
+            .min(GRID_H / h.rows.len().max(1) as f64)
+            .max(18.0)
+            .min(cw.max(16.0));
         let down = widest(&columns) + 6.0 > cw;
         // The columns' title under the figure's title, then their names.
         let names_top = 34.0 + line + 6.0;
