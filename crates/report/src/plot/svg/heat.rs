@@ -42,6 +42,7 @@ pub fn rgb(hex: &str) -> [u8; 3] {
     [c(0), c(2), c(4)]
 }
 
+/// Channels as `#rrggbb`.
 pub fn hex(c: [u8; 3]) -> String {
     format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
 }
@@ -120,6 +121,8 @@ pub struct Paint {
 const WHITE: [u8; 3] = [255, 255, 255];
 const HATCH_GROUND: [u8; 3] = [0xe6, 0xe6, 0xe6];
 
+/// How `cell` is painted (None: a pair the pattern lacks); `id` the figure's, which names its
+/// patterns.
 pub fn paint(id: &str, h: &HeatMap, m: &Mapping, cell: Option<&HeatCell>) -> Paint {
     match cell.map(|c| (c.state, c)) {
         Some((HeatState::Value(v), c)) => {
@@ -253,6 +256,9 @@ fn fitting_size(text: &str, room: f64) -> Option<f64> {
     (size >= VALUE_FONT_MIN).then_some(size)
 }
 
+/// The heat map `h` of `fig` as a standalone `<svg>`: each cell a `<g class="heat-cell STATE">`
+/// (`measured`, `failed`, `unmeasured`, `none`) with `data-from`, `data-to`, `data-value`, its
+/// tooltip, its `rect.fill` and its `text.value`.
 pub fn render(fig: &Figure, h: &HeatMap) -> String {
     let g = Grid::of(h);
     let id = escape(&fig.id);
