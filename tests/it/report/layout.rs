@@ -20,7 +20,7 @@ const SCREEN: (u32, u32) = (1280, 900);
 /// Measures the page after its own layout and writes what it found, as JSON, into a `<pre>` the
 /// dumped DOM carries: per visible figure its box and each non-empty text element's box, and the
 /// summary's box, all in page coordinates (px).
-const MEASURE: &str = r#"<script>(function(){
+pub(super) const MEASURE: &str = r#"<script>(function(){
 function box(e){var b=e.getBoundingClientRect();return {l:b.left+scrollX,r:b.right+scrollX,t:b.top+scrollY,b:b.bottom+scrollY};}
 var out={figures:[],summary:null};
 document.querySelectorAll('svg.figure').forEach(function(svg){
@@ -37,9 +37,10 @@ var pre=document.createElement('pre');pre.id='layout-measured';pre.textContent=J
 document.body.appendChild(pre);
 })();</script>"#;
 
-/// A copy of `page` with [`MEASURE`] run at its end. The page's Content-Security-Policy lets only
-/// its own script run (issue 22), so the copy leaves the policy out; nothing else changes.
-fn measurable(page: &Path) -> PathBuf {
+/// A copy of `page` with `script` (such as [`MEASURE`]) run at its end. The page's
+/// Content-Security-Policy lets only its own script run (issue 22), so the copy leaves the policy
+/// out; nothing else changes.
+fn measurable(page: &Path, script: &str) -> PathBuf {
     let html = std::fs::read_to_string(page).expect("read the page");
     let start = html
         .find("<meta http-equiv=\"Content-Security-Policy\"")
@@ -47,7 +48,7 @@ fn measurable(page: &Path) -> PathBuf {
     let end = start + html[start..].find('>').expect("the meta's end") + 1;
     let mut copy = format!("{}{}", &html[..start], &html[end..]);
     let body = copy.rfind("</body>").expect("</body>");
-    copy.insert_str(body, MEASURE);
+    copy.insert_str(body, script);
     let out = page.with_extension("measure.html");
     std::fs::write(&out, copy).expect("write the copy");
     out
@@ -55,13 +56,24 @@ fn measurable(page: &Path) -> PathBuf {
 
 /// What the browser measured on `page`.
 fn measure(dir: &Path, page: &Path) -> Value {
-    let url = format!("file://{}", measurable(page).display());
+    measure_with(dir, page, MEASURE, &["layout-measured"]).remove(0)
+}
+
+/// What `script` (one or more measuring scripts) wrote on `page`: the JSON in each `<pre>` named
+/// in `pres`, in that order.
+pub(super) fn measure_with(dir: &Path, page: &Path, script: &str, pres: &[&str]) -> Vec<Value> {
+    let url = format!("file://{}", measurable(page, script).display());
     let size = format!("--window-size={},{}", SCREEN.0, SCREEN.1);
     let (dom, log) = chromium(&dir.join("profile-layout"), &url, &["--dump-dom", &size]);
+    pres.iter().map(|pre| measured(&dom, pre, &log)).collect()
+}
+
+fn measured(dom: &str, pre: &str, log: &str) -> Value {
+    let open = format!("<pre id=\"{pre}\">");
     let start = dom
-        .find("<pre id=\"layout-measured\">")
+        .find(&open)
         .unwrap_or_else(|| panic!("the measuring script did not run: {log}"));
-    let rest = &dom[start + "<pre id=\"layout-measured\">".len()..];
+    let rest = &dom[start + open.len()..];
     let json = &rest[..rest.find("</pre>").expect("</pre>")];
     let json = json
         .replace("&lt;", "<")
@@ -95,7 +107,7 @@ const SLACK: f64 = 0.5;
 
 /// Everything wrong with the layout of one page: text past its SVG, texts of one figure over
 /// each other, no whole plot (or no summary, where `summary` asks for one) on the first screen.
-fn faults(name: &str, m: &Value, summary: bool) -> Vec<String> {
+pub(super) fn faults(name: &str, m: &Value, summary: bool) -> Vec<String> {
     let mut out = Vec::new();
     let figures = m["figures"].as_array().cloned().unwrap_or_default();
     for fig in &figures {
@@ -150,7 +162,7 @@ fn faults(name: &str, m: &Value, summary: bool) -> Vec<String> {
 
 /// The first screen of `page`, photographed into `dir/NAME.png` and, with
 /// `LINERATE_SCREENSHOTS` set, copied there.
-fn first_screen(dir: &Path, page: &Path, name: &str) {
+pub(super) fn first_screen(dir: &Path, page: &Path, name: &str) {
     let shot = dir.join(format!("{name}.png"));
     let (_, log) = chromium(
         &dir.join("profile-shot"),

@@ -3,6 +3,7 @@
 //! networking off: every documented figure is there with data, nothing is logged to the console,
 //! a screenshot is taken. The CSV of a figure holds the document's own numbers.
 
+mod fleet;
 mod layout;
 mod store;
 

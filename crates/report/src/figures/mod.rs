@@ -6,10 +6,12 @@
 //!
 //! By topic: `common` (every test: timeline, CPU and interrupts per CPU), `kinds` (what udp,
 //! rr and http add), `sweeps` (the curves over a sweep's points), `campaign` (a campaign's
-//! figures against its varied option), `sets` (a repeated test's runs, a comparison's bars).
+//! figures against its varied option), `sets` (a repeated test's runs, a comparison's bars),
+//! `fleet` (a matrix's heat map and its concurrent flows over time).
 
 pub mod campaign;
 mod common;
+pub mod fleet;
 mod kinds;
 pub mod sets;
 mod sweeps;
@@ -59,8 +61,7 @@ pub fn figures(subject: &Subject) -> Vec<Figure> {
             out.extend(last_complete(rep).map(run_figures).into_iter().flatten());
         }
         Subject::Document(Document::Comparison(c)) => out.extend(sets::compare(c)),
-        // Issue 24: the heat map and the flows over time (helper "heatmap").
-        Subject::Document(Document::Matrix(_)) => {}
+        Subject::Document(Document::Matrix(m)) => out.extend(fleet::figures(m)),
         Subject::Campaign(c) => out.extend(campaign::figures(c)),
     }
     // A figure with nothing to draw (every point's figure unknown) is left out.

@@ -4,6 +4,7 @@
 //! from a document); out: the page's text. The binary writes it.
 
 mod block;
+mod fleet;
 mod sets;
 mod tables;
 
@@ -67,8 +68,7 @@ fn blocks(subject: &Subject) -> Vec<Block> {
         ],
         Subject::Document(Document::Repeated(rep)) => sets::repeated(rep),
         Subject::Document(Document::Comparison(c)) => sets::comparison(c),
-        // Issue 24: the matrix's tables (helper "heatmap").
-        Subject::Document(Document::Matrix(_)) => Vec::new(),
+        Subject::Document(Document::Matrix(m)) => fleet::matrix(m),
         Subject::Campaign(c) => sets::campaign(c),
     }
 }

@@ -2,13 +2,17 @@
 //! (`time (s)`, `throughput (Mbit/s)`), numbers written in full (Rust's shortest round-trip
 //! form) so they read back as the document's own values.
 
-use super::{Figure, Series};
+use super::{Figure, HeatMap, HeatState, Series};
 use std::fmt::Write;
 
 /// The CSV of `fig`: `series,X,Y` and, when any point has them, `X end`, `Y low`, `Y high`
 /// (error bars); series on the right axis have their values in a `Y2` column instead. On an
-/// axis of categories, a last column `X name` names each point's category.
+/// axis of categories, a last column `X name` names each point's category. A heat map: one row
+/// per cell ([`heat`]).
 pub fn render(fig: &Figure) -> String {
+    if let Some(h) = &fig.heat {
+        return heat(h);
+    }
     let bins = fig.series.iter().any(|s| s.points.iter().any(|p| p.x_end.is_some()));
     let errors = fig.series.iter().any(|s| s.points.iter().any(|p| p.error.is_some()));
     let mut out = String::new();
@@ -31,6 +35,30 @@ pub fn render(fig: &Figure) -> String {
     out.push('\n');
     for s in &fig.series {
         rows(&mut out, fig, s, bins, errors);
+    }
+    out
+}
+
+/// A heat map's cells: `ROW TITLE,COLUMN TITLE,VALUE (UNIT),state`, the value empty where the
+/// cell has none, the state `measured`, `failed` or `unmeasured`; pairs without a cell left out.
+pub fn heat(h: &HeatMap) -> String {
+    let mut out = [&h.row_title, &h.column_title, &h.value.title(), "state"]
+        .map(field)
+        .join(",");
+    out.push('\n');
+    for c in &h.cells {
+        let (value, state) = match c.state {
+            HeatState::Value(v) => (v.to_string(), "measured"),
+            HeatState::Failed => (String::new(), "failed"),
+            HeatState::Unmeasured => (String::new(), "unmeasured"),
+        };
+        let name = |names: &[String], i: usize| field(names.get(i).map_or("", String::as_str));
+        let _ = writeln!(
+            out,
+            "{},{},{value},{state}",
+            name(&h.rows, c.row),
+            name(&h.columns, c.column)
+        );
     }
     out
 }

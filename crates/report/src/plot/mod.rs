@@ -196,6 +196,50 @@ pub struct Figure {
     pub y2: Option<Axis>,
     pub series: Vec<Series>,
     pub marks: Vec<Mark>,
+    /// A grid of coloured cells instead of axes and series (a matrix's heat map, issue 24);
+    /// None for every chart.
+    pub heat: Option<HeatMap>,
+}
+
+/// A heat map (perfSONAR MaDDash's grid): one cell per (row, column) pair a pattern has, each
+/// filled by its value on a colour-blind-safe sequential scale ([`svg::heat`]), its value
+/// written in it; pairs without a cell drawn hatched.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeatMap {
+    /// What the rows and the columns are ("from", "to"), and their names in order.
+    pub row_title: String,
+    pub column_title: String,
+    pub rows: Vec<String>,
+    pub columns: Vec<String>,
+    /// What the values are, with their unit: the colour legend's title.
+    pub value: Axis,
+    /// Whether a larger value is better: the scale's bright end is the better one.
+    pub higher_is_better: bool,
+    pub cells: Vec<HeatCell>,
+}
+
+/// One cell of a [`HeatMap`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeatCell {
+    /// Indexes into [`HeatMap::rows`] and [`HeatMap::columns`].
+    pub row: usize,
+    pub column: usize,
+    pub state: HeatState,
+    /// What the cell shows in words (its value as the tables write it, "failed").
+    pub text: String,
+    /// Its tooltip: the pair, the value with its unit, or why it failed.
+    pub tip: String,
+}
+
+/// What a heat map's cell holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HeatState {
+    /// Measured: filled by this value on the scale.
+    Value(f64),
+    /// The test failed or never ran: marked apart from every value.
+    Failed,
+    /// It ran but measured no such figure.
+    Unmeasured,
 }
 
 impl Figure {
@@ -209,12 +253,13 @@ impl Figure {
             y2: None,
             series: Vec::new(),
             marks: Vec::new(),
+            heat: None,
         }
     }
 
-    /// Whether any series has a point to draw.
+    /// Whether any series has a point to draw (a heat map: any cell).
     pub fn has_data(&self) -> bool {
-        self.series.iter().any(|s| !s.points.is_empty())
+        self.series.iter().any(|s| !s.points.is_empty()) || self.heat.as_ref().is_some_and(|h| !h.cells.is_empty())
     }
 
     /// The element id of series `i`: `fig-timeline-s0`.

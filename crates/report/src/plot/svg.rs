@@ -34,6 +34,7 @@ const CATEGORY_LABEL_MAX: f64 = 150.0;
 /// More points than this in a line: no markers (they would only blur it).
 const MARKERS_UP_TO: usize = 60;
 
+pub mod heat;
 mod text;
 pub use text::text_width;
 use text::{TextBox, fit_text};
@@ -204,7 +205,10 @@ fn legend_text(fig: &Figure, s: &Series) -> String {
 
 /// The figure's height, px: the plot, its axes and its legend rows.
 pub fn height(fig: &Figure) -> f64 {
-    Layout::of(fig).height
+    match &fig.heat {
+        Some(h) => heat::Grid::of(h).height,
+        None => Layout::of(fig).height,
+    }
 }
 
 fn f1(v: f64) -> String {
@@ -212,19 +216,13 @@ fn f1(v: f64) -> String {
     s.strip_suffix(".0").map_or(s.clone(), str::to_string)
 }
 
-/// The figure as a standalone `<svg>` element (with the namespace, so it is also a valid .svg
-/// file), `id` the figure's.
-pub fn render(fig: &Figure) -> String {
-    let lay = Layout::of(fig);
-    let h = lay.height;
-    let (x0, x1, y0, y1) = (lay.x0, lay.x1, lay.y0, lay.y1);
+/// The opening of a figure's `<svg>` of height `h` (class `class`): its accessible name and
+/// description, the white ground, the title written from `title_x`.
+fn open(o: &mut String, fig: &Figure, class: &str, h: f64, title_x: f64) {
     let id = escape(&fig.id);
-    let (xm, ym, y2m) = (&lay.xm, &lay.ym, &lay.y2m);
-
-    let mut o = String::with_capacity(8192);
     let _ = write!(
         o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" id="{id}" class="figure" role="img" aria-label="{t}" aria-labelledby="{id}-title" aria-describedby="{id}-desc" viewBox="0 0 {w} {hh}" width="{w}" height="{hh}" font-family="sans-serif" font-size="11">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" id="{id}" class="{class}" role="img" aria-label="{t}" aria-labelledby="{id}-title" aria-describedby="{id}-desc" viewBox="0 0 {w} {hh}" width="{w}" height="{hh}" font-family="sans-serif" font-size="11">"#,
         t = escape(&fig.title),
         w = WIDTH,
         hh = f1(h),
@@ -241,13 +239,29 @@ pub fn render(fig: &Figure) -> String {
         f1(h)
     );
     // Bold text runs about a tenth wider than the widths planned for.
-    let title = fit_text(&fig.title, TITLE_FONT * 1.1, WIDTH - EDGE - x0.min(LEFT));
+    let title = fit_text(&fig.title, TITLE_FONT * 1.1, WIDTH - EDGE - title_x);
     let _ = write!(
         o,
         r#"<text class="fig-title" x="{}" y="22" font-size="14" font-weight="bold">{}</text>"#,
-        f1(x0.min(LEFT)),
+        f1(title_x),
         escape(&title)
     );
+}
+
+/// The figure as a standalone `<svg>` element (with the namespace, so it is also a valid .svg
+/// file), `id` the figure's; a heat map as its grid ([`heat`]).
+pub fn render(fig: &Figure) -> String {
+    if let Some(h) = &fig.heat {
+        return heat::render(fig, h);
+    }
+    let lay = Layout::of(fig);
+    let h = lay.height;
+    let (x0, x1, y0, y1) = (lay.x0, lay.x1, lay.y0, lay.y1);
+    let id = escape(&fig.id);
+    let (xm, ym, y2m) = (&lay.xm, &lay.ym, &lay.y2m);
+
+    let mut o = String::with_capacity(8192);
+    open(&mut o, fig, "figure", h, x0.min(LEFT));
     let _ = write!(
         o,
         r#"<clipPath id="{id}-clip"><rect x="{}" y="{}" width="{}" height="{}"/></clipPath>"#,
