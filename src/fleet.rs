@@ -15,11 +15,20 @@ use linerate_core::spec::TestSpec;
 use std::process::ExitCode;
 
 /// Runs `spec` over the pattern `hosts` names and finishes it as a matrix document.
-pub fn command(spec: TestSpec, once: bool, hosts: &HostArgs, reach: &ConnectArgs, output: &OutputArgs) -> anyhow::Result<ExitCode> {
+pub fn command(
+    spec: TestSpec,
+    once: bool,
+    hosts: &HostArgs,
+    reach: &ConnectArgs,
+    output: &OutputArgs,
+) -> anyhow::Result<ExitCode> {
     let fleet = &hosts.fleet;
     let pattern = fleet.pattern.expect("a pattern was given");
     if !once {
-        return Err(usage!("--pattern runs each cell once: --repeat and sweeps (--sizes, --gaps) are not for patterns").into());
+        return Err(usage!(
+            "--pattern runs each cell once: --repeat and sweeps (--sizes, --gaps) are not for patterns"
+        )
+        .into());
     }
     let selection = Selection::expand(pattern, &hosts.hosts, &fleet.from, &fleet.pairs, hosts.port)
         .map_err(|e| Usage::Flag(e.to_string()))?;
@@ -43,11 +52,12 @@ pub fn command(spec: TestSpec, once: bool, hosts: &HostArgs, reach: &ConnectArgs
         }
     };
     say(format!(
-        "linerate {} {pattern}: {} hosts, {} cells in {} rounds; reading every agent's clock",
+        "linerate {} {pattern}: {} hosts, {} cells in {} round{}; reading every agent's clock",
         spec.kind(),
         layout.hosts.len(),
         layout.cells.len(),
-        layout.rounds.len()
+        layout.rounds.len(),
+        if layout.rounds.len() == 1 { "" } else { "s" }
     ))?;
     let clocks = read_clocks(&targets, &opts);
     let mut notes = Vec::new();

@@ -21,10 +21,7 @@ fn agent(extra: &[&str]) -> Agent {
 
 /// `linerate ARGS` with the fleet's secret, bounded.
 fn with_secret(args: &[&str], limit: Duration) -> std::process::Output {
-    crate::util::run_bounded(
-        Command::new(BIN).args(args).env("LINERATE_SECRET", SECRET),
-        limit,
-    )
+    crate::util::run_bounded(Command::new(BIN).args(args).env("LINERATE_SECRET", SECRET), limit)
 }
 
 fn f(v: &Value, pointer: &str) -> f64 {
@@ -48,8 +45,25 @@ fn issue_24_a_third_party_run_comes_back_whole_with_its_from() {
     check_document(&v);
     assert_eq!(v["from"], a.addr.as_str(), "the run records who ran it");
     assert_eq!(v["hosts"]["client"]["role"], "client");
-    assert!(v["hosts"][b.addr.as_str()].is_object(), "the far agent is an end: {}", v["hosts"]);
-    assert!(f(&v, "/summary/received/bytes") > 0.0, "the far agent counted what came");
+    assert!(
+        v["hosts"][b.addr.as_str()].is_object(),
+        "the far agent is an end: {}",
+        v["hosts"]
+    );
+    assert!(
+        f(&v, "/summary/received/bytes") > 0.0,
+        "the far agent counted what came"
+    );
+    let text = with_secret(
+        &["rr", "--no-store", "--from", &a.addr, &b.addr, "-t", "0.5"],
+        Duration::from_secs(60),
+    );
+    assert!(text.status.success(), "{}", String::from_utf8_lossy(&text.stderr));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("run from agent {} (a third-party test)", a.addr)),
+        "the text says who ran it: {text}"
+    );
 
     // An agent with no secret runs no third-party tests: it cannot be made a reflector.
     let open = Agent::start(&[]);
@@ -80,7 +94,18 @@ fn issue_24_an_incast_starts_together_through_an_agent_whose_clock_is_2_s_off() 
     let from = format!("{},{},{}", a.addr, b.addr, off.addr);
     let out = with_secret(
         &[
-            "tcp", "--json", "--no-store", "--pattern", "incast", "--from", &from, &to.addr, "-t", "1", "-i", "0.2",
+            "tcp",
+            "--json",
+            "--no-store",
+            "--pattern",
+            "incast",
+            "--from",
+            &from,
+            &to.addr,
+            "-t",
+            "1",
+            "-i",
+            "0.2",
         ],
         Duration::from_secs(90),
     );
@@ -88,7 +113,11 @@ fn issue_24_an_incast_starts_together_through_an_agent_whose_clock_is_2_s_off() 
     assert_eq!(m["test"], "tcp matrix");
     assert_eq!(m["pattern"], "incast");
     assert_eq!(cells(&m).len(), 3);
-    assert_eq!(m["rounds"].as_array().expect("rounds").len(), 1, "an incast is one round");
+    assert_eq!(
+        m["rounds"].as_array().expect("rounds").len(),
+        1,
+        "an incast is one round"
+    );
     let host = |name: &str| {
         m["hosts"]
             .as_array()
@@ -119,9 +148,15 @@ fn issue_24_an_incast_starts_together_through_an_agent_whose_clock_is_2_s_off() 
         assert_eq!(c["result"]["from"], c["from"]);
     }
     let sum: f64 = cells(&m).iter().map(|c| f(c, "/value")).sum();
-    assert!((f(&m, "/sum") - sum).abs() < 1e-6 * sum.max(1.0), "the sum is the cells'");
+    assert!(
+        (f(&m, "/sum") - sum).abs() < 1e-6 * sum.max(1.0),
+        "the sum is the cells'"
+    );
     let jain = f(&m, "/jain");
-    assert!(jain > 1.0 / 3.0 - 1e-9 && jain <= 1.0 + 1e-9, "Jain's index in [1/n, 1]: {jain}");
+    assert!(
+        jain > 1.0 / 3.0 - 1e-9 && jain <= 1.0 + 1e-9,
+        "Jain's index in [1/n, 1]: {jain}"
+    );
 }
 
 #[test]
@@ -149,7 +184,11 @@ fn issue_24_an_agent_killed_mid_mesh_fails_only_its_cells() {
     assert!(start.elapsed() < Duration::from_secs(120), "bounded");
     let m = json_with_status(&out, 3);
     assert_eq!(cells(&m).len(), 12, "every ordered pair of 4");
-    assert_eq!(m["rounds"].as_array().expect("rounds").len(), 6, "2(n-1) rounds for n = 4");
+    assert_eq!(
+        m["rounds"].as_array().expect("rounds").len(),
+        6,
+        "2(n-1) rounds for n = 4"
+    );
     let mut failed = 0;
     for c in cells(&m) {
         let involved = c["from"] == victim.as_str() || c["to"] == victim.as_str();
@@ -157,7 +196,11 @@ fn issue_24_an_agent_killed_mid_mesh_fails_only_its_cells() {
             assert!(f(c, "/value") > 0.0, "a measured cell has its p50: {c}");
         } else {
             failed += 1;
-            assert!(involved, "only the killed agent's cells fail: {} -> {}", c["from"], c["to"]);
+            assert!(
+                involved,
+                "only the killed agent's cells fail: {} -> {}",
+                c["from"], c["to"]
+            );
         }
         if !involved {
             assert!(c["error"].is_null(), "{} -> {}: {}", c["from"], c["to"], c["error"]);
@@ -171,10 +214,24 @@ fn issue_24_an_agent_killed_mid_mesh_fails_only_its_cells() {
 fn issue_24_bad_patterns_are_usage_errors() {
     for (args, says) in [
         (vec!["tcp", "--pattern", "mesh", "127.0.0.1:9"], "2"),
-        (vec!["tcp", "--pattern", "incast", "--from", "127.0.0.1:9", "127.0.0.1:10", "127.0.0.1:11"], "one"),
+        (
+            vec![
+                "tcp",
+                "--pattern",
+                "incast",
+                "--from",
+                "127.0.0.1:9",
+                "127.0.0.1:10",
+                "127.0.0.1:11",
+            ],
+            "one",
+        ),
         (vec!["tcp", "--pattern", "star", "127.0.0.1:9"], "mesh"),
         (vec!["tcp", "--pair", "127.0.0.1:9,127.0.0.1:10"], "--pattern"),
-        (vec!["tcp", "--from", "127.0.0.1:9", "127.0.0.1:10", "127.0.0.1:11"], "--pattern"),
+        (
+            vec!["tcp", "--from", "127.0.0.1:9", "127.0.0.1:10", "127.0.0.1:11"],
+            "--pattern",
+        ),
     ] {
         let out = linerate(&args, Duration::from_secs(10));
         let err = String::from_utf8_lossy(&out.stderr);
@@ -198,11 +255,27 @@ fn issue_24_a_lab_mesh_reads_half_on_the_slow_hosts_row_and_column_and_its_incas
     };
     let m = lab_matrix(
         &lab,
-        &["--pattern", "mesh", "h2", "h3", "h4", "h5", "h6", "-t", "2", "--warmup", "0.5"],
+        &[
+            "--pattern",
+            "mesh",
+            "h2",
+            "h3",
+            "h4",
+            "h5",
+            "h6",
+            "-t",
+            "2",
+            "--warmup",
+            "0.5",
+        ],
         Duration::from_secs(240),
     );
     assert_eq!(cells(&m).len(), 20, "every ordered pair of 5");
-    assert_eq!(m["rounds"].as_array().expect("rounds").len(), 10, "2n rounds for odd n = 5");
+    assert_eq!(
+        m["rounds"].as_array().expect("rounds").len(),
+        10,
+        "2n rounds for odd n = 5"
+    );
     for c in cells(&m) {
         assert!(c["error"].is_null(), "{} -> {}: {}", c["from"], c["to"], c["error"]);
         let mbps = f(c, "/value");
@@ -218,7 +291,17 @@ fn issue_24_a_lab_mesh_reads_half_on_the_slow_hosts_row_and_column_and_its_incas
 
     let m = lab_matrix(
         &lab,
-        &["--pattern", "incast", "--from", "h2,h3,h4,h6", "h5", "-t", "3", "--warmup", "1"],
+        &[
+            "--pattern",
+            "incast",
+            "--from",
+            "h2,h3,h4,h6",
+            "h5",
+            "-t",
+            "3",
+            "--warmup",
+            "1",
+        ],
         Duration::from_secs(120),
     );
     assert_eq!(cells(&m).len(), 4);

@@ -20,7 +20,7 @@ pub fn status_text(lab: &LabRecord, subnet: &str) -> String {
     let _ = writeln!(
         out,
         "{:<5} {:<14} {:<19} {:<8} {:<6} {:<44} emulated by",
-        "host", "address", "agent", "running", "http", "egress link"
+        "host", "address", "agent", "running", "http", "link"
     );
     for h in &lab.hosts {
         let backends: Vec<String> = h.backends.used().iter().map(|(k, b)| format!("{k}:{b}")).collect();
@@ -133,7 +133,7 @@ mod tests {
         };
         let expected = "\
 lab t: relay (no netem: tbf, nftables and the linerate relay), addresses 10.211.0.0/24
-host  address        agent               running  http   egress link                                  emulated by
+host  address        agent               running  http   link                                         emulated by
 h1    10.211.0.1     10.211.0.1:5301     yes      :8080  rate=100.000Mbit/s,delay=10ms,loss=1%        delay:linerate relay loss:nftables rate:tbf
       loss: 7 packets from h1 dropped by nftables
 h2    10.211.0.2     10.211.0.2:5301     NO       -      (unshaped)                                   

@@ -135,8 +135,20 @@ fn limit_text(limit: Limit, unit: &str) -> String {
     }
 }
 
-/// The run's first line: what was asked (kind, streams, direction, limit, sizes, agents).
+/// The run's first line: what was asked (kind, streams, direction, limit, sizes, agents); a
+/// third-party run (`--from A`, issue 24) says on a second line which agent was the client.
 fn title(r: &TestResult) -> String {
+    let mut line = first_line(r);
+    if let Some(from) = &r.from {
+        let _ = writeln!(
+            line,
+            "run from agent {from} (a third-party test): \"client\" below is {from}"
+        );
+    }
+    line
+}
+
+fn first_line(r: &TestResult) -> String {
     let agents: Vec<&str> = r.summary.agents.iter().map(|a| a.agent.as_str()).collect();
     let direction = match r.options.direction() {
         Direction::Send => "client sends",
