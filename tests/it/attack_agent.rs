@@ -110,7 +110,7 @@ fn frame(v: &Value) -> Vec<u8> {
 
 /// The control preamble of the protocol version this build speaks (docs/protocol.md).
 fn preamble() -> [u8; 8] {
-    [b'L', b'N', b'R', b'T', 0, 4, 0, 0]
+    [b'L', b'N', b'R', b'T', 0, 5, 0, 0]
 }
 
 /// A control connection spoken by hand: the protocol as a client that means harm would.

@@ -71,7 +71,7 @@ fn answer_preamble(s: &mut TcpStream) -> std::io::Result<()> {
     if preamble[6] & 1 != 0 {
         s.read_exact(&mut [0u8; 56])?;
     }
-    s.write_all(b"LNRT\x00\x04\x00\x00")
+    s.write_all(b"LNRT\x00\x05\x00\x00")
 }
 
 /// One control session of the fake agent, as the script `lie` says.
