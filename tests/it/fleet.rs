@@ -317,3 +317,68 @@ fn issue_24_a_lab_mesh_reads_half_on_the_slow_hosts_row_and_column_and_its_incas
         assert!(share > 0.0, "every flow got a share: {} {share:.3}", c["from"]);
     }
 }
+
+#[test]
+fn issue_24_different_nodes_leaves_out_pairs_on_one_node_and_a_host_file_names_the_fleet() {
+    let (a1, a2) = (agent(&["--node-name", "node-a"]), agent(&["--node-name", "node-a"]));
+    // The third agent says its node through the environment, as a Kubernetes pod would.
+    let b_env = Agent::start_with(
+        &[],
+        &["--bind", "127.0.0.1", "--port", "0"],
+        &[],
+        &[("LINERATE_SECRET", SECRET), ("LINERATE_NODE", "node-b")],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("hosts.txt");
+    std::fs::write(
+        &file,
+        format!("# the fleet\n{}\n\n{}\n{}\n", a1.addr, a2.addr, b_env.addr),
+    )
+    .expect("write");
+    let hosts = format!("@{}", file.display());
+    let out = with_secret(
+        &[
+            "rr",
+            "--json",
+            "--no-store",
+            "--pattern",
+            "mesh",
+            &hosts,
+            "--different-nodes",
+            "-t",
+            "0.3",
+        ],
+        Duration::from_secs(60),
+    );
+    let m = json_of(&out);
+    let pairs: Vec<(String, String)> = cells(&m)
+        .iter()
+        .map(|c| {
+            (
+                c["from"].as_str().expect("from").into(),
+                c["to"].as_str().expect("to").into(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs.len(), 4, "a1 <-> b and a2 <-> b only: {pairs:?}");
+    assert!(
+        pairs.iter().all(|(f, t)| f == &b_env.addr || t == &b_env.addr),
+        "no pair within node-a: {pairs:?}"
+    );
+    let nodes: Vec<&str> = m["hosts"]
+        .as_array()
+        .expect("hosts")
+        .iter()
+        .map(|h| h["node"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(nodes, ["node-a", "node-a", "node-b"], "each agent's node as it said it");
+    assert!(
+        m["notes"]
+            .as_array()
+            .expect("notes")
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("2 pair(s) on one node left out"))),
+        "{}",
+        m["notes"]
+    );
+}
