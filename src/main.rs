@@ -14,6 +14,7 @@ mod live;
 mod quick;
 mod repeat;
 mod report;
+mod secret;
 mod serve;
 mod sources;
 
@@ -79,6 +80,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             cli::plan::PlanCommand::Show { id, json, db } => campaign::show(&id, json, &db),
         },
         Command::Report(args) => report::report(&args),
+        Command::Secret(args) => secret::command(&args),
         Command::Lab(args) => lab::command(args.command),
         Command::Sys(args) => host::sys(&args),
         Command::Doctor(args) => host::doctor(&args),

@@ -32,6 +32,7 @@ pub mod quick;
 pub mod report;
 pub mod results;
 pub mod rr;
+pub mod secret;
 pub mod serve;
 pub mod sys;
 pub mod tcp;
@@ -81,6 +82,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Emulated hosts and links on this machine (network namespaces; needs root)
     Lab(lab::LabArgs),
+    /// A fleet's shared secret: `secret new` prints a fresh one, or a Kubernetes Secret holding it
+    Secret(secret::SecretArgs),
     /// This host's samplers live (CPU, interrupts, interfaces, stack), or its configuration
     Sys(sys::SysArgs),
     /// Check this host against known tuning advice; prints each finding with its fix, changes nothing
