@@ -15,6 +15,7 @@ mod flags;
 mod fleet;
 mod http;
 mod httpd;
+mod kube;
 mod lab;
 mod layout;
 mod matrix;
