@@ -217,6 +217,15 @@ fn issue_25_the_config_maps_plan_checks_with_its_service_name_replaced() {
         "{plan}"
     );
     assert!(plan.contains(SERVICE), "{plan}");
+    // The Job's `export` names one stored id per point of the plan (each test one point: no
+    // `vary`, no variants), in a database fresh in every pod.
+    assert!(!plan.contains("vary") && !plan.contains("variant"), "{plan}");
+    let ids: Vec<String> = (1..=plan.matches("[[test]]").count())
+        .map(|i| format!("\"{i}\", "))
+        .collect();
+    let job = std::fs::read_to_string(Path::new(KUBE).join("base/job.yaml")).unwrap();
+    let export = format!("args: [\"results\", \"export\", {}\"--format\"", ids.concat());
+    assert!(job.contains(&export), "job.yaml has no {export}");
     let tmp = tmp_dir("plan");
 
     // As shipped: the Service's name resolves only inside a cluster, and `plan check` expands
