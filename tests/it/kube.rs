@@ -146,30 +146,63 @@ fn issue_25_every_manifest_and_every_kustomize_output_validates() {
         .iter()
         .map(|d| d.strip_prefix(KUBE).unwrap().display().to_string())
         .collect();
-    for want in ["base", "overlays/host-network", "overlays/pod-network"] {
+    for want in [
+        "base",
+        "overlays/host-network",
+        "overlays/pod-network",
+        "overlays/pod-vs-host",
+    ] {
         assert!(names.iter().any(|n| n == want), "no kustomization {want}: {names:?}");
     }
     let tmp = tmp_dir("outputs");
     for (dir, name) in dirs.iter().zip(&names) {
         let yaml = kustomize(dir);
+        let objects = yaml.matches("\nkind: ").count() + usize::from(yaml.starts_with("kind: "));
+        let file = tmp.join(format!("{}.yaml", name.replace('/', "-")));
+        std::fs::write(&file, &yaml).unwrap();
+        assert_passed(&validate(&tool, &[file]), objects, name);
+        // The building blocks (agents/, a second set of them) are whole only inside an overlay.
+        if !(name == "base" || name.starts_with("overlays/") && name.matches('/').count() == 1) {
+            continue;
+        }
         for kind in ["Namespace", "ConfigMap", "Service", "DaemonSet", "Job"] {
             assert!(yaml.contains(&format!("\nkind: {kind}\n")), "{name}: no {kind}");
         }
+        let host = yaml.contains("hostNetwork: true");
         assert_eq!(
-            yaml.contains("hostNetwork: true"),
-            name.ends_with("host-network"),
+            host,
+            name.ends_with("host-network") || name.ends_with("pod-vs-host"),
             "{name}"
         );
-        let file = tmp.join(format!("{}.yaml", name.replace('/', "-")));
-        std::fs::write(&file, &yaml).unwrap();
-        assert_passed(&validate(&tool, &[file]), 5, name);
+        // Host network is outside Pod Security's restricted and baseline levels.
+        let level = if host { "privileged" } else { "restricted" };
+        assert!(
+            yaml.contains(&format!("pod-security.kubernetes.io/enforce: {level}\n")),
+            "{name}"
+        );
+        assert_eq!(
+            yaml.matches("\nkind: DaemonSet\n").count(),
+            if name.ends_with("pod-vs-host") { 2 } else { 1 }
+        );
+        // The Job's `export` names one stored id per point of the plan (each test one point: no
+        // `vary`, no variants), in a database fresh in every pod.
+        let plan = plan_in(&yaml);
+        assert!(!plan.contains("vary") && !plan.contains("variant"), "{plan}");
+        let ids: Vec<String> = (1..=plan.matches("[[test]]").count())
+            .map(|i| format!("- \"{i}\"\n"))
+            .collect();
+        let export = format!("- results\n        - export\n        {}", ids.join("        "));
+        assert!(
+            yaml.contains(&format!("{export}        - --format\n")),
+            "{name}: the Job's export does not name {ids:?}"
+        );
     }
 }
 
 #[test]
 fn issue_25_the_validator_fails_on_an_unknown_field_and_on_a_wrong_type() {
     let Some(tool) = need_validator() else { return };
-    let agents = std::fs::read_to_string(Path::new(KUBE).join("base/agents.yaml")).unwrap();
+    let agents = std::fs::read_to_string(Path::new(KUBE).join("agents/agents.yaml")).unwrap();
     let tmp = tmp_dir("planted");
     let plants = [
         // An unknown field (a typo of hostNetwork), where --strict alone refuses it.
@@ -198,9 +231,8 @@ fn issue_25_the_validator_fails_on_an_unknown_field_and_on_a_wrong_type() {
     }
 }
 
-/// The plan the ConfigMap holds: the block under `plan.toml: |`, its indent taken off.
-fn configmap_plan() -> String {
-    let yaml = std::fs::read_to_string(Path::new(KUBE).join("base/plan.yaml")).unwrap();
+/// The plan a ConfigMap holds: the block under `plan.toml: |`, its indent taken off.
+fn plan_in(yaml: &str) -> String {
     let (_, block) = yaml.split_once("  plan.toml: |\n").expect("a plan.toml key");
     block
         .lines()
@@ -210,53 +242,63 @@ fn configmap_plan() -> String {
 }
 
 #[test]
-fn issue_25_the_config_maps_plan_checks_with_its_service_name_replaced() {
-    let plan = configmap_plan();
-    assert!(
-        plan.contains("pattern = \"mesh\"") && plan.contains("different_nodes = true"),
-        "{plan}"
-    );
-    assert!(plan.contains(SERVICE), "{plan}");
-    // The Job's `export` names one stored id per point of the plan (each test one point: no
-    // `vary`, no variants), in a database fresh in every pod.
-    assert!(!plan.contains("vary") && !plan.contains("variant"), "{plan}");
-    let ids: Vec<String> = (1..=plan.matches("[[test]]").count())
-        .map(|i| format!("\"{i}\", "))
+fn issue_25_the_config_maps_plans_check_with_their_service_names_replaced() {
+    let files: Vec<PathBuf> = yaml_files(Path::new(KUBE))
+        .into_iter()
+        .filter(|p| std::fs::read_to_string(p).unwrap().contains("  plan.toml: |\n"))
         .collect();
-    let job = std::fs::read_to_string(Path::new(KUBE).join("base/job.yaml")).unwrap();
-    let export = format!("args: [\"results\", \"export\", {}\"--format\"", ids.concat());
-    assert!(job.contains(&export), "job.yaml has no {export}");
+    assert_eq!(files.len(), 2, "the base's plan and pod-vs-host's: {files:?}");
     let tmp = tmp_dir("plan");
-
-    // As shipped: the Service's name resolves only inside a cluster, and `plan check` expands
-    // `dns:` names, so here it fails on that name and nothing else.
-    let shipped = tmp.join("shipped.toml");
-    std::fs::write(&shipped, &plan).unwrap();
-    let out = run_bounded(linerate_command().args(["plan", "check"]).arg(&shipped), LIMIT);
-    let err = stderr(&out);
-    if out.status.success() {
-        skip("the cluster's Service name resolves here: the plan checked as it is");
-        return;
-    }
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains(SERVICE) && err.trim_end().lines().count() == 1, "{err}");
-
-    // The same plan with the name replaced by three agents on loopback (`@FILE`, one host a
-    // line): everything else in it checks.
     let hosts = tmp.join("hosts");
     std::fs::write(&hosts, "127.0.0.1\n127.0.0.2\n127.0.0.3\n").unwrap();
-    let local = tmp.join("local.toml");
-    std::fs::write(&local, plan.replace(SERVICE, &format!("@{}", hosts.display()))).unwrap();
-    for quick in [false, true] {
-        let mut cmd = linerate_command();
-        cmd.args(["plan", "check"]).arg(&local);
-        if quick {
-            cmd.arg("--quick");
+    for (n, file) in files.iter().enumerate() {
+        let plan = plan_in(&std::fs::read_to_string(file).unwrap());
+        let tests = plan.matches("[[test]]").count();
+        assert_eq!(plan.matches("pattern = \"mesh\"").count(), tests, "{plan}");
+        assert_eq!(plan.matches("different_nodes = true").count(), tests, "{plan}");
+        assert!(plan.contains(SERVICE), "{plan}");
+
+        // As shipped: the Services' names resolve only inside a cluster, and `plan check`
+        // expands `dns:` names, so here it fails on the first of them and nothing else.
+        let shipped = tmp.join(format!("shipped-{n}.toml"));
+        std::fs::write(&shipped, &plan).unwrap();
+        let out = run_bounded(linerate_command().args(["plan", "check"]).arg(&shipped), LIMIT);
+        let err = stderr(&out);
+        if out.status.success() {
+            skip("the cluster's Service names resolve here: the plans checked as they are");
+            return;
         }
-        let out = run_bounded(&mut cmd, LIMIT);
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "quick {quick}: {}", stderr(&out));
-        assert_eq!(text.matches("mesh of 3 hosts: 6 cells").count(), 2, "{text}");
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(SERVICE) && err.trim_end().lines().count() == 1, "{err}");
+
+        // The same plan with each `dns:` name replaced by three agents on loopback (`@FILE`,
+        // one host a line): everything else in it checks.
+        let local_plan: String = plan
+            .lines()
+            .map(|l| match l.starts_with("hosts = [\"dns:") {
+                true => format!("hosts = [\"@{}\"]\n", hosts.display()),
+                false => format!("{l}\n"),
+            })
+            .collect();
+        assert!(!local_plan.contains("dns:"), "{local_plan}");
+        let local = tmp.join(format!("local-{n}.toml"));
+        std::fs::write(&local, local_plan).unwrap();
+        for quick in [false, true] {
+            let mut cmd = linerate_command();
+            cmd.args(["plan", "check"]).arg(&local);
+            if quick {
+                cmd.arg("--quick");
+            }
+            let out = run_bounded(&mut cmd, LIMIT);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{} quick {quick}: {}",
+                file.display(),
+                stderr(&out)
+            );
+            assert_eq!(text.matches("mesh of 3 hosts: 6 cells").count(), tests, "{text}");
+        }
     }
 }
 
@@ -284,10 +326,10 @@ fn issue_25_secret_new_makes_the_secret_the_manifests_mount_and_an_agent_serves_
         "{yaml}"
     );
     assert!(yaml.contains("  namespace: linerate\n"), "{yaml}");
-    let base = |f: &str| std::fs::read_to_string(Path::new(KUBE).join("base").join(f)).unwrap();
-    assert!(base("agents.yaml").contains("secretName: linerate-secret"));
-    assert!(base("agents.yaml").contains("- /run/secrets/linerate/secret\n"));
-    assert!(base("job.yaml").contains("name: linerate-secret\n                  key: secret\n"));
+    let file = |f: &str| std::fs::read_to_string(Path::new(KUBE).join(f)).unwrap();
+    assert!(file("agents/agents.yaml").contains("secretName: linerate-secret"));
+    assert!(file("agents/agents.yaml").contains("- /run/secrets/linerate/secret\n"));
+    assert!(file("base/job.yaml").contains("name: linerate-secret\n                  key: secret\n"));
     let secret = yaml
         .split_once("stringData:\n  secret: \"")
         .and_then(|(_, rest)| rest.split_once('"'))
