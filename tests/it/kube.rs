@@ -168,6 +168,11 @@ fn issue_25_every_manifest_and_every_kustomize_output_validates() {
         for kind in ["Namespace", "ConfigMap", "Service", "DaemonSet", "Job"] {
             assert!(yaml.contains(&format!("\nkind: {kind}\n")), "{name}: no {kind}");
         }
+        // The Job waits to be resumed once every agent is ready (deploy/README.md).
+        assert!(
+            yaml.contains("\n  suspend: true\n"),
+            "{name}: the Job is not created suspended"
+        );
         let host = yaml.contains("hostNetwork: true");
         assert_eq!(
             host,
