@@ -47,7 +47,8 @@ else
     trap 'rm -rf "$context"' EXIT
 fi
 root=$context/rootfs
-mkdir -p "$root/etc" "$root/tmp" "$context/home/linerate"
+# /run/secrets: the mount point of a podman secret, which a --read-only root could not create.
+mkdir -p "$root/etc" "$root/tmp" "$root/run/secrets" "$context/home/linerate"
 chmod 1777 "$root/tmp"
 cp "$binary" "$context/linerate"
 chmod 0755 "$context/linerate"
