@@ -104,7 +104,11 @@ impl Podman {
             return skip(&format!("podman cannot run a container here: {}", text(&out)));
         }
         assert!(out.status.success(), "linerate --version in the image: {}", text(&out));
-        assert!(String::from_utf8_lossy(&out.stdout).starts_with("linerate "), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with("linerate "),
+            "{}",
+            text(&out)
+        );
         true
     }
 
@@ -113,12 +117,27 @@ impl Podman {
     fn agent(&mut self, name: &str, network: &str) -> String {
         self.on_drop(&["rm", "--force", "--time", "0", name]);
         let env = format!("LINERATE_SECRET={SECRET}");
-        self.ok(&["run", "--detach", "--name", name, "--network", network, "--env", &env, &self.image]);
+        self.ok(&[
+            "run",
+            "--detach",
+            "--name",
+            name,
+            "--network",
+            network,
+            "--env",
+            &env,
+            &self.image,
+        ]);
         poll_until(Duration::from_secs(30), "the agent container to listen", || {
             let out = self.run(&["logs", name], PODMAN_LIMIT);
             text(&out).contains("listening on [::]:5301")
         });
-        self.ok(&["inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name])
+        self.ok(&[
+            "inspect",
+            "--format",
+            "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+            name,
+        ])
     }
 }
 
@@ -127,7 +146,8 @@ impl Drop for Podman {
         for args in self.undo.iter().rev() {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let mut cmd = self.command(&args);
-            cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+            cmd.stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
             // Bounded: a wedged podman must not hang the suite; what is left is named below.
             if let Ok(mut child) = cmd.spawn() {
                 let until = std::time::Instant::now() + PODMAN_LIMIT;
@@ -201,8 +221,19 @@ fn issue_25_image_runs_agents_and_clients_across_a_podman_network_by_name() {
             format!("{}-agents:{ip_b}", podman.prefix),
         );
         let mut full = vec![
-            "run", "--rm", "--network", &network, "--env", &secret, "--add-host", &host_a, "--add-host", &both_a,
-            "--add-host", &both_b, &podman.image,
+            "run",
+            "--rm",
+            "--network",
+            &network,
+            "--env",
+            &secret,
+            "--add-host",
+            &host_a,
+            "--add-host",
+            &both_a,
+            "--add-host",
+            &both_b,
+            &podman.image,
         ];
         full.extend_from_slice(args);
         let out = podman.run(&full, Duration::from_secs(90));
@@ -215,8 +246,15 @@ fn issue_25_image_runs_agents_and_clients_across_a_podman_network_by_name() {
     assert_eq!(one["partial"], false, "{one}");
     let agent = &one["hosts"][a.as_str()];
     assert_eq!(agent["role"], "agent", "{one}");
-    assert_eq!(agent["hostname"], hostname_a.as_str(), "the agent container answered: {one}");
-    assert_ne!(one["hosts"]["client"]["hostname"], agent["hostname"], "two containers: {one}");
+    assert_eq!(
+        agent["hostname"],
+        hostname_a.as_str(),
+        "the agent container answered: {one}"
+    );
+    assert_ne!(
+        one["hosts"]["client"]["hostname"], agent["hostname"],
+        "two containers: {one}"
+    );
 
     let dns = format!("dns:{}-agents", podman.prefix);
     let mesh = client(&["tcp", "--pattern", "mesh", &dns, "-t", "1", "--json", "--no-store"]);
@@ -253,7 +291,11 @@ fn issue_25_kube_play_runs_the_pod_manifest_and_its_client_logs_a_result() {
     // The manifest as shipped, with this test's image, pod and secret names.
     let (pod, secret) = (format!("{}-pod", podman.prefix), format!("{}-secret", podman.prefix));
     let manifest = std::fs::read_to_string(Path::new(REPO).join("deploy/podman/pod.yaml")).expect("pod.yaml");
-    for needle in ["image: localhost/linerate:latest", "name: linerate-pod\n", "secretName: linerate\n"] {
+    for needle in [
+        "image: localhost/linerate:latest",
+        "name: linerate-pod\n",
+        "secretName: linerate\n",
+    ] {
         assert!(manifest.contains(needle), "deploy/podman/pod.yaml has {needle:?}");
     }
     let manifest = manifest
@@ -291,7 +333,11 @@ fn issue_25_kube_play_runs_the_pod_manifest_and_its_client_logs_a_result() {
     assert!(received_bytes(&v) > 0, "{v}");
     assert_eq!(v["hosts"]["127.0.0.1"]["role"], "agent", "{v}");
     let agent_log = podman.run(&["logs", &format!("{pod}-agent")], PODMAN_LIMIT);
-    assert!(text(&agent_log).contains("(secret required)"), "the agent read the mounted secret: {}", text(&agent_log));
+    assert!(
+        text(&agent_log).contains("(secret required)"),
+        "the agent read the mounted secret: {}",
+        text(&agent_log)
+    );
 }
 
 /// Standard base64 with padding (a Secret's `data`).
@@ -299,7 +345,10 @@ fn base64(bytes: &[u8]) -> String {
     const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
         for i in 0..4 {
             if i <= chunk.len() {
                 out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
@@ -341,7 +390,10 @@ fn issue_25_systemd_unit_passes_verify_and_a_planted_mistake_fails_it() {
         .expect("deploy/systemd/linerate-agent.service");
     // verify may check that ExecStart's program exists (systemd versions differ): point it at
     // this test's binary.
-    assert!(shipped.contains("ExecStart=/usr/local/bin/linerate serve "), "{shipped}");
+    assert!(
+        shipped.contains("ExecStart=/usr/local/bin/linerate serve "),
+        "{shipped}"
+    );
     let unit = shipped.replace("/usr/local/bin/linerate", BIN);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("linerate-agent.service");
@@ -361,8 +413,14 @@ fn issue_25_systemd_unit_passes_verify_and_a_planted_mistake_fails_it() {
     }
 
     for (mistake, planted) in [
-        ("an unknown directive", unit.replace("PrivateTmp=yes", "PrivateTmp=yes\nPrivateNetwrok=yes")),
-        ("a value systemd cannot parse", unit.replace("ProtectSystem=strict", "ProtectSystem=strictest")),
+        (
+            "an unknown directive",
+            unit.replace("PrivateTmp=yes", "PrivateTmp=yes\nPrivateNetwrok=yes"),
+        ),
+        (
+            "a value systemd cannot parse",
+            unit.replace("ProtectSystem=strict", "ProtectSystem=strictest"),
+        ),
     ] {
         std::fs::write(&path, planted).expect("write unit");
         assert!(verify_unit(&path).is_err(), "verify should fail on {mistake}");
