@@ -211,8 +211,22 @@ fn issue_25_image_runs_agents_and_clients_across_a_podman_network_by_name() {
     let ip_a = podman.agent(&a, &network);
     let ip_b = podman.agent(&b, &network);
     let hostname_a = podman.ok(&["inspect", "--format", "{{.Config.Hostname}}", &a]);
-    // The names resolve inside the client's container through /etc/hosts (nsswitch.conf's
-    // `files`); `agents` names both agents, as a headless Service's name does.
+    // Names resolve inside the client's container through /etc/hosts (nsswitch.conf's `files`):
+    // `agents` names both agents, as a headless Service's name does; and through DNS (`dns`)
+    // from a server on the network's gateway, given to the container as its resolver.
+    let gateway = podman.ok(&[
+        "network",
+        "inspect",
+        "--format",
+        "{{range .Subnets}}{{.Gateway}}{{end}}",
+        &network,
+    ]);
+    let by_dns = format!("{a}.linerate.test");
+    let _dns = DnsServer::start(
+        gateway.parse().expect("gateway address"),
+        &by_dns,
+        ip_a.parse().expect("agent address"),
+    );
     let client = |args: &[&str]| -> Value {
         let secret = format!("LINERATE_SECRET={SECRET}");
         let (host_a, both_a, both_b) = (
@@ -225,6 +239,8 @@ fn issue_25_image_runs_agents_and_clients_across_a_podman_network_by_name() {
             "--rm",
             "--network",
             &network,
+            "--dns",
+            &gateway,
             "--env",
             &secret,
             "--add-host",
@@ -241,20 +257,18 @@ fn issue_25_image_runs_agents_and_clients_across_a_podman_network_by_name() {
         document(&String::from_utf8_lossy(&out.stdout))
     };
 
-    let one = client(&["tcp", &a, "-t", "1", "--json", "--no-store"]);
-    assert!(received_bytes(&one) > 0, "{one}");
-    assert_eq!(one["partial"], false, "{one}");
-    let agent = &one["hosts"][a.as_str()];
-    assert_eq!(agent["role"], "agent", "{one}");
-    assert_eq!(
-        agent["hostname"],
-        hostname_a.as_str(),
-        "the agent container answered: {one}"
-    );
-    assert_ne!(
-        one["hosts"]["client"]["hostname"], agent["hostname"],
-        "two containers: {one}"
-    );
+    for name in [&a, &by_dns] {
+        let one = client(&["tcp", name, "-t", "1", "--json", "--no-store"]);
+        assert!(received_bytes(&one) > 0, "{one}");
+        assert_eq!(one["partial"], false, "{one}");
+        let agent = &one["hosts"][name.as_str()];
+        assert_eq!(agent["role"], "agent", "{one}");
+        assert_eq!(agent["hostname"], hostname_a.as_str(), "agent a answered {name}: {one}");
+        assert_ne!(
+            one["hosts"]["client"]["hostname"], agent["hostname"],
+            "two containers: {one}"
+        );
+    }
 
     let dns = format!("dns:{}-agents", podman.prefix);
     let mesh = client(&["tcp", "--pattern", "mesh", &dns, "-t", "1", "--json", "--no-store"]);
@@ -264,7 +278,9 @@ fn issue_25_image_runs_agents_and_clients_across_a_podman_network_by_name() {
         .iter()
         .map(|h| h["address"].as_str().expect("address"))
         .collect();
-    assert_eq!(hosts, [format!("{ip_a}:5301"), format!("{ip_b}:5301")], "{mesh}");
+    let mut both = [format!("{ip_a}:5301"), format!("{ip_b}:5301")];
+    both.sort_by_key(|a| a.parse::<std::net::SocketAddr>().expect("address"));
+    assert_eq!(hosts, both, "{mesh}");
     assert_eq!(mesh["failed"].as_array().map(Vec::len), Some(0), "{mesh}");
     let cells = mesh["cells"].as_array().expect("cells");
     assert_eq!(cells.len(), 2, "{mesh}");
@@ -338,6 +354,84 @@ fn issue_25_kube_play_runs_the_pod_manifest_and_its_client_logs_a_result() {
         "the agent read the mounted secret: {}",
         text(&agent_log)
     );
+}
+
+/// A DNS server on `ip`, port 53, for one name: an A query for `name` gets `answer`, any other
+/// question about `name` no record, any other name NXDOMAIN. Stopped on drop.
+struct DnsServer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl DnsServer {
+    fn start(ip: std::net::IpAddr, name: &str, answer: std::net::Ipv4Addr) -> DnsServer {
+        let socket = std::net::UdpSocket::bind((ip, 53)).unwrap_or_else(|e| panic!("bind {ip} port 53: {e}"));
+        socket
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (name, stopped) = (name.to_string(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                let Ok((n, from)) = socket.recv_from(&mut buf) else {
+                    continue;
+                };
+                if let Some(reply) = dns_reply(&buf[..n], &name, answer) {
+                    let _ = socket.send_to(&reply, from);
+                }
+            }
+        });
+        DnsServer {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for DnsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The answer to one DNS query (RFC 1035 4.1), None when it is not one.
+fn dns_reply(query: &[u8], name: &str, answer: std::net::Ipv4Addr) -> Option<Vec<u8>> {
+    // The question's name: length-prefixed labels from byte 12 to a zero, then QTYPE and QCLASS.
+    let mut labels = Vec::new();
+    let mut at = 12;
+    while *query.get(at)? != 0 {
+        let len = usize::from(query[at]);
+        labels.push(std::str::from_utf8(query.get(at + 1..at + 1 + len)?).ok()?);
+        at += 1 + len;
+    }
+    let question = query.get(12..at + 5)?;
+    let ours = labels.join(".").eq_ignore_ascii_case(name);
+    let a_record = ours && query[at + 1..at + 3] == [0, 1];
+    let mut reply = query[..2].to_vec(); // the id
+    // QR, RD, RA; RCODE 0, or 3 (NXDOMAIN) for another name. One question, 0 or 1 answer.
+    reply.extend_from_slice(&[
+        0x81,
+        if ours { 0x80 } else { 0x83 },
+        0,
+        1,
+        0,
+        u8::from(a_record),
+        0,
+        0,
+        0,
+        0,
+    ]);
+    reply.extend_from_slice(question);
+    if a_record {
+        // The name by pointer to the question's, type A, class IN, TTL 60 s, 4 bytes.
+        reply.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]);
+        reply.extend_from_slice(&answer.octets());
+    }
+    Some(reply)
 }
 
 /// Standard base64 with padding (a Secret's `data`).
