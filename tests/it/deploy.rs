@@ -320,7 +320,7 @@ fn issue_25_kube_play_runs_the_pod_manifest_and_its_client_logs_a_result() {
         .replace("secretName: linerate\n", &format!("secretName: {secret}\n"));
     let pod_yaml: PathBuf = podman.dir.path().join("pod.yaml");
     std::fs::write(&pod_yaml, manifest).expect("write pod.yaml");
-    // A Kubernetes Secret, as README's `podman secret create` would make from a file.
+    // The secret as a Kubernetes Secret: podman 4.3 mounts a secret volume from no other kind.
     let secret_yaml = podman.dir.path().join("secret.yaml");
     std::fs::write(
         &secret_yaml,
