@@ -9,6 +9,7 @@ mod brief;
 mod cli;
 mod compare;
 mod cost;
+mod deploy;
 mod examples;
 mod exit;
 mod flags;
