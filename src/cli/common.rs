@@ -24,8 +24,12 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
+    /// The agents named, `dns:NAME` (every address it resolves to) and `@FILE` (a host per line)
+    /// expanded: a test runs against all of them at once.
     pub fn targets(&self) -> anyhow::Result<Vec<Target>> {
-        super::resolve_targets(&self.hosts, self.port)
+        let names = linerate_core::fleet::expand_all(&self.hosts, self.port)
+            .map_err(|e| super::usage::Usage::Flag(e.to_string()))?;
+        super::resolve_targets(&names, self.port)
     }
 }
 

@@ -382,3 +382,29 @@ fn issue_24_different_nodes_leaves_out_pairs_on_one_node_and_a_host_file_names_t
         m["notes"]
     );
 }
+
+#[test]
+fn issue_25_a_plain_test_takes_a_host_file_and_runs_against_every_agent_in_it() {
+    let (a, b) = (Agent::start(&[]), Agent::start(&[]));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("agents.txt");
+    std::fs::write(&file, format!("{}\n# a comment\n{}\n", a.addr, b.addr)).expect("write");
+    let hosts = format!("@{}", file.display());
+    let v = json_of(&linerate(
+        &["tcp", "--json", "--no-store", &hosts, "-t", "0.5"],
+        Duration::from_secs(60),
+    ));
+    let agents: Vec<&str> = v["summary"]["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .map(|x| x["agent"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        agents,
+        [a.addr.as_str(), b.addr.as_str()],
+        "both agents of the file, at once"
+    );
+    let out = linerate(&["tcp", "@/nonexistent/agents.txt"], Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(2), "a missing host file is a usage error");
+}
