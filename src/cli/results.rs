@@ -83,7 +83,9 @@ pub enum ResultsCommand {
     Export {
         #[arg(value_name = "ID", required = true)]
         ids: Vec<String>,
-        /// json: the rows with their whole documents; csv: one line per headline figure
+        /// json: the rows with their whole documents; csv: one line per headline figure;
+        /// openmetrics: the headline figures as gauges in base units, for node_exporter's
+        /// textfile collector (docs/metrics.md)
         #[arg(long, value_name = "FORMAT", default_value = "json")]
         format: Format,
     },
@@ -107,6 +109,7 @@ pub enum ResultsCommand {
 pub enum Format {
     Json,
     Csv,
+    Openmetrics,
 }
 
 fn label(text: &str) -> Result<(String, String), String> {
@@ -240,6 +243,7 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
             let rows = ids.iter().map(|id| store.row(*id)).collect::<Result<Vec<_>, _>>()?;
             print(&match format {
                 Format::Csv => linerate_report::results::csv(&rows),
+                Format::Openmetrics => linerate_report::results::openmetrics(&rows),
                 Format::Json => {
                     let docs = ids
                         .iter()

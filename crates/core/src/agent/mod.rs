@@ -36,6 +36,7 @@ mod config;
 mod connection;
 mod handshake;
 mod http;
+mod metrics;
 mod pending;
 mod profile;
 mod refusal;
@@ -51,6 +52,7 @@ pub use budget::default_budget_bytes;
 pub use config::{
     AgentConfig, AgentError, AgentEvent, EVICTION_GRACE, HANDSHAKE_TIMEOUT, MAX_OPENING_PER_SOURCE, STOP_GRACE,
 };
+pub use metrics::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 pub use profile::{Profile, ProfileError, Profiles};
 pub use serve::{Agent, Stopper};
 
