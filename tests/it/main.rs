@@ -18,6 +18,7 @@ mod httpd;
 mod lab;
 mod layout;
 mod matrix;
+mod metrics;
 mod mix;
 mod netns;
 mod plan;

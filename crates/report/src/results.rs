@@ -171,11 +171,12 @@ pub fn csv(rows: &[Row]) -> String {
 }
 
 /// A stored figure's unit as Prometheus wants it: the base unit's name for the metric's end
-/// and the factor from the stored value (`Mbit/s` -> `bits_per_second`, 1e6); None for a unit
+/// and the factor from the stored value (`Mbit/s` -> `bytes_per_second`, 125,000); None for a unit
 /// with no base-unit form (an efficiency in Mbit/s per % of host: PromQL divides the two).
 fn base_unit(unit: &str) -> Option<(&'static str, f64)> {
     Some(match unit {
-        "Mbit/s" => ("bits_per_second", 1e6),
+        // Prometheus' base unit of data is the byte (promtool says so of `bits`).
+        "Mbit/s" => ("bytes_per_second", 1e6 / 8.0),
         "us" | "us of one core" => ("seconds", 1e-6),
         "% of host" | "%" => ("ratio", 0.01),
         "us/B" => ("seconds_per_byte", 1e-6),
@@ -442,8 +443,8 @@ mod tests {
         let text = openmetrics(&[a, b]);
         assert!(text.ends_with("# EOF\n"), "{text}");
         for want in [
-            "# TYPE linerate_result_receiver_throughput_bits_per_second gauge\n",
-            "linerate_result_receiver_throughput_bits_per_second{id=\"7\",kind=\"tcp\",outcome=\"complete\",campaign=\"\",label_id=\"x\\\"y\\n\",nic=\"x2\",note=\"a,b\"} 941500000.0\n",
+            "# TYPE linerate_result_receiver_throughput_bytes_per_second gauge\n",
+            "linerate_result_receiver_throughput_bytes_per_second{id=\"7\",kind=\"tcp\",outcome=\"complete\",campaign=\"\",label_id=\"x\\\"y\\n\",nic=\"x2\",note=\"a,b\"} 117687500.0\n",
             "linerate_result_senders_host_cpu_ratio{",
             "} 0.2\n",
             "linerate_result_latency_p99_seconds{",
