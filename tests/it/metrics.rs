@@ -137,7 +137,20 @@ fn issue_25_the_agent_counts_tests_and_bytes_prometheus_scrapes_them() {
     assert_eq!(get(&metrics, "/other", "").0, 404);
 
     // A real test, and one refused (a profile this agent does not have).
-    let out = run(&db, &["tcp", &addr, "-t", "1", "--json"]);
+    let out = run(
+        &db,
+        &[
+            "tcp",
+            &addr,
+            "-t",
+            "1",
+            "--json",
+            "--campaign",
+            "c25",
+            "--label",
+            "nic=lo",
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json_of(&out);
     let id = stderr(&out)
@@ -184,14 +197,19 @@ fn issue_25_the_agent_counts_tests_and_bytes_prometheus_scrapes_them() {
     let (code, head, text) = get(&metrics, "/metrics", "Accept: text/plain; version=0.0.4\r\n");
     assert_eq!(code, 200);
     assert!(head.contains("Content-Type: text/plain; version=0.0.4"), "{head}");
-    let export =
-        String::from_utf8_lossy(&run(&db, &["results", "export", &id, "--format", "openmetrics"]).stdout).into_owned();
-    assert!(
-        export.contains(&format!(
-            "linerate_result_receiver_throughput_bytes_per_second{{id=\"{id}\",kind=\"tcp\",outcome=\"complete\""
-        )),
-        "{export}"
+    // The stored run's headline, chosen by its campaign, as gauges with its labels.
+    let exported = run(
+        &db,
+        &["results", "export", "--campaign", "c25", "--format", "openmetrics"],
     );
+    assert!(exported.status.success(), "{}", stderr(&exported));
+    let export = String::from_utf8_lossy(&exported.stdout).into_owned();
+    let throughput = format!(
+        "linerate_result_receiver_throughput_bytes_per_second{{id=\"{id}\",kind=\"tcp\",outcome=\"complete\",campaign=\"c25\",nic=\"lo\"}} "
+    );
+    assert!(export.contains(&throughput), "{throughput} not in {export}");
+    let by_id = run(&db, &["results", "export", &id, "--format", "openmetrics"]);
+    assert_eq!(String::from_utf8_lossy(&by_id.stdout), export, "the same run by its id");
     if can_run(&[Need::Program {
         name: "promtool",
         package: "prometheus",

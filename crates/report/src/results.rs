@@ -206,10 +206,8 @@ pub fn openmetrics_name(f: &Figure) -> Option<(String, f64)> {
     let (suffix, factor) = base_unit(&f.unit)?;
     let mut name = format!("linerate_result_{}", snake(&f.name));
     let word = snake(f.unit.split('/').next().unwrap_or_default());
-    if suffix.is_empty() || suffix == "per_second" {
-        if !word.is_empty() && !name.split('_').any(|w| w == word) {
-            name = format!("{name}_{word}");
-        }
+    if (suffix.is_empty() || suffix == "per_second") && !word.is_empty() && !name.split('_').any(|w| w == word) {
+        name = format!("{name}_{word}");
     }
     if !suffix.is_empty() {
         name = format!("{name}_{suffix}");
