@@ -23,6 +23,9 @@
 //! accepts no more, ends the running tests (their clients get a partial result saying the agent
 //! is stopping), runs the undo still pending and returns (issue 22).
 //!
+//! Its counters (`metrics`, issue 25) change on events and once per test, from its report; with
+//! `AgentConfig::metrics` set, one thread of its own serves them on `GET /metrics` for Prometheus.
+//!
 //! This file only names the parts: the owner's settings and events are in `config`, what every
 //! connection thread shares in `state`; no file here imports one that imports it.
 //!
