@@ -32,6 +32,7 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
             .or_else(|| std::env::var("LINERATE_NODE").ok())
             .filter(|n| !n.is_empty()),
         clock_offset_ns: args.pretend_clock_offset_ms.saturating_mul(1_000_000),
+        metrics: args.metrics,
         ..agent::AgentConfig::new(SocketAddr::new(args.bind, args.port))
     };
     let agent = match agent::Agent::bind(config.clone()) {
@@ -74,7 +75,11 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         }
     };
     // One write for both lines: a reader that stops after the first sees the second too.
-    let mut lines = format!("linerate agent listening on {} ({auth})\n", agent.local_addr());
+    let mut lines = format!("linerate agent listening on {} ({auth})", agent.local_addr());
+    if let Some(metrics) = agent.metrics_addr() {
+        lines += &format!(", metrics on http://{metrics}/metrics");
+    }
+    lines.push('\n');
     if let Some(http) = &http {
         lines += &format!("linerate http server listening on {}\n", http.local_addr());
     }

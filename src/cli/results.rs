@@ -81,9 +81,14 @@ pub enum ResultsCommand {
     },
     /// Print stored results with their documents (json) or their headline figures (csv)
     Export {
-        #[arg(value_name = "ID", required = true)]
+        #[arg(value_name = "ID", required_unless_present = "campaign")]
         ids: Vec<String>,
-        /// json: the rows with their whole documents; csv: one line per headline figure
+        /// Every stored run of this campaign (its id, as `plan run` printed it), after any ID
+        #[arg(long, value_name = "ID")]
+        campaign: Option<String>,
+        /// json: the rows with their whole documents; csv: one line per headline figure;
+        /// openmetrics: the headline figures as gauges in base units, for node_exporter's
+        /// textfile collector (docs/metrics.md)
         #[arg(long, value_name = "FORMAT", default_value = "json")]
         format: Format,
     },
@@ -107,6 +112,7 @@ pub enum ResultsCommand {
 pub enum Format {
     Json,
     Csv,
+    Openmetrics,
 }
 
 fn label(text: &str) -> Result<(String, String), String> {
@@ -234,12 +240,32 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
                 show_text(&row.kind, &document)?
             })?;
         }
-        Some(ResultsCommand::Export { ids: texts, format }) => {
-            let ids = ids(texts)?;
-            let store = reader(&path)?.ok_or_else(|| missing(&texts[0]))?;
+        Some(ResultsCommand::Export {
+            ids: texts,
+            campaign,
+            format,
+        }) => {
+            let mut ids = ids(texts)?;
+            let name = texts.first().or(campaign.as_ref()).map_or("", String::as_str);
+            let store = reader(&path)?.ok_or_else(|| missing(name))?;
+            if let Some(c) = campaign {
+                let filter = Filter {
+                    campaign: Some(c.clone()),
+                    ..Filter::default()
+                };
+                let runs = store.list(&filter)?;
+                anyhow::ensure!(!runs.is_empty(), "no stored run of campaign {c}");
+                // Oldest first, as the campaign ran them.
+                for run in runs.iter().rev() {
+                    if !ids.contains(&run.id) {
+                        ids.push(run.id);
+                    }
+                }
+            }
             let rows = ids.iter().map(|id| store.row(*id)).collect::<Result<Vec<_>, _>>()?;
             print(&match format {
                 Format::Csv => linerate_report::results::csv(&rows),
+                Format::Openmetrics => linerate_report::results::openmetrics(&rows),
                 Format::Json => {
                     let docs = ids
                         .iter()

@@ -94,6 +94,14 @@ pub struct ServeArgs {
     )]
     pub pretend_clock_offset_ms: i64,
 
+    /// Serve the agent's counters for Prometheus on GET /metrics at ADDR:PORT (OpenMetrics)
+    ///
+    /// Tests accepted and refused, bytes and datagrams moved, test durations, handshake
+    /// failures, profile runs: docs/metrics.md. Unauthenticated: bind it to a private or
+    /// loopback address. Port 0: any free port, printed at start. Example: --metrics 10.0.0.5:9464
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
+
     #[command(flatten)]
     pub secret: SecretArgs,
 }

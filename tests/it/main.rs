@@ -20,6 +20,7 @@ mod kube;
 mod lab;
 mod layout;
 mod matrix;
+mod metrics;
 mod mix;
 mod netns;
 mod plan;

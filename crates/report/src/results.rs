@@ -170,6 +170,136 @@ pub fn csv(rows: &[Row]) -> String {
     out
 }
 
+/// A stored figure's unit as Prometheus wants it: the base unit's name for the metric's end
+/// and the factor from the stored value (`Mbit/s` -> `bytes_per_second`, 125,000); None for a unit
+/// with no base-unit form (an efficiency in Mbit/s per % of host: PromQL divides the two).
+fn base_unit(unit: &str) -> Option<(&'static str, f64)> {
+    Some(match unit {
+        // Prometheus' base unit of data is the byte (promtool says so of `bits`).
+        "Mbit/s" => ("bytes_per_second", 1e6 / 8.0),
+        "us" | "us of one core" => ("seconds", 1e-6),
+        "% of host" | "%" => ("ratio", 0.01),
+        "us/B" => ("seconds_per_byte", 1e-6),
+        u if u.ends_with("/s") && !u.contains(' ') => ("per_second", 1.0),
+        // Counts (datagrams, segments, requests, cells, points, users) and pure numbers.
+        u if u.chars().all(|c| c.is_ascii_alphabetic()) => ("", 1.0),
+        _ => return None,
+    })
+}
+
+/// `receiver throughput, client to agents` -> `receiver_throughput_client_to_agents`.
+fn snake(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars().filter(|c| *c != '\'') {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_end_matches('_').to_string()
+}
+
+/// A stored figure as a metric's name and the factor to its base unit: `linerate_result_`, the
+/// figure's name, the unit's count word when the name lacks it, the base unit.
+pub fn openmetrics_name(f: &Figure) -> Option<(String, f64)> {
+    let (suffix, factor) = base_unit(&f.unit)?;
+    let mut name = format!("linerate_result_{}", snake(&f.name));
+    let word = snake(f.unit.split('/').next().unwrap_or_default());
+    if (suffix.is_empty() || suffix == "per_second") && !word.is_empty() && !name.split('_').any(|w| w == word) {
+        name = format!("{name}_{word}");
+    }
+    if !suffix.is_empty() {
+        name = format!("{name}_{suffix}");
+    }
+    Some((name, factor))
+}
+
+/// A record's label key as a Prometheus label name: other characters become `_`; a key that is
+/// one of the export's own labels (or reserved, `__...`) gets a `label_` prefix.
+fn label_name(key: &str) -> String {
+    let mut n: String = key
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if n.is_empty() || n.starts_with(|c: char| c.is_ascii_digit()) || n.starts_with("__") {
+        n = format!("label_{n}");
+    }
+    if OWN_LABELS.contains(&n.as_str()) {
+        n = format!("label_{n}");
+    }
+    n
+}
+
+const OWN_LABELS: [&str; 4] = ["id", "kind", "outcome", "campaign"];
+
+/// Records' headline figures as gauges in base units, one metric per figure, for
+/// node_exporter's textfile collector or a push: OpenMetrics text (`# TYPE`, `# HELP`, `# UNIT`,
+/// `# EOF`) that the collector's Prometheus text parser (0.0.4) reads as it is: the lines it does
+/// not know are comments to it, and there are no counters or timestamps. Labels: the record's
+/// `id`, `kind`, `outcome`, `campaign` and its own labels; every sample carries every label name
+/// (empty where a record has none, which Prometheus reads as absent). An unknown figure has no
+/// sample; an efficiency figure (Mbit/s per % of host) is left out: PromQL divides the two.
+/// `linerate_result_started_timestamp_seconds` says when each run started.
+pub fn openmetrics(rows: &[Row]) -> String {
+    use prometheus_client::metrics::family::Family;
+    use prometheus_client::metrics::gauge::Gauge;
+    use prometheus_client::registry::Registry;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::atomic::AtomicU64;
+    type Gauges = Family<Vec<(String, String)>, Gauge<f64, AtomicU64>>;
+    let keys: BTreeSet<String> = rows
+        .iter()
+        .flat_map(|r| r.labels.keys().map(|k| label_name(k)))
+        .collect();
+    let mut registry = Registry::default();
+    let mut families: BTreeMap<String, Gauges> = BTreeMap::new();
+    let mut gauge = |registry: &mut Registry, name: &str, help: String, labels: &Vec<(String, String)>, v: f64| {
+        let family = families.entry(name.to_string()).or_insert_with(|| {
+            let f = Gauges::default();
+            registry.register(name, help, f.clone());
+            f
+        });
+        family.get_or_create(labels).set(v);
+    };
+    for r in rows {
+        let mut labels = vec![
+            ("id".to_string(), r.id.0.to_string()),
+            ("kind".to_string(), r.kind.clone()),
+            ("outcome".to_string(), r.outcome.as_str().to_string()),
+            ("campaign".to_string(), r.campaign.clone().unwrap_or_default()),
+        ];
+        let own: BTreeMap<String, &String> = r.labels.iter().map(|(k, v)| (label_name(k), v)).collect();
+        labels.extend(
+            keys.iter()
+                .map(|k| (k.clone(), own.get(k).map(|v| v.to_string()).unwrap_or_default())),
+        );
+        gauge(
+            &mut registry,
+            "linerate_result_started_timestamp_seconds",
+            "When the stored run started, seconds since the Unix epoch".into(),
+            &labels,
+            r.started_unix_ms as f64 / 1000.0,
+        );
+        for f in &r.figures {
+            let (Some((name, factor)), Some(v)) = (openmetrics_name(f), f.value) else {
+                continue;
+            };
+            // Text a shared database holds, in a line of its own: no control character, and a
+            // backslash escaped as the format wants.
+            let help: String = format!("A stored run's {} (its record's unit: {})", f.name, f.unit)
+                .chars()
+                .filter(|c| !c.is_control())
+                .collect::<String>()
+                .replace('\\', "\\\\");
+            gauge(&mut registry, &name, help, &labels, v * factor);
+        }
+    }
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry).expect("writing to a String does not fail");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,6 +417,50 @@ mod tests {
             "id,started_utc,kind,outcome,targets,labels,figure,unit,value\n\
              7,2025-11-25 01:30:12,tcp,complete,127.0.0.1:5201,\"nic=x2 note=a,b\",received,Mbit/s,941.5\n\
              7,2025-11-25 01:30:12,tcp,complete,127.0.0.1:5201,\"nic=x2 note=a,b\",sender CPU,%,\n"
+        );
+    }
+
+    #[test]
+    fn issue_25_openmetrics_export_is_gauges_in_base_units_with_the_records_labels() {
+        let mut a = row(
+            7,
+            "tcp",
+            vec![
+                fig("receiver throughput", "Mbit/s", Some(941.5)),
+                fig("sender's host CPU", "% of host", Some(20.0)),
+                fig("receiver's host CPU", "% of host", None),
+                fig("sender efficiency", "Mbit/s per % of host", Some(47.0)),
+                fig("latency p99", "us", Some(250.0)),
+                fig("failed", "requests", Some(3.0)),
+            ],
+        );
+        a.labels.insert("id".into(), "x\"y\n".into());
+        let mut b = row(8, "rr", vec![fig("transactions", "transactions/s", Some(12.0))]);
+        b.labels.clear();
+        b.campaign = Some("nightly".into());
+        let text = openmetrics(&[a, b]);
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        for want in [
+            "# TYPE linerate_result_receiver_throughput_bytes_per_second gauge\n",
+            "linerate_result_receiver_throughput_bytes_per_second{id=\"7\",kind=\"tcp\",outcome=\"complete\",campaign=\"\",label_id=\"x\\\"y\\n\",nic=\"x2\",note=\"a,b\"} 117687500.0\n",
+            "linerate_result_senders_host_cpu_ratio{",
+            "} 0.2\n",
+            "linerate_result_latency_p99_seconds{",
+            "} 0.00025\n",
+            "linerate_result_failed_requests{",
+            "linerate_result_transactions_per_second{id=\"8\",kind=\"rr\",outcome=\"complete\",campaign=\"nightly\",label_id=\"\",nic=\"\",note=\"\"} 12.0\n",
+            "linerate_result_started_timestamp_seconds{id=\"8\"",
+        ] {
+            assert!(text.contains(want), "{want} not in:\n{text}");
+        }
+        assert!(
+            !text.contains("receivers_host_cpu"),
+            "unknown is absent, not 0:\n{text}"
+        );
+        assert!(!text.contains("efficiency"), "{text}");
+        assert!(
+            !text.contains("_total") && !text.contains("mbit") && !text.contains("percent"),
+            "{text}"
         );
     }
 }

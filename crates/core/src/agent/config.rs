@@ -64,6 +64,9 @@ pub struct AgentConfig {
     /// readings, a synchronised start, when a third-party test started): a hidden test option
     /// that lets tests check a controller's clock estimate (`serve --pretend-clock-offset`).
     pub clock_offset_ns: i64,
+    /// Where to serve the agent's counters for Prometheus (`serve --metrics`, docs/metrics.md);
+    /// None: nowhere. Unauthenticated: a private address.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl AgentConfig {
@@ -82,6 +85,7 @@ impl AgentConfig {
             profiles: Profiles::default(),
             node: None,
             clock_offset_ns: 0,
+            metrics: None,
         }
     }
 }

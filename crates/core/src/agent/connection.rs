@@ -59,6 +59,7 @@ pub(super) fn admit_proven(
         FirstFlight::Refused(why) => {
             state.opening.unreserve();
             refuse_at_accept(stream, why);
+            state.metrics.handshake_failed(ErrorKind::Auth);
             events(&AgentEvent::Refused {
                 peer,
                 kind: ErrorKind::Auth,
@@ -260,6 +261,7 @@ pub(super) fn handle_connection(
     conn.set_message_timeout(IDLE_TIMEOUT);
     let theirs = u16::from_be_bytes([version[0], version[1]]);
     if theirs != VERSION {
+        state.metrics.handshake_failed(ErrorKind::Version);
         conn.send_error(
             ErrorKind::Version,
             format!("this agent speaks protocol {VERSION}, the client {theirs}"),
@@ -275,17 +277,23 @@ pub(super) fn handle_connection(
         }
         _ => FirstFlight::Unproven,
     };
+    // Whether the client's request was read: a refusal before it is the handshake's, one
+    // after it the test request's (counted where it happens).
+    let mut requested = false;
     let outcome = match proof {
         FirstFlight::Refused(why) => Err((ErrorKind::Auth, why.to_string())),
         FirstFlight::Proven if !slot.authenticated() => {
             Err((ErrorKind::Busy, "closed to make room for a newer connection".into()))
         }
-        _ => control_session(state, events, &mut conn, deadline, slot),
+        _ => control_session(state, events, &mut conn, deadline, slot, &mut requested),
     };
     if let Err((kind, message)) = outcome {
         // Closed to make room for a newer connection: the accept loop has said so already.
         if slot.evicted() {
             return;
+        }
+        if !requested {
+            state.metrics.handshake_failed(kind);
         }
         // The message may quote what the peer sent (a bad field, up to a frame's size): the
         // event carries it cut and escaped (issue 14).

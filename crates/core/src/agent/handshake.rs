@@ -48,13 +48,15 @@ enum Asked {
 }
 
 /// Runs one control session to its end: `Ok` once the test's report was sent (or, asked for
-/// its profiles, the list).
+/// its profiles, the list). `requested` is set once a test request was read: a refusal from
+/// then on is counted here, as a test refused or failed (`metrics`).
 pub(super) fn control_session(
     state: &State,
     events: &dyn Fn(&AgentEvent),
     conn: &mut Conn,
     deadline: Instant,
     opening: &mut OpeningSlot<'_>,
+    requested: &mut bool,
 ) -> Result<(), Refusal> {
     let secret = state.config.secret.as_deref();
     let nonce = secret.map(|_| auth::nonce());
@@ -137,20 +139,29 @@ pub(super) fn control_session(
         Asked::Test { profile } => profile.clone(),
         Asked::Relay { .. } => None,
     };
+    *requested = true;
+    let refused = |r: Refusal| {
+        state.metrics.refused(r.0);
+        r
+    };
     // The handshake is over: this connection no longer counts as opening (unless it was closed
     // to make room for a newer one just before).
     if !opening.settle() {
-        return Err((ErrorKind::Busy, "closed to make room for a newer connection".into()));
+        return Err(refused((
+            ErrorKind::Busy,
+            "closed to make room for a newer connection".into(),
+        )));
     }
-    spec.validate().map_err(|e| (ErrorKind::BadSpec, e.to_string()))?;
+    spec.validate()
+        .map_err(|e| refused((ErrorKind::BadSpec, e.to_string())))?;
     if let Some(name) = &profile {
-        state.config.profiles.find(name)?;
+        state.config.profiles.find(name).map_err(refused)?;
     }
     let Some(_test) = Slot::take(&state.tests, state.config.max_tests) else {
-        return Err((
+        return Err(refused((
             ErrorKind::Busy,
             format!("this agent is running {} test(s), its limit", state.config.max_tests),
-        ));
+        )));
     };
     let _memory = state.budget.reserve(spec_bytes(&spec)).map_err(|over| {
         let kind = if over.never_fits() {
@@ -158,18 +169,29 @@ pub(super) fn control_session(
         } else {
             ErrorKind::Busy
         };
-        (kind, over.to_string())
+        refused((kind, over.to_string()))
     })?;
     // The profile's command runs before the test is accepted, outside any measurement; its undo
     // runs when the report is made or, however the test ends, when `applied` drops.
     let mut applied = match &profile {
-        Some(name) => Some(profile::apply(&state.config.profiles, &state.profile_running, name)?),
+        Some(name) => {
+            let outcome = profile::apply(&state.config.profiles, &state.profile_running, name);
+            match &outcome {
+                Ok(_) => state.metrics.profile_run(true),
+                // Its command ran and failed (not: the agent is stopping, or another profile runs).
+                Err((ErrorKind::Failed, m)) if m != profile::STOPPING => state.metrics.profile_run(false),
+                Err(_) => {}
+            }
+            Some(outcome.map_err(refused)?)
+        }
         None => None,
     };
     let (peer, test) = (conn.peer(), spec.kind());
+    let began = Instant::now();
     if let Asked::Relay { to, start_at_unix_ns } = asked {
         events(&AgentEvent::TestStarted { peer, test });
         let outcome = super::relay::run(state, conn, &spec, to, start_at_unix_ns);
+        state.metrics.duration(test, began.elapsed());
         events(&AgentEvent::TestEnded {
             peer,
             test,
@@ -182,6 +204,7 @@ pub(super) fn control_session(
         state,
         conn,
         profile: &mut applied,
+        kind: test,
     };
     let t = &mut test_session;
     let outcome = match spec {
@@ -191,6 +214,7 @@ pub(super) fn control_session(
         TestSpec::Http(http) => super::http::run(t, &http),
     };
     drop(applied);
+    state.metrics.duration(test, began.elapsed());
     events(&AgentEvent::TestEnded {
         peer,
         test,

@@ -23,6 +23,9 @@
 //! accepts no more, ends the running tests (their clients get a partial result saying the agent
 //! is stopping), runs the undo still pending and returns (issue 22).
 //!
+//! Its counters (`metrics`, issue 25) change on events and once per test, from its report; with
+//! `AgentConfig::metrics` set, one thread of its own serves them on `GET /metrics` for Prometheus.
+//!
 //! This file only names the parts: the owner's settings and events are in `config`, what every
 //! connection thread shares in `state`; no file here imports one that imports it.
 //!
@@ -36,6 +39,7 @@ mod config;
 mod connection;
 mod handshake;
 mod http;
+mod metrics;
 mod pending;
 mod profile;
 mod refusal;
@@ -51,6 +55,7 @@ pub use budget::default_budget_bytes;
 pub use config::{
     AgentConfig, AgentError, AgentEvent, EVICTION_GRACE, HANDSHAKE_TIMEOUT, MAX_OPENING_PER_SOURCE, STOP_GRACE,
 };
+pub use metrics::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 pub use profile::{Profile, ProfileError, Profiles};
 pub use serve::{Agent, Stopper};
 

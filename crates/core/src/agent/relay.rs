@@ -81,6 +81,17 @@ pub(super) fn run(
     });
     match outcome {
         Ok(result) => {
+            // The agent's counters: what this end (the run's client) counted, in the window.
+            let mine = |s: &crate::result::SideSummary| {
+                if s.counted_by.iter().all(|c| c == "client") {
+                    s.bytes
+                } else {
+                    0
+                }
+            };
+            state
+                .metrics
+                .moved(spec.kind(), mine(&result.summary.sent), mine(&result.summary.received));
             let at = started.load(Ordering::Relaxed);
             conn.send(&Message::RelayResult {
                 result: Box::new(result),

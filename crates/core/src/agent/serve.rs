@@ -41,6 +41,8 @@ fn is_loopback(addr: &SocketAddr) -> bool {
 /// A bound agent, ready to serve.
 pub struct Agent {
     listener: TcpListener,
+    /// `--metrics`: the listener of the counters' endpoint.
+    metrics: Option<TcpListener>,
     state: Arc<State>,
 }
 
@@ -55,6 +57,10 @@ impl Agent {
             addr: config.bind,
             source,
         })?;
+        let metrics = match config.metrics {
+            None => None,
+            Some(addr) => Some(TcpListener::bind(addr).map_err(|source| AgentError::Bind { addr, source })?),
+        };
         let state = State {
             budget: Budget::new(config.max_memory),
             config,
@@ -65,9 +71,11 @@ impl Agent {
             fd_limit: admit::raise_fd_limit(),
             profile_running: Default::default(),
             stopping: AtomicBool::new(false),
+            metrics: Default::default(),
         };
         Ok(Agent {
             listener,
+            metrics,
             state: Arc::new(state),
         })
     }
@@ -75,6 +83,11 @@ impl Agent {
     /// The address it listens on (with the port the kernel chose for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    /// The address the counters are served on (`--metrics`), with the port the kernel chose.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// Whether clients must prove they know the secret.
@@ -89,8 +102,19 @@ impl Agent {
 
     /// Serves until its [`Stopper`] stops it, telling `on_event` what happens; then ends its
     /// tests, runs the pending undo and returns.
-    pub fn serve(self, on_event: impl Fn(&AgentEvent) + Send + Sync + 'static) {
-        let events: connection::Events = Arc::new(on_event);
+    pub fn serve(mut self, on_event: impl Fn(&AgentEvent) + Send + Sync + 'static) {
+        let counted = Arc::clone(&self.state);
+        let events: connection::Events = Arc::new(move |e: &AgentEvent| {
+            counted.metrics.event(e);
+            on_event(e);
+        });
+        // `--metrics`: its own thread, which ends when the agent stops.
+        if let Some(listener) = self.metrics.take() {
+            let state = Arc::clone(&self.state);
+            let _ = std::thread::Builder::new()
+                .name("linerate-metrics".into())
+                .spawn(move || super::metrics::serve(&listener, &state.metrics, &state.stopping));
+        }
         {
             let events = Arc::clone(&events);
             self.state.profile_running.on_failed_undo(move |profile, message| {
@@ -154,6 +178,7 @@ impl Agent {
             let ticket = match entered {
                 Ok((ticket, evicted)) => {
                     if let Some(e) = evicted {
+                        state.metrics.handshake_failed(ErrorKind::Busy);
                         events(&AgentEvent::Refused {
                             peer: e.peer,
                             kind: ErrorKind::Busy,
@@ -177,6 +202,7 @@ impl Agent {
                             config.eviction_grace.as_millis()
                         ),
                     };
+                    state.metrics.handshake_failed(ErrorKind::Busy);
                     events(&AgentEvent::Refused {
                         peer,
                         kind: ErrorKind::Busy,

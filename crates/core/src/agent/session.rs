@@ -88,6 +88,8 @@ pub(super) struct Test<'a, 'p> {
     pub state: &'a State,
     pub conn: &'a mut Conn,
     pub profile: &'a mut Option<Applied<'p>>,
+    /// Its kind ("tcp", "udp", ...), for the agent's counters.
+    pub kind: &'static str,
 }
 
 impl<'a> Test<'a, '_> {
@@ -206,6 +208,7 @@ impl<'a> Test<'a, '_> {
             report.partial = true;
             report.notes.push(format!("{STOPPING}: the test was ended early"));
         }
+        self.state.metrics.test_report(self.kind, &report);
         let used: Vec<String> = peer.and_then(host::interface_towards).into_iter().collect();
         report.config = Some(host::read_config(&used));
         report.profile = self.profile.take().map(Applied::finish);

@@ -1,0 +1,455 @@
+//! The agent's counters for Prometheus (`serve --metrics ADDR`, issue 25): what it accepted,
+//! refused and moved, kept by the official client library (`prometheus-client`) and served on
+//! `GET /metrics` by one small thread of its own.
+//!
+//! Nothing here runs per packet: a test's bytes and datagrams are added once, from this end's
+//! report when the test ends ([`Metrics::test_report`]); everything else counts events
+//! (accepted, refused, ended, a profile run). docs/metrics.md lists every metric.
+//!
+//! The endpoint answers one connection at a time, each within [`REQUEST_TIMEOUT`] in all, and
+//! reads at most [`MAX_REQUEST_BYTES`]: a slow or hostile peer holds it at most that long. It
+//! speaks OpenMetrics 1.0.0 unless the scraper asks for the Prometheus text format (0.0.4) only
+//! (`Accept: text/plain`, as `promtool check metrics` wants it): the same samples either way.
+
+use super::config::AgentEvent;
+use crate::proto::ErrorKind;
+use crate::result::{Role, SideReport};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long one scrape may take in all, from accept to the last byte written.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// A scrape's request head, at most.
+const MAX_REQUEST_BYTES: usize = 8 * 1024;
+/// The content type of the OpenMetrics exposition.
+pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of the Prometheus text format.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+type Kind = [(&'static str, &'static str); 1];
+type KindDirection = [(&'static str, &'static str); 2];
+type Reason = [(&'static str, &'static str); 1];
+
+/// Test durations' buckets, seconds: 0.1 s to about 30 min.
+fn duration_buckets() -> Histogram {
+    Histogram::new([0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0])
+}
+
+/// The agent's counters and the registry that names them.
+pub(super) struct Metrics {
+    registry: Registry,
+    accepted: Family<Kind, Counter>,
+    refused: Family<Reason, Counter>,
+    failed: Family<Kind, Counter>,
+    running: Gauge,
+    bytes: Family<KindDirection, Counter>,
+    datagrams: Family<KindDirection, Counter>,
+    duration: Family<Kind, Histogram>,
+    handshake_failures: Family<Reason, Counter>,
+    profile_runs: Counter,
+    profile_failures: Counter,
+}
+
+/// An error kind as a label value: its name in the protocol.
+fn reason(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Version => "version",
+        ErrorKind::Auth => "auth",
+        ErrorKind::Busy => "busy",
+        ErrorKind::BadSpec => "bad_spec",
+        ErrorKind::Protocol => "protocol",
+        ErrorKind::Failed => "failed",
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("linerate"),
+            accepted: Family::default(),
+            refused: Family::default(),
+            failed: Family::default(),
+            running: Gauge::default(),
+            bytes: Family::default(),
+            datagrams: Family::default(),
+            duration: Family::new_with_constructor(duration_buckets),
+            handshake_failures: Family::default(),
+            profile_runs: Counter::default(),
+            profile_failures: Counter::default(),
+        };
+        let r = &mut m.registry;
+        r.register(
+            "tests_accepted",
+            "Tests this agent accepted, by kind (a third-party test counts as its kind)",
+            m.accepted.clone(),
+        );
+        r.register(
+            "tests_refused",
+            "Test requests refused before they began, by reason (the protocol's error kind)",
+            m.refused.clone(),
+        );
+        r.register(
+            "tests_failed",
+            "Accepted tests that ended without this end's report, by kind",
+            m.failed.clone(),
+        );
+        r.register("tests_running", "Tests running now", m.running.clone());
+        r.register_with_unit(
+            "test",
+            "Bytes this agent's end of tests moved, by kind and direction (sent, received), added when each test ends",
+            Unit::Bytes,
+            m.bytes.clone(),
+        );
+        r.register(
+            "test_datagrams",
+            "UDP datagrams this agent's end of tests sent or received, by kind and direction, added when each test ends",
+            m.datagrams.clone(),
+        );
+        r.register_with_unit(
+            "test_duration",
+            "How long accepted tests ran, from acceptance to their end, by kind",
+            Unit::Seconds,
+            m.duration.clone(),
+        );
+        r.register(
+            "handshake_failures",
+            "Connections refused before a test request was read (version, auth, busy, protocol), by reason",
+            m.handshake_failures.clone(),
+        );
+        r.register(
+            "profile_runs",
+            "Profile commands run before a test (--profile)",
+            m.profile_runs.clone(),
+        );
+        r.register(
+            "profile_failures",
+            "Profile commands that failed, refusing their test",
+            m.profile_failures.clone(),
+        );
+        m
+    }
+}
+
+impl Metrics {
+    /// Counts what an event tells: a test accepted, a test ended (and its duration), and
+    /// refusals that are not the handshake's or a request's (those are counted where they happen).
+    pub(super) fn event(&self, event: &AgentEvent) {
+        match event {
+            AgentEvent::TestStarted { test, .. } => {
+                self.accepted.get_or_create(&[("kind", test)]).inc();
+                self.running.inc();
+            }
+            AgentEvent::TestEnded { test, completed, .. } => {
+                self.running.dec();
+                if !completed {
+                    self.failed.get_or_create(&[("kind", test)]).inc();
+                }
+            }
+            AgentEvent::Refused { .. } | AgentEvent::UndoFailed { .. } => {}
+        }
+    }
+
+    /// A connection refused before its request was read.
+    pub(super) fn handshake_failed(&self, kind: ErrorKind) {
+        self.handshake_failures.get_or_create(&[("reason", reason(kind))]).inc();
+    }
+
+    /// A test request refused before its test began.
+    pub(super) fn refused(&self, kind: ErrorKind) {
+        self.refused.get_or_create(&[("reason", reason(kind))]).inc();
+    }
+
+    /// A test of `kind` that ran `elapsed` from its acceptance.
+    pub(super) fn duration(&self, kind: &'static str, elapsed: Duration) {
+        self.duration
+            .get_or_create(&[("kind", kind)])
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// A profile's command ran; `ok`: it succeeded.
+    pub(super) fn profile_run(&self, ok: bool) {
+        self.profile_runs.inc();
+        if !ok {
+            self.profile_failures.inc();
+        }
+    }
+
+    /// Adds what this end of a test of `kind` moved, from its report: every stream's bytes over
+    /// the whole run (warm-up included) by its role, and a UDP stream's datagrams.
+    pub(super) fn test_report(&self, kind: &'static str, report: &SideReport) {
+        let (mut sent, mut received, mut dg_sent, mut dg_received) = (0u64, 0u64, 0u64, 0u64);
+        for s in &report.streams {
+            match s.role {
+                Role::Send => sent += s.total_bytes,
+                Role::Receive => received += s.total_bytes,
+            }
+            dg_sent += s.udp_send.as_ref().map_or(0, |u| u.datagrams);
+            dg_received += s.udp_receive.as_ref().map_or(0, |u| u.datagrams);
+        }
+        self.moved(kind, sent, received);
+        if kind == "udp" {
+            self.datagrams
+                .get_or_create(&[("kind", kind), ("direction", "sent")])
+                .inc_by(dg_sent);
+            self.datagrams
+                .get_or_create(&[("kind", kind), ("direction", "received")])
+                .inc_by(dg_received);
+        }
+    }
+
+    /// Adds bytes moved by a test of `kind`, each direction as this agent saw it.
+    pub(super) fn moved(&self, kind: &'static str, sent: u64, received: u64) {
+        self.bytes
+            .get_or_create(&[("kind", kind), ("direction", "sent")])
+            .inc_by(sent);
+        self.bytes
+            .get_or_create(&[("kind", kind), ("direction", "received")])
+            .inc_by(received);
+    }
+
+    /// The exposition in OpenMetrics text, `# EOF` last.
+    pub(super) fn openmetrics(&self) -> String {
+        let mut out = String::new();
+        encode(&mut out, &self.registry).expect("writing to a String does not fail");
+        out
+    }
+}
+
+/// The same samples in the Prometheus text format (0.0.4): a counter's `# HELP` and `# TYPE`
+/// name its samples (with `_total`), and the OpenMetrics-only lines (`# UNIT`, `# EOF`) go.
+pub fn openmetrics_to_text(openmetrics: &str) -> String {
+    let mut counters = std::collections::HashSet::new();
+    for line in openmetrics.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ")
+            && let Some(name) = rest.strip_suffix(" counter")
+        {
+            counters.insert(name.to_string());
+        }
+    }
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "].into_iter().find(|p| line.starts_with(p));
+        match meta {
+            Some(p) => {
+                let rest = &line[p.len()..];
+                let name = rest.split(' ').next().unwrap_or_default();
+                if counters.contains(name) {
+                    out += &format!("{p}{name}_total{}", &rest[name.len()..]);
+                } else {
+                    out += line;
+                }
+            }
+            None => out += line,
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Whether a request's `Accept` header asks for the Prometheus text format rather than
+/// OpenMetrics: it names `text/plain` and not `application/openmetrics-text`.
+fn wants_text(accept: Option<&str>) -> bool {
+    accept.is_some_and(|a| a.contains("text/plain") && !a.contains("application/openmetrics-text"))
+}
+
+/// Serves `GET /metrics` on `listener` until `stopping` is set, one connection at a time.
+pub(super) fn serve(listener: &TcpListener, metrics: &Metrics, stopping: &AtomicBool) {
+    if listener.set_nonblocking(true).is_err() {
+        return;
+    }
+    while !stopping.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = answer(stream, metrics);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let mut fd = libc::pollfd {
+                    fd: listener.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: poll(2) on the one pollfd given, which lives across the call.
+                unsafe { libc::poll(&mut fd, 1, 100) };
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// One request on `stream`, answered and closed within [`REQUEST_TIMEOUT`].
+fn answer(mut stream: TcpStream, metrics: &Metrics) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    let mut buf = vec![0u8; MAX_REQUEST_BYTES];
+    let mut got = 0;
+    let head_end = loop {
+        if let Some(i) = buf[..got].windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || got == buf.len() {
+            return Ok(());
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut buf[got..])? {
+            0 => return Ok(()),
+            n => got += n,
+        }
+    };
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut req = httparse::Request::new(&mut headers);
+    let (status, content_type, body) = match req.parse(&buf[..head_end]) {
+        Ok(httparse::Status::Complete(_)) if req.method == Some("GET") || req.method == Some("HEAD") => {
+            let path = req.path.unwrap_or_default();
+            if path == "/metrics" || path.starts_with("/metrics?") {
+                let accept = req
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("accept"))
+                    .and_then(|h| std::str::from_utf8(h.value).ok());
+                let text = metrics.openmetrics();
+                if wants_text(accept) {
+                    ("200 OK", TEXT_CONTENT_TYPE, openmetrics_to_text(&text))
+                } else {
+                    ("200 OK", OPENMETRICS_CONTENT_TYPE, text)
+                }
+            } else {
+                (
+                    "404 Not Found",
+                    "text/plain; charset=utf-8",
+                    "only /metrics here\n".into(),
+                )
+            }
+        }
+        Ok(httparse::Status::Complete(_)) => (
+            "405 Method Not Allowed",
+            "text/plain; charset=utf-8",
+            "GET /metrics\n".into(),
+        ),
+        _ => ("400 Bad Request", "text/plain; charset=utf-8", "bad request\n".into()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.set_write_timeout(Some(
+        deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1)),
+    ))?;
+    stream.write_all(head.as_bytes())?;
+    if req.method != Some("HEAD") {
+        stream.write_all(body.as_bytes())?;
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Prometheus' rules for names: the data model's characters, base units, counters ending
+    /// in `_total` (from the encoder), no `_bps` or other scaled units.
+    #[test]
+    fn issue_25_every_metric_name_follows_prometheus_rules() {
+        let m = Metrics::default();
+        // Every family with a sample, so that every name shows.
+        m.event(&AgentEvent::TestStarted {
+            peer: "127.0.0.1:1".parse().expect("addr"),
+            test: "udp",
+        });
+        m.refused(ErrorKind::Busy);
+        m.handshake_failed(ErrorKind::Auth);
+        m.duration("udp", Duration::from_millis(1500));
+        m.moved("udp", 1, 2);
+        m.test_report("udp", &SideReport::default());
+        m.profile_run(false);
+        m.event(&AgentEvent::TestEnded {
+            peer: "127.0.0.1:1".parse().expect("addr"),
+            test: "udp",
+            completed: false,
+        });
+        let text = m.openmetrics();
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        let mut types = std::collections::BTreeMap::new();
+        for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+            let mut parts = line[7..].split(' ');
+            types.insert(
+                parts.next().expect("name").to_string(),
+                parts.next().expect("type").to_string(),
+            );
+        }
+        let valid = |n: &str| {
+            n.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        for name in types.keys() {
+            assert!(valid(name) && name.starts_with("linerate_"), "{name}");
+            for bad in [
+                "_bps", "bits_per", "milli", "micro", "_ms", "_us", "kilo", "mega", "percent",
+            ] {
+                assert!(!name.contains(bad), "{name}: not a base unit");
+            }
+            assert!(!name.ends_with("_total"), "{name}: the encoder adds _total");
+        }
+        let mut samples = std::collections::BTreeSet::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().expect("a sample's name");
+            assert!(valid(name), "{line}");
+            samples.insert(name.to_string());
+            let family = types
+                .keys()
+                .filter(|f| name.starts_with(f.as_str()))
+                .max_by_key(|f| f.len())
+                .unwrap_or_else(|| panic!("{name} has no # TYPE"));
+            if types[family] == "counter" {
+                assert_eq!(name, format!("{family}_total"), "a counter's samples end in _total");
+            }
+        }
+        for want in [
+            "linerate_tests_accepted_total",
+            "linerate_tests_refused_total",
+            "linerate_tests_failed_total",
+            "linerate_tests_running",
+            "linerate_test_bytes_total",
+            "linerate_test_datagrams_total",
+            "linerate_test_duration_seconds_bucket",
+            "linerate_test_duration_seconds_count",
+            "linerate_handshake_failures_total",
+            "linerate_profile_runs_total",
+            "linerate_profile_failures_total",
+        ] {
+            assert!(samples.contains(want), "{want} missing from:\n{text}");
+        }
+        assert!(
+            text.contains(r#"linerate_test_bytes_total{kind="udp",direction="received"} 2"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"linerate_tests_running 0"#), "{text}");
+        // The text format: counters' HELP and TYPE name the _total samples; no OpenMetrics lines.
+        let plain = openmetrics_to_text(&text);
+        assert!(
+            plain.contains("# TYPE linerate_tests_accepted_total counter\n"),
+            "{plain}"
+        );
+        assert!(!plain.contains("# EOF") && !plain.contains("# UNIT"), "{plain}");
+        assert!(wants_text(Some("text/plain; version=0.0.4")));
+        assert!(!wants_text(Some(
+            "application/openmetrics-text;version=1.0.0,text/plain;q=0.5"
+        )));
+        assert!(!wants_text(None) && !wants_text(Some("*/*")));
+    }
+}
