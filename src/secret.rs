@@ -5,13 +5,10 @@ use crate::cli::usage::usage;
 use std::io::Write;
 use std::process::ExitCode;
 
-/// Bytes of a fresh secret: 256 bits, printed as 64 hex digits.
-pub const SECRET_BYTES: usize = 32;
-
 pub fn command(args: &SecretArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         SecretCommand::New { kubernetes, namespace } => {
-            let secret = linerate_core::proto::to_hex(&fresh()?);
+            let secret = linerate_core::agent::fresh_secret();
             let text = match kubernetes {
                 Some(name) => manifest(name, namespace, &secret)?,
                 None => format!("{secret}\n"),
@@ -20,25 +17,6 @@ pub fn command(args: &SecretArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// Random bytes from the kernel (getrandom(2), which blocks only until the pool is first seeded).
-fn fresh() -> std::io::Result<[u8; SECRET_BYTES]> {
-    let mut buf = [0u8; SECRET_BYTES];
-    let mut filled = 0;
-    while filled < buf.len() {
-        // SAFETY: the pointer and length name the unfilled tail of `buf`.
-        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        filled += n as usize;
-    }
-    Ok(buf)
 }
 
 /// A Secret manifest named `name` in `namespace` (both checked as Kubernetes names, so nothing
@@ -90,9 +68,13 @@ mod tests {
 
     #[test]
     fn issue_25_fresh_secrets_differ_and_fill_every_byte() {
-        let (a, b) = (fresh().unwrap(), fresh().unwrap());
+        let (a, b) = (
+            linerate_core::agent::fresh_secret(),
+            linerate_core::agent::fresh_secret(),
+        );
         assert_ne!(a, b);
-        assert_eq!(linerate_core::proto::to_hex(&a).len(), 64);
+        assert_eq!(a.len(), 64);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()), "{a}");
     }
 
     #[test]

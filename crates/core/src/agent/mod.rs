@@ -51,6 +51,7 @@ mod state;
 mod tcp;
 mod udp;
 
+pub use crate::proto::auth::fresh_secret;
 pub use budget::default_budget_bytes;
 pub use config::{
     AgentConfig, AgentError, AgentEvent, EVICTION_GRACE, HANDSHAKE_TIMEOUT, MAX_OPENING_PER_SOURCE, STOP_GRACE,

@@ -35,6 +35,17 @@ const MAC1_KEY_LABEL: &[u8] = b"linerate v4 mac1 key";
 const MAC1_LABEL: &[u8] = b"linerate mac1";
 
 /// A fresh random nonce.
+/// Bytes of a fresh fleet secret (`linerate secret new`): 256 bits.
+pub const SECRET_BYTES: usize = 32;
+
+/// A fresh shared secret as the agents and clients read it: [`SECRET_BYTES`] random bytes
+/// (the OS's generator, like every nonce here) as 64 hex digits.
+pub fn fresh_secret() -> String {
+    let mut s = [0u8; SECRET_BYTES];
+    rand::fill(&mut s);
+    crate::codec::to_hex(&s)
+}
+
 pub fn nonce() -> [u8; NONCE_LEN] {
     let mut n = [0u8; NONCE_LEN];
     rand::fill(&mut n);
