@@ -145,6 +145,11 @@ fn issue_24_an_incast_starts_together_through_an_agent_whose_clock_is_2_s_off() 
             (-5.0..200.0).contains(&late_ms),
             "started near its scheduled instant, in the controller's clock: {late_ms:.3} ms"
         );
+        let answered_ms = (f(start, "/answered_unix_ns") - f(start, "/actual_unix_ns")) / 1e6;
+        assert!(
+            (0.0..1000.0).contains(&answered_ms),
+            "the far end answered after the start went out: {answered_ms:.3} ms"
+        );
         assert_eq!(c["result"]["from"], c["from"]);
     }
     let sum: f64 = cells(&m).iter().map(|c| f(c, "/value")).sum();

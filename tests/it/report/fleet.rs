@@ -79,6 +79,7 @@ fn cell(from: &str, to: &str, round: usize, lateness_us: i64, mbit: Option<&[f64
         start: Some(CellStart {
             scheduled_unix_ns: scheduled,
             actual_unix_ns: scheduled + lateness_us * 1000,
+            answered_unix_ns: Some(scheduled + lateness_us * 1000 + 200_000),
             offset_ns: 0,
             uncertainty_ns: 40_000,
         }),

@@ -39,6 +39,7 @@ pub(super) fn run(
     refuse_unsendable(spec, to)?;
     let offset = state.config.clock_offset_ns;
     let started = Arc::new(AtomicI64::new(i64::MIN));
+    let sent = Arc::new(AtomicI64::new(i64::MIN));
     let start_at = match start_at_unix_ns {
         None => None,
         Some(at) => {
@@ -55,6 +56,7 @@ pub(super) fn run(
             }
             Some(StartAt {
                 at: crate::client::system_time(at.saturating_sub(offset)),
+                sent_unix_ns: Arc::clone(&sent),
                 started_unix_ns: Arc::clone(&started),
             })
         }
@@ -92,10 +94,15 @@ pub(super) fn run(
             state
                 .metrics
                 .moved(spec.kind(), mine(&result.summary.sent), mine(&result.summary.received));
-            let at = started.load(Ordering::Relaxed);
+            // As this agent tells time (its pretend offset added); unset: no synchronised start.
+            let told = |t: &AtomicI64| {
+                let at = t.load(Ordering::Relaxed);
+                (at != i64::MIN).then(|| at.saturating_add(offset))
+            };
             conn.send(&Message::RelayResult {
                 result: Box::new(result),
-                started_unix_ns: (at != i64::MIN).then(|| at.saturating_add(offset)),
+                start_sent_unix_ns: told(&sent),
+                started_unix_ns: told(&started),
             })
             .map_err(proto_refusal)
         }

@@ -81,8 +81,10 @@ pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Resu
 pub struct Relayed {
     /// The run, `from` set to the name the controller gave the agent that ran it.
     pub result: TestResult,
-    /// When the far agent had started, in the `from` agent's clock (Unix nanoseconds); None
-    /// without a synchronised start.
+    /// When the `from` agent sent `start`, in its own clock (Unix nanoseconds); None without a
+    /// synchronised start.
+    pub start_sent_far_unix_ns: Option<i64>,
+    /// When the far agent had answered `started`, in the `from` agent's clock; None likewise.
     pub started_far_unix_ns: Option<i64>,
 }
 
@@ -131,12 +133,14 @@ pub fn run_from(
             None => {}
             Some(Message::RelayResult {
                 result,
+                start_sent_unix_ns,
                 started_unix_ns,
             }) => {
                 let mut result = crate::summary::check::escape_controls(*result);
                 result.from = Some(from.name.clone());
                 return Ok(Relayed {
                     result,
+                    start_sent_far_unix_ns: start_sent_unix_ns,
                     started_far_unix_ns: started_unix_ns,
                 });
             }

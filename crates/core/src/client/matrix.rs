@@ -301,9 +301,11 @@ fn run_round(
                     let far_start = start.saturating_add(clock.offset_ns);
                     let relayed = run_from(&plan.hosts[f], to, plan.spec, opts, Some(far_start), interrupt)
                         .map_err(|e| format!("{}: {}", plan.hosts[f].name, error_chain(&e)))?;
-                    let cell_start = relayed.started_far_unix_ns.map(|far| CellStart {
+                    let here = |far: i64| far.saturating_sub(clock.offset_ns);
+                    let cell_start = relayed.start_sent_far_unix_ns.map(|sent| CellStart {
                         scheduled_unix_ns: start,
-                        actual_unix_ns: far.saturating_sub(clock.offset_ns),
+                        actual_unix_ns: here(sent),
+                        answered_unix_ns: relayed.started_far_unix_ns.map(here),
                         offset_ns: clock.offset_ns,
                         uncertainty_ns: clock.uncertainty_ns,
                     });

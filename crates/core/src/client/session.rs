@@ -149,6 +149,8 @@ pub struct ClientOptions {
 pub struct StartAt {
     /// When `start` goes out (this host's clock).
     pub at: SystemTime,
+    /// Set when `start` goes out: Unix nanoseconds, this host's clock.
+    pub sent_unix_ns: std::sync::Arc<std::sync::atomic::AtomicI64>,
     /// Set once every agent has answered `started`: Unix nanoseconds, this host's clock.
     pub started_unix_ns: std::sync::Arc<std::sync::atomic::AtomicI64>,
 }
@@ -391,6 +393,7 @@ pub(super) fn start_all(sessions: &mut [Session], opts: &ClientOptions) -> Resul
         if let Ok(wait) = start.at.duration_since(SystemTime::now()) {
             std::thread::sleep(wait.min(START_WAIT_MAX));
         }
+        start.sent_unix_ns.store(unix_ns(SystemTime::now()), Ordering::Relaxed);
     }
     for s in sessions.iter_mut() {
         s.conn.send(&Message::Start)?;

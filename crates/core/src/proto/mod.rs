@@ -108,10 +108,13 @@ pub(crate) enum Message {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         start_at_unix_ns: Option<i64>,
     },
-    /// Agent -> client: the third-party run's document, and when (its own clock, Unix
-    /// nanoseconds) its `to` agent had started; last message of a relay.
+    /// Agent -> client: the third-party run's document, and (its own clock, Unix nanoseconds)
+    /// when it sent `start` and when its `to` agent had answered `started`; last message of a
+    /// relay.
     RelayResult {
         result: Box<TestResult>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_sent_unix_ns: Option<i64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         started_unix_ns: Option<i64>,
     },

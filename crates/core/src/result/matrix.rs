@@ -105,9 +105,13 @@ pub struct ClockEstimate {
 pub struct CellStart {
     /// The start the controller asked for, Unix nanoseconds in its own clock.
     pub scheduled_unix_ns: i64,
-    /// When the `from` agent started its measurement (its `start`), in the controller's clock:
-    /// the agent's own reading minus its estimated offset.
+    /// When the `from` agent sent its `start` (woken at the agreed instant), in the controller's
+    /// clock: the agent's own reading minus its estimated offset. The start skew is read from it.
     pub actual_unix_ns: i64,
+    /// When the far agent's `started` came back to the `from` agent (its data then flows), in
+    /// the controller's clock; null from an agent that did not say.
+    #[serde(default)]
+    pub answered_unix_ns: Option<i64>,
     /// The `from` agent's clock offset used (its [`ClockEstimate`]'s), nanoseconds.
     pub offset_ns: i64,
     /// ± nanoseconds of that offset.

@@ -369,6 +369,7 @@ pub fn stub_matrix(
                     cell.start = Some(CellStart {
                         scheduled_unix_ns: scheduled,
                         actual_unix_ns: actual,
+                        answered_unix_ns: Some(actual + 300_000),
                         offset_ns: clock.offset_ns,
                         uncertainty_ns: clock.uncertainty_ns,
                     });
