@@ -229,20 +229,26 @@ impl Agents {
                 );
             }
         }
-        let from = match fleet.from.as_slice() {
-            [] => None,
-            [one] if hosts.hosts.len() == 1 && !one.starts_with("dns:") && !one.starts_with('@') => {
-                Some(crate::cli::resolve_targets(std::slice::from_ref(one), hosts.port)?.remove(0))
-            }
-            _ => {
-                return Err(crate::cli::usage::usage!(
-                    "--from without --pattern runs one test from one agent against one agent; for more give --pattern"
-                )
-                .into());
+        // `--from` names agents as the targets do (`dns:NAME`, `@FILE` expanded): without a
+        // pattern, one test from one agent against one agent.
+        let targets = hosts.targets()?;
+        let from = if fleet.from.is_empty() {
+            None
+        } else {
+            let from = linerate_core::fleet::expand_all(&fleet.from, hosts.port)
+                .map_err(|e| crate::cli::usage::Usage::Flag(e.to_string()))?;
+            match (from.as_slice(), targets.len()) {
+                ([one], 1) => Some(crate::cli::resolve_targets(std::slice::from_ref(one), hosts.port)?.remove(0)),
+                _ => {
+                    return Err(crate::cli::usage::usage!(
+                        "--from without --pattern runs one test from one agent against one agent; for more give --pattern"
+                    )
+                    .into());
+                }
             }
         };
         Ok(Agents {
-            targets: hosts.targets()?,
+            targets,
             opts: reach.options()?,
             from,
         })

@@ -130,7 +130,8 @@ pub fn run_matrix(
             });
             continue;
         }
-        let ran = run_round(plan, members, clocks, opts, interrupt);
+        // The first round starts from the readings just made; later ones read again.
+        let ran = run_round(plan, members, clocks, r > 0, opts, interrupt);
         for (&i, outcome) in members.iter().zip(ran) {
             let cell = &mut cells[i];
             match outcome {
@@ -247,12 +248,13 @@ fn summarise_round(cells: &[Cell], members: &[usize]) -> Round {
 
 type CellOutcome = Result<(TestResult, Option<CellStart>), String>;
 
-/// One round: each `from` agent's clock read again, one start given to all, every cell's
-/// third-party run at once.
+/// One round: each `from` agent's clock (read again when `read_again`, else its first
+/// reading), one start given to all, every cell's third-party run at once.
 fn run_round(
     plan: &MatrixPlan<'_>,
     members: &[usize],
     first: &[Result<AgentClock, String>],
+    read_again: bool,
     opts: &ClientOptions,
     interrupt: &AtomicBool,
 ) -> Vec<CellOutcome> {
@@ -269,6 +271,9 @@ fn run_round(
                     }
                     if let Some(e) = unreached(t) {
                         return Err(format!("{}: not reached: {e}", plan.hosts[t].name));
+                    }
+                    if !read_again && let Ok(c) = &first[f] {
+                        return Ok(c.estimate);
                     }
                     read_clock(&plan.hosts[f], opts, CLOCK_EXCHANGES)
                         .map(|c| c.estimate)
