@@ -61,6 +61,7 @@ pub(super) fn run(t: &mut Test<'_, '_>, spec: &UdpSpec) -> Result<(), Refusal> {
             role,
             socket,
             grant,
+            framing: udp::Framing::Linerate,
         });
     }
     t.await_start()?;

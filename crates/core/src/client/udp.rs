@@ -51,6 +51,7 @@ pub fn run_udp(
                         role,
                         socket,
                         grant,
+                        framing: udp::Framing::Linerate,
                     });
                 }
             }
@@ -71,6 +72,7 @@ pub fn run_udp(
                 role,
                 socket,
                 grant,
+                framing: udp::Framing::Linerate,
             });
         }
         s.send_ports(ports)?;

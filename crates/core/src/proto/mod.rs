@@ -13,6 +13,7 @@ pub(crate) mod conn;
 pub(crate) mod frame;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod fuzz;
+pub mod iperf3;
 
 use crate::metrics::host::HostInfo;
 use crate::result::{SideReport, TestResult};

@@ -11,6 +11,7 @@
 
 mod compare;
 mod http;
+mod iperf3;
 pub mod lab;
 mod matrix;
 mod mix;
@@ -22,6 +23,7 @@ mod udp;
 
 pub use compare::*;
 pub use http::*;
+pub use iperf3::*;
 pub use matrix::*;
 pub use mix::*;
 pub use profile::*;
@@ -102,6 +104,10 @@ pub struct TestResult {
     /// this host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    /// The far end was iperf3, not a linerate agent (issue 26): what it is and its own figures.
+    /// Null for a run between linerate's ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iperf3: Option<Iperf3Peer>,
 }
 
 /// How a run ended, the one rule the exit status follows (README "Exit status").

@@ -327,5 +327,6 @@ pub(crate) fn assemble(
         notes,
         lab: None,
         from: None,
+        iperf3: None,
     }
 }

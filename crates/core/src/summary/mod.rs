@@ -10,6 +10,7 @@
 pub(crate) mod check;
 pub use check::escape_controls;
 pub mod http;
+pub mod iperf3;
 pub mod rr;
 mod tcp;
 mod udp;
@@ -680,6 +681,7 @@ pub(crate) fn assemble(
         notes,
         lab: None,
         from: None,
+        iperf3: None,
     };
     if let TestSpec::Tcp(t) = spec
         && let Some(m) = t.mix

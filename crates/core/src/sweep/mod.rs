@@ -295,6 +295,7 @@ pub fn stub_result(spec: crate::spec::TestSpec, summary: crate::result::Summary)
         notes: Vec::new(),
         lab: None,
         from: None,
+        iperf3: None,
     }
 }
 

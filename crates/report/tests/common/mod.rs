@@ -36,6 +36,7 @@ pub fn result(options: TestSpec, summary: Summary) -> TestResult {
         notes: Vec::new(),
         lab: None,
         from: None,
+        iperf3: None,
     }
 }
 

@@ -18,6 +18,8 @@
 
 mod along;
 mod header;
+
+pub use header::Framing;
 mod receive;
 mod send;
 
@@ -50,6 +52,8 @@ pub struct UdpStream {
     pub role: Role,
     pub socket: UdpSocket,
     pub grant: SocketGrant,
+    /// What each datagram carries at its start: linerate's header, or iperf3's.
+    pub framing: Framing,
 }
 
 /// Tunes a UDP data socket: the receive buffer (4 MiB unless asked, forced past rmem_max as
@@ -224,6 +228,7 @@ mod tests {
             role: Role::Send,
             socket: a,
             grant: grant_a,
+            framing: Framing::Linerate,
         };
         let recv = UdpStream {
             id: 0,
@@ -232,6 +237,7 @@ mod tests {
             role: Role::Receive,
             socket: b,
             grant: grant_b,
+            framing: Framing::Linerate,
         };
         thread::scope(|s| {
             let r = s.spawn(|| run(spec, &[], vec![recv], &mut NullSink, &Control::default()));

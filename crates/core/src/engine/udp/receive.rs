@@ -8,7 +8,7 @@
 //! sender's time was up. Out: a [`UdpReceiveReport`].
 
 use super::along::AlongSequence;
-use super::header::{HEADER_BYTES, Header, KIND_END, parse_header, realtime_ns};
+use super::header::{Framing, HEADER_BYTES, Header, KIND_END, realtime_ns};
 use super::{BATCH, StreamRun, UdpStream};
 use crate::engine::sequence::{SequenceTracker, tracked_datagrams};
 use crate::engine::sockopt::enable_gro;
@@ -278,7 +278,7 @@ pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) 
                 let seg = segment.filter(|g| *g > 0 && *g < len).unwrap_or(len);
                 let message = &buf[i * size..i * size + len];
                 for d in message.chunks(seg) {
-                    let Some(h) = parse_header(d) else {
+                    let Some(h) = s.framing.parse(d, s.wire_id, s.test_id) else {
                         shared.stray.fetch_add(1, Relaxed);
                         continue;
                     };
@@ -327,7 +327,14 @@ pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) 
         }
         let idle = now - last_arrival;
         let sender_done = deadline.is_some_and(|d| now - start >= d) || shared.control.sending_stopped();
-        if (sender_done || expected.is_some()) && idle >= IDLE_AFTER_END && rx.first_ns.is_some() {
+        // iperf3's sender sends no end marker: once its control connection says the test is
+        // over (the stop), stragglers get the markers' grace.
+        let after_end = match s.framing {
+            Framing::Linerate => IDLE_AFTER_END,
+            Framing::Iperf3 { .. } if shared.control.sending_stopped() => END_GRACE,
+            Framing::Iperf3 { .. } => IDLE_AFTER_END,
+        };
+        if (sender_done || expected.is_some()) && idle >= after_end && rx.first_ns.is_some() {
             break StreamEnd::Eof;
         }
         if idle >= IDLE_ABORT {

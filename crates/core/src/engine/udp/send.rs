@@ -123,7 +123,7 @@ pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> 
                 send_ns,
                 test_id: s.test_id,
             };
-            write_header(&mut buf[i * size..(i + 1) * size], &h);
+            s.framing.write(&mut buf[i * size..(i + 1) * size], &h);
         }
         // SAFETY: buffers, iovecs and headers were set up above and outlive the calls; lengths
         // are within them.
@@ -173,9 +173,10 @@ pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> 
         shared.deadline_hit.store(true, Relaxed);
     }
     // End markers: the count, three times, a millisecond apart (one survives 1 % loss 10^6 times
-    // out of 10^6).
+    // out of 10^6). iperf3's framing has none: its control connection ends the test.
     let mut marker = [0u8; HEADER_BYTES];
-    for _ in 0..3 {
+    let markers = if s.framing == super::Framing::Linerate { 3 } else { 0 };
+    for _ in 0..markers {
         write_header(
             &mut marker,
             &Header {
