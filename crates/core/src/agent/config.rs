@@ -208,3 +208,33 @@ pub enum AgentEvent {
     /// said). Also sent for a test cut short, marked partial.
     Iperf3Result { peer: SocketAddr, result: Box<TestResult> },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cidr;
+
+    #[test]
+    fn issue_26_address_blocks_parse_clear_their_host_bits_and_hold_mapped_addresses() {
+        let b: Cidr = "10.1.2.3/16".parse().expect("a block");
+        assert_eq!(b.to_string(), "10.1.0.0/16");
+        assert!(b.contains("10.1.255.1".parse().expect("ip")));
+        assert!(
+            b.contains("::ffff:10.1.0.9".parse().expect("ip")),
+            "as a dual-stack socket sees it"
+        );
+        assert!(!b.contains("10.2.0.1".parse().expect("ip")));
+        assert!(!b.contains("::1".parse().expect("ip")));
+        let one: Cidr = "192.0.2.7".parse().expect("a bare address");
+        assert_eq!(one.to_string(), "192.0.2.7/32");
+        assert!(one.contains("192.0.2.7".parse().expect("ip")) && !one.contains("192.0.2.8".parse().expect("ip")));
+        let all: Cidr = "0.0.0.0/0".parse().expect("everything");
+        assert!(all.contains("203.0.113.9".parse().expect("ip")));
+        let v6: Cidr = "2001:db8::1/32".parse().expect("v6");
+        assert_eq!(v6.to_string(), "2001:db8::/32");
+        assert!(v6.contains("2001:db8:ffff::1".parse().expect("ip")));
+        assert!(!v6.contains("2001:db9::1".parse().expect("ip")));
+        for bad in ["10.0.0.0/33", "::/129", "ten/8", "10.0.0.0/x", ""] {
+            assert!(bad.parse::<Cidr>().is_err(), "{bad}");
+        }
+    }
+}

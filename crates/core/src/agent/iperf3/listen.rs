@@ -110,9 +110,6 @@ impl Listeners {
                 if stream.set_nonblocking(false).is_err() {
                     continue;
                 }
-                // States are single bytes, often two in a row (TEST_START, TEST_RUNNING): with
-                // Nagle the second waits for the client's delayed ACK, 40 ms of the test's time.
-                let _ = stream.set_nodelay(true);
                 accepted += 1;
                 self.admit(&state, &events, &port, (accepted, stream), peer);
             }

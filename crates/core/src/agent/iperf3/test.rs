@@ -611,3 +611,65 @@ fn watch(
     }
     Watched::Ended
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+
+    fn checked(text: &str) -> Checked {
+        let peer: SocketAddr = "127.0.0.1:1".parse().expect("addr");
+        Params::parse(text.as_bytes(), peer)
+            .expect("parses")
+            .check()
+            .expect("checks")
+    }
+
+    #[test]
+    fn issue_26_iperf3_parameters_become_a_linerate_spec_that_outlasts_the_client() {
+        let TestSpec::Tcp(t) = spec_of(&checked(
+            r#"{"tcp":true,"omit":1,"time":2,"parallel":2,"bidirectional":true,"len":65536,"window":262144,"nodelay":true}"#,
+        )) else {
+            panic!("a TCP spec");
+        };
+        assert_eq!(
+            (t.streams, t.direction, t.buffer_bytes.0),
+            (2, Direction::Bidir, 65_536)
+        );
+        assert_eq!(
+            (t.window_bytes, t.sndbuf_bytes),
+            (Some(ByteSize(262_144)), Some(ByteSize(262_144)))
+        );
+        assert!(t.nodelay);
+        assert_eq!(t.timing.warmup_seconds, 1.0, "-O is the warm-up");
+        assert_eq!(
+            t.timing.limit,
+            Limit::Seconds(1.0 + 2.0 + END_SLACK_SECONDS),
+            "the client ends it"
+        );
+        assert!(t.validate().is_ok());
+        let TestSpec::Tcp(n) = spec_of(&checked(r#"{"tcp":true,"num":1048576,"reverse":true,"parallel":128}"#)) else {
+            panic!("a TCP spec");
+        };
+        assert_eq!(
+            (n.direction, n.timing.limit),
+            (Direction::Reverse, Limit::Seconds(UNTIMED_SECONDS))
+        );
+        assert!(
+            n.validate().is_ok(),
+            "128 streams over the untimed limit keep within the sample cap"
+        );
+        let TestSpec::Udp(u) = spec_of(&checked(r#"{"udp":true,"time":1,"len":1000,"bandwidth":8000000}"#)) else {
+            panic!("a UDP spec");
+        };
+        assert_eq!(
+            (u.payload_bytes, u.gap_ns),
+            (1000, 1_000_000),
+            "8 Mbit/s of 1000-byte datagrams"
+        );
+        let TestSpec::Udp(k) = spec_of(&checked(r#"{"udp":true,"num":10000,"len":1000,"bandwidth":0}"#)) else {
+            panic!("a UDP spec");
+        };
+        assert_eq!((k.timing.limit, k.gap_ns), (Limit::Buffers(10), 0), "-b 0: unpaced");
+    }
+}
