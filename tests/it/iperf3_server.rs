@@ -561,3 +561,47 @@ fn issue_26_on_a_200mbit_link_serve_gives_what_iperf3_s_gives_and_is_loopback_on
         agree(&server, n + 1, args, &ours);
     }
 }
+
+#[test]
+fn issue_26_an_iperf3_client_killed_mid_test_leaves_the_port_to_the_next() {
+    if !have_iperf3() {
+        return;
+    }
+    let server = Server::local();
+    let port = server.port.to_string();
+    for args in [&["-t", "10"][..], &["-t", "10", "-u", "-b", "10M", "-R"]] {
+        let mut doomed = Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start iperf3");
+        std::thread::sleep(Duration::from_secs(1));
+        let _ = doomed.kill();
+        let _ = doomed.wait();
+        let killed = Instant::now();
+        // Its test is aborted once its control connection closes: the port is free within
+        // moments, not at the end of the 10 s it asked for.
+        let served = std::iter::repeat_with(|| {
+            std::thread::sleep(Duration::from_millis(200));
+            iperf3_in(&[], "127.0.0.1", server.port, &["-t", "1"])
+        })
+        .take_while(|_| killed.elapsed() < Duration::from_secs(5))
+        .find(|(ok, _)| *ok);
+        assert!(
+            served.is_some(),
+            "{args:?}: no client served after the kill; {:?}",
+            server.stderr()
+        );
+        assert!(killed.elapsed() < Duration::from_secs(7), "{:?}", killed.elapsed());
+    }
+    assert!(
+        server
+            .stderr()
+            .iter()
+            .any(|l| l.contains("closed the control connection while running its test")),
+        "{:?}",
+        server.stderr()
+    );
+}

@@ -106,7 +106,16 @@ impl Listeners {
                 )
             };
             for l in &self.tcp {
-                let Ok((stream, peer)) = l.accept() else { continue };
+                let (stream, peer) = match l.accept() {
+                    Ok(accepted) => accepted,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(_) => {
+                        // Out of descriptors or memory: the connection stays queued (and poll
+                        // says so at once), so wait a little instead of spinning on it.
+                        std::thread::sleep(Duration::from_millis(50));
+                        continue;
+                    }
+                };
                 if stream.set_nonblocking(false).is_err() {
                     continue;
                 }
@@ -191,7 +200,7 @@ impl Listeners {
                             "iperf3 port: a test is running; told the server is busy".into(),
                         );
                     }
-                    Arrival::Control(turn) => test::run(&state, &*events, &sockets, &turn, control),
+                    Arrival::Control(turn) => test::run(&state, &*events, &sockets, turn, control),
                 }
             });
         if spawned.is_err() {

@@ -10,7 +10,7 @@
 //! its `i_errno`, or ACCESS_DENIED) and told as [`AgentEvent::Refused`].
 
 use super::turn::{Accepted, Turn};
-use crate::agent::budget::spec_bytes;
+use crate::agent::budget::{Reservation, spec_bytes};
 use crate::agent::config::{AgentEvent, DATA_TIMEOUT};
 use crate::agent::session::Quiet;
 use crate::agent::state::{Slot, State};
@@ -93,12 +93,21 @@ fn gone(e: Iperf3Error) -> Failure {
     failure(0, 0, ErrorKind::Protocol, e.to_string())
 }
 
-/// Runs one test on `control` (its cookie read) while it holds the port's `turn`.
+/// What a test holds until its client says IPERF_DONE: the port, one of the agent's test slots
+/// and its memory. Let go then, before the document is made and handed on (the owner may store
+/// it), so that a script's next `iperf3 -c` finds the port free, as iperf3's own server is.
+struct Hold<'a> {
+    _turn: Turn<'a>,
+    _slot: Slot<'a>,
+    _memory: Option<Reservation<'a>>,
+}
+
+/// Runs one test on `control` (its cookie read), the port's `turn` its own.
 pub(super) fn run(
     state: &State,
     events: &dyn Fn(&AgentEvent),
     sockets: &Sockets,
-    turn: &Turn<'_>,
+    turn: Turn<'_>,
     mut control: Control,
 ) {
     let peer = control.peer();
@@ -113,7 +122,7 @@ pub(super) fn run(
         let _ = control.send_state(Step::ServerTerminate);
         return refused(ErrorKind::Failed, "the agent is stopping".into());
     }
-    let Some(_slot) = Slot::take(&state.tests, state.config.max_tests) else {
+    let Some(slot) = Slot::take(&state.tests, state.config.max_tests) else {
         state.metrics.refused(ErrorKind::Busy);
         let _ = control.send_state(Step::AccessDenied);
         return refused(
@@ -124,7 +133,12 @@ pub(super) fn run(
             ),
         );
     };
-    if let Err(f) = session(state, events, sockets, turn, &mut control) {
+    let hold = Hold {
+        _turn: turn,
+        _slot: slot,
+        _memory: None,
+    };
+    if let Err(f) = session(state, events, sockets, hold, &mut control) {
         if f.i_errno != 0 {
             let mut answer = vec![Step::ServerError.byte()];
             answer.extend_from_slice(&f.i_errno.to_be_bytes());
@@ -136,11 +150,11 @@ pub(super) fn run(
 }
 
 /// The parameters, the limits, then the test between TestStarted and TestEnded.
-fn session(
-    state: &State,
+fn session<'a>(
+    state: &'a State,
     events: &dyn Fn(&AgentEvent),
     sockets: &Sockets,
-    turn: &Turn<'_>,
+    mut hold: Hold<'a>,
     control: &mut Control,
 ) -> Result<(), Failure> {
     let peer = control.peer();
@@ -161,7 +175,7 @@ fn session(
     let spec = spec_of(&checked);
     spec.validate()
         .map_err(|e| refuse(IENEWTEST, libc::EINVAL, ErrorKind::BadSpec, e.to_string()))?;
-    let _memory = state.budget.reserve(spec_bytes(&spec)).map_err(|over| {
+    let memory = state.budget.reserve(spec_bytes(&spec)).map_err(|over| {
         let kind = if over.never_fits() {
             ErrorKind::BadSpec
         } else {
@@ -169,10 +183,11 @@ fn session(
         };
         refuse(IENEWTEST, libc::ENOMEM, kind, over.to_string())
     })?;
+    hold._memory = Some(memory);
     let test = spec.kind();
     events(&AgentEvent::TestStarted { peer, test });
     let began = Instant::now();
-    let outcome = run_test(state, sockets, turn, control, &checked, &spec);
+    let outcome = run_test(state, sockets, hold, control, &checked, &spec);
     state.metrics.duration(test, began.elapsed());
     events(&AgentEvent::TestEnded {
         peer,
@@ -253,7 +268,7 @@ enum Streams {
 fn run_test(
     state: &State,
     sockets: &Sockets,
-    turn: &Turn<'_>,
+    hold: Hold<'_>,
     control: &mut Control,
     checked: &Checked,
     spec: &TestSpec,
@@ -292,10 +307,10 @@ fn run_test(
             Streams::Udp(streams)
         }
         TestSpec::Tcp(t) => {
-            let rx = turn.expect(n);
+            let rx = hold._turn.expect(n);
             control.send_state(Step::CreateStreams).map_err(gone)?;
             let connected = tcp_streams(&rx, n);
-            turn.expect_none();
+            hold._turn.expect_none();
             let mut streams = Vec::with_capacity(n);
             for (i, socket) in connected?.into_iter().enumerate() {
                 let grant = sockopt::configure(&socket, t, roles[i]).map_err(stream_failure)?;
@@ -335,6 +350,7 @@ fn run_test(
         Ok(other) => notes.push(format!("the iperf3 client ended with state {other:?}, not IPERF_DONE")),
         Err(e) => notes.push(format!("the iperf3 client did not say IPERF_DONE: {e}")),
     }
+    drop(hold);
     if !udp && checked.bandwidth.is_some() && roles.contains(&Role::Send) {
         notes.push("iperf3's -b on TCP was not applied: this end sent unpaced".into());
     }
