@@ -102,7 +102,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
 
-    /// Answer iperf3 clients (`iperf3 -c`) on this port too; loopback only without --iperf3-allow
+    /// Answer `iperf3 -c` on this port too (loopback only without --iperf3-allow)
     ///
     /// TCP and UDP, -P, -R, --bidir, -t/-n/-k, -l, -w, -b, -O; one test at a time (a second
     /// client is told the server is busy), under this agent's limits. iperf3's protocol has no
@@ -111,7 +111,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub iperf3_port: Option<u16>,
 
-    /// Who may use the iperf3 port: an address block, ADDR/PREFIX (repeatable)
+    /// Who may use the iperf3 port: ADDR/PREFIX (repeatable)
     ///
     /// With it the iperf3 port binds to --bind's address and closes at once any connection
     /// from outside every block given. Example: --iperf3-allow 10.1.0.0/16
@@ -119,9 +119,10 @@ pub struct ServeArgs {
           value_parser = |s: &str| s.parse::<linerate_core::agent::Cidr>())]
     pub iperf3_allow: Vec<linerate_core::agent::Cidr>,
 
-    /// Store each iperf3 client's test in this results database (`linerate results` reads it)
+    /// Store each iperf3 client's test in this results database
     ///
-    /// Off unless given: the agent keeps no store of its own. Example: --db /var/lib/linerate/results.db
+    /// Off unless given: the agent keeps no store of its own; `linerate results --db PATH` reads
+    /// it. Example: --db /var/lib/linerate/results.db
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
 
