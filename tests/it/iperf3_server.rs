@@ -605,3 +605,25 @@ fn issue_26_an_iperf3_client_killed_mid_test_leaves_the_port_to_the_next() {
         server.stderr()
     );
 }
+
+#[test]
+fn issue_26_the_agents_memory_budget_refuses_an_iperf3_test_that_does_not_fit() {
+    if !have_iperf3() {
+        return;
+    }
+    let server = Server::start(&[], &["--bind", "127.0.0.1", "--max-memory", "4M"]);
+    // 8 streams of 1 MiB buffers: past the 4 MiB budget, refused before any stream is made.
+    let (ok, v) = iperf3_in(&[], "127.0.0.1", server.port, &["-t", "1", "-P", "8", "-l", "1M"]);
+    assert!(!ok, "{v}");
+    let error = v["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("unable to create a new test: Cannot allocate memory"),
+        "{error}"
+    );
+    poll_until(Duration::from_secs(10), "the agent's line", || {
+        server.stderr().iter().any(|l| l.contains("its budget is 4.0 MiB"))
+    });
+    // What fits still runs.
+    let v = iperf3(&server, &["-t", "1"]);
+    agree(&server, 1, &["-t", "1"], &v);
+}
