@@ -222,13 +222,10 @@ fn agree(server: &Server, n: usize, args: &[&str], v: &Value) -> Value {
             0.02,
             &format!("{args:?} received"),
         );
-        // What the two ends counted agree too (a TCP receiver misses only what was in flight).
-        near(
-            f(s, "/received/bytes"),
-            f(s, "/sent/bytes"),
-            0.1,
-            &format!("{args:?} received of sent"),
-        );
+        // What the two ends counted agree too, loosely: a receiver misses what was still in
+        // the sender's buffers at TEST_END (on a loaded box, a larger share of a short test).
+        let (received, sent) = (f(s, "/received/bytes"), f(s, "/sent/bytes"));
+        near(received, sent, 0.25, &format!("{args:?} received of sent"));
     }
     doc
 }
@@ -332,13 +329,13 @@ fn issue_26_a_second_iperf3_client_is_told_the_server_is_busy() {
     let server = Server::local();
     let port = server.port.to_string();
     let first = Command::new("iperf3")
-        .args(["-c", "127.0.0.1", "-p", &port, "-J", "-t", "3"])
+        .args(["-c", "127.0.0.1", "-p", &port, "-J", "-t", "4"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start iperf3");
-    // Its test is running once the agent's line about it would come; a second's head start.
-    std::thread::sleep(Duration::from_secs(1));
+    // A second and a half's head start: its test runs by then, and for 4 s.
+    std::thread::sleep(Duration::from_millis(1500));
     let (ok, second) = iperf3_in(&[], "127.0.0.1", server.port, &["-t", "1"]);
     assert!(!ok, "{second}");
     let error = second["error"].as_str().unwrap_or_default();
@@ -346,7 +343,7 @@ fn issue_26_a_second_iperf3_client_is_told_the_server_is_busy() {
     let out = wait_bounded(first, Duration::from_secs(30));
     assert!(out.status.success(), "the first still completes: {}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    agree(&server, 1, &["-t", "3"], &v);
+    agree(&server, 1, &["-t", "4"], &v);
 }
 
 /// A raw control connection that sent a cookie and read PARAM_EXCHANGE.
