@@ -205,7 +205,8 @@ pub enum AgentEvent {
     UndoFailed { profile: String, message: String },
     /// An iperf3 client's test on the iperf3 port is over (issue 26): its document, this end as
     /// the agent and the iperf3 client's figures as the client's (`result.iperf3` says what it
-    /// said). Also sent for a test cut short, marked partial.
+    /// said). Sent once the results were exchanged; a test that ended before that (the client
+    /// gone, the agent stopping) has no document: it is `Refused` and `TestEnded`, not completed.
     Iperf3Result { peer: SocketAddr, result: Box<TestResult> },
 }
 
