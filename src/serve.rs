@@ -5,6 +5,7 @@
 
 use crate::cli;
 use linerate_core::agent::{self, AgentEvent};
+use linerate_core::result::TestResult;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
@@ -33,6 +34,8 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
             .filter(|n| !n.is_empty()),
         clock_offset_ns: args.pretend_clock_offset_ms.saturating_mul(1_000_000),
         metrics: args.metrics,
+        iperf3_port: args.iperf3_port,
+        iperf3_allow: args.iperf3_allow.clone(),
         ..agent::AgentConfig::new(SocketAddr::new(args.bind, args.port))
     };
     let agent = match agent::Agent::bind(config.clone()) {
@@ -83,15 +86,54 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(http) = &http {
         lines += &format!("linerate http server listening on {}\n", http.local_addr());
     }
+    if let Some(iperf3) = agent.iperf3_addr() {
+        lines += &format!("iperf3 server listening on {iperf3}\n");
+    }
     stop_on_signals(agent.stopper())?;
     let mut out = std::io::stdout().lock();
     out.write_all(lines.as_bytes())?;
     out.flush()?;
     drop(out);
-    agent.serve(print_agent_event);
+    let db = args.db.clone();
+    agent.serve(move |e| {
+        print_agent_event(e);
+        if let AgentEvent::Iperf3Result { peer, result } = e {
+            keep_iperf3_result(*peer, result, db.as_deref());
+        }
+    });
     drop(http);
     eprintln!("linerate serve: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// An iperf3 client's test: one line on stderr and, with `--db`, its document stored like any
+/// run's (a store that fails costs a line, never the agent).
+fn keep_iperf3_result(peer: SocketAddr, result: &TestResult, db: Option<&std::path::Path>) {
+    let headline = linerate_report::headline::run_line(result);
+    let version = result
+        .iperf3
+        .as_ref()
+        .and_then(|p| p.version.as_deref())
+        .unwrap_or("unknown version");
+    let Some(path) = db else {
+        eprintln!("linerate serve: iperf3 {version} client {peer}: {headline}");
+        return;
+    };
+    let record = linerate_results::store::Record {
+        document: linerate_report::json::render(result),
+        outcome: result.outcome().into(),
+        targets: vec![format!("iperf3-client://{peer}")],
+        labels: Default::default(),
+        command: "linerate serve --iperf3-port".into(),
+        campaign: None,
+    };
+    match linerate_results::store::Store::open(path).and_then(|mut s| s.put(&record)) {
+        Ok(id) => eprintln!("linerate serve: iperf3 {version} client {peer}: {headline} (stored as {id})"),
+        Err(e) => eprintln!(
+            "linerate serve: iperf3 {version} client {peer}: {headline} (not stored in {}: {e})",
+            path.display()
+        ),
+    }
 }
 
 /// SIGTERM, SIGINT or SIGHUP stop the agent (`serve` then returns); a second one exits at once,

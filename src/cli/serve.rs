@@ -102,6 +102,30 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
 
+    /// Answer `iperf3 -c` on this port too (loopback only without --iperf3-allow)
+    ///
+    /// TCP and UDP, -P, -R, --bidir, -t/-n/-k, -l, -w, -b, -O; one test at a time (a second
+    /// client is told the server is busy), under this agent's limits. iperf3's protocol has no
+    /// authentication: the port binds to 127.0.0.1 and ::1 unless --iperf3-allow names who may
+    /// use it (docs/security.md). 0 = any free port, printed at start. Example: --iperf3-port 5201
+    #[arg(long, value_name = "N")]
+    pub iperf3_port: Option<u16>,
+
+    /// Who may use the iperf3 port: ADDR/PREFIX (repeatable)
+    ///
+    /// With it the iperf3 port binds to --bind's address and closes at once any connection
+    /// from outside every block given. Example: --iperf3-allow 10.1.0.0/16
+    #[arg(long = "iperf3-allow", value_name = "CIDR", requires = "iperf3_port",
+          value_parser = |s: &str| s.parse::<linerate_core::agent::Cidr>())]
+    pub iperf3_allow: Vec<linerate_core::agent::Cidr>,
+
+    /// Store each iperf3 client's test in this results database
+    ///
+    /// Off unless given: the agent keeps no store of its own; `linerate results --db PATH` reads
+    /// it. Example: --db /var/lib/linerate/results.db
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
     #[command(flatten)]
     pub secret: SecretArgs,
 }
@@ -139,6 +163,38 @@ mod tests {
         assert_eq!(
             serve(&["--idle", "2s"]).idle.map(|t| t.0),
             Some(std::time::Duration::from_secs(2))
+        );
+    }
+
+    #[test]
+    fn issue_26_iperf3_flags_take_a_port_and_address_blocks() {
+        let s = serve(&[
+            "--iperf3-port",
+            "0",
+            "--iperf3-allow",
+            "10.1.2.3/16",
+            "--iperf3-allow=::1",
+        ]);
+        assert_eq!(s.iperf3_port, Some(0));
+        let shown: Vec<String> = s.iperf3_allow.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["10.1.0.0/16", "::1/128"]);
+        assert!(s.iperf3_allow[0].contains("10.1.200.7".parse().expect("ip")));
+        assert!(s.iperf3_allow[0].contains("::ffff:10.1.0.1".parse().expect("ip")));
+        assert!(!s.iperf3_allow[0].contains("10.2.0.1".parse().expect("ip")));
+        for bad in [
+            &["--iperf3-port", "1", "--iperf3-allow", "10.0.0.0/33"][..],
+            &["--iperf3-port", "1", "--iperf3-allow", "ten"],
+            &["--iperf3-allow", "10.0.0.0/8"],
+        ] {
+            let mut full = vec!["linerate", "serve"];
+            full.extend_from_slice(bad);
+            assert!(Cli::try_parse_from(full).is_err(), "{bad:?}");
+        }
+        let all = serve(&["--iperf3-port", "1", "--iperf3-allow", "0.0.0.0/0"]);
+        assert!(all.iperf3_allow[0].contains("192.0.2.1".parse().expect("ip")));
+        assert_eq!(
+            serve(&["--db", "x.db"]).db.as_deref(),
+            Some(std::path::Path::new("x.db"))
         );
     }
 

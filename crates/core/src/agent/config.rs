@@ -6,6 +6,7 @@
 use super::budget::default_budget_bytes;
 use super::profile::Profiles;
 use crate::proto::ErrorKind;
+use crate::result::TestResult;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -67,6 +68,12 @@ pub struct AgentConfig {
     /// Where to serve the agent's counters for Prometheus (`serve --metrics`, docs/metrics.md);
     /// None: nowhere. Unauthenticated: a private address.
     pub metrics: Option<SocketAddr>,
+    /// Answer iperf3 clients on this port too (`serve --iperf3-port`, issue 26; 0: any free
+    /// port, see [`super::Agent::iperf3_addr`]); None: not at all.
+    pub iperf3_port: Option<u16>,
+    /// Who may use the iperf3 port (`--iperf3-allow`): empty, it listens on loopback only;
+    /// otherwise on `bind`'s address, and only sources inside one of these get past accept.
+    pub iperf3_allow: Vec<Cidr>,
 }
 
 impl AgentConfig {
@@ -86,7 +93,78 @@ impl AgentConfig {
             node: None,
             clock_offset_ns: 0,
             metrics: None,
+            iperf3_port: None,
+            iperf3_allow: Vec::new(),
         }
+    }
+}
+
+/// An address block (`10.0.0.0/8`, `2001:db8::/32`; a bare address is a block of one). An IPv4
+/// block also holds the IPv4-mapped IPv6 form of its addresses, as a dual-stack socket sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    /// The block's first address (the bits past the prefix are cleared).
+    pub addr: IpAddr,
+    /// Leading bits that name the block.
+    pub prefix: u8,
+}
+
+impl Cidr {
+    /// Whether `ip` is inside the block.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip.to_canonical()) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => mask_v4(u32::from(ip), self.prefix) == u32::from(net),
+            (IpAddr::V6(net), IpAddr::V6(ip)) => mask_v6(u128::from(ip), self.prefix) == u128::from(net),
+            _ => false,
+        }
+    }
+}
+
+fn mask_v4(bits: u32, prefix: u8) -> u32 {
+    if prefix == 0 {
+        0
+    } else {
+        bits & !(u32::MAX >> (prefix - 1) >> 1)
+    }
+}
+
+fn mask_v6(bits: u128, prefix: u8) -> u128 {
+    if prefix == 0 {
+        0
+    } else {
+        bits & !(u128::MAX >> (prefix - 1) >> 1)
+    }
+}
+
+impl std::str::FromStr for Cidr {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Cidr, String> {
+        let (addr, prefix) = s.split_once('/').unwrap_or((s, ""));
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|_| format!("'{s}' is not an address block (ADDR/PREFIX, e.g. 10.0.0.0/8)"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix: u8 = if prefix.is_empty() {
+            max
+        } else {
+            prefix
+                .parse()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("'{s}': the prefix must be a number from 0 to {max}"))?
+        };
+        let addr = match addr {
+            IpAddr::V4(a) => IpAddr::V4(mask_v4(u32::from(a), prefix).into()),
+            IpAddr::V6(a) => IpAddr::V6(mask_v6(u128::from(a), prefix).into()),
+        };
+        Ok(Cidr { addr, prefix })
+    }
+}
+
+impl std::fmt::Display for Cidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
     }
 }
 
@@ -125,4 +203,39 @@ pub enum AgentEvent {
     /// A profile's undo did not succeed (or could not run): the host may still be changed.
     /// `message` names its command and what happened, escaped.
     UndoFailed { profile: String, message: String },
+    /// An iperf3 client's test on the iperf3 port is over (issue 26): its document, this end as
+    /// the agent and the iperf3 client's figures as the client's (`result.iperf3` says what it
+    /// said). Sent once the results were exchanged; a test that ended before that (the client
+    /// gone, the agent stopping) has no document: it is `Refused` and `TestEnded`, not completed.
+    Iperf3Result { peer: SocketAddr, result: Box<TestResult> },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cidr;
+
+    #[test]
+    fn issue_26_address_blocks_parse_clear_their_host_bits_and_hold_mapped_addresses() {
+        let b: Cidr = "10.1.2.3/16".parse().expect("a block");
+        assert_eq!(b.to_string(), "10.1.0.0/16");
+        assert!(b.contains("10.1.255.1".parse().expect("ip")));
+        assert!(
+            b.contains("::ffff:10.1.0.9".parse().expect("ip")),
+            "as a dual-stack socket sees it"
+        );
+        assert!(!b.contains("10.2.0.1".parse().expect("ip")));
+        assert!(!b.contains("::1".parse().expect("ip")));
+        let one: Cidr = "192.0.2.7".parse().expect("a bare address");
+        assert_eq!(one.to_string(), "192.0.2.7/32");
+        assert!(one.contains("192.0.2.7".parse().expect("ip")) && !one.contains("192.0.2.8".parse().expect("ip")));
+        let all: Cidr = "0.0.0.0/0".parse().expect("everything");
+        assert!(all.contains("203.0.113.9".parse().expect("ip")));
+        let v6: Cidr = "2001:db8::1/32".parse().expect("v6");
+        assert_eq!(v6.to_string(), "2001:db8::/32");
+        assert!(v6.contains("2001:db8:ffff::1".parse().expect("ip")));
+        assert!(!v6.contains("2001:db9::1".parse().expect("ip")));
+        for bad in ["10.0.0.0/33", "::/129", "ten/8", "10.0.0.0/x", ""] {
+            assert!(bad.parse::<Cidr>().is_err(), "{bad}");
+        }
+    }
 }

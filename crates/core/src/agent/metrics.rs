@@ -154,7 +154,7 @@ impl Metrics {
                     self.failed.get_or_create(&[("kind", test)]).inc();
                 }
             }
-            AgentEvent::Refused { .. } | AgentEvent::UndoFailed { .. } => {}
+            AgentEvent::Refused { .. } | AgentEvent::UndoFailed { .. } | AgentEvent::Iperf3Result { .. } => {}
         }
     }
 

@@ -26,6 +26,10 @@
 //! Its counters (`metrics`, issue 25) change on events and once per test, from its report; with
 //! `AgentConfig::metrics` set, one thread of its own serves them on `GET /metrics` for Prometheus.
 //!
+//! With `AgentConfig::iperf3_port` set it also answers `iperf3 -c` clients on a port of their own
+//! (`iperf3`, issue 26), under the same limits, one test at a time; each test's document comes to
+//! the owner as an [`AgentEvent::Iperf3Result`].
+//!
 //! This file only names the parts: the owner's settings and events are in `config`, what every
 //! connection thread shares in `state`; no file here imports one that imports it.
 //!
@@ -39,6 +43,7 @@ mod config;
 mod connection;
 mod handshake;
 mod http;
+mod iperf3;
 mod metrics;
 mod pending;
 mod profile;
@@ -54,7 +59,7 @@ mod udp;
 pub use crate::proto::auth::fresh_secret;
 pub use budget::default_budget_bytes;
 pub use config::{
-    AgentConfig, AgentError, AgentEvent, EVICTION_GRACE, HANDSHAKE_TIMEOUT, MAX_OPENING_PER_SOURCE, STOP_GRACE,
+    AgentConfig, AgentError, AgentEvent, Cidr, EVICTION_GRACE, HANDSHAKE_TIMEOUT, MAX_OPENING_PER_SOURCE, STOP_GRACE,
 };
 pub use metrics::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 pub use profile::{Profile, ProfileError, Profiles};

@@ -41,6 +41,8 @@ fn is_loopback(addr: &SocketAddr) -> bool {
 /// A bound agent, ready to serve.
 pub struct Agent {
     listener: TcpListener,
+    /// `--iperf3-port`: the iperf3 port's sockets (issue 26).
+    iperf3: Option<super::iperf3::Listeners>,
     /// `--metrics`: the listener of the counters' endpoint.
     metrics: Option<TcpListener>,
     state: Arc<State>,
@@ -61,6 +63,7 @@ impl Agent {
             None => None,
             Some(addr) => Some(TcpListener::bind(addr).map_err(|source| AgentError::Bind { addr, source })?),
         };
+        let iperf3 = super::iperf3::Listeners::bind(&config)?;
         let state = State {
             budget: Budget::new(config.max_memory),
             config,
@@ -75,6 +78,7 @@ impl Agent {
         };
         Ok(Agent {
             listener,
+            iperf3,
             metrics,
             state: Arc::new(state),
         })
@@ -88,6 +92,12 @@ impl Agent {
     /// The address the counters are served on (`--metrics`), with the port the kernel chose.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// The address the iperf3 port listens on (`--iperf3-port`, with the port the kernel chose
+    /// for port 0; the first of its addresses); None without one.
+    pub fn iperf3_addr(&self) -> Option<SocketAddr> {
+        self.iperf3.as_ref().and_then(|l| l.local_addr())
     }
 
     /// Whether clients must prove they know the secret.
@@ -114,6 +124,13 @@ impl Agent {
             let _ = std::thread::Builder::new()
                 .name("linerate-metrics".into())
                 .spawn(move || super::metrics::serve(&listener, &state.metrics, &state.stopping));
+        }
+        // `--iperf3-port`: its accept loop on its own thread, which ends when the agent stops.
+        if let Some(listeners) = self.iperf3.take() {
+            let (state, events) = (Arc::clone(&self.state), Arc::clone(&events));
+            let _ = std::thread::Builder::new()
+                .name("linerate-iperf3".into())
+                .spawn(move || listeners.serve(state, events));
         }
         {
             let events = Arc::clone(&events);

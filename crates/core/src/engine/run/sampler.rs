@@ -338,7 +338,7 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
     if control.sending_stopped() && !stopped_by_runner {
         stopped_early = true;
     }
-    let partial = control.aborted() || (stopped_early && !plan.ends_on_stop);
+    let partial = control.aborted() || (stopped_early && !plan.ends_on_stop && !control.peer_ends);
     // Following the data: its edges, once some arrived (with none, the run's own window). Bytes
     // that came after the last still look (the streams ended before another look) end the
     // window at the streams' end.
