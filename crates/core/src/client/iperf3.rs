@@ -37,6 +37,8 @@ pub const SCHEME: &str = "iperf3://";
 const WATCH_SLICE: Duration = Duration::from_millis(20);
 /// How often a UDP hello is sent again while its answer does not come.
 const HELLO_RESEND: Duration = Duration::from_millis(500);
+/// The longest TEST_END waits for the sending TCP streams' queues to be acknowledged.
+const DRAIN_MAX: Duration = Duration::from_secs(2);
 /// A UDP run's end is taken from the interval samples' clock; before the first sample, only
 /// from when the workers were started, so this much later to be past the senders' deadline.
 const START_MARGIN: Duration = Duration::from_millis(50);
@@ -214,8 +216,16 @@ pub fn run_iperf3(
     s.ctl.send_json(&params)?;
     s.expect(State::CreateStreams, STEP_TIMEOUT, "waiting to create the streams")?;
     let mut old_udp_reply = false;
+    // The sending TCP streams, to see their queues acknowledged before TEST_END.
+    let mut senders = Vec::new();
     let data = match test {
-        TestSpec::Tcp(spec) => Data::Tcp(tcp_streams(spec, &ours, peer, opts, &cookie)?),
+        TestSpec::Tcp(spec) => {
+            let (spec, streams) = tcp_streams(spec, &ours, peer, opts, &cookie)?;
+            for s in streams.iter().filter(|s| s.role == Role::Send) {
+                senders.push(s.socket.try_clone().map_err(|source| ClientError::Data { peer, source })?);
+            }
+            Data::Tcp((spec, streams))
+        }
         TestSpec::Udp(spec) => {
             let local_ip = s.ctl.stream().local_addr().map_err(|source| ClientError::Data { peer, source })?.ip();
             let (streams, old) = udp_streams(spec, &ours, peer, local_ip, opts)?;
@@ -246,7 +256,7 @@ pub fn run_iperf3(
         };
         let engine_done = AtomicBool::new(false);
         let (report, watched) = std::thread::scope(|scope| {
-            let watcher = scope.spawn(|| watch(&mut s, control, &engine_done, &end, &progress));
+            let watcher = scope.spawn(|| watch(&mut s, control, &engine_done, &end, &progress, &senders));
             let report = match data {
                 Data::Tcp((spec, streams)) => tcp::run(spec, &spec.cpus, streams, &mut watching, control),
                 Data::Udp((spec, streams)) => udp::run(spec, &spec.cpus, streams, &mut watching, control),
@@ -483,6 +493,7 @@ fn watch(
     engine_done: &AtomicBool,
     end: &EndRule,
     progress: &Progress,
+    senders: &[std::net::TcpStream],
 ) -> Result<(), Iperf3Error> {
     let what = "the test ran";
     let fail = |e: Iperf3Error| {
@@ -504,6 +515,7 @@ fn watch(
                 EndRule::Received(bytes) => progress.received.load(Ordering::Relaxed) >= *bytes,
             };
         if due {
+            drain(senders, control);
             s.ctl.send_state(State::TestEnd).map_err(fail)?;
             // A UDP receiver in iperf3's framing ends once it hears the test is over; the
             // server closes its TCP streams on TEST_END, so TCP receivers see their end.
@@ -512,6 +524,19 @@ fn watch(
             }
             return Ok(());
         }
+    }
+}
+
+/// Waits (at most [`DRAIN_MAX`]) until the server has acknowledged every byte the sending TCP
+/// streams wrote: the server stops counting at TEST_END, and bytes still queued here would be
+/// counted sent by this end and never received by that one.
+fn drain(senders: &[std::net::TcpStream], control: &Control) {
+    let until = Instant::now() + DRAIN_MAX;
+    while !control.aborted()
+        && Instant::now() < until
+        && senders.iter().any(|s| sockopt::send_queue_bytes(s).is_some_and(|q| q > 0))
+    {
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 

@@ -1,6 +1,6 @@
 //! The kernel calls behind the socket-option base: the one place that calls setsockopt(2) and
 //! getsockopt(2) with libc (what socket2 does not cover: the *FORCE buffers, UDP_SEGMENT,
-//! UDP_GRO, SO_TIMESTAMPNS, TCP_INFO). In: a borrowed descriptor and an option; out: the kernel's
+//! UDP_GRO, SO_TIMESTAMPNS, TCP_INFO), and the SIOCOUTQ ioctl. In: a borrowed descriptor and an option; out: the kernel's
 //! answer. What to set and when is left to `sockopt`.
 
 use crate::result::TcpSnapshot;
@@ -114,4 +114,13 @@ pub(crate) fn tcp_info(socket: &impl AsFd) -> Option<TcpSnapshot> {
         rwnd_limited_us: info.tcpi_rwnd_limited,
         sndbuf_limited_us: info.tcpi_sndbuf_limited,
     })
+}
+
+/// Bytes a TCP socket holds that its peer has not yet acknowledged (SIOCOUTQ: sent but not
+/// acked, and not yet sent); None where the kernel refuses the call.
+pub(crate) fn send_queue_bytes(socket: &impl AsFd) -> Option<u64> {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one int to the pointer, which outlives the call.
+    let rc = unsafe { libc::ioctl(socket.as_fd().as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
+    (rc == 0).then(|| queued.max(0) as u64)
 }
