@@ -20,22 +20,17 @@ pub fn command(args: TcpArgs) -> anyhow::Result<ExitCode> {
     let output = args.output.clone();
     let repeat = args.repeat.policy()?;
     let mode = Mode::of(repeat, args.sizes()?, "--sizes")?;
+    if let Some(server) = crate::cli::iperf3::server(&args.hosts)? {
+        let agents = Agents::none(&args.reach)?;
+        let reach = args.reach.clone();
+        let spec = args.into_spec()?;
+        crate::cli::iperf3::check_tcp(&spec, &reach)?;
+        return drive(Test::new(Tcp(agents, Some(server)), spec, mode, output));
+    }
     if args.hosts.fleet.pattern.is_some() {
         let (hosts, reach) = (args.hosts.clone(), args.reach.clone());
         let spec = linerate_core::spec::TestSpec::Tcp(args.into_spec()?);
         return crate::fleet::command(spec, mode.is_once(), &hosts, &reach, &output);
-    }
-    if let Some(server) = crate::cli::iperf3::server(&args.hosts)? {
-        let opts = args.reach.options()?;
-        let reach = args.reach.clone();
-        let spec = args.into_spec()?;
-        crate::cli::iperf3::check_tcp(&spec, &reach)?;
-        let agents = Agents {
-            targets: Vec::new(),
-            opts,
-            from: None,
-        };
-        return drive(Test::new(Tcp(agents, Some(server)), spec, mode, output));
     }
     let agents = Agents::new(&args.hosts, &args.reach)?;
     drive(Test::new(Tcp(agents, None), args.into_spec()?, mode, output))
