@@ -60,7 +60,9 @@ fn common(timing: &Timing, peer_cpus: &[usize], reach: &ConnectArgs) -> Result<(
         ));
     }
     if reach.profile.is_some() {
-        return Err(usage!("--profile names a linerate agent's profile; an iperf3 server has none"));
+        return Err(usage!(
+            "--profile names a linerate agent's profile; an iperf3 server has none"
+        ));
     }
     Ok(())
 }
@@ -69,7 +71,9 @@ fn common(timing: &Timing, peer_cpus: &[usize], reach: &ConnectArgs) -> Result<(
 pub fn check_tcp(spec: &TcpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
     common(&spec.timing, &spec.peer_cpus, reach)?;
     if spec.mix.is_some() {
-        return Err(usage!("--mix is linerate's own workload; an iperf3 server cannot run it"));
+        return Err(usage!(
+            "--mix is linerate's own workload; an iperf3 server cannot run it"
+        ));
     }
     if spec.sndbuf_bytes.is_some() {
         return Err(usage!(
@@ -84,7 +88,9 @@ pub fn check_tcp(spec: &TcpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
 pub fn check_udp(spec: &UdpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
     common(&spec.timing, &spec.peer_cpus, reach)?;
     if spec.multicast.is_some() {
-        return Err(usage!("--multicast runs between linerate agents; an iperf3 server cannot join a group"));
+        return Err(usage!(
+            "--multicast runs between linerate agents; an iperf3 server cannot join a group"
+        ));
     }
     if spec.synced_clocks {
         return Err(usage!(
@@ -120,7 +126,10 @@ mod tests {
     #[test]
     fn issue_26_flags_that_cannot_map_to_iperf3_are_refused_by_name() {
         let t = "iperf3://127.0.0.1:5999";
-        assert_eq!(refusal(&["tcp", t, "-P", "4", "-R", "-t", "2.5", "--warmup", "1"]), None);
+        assert_eq!(
+            refusal(&["tcp", t, "-P", "4", "-R", "-t", "2.5", "--warmup", "1"]),
+            None
+        );
         assert_eq!(refusal(&["udp", t, "--bidir", "-b", "10m", "-n", "100"]), None);
         for (args, flag) in [
             (vec!["tcp", t, "127.0.0.1"], "only HOST"),

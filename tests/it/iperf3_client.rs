@@ -91,9 +91,15 @@ impl Drop for Iperf3Server {
 /// `a` and `b` within `percent` % of the larger.
 fn agree(a: u64, b: u64, percent: f64, what: &str) {
     let (a, b) = (a as f64, b as f64);
-    assert!(a > 0.0 && b > 0.0, "{what}: linerate {a} and iperf3 {b} both counted something");
+    assert!(
+        a > 0.0 && b > 0.0,
+        "{what}: linerate {a} and iperf3 {b} both counted something"
+    );
     let off = (a - b).abs() / a.max(b) * 100.0;
-    assert!(off <= percent, "{what}: linerate {a} vs iperf3 {b}, {off:.2} % apart (at most {percent} %)");
+    assert!(
+        off <= percent,
+        "{what}: linerate {a} vs iperf3 {b}, {off:.2} % apart (at most {percent} %)"
+    );
 }
 
 /// `linerate KIND iperf3://127.0.0.1:PORT ARGS --json` against a fresh `iperf3 -s` on
@@ -113,7 +119,10 @@ fn far_end_bytes(doc: &Value, role: &str) -> u64 {
     let p = &doc["iperf3"];
     assert_eq!(p["role"], "server", "{p}");
     assert!(p["version"].as_str().is_some_and(|v| v.starts_with("iperf 3")), "{p}");
-    assert!(p["cpu_util_total_percent"].as_f64().is_some(), "its CPU as iperf3 counts it: {p}");
+    assert!(
+        p["cpu_util_total_percent"].as_f64().is_some(),
+        "its CPU as iperf3 counts it: {p}"
+    );
     p["streams"]
         .as_array()
         .expect("streams")
@@ -132,8 +141,15 @@ fn issue_26_tcp_forward_reverse_bidir_and_four_streams_agree_with_iperf3s_own_js
     let (doc, theirs) = against_iperf3("tcp", &["-t", "1"]);
     let received = u(&theirs, "/end/sum_received/bytes");
     agree(u(&doc, "/summary/sent/bytes"), received, 2.0, "forward");
-    assert_eq!(far_end_bytes(&doc, "receive"), received, "the far end's own count, kept as it said it");
-    assert_eq!(doc["summary"]["received"]["counted_by"][0], doc["summary"]["agents"][0]["agent"]);
+    assert_eq!(
+        far_end_bytes(&doc, "receive"),
+        received,
+        "the far end's own count, kept as it said it"
+    );
+    assert_eq!(
+        doc["summary"]["received"]["counted_by"][0],
+        doc["summary"]["agents"][0]["agent"]
+    );
     assert!(doc["partial"] == false && doc["error"].is_null(), "{}", doc["notes"]);
 
     // -R: iperf3 sends, this end receives.
@@ -187,7 +203,10 @@ fn issue_26_udp_forward_and_reverse_at_a_rate_agree_and_keep_iperf3s_loss_and_ji
     assert!(s["jitter_ms"].as_f64().is_some() && s["lost"].as_u64().is_some(), "{s}");
     assert_eq!(s["lost"].as_u64(), theirs["end"]["sum"]["lost_packets"].as_u64());
     let jitter = theirs["end"]["sum"]["jitter_ms"].as_f64().expect("iperf3's jitter");
-    assert!((s["jitter_ms"].as_f64().expect("jitter") - jitter).abs() < 1e-6, "{s} vs {jitter}");
+    assert!(
+        (s["jitter_ms"].as_f64().expect("jitter") - jitter).abs() < 1e-6,
+        "{s} vs {jitter}"
+    );
     // 20 Mbit/s for 1 s, as iperf3 received it.
     let mbps = received as f64 * 8.0 / 1e6;
     assert!((18.0..=22.0).contains(&mbps), "{mbps} Mbit in 1 s at 20 Mbit/s");
@@ -201,7 +220,11 @@ fn issue_26_udp_forward_and_reverse_at_a_rate_agree_and_keep_iperf3s_loss_and_ji
         "this end's loss, from iperf3's sequence numbers: {}",
         doc["summary"]
     );
-    assert!(doc["partial"] == false, "the stop at TEST_END is the end, not a cut: {}", doc["notes"]);
+    assert!(
+        doc["partial"] == false,
+        "the stop at TEST_END is the end, not a cut: {}",
+        doc["notes"]
+    );
 }
 
 #[test]
@@ -242,7 +265,9 @@ fn issue_26_a_stored_run_against_iperf3_shows_again_and_repeats() {
     });
     let target = format!("iperf3://127.0.0.1:{port}");
     let out = linerate(
-        &["tcp", &target, "-t", "1", "--repeat", "3", "--pause", "0.2", "--json", "--db", db],
+        &[
+            "tcp", &target, "-t", "1", "--repeat", "3", "--pause", "0.2", "--json", "--db", db,
+        ],
         LIMIT,
     );
     let _ = many.kill();
@@ -324,7 +349,10 @@ fn issue_26_flags_iperf3_cannot_take_are_usage_errors() {
         let out = linerate(&args, LIMIT);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(flag) && err.trim_end().lines().count() == 1, "{args:?}: {err}");
+        assert!(
+            err.contains(flag) && err.trim_end().lines().count() == 1,
+            "{args:?}: {err}"
+        );
     }
 }
 
@@ -337,7 +365,10 @@ fn issue_26_on_a_200_mbit_lab_link_linerate_against_iperf3_meets_the_link_and_ag
         return;
     };
     let _quiet = crate::util::quiet_machine();
-    let h2 = lab.status["hosts"][1]["address"].as_str().expect("h2's address").to_string();
+    let h2 = lab.status["hosts"][1]["address"]
+        .as_str()
+        .expect("h2's address")
+        .to_string();
     // No warm-up: with one, the sender's window and the receiver's omit would differ by what
     // sits in the send queue at the window's start (written before it, received after).
     for args in [vec!["-t", "3"], vec!["-t", "3", "-R"]] {
@@ -356,7 +387,10 @@ fn issue_26_on_a_200_mbit_lab_link_linerate_against_iperf3_meets_the_link_and_ag
         };
         agree(ours, their, 2.0, if reverse { "lab reverse" } else { "lab forward" });
         let mbps = crate::util::f(&doc, "/summary/received/bits_per_second") / 1e6;
-        assert!((170.0..=200.0).contains(&mbps), "{mbps:.1} Mbit/s over a 200 Mbit/s link ({args:?})");
+        assert!(
+            (170.0..=200.0).contains(&mbps),
+            "{mbps:.1} Mbit/s over a 200 Mbit/s link ({args:?})"
+        );
         assert!(doc["lab"]["name"].is_string(), "the lab is recorded");
     }
 }
