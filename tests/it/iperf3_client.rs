@@ -338,6 +338,39 @@ fn issue_26_a_busy_server_says_so_and_dead_or_silent_ones_fail_in_bounded_time()
 }
 
 #[test]
+fn issue_26_a_server_that_ends_mid_run_stops_the_run_at_once_partial() {
+    if !can_run(&[IPERF3]) {
+        return;
+    }
+    let mut server = Iperf3Server::start(None, free_port());
+    let target = format!("iperf3://127.0.0.1:{}", server.port);
+    let mut cmd = crate::util::linerate_command();
+    cmd.args(["tcp", &target, "-t", "10", "--json", "--no-store"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let client = cmd.spawn().expect("linerate");
+    crate::util::poll_until(Duration::from_secs(10), "the test's data", || {
+        data_segments_at(server.port) > 0
+    });
+    // SIGTERM: iperf3 sends SERVER_TERMINATE and exits.
+    let pid = server.child.as_ref().expect("running").id();
+    // SAFETY: kill(2) on the iperf3 this test started and has not reaped.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let stopped = Instant::now();
+    let out = crate::util::wait_bounded(client, LIMIT);
+    assert!(
+        stopped.elapsed() < Duration::from_secs(3),
+        "{:?} after the server ended",
+        stopped.elapsed()
+    );
+    let v = crate::util::json_with_status(&out, 3);
+    assert_eq!(v["partial"], true);
+    assert!(v["notes"].to_string().contains("SERVER_TERMINATE"), "{}", v["notes"]);
+    assert!(u(&v, "/summary/sent/bytes") > 0, "what was sent until then");
+    drop(server.child.take().map(|mut c| c.wait()));
+}
+
+#[test]
 fn issue_26_flags_iperf3_cannot_take_are_usage_errors() {
     for (args, flag) in [
         (vec!["tcp", "iperf3://127.0.0.1:9", "--mix", "70:30"], "--mix"),

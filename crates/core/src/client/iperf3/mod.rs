@@ -225,16 +225,15 @@ fn assemble(
         client: e.local,
     };
     let mut notes = e.notes;
-    if let Some(f) = &failure {
-        notes.push(format!("iperf3 server {}: {f}", server.addr));
-    }
+    // The error names the server's address already.
+    notes.extend(failure.clone());
     let ipv6 = server.addr.is_ipv6();
     let mut result = summary::assemble(e.spec, HostInfo::read(), &[far], e.started_unix_ms, notes, ipv6);
     if let Some(f) = failure {
         result.partial = true;
         let counted = |x: &crate::result::SideSummary| x.ops > 0 || x.bytes > 0;
         if !counted(&result.summary.sent) && !counted(&result.summary.received) {
-            result.error = Some(format!("iperf3 server {}: {f}", server.addr));
+            result.error = Some(f);
         }
     }
     if let Some(r) = &results {
