@@ -137,6 +137,8 @@ fn issue_26_tcp_forward_reverse_bidir_and_four_streams_agree_with_iperf3s_own_js
     if !can_run(&[IPERF3]) {
         return;
     }
+    // Unpaced loopback traffic fills both cores: not beside a test timed on a shaped link.
+    let _quiet = crate::util::quiet_machine();
     // Forward: this end sends, iperf3 receives.
     let (doc, theirs) = against_iperf3("tcp", &["-t", "1"]);
     let received = u(&theirs, "/end/sum_received/bytes");
@@ -195,6 +197,8 @@ fn issue_26_udp_forward_and_reverse_at_a_rate_agree_and_keep_iperf3s_loss_and_ji
     if !can_run(&[IPERF3]) {
         return;
     }
+    // Unpaced loopback traffic fills both cores: not beside a test timed on a shaped link.
+    let _quiet = crate::util::quiet_machine();
     let (doc, theirs) = against_iperf3("udp", &["-t", "1", "-b", "20m"]);
     let received = u(&theirs, "/end/sum_received/bytes");
     agree(u(&doc, "/summary/sent/bytes"), received, 2.0, "udp forward");
@@ -232,6 +236,8 @@ fn issue_26_a_stored_run_against_iperf3_shows_again_and_repeats() {
     if !can_run(&[IPERF3]) {
         return;
     }
+    // Unpaced loopback traffic fills both cores: not beside a test timed on a shaped link.
+    let _quiet = crate::util::quiet_machine();
     let dir = std::env::temp_dir().join(format!("linerate-i26-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let db = dir.join("results.db");
@@ -349,8 +355,9 @@ fn issue_26_a_server_that_ends_mid_run_stops_the_run_at_once_partial() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let client = cmd.spawn().expect("linerate");
+    // Past the control connection's few segments: the data streams are moving.
     crate::util::poll_until(Duration::from_secs(10), "the test's data", || {
-        data_segments_at(server.port) > 0
+        data_segments_at(server.port) > 1_000
     });
     // SIGTERM: iperf3 sends SERVER_TERMINATE and exits.
     let pid = server.child.as_ref().expect("running").id();
