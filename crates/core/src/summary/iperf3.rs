@@ -1,7 +1,7 @@
 //! iperf3's results message and linerate's side report, each made from the other (issue 26):
 //! both of linerate's ends that speak iperf3 (the client against `iperf3 -s`, the server behind
 //! `serve --iperf3-port`) send their own report as iperf3's [`Results`] and read the peer's
-//! into a [`SideReport`] (what [`super::assemble`] joins) and an [`Iperf3Peer`] (kept as iperf3
+//! into a [`SideReport`] (what `summary::assemble` joins) and an [`Iperf3Peer`] (kept as iperf3
 //! said it).
 //!
 //! Only what iperf3 measured is carried over: bytes, the stream's time, UDP datagrams, loss
