@@ -193,6 +193,25 @@ fn issue_26_tcp_forward_reverse_bidir_and_four_streams_agree_with_iperf3s_own_js
 }
 
 #[test]
+fn issue_26_a_count_maps_to_iperf3s_blocks_and_ends_when_received_in_reverse() {
+    if !can_run(&[IPERF3]) {
+        return;
+    }
+    // -n is per stream here, iperf3's block count over all streams: 2 x 100 blocks of 128 KiB.
+    // In -R the end is seen from the kernel's count, not an interval sample (-i 0 has none).
+    let started = Instant::now();
+    let (doc, theirs) = against_iperf3("tcp", &["-n", "100", "-P", "2", "-R", "-i", "0"]);
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let blocks = 2 * 100 * 131_072;
+    assert_eq!(u(&theirs, "/end/sum_sent/bytes"), blocks, "iperf3 sent its block count");
+    assert_eq!(u(&doc, "/summary/received/bytes"), blocks);
+    assert_eq!(doc["partial"], false, "{}", doc["notes"]);
+    let (doc, theirs) = against_iperf3("tcp", &["-n", "100"]);
+    assert_eq!(u(&doc, "/summary/sent/bytes"), 100 * 131_072);
+    assert_eq!(u(&theirs, "/end/sum_received/bytes"), 100 * 131_072);
+}
+
+#[test]
 fn issue_26_udp_forward_and_reverse_at_a_rate_agree_and_keep_iperf3s_loss_and_jitter() {
     if !can_run(&[IPERF3]) {
         return;

@@ -34,7 +34,7 @@ use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use streams::{Data, tcp_streams, udp_streams};
-use watch::{EndRule, Progress, Watching};
+use watch::{EndRule, Progress, TcpSockets, Watching};
 
 /// The scheme that names an iperf3 server as a test's target.
 pub const SCHEME: &str = "iperf3://";
@@ -81,17 +81,21 @@ pub fn run_iperf3(
     s.ctl.send_json(&params)?;
     s.expect(State::CreateStreams, STEP_TIMEOUT, "waiting to create the streams")?;
     let mut old_udp_reply = false;
-    // The sending TCP streams, to see their queues acknowledged before TEST_END.
-    let mut senders = Vec::new();
+    // The TCP streams as the kernel counts them: sending queues acknowledged before TEST_END,
+    // bytes received for a count's end.
+    let mut sockets = TcpSockets::default();
     let data = match test {
         TestSpec::Tcp(spec) => {
             let (spec, streams) = tcp_streams(spec, &ours, peer, opts, &cookie)?;
-            for s in streams.iter().filter(|s| s.role == Role::Send) {
-                senders.push(
-                    s.socket
-                        .try_clone()
-                        .map_err(|source| ClientError::Data { peer, source })?,
-                );
+            for s in &streams {
+                let second = s
+                    .socket
+                    .try_clone()
+                    .map_err(|source| ClientError::Data { peer, source })?;
+                match s.role {
+                    Role::Send => sockets.senders.push(second),
+                    Role::Receive => sockets.receivers.push(second),
+                }
             }
             Data::Tcp((spec, streams))
         }
@@ -130,7 +134,7 @@ pub fn run_iperf3(
         };
         let engine_done = AtomicBool::new(false);
         let (report, watched) = std::thread::scope(|scope| {
-            let watcher = scope.spawn(|| watch::watch(&mut s, control, &engine_done, &end, &progress, &senders));
+            let watcher = scope.spawn(|| watch::watch(&mut s, control, &engine_done, &end, &progress, &sockets));
             let report = match data {
                 Data::Tcp((spec, streams)) => tcp::run(spec, &spec.cpus, streams, &mut watching, control),
                 Data::Udp((spec, streams)) => udp::run(spec, &spec.cpus, streams, &mut watching, control),

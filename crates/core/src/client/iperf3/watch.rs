@@ -8,6 +8,7 @@ use crate::engine::{Control, Sink, sockopt};
 use crate::proto::iperf3::{Iperf3Error, State};
 use crate::result::{IntervalSample, Role};
 use crate::spec::TestSpec;
+use std::net::TcpStream;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -119,7 +120,7 @@ pub(super) fn watch(
     engine_done: &AtomicBool,
     end: &EndRule,
     progress: &Progress,
-    senders: &[std::net::TcpStream],
+    sockets: &TcpSockets,
 ) -> Result<(), Iperf3Error> {
     let what = "the test ran";
     let fail = |e: Iperf3Error| {
@@ -138,10 +139,10 @@ pub(super) fn watch(
             || match end {
                 EndRule::EngineDone | EndRule::Stopped => false,
                 EndRule::After(length) => progress.past(*length),
-                EndRule::Received(bytes) => progress.received.load(Ordering::Relaxed) >= *bytes,
+                EndRule::Received(bytes) => progress.received.load(Ordering::Relaxed).max(sockets.received()) >= *bytes,
             };
         if due {
-            drain(senders, control);
+            drain(&sockets.senders, control);
             s.ctl.send_state(State::TestEnd).map_err(fail)?;
             // A UDP receiver in iperf3's framing ends once it hears the test is over; the
             // server closes its TCP streams on TEST_END, so TCP receivers see their end.
@@ -153,10 +154,26 @@ pub(super) fn watch(
     }
 }
 
+/// Second handles on the TCP data streams (the engine owns the first), for what the kernel
+/// counts of them: the sending ones' queues, the receiving ones' bytes.
+#[derive(Default)]
+pub(super) struct TcpSockets {
+    pub senders: Vec<TcpStream>,
+    pub receivers: Vec<TcpStream>,
+}
+
+impl TcpSockets {
+    /// Bytes the receiving streams' sockets have received, read yet or not: a count's end is
+    /// seen here at once, with no interval sample needed (`-i 0`).
+    fn received(&self) -> u64 {
+        self.receivers.iter().filter_map(sockopt::tcp_bytes_received).sum()
+    }
+}
+
 /// Waits (at most [`DRAIN_MAX`]) until the server has acknowledged every byte the sending TCP
 /// streams wrote: the server stops counting at TEST_END, and bytes still queued here would be
 /// counted sent by this end and never received by that one.
-fn drain(senders: &[std::net::TcpStream], control: &Control) {
+fn drain(senders: &[TcpStream], control: &Control) {
     let until = Instant::now() + DRAIN_MAX;
     while !control.aborted()
         && Instant::now() < until

@@ -16,10 +16,10 @@ use crate::result::{Role, SocketGrant};
 use crate::spec::TcpSpec;
 pub(crate) use notes::{Asked, busy_poll_note, grant_notes};
 use raw::Buffer;
-pub(crate) use raw::send_queue_bytes;
 #[cfg(test)]
 pub(crate) use raw::set_int;
 pub(crate) use raw::tcp_info;
+pub(crate) use raw::{send_queue_bytes, tcp_bytes_received};
 use socket2::SockRef;
 use std::net::{TcpStream, UdpSocket};
 use std::os::fd::AsFd;

@@ -84,8 +84,8 @@ pub(crate) fn set_buffer(fd: BorrowedFd<'_>, which: Buffer, bytes: u64) -> io::R
     Ok(())
 }
 
-/// TCP_INFO now, or None where the kernel refuses it.
-pub(crate) fn tcp_info(socket: &impl AsFd) -> Option<TcpSnapshot> {
+/// The kernel's TCP_INFO of a socket, or None where it refuses it.
+fn read_tcp_info(socket: &impl AsFd) -> Option<libc::tcp_info> {
     // SAFETY: tcp_info is plain data; zeroed is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -99,9 +99,18 @@ pub(crate) fn tcp_info(socket: &impl AsFd) -> Option<TcpSnapshot> {
             &mut len,
         )
     };
-    if rc != 0 {
-        return None;
-    }
+    (rc == 0).then_some(info)
+}
+
+/// Bytes a TCP socket has received from its peer, read by the application or not
+/// (tcpi_bytes_received, RFC 4898; Linux 4.1 and later, 0 before).
+pub(crate) fn tcp_bytes_received(socket: &impl AsFd) -> Option<u64> {
+    read_tcp_info(socket).map(|i| i.tcpi_bytes_received)
+}
+
+/// TCP_INFO now, or None where the kernel refuses it.
+pub(crate) fn tcp_info(socket: &impl AsFd) -> Option<TcpSnapshot> {
+    let info = read_tcp_info(socket)?;
     Some(TcpSnapshot {
         rtt_us: info.tcpi_rtt,
         rttvar_us: info.tcpi_rttvar,
