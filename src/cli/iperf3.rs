@@ -92,6 +92,11 @@ pub fn check_udp(spec: &UdpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
             "--multicast runs between linerate agents; an iperf3 server cannot join a group"
         ));
     }
+    if spec.timing.limit.count().is_some() && spec.direction != linerate_core::spec::Direction::Send {
+        return Err(usage!(
+            "-n with -R or --bidir: iperf3's UDP sender does not stop at its block count; give -t against an {IPERF3_SCHEME} target"
+        ));
+    }
     if spec.synced_clocks {
         return Err(usage!(
             "--synced-clocks: iperf3 stamps datagrams with its monotonic clock, so no one-way delay can be read"
@@ -130,7 +135,8 @@ mod tests {
             refusal(&["tcp", t, "-P", "4", "-R", "-t", "2.5", "--warmup", "1"]),
             None
         );
-        assert_eq!(refusal(&["udp", t, "--bidir", "-b", "10m", "-n", "100"]), None);
+        assert_eq!(refusal(&["udp", t, "--bidir", "-b", "10m", "-t", "2"]), None);
+        assert_eq!(refusal(&["udp", t, "-b", "10m", "-n", "100"]), None);
         for (args, flag) in [
             (vec!["tcp", t, "127.0.0.1"], "only HOST"),
             (vec!["tcp", t, "iperf3://127.0.0.1:6000"], "only HOST"),
@@ -144,6 +150,7 @@ mod tests {
             (vec!["tcp", t, "--pattern", "mesh"], "--pattern"),
             (vec!["udp", t, "--multicast", "239.1.1.1"], "--multicast"),
             (vec!["udp", t, "--synced-clocks"], "--synced-clocks"),
+            (vec!["udp", t, "-R", "-n", "100"], "-n with -R"),
         ] {
             let e = refusal(&args).unwrap_or_else(|| panic!("{args:?} refused"));
             assert!(e.contains(flag), "{args:?}: {e}");

@@ -84,6 +84,7 @@ pub fn run_iperf3(
     // The TCP streams as the kernel counts them: sending queues acknowledged before TEST_END,
     // bytes received for a count's end.
     let mut sockets = TcpSockets::default();
+    let mut udp_held = Vec::new();
     let data = match test {
         TestSpec::Tcp(spec) => {
             let (spec, streams) = tcp_streams(spec, &ours, peer, opts, &cookie)?;
@@ -108,6 +109,15 @@ pub fn run_iperf3(
                 .ip();
             let (streams, old) = udp_streams(spec, &ours, peer, local_ip, opts)?;
             old_udp_reply = old;
+            // Open until the results are in: a socket closed while the server still sends
+            // would answer with an ICMP error, and iperf3 ends the test on it.
+            for s in &streams.1 {
+                udp_held.push(
+                    s.socket
+                        .try_clone()
+                        .map_err(|source| ClientError::Data { peer, source })?,
+                );
+            }
             Data::Udp(streams)
         }
         _ => unreachable!("tcp or udp, as above"),
@@ -149,6 +159,7 @@ pub fn run_iperf3(
             report.partial = false;
         }
         let exchanged = watched.and_then(|()| exchange(&mut s, &report, udp, streams, seconds));
+        drop(udp_held);
         Ok::<_, EngineError>((report, exchanged))
     };
     drive(run, local, |ended, exchanged| {
