@@ -40,6 +40,6 @@ pub fn quick(args: &QuickArgs) -> anyhow::Result<ExitCode> {
         // Told apart from a `tcp` run in `linerate results --label quick=yes`.
         labels: vec![("quick".to_string(), "yes".to_string())],
         lab: false,
-        ..Test::new(Tcp(agents), spec, Mode::Once, args.output.clone())
+        ..Test::new(Tcp(agents, None), spec, Mode::Once, args.output.clone())
     })
 }

@@ -12,7 +12,14 @@ use linerate_core::units::{BitRate, ByteSize, CpuList, TimeSpan};
 #[derive(Debug, Clone, clap::Args)]
 pub struct HostArgs {
     /// Agents to test against; several run at once (HOST, HOST:PORT, `[V6]:PORT`)
-    #[arg(value_name = "HOST[:PORT]", required_unless_present = "pairs")]
+    #[arg(
+        value_name = "HOST[:PORT]",
+        required_unless_present = "pairs",
+        long_help = "Agents to test against; several run at once: HOST, HOST:PORT, [V6]:PORT, dns:NAME\n\
+(every address it resolves to) or @FILE (a host per line). tcp and udp also take one\n\
+iperf3 server alone: iperf3://HOST[:PORT] (port 5201 by default; iperf3://[::1]:5201)\n\
+runs the test against `iperf3 -s` (docs/results.md, \"iperf3\")."
+    )]
     pub hosts: Vec<String>,
 
     /// Port for hosts given without one

@@ -26,6 +26,7 @@ pub mod compare;
 pub mod complete;
 pub mod fleet;
 pub mod http;
+pub mod iperf3;
 pub mod lab;
 pub mod plan;
 pub mod quick;

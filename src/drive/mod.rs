@@ -254,6 +254,15 @@ impl Agents {
         })
     }
 
+    /// No agents: the far end is not a linerate agent (an `iperf3://` server, issue 26).
+    pub fn none(reach: &ConnectArgs) -> anyhow::Result<Agents> {
+        Ok(Agents {
+            targets: Vec::new(),
+            opts: reach.options()?,
+            from: None,
+        })
+    }
+
     /// One run: from here against the targets (`here`), or with `--from` a third-party run
     /// of the same spec (no interval lines: the run comes back whole).
     pub fn run(

@@ -3,7 +3,7 @@
 
 use super::{Agents, Kind, Mode, Test, drive};
 use crate::cli::udp::UdpArgs;
-use linerate_core::client::{ClientOptions, Sink, run_udp};
+use linerate_core::client::{ClientOptions, Sink, Target, run_iperf3, run_udp};
 use linerate_core::result::TestResult;
 use linerate_core::spec::UdpSpec;
 use linerate_core::sweep::Sweep;
@@ -11,21 +11,29 @@ use linerate_core::sweep::udp::UdpPlan;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
-/// A UDP test against its agents.
-pub struct Udp(pub Agents);
+/// A UDP test against its agents, or against the iperf3 server named
+/// `iperf3://HOST[:PORT]` (issue 26).
+pub struct Udp(pub Agents, pub Option<Target>);
 
 /// `linerate udp`.
 pub fn command(args: UdpArgs) -> anyhow::Result<ExitCode> {
     let output = args.output.clone();
     let sweep = args.sweep()?;
     let mode = Mode::of(args.repeat.policy()?, sweep, "--sizes, --gaps")?;
+    if let Some(server) = crate::cli::iperf3::server(&args.hosts)? {
+        let agents = Agents::none(&args.reach)?;
+        let reach = args.reach.clone();
+        let spec = args.into_spec()?;
+        crate::cli::iperf3::check_udp(&spec, &reach)?;
+        return drive(Test::new(Udp(agents, Some(server)), spec, mode, output));
+    }
     if args.hosts.fleet.pattern.is_some() {
         let (hosts, reach) = (args.hosts.clone(), args.reach.clone());
         let spec = linerate_core::spec::TestSpec::Udp(args.into_spec()?);
         return crate::fleet::command(spec, mode.is_once(), &hosts, &reach, &output);
     }
     let agents = Agents::new(&args.hosts, &args.reach)?;
-    drive(Test::new(Udp(agents), args.into_spec()?, mode, output))
+    drive(Test::new(Udp(agents, None), args.into_spec()?, mode, output))
 }
 
 impl Kind for Udp {
@@ -48,6 +56,10 @@ impl Kind for Udp {
         sink: &mut dyn Sink,
         interrupt: &AtomicBool,
     ) -> anyhow::Result<TestResult> {
+        if let Some(server) = &self.1 {
+            let test = linerate_core::spec::TestSpec::Udp(spec.clone());
+            return Ok(run_iperf3(&test, server, opts, sink, interrupt)?);
+        }
         self.0.run(
             || linerate_core::spec::TestSpec::Udp(spec.clone()),
             opts,
@@ -57,7 +69,10 @@ impl Kind for Udp {
     }
 
     fn targets(&self) -> Vec<String> {
-        self.0.names()
+        match &self.1 {
+            Some(server) => vec![server.name.clone()],
+            None => self.0.names(),
+        }
     }
 
     fn validate(spec: &UdpSpec) -> anyhow::Result<()> {

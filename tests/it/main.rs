@@ -16,6 +16,7 @@ mod flags;
 mod fleet;
 mod http;
 mod httpd;
+mod iperf3_client;
 mod iperf3_server;
 mod kube;
 mod lab;

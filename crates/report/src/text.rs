@@ -8,11 +8,13 @@ use linerate_core::spec::{Direction, Limit, TestSpec};
 use std::fmt::Write;
 
 mod http;
+mod iperf3;
 mod mix;
 mod rr;
 mod sides;
 mod udp;
 use http::cost_block;
+use iperf3::iperf3_block;
 use mix::mix_block;
 use rr::rr_block;
 use sides::{Streams, side_name, table_row, tcp_rows, widths};
@@ -499,6 +501,7 @@ fn render_streams(r: &TestResult) -> String {
     udp_block(&mut out, r);
     rr_block(&mut out, r);
     mix_block(&mut out, r);
+    iperf3_block(&mut out, r);
     interfaces_block(&mut out, r);
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
     out.push_str("Efficiency counts the counting hosts' busy CPU (all of it, not only linerate's); on one host both ends share it.\n");

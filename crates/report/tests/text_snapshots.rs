@@ -196,16 +196,21 @@ fn send_to_two_agents_with_a_lost_report() {
     check("send_two_agents_partial.txt", &linerate_report::text::render(&r));
 }
 
-#[test]
-fn bidirectional_blocks() {
-    let client = side(
+/// The client's side of a --bidir run: stream 0 sent, stream 1 received.
+fn bidir_client() -> SideReport {
+    side(
         vec![
             stream(0, Role::Send, 500_000_000, 5.0),
             stream(1, Role::Receive, 400_000_000, 5.0),
         ],
         60.0,
         55.0,
-    );
+    )
+}
+
+#[test]
+fn bidirectional_blocks() {
+    let client = bidir_client();
     let agent = side(
         vec![
             stream(0, Role::Receive, 500_000_000, 5.0),
@@ -361,4 +366,27 @@ fn issue_23_the_text_ends_with_the_headline_line() {
         "tcp: complete; receiver throughput 800 Mbit/s; sender's host CPU 30 % of host; \
          receiver's host CPU 40 % of host; TCP retransmits 2 segments"
     );
+}
+
+#[test]
+fn issue_26_an_iperf3_server_as_the_far_end() {
+    // linerate's client against an iperf3 3.12 server, --bidir: the far end's side is made from
+    // its results message alone (no host, no samplers), and it is kept as it said it.
+    let client = bidir_client();
+    let text = br#"{"cpu_util_total":41.5,"cpu_util_user":1.5,"cpu_util_system":40.0,"sender_has_retransmits":1,"congestion_used":"cubic","streams":[{"id":1,"bytes":500000000,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":5.01},{"id":3,"bytes":400000000,"retransmits":12,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":5.0}]}"#;
+    let peer = "127.0.0.1:5201".parse().expect("an address");
+    let results = linerate_core::proto::iperf3::Results::parse(text, peer, 2).expect("iperf3's results");
+    let ours = [Role::Send, Role::Receive];
+    let far = linerate_core::summary::iperf3::side_of(&results, &ours, false);
+    let mut r = assemble(&spec(Direction::Bidir), &[("iperf3://127.0.0.1", Some(&far), &client)]);
+    r.iperf3 = Some(linerate_core::summary::iperf3::peer_of(
+        &results,
+        &ours,
+        false,
+        "server",
+        "127.0.0.1:5201".into(),
+        None,
+        Some("before 3.14 (its results lack omitted_packets)".into()),
+    ));
+    check("iperf3_server_bidir.txt", &linerate_report::text::render(&r));
 }

@@ -10,6 +10,7 @@
 
 mod fleet;
 mod http;
+mod iperf3;
 mod matrix;
 mod profile;
 mod query;
@@ -25,6 +26,7 @@ pub use crate::engine::http::{HttpTarget, HttpUrl};
 pub use crate::proto::DEFAULT_PORT;
 pub use fleet::{AgentClock, Relayed, read_clock, run_from};
 pub use http::{HttpAgent, http_targets, run_http};
+pub use iperf3::{SCHEME as IPERF3_SCHEME, iperf3_target, run_iperf3};
 pub(crate) use matrix::error_chain;
 pub use matrix::{CLOCK_EXCHANGES, MatrixPlan, cell_figure, cell_value, read_clocks, run_matrix};
 pub use query::agent_profiles;

@@ -75,6 +75,9 @@ pub enum ClientError {
     },
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// An iperf3 server's refusal or failure (issue 26).
+    #[error(transparent)]
+    Iperf3(#[from] crate::proto::iperf3::Iperf3Error),
 }
 
 /// An agent to run against: as the user wrote it, and where that resolved to.
@@ -186,7 +189,7 @@ impl Default for ClientOptions {
     }
 }
 
-fn connect(
+pub(super) fn connect(
     addr: SocketAddr,
     opts: &ClientOptions,
     before: impl FnOnce(&socket2::Socket) -> Result<(), EngineError>,

@@ -45,6 +45,20 @@ pub(crate) fn tracked_datagrams(spec: &UdpSpec) -> u64 {
     n.min(MAX_TRACKED)
 }
 
+/// The sequence numbers a receiving stream tracks when its sender is iperf3 (issue 26): that
+/// sender starts before this end's time zero, stops at TEST_END rather than at its own
+/// deadline, and spreads a block count over its streams as it likes; so a second more than
+/// the test's time, or the count of all its streams.
+pub(crate) fn tracked_from_iperf3(spec: &UdpSpec) -> u64 {
+    let limit = match spec.timing.limit {
+        Limit::Buffers(n) => Limit::Buffers(n.saturating_mul(u64::from(spec.streams))),
+        Limit::Seconds(s) => Limit::Seconds(s + 1.0),
+    };
+    let mut widened = spec.clone();
+    widened.timing.limit = limit;
+    tracked_datagrams(&widened)
+}
+
 /// The receiver's per-stream sequence state.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SequenceTracker {

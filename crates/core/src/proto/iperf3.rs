@@ -260,6 +260,18 @@ pub enum Iperf3Error {
     },
     #[error("{peer} closed the control connection while {what}")]
     Closed { peer: SocketAddr, what: &'static str },
+    /// A busy server answers a second control connection with ACCESS_DENIED.
+    #[error("iperf3 server {peer} is busy (it runs another test)")]
+    Busy { peer: SocketAddr },
+    /// SERVER_ERROR: the server's `i_errno` (esnet/iperf `src/iperf_api.h`) and `errno`.
+    #[error("iperf3 server {peer} failed {what}: {name} (i_errno {i_errno}, errno {errno})")]
+    ServerError {
+        peer: SocketAddr,
+        what: &'static str,
+        name: &'static str,
+        i_errno: i32,
+        errno: i32,
+    },
     #[error("{peer}: {what}")]
     Io {
         peer: SocketAddr,

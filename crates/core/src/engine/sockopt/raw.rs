@@ -1,6 +1,6 @@
 //! The kernel calls behind the socket-option base: the one place that calls setsockopt(2) and
 //! getsockopt(2) with libc (what socket2 does not cover: the *FORCE buffers, UDP_SEGMENT,
-//! UDP_GRO, SO_TIMESTAMPNS, TCP_INFO). In: a borrowed descriptor and an option; out: the kernel's
+//! UDP_GRO, SO_TIMESTAMPNS, TCP_INFO), and the SIOCOUTQ ioctl. In: a borrowed descriptor and an option; out: the kernel's
 //! answer. What to set and when is left to `sockopt`.
 
 use crate::result::TcpSnapshot;
@@ -84,8 +84,8 @@ pub(crate) fn set_buffer(fd: BorrowedFd<'_>, which: Buffer, bytes: u64) -> io::R
     Ok(())
 }
 
-/// TCP_INFO now, or None where the kernel refuses it.
-pub(crate) fn tcp_info(socket: &impl AsFd) -> Option<TcpSnapshot> {
+/// The kernel's TCP_INFO of a socket, or None where it refuses it.
+fn read_tcp_info(socket: &impl AsFd) -> Option<libc::tcp_info> {
     // SAFETY: tcp_info is plain data; zeroed is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -99,9 +99,18 @@ pub(crate) fn tcp_info(socket: &impl AsFd) -> Option<TcpSnapshot> {
             &mut len,
         )
     };
-    if rc != 0 {
-        return None;
-    }
+    (rc == 0).then_some(info)
+}
+
+/// Bytes a TCP socket has received from its peer, read by the application or not
+/// (tcpi_bytes_received, RFC 4898; Linux 4.1 and later, 0 before).
+pub(crate) fn tcp_bytes_received(socket: &impl AsFd) -> Option<u64> {
+    read_tcp_info(socket).map(|i| i.tcpi_bytes_received)
+}
+
+/// TCP_INFO now, or None where the kernel refuses it.
+pub(crate) fn tcp_info(socket: &impl AsFd) -> Option<TcpSnapshot> {
+    let info = read_tcp_info(socket)?;
     Some(TcpSnapshot {
         rtt_us: info.tcpi_rtt,
         rttvar_us: info.tcpi_rttvar,
@@ -114,4 +123,13 @@ pub(crate) fn tcp_info(socket: &impl AsFd) -> Option<TcpSnapshot> {
         rwnd_limited_us: info.tcpi_rwnd_limited,
         sndbuf_limited_us: info.tcpi_sndbuf_limited,
     })
+}
+
+/// Bytes a TCP socket holds that its peer has not yet acknowledged (SIOCOUTQ: sent but not
+/// acked, and not yet sent); None where the kernel refuses the call.
+pub(crate) fn send_queue_bytes(socket: &impl AsFd) -> Option<u64> {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one int to the pointer, which outlives the call.
+    let rc = unsafe { libc::ioctl(socket.as_fd().as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
+    (rc == 0).then(|| queued.max(0) as u64)
 }

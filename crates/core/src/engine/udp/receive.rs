@@ -10,7 +10,7 @@
 use super::along::AlongSequence;
 use super::header::{Framing, HEADER_BYTES, Header, KIND_END, realtime_ns};
 use super::{BATCH, StreamRun, UdpStream};
-use crate::engine::sequence::{SequenceTracker, tracked_datagrams};
+use crate::engine::sequence::{SequenceTracker, tracked_datagrams, tracked_from_iperf3};
 use crate::engine::sockopt::enable_gro;
 use crate::result::{StreamEnd, UdpReceiveReport};
 use crate::spec::UdpSpec;
@@ -59,11 +59,15 @@ struct Receiver {
 }
 
 impl Receiver {
-    fn new(spec: &UdpSpec) -> Receiver {
+    fn new(spec: &UdpSpec, framing: Framing) -> Receiver {
         let expected = spec.expected_datagrams();
+        let tracked = match framing {
+            Framing::Linerate => tracked_datagrams(spec),
+            Framing::Iperf3 { .. } => tracked_from_iperf3(spec),
+        };
         Receiver {
             // Every number this test can send, allocated now: the map never grows in the loop.
-            tracker: SequenceTracker::new(tracked_datagrams(spec)),
+            tracker: SequenceTracker::new(tracked),
             spacing: histogram(),
             delay_above: histogram(),
             delay_below: histogram(),
@@ -219,7 +223,7 @@ pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) 
         (spec.payload_bytes as usize).max(HEADER_BYTES) + 1
     };
     const CONTROL_BYTES: usize = 64;
-    let mut rx = Receiver::new(spec);
+    let mut rx = Receiver::new(spec, s.framing);
     let mut buf = vec![0u8; size * BATCH];
     let mut control = vec![0u8; CONTROL_BYTES * BATCH];
     let mut iov: Vec<libc::iovec> = (0..BATCH)
@@ -357,7 +361,7 @@ mod tests {
         // Both ends receive through this: the agent, and the client under `udp -R`.
         let mut spec = UdpSpec::new();
         spec.timing.limit = Limit::Seconds(2.0);
-        let mut rx = Receiver::new(&spec);
+        let mut rx = Receiver::new(&spec, Framing::Linerate);
         let h = |seq| Header {
             stream: 0,
             kind: KIND_DATA,
