@@ -245,13 +245,16 @@ pub(crate) fn summarise<'a>(
             })
             .collect();
     }
-    if !sends.is_empty() {
-        let n = sends.len() as f64;
+    // Spacing as the senders timed it: a sender whose report has no send times (an iperf3
+    // peer's, made from its results, issue 26) timed nothing, so it adds no zeros.
+    let timed: Vec<_> = sends.iter().filter(|s| s.first_send_unix_ns.is_some()).collect();
+    if !timed.is_empty() {
+        let n = timed.len() as f64;
         u.send_spacing_us = Some(SendSpacingFigures {
             requested: spec.gap_ns as f64 / 1e3,
-            mean: sends.iter().map(|s| s.spacing.mean_us).sum::<f64>() / n,
-            stddev: sends.iter().map(|s| s.spacing.stddev_us).sum::<f64>() / n,
-            late_percent: sends.iter().map(|s| s.spacing.late_percent).sum::<f64>() / n,
+            mean: timed.iter().map(|s| s.spacing.mean_us).sum::<f64>() / n,
+            stddev: timed.iter().map(|s| s.spacing.stddev_us).sum::<f64>() / n,
+            late_percent: timed.iter().map(|s| s.spacing.late_percent).sum::<f64>() / n,
         });
     }
     u.send_rate = rate_achieved(spec, &u, &sends);
