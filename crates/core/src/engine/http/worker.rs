@@ -1,8 +1,12 @@
 //! One HTTP worker: its users' state machines (connect, write the request, read the head and
 //! the body, think or wait for the schedule) on one mio poll, edge-triggered, with its own
 //! histograms and per-interval buckets. Out: the worker's [`HttpRun`], merged by the run.
+//!
+//! An https user's connection carries its rustls state beside the socket; a cleartext one has
+//! none, and its reads and writes go to the socket as before (one branch on an empty option).
 
 use super::head::parse_head;
+use super::tls::{self, Failure};
 use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, TargetCounts, Times, empty_run};
 use crate::engine::run::{Gate, Shared};
 use crate::engine::sockopt;
@@ -10,6 +14,8 @@ use crate::result::StreamEnd;
 use crate::spec::HttpSpec;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
+use rustls::{ClientConfig, ClientConnection, HandshakeKind};
+use std::sync::Arc;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Read, Write};
@@ -25,12 +31,22 @@ enum State {
     /// Not started yet, thinking, or idle (open loop).
     Waiting,
     Connecting,
+    /// TCP connected, the TLS handshake under way (https).
+    Handshaking,
     Writing,
     Reading,
 }
 
 struct User {
     conn: Option<TcpStream>,
+    /// The TLS session on `conn` (https); None on cleartext connections.
+    tls: Option<Box<ClientConnection>>,
+    /// This user's TLS configuration, with its own session cache (https URLs only).
+    tls_config: Option<Arc<ClientConfig>>,
+    /// When TCP connected (ns since time zero): the handshake is timed from here.
+    connected_ns: u64,
+    /// This thread's CPU time spent in the handshake under way, ns.
+    handshake_cpu_ns: u64,
     state: State,
     target: usize,
     /// Timer generation: a timer of an older one is stale.
@@ -195,19 +211,30 @@ impl Worker<'_> {
         };
         match result {
             Ok(()) => {
-                // Counted with the attempt's interval, as the summary counts it with its attempt.
-                let began = self.users[u].connect_ns;
-                if let Some(b) = self.bucket(began) {
-                    b.connections_successful += 1;
-                }
                 if self.users[u].connect_counted {
-                    self.out.connections_successful += 1;
-                    self.target_of(u).connections_successful += 1;
                     let _ = self
                         .out
                         .connect
                         .record(now.saturating_sub(self.users[u].connect_ns).clamp(1, HIST_MAX_NS));
                 }
+                let target = self.users[u].target;
+                if let Some(name) = &self.targets[target].tls {
+                    // https: established once the handshake is done.
+                    let user = &mut self.users[u];
+                    let config = Arc::clone(user.tls_config.as_ref().expect("https users have a TLS configuration"));
+                    match ClientConnection::new(config, name.clone()) {
+                        Ok(c) => {
+                            user.tls = Some(Box::new(c));
+                            user.connected_ns = now;
+                            user.handshake_cpu_ns = 0;
+                            user.state = State::Handshaking;
+                            self.handshake(u);
+                        }
+                        Err(_) => self.finish(u, End::Failed(|e| &mut e.tls_other)),
+                    }
+                    return;
+                }
+                self.established(u);
                 self.users[u].state = State::Writing;
                 self.write(u);
             }
@@ -219,7 +246,86 @@ impl Worker<'_> {
         }
     }
 
+    /// User `u`'s connection is established (TCP connected; for https, the handshake done):
+    /// counted with the attempt's interval, as the summary counts it with its attempt.
+    fn established(&mut self, u: usize) {
+        let began = self.users[u].connect_ns;
+        if let Some(b) = self.bucket(began) {
+            b.connections_successful += 1;
+        }
+        if self.users[u].connect_counted {
+            self.out.connections_successful += 1;
+            self.target_of(u).connections_successful += 1;
+        }
+    }
+
+    /// Drives user `u`'s TLS handshake as far as the socket lets it; once done, counts it (full
+    /// or resumed, its time from TCP connected, this thread's CPU spent on it) and writes the
+    /// request.
+    fn handshake(&mut self, u: usize) {
+        let cpu_before = tls::thread_cpu_ns();
+        let user = &mut self.users[u];
+        let (Some(c), Some(s)) = (user.tls.as_deref_mut(), user.conn.as_mut()) else {
+            return;
+        };
+        let outcome = loop {
+            if c.wants_write() {
+                match c.write_tls(s) {
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(false),
+                    Err(e) => break Err(failure_of_io(&e)),
+                }
+            }
+            if !c.is_handshaking() {
+                break Ok(true);
+            }
+            match c.read_tls(s) {
+                // Closed by the peer during the handshake: it refused the protocol.
+                Ok(0) => break Err(Failure::Protocol),
+                Ok(_) => {
+                    if let Err(e) = c.process_new_packets() {
+                        // The alert rustls queued tells the server why; best effort.
+                        let _ = c.write_tls(s);
+                        break Err(tls::failure_of(&e));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(false),
+                Err(e) => break Err(failure_of_io(&e)),
+            }
+        };
+        let resumed = c.handshake_kind() == Some(HandshakeKind::Resumed);
+        user.handshake_cpu_ns += tls::thread_cpu_ns().saturating_sub(cpu_before);
+        match outcome {
+            Ok(false) => {}
+            Ok(true) => {
+                let now = self.now();
+                let user = &self.users[u];
+                if user.connect_counted {
+                    let took = now.saturating_sub(user.connected_ns).clamp(1, HIST_MAX_NS);
+                    let h = &mut self.out.tls;
+                    let (count, time, cpu) = if resumed {
+                        (&mut h.resumed, &mut h.resumed_time, &mut h.resumed_cpu_ns)
+                    } else {
+                        (&mut h.full, &mut h.full_time, &mut h.full_cpu_ns)
+                    };
+                    *count += 1;
+                    *cpu += user.handshake_cpu_ns;
+                    let _ = time.record(took);
+                }
+                self.established(u);
+                self.users[u].state = State::Writing;
+                self.write(u);
+            }
+            Err(f) => self.finish(u, End::Failed(tls_class(f))),
+        }
+    }
+
     fn write(&mut self, u: usize) {
+        if self.users[u].tls.is_some() {
+            return self.write_tls(u);
+        }
         let targets = self.targets;
         let req = &targets[self.users[u].target].request;
         loop {
@@ -255,10 +361,57 @@ impl Worker<'_> {
         }
     }
 
+    /// https: hands the request to rustls and writes its records until they are all out (then
+    /// reading) or the socket is full (the next writable edge comes back here).
+    fn write_tls(&mut self, u: usize) {
+        let targets = self.targets;
+        let req = &targets[self.users[u].target].request;
+        loop {
+            let user = &mut self.users[u];
+            let (Some(c), Some(s)) = (user.tls.as_deref_mut(), user.conn.as_mut()) else {
+                return;
+            };
+            if user.written < req.len() {
+                // Buffered in rustls (never blocks): counted as written, as the cleartext
+                // request is counted once the kernel has it.
+                let n = match c.writer().write(&req[user.written..]) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.finish(u, End::Failed(classify(&e)));
+                        return;
+                    }
+                };
+                user.written += n;
+                let now = self.tick;
+                if self.in_window(now) {
+                    self.out.bytes_out += n as u64;
+                }
+                if let Some(b) = self.bucket(now) {
+                    b.bytes_out += n as u64;
+                }
+                continue;
+            }
+            if !c.wants_write() {
+                user.state = State::Reading;
+                return;
+            }
+            if let Err(e) = c.write_tls(s)
+                && !self.again_after(u, &e)
+            {
+                return;
+            }
+        }
+    }
+
     fn read(&mut self, u: usize) {
         loop {
-            let Some(s) = self.users[u].conn.as_mut() else { return };
-            match s.read(&mut self.scratch) {
+            let user = &mut self.users[u];
+            let Some(s) = user.conn.as_mut() else { return };
+            let got = match user.tls.as_deref_mut() {
+                None => s.read(&mut self.scratch),
+                Some(c) => read_tls(c, s, &mut self.scratch),
+            };
+            match got {
                 Ok(0) => {
                     let user = &self.users[u];
                     let end = match (user.head_len, user.content_length) {
@@ -375,7 +528,7 @@ impl Worker<'_> {
         let in_window = self.in_window(now);
         // A connection that failed before it was established is counted with its attempt, and
         // so is its error: every unsuccessful connection has a class.
-        let connect_failed = self.users[u].state == State::Connecting;
+        let connect_failed = matches!(self.users[u].state, State::Connecting | State::Handshaking);
         let count_error = if connect_failed {
             let began = self.users[u].connect_ns;
             if let Some(b) = self.bucket(began) {
@@ -456,6 +609,7 @@ impl Worker<'_> {
             && let Some(mut s) = user.conn.take()
         {
             let _ = self.poll.registry().deregister(&mut s);
+            user.tls = None;
         }
         user.state = State::Waiting;
         if now >= self.end_ns {
@@ -491,7 +645,11 @@ impl Worker<'_> {
     fn expire(&mut self, now: u64) {
         for u in 0..self.users.len() {
             if self.users[u].deadline_ns <= now {
-                self.finish(u, End::Failed(|e| &mut e.timeout));
+                let class: fn(&mut HttpErrors) -> &mut u64 = match self.users[u].state {
+                    State::Handshaking => |e| &mut e.tls_timeout,
+                    _ => |e| &mut e.timeout,
+                };
+                self.finish(u, End::Failed(class));
             }
         }
     }
@@ -502,10 +660,53 @@ impl Worker<'_> {
         }
         match self.users[u].state {
             State::Connecting if writable || readable => self.connected(u),
+            State::Handshaking if writable || readable => self.handshake(u),
             State::Writing if writable => self.write(u),
             State::Reading if readable => self.read(u),
             _ => {}
         }
+    }
+}
+
+/// Reads what TLS connection `c` has decrypted, reading and decrypting records from `s` when it
+/// has nothing: the socket's read, with rustls in between. A close without close_notify ends
+/// the stream as a close does in cleartext (many servers never send one); a record that fails
+/// is an error carrying the rustls error (classed as TLS protocol).
+fn read_tls(c: &mut ClientConnection, s: &mut TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match c.reader().read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+            other => return other,
+        }
+        c.read_tls(s)?;
+        if let Err(e) = c.process_new_packets() {
+            let _ = c.write_tls(s);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+        }
+        // Key updates and alerts rustls answers; best effort, the request's writes follow.
+        if c.wants_write() {
+            let _ = c.write_tls(s);
+        }
+    }
+}
+
+/// Which class a failed handshake falls in when the socket failed under it.
+fn failure_of_io(e: &io::Error) -> Failure {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::UnexpectedEof => {
+            Failure::Protocol
+        }
+        _ => Failure::Other,
+    }
+}
+
+/// The error class of a failed handshake (timeouts are found by the scan, `tls_timeout`).
+fn tls_class(f: Failure) -> fn(&mut HttpErrors) -> &mut u64 {
+    match f {
+        Failure::Certificate => |x| &mut x.tls_certificate,
+        Failure::Protocol => |x| &mut x.tls_protocol,
+        Failure::Other => |x| &mut x.tls_other,
     }
 }
 
@@ -514,6 +715,10 @@ impl Worker<'_> {
 fn classify(e: &io::Error) -> fn(&mut HttpErrors) -> &mut u64 {
     if let Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS) = e.raw_os_error() {
         return |x| &mut x.local_limit;
+    }
+    // A TLS record that failed after the handshake (read_tls above).
+    if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
+        return |x| &mut x.tls_protocol;
     }
     match e.kind() {
         io::ErrorKind::ConnectionRefused => |x| &mut x.refused,
@@ -530,6 +735,7 @@ fn classify(e: &io::Error) -> fn(&mut HttpErrors) -> &mut u64 {
 pub(super) fn work(
     spec: &HttpSpec,
     targets: &[HttpTarget],
+    tls_config: Option<&Arc<ClientConfig>>,
     w: usize,
     threads: usize,
     times: Times,
@@ -560,6 +766,10 @@ pub(super) fn work(
             .iter()
             .map(|_| User {
                 conn: None,
+                tls: None,
+                tls_config: tls_config.map(|c| tls::for_user(c, spec.tls.as_ref().is_none_or(|t| t.resume))),
+                connected_ns: 0,
+                handshake_cpu_ns: 0,
                 state: State::Waiting,
                 target: 0,
                 generation: 0,
@@ -706,7 +916,7 @@ pub(super) fn work(
     };
     wk.out.in_flight_at_end += wk.users.iter().filter(|u| u.state != State::Waiting).count() as u64;
     for u in 0..wk.users.len() {
-        if wk.users[u].state == State::Connecting && wk.users[u].connect_counted {
+        if matches!(wk.users[u].state, State::Connecting | State::Handshaking) && wk.users[u].connect_counted {
             wk.out.connections_in_flight_at_end += 1;
             wk.target_of(u).connections_in_flight_at_end += 1;
         }
