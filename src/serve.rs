@@ -70,7 +70,7 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let https = match args.https_port {
         None => None,
-        Some(port) => Some(https_server(&args, port)?),
+        Some(port) => Some(https_server(args, port)?),
     };
     // One write for both lines: a reader that stops after the first sees the second too.
     let mut lines = format!("linerate agent listening on {} ({auth})", agent.local_addr());

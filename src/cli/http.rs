@@ -47,7 +47,12 @@ pub struct HttpArgs {
     /// https: trust the CA certificates in this PEM file (default: the system's)
     ///
     /// Default: /etc/ssl/certs/ca-certificates.crt. Example: --cacert ca.pem
-    #[arg(long, value_name = "FILE", help_heading = "TLS (https:// URLs)", conflicts_with = "insecure")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "TLS (https:// URLs)",
+        conflicts_with = "insecure"
+    )]
     pub cacert: Option<std::path::PathBuf>,
 
     /// https: offer only this TLS version, 1.2 or 1.3 (default: both)
@@ -169,7 +174,9 @@ impl HttpArgs {
             return Ok(None);
         }
         if self.baseline {
-            return Err(usage!("--baseline measures linerate's cleartext server: not with https:// URLs"));
+            return Err(usage!(
+                "--baseline measures linerate's cleartext server: not with https:// URLs"
+            ));
         }
         let tls = TlsSpec {
             insecure: self.insecure,
@@ -344,20 +351,35 @@ mod tests {
         let https = |more: &[&str]| spec(&[&["https://127.0.0.1/"][..], more].concat());
         let t = https(&["--insecure"]).expect("ok").tls.expect("https");
         assert_eq!((t.insecure, t.resume, t.version, t.cacert), (true, true, None, None));
-        let t = https(&["-k", "--insecure", "--tls-version=1.3"]).expect("ok").tls.expect("https");
-        assert_eq!(t.version, Some(TlsVersion::V1_3));
-        let t = https(&["--insecure", "--tls-version", "1.2", "--tls-resume", "on", "--tls-resume=off"])
-            .expect("last one wins")
+        let t = https(&["-k", "--insecure", "--tls-version=1.3"])
+            .expect("ok")
             .tls
             .expect("https");
+        assert_eq!(t.version, Some(TlsVersion::V1_3));
+        let t = https(&[
+            "--insecure",
+            "--tls-version",
+            "1.2",
+            "--tls-resume",
+            "on",
+            "--tls-resume=off",
+        ])
+        .expect("last one wins")
+        .tls
+        .expect("https");
         assert_eq!((t.version, t.resume), (Some(TlsVersion::V1_2), false));
         let e = https(&["--tls-version", "1.1"]).expect_err("no 1.1").to_string();
         assert!(e.contains("'1.1' is not a TLS version"), "{e}");
         let e = https(&["--tls-resume", "maybe"]).expect_err("on or off").to_string();
         assert!(e.contains("neither on nor off"), "{e}");
         assert!(https(&["--insecure", "--cacert", "/x"]).is_err(), "conflicting");
-        let e = https(&["--cacert", "/nonexistent/ca.pem"]).expect_err("unreadable").to_string();
-        assert!(e.contains("cannot read the CA certificates in /nonexistent/ca.pem"), "{e}");
+        let e = https(&["--cacert", "/nonexistent/ca.pem"])
+            .expect_err("unreadable")
+            .to_string();
+        assert!(
+            e.contains("cannot read the CA certificates in /nonexistent/ca.pem"),
+            "{e}"
+        );
         let e = spec(&["--tls-resume", "off"]).expect_err("no https URL").to_string();
         assert!(e.contains("--tls-resume applies to https:// URLs"), "{e}");
     }

@@ -134,7 +134,12 @@ fn issue_27_nginx_tls_1_2_and_1_3_resumed_handshakes_match_its_log() {
             let full = u(&v, "/summary/tls/full");
             let resumed = u(&v, "/summary/tls/resumed");
             let responses = u(&v, "/summary/responses");
-            assert_eq!(u(&v, "/summary/errors/total"), 0, "{version} {resume}: {}", v["summary"]["errors"]);
+            assert_eq!(
+                u(&v, "/summary/errors/total"),
+                0,
+                "{version} {resume}: {}",
+                v["summary"]["errors"]
+            );
             assert!(responses >= 20, "{version} {resume}: {responses} responses");
             assert_eq!(u(&v, "/summary/body_bytes"), responses * 1024);
             // A new connection per request (no --keepalive): one handshake each.
@@ -190,7 +195,19 @@ fn issue_27_linerates_own_https_server_and_curl() {
     let url = format!("https://localhost:{port}/bytes/1024");
     let ca = pki.ca();
     let v = json_of(&linerate(
-        &["http", "--json", "-d", "1s", &url, "--cacert", &ca, "--users", "4", "--agent", &agent.addr],
+        &[
+            "http",
+            "--json",
+            "-d",
+            "1s",
+            &url,
+            "--cacert",
+            &ca,
+            "--users",
+            "4",
+            "--agent",
+            &agent.addr,
+        ],
         LIMIT,
     ));
     check_identity(&v);
@@ -199,7 +216,11 @@ fn issue_27_linerates_own_https_server_and_curl() {
     assert_eq!(u(&v, "/summary/body_bytes"), responses * 1024);
     assert_eq!(u(&v, "/summary/errors/total"), 0);
     assert!(u(&v, "/summary/tls/resumed") > 0, "{}", v["summary"]["tls"]);
-    assert!(v["summary"]["server"]["cpu"]["host_percent"].is_number(), "{}", v["summary"]["server"]);
+    assert!(
+        v["summary"]["server"]["cpu"]["host_percent"].is_number(),
+        "{}",
+        v["summary"]["server"]
+    );
     // curl with the CA, TLS 1.2 and 1.3, and a body across many records.
     if on_path("curl") {
         for tls in ["--tlsv1.2", "--tlsv1.3"] {
@@ -208,7 +229,11 @@ fn issue_27_linerates_own_https_server_and_curl() {
                 .arg(format!("https://localhost:{port}/bytes/200000"))
                 .output()
                 .expect("curl");
-            assert!(out.status.success(), "curl {tls}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "curl {tls}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             assert_eq!(out.stdout.len(), 200_000, "curl {tls}");
             let pattern = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-\n";
             assert!(out.stdout.iter().enumerate().all(|(i, b)| *b == pattern[i % 64]));
@@ -220,7 +245,12 @@ fn issue_27_linerates_own_https_server_and_curl() {
 fn issue_27_a_generated_certificate_is_printed_and_served() {
     let agent = Agent::start(&["--https-port", "0"]);
     let https = agent.https_addr.clone().expect("https address");
-    let v = json_of(&http(&[&format!("https://{https}/bytes/100"), "--insecure", "--users", "2"]));
+    let v = json_of(&http(&[
+        &format!("https://{https}/bytes/100"),
+        "--insecure",
+        "--users",
+        "2",
+    ]));
     assert!(u(&v, "/summary/responses") > 0);
     if on_path("curl") {
         let out = Command::new("curl")
@@ -256,17 +286,29 @@ fn issue_27_bad_certificates_fail_as_certificate_errors() {
     // An issuer the client does not trust: the server's own generated certificate.
     let agent = Agent::start(&["--https-port", "0"]);
     let port = port_of(agent.https_addr.as_deref().expect("https"));
-    failing(&format!("https://localhost:{port}/bytes/1"), &["--cacert", &ca], "tls_certificate");
+    failing(
+        &format!("https://localhost:{port}/bytes/1"),
+        &["--cacert", &ca],
+        "tls_certificate",
+    );
     // A certificate for another name.
     let (cert, key) = pki.leaf("other", &["other.example"], false);
     let agent = Agent::start(&["--https-port", "0", "--cert", &cert, "--key", &key]);
     let port = port_of(agent.https_addr.as_deref().expect("https"));
-    failing(&format!("https://localhost:{port}/bytes/1"), &["--cacert", &ca], "tls_certificate");
+    failing(
+        &format!("https://localhost:{port}/bytes/1"),
+        &["--cacert", &ca],
+        "tls_certificate",
+    );
     // Expired.
     let (cert, key) = pki.leaf("expired", &["localhost"], true);
     let agent = Agent::start(&["--https-port", "0", "--cert", &cert, "--key", &key]);
     let port = port_of(agent.https_addr.as_deref().expect("https"));
-    failing(&format!("https://localhost:{port}/bytes/1"), &["--cacert", &ca], "tls_certificate");
+    failing(
+        &format!("https://localhost:{port}/bytes/1"),
+        &["--cacert", &ca],
+        "tls_certificate",
+    );
     // The same certificates pass with --insecure.
     let v = json_of(&http(&[&format!("https://localhost:{port}/bytes/1"), "--insecure"]));
     assert!(u(&v, "/summary/responses") > 0);

@@ -20,7 +20,9 @@ pub struct Nginx {
 impl Nginx {
     /// `None`, after saying why, where nginx is not installed.
     pub fn start() -> Option<Nginx> {
-        Nginx::start_with("$status $bytes_sent $body_bytes_sent", |_, _| (String::new(), String::new()))
+        Nginx::start_with("$status $bytes_sent $body_bytes_sent", |_, _| {
+            (String::new(), String::new())
+        })
     }
 
     /// The same nginx with `log_format` for its access log, and `site(dir, port)`'s words added
@@ -111,4 +113,3 @@ impl Drop for Nginx {
         let _ = self.child.wait();
     }
 }
-

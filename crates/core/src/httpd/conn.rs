@@ -4,11 +4,11 @@
 //! socket, as before (one branch on an empty option per read or write).
 
 use super::body::{Body, SENDFILE_MAX_CHUNK, SENDFILE_MIN_BYTES, pattern_slice, pread, send, sendfile};
-use super::tls::TlsConn;
 use super::date::DATE_BYTES;
 use super::parser::{Method, Parsed, Request, parse_request};
 use super::response::{ConnectionHeader, HEAD_BUFFER_BYTES, Status, format_head};
 use super::router::Route;
+use super::tls::TlsConn;
 use super::{Counts, IDLE, LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared};
 use mio::net::TcpStream;
 use std::io::{self, Read, Write};

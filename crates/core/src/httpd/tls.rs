@@ -187,6 +187,9 @@ mod tests {
             .collect::<Vec<_>>()
             .join(":");
         assert_eq!(read.fingerprint, want);
-        assert!(matches!(wrong, Err(TlsError::NoCertificate { .. }) | Err(TlsError::Read { .. })));
+        assert!(matches!(
+            wrong,
+            Err(TlsError::NoCertificate { .. }) | Err(TlsError::Read { .. })
+        ));
     }
 }

@@ -2,8 +2,8 @@
 //! drive connections on readiness, sweep idle ones, refresh the date, publish counters.
 
 use super::conn::{Conn, Next, Ready, Turn};
-use super::tls::TlsConn;
 use super::date::{DATE_BYTES, http_date};
+use super::tls::TlsConn;
 use super::{Counts, Shared};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};

@@ -300,7 +300,12 @@ pub fn run(
         tcp_info: None,
     };
     let (mut report, outs) = runner.drive(&shared, &gate, sink, |w| {
-        worker::work(spec, targets, tls_config.as_ref(), w, threads, times, &shared, &gate)
+        let load = worker::Load {
+            spec,
+            targets,
+            tls: tls_config.as_ref(),
+        };
+        worker::work(load, w, threads, times, &shared, &gate)
     })?;
     let outs = outs
         .into_iter()

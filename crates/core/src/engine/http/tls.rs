@@ -66,7 +66,9 @@ pub fn client_config(spec: &TlsSpec) -> Result<Arc<ClientConfig>, TlsSetupError>
             .with_custom_certificate_verifier(Arc::new(NoVerifier(provider.signature_verification_algorithms)))
             .with_no_client_auth()
     } else {
-        builder.with_root_certificates(roots(spec.cacert.as_deref())?).with_no_client_auth()
+        builder
+            .with_root_certificates(roots(spec.cacert.as_deref())?)
+            .with_no_client_auth()
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     config.resumption = if spec.resume {
@@ -214,11 +216,15 @@ mod tests {
             assert_eq!(failure_of(&rustls::Error::InvalidCertificate(c)), Failure::Certificate);
         }
         assert_eq!(
-            failure_of(&rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)),
+            failure_of(&rustls::Error::InvalidMessage(
+                rustls::InvalidMessage::InvalidContentType
+            )),
             Failure::Protocol
         );
         assert_eq!(
-            failure_of(&rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure)),
+            failure_of(&rustls::Error::AlertReceived(
+                rustls::AlertDescription::HandshakeFailure
+            )),
             Failure::Protocol
         );
         assert_eq!(failure_of(&rustls::Error::General("x".into())), Failure::Other);

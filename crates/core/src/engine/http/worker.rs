@@ -15,10 +15,10 @@ use crate::spec::HttpSpec;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use rustls::{ClientConfig, ClientConnection, HandshakeKind};
-use std::sync::Arc;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -731,17 +731,29 @@ fn classify(e: &io::Error) -> fn(&mut HttpErrors) -> &mut u64 {
     }
 }
 
+/// What every worker of a run fetches, and how: the spec, the URLs, and for https URLs the
+/// client's TLS configuration (each user clones it with a session cache of its own).
+#[derive(Clone, Copy)]
+pub(super) struct Load<'a> {
+    pub spec: &'a HttpSpec,
+    pub targets: &'a [HttpTarget],
+    pub tls: Option<&'a Arc<ClientConfig>>,
+}
+
 /// One worker: users `w`, `w + threads`, ... until the end.
 pub(super) fn work(
-    spec: &HttpSpec,
-    targets: &[HttpTarget],
-    tls_config: Option<&Arc<ClientConfig>>,
+    load: Load<'_>,
     w: usize,
     threads: usize,
     times: Times,
     shared: &Shared<'_>,
     gate: &Gate,
 ) -> io::Result<HttpRun> {
+    let Load {
+        spec,
+        targets,
+        tls: tls_config,
+    } = load;
     let Times {
         ramp_ns,
         window_end_ns,
