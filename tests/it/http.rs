@@ -265,7 +265,7 @@ fn the_ramp_is_in_the_timeline_only() {
 #[test]
 fn bad_http_options_are_one_line_errors() {
     for args in [
-        vec!["http", "https://127.0.0.1/"],
+        vec!["http", "ftp://127.0.0.1/"],
         vec!["http", "http://127.0.0.1:1/", "--users", "0"],
         vec!["http", "http://127.0.0.1:1/", "--users", "8,x"],
         vec!["http", "http://127.0.0.1:1/", "--ramp", "soon"],
