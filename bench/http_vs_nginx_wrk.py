@@ -32,22 +32,8 @@ import time
 import benchlib
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def wait_port(port):
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nothing listens on {port}")
+free_port = benchlib.free_port
+wait_port = benchlib.wait_port
 
 
 def cpu_seconds(pids):

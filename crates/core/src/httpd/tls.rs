@@ -83,7 +83,7 @@ impl HttpsIdentity {
             .map_err(TlsError::Config)?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         config.session_storage = ServerSessionMemoryCache::new(SESSIONS);
-        config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(TlsError::Config)?;
+        config.ticketer = crate::engine::http::tls_ticketer().map_err(TlsError::Config)?;
         Ok(HttpsIdentity {
             config: Arc::new(config),
             fingerprint,

@@ -18,7 +18,9 @@ mod url;
 mod worker;
 
 pub use sampler::sample_host;
-pub use tls::{SYSTEM_ROOTS, TlsSetupError, client_config as tls_client_config, provider as tls_provider};
+pub use tls::{
+    SYSTEM_ROOTS, TlsSetupError, client_config as tls_client_config, provider as tls_provider, ticketer as tls_ticketer,
+};
 pub use url::{HttpTarget, HttpUrl};
 
 use super::run::{Gate, Plan, RunState, Runner, StreamInfo};

@@ -42,9 +42,22 @@ pub enum TlsSetupError {
     },
 }
 
-/// The crypto provider every TLS end of linerate uses (chosen by measurement: docs/benchmarks.md).
+/// The crypto provider every TLS end of linerate uses: ring, chosen by measurement against
+/// aws-lc-rs (docs/benchmarks.md, "HTTPS"); the feature `tls-aws-lc` builds the other for the
+/// comparison.
 pub fn provider() -> Arc<CryptoProvider> {
+    #[cfg(feature = "tls-aws-lc")]
+    return Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    #[cfg(not(feature = "tls-aws-lc"))]
     Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Session tickets' encryption (the server's), from the same provider.
+pub fn ticketer() -> Result<Arc<dyn rustls::server::ProducesTickets>, rustls::Error> {
+    #[cfg(feature = "tls-aws-lc")]
+    return rustls::crypto::aws_lc_rs::Ticketer::new();
+    #[cfg(not(feature = "tls-aws-lc"))]
+    rustls::crypto::ring::Ticketer::new()
 }
 
 /// The client's configuration for a test: trusted roots (`--cacert`, else the system's; none
@@ -199,10 +212,7 @@ impl ServerCertVerifier for NoVerifier {
 /// This thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID): read around a handshake's steps only,
 /// never on a cleartext connection.
 pub(super) fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::engine::pacing::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 #[cfg(test)]
