@@ -6,7 +6,7 @@ Cases (the same nginx, TLS 1.3, ECDSA P-256 certificate, interleaved rounds):
     linerate http https://... --users 64 --keepalive vs wrk -t 2 -c 64;
   new full TLS handshakes per second, one request per connection:
     linerate http https://... --users 64 --tls-resume off (a new connection per request) vs
-    h2load --h1 -c N -n N --rate 200 --rate-period 0.05 (each client one connection and one
+    h2load --h1 -c N -n N --rate 200 --rate-period 50ms (each client one connection and one
     request, offered 4,000 connections per second).
 
 Run as root on a quiet machine:
@@ -78,7 +78,7 @@ def h2load_handshakes(url, n):
     figure is what nginx and h2load complete (req/s over the run) with the connections in flight
     as many as that takes."""
     out = subprocess.run(["h2load", "--h1", "-t", "2", "-c", str(n), "-n", str(n), "-m", "1",
-                          "--rate", "200", "--rate-period", "0.05", url],
+                          "--rate", "200", "--rate-period", "50ms", url],
                          capture_output=True, text=True, timeout=600).stdout
     m = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", out)
     secs = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)

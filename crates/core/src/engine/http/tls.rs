@@ -42,22 +42,22 @@ pub enum TlsSetupError {
     },
 }
 
-/// The crypto provider every TLS end of linerate uses: ring, chosen by measurement against
-/// aws-lc-rs (docs/benchmarks.md, "HTTPS"); the feature `tls-aws-lc` builds the other for the
-/// comparison.
+/// The crypto provider every TLS end of linerate uses: aws-lc-rs, chosen by measurement against
+/// ring (docs/benchmarks.md, "HTTPS": more full handshakes per second, bulk even); the feature
+/// `tls-ring` builds the other for the comparison.
 pub fn provider() -> Arc<CryptoProvider> {
-    #[cfg(feature = "tls-aws-lc")]
-    return Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    #[cfg(not(feature = "tls-aws-lc"))]
-    Arc::new(rustls::crypto::ring::default_provider())
+    #[cfg(feature = "tls-ring")]
+    return Arc::new(rustls::crypto::ring::default_provider());
+    #[cfg(not(feature = "tls-ring"))]
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
 /// Session tickets' encryption (the server's), from the same provider.
 pub fn ticketer() -> Result<Arc<dyn rustls::server::ProducesTickets>, rustls::Error> {
-    #[cfg(feature = "tls-aws-lc")]
-    return rustls::crypto::aws_lc_rs::Ticketer::new();
-    #[cfg(not(feature = "tls-aws-lc"))]
-    rustls::crypto::ring::Ticketer::new()
+    #[cfg(feature = "tls-ring")]
+    return rustls::crypto::ring::Ticketer::new();
+    #[cfg(not(feature = "tls-ring"))]
+    rustls::crypto::aws_lc_rs::Ticketer::new()
 }
 
 /// The client's configuration for a test: trusted roots (`--cacert`, else the system's; none
