@@ -26,49 +26,7 @@ import tempfile
 import time
 
 import benchlib
-from http_vs_nginx_wrk import wrk
-
-
-free_port = benchlib.free_port
-wait_port = benchlib.wait_port
-
-
-class TlsNginx:
-    """nginx with TLS 1.2 and 1.3, 2 workers, session cache and tickets, access log off."""
-
-    def __init__(self, root):
-        self.dir = tempfile.mkdtemp(prefix="lrbench-nginx-tls-")
-        d = self.dir
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                        "-nodes", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-                        "-days", "30", "-keyout", f"{d}/key.pem", "-out", f"{d}/cert.pem"],
-                       check=True, capture_output=True)
-        self.port = free_port()
-        conf = f"""user root; worker_processes 2; pid {d}/nginx.pid; error_log {d}/error.log; daemon off;
-events {{ worker_connections 8192; }}
-http {{ access_log off; sendfile on; keepalive_requests 100000000;
-  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};
-  server {{ listen 127.0.0.1:{self.port} ssl reuseport; root {root};
-    ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; ssl_protocols TLSv1.2 TLSv1.3;
-    ssl_session_cache shared:SSL:10m; ssl_session_tickets on; }} }}
-"""
-        with open(os.path.join(d, "nginx.conf"), "w") as f:
-            f.write(conf)
-        self.proc = subprocess.Popen(["nginx", "-p", d, "-c", os.path.join(d, "nginx.conf")],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(self.port)
-        time.sleep(0.3)
-
-    def url(self, name):
-        return f"https://127.0.0.1:{self.port}/{name}"
-
-    def stop(self):
-        subprocess.run(["kill", "-QUIT", str(self.proc.pid)])
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
+from http_vs_nginx_wrk import Nginx, wrk
 
 
 def h2load_handshakes(url, n):
@@ -107,7 +65,7 @@ def main():
     benchlib.print_builds(args)
     builds = benchlib.binaries(args)
     res = {}
-    nginx = TlsNginx(root)
+    nginx = Nginx(root, tls=True)
     url = nginx.url("1k.bin")
     try:
         for rnd in range(1, args.rounds + 1):

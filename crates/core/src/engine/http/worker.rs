@@ -344,13 +344,7 @@ impl Worker<'_> {
                 }
                 Ok(n) => {
                     user.written += n;
-                    let now = self.tick;
-                    if self.in_window(now) {
-                        self.out.bytes_out += n as u64;
-                    }
-                    if let Some(b) = self.bucket(now) {
-                        b.bytes_out += n as u64;
-                    }
+                    self.wrote(n);
                 }
                 Err(e) => {
                     if !self.again_after(u, &e) {
@@ -358,6 +352,17 @@ impl Worker<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Counts `n` request bytes written now.
+    fn wrote(&mut self, n: usize) {
+        let now = self.tick;
+        if self.in_window(now) {
+            self.out.bytes_out += n as u64;
+        }
+        if let Some(b) = self.bucket(now) {
+            b.bytes_out += n as u64;
         }
     }
 
@@ -382,13 +387,7 @@ impl Worker<'_> {
                     }
                 };
                 user.written += n;
-                let now = self.tick;
-                if self.in_window(now) {
-                    self.out.bytes_out += n as u64;
-                }
-                if let Some(b) = self.bucket(now) {
-                    b.bytes_out += n as u64;
-                }
+                self.wrote(n);
                 continue;
             }
             if !c.wants_write() {
