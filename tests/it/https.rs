@@ -314,3 +314,41 @@ fn issue_27_a_server_without_tls_fails_as_protocol_or_timeout() {
     failing(&format!("https://127.0.0.1:{port}/"), &["--insecure"], "tls_timeout");
     drop(silent);
 }
+
+#[test]
+fn issue_27_serve_https_flags_are_checked() {
+    let t = Duration::from_secs(20);
+    // --cert and --key go together, and with --https-port: usage errors (exit 2).
+    for args in [
+        vec!["serve", "--port", "0", "--cert", "/x.pem", "--key", "/x.key"],
+        vec!["serve", "--port", "0", "--https-port", "0", "--cert", "/x.pem"],
+        vec!["serve", "--port", "0", "--https-port", "0", "--key", "/x.key"],
+    ] {
+        let out = linerate(&args, t);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+    // Files that cannot be read: one line naming the file, before anything listens.
+    fails_with(
+        &[
+            "serve",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--https-port",
+            "0",
+            "--cert",
+            "/nonexistent/c.pem",
+            "--key",
+            "/nonexistent/k.pem",
+        ],
+        "cannot read /nonexistent/c.pem",
+        t,
+    );
+    // https flags of the client without an https URL.
+    fails_with(
+        &["http", "http://127.0.0.1:1/", "--insecure", "-d", "1s"],
+        "--insecure applies to https:// URLs",
+        t,
+    );
+}
