@@ -62,7 +62,7 @@ pub fn ticketer() -> Result<Arc<dyn rustls::server::ProducesTickets>, rustls::Er
 
 /// The client's configuration for a test: trusted roots (`--cacert`, else the system's; none
 /// checked with `--insecure`), the versions asked for, ALPN `http/1.1`, and resumption as
-/// asked (each user gets its own cache from [`for_user`]).
+/// asked (each user gets its own cache, `for_user`).
 pub fn client_config(spec: &TlsSpec) -> Result<Arc<ClientConfig>, TlsSetupError> {
     let provider = provider();
     let versions: &[&rustls::SupportedProtocolVersion] = match spec.version {
