@@ -184,7 +184,7 @@ impl HttpArgs {
             version: self.tls_version,
             resume: self.tls_resume.unwrap_or(true),
         };
-        linerate_core::engine::http::tls_client_config(&tls).map_err(|e| usage!("{:#}", anyhow::Error::from(e)))?;
+        linerate_core::client::tls_client_config(&tls).map_err(|e| usage!("{:#}", anyhow::Error::from(e)))?;
         Ok(Some(tls))
     }
 

@@ -4,9 +4,9 @@
 //!
 //! An https user's connection carries its rustls state beside the socket; a cleartext one has
 //! none, and its reads and writes go to the socket as before (one branch on an empty option).
+//! The TLS steps (handshake, writing through rustls, reading through it) are in `tls_steps`.
 
 use super::head::parse_head;
-use super::tls::{self, Failure};
 use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, TargetCounts, Times, empty_run};
 use crate::engine::run::{Gate, Shared};
 use crate::engine::sockopt;
@@ -14,13 +14,18 @@ use crate::result::StreamEnd;
 use crate::spec::HttpSpec;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use rustls::{ClientConfig, ClientConnection, HandshakeKind};
+use rustls::{ClientConfig, ClientConnection};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
+
+mod classify;
+mod tls_steps;
+
+use classify::classify;
 
 /// Largest response head read.
 const MAX_HEAD: usize = 16 * 1024;
@@ -259,69 +264,6 @@ impl Worker<'_> {
         }
     }
 
-    /// Drives user `u`'s TLS handshake as far as the socket lets it; once done, counts it (full
-    /// or resumed, its time from TCP connected, this thread's CPU spent on it) and writes the
-    /// request.
-    fn handshake(&mut self, u: usize) {
-        let cpu_before = tls::thread_cpu_ns();
-        let user = &mut self.users[u];
-        let (Some(c), Some(s)) = (user.tls.as_deref_mut(), user.conn.as_mut()) else {
-            return;
-        };
-        let outcome = loop {
-            if c.wants_write() {
-                match c.write_tls(s) {
-                    Ok(_) => continue,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(false),
-                    Err(e) => break Err(failure_of_io(&e)),
-                }
-            }
-            if !c.is_handshaking() {
-                break Ok(true);
-            }
-            match c.read_tls(s) {
-                // Closed by the peer during the handshake: it refused the protocol.
-                Ok(0) => break Err(Failure::Protocol),
-                Ok(_) => {
-                    if let Err(e) = c.process_new_packets() {
-                        // The alert rustls queued tells the server why; best effort.
-                        let _ = c.write_tls(s);
-                        break Err(tls::failure_of(&e));
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(false),
-                Err(e) => break Err(failure_of_io(&e)),
-            }
-        };
-        let resumed = c.handshake_kind() == Some(HandshakeKind::Resumed);
-        user.handshake_cpu_ns += tls::thread_cpu_ns().saturating_sub(cpu_before);
-        match outcome {
-            Ok(false) => {}
-            Ok(true) => {
-                let now = self.now();
-                let user = &self.users[u];
-                if user.connect_counted {
-                    let took = now.saturating_sub(user.connected_ns).clamp(1, HIST_MAX_NS);
-                    let h = &mut self.out.tls;
-                    let (count, time, cpu) = if resumed {
-                        (&mut h.resumed, &mut h.resumed_time, &mut h.resumed_cpu_ns)
-                    } else {
-                        (&mut h.full, &mut h.full_time, &mut h.full_cpu_ns)
-                    };
-                    *count += 1;
-                    *cpu += user.handshake_cpu_ns;
-                    let _ = time.record(took);
-                }
-                self.established(u);
-                self.users[u].state = State::Writing;
-                self.write(u);
-            }
-            Err(f) => self.finish(u, End::Failed(tls_class(f))),
-        }
-    }
-
     fn write(&mut self, u: usize) {
         if self.users[u].tls.is_some() {
             return self.write_tls(u);
@@ -366,49 +308,13 @@ impl Worker<'_> {
         }
     }
 
-    /// https: hands the request to rustls and writes its records until they are all out (then
-    /// reading) or the socket is full (the next writable edge comes back here).
-    fn write_tls(&mut self, u: usize) {
-        let targets = self.targets;
-        let req = &targets[self.users[u].target].request;
-        loop {
-            let user = &mut self.users[u];
-            let (Some(c), Some(s)) = (user.tls.as_deref_mut(), user.conn.as_mut()) else {
-                return;
-            };
-            if user.written < req.len() {
-                // Buffered in rustls (never blocks): counted as written, as the cleartext
-                // request is counted once the kernel has it.
-                let n = match c.writer().write(&req[user.written..]) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        self.finish(u, End::Failed(classify(&e)));
-                        return;
-                    }
-                };
-                user.written += n;
-                self.wrote(n);
-                continue;
-            }
-            if !c.wants_write() {
-                user.state = State::Reading;
-                return;
-            }
-            if let Err(e) = c.write_tls(s)
-                && !self.again_after(u, &e)
-            {
-                return;
-            }
-        }
-    }
-
     fn read(&mut self, u: usize) {
         loop {
             let user = &mut self.users[u];
             let Some(s) = user.conn.as_mut() else { return };
             let got = match user.tls.as_deref_mut() {
                 None => s.read(&mut self.scratch),
-                Some(c) => read_tls(c, s, &mut self.scratch),
+                Some(c) => tls_steps::read_tls(c, s, &mut self.scratch),
             };
             match got {
                 Ok(0) => {
@@ -667,69 +573,6 @@ impl Worker<'_> {
     }
 }
 
-/// Reads what TLS connection `c` has decrypted, reading and decrypting records from `s` when it
-/// has nothing: the socket's read, with rustls in between. A close without close_notify ends
-/// the stream as a close does in cleartext (many servers never send one); a record that fails
-/// is an error carrying the rustls error (classed as TLS protocol).
-fn read_tls(c: &mut ClientConnection, s: &mut TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        match c.reader().read(buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
-            other => return other,
-        }
-        c.read_tls(s)?;
-        if let Err(e) = c.process_new_packets() {
-            let _ = c.write_tls(s);
-            return Err(io::Error::new(io::ErrorKind::InvalidData, e));
-        }
-        // Key updates and alerts rustls answers; best effort, the request's writes follow.
-        if c.wants_write() {
-            let _ = c.write_tls(s);
-        }
-    }
-}
-
-/// Which class a failed handshake falls in when the socket failed under it.
-fn failure_of_io(e: &io::Error) -> Failure {
-    match e.kind() {
-        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::UnexpectedEof => {
-            Failure::Protocol
-        }
-        _ => Failure::Other,
-    }
-}
-
-/// The error class of a failed handshake (timeouts are found by the scan, `tls_timeout`).
-fn tls_class(f: Failure) -> fn(&mut HttpErrors) -> &mut u64 {
-    match f {
-        Failure::Certificate => |x| &mut x.tls_certificate,
-        Failure::Protocol => |x| &mut x.tls_protocol,
-        Failure::Other => |x| &mut x.tls_other,
-    }
-}
-
-/// Which error class an I/O error falls in. The client's own limits come first: they say
-/// nothing about the server.
-fn classify(e: &io::Error) -> fn(&mut HttpErrors) -> &mut u64 {
-    if let Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS) = e.raw_os_error() {
-        return |x| &mut x.local_limit;
-    }
-    // A TLS record that failed after the handshake (read_tls above).
-    if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
-        return |x| &mut x.tls_protocol;
-    }
-    match e.kind() {
-        io::ErrorKind::ConnectionRefused => |x| &mut x.refused,
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::BrokenPipe
-        | io::ErrorKind::UnexpectedEof => |x| &mut x.reset,
-        io::ErrorKind::TimedOut => |x| &mut x.timeout,
-        _ => |x| &mut x.other,
-    }
-}
-
 /// What every worker of a run fetches, and how: the spec, the URLs, and for https URLs the
 /// client's TLS configuration (each user clones it with a session cache of its own).
 #[derive(Clone, Copy)]
@@ -778,7 +621,7 @@ pub(super) fn work(
             .map(|_| User {
                 conn: None,
                 tls: None,
-                tls_config: tls_config.map(|c| tls::for_user(c, spec.tls.as_ref().is_none_or(|t| t.resume))),
+                tls_config: tls_config.map(|c| super::tls::for_user(c, spec.tls.as_ref().is_none_or(|t| t.resume))),
                 connected_ns: 0,
                 handshake_cpu_ns: 0,
                 state: State::Waiting,
@@ -936,26 +779,4 @@ pub(super) fn work(
     counter.ops.store(wk.total_responses, Relaxed);
     shared.finish(w, end);
     Ok(wk.out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn class_of(e: io::Error) -> HttpErrors {
-        let mut errors = HttpErrors::default();
-        *classify(&e)(&mut errors) += 1;
-        errors
-    }
-
-    #[test]
-    fn the_clients_own_limits_are_local_limit_not_the_servers() {
-        for errno in [libc::EMFILE, libc::ENFILE, libc::EADDRNOTAVAIL, libc::ENOBUFS] {
-            let e = class_of(io::Error::from_raw_os_error(errno));
-            assert_eq!((e.local_limit, e.total()), (1, 1), "errno {errno}");
-        }
-        assert_eq!(class_of(io::Error::from_raw_os_error(libc::ECONNREFUSED)).refused, 1);
-        assert_eq!(class_of(io::Error::from_raw_os_error(libc::ECONNRESET)).reset, 1);
-        assert_eq!(class_of(io::Error::other("x")).other, 1);
-    }
 }
