@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -87,6 +88,26 @@ def print_builds(args):
     """A comment line naming the before build, when there is one."""
     if args.before:
         print(f"# before: {args.before} ({version(args.before)}); after: {LINERATE} ({version(LINERATE)})")
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 free now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port):
+    """Waits (up to 10 s) until something accepts connections on 127.0.0.1:PORT."""
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listens on {port}")
 
 
 def proc_cpu_seconds(pid):

@@ -32,22 +32,8 @@ import time
 import benchlib
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def wait_port(port):
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nothing listens on {port}")
+free_port = benchlib.free_port
+wait_port = benchlib.wait_port
 
 
 def cpu_seconds(pids):
@@ -67,15 +53,28 @@ def tree(pid):
 
 
 class Nginx:
-    def __init__(self, root):
+    """nginx serving `root` on a free port of 127.0.0.1, 2 workers, access log off; with `tls`,
+    https only (TLS 1.2 and 1.3, an ECDSA P-256 certificate made with openssl, session cache and
+    tickets)."""
+
+    def __init__(self, root, tls=False):
         self.dir = tempfile.mkdtemp(prefix="lrbench-nginx-")
         self.port = free_port()
+        self.scheme = "https" if tls else "http"
         d = self.dir
+        ssl = ""
+        if tls:
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                            "-nodes", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                            "-days", "30", "-keyout", f"{d}/key.pem", "-out", f"{d}/cert.pem"],
+                           check=True, capture_output=True)
+            ssl = (f"ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; ssl_protocols TLSv1.2 TLSv1.3; "
+                   "ssl_session_cache shared:SSL:10m; ssl_session_tickets on;")
         conf = f"""user root; worker_processes 2; pid {d}/nginx.pid; error_log {d}/error.log; daemon off;
 events {{ worker_connections 8192; }}
 http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000000;
   client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};
-  server {{ listen 127.0.0.1:{self.port} reuseport; root {root}; }} }}
+  server {{ listen 127.0.0.1:{self.port}{" ssl" if tls else ""} reuseport; root {root}; {ssl} }} }}
 """
         with open(os.path.join(d, "nginx.conf"), "w") as f:
             f.write(conf)
@@ -86,7 +85,7 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000000
         self.pids = tree(self.proc.pid)
 
     def url(self, name):
-        return f"http://127.0.0.1:{self.port}/{name}"
+        return f"{self.scheme}://127.0.0.1:{self.port}/{name}"
 
     def stop(self):
         subprocess.run(["kill", "-QUIT", str(self.proc.pid)])

@@ -57,7 +57,7 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     let http = match args.http_port {
         None => None,
         Some(port) => {
-            use linerate_core::httpd::{Httpd, HttpdConfig, HttpdError};
+            use linerate_core::httpd::HttpdConfig;
             anyhow::ensure!(
                 !args.http_head_timeout.0.is_zero(),
                 "--http-head-timeout must be a positive number of seconds"
@@ -68,14 +68,12 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
                 max_connections_per_address: args.http_max_per_address,
                 ..HttpdConfig::default()
             };
-            let httpd = match Httpd::bind(SocketAddr::new(args.bind, port), config.clone()) {
-                Err(HttpdError::Bind { .. }) if args.bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) => {
-                    Httpd::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port), config)?
-                }
-                other => other?,
-            };
-            Some(httpd.spawn()?)
+            Some(bind_httpd(args.bind, port, config)?.spawn()?)
         }
+    };
+    let https = match args.https_port {
+        None => None,
+        Some(port) => Some(https_server(args, port)?),
     };
     // One write for both lines: a reader that stops after the first sees the second too.
     let mut lines = format!("linerate agent listening on {} ({auth})", agent.local_addr());
@@ -88,6 +86,12 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(iperf3) = agent.iperf3_addr() {
         lines += &format!("iperf3 server listening on {iperf3}\n");
+    }
+    if let Some((https, fingerprint)) = &https {
+        lines += &format!(
+            "linerate https server listening on {} (certificate SHA-256 {fingerprint})\n",
+            https.local_addr()
+        );
     }
     stop_on_signals(agent.stopper())?;
     let mut out = std::io::stdout().lock();
@@ -102,6 +106,7 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         }
     });
     drop(http);
+    drop(https);
     eprintln!("linerate serve: stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -134,6 +139,52 @@ fn keep_iperf3_result(peer: SocketAddr, result: &TestResult, db: Option<&std::pa
             path.display()
         ),
     }
+}
+
+/// `--https-port`: the HTTP server over TLS, with `--cert`/`--key` or a certificate made now;
+/// returns it running, with its certificate's fingerprint.
+fn https_server(
+    args: &crate::cli::serve::ServeArgs,
+    port: u16,
+) -> anyhow::Result<(linerate_core::httpd::HttpdHandle, String)> {
+    use linerate_core::httpd::{HttpdConfig, HttpsIdentity};
+    let identity = match (&args.cert, &args.key) {
+        (Some(cert), Some(key)) => HttpsIdentity::from_files(cert, key)?,
+        _ => {
+            let mut names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+            if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+                let host = host.trim();
+                if !host.is_empty() && host != "localhost" {
+                    names.push(host.to_string());
+                }
+            }
+            HttpsIdentity::self_signed(&names)?
+        }
+    };
+    let config = HttpdConfig {
+        files: args.files.clone(),
+        head_timeout: args.http_head_timeout.0,
+        max_connections_per_address: args.http_max_per_address,
+        tls: Some(identity.config),
+        ..HttpdConfig::default()
+    };
+    Ok((bind_httpd(args.bind, port, config)?.spawn()?, identity.fingerprint))
+}
+
+/// The HTTP server bound on `bind`:`port`; with no IPv6 on this host the default `::` falls back
+/// to every IPv4 address, as the agent's does.
+fn bind_httpd(
+    bind: IpAddr,
+    port: u16,
+    config: linerate_core::httpd::HttpdConfig,
+) -> anyhow::Result<linerate_core::httpd::Httpd> {
+    use linerate_core::httpd::{Httpd, HttpdError};
+    Ok(match Httpd::bind(SocketAddr::new(bind, port), config.clone()) {
+        Err(HttpdError::Bind { .. }) if bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) => {
+            Httpd::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port), config)?
+        }
+        other => other?,
+    })
 }
 
 /// SIGTERM, SIGINT or SIGHUP stop the agent (`serve` then returns); a second one exits at once,

@@ -7,7 +7,7 @@ use super::usage::{Usage, usage};
 use anyhow::Context;
 use linerate_core::client::HttpUrl;
 use linerate_core::client::Target;
-use linerate_core::spec::HttpSpec;
+use linerate_core::spec::{HttpSpec, TlsSpec, TlsVersion};
 use linerate_core::units::TimeSpan;
 
 #[derive(Debug, clap::Args)]
@@ -15,7 +15,7 @@ use linerate_core::units::TimeSpan;
     after_help = "Examples:\n  linerate http http://10.0.0.2/bytes/524288 --users 240 --ramp 10s -t 4m\n  linerate http http://10.0.0.2/index.html --users 16,32,64,128,240,480 --keepalive\n  linerate http http://10.0.0.2/bytes/1024 --rps 5000 --keepalive"
 )]
 pub struct HttpArgs {
-    /// URLs to fetch (`http://HOST[:PORT]/PATH`); each user takes them in turn
+    /// URLs to fetch (`http[s]://HOST[:PORT]/PATH`); each user takes them in turn
     #[arg(value_name = "URL", required = true)]
     pub urls: Vec<String>,
 
@@ -34,8 +34,38 @@ pub struct HttpArgs {
     pub think: TimeSpan,
 
     /// Keep connections open between requests (default: a new connection per request)
+    ///
+    /// Without it every request opens a new connection, and over https a new TLS handshake
+    /// (resumed unless --tls-resume off).
     #[arg(short = 'k', long)]
     pub keepalive: bool,
+
+    /// https: accept any server certificate (signatures are still checked)
+    #[arg(long, help_heading = "TLS (https:// URLs)")]
+    pub insecure: bool,
+
+    /// https: trust the CA certificates in this PEM file (default: the system's)
+    ///
+    /// Default: /etc/ssl/certs/ca-certificates.crt. Example: --cacert ca.pem
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "TLS (https:// URLs)",
+        conflicts_with = "insecure"
+    )]
+    pub cacert: Option<std::path::PathBuf>,
+
+    /// https: offer only this TLS version, 1.2 or 1.3 (default: both)
+    #[arg(long, value_name = "1.2|1.3", value_parser = tls_version, help_heading = "TLS (https:// URLs)")]
+    pub tls_version: Option<TlsVersion>,
+
+    /// https: resume TLS sessions, each user its own, as a browser does (on, off)
+    ///
+    /// Default: on. A user's later connections to a server resume its session (a TLS 1.3
+    /// ticket, a TLS 1.2 ticket or session ID) when the server allows; off: every handshake is
+    /// full. Example: --tls-resume off
+    #[arg(long, value_name = "on|off", value_parser = on_off, help_heading = "TLS (https:// URLs)")]
+    pub tls_resume: Option<bool>,
 
     #[command(flatten)]
     pub timing: RampArgs,
@@ -127,6 +157,37 @@ impl HttpArgs {
             .collect()
     }
 
+    /// The TLS asked for: Some when a URL is https (its files read and checked here, so that a
+    /// bad --cacert is a usage error); TLS flags without an https URL are refused.
+    pub fn tls(&self) -> Result<Option<TlsSpec>, Usage> {
+        let https = self.urls.iter().any(|u| u.starts_with("https://"));
+        if !https {
+            let given = [
+                (self.insecure, "--insecure"),
+                (self.cacert.is_some(), "--cacert"),
+                (self.tls_version.is_some(), "--tls-version"),
+                (self.tls_resume.is_some(), "--tls-resume"),
+            ];
+            if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
+                return Err(usage!("{flag} applies to https:// URLs, and none is given"));
+            }
+            return Ok(None);
+        }
+        if self.baseline {
+            return Err(usage!(
+                "--baseline measures linerate's cleartext server: not with https:// URLs"
+            ));
+        }
+        let tls = TlsSpec {
+            insecure: self.insecure,
+            cacert: self.cacert.clone(),
+            version: self.tls_version,
+            resume: self.tls_resume.unwrap_or(true),
+        };
+        linerate_core::client::tls_client_config(&tls).map_err(|e| usage!("{:#}", anyhow::Error::from(e)))?;
+        Ok(Some(tls))
+    }
+
     pub fn spec_for(&self, users: u32) -> Result<HttpSpec, Usage> {
         let spec = HttpSpec {
             urls: self.urls.clone(),
@@ -139,6 +200,7 @@ impl HttpArgs {
             timeout_ms: (self.timeout.as_secs_f64() * 1e3).round() as u32,
             threads: self.threads,
             cpus: self.cpus.list(),
+            tls: self.tls()?,
         };
         spec.validate()?;
         Ok(spec)
@@ -185,6 +247,22 @@ impl HttpArgs {
                 required: false,
             })
             .collect())
+    }
+}
+
+fn tls_version(s: &str) -> Result<TlsVersion, String> {
+    match s {
+        "1.2" => Ok(TlsVersion::V1_2),
+        "1.3" => Ok(TlsVersion::V1_3),
+        _ => Err(format!("'{s}' is not a TLS version: 1.2 or 1.3")),
+    }
+}
+
+fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{s}' is neither on nor off")),
     }
 }
 
@@ -265,6 +343,45 @@ mod tests {
             let e = parse(&[&format!("--max-errors={bad}")]).expect_err(bad).to_string();
             assert!(e.contains("--max-errors"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn issue_27_tls_flags_go_into_the_spec_with_https_urls_only() {
+        assert_eq!(spec(&[]).expect("ok").tls, None, "cleartext: no TLS in the spec");
+        let https = |more: &[&str]| spec(&[&["https://127.0.0.1/"][..], more].concat());
+        let t = https(&["--insecure"]).expect("ok").tls.expect("https");
+        assert_eq!((t.insecure, t.resume, t.version, t.cacert), (true, true, None, None));
+        let t = https(&["-k", "--insecure", "--tls-version=1.3"])
+            .expect("ok")
+            .tls
+            .expect("https");
+        assert_eq!(t.version, Some(TlsVersion::V1_3));
+        let t = https(&[
+            "--insecure",
+            "--tls-version",
+            "1.2",
+            "--tls-resume",
+            "on",
+            "--tls-resume=off",
+        ])
+        .expect("last one wins")
+        .tls
+        .expect("https");
+        assert_eq!((t.version, t.resume), (Some(TlsVersion::V1_2), false));
+        let e = https(&["--tls-version", "1.1"]).expect_err("no 1.1").to_string();
+        assert!(e.contains("'1.1' is not a TLS version"), "{e}");
+        let e = https(&["--tls-resume", "maybe"]).expect_err("on or off").to_string();
+        assert!(e.contains("neither on nor off"), "{e}");
+        assert!(https(&["--insecure", "--cacert", "/x"]).is_err(), "conflicting");
+        let e = https(&["--cacert", "/nonexistent/ca.pem"])
+            .expect_err("unreadable")
+            .to_string();
+        assert!(
+            e.contains("cannot read the CA certificates in /nonexistent/ca.pem"),
+            "{e}"
+        );
+        let e = spec(&["--tls-resume", "off"]).expect_err("no https URL").to_string();
+        assert!(e.contains("--tls-resume applies to https:// URLs"), "{e}");
     }
 
     #[test]

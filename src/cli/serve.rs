@@ -67,6 +67,22 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = linerate_core::httpd::MAX_CONNECTIONS_PER_ADDRESS, requires = "http_port")]
     pub http_max_per_address: usize,
 
+    /// Answer HTTPS (HTTP/1.1 over TLS 1.2 or 1.3) on this port too, the same routes
+    ///
+    /// Off unless given. A self-signed certificate for localhost, 127.0.0.1, ::1 and this
+    /// host's name is made at start (its SHA-256 fingerprint is printed), unless --cert and
+    /// --key give one. Sessions resume by ticket or session ID. Example: --https-port 8443
+    #[arg(long, value_name = "N")]
+    pub https_port: Option<u16>,
+
+    /// The https port's certificate chain (PEM, the server's first); needs --key
+    #[arg(long, value_name = "FILE", requires_all = ["https_port", "key"])]
+    pub cert: Option<PathBuf>,
+
+    /// The https port's private key (PEM: PKCS#8, PKCS#1 or SEC1); needs --cert
+    #[arg(long, value_name = "FILE", requires_all = ["https_port", "cert"])]
+    pub key: Option<PathBuf>,
+
     /// A command a client may ask to run around its test: NAME=COMMAND, NAME.undo=COMMAND (repeatable)
     ///
     /// For A/B tests of this host's configuration. A client's `--profile NAME` runs COMMAND

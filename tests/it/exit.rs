@@ -222,7 +222,10 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
             vec!["http", &url, "--no-agent", "-t", "0"],
             "duration seconds must be between",
         ),
-        (vec!["http", "ftp://127.0.0.1/", "--no-agent"], "is not an http:// URL"),
+        (
+            vec!["http", "ftp://127.0.0.1/", "--no-agent"],
+            "is not an http:// or https:// URL",
+        ),
         (vec!["quick", "-t", "0", "--no-store"], "seconds (-t) must be between"),
         (vec!["quick", "-P", "0", "--no-store"], "streams (-P) must be between"),
         (

@@ -16,6 +16,8 @@ pub struct Agent {
     pub addr: String,
     /// HOST:PORT of the HTTP server, when started with `--http-port`.
     pub http_addr: Option<String>,
+    /// HOST:PORT of the HTTPS server, when started with `--https-port` (issue 27).
+    pub https_addr: Option<String>,
 }
 
 impl Agent {
@@ -63,7 +65,19 @@ impl Agent {
             assert!(line.contains("http server listening on"), "{line:?}");
             address_in(&line)
         });
-        Agent { child, addr, http_addr }
+        let https_addr = args.iter().chain(extra).any(|a| *a == "--https-port").then(|| {
+            let line = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("agent printed its https address within 10 s");
+            assert!(line.contains("https server listening on"), "{line:?}");
+            address_in(&line)
+        });
+        Agent {
+            child,
+            addr,
+            http_addr,
+            https_addr,
+        }
     }
 }
 

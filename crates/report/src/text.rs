@@ -295,6 +295,29 @@ fn render_http(r: &TestResult) -> String {
     if h.connect_us.is_some() {
         row(&mut out, "Connect (us)", lat(&h.connect_us));
     }
+    if let Some(t) = &h.tls {
+        let cpu = |c: Option<f64>| c.map_or("n/a".into(), |c| format!("{c:.1}"));
+        row(
+            &mut out,
+            "TLS handshakes full/resumed/failed",
+            format!(
+                "{} / {} / {} ({} / {} per second; CPU us each {} / {})",
+                t.full,
+                t.resumed,
+                t.failed,
+                grouped(t.full_per_second, 1),
+                grouped(t.resumed_per_second, 1),
+                cpu(t.cpu_us_per_full_handshake),
+                cpu(t.cpu_us_per_resumed_handshake)
+            ),
+        );
+        if t.full_time_us.is_some() {
+            row(&mut out, "TLS full handshake (us)", lat(&t.full_time_us));
+        }
+        if t.resumed_time_us.is_some() {
+            row(&mut out, "TLS resumed handshake (us)", lat(&t.resumed_time_us));
+        }
+    }
     let c = &h.connections;
     row(
         &mut out,
@@ -319,7 +342,7 @@ fn render_http(r: &TestResult) -> String {
         &mut out,
         "Failed requests (errors)",
         format!(
-            "{}{share}{budget} (refused {}, reset {}, timeout {}, bad status {}, short body {}, bad response {}, local limit {}, other {})",
+            "{}{share}{budget} (refused {}, reset {}, timeout {}, bad status {}, short body {}, bad response {}, local limit {}, other {}{})",
             h.errors.total,
             e.refused,
             e.reset,
@@ -328,7 +351,8 @@ fn render_http(r: &TestResult) -> String {
             e.short_body,
             e.bad_response,
             e.local_limit,
-            e.other
+            e.other,
+            e.tls_failures()
         ),
     );
     if e.local_limit > 0 {

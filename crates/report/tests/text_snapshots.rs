@@ -390,3 +390,87 @@ fn issue_26_an_iperf3_server_as_the_far_end() {
     ));
     check("iperf3_server_bidir.txt", &linerate_report::text::render(&r));
 }
+
+/// Issue 27: an https run's text shows its handshakes (full, resumed, failed, per second, CPU),
+/// their times, and the failed ones' classes; a cleartext run's shows none of it.
+#[test]
+fn issue_27_an_https_run_shows_its_handshakes_and_their_failures() {
+    use linerate_core::result::{ErrorSummary, HttpErrors, HttpSummary, LatencyFigures, Summary, TlsSummary};
+    use linerate_core::spec::{HttpSpec, TestSpec, Timing, TlsSpec};
+    let spec = HttpSpec {
+        urls: vec!["https://10.0.0.2/bytes/1024".into()],
+        users: 4,
+        think_ms: 0.0,
+        keepalive: false,
+        timing: Timing::ramp(0.0, 2.0),
+        rate: None,
+        timeout_ms: 10_000,
+        threads: 0,
+        cpus: Vec::new(),
+        tls: Some(TlsSpec::default()),
+    };
+    let lat = |p50: f64| LatencyFigures {
+        p50,
+        mean: p50,
+        max: p50 * 2.0,
+        ..LatencyFigures::default()
+    };
+    let errors = HttpErrors {
+        tls_certificate: 2,
+        ..HttpErrors::default()
+    };
+    let http = |tls: Option<TlsSummary>, errors: HttpErrors| HttpSummary {
+        users: 4,
+        steady_seconds: 2.0,
+        responses: 100,
+        tls,
+        errors: ErrorSummary {
+            by_class: errors,
+            total: errors.tls_failed(),
+        },
+        ..HttpSummary::default()
+    };
+    let tls = TlsSummary {
+        handshakes: 100,
+        full: 4,
+        resumed: 96,
+        handshakes_per_second: 50.0,
+        full_per_second: 2.0,
+        resumed_per_second: 48.0,
+        failed: 2,
+        full_time_us: Some(lat(1875.9)),
+        resumed_time_us: Some(lat(950.5)),
+        cpu_us_per_full_handshake: Some(812.4),
+        cpu_us_per_resumed_handshake: None,
+    };
+    let render = |h: HttpSummary| {
+        let summary = Summary {
+            http: Some(h),
+            ..Summary::default()
+        };
+        linerate_report::text::render(&linerate_core::sweep::stub_result(
+            TestSpec::Http(spec.clone()),
+            summary,
+        ))
+    };
+    let text = render(http(Some(tls), errors));
+    let row_of = |label: &str| {
+        let line = text.lines().find(|l| l.trim_start().starts_with(label));
+        let line = line.unwrap_or_else(|| panic!("no row {label:?} in\n{text}"));
+        line.trim_start()[label.len()..].trim().to_string()
+    };
+    let row = row_of("TLS handshakes full/resumed/failed");
+    assert_eq!(
+        row, "4 / 96 / 2 (2.0 / 48.0 per second; CPU us each 812.4 / n/a)",
+        "{text}"
+    );
+    assert!(row_of("TLS full handshake (us)").contains("p50 1875.9"), "{text}");
+    assert!(row_of("TLS resumed handshake (us)").contains("p50 950.5"), "{text}");
+    assert!(
+        row_of("Failed requests (errors)")
+            .ends_with("other 0, TLS certificate 2, TLS protocol 0, TLS timeout 0, TLS other 0)"),
+        "{text}"
+    );
+    let clear = render(http(None, HttpErrors::default()));
+    assert!(!clear.contains("TLS"), "{clear}");
+}

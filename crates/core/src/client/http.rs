@@ -125,7 +125,8 @@ pub fn http_targets(urls: &[HttpUrl], keepalive: bool) -> Result<Vec<HttpTarget>
                 .map_err(resolve)?
                 .next()
                 .ok_or_else(|| resolve(std::io::Error::new(std::io::ErrorKind::NotFound, "no address")))?;
-            Ok(HttpTarget::new(u, addr, keepalive))
+            HttpTarget::new(u, addr, keepalive)
+                .map_err(|e| resolve(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))
         })
         .collect()
 }

@@ -96,4 +96,6 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    #[error("setting up TLS")]
+    Tls(#[source] http::TlsSetupError),
 }

@@ -124,6 +124,15 @@ impl Pacer {
     }
 }
 
+/// `clock` now (clock_gettime(2)), ns: CLOCK_REALTIME since the Unix epoch, a CPU-time clock
+/// since its thread or process began.
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

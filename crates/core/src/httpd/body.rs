@@ -107,6 +107,17 @@ pub(super) fn sendfile(out: RawFd, src: RawFd, pos: u64, count: u64) -> io::Resu
     }
 }
 
+/// `pread(2)`: up to `buf.len()` bytes of `fd` at `pos` (a served file's body over TLS).
+pub(super) fn pread(fd: RawFd, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    // SAFETY: `buf` is ours and writable for its length; `fd` is open (owned by Shared).
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), pos as libc::off_t) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Workers.
 

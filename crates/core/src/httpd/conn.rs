@@ -1,14 +1,17 @@
 //! One connection's state machine: read a request head, answer it, keep alive or linger after a
 //! close, give up when idle. The worker hands it readiness and the time; it owns its buffers.
+//! Over https its reads and writes go through its rustls session; otherwise straight to the
+//! socket, as before (one branch on an empty option per read or write).
 
-use super::body::{Body, SENDFILE_MAX_CHUNK, SENDFILE_MIN_BYTES, pattern_slice, send, sendfile};
+use super::body::{Body, SENDFILE_MAX_CHUNK, SENDFILE_MIN_BYTES, pattern_slice, pread, send, sendfile};
 use super::date::DATE_BYTES;
 use super::parser::{Method, Parsed, Request, parse_request};
 use super::response::{ConnectionHeader, HEAD_BUFFER_BYTES, Status, format_head};
 use super::router::Route;
+use super::tls::TlsConn;
 use super::{Counts, IDLE, LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared};
 use mio::net::TcpStream;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown};
 use std::os::fd::AsRawFd;
 use std::time::Instant;
@@ -38,6 +41,8 @@ pub(super) struct Turn<'a> {
 
 pub(super) struct Conn {
     pub(super) stream: TcpStream,
+    /// https: the rustls session on `stream`; None on the cleartext port.
+    pub(super) tls: Option<Box<TlsConn>>,
     /// The client's address, whose count of open connections this one is part of.
     pub(super) peer: IpAddr,
     /// Since when a request head has been arriving (from accept for the first one, else from
@@ -90,6 +95,7 @@ impl Conn {
     ) -> Conn {
         Conn {
             stream,
+            tls: None,
             peer,
             head_since: Some(now),
             served: false,
@@ -150,6 +156,16 @@ impl Conn {
         if self.draining {
             return self.drain();
         }
+        // A handshake answer the socket had no room for goes out on the writable edge.
+        if let Some(t) = self.tls.as_deref_mut()
+            && !self.responding
+            && self.write_ready
+        {
+            match t.flush(&mut self.stream) {
+                Ok(all) => self.write_ready = all,
+                Err(_) => return Next::Close,
+            }
+        }
         loop {
             if self.responding {
                 if !self.write_ready {
@@ -169,6 +185,11 @@ impl Conn {
                 if self.close_after {
                     // FIN after the response, then wait for the client's: closing with its
                     // bytes unread would send a reset that can destroy the response in flight.
+                    // Over TLS a close_notify first, as RFC 8446 §6.1 asks.
+                    if let Some(t) = self.tls.as_deref_mut() {
+                        t.session.send_close_notify();
+                        let _ = t.flush(&mut self.stream);
+                    }
                     let _ = self.stream.shutdown(Shutdown::Write);
                     self.draining = true;
                     self.deadline = turn.now + LINGER;
@@ -213,12 +234,22 @@ impl Conn {
                 return Next::Keep;
             }
             let room = self.buf.len() - self.end;
-            match (&self.stream).read(&mut self.buf[self.end..]) {
+            let got = match self.tls.as_deref_mut() {
+                None => (&self.stream).read(&mut self.buf[self.end..]),
+                Some(t) => t.read(
+                    &mut self.stream,
+                    &mut self.buf[self.end..],
+                    &mut self.write_ready,
+                    turn.counts,
+                ),
+            };
+            match got {
                 Ok(0) => return Next::Close,
                 Ok(n) => {
                     self.end += n;
                     // A short read emptied the socket: the next byte to arrive brings an event.
-                    self.read_ready = n == room || self.read_closed;
+                    // Over TLS a short read says nothing of the socket: read on to WouldBlock.
+                    self.read_ready = n == room || self.read_closed || self.tls.is_some();
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.read_ready = false;
@@ -237,7 +268,8 @@ impl Conn {
             (Method::Other, _) => (Status::MethodNotAllowed, 0, Body::None),
             (_, Route::Bytes(n)) => {
                 let body = match &shared.pattern_file {
-                    Some(file) if n >= SENDFILE_MIN_BYTES => Body::File {
+                    // Over TLS the bytes are encrypted from memory: sendfile cannot help.
+                    Some(file) if n >= SENDFILE_MIN_BYTES && self.tls.is_none() => Body::File {
                         fd: file.as_raw_fd(),
                         pos: 0,
                         left: n,
@@ -305,6 +337,9 @@ impl Conn {
     /// Writes the response under way: Ok(true) when all of it is with the kernel, Ok(false)
     /// when the socket is full.
     pub(super) fn write(&mut self, turn: &mut Turn<'_>) -> io::Result<bool> {
+        if self.tls.is_some() {
+            return self.write_tls(turn);
+        }
         let fd = self.stream.as_raw_fd();
         loop {
             let head = &self.head[self.head_sent..self.head_len];
@@ -346,6 +381,44 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// [`Conn::write`] over TLS: the head and body handed to rustls (at most its buffer limit at
+    /// a time), its records written to the socket; the same Ok(true) and Ok(false).
+    fn write_tls(&mut self, turn: &mut Turn<'_>) -> io::Result<bool> {
+        let t = self.tls.as_deref_mut().expect("write_tls is called on TLS connections");
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            if !t.flush(&mut self.stream)? {
+                return Ok(false);
+            }
+            let head = &self.head[self.head_sent..self.head_len];
+            if !head.is_empty() {
+                self.head_sent += t.session.writer().write(head)?;
+                continue;
+            }
+            let left = self.body.left();
+            let n = match self.body {
+                _ if left == 0 => return Ok(true),
+                Body::None => return Ok(true),
+                Body::Pattern { offset, left } => {
+                    let body = pattern_slice(&turn.shared.pattern, offset, left.min(64 * 1024));
+                    t.session.writer().write(body)?
+                }
+                Body::File { fd, pos, wrap, .. } => {
+                    let want = left.min(wrap - pos).min(chunk.len() as u64) as usize;
+                    let got = pread(fd, &mut chunk[..want], pos)?;
+                    if got == 0 {
+                        // The file shrank since bind: the promised length cannot be kept.
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                    // What rustls does not take now is read again from the same place next time.
+                    t.session.writer().write(&chunk[..got])?
+                }
+            };
+            self.body.advance(n as u64);
+            turn.counts.body_bytes += n as u64;
         }
     }
 

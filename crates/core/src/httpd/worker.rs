@@ -3,6 +3,7 @@
 
 use super::conn::{Conn, Next, Ready, Turn};
 use super::date::{DATE_BYTES, http_date};
+use super::tls::TlsConn;
 use super::{Counts, Shared};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
@@ -114,7 +115,21 @@ impl Worker {
                         self.conns.push(None);
                         self.conns.len() - 1
                     });
+                    let tls = match &self.shared.tls {
+                        None => None,
+                        Some(config) => match TlsConn::new(config) {
+                            Ok(t) => Some(Box::new(t)),
+                            Err(_) => {
+                                self.free.push(i);
+                                self.shared.open.fetch_sub(1, Relaxed);
+                                self.shared.release(ip);
+                                self.counts.accept_errors += 1;
+                                continue;
+                            }
+                        },
+                    };
                     let mut conn = Conn::new(stream, ip, now, self.counts.accepted, self.shared.head_timeout);
+                    conn.tls = tls;
                     // Both interests once, edge-triggered: no epoll_ctl as the state changes.
                     let registered = self.poll.registry().register(
                         &mut conn.stream,
@@ -230,5 +245,8 @@ impl Worker {
         slot.body_bytes.store(c.body_bytes, Relaxed);
         slot.accept_errors.store(c.accept_errors, Relaxed);
         slot.evicted.store(c.evicted, Relaxed);
+        for (a, n) in slot.tls.iter().zip([c.tls_full, c.tls_resumed, c.tls_failed]) {
+            a.store(n, Relaxed);
+        }
     }
 }

@@ -184,6 +184,7 @@ mod tests {
                 timeout_ms: 5_000,
                 threads: 0,
                 cpus: vec![],
+                tls: None,
             }),
         ];
         let mut all = vec![

@@ -43,6 +43,9 @@ pub struct HttpSummary {
     pub ttfb_us: Option<LatencyFigures>,
     /// connect() to established, for new connections.
     pub connect_us: Option<LatencyFigures>,
+    /// https URLs: the TLS handshakes; absent for cleartext runs and older documents (issue 27).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSummary>,
     pub connections: ConnectionCounts,
     pub errors: ErrorSummary,
     /// Responses by status class ("2xx", "4xx", ...).
@@ -62,6 +65,31 @@ pub struct HttpSummary {
     /// from before it was kept (issue 23).
     #[serde(default)]
     pub servers: Vec<HttpServerSummary>,
+}
+
+/// The TLS handshakes of an https run, of the connections begun in the window (as
+/// `connections` counts them): completed ones, full and resumed apart; failed ones are
+/// `connections.unsuccessful` and errors of the classes `tls_certificate`, `tls_protocol`,
+/// `tls_timeout` and `tls_other`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TlsSummary {
+    /// Completed handshakes: full (a new session) and resumed (a ticket or a TLS 1.2 session ID).
+    pub handshakes: u64,
+    pub full: u64,
+    pub resumed: u64,
+    /// The same per second of the window.
+    pub handshakes_per_second: f64,
+    pub full_per_second: f64,
+    pub resumed_per_second: f64,
+    /// Handshakes that failed (every `tls_*` error class).
+    pub failed: u64,
+    /// From TCP connected to the handshake done, microseconds; null when none completed.
+    pub full_time_us: Option<LatencyFigures>,
+    pub resumed_time_us: Option<LatencyFigures>,
+    /// The client's CPU time per completed handshake, microseconds (its worker thread's, in
+    /// rustls and the socket calls of the handshake); null when none completed.
+    pub cpu_us_per_full_handshake: Option<f64>,
+    pub cpu_us_per_resumed_handshake: Option<f64>,
 }
 
 /// One server's share of an HTTP load, counted by the client over the window as the totals are.
@@ -140,6 +168,19 @@ pub struct HttpErrors {
     pub local_limit: u64,
     /// Any other socket error.
     pub other: u64,
+    /// https (issue 27): TLS handshakes that failed on the server's certificate (untrusted
+    /// issuer, a name it is not valid for, expired), on the protocol (an alert, a peer that
+    /// speaks no TLS or closed during the handshake, no common version; also a record that
+    /// failed after the handshake), by the timeout, or otherwise. Each is also an unsuccessful
+    /// connection.
+    #[serde(default)]
+    pub tls_certificate: u64,
+    #[serde(default)]
+    pub tls_protocol: u64,
+    #[serde(default)]
+    pub tls_timeout: u64,
+    #[serde(default)]
+    pub tls_other: u64,
 }
 
 impl HttpErrors {
@@ -152,6 +193,27 @@ impl HttpErrors {
             + self.bad_response
             + self.local_limit
             + self.other
+            + self.tls_certificate
+            + self.tls_protocol
+            + self.tls_timeout
+            + self.tls_other
+    }
+
+    /// The failed TLS handshakes by class, as `, TLS certificate N, ...` for the lines that
+    /// list the classes; empty when none failed (a cleartext run's lines read as before).
+    pub fn tls_failures(&self) -> String {
+        if self.tls_failed() == 0 {
+            return String::new();
+        }
+        format!(
+            ", TLS certificate {}, TLS protocol {}, TLS timeout {}, TLS other {}",
+            self.tls_certificate, self.tls_protocol, self.tls_timeout, self.tls_other
+        )
+    }
+
+    /// Failed TLS handshakes, every class.
+    pub fn tls_failed(&self) -> u64 {
+        self.tls_certificate + self.tls_protocol + self.tls_timeout + self.tls_other
     }
 
     pub(crate) fn add(&mut self, o: &HttpErrors) {
@@ -163,6 +225,10 @@ impl HttpErrors {
         self.bad_response += o.bad_response;
         self.local_limit += o.local_limit;
         self.other += o.other;
+        self.tls_certificate += o.tls_certificate;
+        self.tls_protocol += o.tls_protocol;
+        self.tls_timeout += o.tls_timeout;
+        self.tls_other += o.tls_other;
     }
 }
 

@@ -30,6 +30,43 @@ pub struct HttpSpec {
     /// Worker threads on the client; 0 = one per online CPU (at most one per user).
     pub threads: u16,
     pub cpus: Vec<usize>,
+    /// How `https://` URLs are fetched; absent when no URL is https (and from documents
+    /// before issue 27).
+    #[serde(default)]
+    pub tls: Option<TlsSpec>,
+}
+
+/// The client's TLS for `https://` URLs (issue 27).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TlsSpec {
+    /// Accept any certificate (`--insecure`).
+    pub insecure: bool,
+    /// The CA certificates trusted (`--cacert`, PEM); null: the system's roots.
+    pub cacert: Option<std::path::PathBuf>,
+    /// The only version offered (`--tls-version`); null: 1.2 and 1.3.
+    pub version: Option<TlsVersion>,
+    /// Resume sessions (tickets or TLS 1.2 session IDs), each user its own, as a browser does.
+    pub resume: bool,
+}
+
+impl Default for TlsSpec {
+    fn default() -> Self {
+        TlsSpec {
+            insecure: false,
+            cacert: None,
+            version: None,
+            resume: true,
+        }
+    }
+}
+
+/// A TLS protocol version, written `"1.2"` or `"1.3"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TlsVersion {
+    #[serde(rename = "1.2")]
+    V1_2,
+    #[serde(rename = "1.3")]
+    V1_3,
 }
 
 impl HttpSpec {
@@ -60,13 +97,17 @@ impl Serialize for HttpSpec {
             .limit
             .seconds()
             .ok_or_else(|| S::Error::custom("an http test runs for a time, not a count"))?;
-        let mut out = serializer.serialize_struct("HttpSpec", 12)?;
+        let mut out = serializer.serialize_struct("HttpSpec", 12 + usize::from(self.tls.is_some()))?;
         keys!(out, self, urls, users, think_ms, keepalive);
         out.serialize_field("ramp_seconds", &t.warmup_seconds)?;
         out.serialize_field("duration_seconds", &seconds)?;
         keys!(out, t, cooldown_seconds);
         keys!(out, self, rate, timeout_ms, threads, cpus);
         keys!(out, t, interval_seconds);
+        // Only with https URLs: a cleartext test's options read as they always did.
+        if let Some(tls) = &self.tls {
+            out.serialize_field("tls", tls)?;
+        }
         out.end()
     }
 }

@@ -105,6 +105,23 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
         response_time_us: lat(&run.response_time),
         ttfb_us: lat(&run.ttfb),
         connect_us: lat(&run.connect),
+        tls: spec.urls.iter().any(|u| u.starts_with("https://")).then(|| {
+            let t = &run.tls;
+            let cpu_us = |ns: u64, n: u64| (n > 0).then(|| ns as f64 / n as f64 / 1e3);
+            crate::result::TlsSummary {
+                handshakes: t.full + t.resumed,
+                full: t.full,
+                resumed: t.resumed,
+                handshakes_per_second: per_s((t.full + t.resumed) as f64),
+                full_per_second: per_s(t.full as f64),
+                resumed_per_second: per_s(t.resumed as f64),
+                failed: run.errors.tls_failed(),
+                full_time_us: lat(&t.full_time),
+                resumed_time_us: lat(&t.resumed_time),
+                cpu_us_per_full_handshake: cpu_us(t.full_cpu_ns, t.full),
+                cpu_us_per_resumed_handshake: cpu_us(t.resumed_cpu_ns, t.resumed),
+            }
+        }),
         connections: ConnectionCounts {
             attempted: run.connections_attempted,
             successful: run.connections_successful,
@@ -195,7 +212,7 @@ fn run_notes(spec: &HttpSpec, run: &HttpRun) -> Vec<String> {
     if ok == 0 && (run.requests_started > 0 || e.total() > 0) {
         notes.push(format!(
             "every request failed: no 2xx response in the window, {} errors (refused {}, reset {}, timeout {}, \
-             bad status {}, short body {}, bad response {}, local limit {}, other {}), {} unanswered at the end",
+             bad status {}, short body {}, bad response {}, local limit {}, other {}{}), {} unanswered at the end",
             e.total(),
             e.refused,
             e.reset,
@@ -205,6 +222,7 @@ fn run_notes(spec: &HttpSpec, run: &HttpRun) -> Vec<String> {
             e.bad_response,
             e.local_limit,
             e.other,
+            e.tls_failures(),
             run.in_flight_at_end
         ));
     }

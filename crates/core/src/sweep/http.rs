@@ -183,6 +183,8 @@ pub fn baseline<E: From<BaselineError>>(
     let url = HttpUrl::parse(&text).expect("an IPv4 address and a path make a URL");
     let mut b = spec.clone();
     b.urls = vec![text];
+    // The baseline is cleartext: linerate's own server on its http port.
+    b.tls = None;
     // No ramp, at most 5 s of load, no interval samples; the cool-down as asked.
     let seconds = spec.timing.limit.seconds().unwrap_or(5.0).min(5.0);
     b.timing = Timing {
@@ -190,7 +192,7 @@ pub fn baseline<E: From<BaselineError>>(
         interval_seconds: 0.0,
         ..Timing::ramp(0.0, seconds)
     };
-    let local = [HttpTarget::new(&url, server.local_addr(), spec.keepalive)];
+    let local = [HttpTarget::new(&url, server.local_addr(), spec.keepalive).expect("an http URL names no TLS server")];
     let r = run(&b, &local)?;
     drop(server);
     let h = r.summary.http.unwrap_or_default();
@@ -321,6 +323,7 @@ mod tests {
             timeout_ms: 1000,
             threads: 0,
             cpus: Vec::new(),
+            tls: None,
         }
     }
 

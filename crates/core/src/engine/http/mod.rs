@@ -7,16 +7,20 @@
 //! buffer per worker and counted, not kept.
 //!
 //! Here: the run (on the one runner, `engine::run`) and what it returns; the URLs in `url`,
-//! the users' state machine in `worker`, response heads in `head`, and the agent-side host
-//! sampler in `sampler`.
+//! the users' state machine in `worker`, response heads in `head`, the client's TLS for https
+//! URLs in `tls`, and the agent-side host sampler in `sampler`.
 
 mod bins;
 mod head;
 mod sampler;
+mod tls;
 mod url;
 mod worker;
 
 pub use sampler::sample_host;
+pub use tls::{
+    SYSTEM_ROOTS, TlsSetupError, client_config as tls_client_config, provider as tls_provider, ticketer as tls_ticketer,
+};
 pub use url::{HttpTarget, HttpUrl};
 
 use super::run::{Gate, Plan, RunState, Runner, StreamInfo};
@@ -120,6 +124,8 @@ pub struct HttpRun {
     pub ttfb: Histogram<u64>,
     /// connect() to established, new connections.
     pub connect: Histogram<u64>,
+    /// https: the handshakes of connections begun in the window.
+    pub tls: TlsRun,
     /// Requests still unanswered when the time was up (not errors).
     pub in_flight_at_end: u64,
     /// Open loop: requests that waited for a free connection past their scheduled start.
@@ -140,6 +146,43 @@ pub struct HttpRun {
     /// The same per server (URLs of one authority added up), in the order first named; filled
     /// in by [`run`] once the workers are done.
     pub per_server: Vec<ServerCounts>,
+}
+
+/// The TLS handshakes an https run completed, of connections begun in the window (as the
+/// connection counts count them); failed ones are errors of their class (`tls_*`).
+#[derive(Clone, Debug)]
+pub struct TlsRun {
+    pub full: u64,
+    pub resumed: u64,
+    /// From TCP connected to the handshake done, ns.
+    pub full_time: Histogram<u64>,
+    pub resumed_time: Histogram<u64>,
+    /// The client thread's CPU time spent in the handshakes (rustls's work and the socket
+    /// calls it made), ns (CLOCK_THREAD_CPUTIME_ID around each step).
+    pub full_cpu_ns: u64,
+    pub resumed_cpu_ns: u64,
+}
+
+impl TlsRun {
+    fn new() -> TlsRun {
+        TlsRun {
+            full: 0,
+            resumed: 0,
+            full_time: histogram(),
+            resumed_time: histogram(),
+            full_cpu_ns: 0,
+            resumed_cpu_ns: 0,
+        }
+    }
+
+    fn add(&mut self, o: &TlsRun) {
+        self.full += o.full;
+        self.resumed += o.resumed;
+        let _ = self.full_time.add(&o.full_time);
+        let _ = self.resumed_time.add(&o.resumed_time);
+        self.full_cpu_ns += o.full_cpu_ns;
+        self.resumed_cpu_ns += o.resumed_cpu_ns;
+    }
 }
 
 /// One server's share of the load: its URLs' counts added up.
@@ -233,6 +276,11 @@ pub fn run(
         t => usize::from(t),
     }
     .clamp(1, users);
+    // Made once before the clock starts (roots read, parsed); each user clones it.
+    let tls_config = match targets.iter().any(|t| t.tls.is_some()) {
+        true => Some(tls::client_config(&spec.tls.clone().unwrap_or_default()).map_err(EngineError::Tls)?),
+        false => None,
+    };
     let state = RunState::new(threads);
     let gate = Gate::new();
     let shared = state.shared(control);
@@ -254,7 +302,12 @@ pub fn run(
         tcp_info: None,
     };
     let (mut report, outs) = runner.drive(&shared, &gate, sink, |w| {
-        worker::work(spec, targets, w, threads, times, &shared, &gate)
+        let load = worker::Load {
+            spec,
+            targets,
+            tls: tls_config.as_ref(),
+        };
+        worker::work(load, w, threads, times, &shared, &gate)
     })?;
     let outs = outs
         .into_iter()
@@ -295,6 +348,7 @@ pub(super) fn empty_run(buckets: usize, interval_ns: u64, targets: usize) -> Htt
         response_time: histogram(),
         ttfb: histogram(),
         connect: histogram(),
+        tls: TlsRun::new(),
         in_flight_at_end: 0,
         queued_late: 0,
         open_files_limit: None,
@@ -324,6 +378,7 @@ fn merge(t: &mut HttpRun, o: &HttpRun) {
     let _ = t.response_time.add(&o.response_time);
     let _ = t.ttfb.add(&o.ttfb);
     let _ = t.connect.add(&o.connect);
+    t.tls.add(&o.tls);
     t.in_flight_at_end += o.in_flight_at_end;
     t.queued_late += o.queued_late;
     for (a, b) in t.timeline.iter_mut().zip(&o.timeline) {

@@ -1,11 +1,15 @@
-//! The URLs an HTTP test fetches: `http://HOST[:PORT][/PATH]` taken apart ([`HttpUrl`]), and once
-//! resolved, the request bytes built for each before the clock starts ([`HttpTarget`]).
+//! The URLs an HTTP test fetches: `http[s]://HOST[:PORT][/PATH]` taken apart ([`HttpUrl`]), and
+//! once resolved, the request bytes (and for https the TLS server name) built for each before the
+//! clock starts ([`HttpTarget`]).
 
+use rustls::pki_types::ServerName;
 use std::net::SocketAddr;
 
 /// A URL taken apart: what to connect to and what to ask.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpUrl {
+    /// `https://`: the request goes over TLS (issue 27).
+    pub tls: bool,
     pub host: String,
     pub port: u16,
     /// Path and query, starting with `/`.
@@ -13,12 +17,13 @@ pub struct HttpUrl {
 }
 
 impl HttpUrl {
-    /// `http://HOST[:PORT][/PATH]`; HOST may be `[v6]`. No https: linerate measures the network
-    /// and the server, not a TLS library.
+    /// `http://HOST[:PORT][/PATH]` or `https://...`; HOST may be `[v6]`.
     pub fn parse(url: &str) -> Result<HttpUrl, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| format!("'{url}' is not an http:// URL"))?;
+        let (tls, rest) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(rest), _) => (false, rest),
+            (_, Some(rest)) => (true, rest),
+            _ => return Err(format!("'{url}' is not an http:// or https:// URL")),
+        };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
@@ -38,16 +43,23 @@ impl HttpUrl {
         };
         let port = match port {
             Some(p) => p.parse().map_err(|_| format!("'{url}': bad port '{p}'"))?,
+            None if tls => 443,
             None => 80,
         };
         if path.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
             return Err(format!("'{url}': spaces or control characters in the path"));
         }
         Ok(HttpUrl {
+            tls,
             host,
             port,
             path: path.to_string(),
         })
+    }
+
+    /// 443 for https, 80 for http.
+    pub fn default_port(&self) -> u16 {
+        if self.tls { 443 } else { 80 }
     }
 
     /// The Host header's value.
@@ -57,7 +69,7 @@ impl HttpUrl {
         } else {
             self.host.clone()
         };
-        if self.port == 80 {
+        if self.port == self.default_port() {
             host
         } else {
             format!("{host}:{}", self.port)
@@ -73,10 +85,13 @@ pub struct HttpTarget {
     pub server: String,
     pub addr: SocketAddr,
     pub request: Vec<u8>,
+    /// https: the name the certificate is checked against (and sent as SNI); None: cleartext.
+    pub tls: Option<ServerName<'static>>,
 }
 
 impl HttpTarget {
-    pub fn new(url: &HttpUrl, addr: SocketAddr, keepalive: bool) -> HttpTarget {
+    /// Fails only for an https URL whose host is no valid TLS server name.
+    pub fn new(url: &HttpUrl, addr: SocketAddr, keepalive: bool) -> Result<HttpTarget, String> {
         // As short as HTTP/1.1 allows (keep-alive is its default): every header is work for the
         // server under test.
         let connection = if keepalive { "" } else { "Connection: close\r\n" };
@@ -86,11 +101,16 @@ impl HttpTarget {
             url.authority(),
         )
         .into_bytes();
-        HttpTarget {
+        let tls = match url.tls {
+            true => Some(super::tls::server_name(&url.host)?),
+            false => None,
+        };
+        Ok(HttpTarget {
             server: url.authority(),
             addr,
             request,
-        }
+            tls,
+        })
     }
 }
 
@@ -116,8 +136,12 @@ mod tests {
             (u.host.as_str(), u.port, u.authority().as_str()),
             ("::1", 81, "[::1]:81")
         );
+        let u = HttpUrl::parse("https://localhost/x").expect("parses");
+        assert_eq!((u.tls, u.port, u.authority().as_str()), (true, 443, "localhost"));
+        let u = HttpUrl::parse("https://h:80/").expect("parses");
+        assert_eq!(u.authority(), "h:80");
         for bad in [
-            "https://x/",
+            "ftp://x/",
             "x/y",
             "http://",
             "http://h:port/",

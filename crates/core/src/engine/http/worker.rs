@@ -1,6 +1,10 @@
 //! One HTTP worker: its users' state machines (connect, write the request, read the head and
 //! the body, think or wait for the schedule) on one mio poll, edge-triggered, with its own
 //! histograms and per-interval buckets. Out: the worker's [`HttpRun`], merged by the run.
+//!
+//! An https user's connection carries its rustls state beside the socket; a cleartext one has
+//! none, and its reads and writes go to the socket as before (one branch on an empty option).
+//! The TLS steps (handshake, writing through rustls, reading through it) are in `tls_steps`.
 
 use super::head::parse_head;
 use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, TargetCounts, Times, empty_run};
@@ -10,11 +14,18 @@ use crate::result::StreamEnd;
 use crate::spec::HttpSpec;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
+use rustls::{ClientConfig, ClientConnection};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
+
+mod classify;
+mod tls_steps;
+
+use classify::classify;
 
 /// Largest response head read.
 const MAX_HEAD: usize = 16 * 1024;
@@ -25,12 +36,22 @@ enum State {
     /// Not started yet, thinking, or idle (open loop).
     Waiting,
     Connecting,
+    /// TCP connected, the TLS handshake under way (https).
+    Handshaking,
     Writing,
     Reading,
 }
 
 struct User {
     conn: Option<TcpStream>,
+    /// The TLS session on `conn` (https); None on cleartext connections.
+    tls: Option<Box<ClientConnection>>,
+    /// This user's TLS configuration, with its own session cache (https URLs only).
+    tls_config: Option<Arc<ClientConfig>>,
+    /// When TCP connected (ns since time zero): the handshake is timed from here.
+    connected_ns: u64,
+    /// This thread's CPU time spent in the handshake under way, ns.
+    handshake_cpu_ns: u64,
     state: State,
     target: usize,
     /// Timer generation: a timer of an older one is stale.
@@ -195,19 +216,30 @@ impl Worker<'_> {
         };
         match result {
             Ok(()) => {
-                // Counted with the attempt's interval, as the summary counts it with its attempt.
-                let began = self.users[u].connect_ns;
-                if let Some(b) = self.bucket(began) {
-                    b.connections_successful += 1;
-                }
                 if self.users[u].connect_counted {
-                    self.out.connections_successful += 1;
-                    self.target_of(u).connections_successful += 1;
                     let _ = self
                         .out
                         .connect
                         .record(now.saturating_sub(self.users[u].connect_ns).clamp(1, HIST_MAX_NS));
                 }
+                let target = self.users[u].target;
+                if let Some(name) = &self.targets[target].tls {
+                    // https: established once the handshake is done.
+                    let user = &mut self.users[u];
+                    let config = Arc::clone(user.tls_config.as_ref().expect("https users have a TLS configuration"));
+                    match ClientConnection::new(config, name.clone()) {
+                        Ok(c) => {
+                            user.tls = Some(Box::new(c));
+                            user.connected_ns = now;
+                            user.handshake_cpu_ns = 0;
+                            user.state = State::Handshaking;
+                            self.handshake(u);
+                        }
+                        Err(_) => self.finish(u, End::Failed(|e| &mut e.tls_other)),
+                    }
+                    return;
+                }
+                self.established(u);
                 self.users[u].state = State::Writing;
                 self.write(u);
             }
@@ -219,7 +251,23 @@ impl Worker<'_> {
         }
     }
 
+    /// User `u`'s connection is established (TCP connected; for https, the handshake done):
+    /// counted with the attempt's interval, as the summary counts it with its attempt.
+    fn established(&mut self, u: usize) {
+        let began = self.users[u].connect_ns;
+        if let Some(b) = self.bucket(began) {
+            b.connections_successful += 1;
+        }
+        if self.users[u].connect_counted {
+            self.out.connections_successful += 1;
+            self.target_of(u).connections_successful += 1;
+        }
+    }
+
     fn write(&mut self, u: usize) {
+        if self.users[u].tls.is_some() {
+            return self.write_tls(u);
+        }
         let targets = self.targets;
         let req = &targets[self.users[u].target].request;
         loop {
@@ -238,13 +286,7 @@ impl Worker<'_> {
                 }
                 Ok(n) => {
                     user.written += n;
-                    let now = self.tick;
-                    if self.in_window(now) {
-                        self.out.bytes_out += n as u64;
-                    }
-                    if let Some(b) = self.bucket(now) {
-                        b.bytes_out += n as u64;
-                    }
+                    self.wrote(n);
                 }
                 Err(e) => {
                     if !self.again_after(u, &e) {
@@ -255,10 +297,26 @@ impl Worker<'_> {
         }
     }
 
+    /// Counts `n` request bytes written now.
+    fn wrote(&mut self, n: usize) {
+        let now = self.tick;
+        if self.in_window(now) {
+            self.out.bytes_out += n as u64;
+        }
+        if let Some(b) = self.bucket(now) {
+            b.bytes_out += n as u64;
+        }
+    }
+
     fn read(&mut self, u: usize) {
         loop {
-            let Some(s) = self.users[u].conn.as_mut() else { return };
-            match s.read(&mut self.scratch) {
+            let user = &mut self.users[u];
+            let Some(s) = user.conn.as_mut() else { return };
+            let got = match user.tls.as_deref_mut() {
+                None => s.read(&mut self.scratch),
+                Some(c) => tls_steps::read_tls(c, s, &mut self.scratch),
+            };
+            match got {
                 Ok(0) => {
                     let user = &self.users[u];
                     let end = match (user.head_len, user.content_length) {
@@ -375,7 +433,7 @@ impl Worker<'_> {
         let in_window = self.in_window(now);
         // A connection that failed before it was established is counted with its attempt, and
         // so is its error: every unsuccessful connection has a class.
-        let connect_failed = self.users[u].state == State::Connecting;
+        let connect_failed = matches!(self.users[u].state, State::Connecting | State::Handshaking);
         let count_error = if connect_failed {
             let began = self.users[u].connect_ns;
             if let Some(b) = self.bucket(began) {
@@ -456,6 +514,7 @@ impl Worker<'_> {
             && let Some(mut s) = user.conn.take()
         {
             let _ = self.poll.registry().deregister(&mut s);
+            user.tls = None;
         }
         user.state = State::Waiting;
         if now >= self.end_ns {
@@ -491,7 +550,11 @@ impl Worker<'_> {
     fn expire(&mut self, now: u64) {
         for u in 0..self.users.len() {
             if self.users[u].deadline_ns <= now {
-                self.finish(u, End::Failed(|e| &mut e.timeout));
+                let class: fn(&mut HttpErrors) -> &mut u64 = match self.users[u].state {
+                    State::Handshaking => |e| &mut e.tls_timeout,
+                    _ => |e| &mut e.timeout,
+                };
+                self.finish(u, End::Failed(class));
             }
         }
     }
@@ -502,6 +565,7 @@ impl Worker<'_> {
         }
         match self.users[u].state {
             State::Connecting if writable || readable => self.connected(u),
+            State::Handshaking if writable || readable => self.handshake(u),
             State::Writing if writable => self.write(u),
             State::Reading if readable => self.read(u),
             _ => {}
@@ -509,33 +573,29 @@ impl Worker<'_> {
     }
 }
 
-/// Which error class an I/O error falls in. The client's own limits come first: they say
-/// nothing about the server.
-fn classify(e: &io::Error) -> fn(&mut HttpErrors) -> &mut u64 {
-    if let Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS) = e.raw_os_error() {
-        return |x| &mut x.local_limit;
-    }
-    match e.kind() {
-        io::ErrorKind::ConnectionRefused => |x| &mut x.refused,
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::BrokenPipe
-        | io::ErrorKind::UnexpectedEof => |x| &mut x.reset,
-        io::ErrorKind::TimedOut => |x| &mut x.timeout,
-        _ => |x| &mut x.other,
-    }
+/// What every worker of a run fetches, and how: the spec, the URLs, and for https URLs the
+/// client's TLS configuration (each user clones it with a session cache of its own).
+#[derive(Clone, Copy)]
+pub(super) struct Load<'a> {
+    pub spec: &'a HttpSpec,
+    pub targets: &'a [HttpTarget],
+    pub tls: Option<&'a Arc<ClientConfig>>,
 }
 
 /// One worker: users `w`, `w + threads`, ... until the end.
 pub(super) fn work(
-    spec: &HttpSpec,
-    targets: &[HttpTarget],
+    load: Load<'_>,
     w: usize,
     threads: usize,
     times: Times,
     shared: &Shared<'_>,
     gate: &Gate,
 ) -> io::Result<HttpRun> {
+    let Load {
+        spec,
+        targets,
+        tls: tls_config,
+    } = load;
     let Times {
         ramp_ns,
         window_end_ns,
@@ -560,6 +620,10 @@ pub(super) fn work(
             .iter()
             .map(|_| User {
                 conn: None,
+                tls: None,
+                tls_config: tls_config.map(|c| super::tls::for_user(c, spec.tls.as_ref().is_none_or(|t| t.resume))),
+                connected_ns: 0,
+                handshake_cpu_ns: 0,
                 state: State::Waiting,
                 target: 0,
                 generation: 0,
@@ -706,7 +770,7 @@ pub(super) fn work(
     };
     wk.out.in_flight_at_end += wk.users.iter().filter(|u| u.state != State::Waiting).count() as u64;
     for u in 0..wk.users.len() {
-        if wk.users[u].state == State::Connecting && wk.users[u].connect_counted {
+        if matches!(wk.users[u].state, State::Connecting | State::Handshaking) && wk.users[u].connect_counted {
             wk.out.connections_in_flight_at_end += 1;
             wk.target_of(u).connections_in_flight_at_end += 1;
         }
@@ -715,26 +779,4 @@ pub(super) fn work(
     counter.ops.store(wk.total_responses, Relaxed);
     shared.finish(w, end);
     Ok(wk.out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn class_of(e: io::Error) -> HttpErrors {
-        let mut errors = HttpErrors::default();
-        *classify(&e)(&mut errors) += 1;
-        errors
-    }
-
-    #[test]
-    fn the_clients_own_limits_are_local_limit_not_the_servers() {
-        for errno in [libc::EMFILE, libc::ENFILE, libc::EADDRNOTAVAIL, libc::ENOBUFS] {
-            let e = class_of(io::Error::from_raw_os_error(errno));
-            assert_eq!((e.local_limit, e.total()), (1, 1), "errno {errno}");
-        }
-        assert_eq!(class_of(io::Error::from_raw_os_error(libc::ECONNREFUSED)).refused, 1);
-        assert_eq!(class_of(io::Error::from_raw_os_error(libc::ECONNRESET)).reset, 1);
-        assert_eq!(class_of(io::Error::other("x")).other, 1);
-    }
 }

@@ -121,10 +121,7 @@ pub(crate) fn parse_header(buf: &[u8]) -> Option<Header> {
 
 /// CLOCK_REALTIME now, ns since the Unix epoch.
 pub(super) fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::engine::pacing::clock_ns(libc::CLOCK_REALTIME)
 }
 #[cfg(test)]
 mod tests {

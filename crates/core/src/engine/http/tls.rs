@@ -1,0 +1,259 @@
+//! The client's TLS for `https://` URLs (issue 27): the rustls configuration made once from the
+//! spec's [`TlsSpec`] before the clock starts (roots, versions, resumption), one user's
+//! connection state, and how a failed handshake is classed (certificate, protocol, timeout,
+//! other). rustls is driven by the worker's own mio loop through `read_tls`,
+//! `process_new_packets` and `write_tls`: no runtime of its own.
+//!
+//! Resumption is a browser's: each user keeps its own session cache (tickets and TLS 1.2 session
+//! IDs), so a user's second connection to a server resumes and another user's first does not.
+
+use crate::spec::{TlsSpec, TlsVersion};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{ClientSessionMemoryCache, Resumption};
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where Debian and its kin keep the system's trusted roots, one PEM bundle.
+pub const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// Sessions a user keeps (per server name: its TLS 1.3 tickets and one TLS 1.2 session).
+const USER_SESSIONS: usize = 8;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    #[error("cannot read the CA certificates in {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("{} holds no usable CA certificate", path.display())]
+    NoCertificate { path: PathBuf },
+    #[error("no trusted roots: {SYSTEM_ROOTS} is missing; give --cacert FILE or --insecure")]
+    NoRoots,
+    #[error("TLS configuration")]
+    Config {
+        #[source]
+        source: rustls::Error,
+    },
+}
+
+/// The crypto provider every TLS end of linerate uses: aws-lc-rs, chosen by measurement against
+/// ring (docs/benchmarks.md, "HTTPS": more full handshakes per second, bulk even); the feature
+/// `tls-ring` builds the other for the comparison.
+pub fn provider() -> Arc<CryptoProvider> {
+    #[cfg(feature = "tls-ring")]
+    return Arc::new(rustls::crypto::ring::default_provider());
+    #[cfg(not(feature = "tls-ring"))]
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+}
+
+/// Session tickets' encryption (the server's), from the same provider.
+pub fn ticketer() -> Result<Arc<dyn rustls::server::ProducesTickets>, rustls::Error> {
+    #[cfg(feature = "tls-ring")]
+    return rustls::crypto::ring::Ticketer::new();
+    #[cfg(not(feature = "tls-ring"))]
+    rustls::crypto::aws_lc_rs::Ticketer::new()
+}
+
+/// The client's configuration for a test: trusted roots (`--cacert`, else the system's; none
+/// checked with `--insecure`), the versions asked for, ALPN `http/1.1`, and resumption as
+/// asked (each user gets its own cache, `for_user`).
+pub fn client_config(spec: &TlsSpec) -> Result<Arc<ClientConfig>, TlsSetupError> {
+    let provider = provider();
+    let versions: &[&rustls::SupportedProtocolVersion] = match spec.version {
+        None => rustls::ALL_VERSIONS,
+        Some(TlsVersion::V1_2) => &[&rustls::version::TLS12],
+        Some(TlsVersion::V1_3) => &[&rustls::version::TLS13],
+    };
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(versions)
+        .map_err(|source| TlsSetupError::Config { source })?;
+    let mut config = if spec.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerifier(provider.signature_verification_algorithms)))
+            .with_no_client_auth()
+    } else {
+        builder
+            .with_root_certificates(roots(spec.cacert.as_deref())?)
+            .with_no_client_auth()
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.resumption = if spec.resume {
+        Resumption::in_memory_sessions(USER_SESSIONS)
+    } else {
+        Resumption::disabled()
+    };
+    Ok(Arc::new(config))
+}
+
+/// One user's configuration: the test's, with a session cache of its own when resumption is on
+/// (as a browser keeps its sessions); the test's own, shared, when it is off.
+pub(super) fn for_user(base: &Arc<ClientConfig>, resume: bool) -> Arc<ClientConfig> {
+    if !resume {
+        return Arc::clone(base);
+    }
+    let mut config = ClientConfig::clone(base);
+    config.resumption = Resumption::store(Arc::new(ClientSessionMemoryCache::new(USER_SESSIONS)));
+    Arc::new(config)
+}
+
+/// The trusted roots: every certificate in `cacert`, else the system's bundle.
+fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsSetupError> {
+    let path = match cacert {
+        Some(p) => p.to_path_buf(),
+        None if Path::new(SYSTEM_ROOTS).exists() => PathBuf::from(SYSTEM_ROOTS),
+        None => return Err(TlsSetupError::NoRoots),
+    };
+    let read = |source| TlsSetupError::Read {
+        path: path.clone(),
+        source,
+    };
+    let certs = CertificateDer::pem_file_iter(&path)
+        .map_err(read)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(read)?;
+    let mut store = RootCertStore::empty();
+    let (added, _) = store.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(TlsSetupError::NoCertificate { path });
+    }
+    Ok(store)
+}
+
+/// The name a URL's host is checked against and sent as SNI (an IP address is checked against
+/// the certificate's IP names and sends no SNI, as RFC 6066 §3 says).
+pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
+    ServerName::try_from(host.to_string()).map_err(|_| format!("'{host}' is not a valid TLS server name"))
+}
+
+/// Why a handshake failed, as the result counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Failure {
+    /// The server's certificate was refused: untrusted issuer, wrong name, expired, or none.
+    Certificate,
+    /// The peer broke or refused the protocol: an alert, a message that is not TLS, no common
+    /// version or cipher suite, or the connection closed during the handshake.
+    Protocol,
+    Other,
+}
+
+/// The class of a rustls error.
+pub(super) fn failure_of(e: &rustls::Error) -> Failure {
+    use rustls::Error as E;
+    match e {
+        E::InvalidCertificate(_) | E::NoCertificatesPresented | E::UnsupportedNameType => Failure::Certificate,
+        // A server refusing our certificate check's outcome is also about certificates.
+        E::AlertReceived(
+            rustls::AlertDescription::BadCertificate
+            | rustls::AlertDescription::CertificateExpired
+            | rustls::AlertDescription::UnknownCA
+            | rustls::AlertDescription::CertificateUnknown,
+        ) => Failure::Certificate,
+        E::InappropriateMessage { .. }
+        | E::InappropriateHandshakeMessage { .. }
+        | E::InvalidMessage(_)
+        | E::AlertReceived(_)
+        | E::PeerIncompatible(_)
+        | E::PeerMisbehaved(_)
+        | E::DecryptError
+        | E::PeerSentOversizedRecord
+        | E::NoApplicationProtocol
+        | E::HandshakeNotComplete => Failure::Protocol,
+        _ => Failure::Other,
+    }
+}
+
+/// `--insecure`: every certificate is accepted; signatures are still checked, so the handshake
+/// costs what a verified one does but for the chain's validation.
+#[derive(Debug)]
+struct NoVerifier(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for NoVerifier {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
+/// This thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID): read around a handshake's steps only,
+/// never on a cleartext connection.
+pub(super) fn thread_cpu_ns() -> u64 {
+    crate::engine::pacing::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_27_certificate_errors_are_told_from_protocol_errors() {
+        use rustls::CertificateError as C;
+        for c in [C::Expired, C::UnknownIssuer, C::NotValidForName, C::BadSignature] {
+            assert_eq!(failure_of(&rustls::Error::InvalidCertificate(c)), Failure::Certificate);
+        }
+        assert_eq!(
+            failure_of(&rustls::Error::InvalidMessage(
+                rustls::InvalidMessage::InvalidContentType
+            )),
+            Failure::Protocol
+        );
+        assert_eq!(
+            failure_of(&rustls::Error::AlertReceived(
+                rustls::AlertDescription::HandshakeFailure
+            )),
+            Failure::Protocol
+        );
+        assert_eq!(failure_of(&rustls::Error::General("x".into())), Failure::Other);
+    }
+
+    #[test]
+    fn issue_27_a_missing_or_empty_ca_file_is_a_setup_error() {
+        let spec = |p: &str| TlsSpec {
+            cacert: Some(p.into()),
+            ..TlsSpec::default()
+        };
+        assert!(matches!(
+            client_config(&spec("/nonexistent/ca.pem")),
+            Err(TlsSetupError::Read { .. })
+        ));
+        let empty = std::env::temp_dir().join(format!("linerate-empty-ca-{}.pem", std::process::id()));
+        std::fs::write(&empty, "not a certificate\n").expect("write");
+        let got = client_config(&spec(empty.to_str().expect("utf-8")));
+        let _ = std::fs::remove_file(&empty);
+        assert!(matches!(got, Err(TlsSetupError::NoCertificate { .. })), "{got:?}");
+    }
+}
