@@ -452,4 +452,58 @@ fn issue_26_on_a_200_mbit_lab_link_linerate_against_iperf3_meets_the_link_and_ag
         );
         assert!(doc["lab"]["name"].is_string(), "the lab is recorded");
     }
+    // The rest of the issue's cases on the same link: --bidir (each direction its own 200
+    // Mbit/s), four streams sharing it, and UDP at 150 Mbit/s each way.
+    let run = |kind: &str, args: &[&str]| {
+        let server = Iperf3Server::start(Some(&lab.namespace("h2")), 5211);
+        let target = format!("iperf3://{h2}:{}", server.port);
+        let mut cmd = vec!["linerate", kind, target.as_str(), "--json", "--no-store"];
+        cmd.extend_from_slice(args);
+        let doc = json_of(&lab.exec("h1", &cmd, Duration::from_secs(60)));
+        (doc, server.json())
+    };
+    let (doc, theirs) = run("tcp", &["-t", "3", "--bidir"]);
+    agree(
+        u(&doc, "/summary/directions/forward/sent/bytes"),
+        u(&theirs, "/end/sum_received/bytes"),
+        2.0,
+        "lab bidir forward",
+    );
+    agree(
+        u(&doc, "/summary/directions/reverse/received/bytes"),
+        u(&theirs, "/end/sum_sent_bidir_reverse/bytes"),
+        2.0,
+        "lab bidir reverse",
+    );
+    let (doc, theirs) = run("tcp", &["-t", "3", "-P", "4"]);
+    agree(
+        u(&doc, "/summary/sent/bytes"),
+        u(&theirs, "/end/sum_received/bytes"),
+        2.0,
+        "lab four streams",
+    );
+    let mbps = crate::util::f(&doc, "/summary/received/bits_per_second") / 1e6;
+    assert!(
+        (170.0..=200.0).contains(&mbps),
+        "{mbps:.1} Mbit/s, four streams on one 200 Mbit/s link"
+    );
+    let (doc, theirs) = run("udp", &["-t", "3", "--rate", "150m"]);
+    agree(
+        u(&doc, "/summary/sent/bytes"),
+        u(&theirs, "/end/sum_received/bytes"),
+        2.0,
+        "lab udp forward",
+    );
+    let (doc, theirs) = run("udp", &["-t", "3", "--rate", "150m", "-R"]);
+    agree(
+        u(&doc, "/summary/received/bytes"),
+        u(&theirs, "/end/sum_sent/bytes"),
+        2.0,
+        "lab udp reverse",
+    );
+    let mbps = crate::util::f(&doc, "/summary/received/bits_per_second") / 1e6;
+    assert!(
+        (135.0..=155.0).contains(&mbps),
+        "{mbps:.1} Mbit/s received at 150 Mbit/s"
+    );
 }

@@ -512,10 +512,12 @@ fn issue_26_on_a_200mbit_link_serve_gives_what_iperf3_s_gives_and_is_loopback_on
             .expect("a free port")
             .port()
     });
-    let runs: [&[&str]; 3] = [
+    let runs: [&[&str]; 5] = [
         &["-t", "2"],
         &["-t", "2", "-R", "-P", "4"],
+        &["-t", "2", "--bidir"],
         &["-t", "2", "-u", "-b", "150M"],
+        &["-t", "2", "-u", "-b", "150M", "-R"],
     ];
     for (n, args) in runs.iter().enumerate() {
         let reference_port = reference.to_string();
