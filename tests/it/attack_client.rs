@@ -24,8 +24,10 @@ enum Lie {
     Claim { bytes: u64 },
     /// A result whose length prefix says this many bytes; then bytes until the client leaves.
     Huge { len: u32 },
-    /// An error of this text in place of `accepted`.
-    ErrorText(String),
+    /// An error in place of `accepted`: the whole frame, made before the client starts (a 100 MB
+    /// text takes seconds to encode in a debug build, longer than the client waits on a loaded
+    /// box).
+    ErrorFrame(Vec<u8>),
     /// A challenge, and an `auth_ok` whose proof is zeros.
     BadProof,
 }
@@ -88,8 +90,8 @@ fn control(mut s: TcpStream, lie: &Lie, received: &mpsc::Receiver<u64>) -> std::
         return Ok(());
     }
     assert_eq!(read_frame(&mut s)?["type"], "request");
-    if let Lie::ErrorText(text) = lie {
-        return write_frame(&mut s, &json!({"type": "error", "kind": "failed", "message": text}));
+    if let Lie::ErrorFrame(frame) = lie {
+        return s.write_all(frame);
     }
     let host = json!({"hostname": "fake", "kernel": "6.0", "os": null, "cpu_model": null, "cores": 2});
     write_frame(
@@ -117,7 +119,7 @@ fn control(mut s: TcpStream, lie: &Lie, received: &mpsc::Receiver<u64>) -> std::
             }
             Ok(())
         }
-        Lie::ErrorText(_) | Lie::BadProof => unreachable!("handled above"),
+        Lie::ErrorFrame(_) | Lie::BadProof => unreachable!("handled above"),
     }
 }
 
@@ -262,7 +264,10 @@ fn issue_14_a_100_mb_error_text_reaches_stderr_cut_and_escaped() {
             text.push_str("\u{1b}[31m");
             text.push_str(&"flood ".repeat(170));
         }
-        let addr = fake_agent(Lie::ErrorText(text));
+        let body = serde_json::to_vec(&json!({"type": "error", "kind": "failed", "message": text})).expect("json");
+        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        let addr = fake_agent(Lie::ErrorFrame(frame));
         let out = run_bounded(&mut client(&addr, &[], None), LIMIT);
         assert!(!out.status.success());
         assert!(out.stderr.len() < 4096, "{} bytes of stderr", out.stderr.len());
