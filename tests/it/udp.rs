@@ -85,9 +85,15 @@ fn loss_of_1_percent_is_reported_and_matches_the_firewall_counter() {
     let pct = f(&v, "/summary/loss_percent");
     assert!((0.7..=1.3).contains(&pct), "loss {pct:.3} %, want 1 ± 0.3 %");
     // The firewall also counts the few control-connection segments and end markers it dropped.
+    // What the hosts dropped themselves (a receiver starved of CPU on a loaded box overflows its
+    // socket buffer) is theirs, not the firewall's: the network's share is compared.
+    let in_hosts = u(&v, "/summary/loss_causes_datagrams/receive_buffer")
+        + u(&v, "/summary/loss_causes_datagrams/receive_interface")
+        + u(&v, "/summary/loss_causes_datagrams/sender");
+    let in_network = lost - in_hosts.min(lost);
     assert!(
-        lost <= drops && drops <= lost + 5,
-        "linerate lost {lost}, the firewall dropped {drops}"
+        in_network <= drops && drops <= in_network + 5,
+        "linerate lost {lost} ({in_hosts} in the hosts), the firewall dropped {drops}"
     );
     assert_eq!(u(&v, "/summary/out_of_order"), 0);
     let ranges = v["summary"]["loss_ranges"][0]["ranges"]
