@@ -399,6 +399,10 @@ impl Write for Sock<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0.try_write(buf)
     }
+    /// rustls's `write_tls` hands over its queued records at once.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.0.try_write_vectored(bufs)
+    }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -459,20 +463,33 @@ impl AsyncRead for Io {
 
 impl AsyncWrite for Io {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored(cx, &[io::IoSlice::new(buf)])
+    }
+
+    /// Over TLS, h2's frames (a DATA frame is its 9-byte head and its payload apart) become
+    /// records in rustls's buffer, written to the socket at the flush that ends h2's turn: one
+    /// `writev` for many frames, not a record and a syscall per piece.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let Some(session) = this.tls.as_mut() else {
-            return Pin::new(&mut this.stream).poll_write(cx, buf);
+            return Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
         };
         loop {
-            // rustls takes up to its buffer limit; what it took is written, whatever the socket
-            // does next.
-            let n = session.writer().write(buf)?;
-            let pushed = push_records(&this.stream, session, cx)?;
-            if n > 0 || buf.is_empty() {
+            // rustls takes up to its buffer limit; once full, records go out first.
+            let n = session.writer().write_vectored(bufs)?;
+            if n > 0 || bufs.iter().all(|b| b.is_empty()) {
                 return Poll::Ready(Ok(n));
             }
-            ready!(pushed);
+            ready!(push_records(&this.stream, session, cx))?;
         }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -496,6 +513,84 @@ impl AsyncWrite for Io {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::httpd::{Httpd, HttpdConfig};
+    use std::net::{Ipv4Addr, SocketAddr};
+    use std::time::Duration;
+
+    /// Three streams on one h2c connection (the h2 crate as the client), then a connection that
+    /// sends garbage after the preface: bodies whole, streams and the GOAWAY counted.
+    #[test]
+    fn issue_27_h2c_streams_are_answered_and_counted_and_garbage_gets_a_goaway() {
+        let config = HttpdConfig {
+            threads: 1,
+            ..HttpdConfig::default()
+        };
+        let server = Httpd::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config).expect("bind");
+        let addr = server.local_addr();
+        let handle = server.spawn().expect("spawn");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let lengths = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), async {
+                let tcp = TcpStream::connect(addr).await.expect("connect");
+                let (client, conn) = h2::client::handshake(tcp).await.expect("handshake");
+                tokio::spawn(conn);
+                let mut client = client.ready().await.expect("ready");
+                let mut pending = Vec::new();
+                for path in ["/bytes/0", "/bytes/1", "/bytes/100000", "/nothing"] {
+                    let req = http::Request::get(format!("http://localhost{path}"))
+                        .body(())
+                        .expect("request");
+                    let (resp, _) = client.send_request(req, true).expect("send");
+                    pending.push(resp);
+                    client = client.ready().await.expect("ready");
+                }
+                let mut lengths = Vec::new();
+                for resp in pending {
+                    let resp = resp.await.expect("response");
+                    let status = resp.status().as_u16();
+                    let mut body = resp.into_body();
+                    let mut got = Vec::new();
+                    while let Some(data) = body.data().await {
+                        let data = data.expect("data");
+                        let _ = body.flow_control().release_capacity(data.len());
+                        got.extend_from_slice(&data);
+                    }
+                    if status == 200 {
+                        assert!(
+                            got.iter()
+                                .enumerate()
+                                .all(|(i, b)| *b == super::super::BODY_PATTERN[i % 64])
+                        );
+                    }
+                    lengths.push((status, got.len()));
+                }
+                lengths
+            })
+            .await
+            .expect("answered within 20 s")
+        });
+        assert_eq!(lengths, [(200, 0), (200, 1), (200, 100_000), (404, 24)]);
+        {
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(addr).expect("connect");
+            s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+            s.write_all(PREFACE).expect("preface");
+            s.write_all(&[0xff; 16]).expect("garbage");
+            let mut got = Vec::new();
+            let _ = s.read_to_end(&mut got);
+        }
+        let stats = handle.stop();
+        assert_eq!(stats.h2_connections, 2);
+        assert_eq!(stats.h2_streams, 4);
+        assert_eq!(stats.requests, 4);
+        assert_eq!(stats.responses_by_status, [0, 0, 3, 0, 1, 0]);
+        assert_eq!(stats.body_bytes, 100_001);
+        assert_eq!(stats.h2_goaways, 1);
+        assert_eq!(stats.h2_resets, 0);
+    }
 
     #[test]
     fn issue_27_the_preface_is_told_from_http1_and_from_its_parts() {
