@@ -137,12 +137,9 @@ impl Lane {
         })
     }
 
-    /// Hands a connection over; gives it back when the lane has ended.
-    pub(super) fn send(&self, job: Handoff) -> Result<(), Handoff> {
-        match &self.tx {
-            Some(tx) => tx.send(job).map_err(|e| e.0),
-            None => Err(job),
-        }
+    /// Hands a connection over; false (and the connection closed) when the lane has ended.
+    pub(super) fn send(&self, job: Handoff) -> bool {
+        self.tx.as_ref().is_some_and(|tx| tx.send(job).is_ok())
     }
 }
 

@@ -199,11 +199,7 @@ impl Worker {
             early,
             peer: conn.peer,
         };
-        let sent = match &self.lane {
-            Some(lane) => lane.send(job).map_err(|_| ()),
-            None => Err(()),
-        };
-        if sent.is_err() {
+        if !self.lane.as_ref().is_some_and(|lane| lane.send(job)) {
             self.shared.open.fetch_sub(1, Relaxed);
             self.shared.release(conn.peer);
             self.counts.accept_errors += 1;
