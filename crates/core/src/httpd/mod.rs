@@ -78,6 +78,9 @@ pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 pub const IDLE: Duration = Duration::from_secs(60);
 /// After a closing response, how long the client may take to close its side.
 pub const LINGER: Duration = Duration::from_secs(2);
+/// Poll timeout: how often a worker looks at the stop flag, publishes counters, dates; how
+/// often an HTTP/2 lane publishes its counters.
+const TICK: Duration = Duration::from_millis(100);
 /// Default for [`HttpdConfig::head_timeout`].
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`HttpdConfig::max_connections_per_address`].

@@ -5,7 +5,7 @@ use super::conn::{Conn, Next, Ready, Turn};
 use super::date::{DATE_BYTES, http_date};
 use super::http2::{Handoff, Lane};
 use super::tls::TlsConn;
-use super::{Counts, Shared};
+use super::{Counts, Shared, TICK};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
 use std::io;
@@ -13,8 +13,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant, SystemTime};
 
-/// Poll timeout: how often a worker looks at the stop flag, publishes counters, dates.
-pub(super) const TICK: Duration = Duration::from_millis(100);
 /// How often idle and lingering connections are looked for.
 pub(super) const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// After an accept failure (EMFILE, ENFILE, ENOBUFS), wait this long before trying again.
