@@ -55,9 +55,9 @@ def tree(pid):
 class Nginx:
     """nginx serving `root` on a free port of 127.0.0.1, 2 workers, access log off; with `tls`,
     https only (TLS 1.2 and 1.3, an ECDSA P-256 certificate made with openssl, session cache and
-    tickets)."""
+    tickets); with `http2`, HTTP/2 too (by ALPN over TLS)."""
 
-    def __init__(self, root, tls=False):
+    def __init__(self, root, tls=False, http2=False):
         self.dir = tempfile.mkdtemp(prefix="lrbench-nginx-")
         self.port = free_port()
         self.scheme = "https" if tls else "http"
@@ -74,7 +74,7 @@ class Nginx:
 events {{ worker_connections 8192; }}
 http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000000;
   client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};
-  server {{ listen 127.0.0.1:{self.port}{" ssl" if tls else ""} reuseport; root {root}; {ssl} }} }}
+  server {{ listen 127.0.0.1:{self.port}{" ssl" if tls else ""}{" http2" if http2 else ""} reuseport; root {root}; {ssl} }} }}
 """
         with open(os.path.join(d, "nginx.conf"), "w") as f:
             f.write(conf)

@@ -14,6 +14,7 @@ mod examples;
 mod exit;
 mod flags;
 mod fleet;
+mod h2;
 mod http;
 mod httpd;
 mod https;

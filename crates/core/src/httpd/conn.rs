@@ -5,6 +5,7 @@
 
 use super::body::{Body, SENDFILE_MAX_CHUNK, SENDFILE_MIN_BYTES, pattern_slice, pread, send, sendfile};
 use super::date::DATE_BYTES;
+use super::http2::{PREFACE, preface};
 use super::parser::{Method, Parsed, Request, parse_request};
 use super::response::{ConnectionHeader, HEAD_BUFFER_BYTES, Status, format_head};
 use super::router::Route;
@@ -21,6 +22,8 @@ pub(super) const DRAIN_READS: usize = 64;
 pub(super) enum Next {
     Keep,
     Close,
+    /// An HTTP/2 connection: hand it to the worker's HTTP/2 lane.
+    Http2,
 }
 
 /// What an event says of a connection's socket.
@@ -196,12 +199,22 @@ impl Conn {
                     return self.drain();
                 }
             }
+            // Before its first request a connection may turn out to be HTTP/2; once one request
+            // is served this is one test of a bool.
+            let mut wait_for_preface = false;
+            if !self.served && !self.responding {
+                match self.http2() {
+                    Some(true) => return Next::Http2,
+                    Some(false) => wait_for_preface = true,
+                    None => {}
+                }
+            }
             if self.discard > 0 {
                 let n = self.discard.min((self.end - self.start) as u64);
                 self.start += n as usize;
                 self.discard -= n;
             }
-            if self.discard == 0 && self.end > self.start {
+            if self.discard == 0 && self.end > self.start && !wait_for_preface {
                 match parse_request(&self.buf[self.start..self.end], &turn.shared.names) {
                     Parsed::Complete(req) => {
                         self.start += req.head_bytes;
@@ -258,6 +271,19 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Next::Close,
             }
+        }
+    }
+
+    /// Whether this not yet served connection speaks HTTP/2: `Some(true)` yes (TLS with ALPN
+    /// `h2`, or cleartext that opens with the whole preface), `Some(false)` the cleartext bytes
+    /// so far are the start of the preface, `None` HTTP/1 (or a handshake still under way).
+    fn http2(&self) -> Option<bool> {
+        match self.tls.as_deref() {
+            Some(t) => (!t.session.is_handshaking() && t.session.alpn_protocol() == Some(b"h2")).then_some(true),
+            None if self.end > self.start && self.buf[self.start] == PREFACE[0] => {
+                preface(&self.buf[self.start..self.end])
+            }
+            None => None,
         }
     }
 

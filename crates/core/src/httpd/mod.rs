@@ -26,6 +26,11 @@
 //! bodies (`sendmsg` from the pattern, `sendfile` from the memfd or a file), `tls` the https
 //! port's certificate, configuration and reads through rustls (issue 27).
 //!
+//! HTTP/2 (`http2`): a TLS connection whose ALPN is `h2`, or a cleartext one that opens with the
+//! HTTP/2 preface, is handed before its first request to its worker's HTTP/2 lane (a thread of
+//! its own running the `h2` crate on a current-thread tokio runtime); HTTP/1.1 connections never
+//! leave the mio loop, and pay one test of their first bytes.
+//!
 //! Over TLS (`HttpdConfig::tls`, `serve --https-port`) the same routes are served through rustls:
 //! bodies are encrypted from the pattern in memory (or a file read with `pread`), never sent
 //! with `sendfile`, and the handshakes are counted (full, resumed, failed).
@@ -35,6 +40,7 @@ mod conn;
 mod date;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod fuzz;
+mod http2;
 mod parser;
 mod response;
 mod router;
@@ -72,6 +78,9 @@ pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 pub const IDLE: Duration = Duration::from_secs(60);
 /// After a closing response, how long the client may take to close its side.
 pub const LINGER: Duration = Duration::from_secs(2);
+/// Poll timeout: how often a worker looks at the stop flag, publishes counters, dates; how
+/// often an HTTP/2 lane publishes its counters.
+const TICK: Duration = Duration::from_millis(100);
 /// Default for [`HttpdConfig::head_timeout`].
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`HttpdConfig::max_connections_per_address`].
@@ -140,6 +149,18 @@ pub struct HttpdStats {
     pub tls_resumed: u64,
     #[serde(default)]
     pub tls_failed: u64,
+    /// HTTP/2 (issue 27): connections served as HTTP/2 (h2 by ALPN, h2c by prior knowledge),
+    /// part of `connections_accepted`; their streams answered (each also one of `requests`);
+    /// streams ended by a RST_STREAM (sent or received) and connections ended by a GOAWAY with
+    /// an error (sent or received, a protocol error included).
+    #[serde(default)]
+    pub h2_connections: u64,
+    #[serde(default)]
+    pub h2_streams: u64,
+    #[serde(default)]
+    pub h2_resets: u64,
+    #[serde(default)]
+    pub h2_goaways: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -212,6 +233,8 @@ struct Shared {
     /// The same bytes in a memfd, for `sendfile`; None where memfd is not available.
     pattern_file: Option<File>,
     slots: Box<[Slot]>,
+    /// Each worker's HTTP/2 lane's counts, written by that lane only.
+    lanes: Box<[http2::LaneSlot]>,
     tls: Option<Arc<rustls::ServerConfig>>,
 }
 
@@ -322,6 +345,7 @@ impl Httpd {
             pattern,
             pattern_file,
             slots: (0..threads).map(|_| Slot::default()).collect(),
+            lanes: (0..threads).map(|_| http2::LaneSlot::default()).collect(),
             tls: config.tls.clone(),
         };
         Ok(Httpd {
@@ -370,6 +394,7 @@ impl Httpd {
                 date: [0; DATE_BYTES],
                 date_secs: u64::MAX,
                 accept_paused_until: None,
+                lane: None,
             };
             let thread = std::thread::Builder::new()
                 .name(format!("linerate-http-{index}"))
@@ -400,6 +425,17 @@ impl HttpdHandle {
             stats.tls_full += slot.tls[0].load(Relaxed);
             stats.tls_resumed += slot.tls[1].load(Relaxed);
             stats.tls_failed += slot.tls[2].load(Relaxed);
+        }
+        for lane in &self.shared.lanes {
+            stats.requests += lane.requests.load(Relaxed);
+            for (sum, n) in stats.responses_by_status.iter_mut().zip(&lane.responses) {
+                *sum += n.load(Relaxed);
+            }
+            stats.body_bytes += lane.body_bytes.load(Relaxed);
+            stats.h2_connections += lane.connections.load(Relaxed);
+            stats.h2_streams += lane.streams.load(Relaxed);
+            stats.h2_resets += lane.resets.load(Relaxed);
+            stats.h2_goaways += lane.goaways.load(Relaxed);
         }
         stats
     }

@@ -1,6 +1,6 @@
 //! The server's TLS for `serve --https-port` (issue 27): its certificate (generated at start with
 //! rcgen, or read from `--cert`/`--key`), the rustls configuration (TLS 1.2 and 1.3, ALPN
-//! `http/1.1`, resumption by session ID and by tickets), and one connection's reads through
+//! `h2` and `http/1.1`, resumption by session ID and by tickets), and one connection's reads through
 //! rustls. A connection's writes are in `conn`, beside the cleartext ones they stand in for.
 
 use super::Counts;
@@ -81,7 +81,8 @@ impl HttpsIdentity {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .map_err(TlsError::Config)?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        // h2 first: a client that offers both gets HTTP/2 (the server's order decides in rustls).
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         config.session_storage = ServerSessionMemoryCache::new(SESSIONS);
         config.ticketer = crate::engine::http::tls_ticketer().map_err(TlsError::Config)?;
         Ok(HttpsIdentity {

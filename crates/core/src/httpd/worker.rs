@@ -3,8 +3,9 @@
 
 use super::conn::{Conn, Next, Ready, Turn};
 use super::date::{DATE_BYTES, http_date};
+use super::http2::{Handoff, Lane};
 use super::tls::TlsConn;
-use super::{Counts, Shared};
+use super::{Counts, Shared, TICK};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
 use std::io;
@@ -12,8 +13,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant, SystemTime};
 
-/// Poll timeout: how often a worker looks at the stop flag, publishes counters, dates.
-pub(super) const TICK: Duration = Duration::from_millis(100);
 /// How often idle and lingering connections are looked for.
 pub(super) const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// After an accept failure (EMFILE, ENFILE, ENOBUFS), wait this long before trying again.
@@ -36,6 +35,8 @@ pub(super) struct Worker {
     pub(super) date: [u8; DATE_BYTES],
     pub(super) date_secs: u64,
     pub(super) accept_paused_until: Option<Instant>,
+    /// The HTTP/2 lane, started with the worker's first HTTP/2 connection.
+    pub(super) lane: Option<Lane>,
 }
 
 impl Worker {
@@ -83,6 +84,8 @@ impl Worker {
             }
         }
         self.publish();
+        // Ends the lane: its connections close, its counts are published.
+        self.lane = None;
     }
 
     pub(super) fn accept(&mut self, now: Instant) {
@@ -169,8 +172,35 @@ impl Worker {
             now,
             date: &self.date,
         };
-        if let Next::Close = conn.drive(ready, &mut turn) {
-            self.close(i);
+        match conn.drive(ready, &mut turn) {
+            Next::Keep => {}
+            Next::Close => self.close(i),
+            Next::Http2 => self.hand_over(i),
+        }
+    }
+
+    /// Moves connection `i` to the HTTP/2 lane, which keeps its place in the open and
+    /// per-address counts until it ends; closes it if no lane can take it.
+    fn hand_over(&mut self, i: usize) {
+        let Some(mut conn) = self.conns[i].take() else {
+            return;
+        };
+        self.free.push(i);
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+        if self.lane.is_none() {
+            self.lane = Lane::start(self.index, Arc::clone(&self.shared)).ok();
+        }
+        let early = conn.buf[conn.start..conn.end].to_vec();
+        let job = Handoff {
+            stream: conn.stream.into(),
+            tls: conn.tls.map(|t| t.session),
+            early,
+            peer: conn.peer,
+        };
+        if !self.lane.as_ref().is_some_and(|lane| lane.send(job)) {
+            self.shared.open.fetch_sub(1, Relaxed);
+            self.shared.release(conn.peer);
+            self.counts.accept_errors += 1;
         }
     }
 

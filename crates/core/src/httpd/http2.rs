@@ -1,0 +1,601 @@
+//! HTTP/2 on the server (issue 27): h2 by ALPN on the https port, h2c by prior knowledge on the
+//! cleartext port, the same routes as HTTP/1.1 ([`super::router`]).
+//!
+//! In: connections a worker has recognised as HTTP/2 (TLS handshake done with ALPN `h2`, or a
+//! cleartext connection whose first bytes are the preface), handed over with their socket, their
+//! rustls session and the bytes already read. Out: responses, and counts published beside the
+//! worker's. The framing, HPACK, streams and flow control are the `h2` crate's (0.4, the one
+//! hyper uses): the client's SETTINGS (concurrent streams, stream and connection windows, frame
+//! size) are honoured as it honours them. `h2` runs on tokio I/O, so each worker that meets an
+//! HTTP/2 connection starts one *lane*: a thread with a current-thread tokio runtime that owns
+//! the worker's HTTP/2 connections. HTTP/1.1 stays in the mio loop untouched: the worker only
+//! looks at a connection's first bytes (or its ALPN) before its first request.
+//!
+//! Limits as for HTTP/1.1: the connection stays counted in the open and per-address counts
+//! until its task ends; the preface and the first request's HEADERS must arrive within the head
+//! timeout; a connection with no stream open for [`IDLE`] is closed with a GOAWAY; header lists
+//! past [`MAX_HEAD_BYTES`] are refused as h2 refuses them. Each lane counts in plain integers and
+//! publishes to its slot every [`TICK`].
+
+use super::body::pread;
+use super::date::http_date;
+use super::response::Status;
+use super::router::{Route, route};
+use super::{IDLE, LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared, TICK};
+use bytes::Bytes;
+use rustls::ServerConnection;
+use std::cell::{Cell, RefCell};
+use std::io::{self, Read, Write};
+use std::net::IpAddr;
+use std::os::fd::AsRawFd;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::task::{Context, Poll, ready};
+use std::thread::JoinHandle;
+use std::time::SystemTime;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+/// The HTTP/2 connection preface (RFC 9113 §3.4), the first bytes of an h2c connection.
+pub(super) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// Streams a client may have open at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS),
+/// nginx's default.
+const MAX_STREAMS: u32 = 128;
+/// The most a body's DATA is asked for at a time (flow control grants at most this).
+const CHUNK: usize = 64 * 1024;
+
+/// Whether the first bytes of a connection are the HTTP/2 preface: `Some(true)` the whole
+/// preface, `Some(false)` a part of it so far (wait for more), `None` not HTTP/2.
+pub(super) fn preface(first: &[u8]) -> Option<bool> {
+    let n = first.len().min(PREFACE.len());
+    (first[..n] == PREFACE[..n]).then_some(n == PREFACE.len())
+}
+
+/// A connection handed to a lane.
+pub(super) struct Handoff {
+    pub(super) stream: std::net::TcpStream,
+    pub(super) tls: Option<ServerConnection>,
+    /// Cleartext bytes already read from the socket (the preface, maybe more).
+    pub(super) early: Vec<u8>,
+    pub(super) peer: IpAddr,
+}
+
+/// What a lane publishes; only its lane writes it.
+#[repr(align(128))]
+#[derive(Default)]
+pub(super) struct LaneSlot {
+    pub(super) requests: AtomicU64,
+    pub(super) responses: [AtomicU64; 6],
+    pub(super) body_bytes: AtomicU64,
+    pub(super) connections: AtomicU64,
+    pub(super) streams: AtomicU64,
+    pub(super) resets: AtomicU64,
+    pub(super) goaways: AtomicU64,
+}
+
+/// A lane's counts, plain integers on its one thread.
+#[derive(Default)]
+struct LaneCounts {
+    requests: Cell<u64>,
+    responses: [Cell<u64>; 6],
+    body_bytes: Cell<u64>,
+    connections: Cell<u64>,
+    streams: Cell<u64>,
+    resets: Cell<u64>,
+    goaways: Cell<u64>,
+}
+
+fn bump(c: &Cell<u64>, n: u64) {
+    c.set(c.get() + n);
+}
+
+impl LaneCounts {
+    fn publish(&self, slot: &LaneSlot) {
+        slot.requests.store(self.requests.get(), Relaxed);
+        for (a, n) in slot.responses.iter().zip(&self.responses) {
+            a.store(n.get(), Relaxed);
+        }
+        slot.body_bytes.store(self.body_bytes.get(), Relaxed);
+        slot.connections.store(self.connections.get(), Relaxed);
+        slot.streams.store(self.streams.get(), Relaxed);
+        slot.resets.store(self.resets.get(), Relaxed);
+        slot.goaways.store(self.goaways.get(), Relaxed);
+    }
+
+    /// A connection or stream error: GOAWAY (sent or received) and RST_STREAM apart; an I/O
+    /// error is neither.
+    fn error(&self, e: &h2::Error) {
+        if e.is_go_away() {
+            bump(&self.goaways, 1);
+        } else if e.is_reset() {
+            bump(&self.resets, 1);
+        }
+    }
+}
+
+/// A worker's lane: the sender its connections go by and the thread that serves them.
+pub(super) struct Lane {
+    tx: Option<mpsc::UnboundedSender<Handoff>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Lane {
+    /// Starts worker `index`'s lane thread.
+    pub(super) fn start(index: usize, shared: Arc<Shared>) -> io::Result<Lane> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let thread = std::thread::Builder::new()
+            .name(format!("linerate-h2-{index}"))
+            .spawn(move || run(runtime, rx, index, shared))?;
+        Ok(Lane {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands a connection over; false (and the connection closed) when the lane has ended.
+    pub(super) fn send(&self, job: Handoff) -> bool {
+        self.tx.as_ref().is_some_and(|tx| tx.send(job).is_ok())
+    }
+}
+
+impl Drop for Lane {
+    /// Ends the lane: its connections are dropped (closed and released) and its counts published.
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What a lane's tasks share.
+struct Ctx {
+    shared: Arc<Shared>,
+    counts: LaneCounts,
+    /// The pattern buffer as `Bytes`: DATA frames are slices of it, never copies.
+    pattern: Bytes,
+    /// The Date header of the current second.
+    date: RefCell<(u64, http::HeaderValue)>,
+}
+
+impl Ctx {
+    fn date(&self) -> http::HeaderValue {
+        let secs = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut d = self.date.borrow_mut();
+        if d.0 != secs {
+            *d = (
+                secs,
+                http::HeaderValue::from_bytes(&http_date(secs)).expect("an HTTP date is a valid header value"),
+            );
+        }
+        d.1.clone()
+    }
+}
+
+fn run(runtime: tokio::runtime::Runtime, mut rx: mpsc::UnboundedReceiver<Handoff>, index: usize, shared: Arc<Shared>) {
+    let ctx = Rc::new(Ctx {
+        pattern: Bytes::copy_from_slice(&shared.pattern),
+        shared,
+        counts: LaneCounts::default(),
+        date: RefCell::new((u64::MAX, http::HeaderValue::from_static(""))),
+    });
+    let local = tokio::task::LocalSet::new();
+    let publisher = Rc::clone(&ctx);
+    local.spawn_local(async move {
+        let mut tick = tokio::time::interval(TICK);
+        loop {
+            tick.tick().await;
+            publisher.counts.publish(&publisher.shared.lanes[index]);
+        }
+    });
+    let serving = Rc::clone(&ctx);
+    local.block_on(&runtime, async move {
+        while let Some(job) = rx.recv().await {
+            tokio::task::spawn_local(serve(job, Rc::clone(&serving)));
+        }
+    });
+    // Dropping the tasks closes their connections and releases their counts.
+    drop(local);
+    drop(runtime);
+    ctx.counts.publish(&ctx.shared.lanes[index]);
+}
+
+/// Releases a connection's place in the open and per-address counts when its task ends.
+struct Held {
+    shared: Arc<Shared>,
+    peer: IpAddr,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.shared.open.fetch_sub(1, Relaxed);
+        self.shared.release(self.peer);
+    }
+}
+
+/// One HTTP/2 connection: handshake, then its streams, each answered by a task of its own.
+async fn serve(job: Handoff, ctx: Rc<Ctx>) {
+    let _held = Held {
+        shared: Arc::clone(&ctx.shared),
+        peer: job.peer,
+    };
+    bump(&ctx.counts.connections, 1);
+    let Ok(stream) = TcpStream::from_std(job.stream) else {
+        return;
+    };
+    let io = Io {
+        stream,
+        tls: job.tls,
+        early: job.early,
+        at: 0,
+    };
+    let head_timeout = ctx.shared.head_timeout;
+    let mut conn = match tokio::time::timeout(
+        head_timeout,
+        h2::server::Builder::new()
+            .max_concurrent_streams(MAX_STREAMS)
+            .max_header_list_size(MAX_HEAD_BYTES as u32)
+            .handshake::<_, Bytes>(io),
+    )
+    .await
+    {
+        Ok(Ok(conn)) => conn,
+        Ok(Err(e)) => return ctx.counts.error(&e),
+        Err(_) => return,
+    };
+    let open = Rc::new(Cell::new(0usize));
+    // The first request within the head timeout, later ones within IDLE of the last stream.
+    let mut wait = head_timeout;
+    loop {
+        let accepted = tokio::time::timeout(wait, conn.accept()).await;
+        match accepted {
+            Ok(Some(Ok((req, respond)))) => {
+                wait = IDLE;
+                open.set(open.get() + 1);
+                let (ctx, open) = (Rc::clone(&ctx), Rc::clone(&open));
+                tokio::task::spawn_local(async move {
+                    answer(req, respond, &ctx).await;
+                    open.set(open.get() - 1);
+                });
+            }
+            Ok(Some(Err(e))) => return ctx.counts.error(&e),
+            Ok(None) => break,
+            // Streams still being answered: the connection is busy, not idle.
+            Err(_) if open.get() > 0 => {}
+            Err(_) => {
+                conn.graceful_shutdown();
+                break;
+            }
+        }
+    }
+    // Lets the answers and the GOAWAY go out, for at most LINGER.
+    if let Ok(Err(e)) = tokio::time::timeout(LINGER, std::future::poll_fn(|cx| conn.poll_closed(cx))).await {
+        ctx.counts.error(&e);
+    }
+}
+
+/// One stream: the route of its `:path`, a response head, the body within the flow control
+/// windows the client grants.
+async fn answer(req: http::Request<h2::RecvStream>, mut respond: h2::server::SendResponse<Bytes>, ctx: &Ctx) {
+    let counts = &ctx.counts;
+    bump(&counts.requests, 1);
+    bump(&counts.streams, 1);
+    let shared = &ctx.shared;
+    let method = req.method();
+    let head_only = method == http::Method::HEAD;
+    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let routed = route(target.as_bytes(), &shared.names);
+    let (status, length, file) = if method != http::Method::GET && !head_only {
+        (Status::MethodNotAllowed, 0, None)
+    } else {
+        match routed {
+            Route::Bytes(n) => (Status::Ok, n, None),
+            Route::File(i) => (Status::Ok, shared.files[i].bytes, Some(i)),
+            Route::BadLength => (Status::BadRequest, 0, None),
+            Route::NotFound => (Status::NotFound, 0, None),
+        }
+    };
+    drop(req);
+    let text = status.text();
+    let length = if status == Status::Ok {
+        length
+    } else {
+        text.len() as u64
+    };
+    let mut head = http::Response::builder()
+        .status(status.code())
+        .header(http::header::SERVER, "linerate")
+        .header(http::header::DATE, ctx.date())
+        .header(
+            http::header::CONTENT_TYPE,
+            if status == Status::Ok {
+                "application/octet-stream"
+            } else {
+                "text/plain"
+            },
+        )
+        .header(http::header::CONTENT_LENGTH, length);
+    if status == Status::MethodNotAllowed {
+        head = head.header(http::header::ALLOW, "GET, HEAD");
+    }
+    let head = head.body(()).expect("a response built from valid parts");
+    let body = if head_only { 0 } else { length };
+    let mut send = match respond.send_response(head, body == 0) {
+        Ok(send) => send,
+        Err(e) => return counts.error(&e),
+    };
+    let mut sent = 0u64;
+    let mut chunk = Vec::new();
+    while sent < body {
+        send.reserve_capacity((body - sent).min(CHUNK as u64) as usize);
+        let granted = match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
+            Some(Ok(n)) => n,
+            Some(Err(e)) => return counts.error(&e),
+            // The stream was reset by the client.
+            None => return bump(&counts.resets, 1),
+        };
+        if granted == 0 {
+            continue;
+        }
+        let want = (body - sent).min(granted as u64) as usize;
+        let data = if status != Status::Ok {
+            Bytes::from_static(text)
+        } else if let Some(i) = file {
+            chunk.resize(want, 0);
+            match pread(shared.files[i].file.as_raw_fd(), &mut chunk, sent) {
+                Ok(n) if n > 0 => Bytes::copy_from_slice(&chunk[..n]),
+                // The file shrank since bind: the promised length cannot be kept.
+                _ => {
+                    send.send_reset(h2::Reason::INTERNAL_ERROR);
+                    return bump(&counts.resets, 1);
+                }
+            }
+        } else {
+            let start = (sent % super::BODY_PATTERN.len() as u64) as usize;
+            let len = want.min(PATTERN_BYTES - start);
+            ctx.pattern.slice(start..start + len)
+        };
+        let n = data.len() as u64;
+        if let Err(e) = send.send_data(data, sent + n == body) {
+            return counts.error(&e);
+        }
+        sent += n;
+        if status == Status::Ok {
+            bump(&counts.body_bytes, n);
+        }
+    }
+    bump(&counts.responses[usize::from(status.code() / 100)], 1);
+}
+
+/// A handed-over connection as tokio I/O: the socket, its rustls session over TLS, and the
+/// cleartext bytes the worker had already read.
+struct Io {
+    stream: TcpStream,
+    tls: Option<ServerConnection>,
+    early: Vec<u8>,
+    at: usize,
+}
+
+/// The socket as `std::io` for rustls, non-blocking (tokio's readiness is cleared on WouldBlock).
+struct Sock<'a>(&'a TcpStream);
+
+impl Read for Sock<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_read(buf)
+    }
+}
+
+impl Write for Sock<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.try_write(buf)
+    }
+    /// rustls's `write_tls` hands over its queued records at once.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.0.try_write_vectored(bufs)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes rustls's records out; Pending (with the waker registered) while the socket is full.
+fn push_records(stream: &TcpStream, session: &mut ServerConnection, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    while session.wants_write() {
+        match session.write_tls(&mut Sock(stream)) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => ready!(stream.poll_write_ready(cx))?,
+            Err(e) => return Poll::Ready(Err(e)),
+        }
+    }
+    Poll::Ready(Ok(()))
+}
+
+impl AsyncRead for Io {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.at < this.early.len() {
+            let n = buf.remaining().min(this.early.len() - this.at);
+            buf.put_slice(&this.early[this.at..this.at + n]);
+            this.at += n;
+            return Poll::Ready(Ok(()));
+        }
+        let Some(session) = this.tls.as_mut() else {
+            return Pin::new(&mut this.stream).poll_read(cx, buf);
+        };
+        loop {
+            match session.reader().read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // A close without close_notify: the end of the stream all the same.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Poll::Ready(Ok(())),
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+            match session.read_tls(&mut Sock(&this.stream)) {
+                Ok(0) => return Poll::Ready(Ok(())),
+                Ok(_) => {
+                    session
+                        .process_new_packets()
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    // Alerts and tickets go out with the next write if the socket is full now.
+                    if let Poll::Ready(Err(e)) = push_records(&this.stream, session, cx) {
+                        return Poll::Ready(Err(e));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => ready!(this.stream.poll_read_ready(cx))?,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored(cx, &[io::IoSlice::new(buf)])
+    }
+
+    /// Over TLS, h2's frames (a DATA frame is its 9-byte head and its payload apart) become
+    /// records in rustls's buffer, written to the socket at the flush that ends h2's turn: one
+    /// `writev` for many frames, not a record and a syscall per piece.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let Some(session) = this.tls.as_mut() else {
+            return Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        };
+        loop {
+            // rustls takes up to its buffer limit; once full, records go out first.
+            let n = session.writer().write_vectored(bufs)?;
+            if n > 0 || bufs.iter().all(|b| b.is_empty()) {
+                return Poll::Ready(Ok(n));
+            }
+            ready!(push_records(&this.stream, session, cx))?;
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match this.tls.as_mut() {
+            Some(session) => push_records(&this.stream, session, cx),
+            None => Pin::new(&mut this.stream).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Some(session) = this.tls.as_mut() {
+            session.send_close_notify();
+            ready!(push_records(&this.stream, session, cx))?;
+        }
+        Pin::new(&mut this.stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::httpd::{Httpd, HttpdConfig};
+    use std::net::{Ipv4Addr, SocketAddr};
+    use std::time::Duration;
+
+    /// Three streams on one h2c connection (the h2 crate as the client), then a connection that
+    /// sends garbage after the preface: bodies whole, streams and the GOAWAY counted.
+    #[test]
+    fn issue_27_h2c_streams_are_answered_and_counted_and_garbage_gets_a_goaway() {
+        let config = HttpdConfig {
+            threads: 1,
+            ..HttpdConfig::default()
+        };
+        let server = Httpd::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config).expect("bind");
+        let addr = server.local_addr();
+        let handle = server.spawn().expect("spawn");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let lengths = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), async {
+                let tcp = TcpStream::connect(addr).await.expect("connect");
+                let (client, conn) = h2::client::handshake(tcp).await.expect("handshake");
+                tokio::spawn(conn);
+                let mut client = client.ready().await.expect("ready");
+                let mut pending = Vec::new();
+                for path in ["/bytes/0", "/bytes/1", "/bytes/100000", "/nothing"] {
+                    let req = http::Request::get(format!("http://localhost{path}"))
+                        .body(())
+                        .expect("request");
+                    let (resp, _) = client.send_request(req, true).expect("send");
+                    pending.push(resp);
+                    client = client.ready().await.expect("ready");
+                }
+                let mut lengths = Vec::new();
+                for resp in pending {
+                    let resp = resp.await.expect("response");
+                    let status = resp.status().as_u16();
+                    let mut body = resp.into_body();
+                    let mut got = Vec::new();
+                    while let Some(data) = body.data().await {
+                        let data = data.expect("data");
+                        let _ = body.flow_control().release_capacity(data.len());
+                        got.extend_from_slice(&data);
+                    }
+                    if status == 200 {
+                        assert!(
+                            got.iter()
+                                .enumerate()
+                                .all(|(i, b)| *b == super::super::BODY_PATTERN[i % 64])
+                        );
+                    }
+                    lengths.push((status, got.len()));
+                }
+                lengths
+            })
+            .await
+            .expect("answered within 20 s")
+        });
+        assert_eq!(lengths, [(200, 0), (200, 1), (200, 100_000), (404, 24)]);
+        {
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(addr).expect("connect");
+            s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+            s.write_all(PREFACE).expect("preface");
+            s.write_all(&[0xff; 16]).expect("garbage");
+            let mut got = Vec::new();
+            let _ = s.read_to_end(&mut got);
+        }
+        let stats = handle.stop();
+        assert_eq!(stats.h2_connections, 2);
+        assert_eq!(stats.h2_streams, 4);
+        assert_eq!(stats.requests, 4);
+        assert_eq!(stats.responses_by_status, [0, 0, 3, 0, 1, 0]);
+        assert_eq!(stats.body_bytes, 100_001);
+        assert_eq!(stats.h2_goaways, 1);
+        assert_eq!(stats.h2_resets, 0);
+    }
+
+    #[test]
+    fn issue_27_the_preface_is_told_from_http1_and_from_its_parts() {
+        assert_eq!(preface(PREFACE), Some(true));
+        assert_eq!(preface(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\x12\x04"), Some(true));
+        assert_eq!(preface(b"PRI * HTTP/2"), Some(false));
+        assert_eq!(preface(b"P"), Some(false));
+        assert_eq!(preface(b"PRI / HTTP/1.1\r\n"), None);
+        assert_eq!(preface(b"POST / HTTP/1.1\r\n"), None);
+        assert_eq!(preface(b"GET /bytes/1 HTTP/1.1\r\n\r\n"), None);
+    }
+}
