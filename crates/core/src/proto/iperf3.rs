@@ -83,6 +83,44 @@ impl State {
     }
 }
 
+/// iperf3's error numbers sent after SERVER_ERROR (esnet/iperf `src/iperf_api.h`), chosen so
+/// that `iperf3 -c` prints a sensible line.
+pub const IENEWTEST: i32 = 100; // "unable to create a new test" + errno
+pub const IERECVPARAMS: i32 = 114; // "unable to receive parameters from client" + errno
+pub const IERECVRESULTS: i32 = 117; // "unable to receive results from client/server" + errno
+pub const IEAUTHTEST: i32 = 142; // "test authorization failed"
+pub const IESTREAMACCEPT: i32 = 204; // "unable to accept stream connection" + errno
+
+/// i_errno's name for the errors a server sends most (esnet/iperf `src/iperf_api.h`): what
+/// linerate's client says of a SERVER_ERROR.
+pub fn i_errno_name(i_errno: i32) -> &'static str {
+    match i_errno {
+        6 => "too many parallel streams",
+        7 => "block size too large",
+        8 => "socket buffer size too large",
+        10 => "MSS too large",
+        20 => "UDP block size invalid",
+        25 => "cannot be both reverse and bidirectional",
+        101 => "test initialization failed",
+        102 => "unable to listen for connections",
+        112 => "unable to receive a control message",
+        114 => "unable to receive the parameters",
+        117 => "unable to receive the results",
+        119 => "the client has terminated",
+        120 => "the server has terminated",
+        121 => "the server is busy",
+        122 => "unable to set TCP_NODELAY",
+        123 => "unable to set the MSS",
+        124 | 130 | 141 => "unable to set the socket buffer size",
+        132 => "unable to set CPU affinity",
+        134 => "unable to set TCP_CONGESTION",
+        142 => "test authorization failed",
+        200..=207 => "a data stream failed",
+        208 => "a stream has an invalid id",
+        _ => "an error",
+    }
+}
+
 /// A fresh cookie: 36 characters of iperf3's alphabet (`a-z2-7`), then NUL.
 pub fn new_cookie() -> [u8; COOKIE_LEN] {
     const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";

@@ -18,8 +18,8 @@ use crate::engine::{self, sockopt, tcp, udp};
 use crate::metrics::host::{self, HostInfo};
 use crate::proto::ErrorKind;
 use crate::proto::iperf3::{
-    Checked, Control, End, Iperf3Error, MAX_PARAMS_BYTES, Params, Results, STEP_TIMEOUT, State as Step, UDP_REPLY,
-    results_limit,
+    Checked, Control, End, IEAUTHTEST, IENEWTEST, IERECVPARAMS, IERECVRESULTS, IESTREAMACCEPT, Iperf3Error,
+    MAX_PARAMS_BYTES, Params, Results, STEP_TIMEOUT, State as Step, UDP_REPLY, results_limit,
 };
 use crate::result::{Role, SideReport};
 use crate::spec::{Direction, Limit, MAX_INTERVAL_SAMPLES, TcpSpec, TestSpec, Timing, UdpSpec};
@@ -31,14 +31,6 @@ use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// iperf3's error numbers sent after SERVER_ERROR (esnet/iperf `src/iperf_api.h`), chosen so
-/// that `iperf3 -c` prints a sensible line.
-const IENEWTEST: i32 = 100; // "unable to create a new test" + errno
-const IERECVPARAMS: i32 = 114; // "unable to receive parameters from client" + errno
-const IERECVRESULTS: i32 = 117; // "unable to receive results from client/server" + errno
-const IEAUTHTEST: i32 = 142; // "test authorization failed"
-const IESTREAMACCEPT: i32 = 204; // "unable to accept stream connection" + errno
 
 /// A time-limited test runs this long past its omit and time on this end, so that the client's
 /// TEST_END, not this end's clock, ends it.

@@ -2,38 +2,9 @@
 //! within a deadline, and what any other state stands for (busy, the server's error with its
 //! i_errno named, terminated).
 
-use crate::proto::iperf3::{Control as Wire, Iperf3Error, STEP_TIMEOUT, State};
+use crate::proto::iperf3::{Control as Wire, Iperf3Error, STEP_TIMEOUT, State, i_errno_name};
 use std::net::SocketAddr;
 use std::time::Duration;
-
-/// i_errno's name for the errors a server sends most (esnet/iperf `src/iperf_api.h`).
-fn i_errno_name(i_errno: i32) -> &'static str {
-    match i_errno {
-        6 => "too many parallel streams",
-        7 => "block size too large",
-        8 => "socket buffer size too large",
-        10 => "MSS too large",
-        20 => "UDP block size invalid",
-        25 => "cannot be both reverse and bidirectional",
-        101 => "test initialization failed",
-        102 => "unable to listen for connections",
-        112 => "unable to receive a control message",
-        114 => "unable to receive the parameters",
-        117 => "unable to receive the results",
-        119 => "the client has terminated",
-        120 => "the server has terminated",
-        121 => "the server is busy",
-        122 => "unable to set TCP_NODELAY",
-        123 => "unable to set the MSS",
-        124 | 130 | 141 => "unable to set the socket buffer size",
-        132 => "unable to set CPU affinity",
-        134 => "unable to set TCP_CONGESTION",
-        142 => "test authorization failed",
-        200..=207 => "a data stream failed",
-        208 => "a stream has an invalid id",
-        _ => "an error",
-    }
-}
 
 /// The control connection, with what its waits need.
 pub(super) struct Server {
