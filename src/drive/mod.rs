@@ -218,6 +218,14 @@ pub struct Agents {
 impl Agents {
     /// The agents named on the command line and the options to reach them.
     pub fn new(hosts: &HostArgs, reach: &ConnectArgs) -> anyhow::Result<Agents> {
+        // tcp and udp took an iperf3 server before: any other kind cannot speak to one.
+        let scheme = linerate_core::client::IPERF3_SCHEME;
+        if hosts.hosts.iter().any(|h| h.starts_with(scheme)) {
+            return Err(crate::cli::usage::usage!(
+                "an {scheme} target takes `linerate tcp` or `linerate udp` only: this kind runs against linerate agents"
+            )
+            .into());
+        }
         let fleet = &hosts.fleet;
         if fleet.pattern.is_none() {
             if !fleet.pairs.is_empty() {

@@ -404,6 +404,11 @@ fn issue_26_flags_iperf3_cannot_take_are_usage_errors() {
         (vec!["udp", "iperf3://127.0.0.1:9", "--warmup", "0.5"], "--warmup"),
         (vec!["udp", "iperf3://127.0.0.1:9", "--peer-cpus", "0-1"], "--peer-cpus"),
         (vec!["tcp", "iperf3://127.0.0.1:9", "--pattern", "mesh"], "--pattern"),
+        // Only tcp and udp speak to an iperf3 server.
+        (
+            vec!["rr", "iperf3://127.0.0.1:9"],
+            "`linerate tcp` or `linerate udp` only",
+        ),
     ] {
         let out = linerate(&args, LIMIT);
         let err = stderr(&out);

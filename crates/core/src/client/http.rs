@@ -64,6 +64,7 @@ pub fn run_http(
         interrupt,
         towards: targets.iter().map(|t| t.addr.ip()).collect(),
         notes,
+        peer_ends: false,
     };
     // A lost agent stops the users (the watcher aborts the run): the server side can no longer
     // be measured, and the run is reported as partial (issue 13).

@@ -451,6 +451,9 @@ pub(super) struct Run<'a> {
     pub towards: Vec<IpAddr>,
     /// Notes from setting the run up, before any of the run's own.
     pub notes: Vec<String>,
+    /// The peer decides when the run ends (an iperf3 server's TEST_END, issue 26): the
+    /// engine's [`Control::peer_ends`], so its stop is the normal end, not a cut.
+    pub peer_ends: bool,
 }
 
 impl<'a> Run<'a> {
@@ -468,6 +471,7 @@ impl<'a> Run<'a> {
             opts,
             interrupt,
             notes: Vec::new(),
+            peer_ends: false,
         }
     }
 }
@@ -504,11 +508,15 @@ pub(super) fn drive<R>(
         interrupt,
         towards,
         mut notes,
+        peer_ends,
     } = run;
     let per_agent = spec.streams_per_agent();
     let stop_when_done = spec.agent_waits_for_stop();
     let started_unix_ms = now_unix_ms();
-    let control = Control::default();
+    let control = Control {
+        peer_ends,
+        ..Control::default()
+    };
     let engine_done = AtomicBool::new(false);
     let started = Instant::now();
     let (local, watched) = std::thread::scope(|scope| {

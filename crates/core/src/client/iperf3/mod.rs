@@ -133,6 +133,9 @@ pub fn run_iperf3(
         interrupt,
         towards: vec![peer.ip()],
         notes: Vec::new(),
+        // A UDP receiver in iperf3's framing ends on the stop given at TEST_END: that stop is
+        // the test's end, not a cut, so the report is partial only if the run was aborted.
+        peer_ends: true,
     };
     let seconds = test_seconds(test);
     let local = |control: &Control| {
@@ -152,12 +155,7 @@ pub fn run_iperf3(
             engine_done.store(true, Ordering::Relaxed);
             (report, watcher.join().expect("the watcher does not panic"))
         });
-        let mut report = report?;
-        // A UDP receiver in iperf3's framing ends on the stop given at TEST_END: that stop is
-        // the test's end, not a cut, so the report is partial only if the run was aborted.
-        if watched.is_ok() && !control.aborted() && !interrupt.load(Ordering::Relaxed) {
-            report.partial = false;
-        }
+        let report = report?;
         let exchanged = watched.and_then(|()| exchange(&mut s, &report, udp, streams, seconds));
         drop(udp_held);
         Ok::<_, EngineError>((report, exchanged))
