@@ -33,14 +33,17 @@ fn issue_28_bench_all_lists_every_bench() {
     let mut expected = vec!["iperf3_interop".to_string()];
     for entry in std::fs::read_dir(format!("{root}/bench")).expect("bench/ exists") {
         let name = entry.expect("dir entry").file_name().to_string_lossy().into_owned();
-        if let Some(stem) = name.strip_suffix(".py") {
-            if stem.contains("_vs_") {
-                expected.push(stem.to_string());
-            }
+        if let Some(stem) = name.strip_suffix(".py")
+            && stem.contains("_vs_")
+        {
+            expected.push(stem.to_string());
         }
     }
     assert!(expected.len() >= 8, "bench/ lost its comparisons: {expected:?}");
     for bench in &expected {
-        assert!(listed.contains(&bench.as_str()), "{bench} is not in bench/all.py --list:\n{stdout}");
+        assert!(
+            listed.contains(&bench.as_str()),
+            "{bench} is not in bench/all.py --list:\n{stdout}"
+        );
     }
 }

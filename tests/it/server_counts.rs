@@ -12,7 +12,17 @@ const LIMIT: Duration = Duration::from_secs(60);
 fn load(url: &str, agent: &str) -> serde_json::Value {
     json_of(&linerate(
         &[
-            "http", "--json", "-d", "1s", url, "--insecure", "--users", "2", "--keepalive", "--agent", agent,
+            "http",
+            "--json",
+            "-d",
+            "1s",
+            url,
+            "--insecure",
+            "--users",
+            "2",
+            "--keepalive",
+            "--agent",
+            agent,
         ],
         LIMIT,
     ))
@@ -36,12 +46,20 @@ fn issue_27_the_agent_reports_its_https_servers_handshakes() {
     assert_eq!(u(server, "/connections_accepted"), 2, "{server}");
     assert!(u(server, "/requests") >= u(&v, "/summary/responses"), "{server}");
     assert!(f(server, "/cpu_us_per_handshake") > 0.0, "{server}");
-    assert!(f(&v, "/summary/tls/server_cpu_us_per_handshake") > 0.0, "{}", v["summary"]["tls"]);
+    assert!(
+        f(&v, "/summary/tls/server_cpu_us_per_handshake") > 0.0,
+        "{}",
+        v["summary"]["tls"]
+    );
 
     // The same URL with another agent (which runs no server): nothing counted by the server.
     let other = Agent::start(&[]);
     let v = load(&url, &other.addr);
-    assert!(v["summary"]["servers"][0]["counted_by_server"].is_null(), "{}", v["summary"]["servers"]);
+    assert!(
+        v["summary"]["servers"][0]["counted_by_server"].is_null(),
+        "{}",
+        v["summary"]["servers"]
+    );
     assert!(v["summary"]["tls"]["server_cpu_us_per_handshake"].is_null());
 }
 
@@ -52,7 +70,11 @@ fn issue_27_serve_file_needs_an_http_or_https_port() {
     let file = std::env::temp_dir().join(format!("lr-it-file-{}.bin", std::process::id()));
     std::fs::write(&file, vec![7u8; 3000]).expect("write the file");
     let path = file.to_str().expect("utf-8 path");
-    for flag in [&["--file", path][..], &["--http-head-timeout", "5"], &["--http-max-per-address", "3"]] {
+    for flag in [
+        &["--file", path][..],
+        &["--http-head-timeout", "5"],
+        &["--http-max-per-address", "3"],
+    ] {
         let mut args = vec!["serve", "--bind", "127.0.0.1", "--port", "0"];
         args.extend_from_slice(flag);
         let out = linerate(&args, Duration::from_secs(20));
@@ -92,7 +114,10 @@ fn issue_27_h2_connections_count_toward_the_per_address_cap() {
     let addr = agent.http_addr.clone().expect("http address");
     let first = h2c(&addr).expect("the first h2c connection is served");
     let second = h2c(&addr).expect("the second h2c connection is served");
-    assert!(h2c(&addr).is_none(), "a third connection from the address got past a cap of 2");
+    assert!(
+        h2c(&addr).is_none(),
+        "a third connection from the address got past a cap of 2"
+    );
     drop(first);
     // The server releases the closed connection's place when its lane sees the close.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -100,7 +125,10 @@ fn issue_27_h2_connections_count_toward_the_per_address_cap() {
         if let Some(s) = h2c(&addr) {
             break s;
         }
-        assert!(std::time::Instant::now() < deadline, "the closed connection's place never came back");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the closed connection's place never came back"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     drop((second, third));

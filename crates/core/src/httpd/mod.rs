@@ -322,7 +322,9 @@ impl HttpdCounters {
 
 impl std::fmt::Debug for HttpdCounters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpdCounters").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("HttpdCounters")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 

@@ -83,7 +83,9 @@ fn server_cpu_us_per_handshake(agents: &[ServerSide<'_>]) -> Option<f64> {
     let (cpu, handshakes) = agents
         .iter()
         .filter_map(|a| a.report?.http_server.as_ref())
-        .fold((0.0, 0u64), |(cpu, n), h| (cpu + h.cpu_seconds, n + h.tls_full + h.tls_resumed));
+        .fold((0.0, 0u64), |(cpu, n), h| {
+            (cpu + h.cpu_seconds, n + h.tls_full + h.tls_resumed)
+        });
     (handshakes > 0).then(|| cpu * 1e6 / handshakes as f64)
 }
 
