@@ -18,14 +18,13 @@ to 127.0.0.1 only.
 """
 import os
 import re
-import shutil
 import statistics
 import subprocess
-import tempfile
 import time
 
 import benchlib
-from http_vs_nginx_wrk import Nginx, cpu_seconds
+import http_vs_nginx_wrk
+from http_vs_nginx_wrk import cpu_seconds, nginx_serving
 
 CONNECTIONS, STREAMS = 16, 10
 
@@ -71,15 +70,11 @@ def runs_per_round(args):
 
 def setup(args):
     """The file served, nginx and each linerate build serving it over TLS (stopped by teardown)."""
-    root = tempfile.mkdtemp(prefix="lrbench-www-")
-    os.chmod(root, 0o755)
-    with open(os.path.join(root, "1k.bin"), "wb") as f:
-        f.write(os.urandom(1024))
-    ctx = {"root": root, "servers": {}}
+    ctx = nginx_serving({"1k.bin": 1024}, tls=True, http2=True)
+    ctx["servers"] = {"nginx": ctx["nginx"]}
     try:
-        ctx["servers"]["nginx"] = Nginx(root, tls=True, http2=True)
         for name, binary in benchlib.binaries(args):
-            ctx["servers"][name] = LinerateHttps(binary, root)
+            ctx["servers"][name] = LinerateHttps(binary, ctx["root"])
     except BaseException:
         teardown(ctx)
         raise
@@ -87,9 +82,10 @@ def setup(args):
 
 
 def teardown(ctx):
-    for server in ctx["servers"].values():
-        server.stop()
-    shutil.rmtree(ctx["root"], ignore_errors=True)
+    for name, server in ctx["servers"].items():
+        if name != "nginx":
+            server.stop()
+    http_vs_nginx_wrk.teardown(ctx)
 
 
 def run_round(args, rnd, ctx, log=print):

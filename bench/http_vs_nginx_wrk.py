@@ -165,16 +165,26 @@ def runs_per_round(args):
 def setup(args):
     """The files served, and nginx serving them to the client cases (stopped by teardown)."""
     stop_packaged_nginx()
+    ctx = nginx_serving({"1k.bin": 1024, "512k.bin": 512 * 1024})
+    try:
+        ctx["sizes"] = {name: response_bytes(ctx["nginx"].url(name)) for name, _ in CLIENT_CASES}
+    except BaseException:
+        teardown(ctx)
+        raise
+    return ctx
+
+
+def nginx_serving(files, **nginx_options):
+    """A temporary web root holding `files` (name -> bytes of random data) and an nginx serving
+    it (Nginx's options); the context `teardown` stops and removes."""
     root = tempfile.mkdtemp(prefix="lrbench-www-")
     os.chmod(root, 0o755)
-    with open(os.path.join(root, "1k.bin"), "wb") as f:
-        f.write(os.urandom(1024))
-    with open(os.path.join(root, "512k.bin"), "wb") as f:
-        f.write(os.urandom(512 * 1024))
+    for name, size in files.items():
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(os.urandom(size))
     ctx = {"root": root, "nginx": None}
     try:
-        ctx["nginx"] = Nginx(root)
-        ctx["sizes"] = {name: response_bytes(ctx["nginx"].url(name)) for name, _ in CLIENT_CASES}
+        ctx["nginx"] = Nginx(root, **nginx_options)
     except BaseException:
         teardown(ctx)
         raise

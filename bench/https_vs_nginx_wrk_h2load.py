@@ -19,14 +19,12 @@ in a temporary directory. Sends traffic to 127.0.0.1 only.
 """
 import os
 import re
-import shutil
 import statistics
 import subprocess
-import tempfile
 import time
 
 import benchlib
-from http_vs_nginx_wrk import Nginx, wrk
+from http_vs_nginx_wrk import nginx_serving, teardown, wrk  # noqa: F401 (teardown: this bench's)
 
 
 def h2load_handshakes(url, n):
@@ -61,23 +59,7 @@ def runs_per_round(args):
 
 def setup(args):
     """The file served and nginx with TLS serving it (stopped by teardown)."""
-    root = tempfile.mkdtemp(prefix="lrbench-www-")
-    os.chmod(root, 0o755)
-    with open(os.path.join(root, "1k.bin"), "wb") as f:
-        f.write(os.urandom(1024))
-    ctx = {"root": root, "nginx": None}
-    try:
-        ctx["nginx"] = Nginx(root, tls=True)
-    except BaseException:
-        teardown(ctx)
-        raise
-    return ctx
-
-
-def teardown(ctx):
-    if ctx["nginx"]:
-        ctx["nginx"].stop()
-    shutil.rmtree(ctx["root"], ignore_errors=True)
+    return nginx_serving({"1k.bin": 1024}, tls=True)
 
 
 def run_round(args, rnd, ctx, log=print):
