@@ -9,6 +9,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import NamedTuple, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # LINERATE_BIN names a linerate binary built elsewhere: the scripts then use it and build nothing.
@@ -154,6 +155,49 @@ def run_json(cmd, limit):
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
     return json.loads(out.stdout)
+
+
+def children_cpu_seconds():
+    """User + system CPU seconds of this script's waited-for children so far (os.times): the
+    difference across a subprocess.run is that client's CPU."""
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def run_json_cpu(cmd, limit):
+    """Runs a client to its end: the JSON document it printed and its CPU seconds."""
+    before = children_cpu_seconds()
+    doc = run_json(cmd, limit)
+    return doc, children_cpu_seconds() - before
+
+
+def stop_server(srv):
+    """Kills a server started by start_server and returns its CPU seconds, read just before."""
+    try:
+        cpu = proc_cpu_seconds(srv.pid)
+    except OSError:
+        cpu = None
+    srv.kill()
+    srv.wait()
+    return cpu
+
+
+class Pair(NamedTuple):
+    """One comparison's figures from one round, linerate beside its peer, for bench/all.py: the
+    work rate (`unit`, e.g. Mbit/s, requests/s; higher is better) and the CPU per unit of work
+    (`cpu_unit`; lower is better; None where the bench does not measure it). A bench's
+    `pairs(rows)` turns the rows of one `run_round` into these."""
+    case: str
+    unit: str
+    linerate: float
+    peer: float
+    cpu_unit: Optional[str] = None
+    linerate_cpu: Optional[float] = None
+    peer_cpu: Optional[float] = None
+
+
+def quiet(*_args, **_kwargs):
+    """A `log` for run_round that prints nothing (bench/all.py prints only its table)."""
 
 
 def print_before(peer, rows, cases, metrics):

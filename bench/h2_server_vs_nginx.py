@@ -18,14 +18,13 @@ to 127.0.0.1 only.
 """
 import os
 import re
-import shutil
 import statistics
 import subprocess
-import tempfile
 import time
 
 import benchlib
-from http_vs_nginx_wrk import Nginx, cpu_seconds
+import http_vs_nginx_wrk
+from http_vs_nginx_wrk import cpu_seconds, nginx_serving
 
 CONNECTIONS, STREAMS = 16, 10
 
@@ -60,35 +59,71 @@ def h2load(url, seconds, pids):
     return rps, cpu * 1e6 / max(ok, 1), (f"{failed} failed" if failed else "")
 
 
+PEER = "nginx"
+NEEDS = (["nginx", "h2load", "openssl"], ["nginx-light", "nghttp2-client", "openssl"])
+DEFAULT_SECONDS = 5
+
+
+def runs_per_round(args):
+    return 2 + bool(args.before)
+
+
+def setup(args):
+    """The file served, nginx and each linerate build serving it over TLS (stopped by teardown)."""
+    ctx = nginx_serving({"1k.bin": 1024}, tls=True, http2=True)
+    ctx["servers"] = {"nginx": ctx["nginx"]}
+    try:
+        for name, binary in benchlib.binaries(args):
+            ctx["servers"][name] = LinerateHttps(binary, ctx["root"])
+    except BaseException:
+        teardown(ctx)
+        raise
+    return ctx
+
+
+def teardown(ctx):
+    for name, server in ctx["servers"].items():
+        if name != "nginx":
+            server.stop()
+    http_vs_nginx_wrk.teardown(ctx)
+
+
+def run_round(args, rnd, ctx, log=print):
+    """One round: h2load against nginx and against each linerate build. Returns rows
+    ("h2", tool, (requests/s, server CPU us per request))."""
+    rows = []
+    for tool, _ in benchlib.round_order(args, rnd, [("nginx", None)] + benchlib.binaries(args)):
+        server = ctx["servers"][tool]
+        rps, cpu_us, err = h2load(server.url("1k.bin"), args.seconds, server.pids)
+        rows.append(("h2", tool, (rps, cpu_us)))
+        log(f"{rnd:>3} {tool:<9} {rps:>12,.0f} requests/s {cpu_us:>8.1f} us server CPU/request {err}", flush=True)
+        time.sleep(0.5)
+    return rows
+
+
+def pairs(rows):
+    """One round's rows as the linerate/nginx pair: requests/s and the server's CPU per request."""
+    got = {tool: v for _, tool, v in rows}
+    return [benchlib.Pair(f"server h2 TLS 1 KiB, h2load -c {CONNECTIONS} -m {STREAMS}", "requests/s",
+                          got["linerate"][0], got["nginx"][0], "server CPU us/request", got["linerate"][1],
+                          got["nginx"][1])]
+
+
 def main():
-    args = benchlib.arguments(__doc__, 5)
-    benchlib.prepare(args, ["nginx", "h2load", "openssl"], ["nginx-light", "nghttp2-client", "openssl"])
-    root = tempfile.mkdtemp(prefix="lrbench-www-")
-    os.chmod(root, 0o755)
-    with open(os.path.join(root, "1k.bin"), "wb") as f:
-        f.write(os.urandom(1024))
+    args = benchlib.arguments(__doc__, DEFAULT_SECONDS)
+    benchlib.prepare(args, *NEEDS)
     nginx_version = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
     h2_version = subprocess.run(["h2load", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"# {nginx_version}; {h2_version}; h2load -t 1 -c {CONNECTIONS} -m {STREAMS} -D {args.seconds}; "
           f"{args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
     res = {}
-    nginx = Nginx(root, tls=True, http2=True)
-    servers = {"nginx": nginx}
+    ctx = setup(args)
     try:
-        for name, binary in benchlib.binaries(args):
-            servers[name] = LinerateHttps(binary, root)
         for rnd in range(1, args.rounds + 1):
-            for tool, _ in benchlib.round_order(args, rnd, [("nginx", None)] + benchlib.binaries(args)):
-                server = servers[tool]
-                rps, cpu_us, err = h2load(server.url("1k.bin"), args.seconds, server.pids)
-                res.setdefault(tool, []).append((rps, cpu_us))
-                print(f"{rnd:>3} {tool:<9} {rps:>12,.0f} requests/s {cpu_us:>8.1f} us server CPU/request {err}",
-                      flush=True)
-                time.sleep(0.5)
+            for _, tool, values in run_round(args, rnd, ctx):
+                res.setdefault(tool, []).append(values)
     finally:
-        for server in servers.values():
-            server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        teardown(ctx)
     print()
     med = {tool: [statistics.median(x[i] for x in rows) for i in (0, 1)] for tool, rows in res.items()}
     (lr, lc), (nr, nc) = med["linerate"], med["nginx"]

@@ -152,63 +152,129 @@ def stop_packaged_nginx():
     subprocess.run(["kill", "-QUIT", str(pid)], stderr=subprocess.DEVNULL)
 
 
-def main():
-    args = benchlib.arguments(__doc__, 5)
-    benchlib.prepare(args, ["nginx", "wrk"], ["nginx-light", "wrk"])
+PEER = "wrk, nginx"
+NEEDS = (["nginx", "wrk"], ["nginx-light", "wrk"])  # commands, and the Debian packages that bring them
+DEFAULT_SECONDS = 5
+CLIENT_CASES = (("1k.bin", 64), ("512k.bin", 240))
+
+
+def runs_per_round(args):
+    return (len(CLIENT_CASES) + 1) * (2 + bool(args.before))
+
+
+def setup(args):
+    """The files served, and nginx serving them to the client cases (stopped by teardown)."""
     stop_packaged_nginx()
+    ctx = nginx_serving({"1k.bin": 1024, "512k.bin": 512 * 1024})
+    try:
+        ctx["sizes"] = {name: response_bytes(ctx["nginx"].url(name)) for name, _ in CLIENT_CASES}
+    except BaseException:
+        teardown(ctx)
+        raise
+    return ctx
+
+
+def nginx_serving(files, **nginx_options):
+    """A temporary web root holding `files` (name -> bytes of random data) and an nginx serving
+    it (Nginx's options); the context `teardown` stops and removes."""
     root = tempfile.mkdtemp(prefix="lrbench-www-")
     os.chmod(root, 0o755)
-    with open(os.path.join(root, "1k.bin"), "wb") as f:
-        f.write(os.urandom(1024))
-    with open(os.path.join(root, "512k.bin"), "wb") as f:
-        f.write(os.urandom(512 * 1024))
+    for name, size in files.items():
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(os.urandom(size))
+    ctx = {"root": root, "nginx": None}
+    try:
+        ctx["nginx"] = Nginx(root, **nginx_options)
+    except BaseException:
+        teardown(ctx)
+        raise
+    return ctx
+
+
+def teardown(ctx):
+    if ctx["nginx"]:
+        ctx["nginx"].stop()
+    shutil.rmtree(ctx["root"], ignore_errors=True)
+
+
+def run_round(args, rnd, ctx, log=print):
+    """One round: the client cases (wrk and linerate against nginx), then the server case (wrk
+    against nginx and against linerate serve). Returns rows
+    (("client", name) or ("server",), tool, (responses/s, Gbit/s, client CPU)) for the client,
+    where the CPU is us per response for 1 KiB and s per Gbit for 512 KiB, and
+    (("server",), tool, (Gbit/s, % of a core per Gbit/s)) for the server."""
+    rows = []
+    builds = benchlib.binaries(args)
+    nginx = ctx["nginx"]
+    log("# client: against nginx, keep-alive")
+    for name, users in CLIENT_CASES:
+        size = ctx["sizes"][name]
+        runs = builds[:1] + [("wrk", None)] + builds[1:]
+        for tool, binary in benchlib.round_order(args, rnd, runs):
+            before = benchlib.children_cpu_seconds()
+            if tool == "wrk":
+                rps, err = wrk(nginx.url(name), users, args.seconds)
+                gbps = rps * size * 8 / 1e9
+            else:
+                rps, bps, nerr = linerate_http(binary, nginx.url(name), users, args.seconds)
+                gbps, err = bps / 1e9, (f"errors {nerr}" if nerr else "")
+            cpu = benchlib.children_cpu_seconds() - before
+            # Per unit of the case's figure: a response (1 KiB) or a gigabit (512 KiB).
+            per = cpu * 1e6 / max(rps * args.seconds, 1) if name == "1k.bin" else cpu / max(gbps * args.seconds, 1e-9)
+            rows.append((("client", name), tool, (rps, gbps, per)))
+            log(f"{rnd:>3} {name:<9} {users:>4} users {tool:<9} {rps:>12,.0f} responses/s {gbps:>8.3f} Gbit/s {err}",
+                flush=True)
+            time.sleep(0.5)
+    log("# server: wrk -c 240 -t 2 fetching 512 KiB, keep-alive")
+    runs = [(name, functools.partial(LinerateServer, binary)) for name, binary in builds]
+    for name, start in benchlib.round_order(args, rnd, runs[:1] + [("nginx", Nginx)] + runs[1:]):
+        srv = start(ctx["root"])
+        try:
+            before = cpu_seconds(srv.pids)
+            t = time.time()
+            rps, err = wrk(srv.url("512k.bin"), 240, args.seconds)
+            wall = time.time() - t
+            cpu = cpu_seconds(srv.pids) - before
+        finally:
+            srv.stop()
+        gbps = rps * ctx["sizes"]["512k.bin"] * 8 / 1e9
+        # CPU % of one core per Gbit/s, over the wrk run.
+        per_gbit = 100 * cpu / wall / gbps if gbps > 0 else float("nan")
+        rows.append((("server",), name, (gbps, per_gbit)))
+        log(f"{rnd:>3} server {name:<9} {gbps:>8.3f} Gbit/s  {per_gbit:>7.2f} % of a core per Gbit/s {err}", flush=True)
+        time.sleep(0.5)
+    return rows
+
+
+def pairs(rows):
+    """One round's rows as linerate/peer pairs: the client against wrk (1 KiB responses/s with the
+    client's CPU per response; 512 KiB Gbit/s with its CPU per Gbit), the server against nginx
+    (512 KiB Gbit/s with the server's CPU, % of a core per Gbit/s)."""
+    got = {(k, tool): v for k, tool, v in rows}
+    lr, wk = got[(("client", "1k.bin"), "linerate")], got[(("client", "1k.bin"), "wrk")]
+    out = [benchlib.Pair("client 1 KiB (wrk)", "responses/s", lr[0], wk[0], "client CPU us/response", lr[2], wk[2])]
+    lr, wk = got[(("client", "512k.bin"), "linerate")], got[(("client", "512k.bin"), "wrk")]
+    out.append(benchlib.Pair("client 512 KiB (wrk)", "Gbit/s", lr[1], wk[1], "client CPU s/Gbit", lr[2], wk[2]))
+    lr, ng = got[(("server",), "linerate")], got[(("server",), "nginx")]
+    out.append(benchlib.Pair("server 512 KiB (nginx)", "Gbit/s", lr[0], ng[0], "server %core per Gbit/s", lr[1], ng[1]))
+    return out
+
+
+def main():
+    args = benchlib.arguments(__doc__, DEFAULT_SECONDS)
+    benchlib.prepare(args, *NEEDS)
     nginx_version = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
     wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"# {nginx_version}; {wrk_version}; {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
     benchlib.print_builds(args)
-    builds = benchlib.binaries(args)
     res = {}
-    nginx = Nginx(root)
+    ctx = setup(args)
     try:
-        size_1k = response_bytes(nginx.url("1k.bin"))
-        size_512k = response_bytes(nginx.url("512k.bin"))
-        print("# client: against nginx, keep-alive")
         for rnd in range(1, args.rounds + 1):
-            for name, users, size in (("1k.bin", 64, size_1k), ("512k.bin", 240, size_512k)):
-                runs = builds[:1] + [("wrk", None)] + builds[1:]
-                for tool, binary in benchlib.round_order(args, rnd, runs):
-                    if tool == "wrk":
-                        rps, err = wrk(nginx.url(name), users, args.seconds)
-                        gbps = rps * size * 8 / 1e9
-                    else:
-                        rps, bps, nerr = linerate_http(binary, nginx.url(name), users, args.seconds)
-                        gbps, err = bps / 1e9, (f"errors {nerr}" if nerr else "")
-                    res.setdefault(("client", name, tool), []).append((rps, gbps))
-                    print(f"{rnd:>3} {name:<9} {users:>4} users {tool:<9} {rps:>12,.0f} responses/s {gbps:>8.3f} Gbit/s {err}",
-                          flush=True)
-                    time.sleep(0.5)
+            for key, tool, values in run_round(args, rnd, ctx):
+                res.setdefault(key + (tool,), []).append(values[:2])
     finally:
-        nginx.stop()
-    print("# server: wrk -c 240 -t 2 fetching 512 KiB, keep-alive")
-    for rnd in range(1, args.rounds + 1):
-        runs = [(name, functools.partial(LinerateServer, binary)) for name, binary in builds]
-        for name, start in benchlib.round_order(args, rnd, runs[:1] + [("nginx", Nginx)] + runs[1:]):
-            srv = start(root)
-            try:
-                before = cpu_seconds(srv.pids)
-                t = time.time()
-                rps, err = wrk(srv.url("512k.bin"), 240, args.seconds)
-                wall = time.time() - t
-                cpu = cpu_seconds(srv.pids) - before
-            finally:
-                srv.stop()
-            gbps = rps * size_512k * 8 / 1e9
-            # CPU % of one core per Gbit/s, over the wrk run.
-            per_gbit = 100 * cpu / wall / gbps if gbps > 0 else float("nan")
-            res.setdefault(("server", name), []).append((gbps, per_gbit))
-            print(f"{rnd:>3} server {name:<9} {gbps:>8.3f} Gbit/s  {per_gbit:>7.2f} % of a core per Gbit/s {err}", flush=True)
-            time.sleep(0.5)
-    shutil.rmtree(root, ignore_errors=True)
+        teardown(ctx)
     med = lambda xs, i: statistics.median(x[i] for x in xs)  # noqa: E731
     print()
     for name, what in (("1k.bin", 0), ("512k.bin", 1)):

@@ -19,14 +19,12 @@ in a temporary directory. Sends traffic to 127.0.0.1 only.
 """
 import os
 import re
-import shutil
 import statistics
 import subprocess
-import tempfile
 import time
 
 import benchlib
-from http_vs_nginx_wrk import Nginx, wrk
+from http_vs_nginx_wrk import nginx_serving, teardown, wrk  # noqa: F401 (teardown: this bench's)
 
 
 def h2load_handshakes(url, n):
@@ -41,7 +39,7 @@ def h2load_handshakes(url, n):
     m = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", out)
     secs = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
     ok = int(re.search(r"(\d+) succeeded", out).group(1))
-    return ok / secs, ("" if ok == n else f"{n - ok} failed")
+    return ok / secs, secs, ("" if ok == n else f"{n - ok} failed")
 
 
 def linerate_https(binary, url, users, seconds, extra):
@@ -50,50 +48,85 @@ def linerate_https(binary, url, users, seconds, extra):
     return s, s["errors"]["total"]
 
 
+PEER = "wrk, h2load"
+NEEDS = (["nginx", "wrk", "h2load", "openssl"], ["nginx-light", "wrk", "nghttp2-client", "openssl"])
+DEFAULT_SECONDS = 5
+
+
+def runs_per_round(args):
+    return 2 * (2 + bool(args.before))
+
+
+def setup(args):
+    """The file served and nginx with TLS serving it (stopped by teardown)."""
+    return nginx_serving({"1k.bin": 1024}, tls=True)
+
+
+def run_round(args, rnd, ctx, log=print):
+    """One round: keep-alive (wrk and linerate), then full handshakes (h2load and linerate).
+    Returns rows (case, tool, (per second, client CPU us per unit)): responses for keep-alive,
+    full handshakes for the other."""
+    rows = []
+    builds = benchlib.binaries(args)
+    url = ctx["nginx"].url("1k.bin")
+    runs = builds[:1] + [("wrk", None)] + builds[1:]
+    for tool, binary in benchlib.round_order(args, rnd, runs):
+        before = benchlib.children_cpu_seconds()
+        if tool == "wrk":
+            rps, err = wrk(url, 64, args.seconds)
+        else:
+            s, nerr = linerate_https(binary, url, 64, args.seconds, ["--keepalive"])
+            rps, err = s["responses_per_second"], (f"errors {nerr}" if nerr else "")
+        cpu_us = (benchlib.children_cpu_seconds() - before) * 1e6 / max(rps * args.seconds, 1)
+        rows.append(("keepalive", tool, (rps, cpu_us)))
+        log(f"{rnd:>3} keep-alive 1 KiB 64 users {tool:<9} {rps:>12,.0f} responses/s {cpu_us:>6.1f} us client CPU/response "
+            f"{err}", flush=True)
+        time.sleep(0.5)
+    runs = builds[:1] + [("h2load", None)] + builds[1:]
+    for tool, binary in benchlib.round_order(args, rnd, runs):
+        before = benchlib.children_cpu_seconds()
+        if tool == "h2load":
+            hs, secs, err = h2load_handshakes(url, 1000 * args.seconds)
+        else:
+            s, nerr = linerate_https(binary, url, 64, args.seconds, ["--tls-resume", "off"])
+            hs, secs, err = s["tls"]["full_per_second"], args.seconds, (f"errors {nerr}" if nerr else "")
+        cpu_us = (benchlib.children_cpu_seconds() - before) * 1e6 / max(hs * secs, 1)
+        rows.append(("handshakes", tool, (hs, cpu_us)))
+        log(f"{rnd:>3} full handshakes        {tool:<9} {hs:>12,.0f} per second {cpu_us:>6.1f} us client CPU/handshake "
+            f"{err}", flush=True)
+        time.sleep(0.5)
+    return rows
+
+
+def pairs(rows):
+    """One round's rows as linerate/peer pairs: keep-alive responses/s against wrk, full
+    handshakes/s against h2load, each with the client process's CPU per unit."""
+    got = {(k, tool): v for k, tool, v in rows}
+    lr, wk = got[("keepalive", "linerate")], got[("keepalive", "wrk")]
+    lh, hl = got[("handshakes", "linerate")], got[("handshakes", "h2load")]
+    return [benchlib.Pair("HTTPS/1.1 keep-alive 1 KiB (wrk)", "responses/s", lr[0], wk[0], "client CPU us/response",
+                          lr[1], wk[1]),
+            benchlib.Pair("full TLS handshakes (h2load)", "handshakes/s", lh[0], hl[0], "client CPU us/handshake",
+                          lh[1], hl[1])]
+
+
 def main():
-    args = benchlib.arguments(__doc__, 5)
-    benchlib.prepare(args, ["nginx", "wrk", "h2load", "openssl"], ["nginx-light", "wrk", "nghttp2-client", "openssl"])
-    root = tempfile.mkdtemp(prefix="lrbench-www-")
-    os.chmod(root, 0o755)
-    with open(os.path.join(root, "1k.bin"), "wb") as f:
-        f.write(os.urandom(1024))
+    args = benchlib.arguments(__doc__, DEFAULT_SECONDS)
+    benchlib.prepare(args, *NEEDS)
     nginx_version = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
     wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.splitlines()[0]
     h2_version = subprocess.run(["h2load", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"# {nginx_version}; {wrk_version}; {h2_version}; {args.seconds} s per run, {args.rounds} interleaved rounds, "
           f"{os.cpu_count()} CPUs")
     benchlib.print_builds(args)
-    builds = benchlib.binaries(args)
     res = {}
-    nginx = Nginx(root, tls=True)
-    url = nginx.url("1k.bin")
+    ctx = setup(args)
     try:
         for rnd in range(1, args.rounds + 1):
-            runs = builds[:1] + [("wrk", None)] + builds[1:]
-            for tool, binary in benchlib.round_order(args, rnd, runs):
-                if tool == "wrk":
-                    rps, err = wrk(url, 64, args.seconds)
-                else:
-                    s, nerr = linerate_https(binary, url, 64, args.seconds, ["--keepalive"])
-                    rps, err = s["responses_per_second"], (f"errors {nerr}" if nerr else "")
-                res.setdefault(("keepalive", tool), []).append(rps)
-                print(f"{rnd:>3} keep-alive 1 KiB 64 users {tool:<9} {rps:>12,.0f} responses/s {err}", flush=True)
-                time.sleep(0.5)
-            runs = builds[:1] + [("h2load", None)] + builds[1:]
-            for tool, binary in benchlib.round_order(args, rnd, runs):
-                if tool == "h2load":
-                    hs, err = h2load_handshakes(url, 1000 * args.seconds)
-                    cpu = ""
-                else:
-                    s, nerr = linerate_https(binary, url, 64, args.seconds, ["--tls-resume", "off"])
-                    hs, err = s["tls"]["full_per_second"], (f"errors {nerr}" if nerr else "")
-                    cpu = f"client CPU {s['tls']['cpu_us_per_full_handshake']:.0f} us/handshake"
-                res.setdefault(("handshakes", tool), []).append(hs)
-                print(f"{rnd:>3} full handshakes        {tool:<9} {hs:>12,.0f} per second {cpu} {err}", flush=True)
-                time.sleep(0.5)
+            for case, tool, values in run_round(args, rnd, ctx):
+                res.setdefault((case, tool), []).append(values[0])
     finally:
-        nginx.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        teardown(ctx)
     print()
     for case, peer, unit in (("keepalive", "wrk", "responses/s"), ("handshakes", "h2load", "full handshakes/s")):
         lr, pr = statistics.median(res[(case, "linerate")]), statistics.median(res[(case, peer)])

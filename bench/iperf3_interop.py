@@ -29,14 +29,6 @@ import benchlib
 LINERATE = benchlib.LINERATE
 
 
-def client_run(cmd, limit):
-    """Runs a client to its end: its JSON document and its CPU seconds."""
-    before = os.times()
-    doc = benchlib.run_json(cmd, limit)
-    after = os.times()
-    return doc, (after.children_user - before.children_user) + (after.children_system - before.children_system)
-
-
 def server(kind, port):
     if kind == "linerate":
         cmd = [LINERATE, "serve", "--bind", "127.0.0.1", "--port", str(port + 1000), "--iperf3-port", str(port)]
@@ -45,16 +37,9 @@ def server(kind, port):
     return benchlib.start_server(cmd, port)
 
 
-def stop(srv):
-    cpu = benchlib.proc_cpu_seconds(srv.pid)
-    srv.kill()
-    srv.wait()
-    return cpu
-
-
 def iperf3_client(streams, seconds, port):
     cmd = ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", str(streams), "-t", str(seconds), "-J"]
-    doc, cpu = client_run(cmd, seconds + 30)
+    doc, cpu = benchlib.run_json_cpu(cmd, seconds + 30)
     received = doc["end"]["sum_received"]
     return received["bytes"], received["seconds"], cpu
 
@@ -62,7 +47,7 @@ def iperf3_client(streams, seconds, port):
 def linerate_client(streams, seconds, port):
     cmd = [LINERATE, "tcp", f"iperf3://127.0.0.1:{port}", "-P", str(streams), "-t", str(seconds), "-i", "0",
            "--json"]
-    doc, cpu = client_run(cmd, seconds + 30)
+    doc, cpu = benchlib.run_json_cpu(cmd, seconds + 30)
     received = doc["summary"]["received"]
     return received["bytes"], received["seconds"], cpu
 
@@ -82,31 +67,66 @@ def one(comparison, tool, streams, seconds, port):
     try:
         nbytes, secs, client_cpu = client(streams, seconds, port)
     finally:
-        server_cpu = stop(srv)
+        server_cpu = benchlib.stop_server(srv)
     cpu = client_cpu if whose == "client" else server_cpu
     return nbytes * 8 / secs, cpu / (nbytes * 8 / 1e9)
 
 
+PEER = "iperf3"
+NEEDS = (["iperf3"], ["iperf3"])  # commands, and the Debian packages that bring them
+DEFAULT_SECONDS = 5
+CASES = [(comparison, streams) for comparison in ("client", "server") for streams in (1, 4)]
+
+
+def runs_per_round(args):
+    return 2 * len(CASES)
+
+
+def setup(args):
+    return {"port": 5611}
+
+
+def teardown(ctx):
+    pass
+
+
+def run_round(args, rnd, ctx, log=print):
+    """One round: each comparison and stream count, linerate and iperf3 (alternating which goes
+    first). Returns rows ((comparison, streams), tool, (bits/s, CPU s per Gbit))."""
+    rows = []
+    for comparison, streams in CASES:
+        tools = ["linerate", "iperf3"] if rnd % 2 else ["iperf3", "linerate"]
+        for tool in tools:
+            ctx["port"] += 2
+            bps, per_gbit = one(comparison, tool, streams, args.seconds, ctx["port"])
+            rows.append(((comparison, streams), tool, (bps, per_gbit)))
+            log(f"{rnd:>5} {comparison:<7} {streams:>2} {tool:<9} {bps / 1e6:>10.1f} {per_gbit:>11.4f}", flush=True)
+            time.sleep(1)
+    return rows
+
+
+def pairs(rows):
+    """One round's rows as linerate/iperf3 pairs: Mbit/s received, CPU s per Gbit of the process
+    compared (the client's for "client", the server's for "server")."""
+    got = {(k, tool): v for k, tool, v in rows}
+    return [benchlib.Pair(f"{comparison} -P {streams}", "Mbit/s", got[((comparison, streams), "linerate")][0] / 1e6,
+                          got[((comparison, streams), "iperf3")][0] / 1e6, f"{comparison} CPU s/Gbit",
+                          got[((comparison, streams), "linerate")][1], got[((comparison, streams), "iperf3")][1])
+            for comparison, streams in CASES]
+
+
 def main():
-    args = benchlib.arguments(__doc__, 5)
-    benchlib.prepare(args, ["iperf3"], ["iperf3"])
+    args = benchlib.arguments(__doc__, DEFAULT_SECONDS)
+    benchlib.prepare(args, *NEEDS)
     version = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"# {version}; linerate {benchlib.version(LINERATE)}")
     print(f"# loopback, TCP, {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
     print(f"{'round':>5} {'compare':<7} {'P':>2} {'tool':<9} {'Mbit/s':>10} {'CPU s/Gbit':>11}")
     rows = {}
-    port = 5611
+    ctx = setup(args)
     for rnd in range(1, args.rounds + 1):
-        for comparison in ("client", "server"):
-            for streams in (1, 4):
-                tools = ["linerate", "iperf3"] if rnd % 2 else ["iperf3", "linerate"]
-                for tool in tools:
-                    port += 2
-                    bps, per_gbit = one(comparison, tool, streams, args.seconds, port)
-                    rows.setdefault((comparison, streams, tool), []).append((bps, per_gbit))
-                    print(f"{rnd:>5} {comparison:<7} {streams:>2} {tool:<9} {bps / 1e6:>10.1f} {per_gbit:>11.4f}",
-                          flush=True)
-                    time.sleep(1)
+        for (comparison, streams), tool, values in run_round(args, rnd, ctx):
+            rows.setdefault((comparison, streams, tool), []).append(values)
     print()
     print(f"{'compare':<7} {'P':>2} {'linerate Mbit/s':>16} {'iperf3 Mbit/s':>14} {'ratio':>6} "
           f"{'spread':>13}   {'CPU s/Gbit':>10} {'iperf3':>8} {'ratio':>6}")

@@ -37,11 +37,12 @@ def linerate(binary, proto, size, seconds, port, pinned):
     if pinned:
         cmd += ["--cpus", "1", "--peer-cpus", "1"]
     try:
-        s = benchlib.run_json(cmd, seconds + 60)["summary"]
+        doc, cpu = benchlib.run_json_cpu(cmd, seconds + 60)
     finally:
-        srv.kill()
-        srv.wait()
-    return s["transactions_per_second"], s["latency_us"]["p50"], s["latency_us"]["p99"]
+        cpu_server = benchlib.stop_server(srv)
+    s = doc["summary"]
+    return (s["transactions_per_second"], s["latency_us"]["p50"], s["latency_us"]["p99"],
+            (cpu + cpu_server) * 1e6 / max(s["transactions"], 1))
 
 
 def sockperf(proto, size, seconds, port, pinned):
@@ -52,11 +53,12 @@ def sockperf(proto, size, seconds, port, pinned):
     time.sleep(0.5)
     cmd = pin + ["sockperf", "ping-pong", "-i", "127.0.0.1", "-p", str(port), "-m", str(size),
                  "-t", str(seconds)] + tcp
+    before = benchlib.children_cpu_seconds()
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
     finally:
-        srv.kill()
-        srv.wait()
+        cpu_server = benchlib.stop_server(srv)
+    cpu = benchlib.children_cpu_seconds() - before
     text = out.stdout + out.stderr
     m = re.search(r"RunTime=([\d.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)", text)
     if not m:
@@ -66,30 +68,74 @@ def sockperf(proto, size, seconds, port, pinned):
     def pct(p):
         return 2 * float(re.search(rf"percentile {p} =\s+([\d.]+)", text).group(1))
 
-    return rate, pct("50.000"), pct("99.000")
+    return rate, pct("50.000"), pct("99.000"), (cpu + cpu_server) * 1e6 / max(int(m.group(3)), 1)
+
+
+PEER = "sockperf"
+NEEDS = (["sockperf"], ["sockperf"])  # commands, and the Debian packages that bring them
+DEFAULT_SECONDS = 5
+CASES = [(proto, pinned) for pinned in (False, True) for proto in ("tcp", "udp")]
+
+
+def runs_per_round(args):
+    return len(CASES) * (1 + 2 * (1 + bool(args.before)))
+
+
+def setup(args):
+    return {"port": 5560}
+
+
+def teardown(ctx):
+    pass
+
+
+def run_round(args, rnd, ctx, log=print):
+    """One round: each protocol and placement, sockperf and linerate at 14 and 1 bytes (and
+    --before's build). Returns rows ((proto, placement, size), tool, (round trips/s, p50 us,
+    p99 us, CPU us per round trip))."""
+    rows = []
+    for proto, pinned in CASES:
+        runs = [(name, functools.partial(linerate, binary), size)
+                for name, binary in benchlib.binaries(args) for size in (14, 1)]
+        for name, fn, size in benchlib.round_order(args, rnd, runs[:1] + [("sockperf", sockperf, 14)] + runs[1:]):
+            ctx["port"] += 1
+            values = fn(proto, size, args.seconds, ctx["port"], pinned)
+            place = "cpu 1" if pinned else "os"
+            rows.append(((proto, place, size), name, values))
+            rate, p50, p99, cpu_us = values
+            log(f"{rnd:>5} {proto:<5} {place:<10} {size:>5} {name:<9} {rate:>14,.0f} {p50:>8.2f} {p99:>8.2f} "
+                f"{cpu_us:>7.2f}", flush=True)
+            time.sleep(0.5)
+    return rows
+
+
+def pairs(rows):
+    """One round's rows as linerate/sockperf pairs at 14 bytes: round trips/s, CPU (both ends)
+    per round trip."""
+    got = {(k, tool): v for k, tool, v in rows}
+    out = []
+    for proto, pinned in CASES:
+        place = "cpu 1" if pinned else "os"
+        lr, sp = got[((proto, place, 14), "linerate")], got[((proto, place, 14), "sockperf")]
+        out.append(benchlib.Pair(f"{proto} {place} 14 B", "round trips/s", lr[0], sp[0], "CPU us/round trip",
+                                 lr[3], sp[3]))
+    return out
 
 
 def main():
-    args = benchlib.arguments(__doc__, 5)
-    benchlib.prepare(args, ["sockperf"], ["sockperf"])
+    args = benchlib.arguments(__doc__, DEFAULT_SECONDS)
+    benchlib.prepare(args, *NEEDS)
     version = subprocess.run(["sockperf", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     print(f"# {version.strip()}; {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
     benchlib.print_builds(args)
-    print(f"{'round':>5} {'proto':<5} {'placement':<10} {'bytes':>5} {'tool':<9} {'round trips/s':>14} {'p50 us':>8} {'p99 us':>8}")
-    cases = [(proto, pinned) for pinned in (False, True) for proto in ("tcp", "udp")]
+    print(f"{'round':>5} {'proto':<5} {'placement':<10} {'bytes':>5} {'tool':<9} {'round trips/s':>14} {'p50 us':>8} "
+          f"{'p99 us':>8} {'CPU us':>7}")
+    cases = CASES
     results = {}
-    port = 5560
+    ctx = setup(args)
     for rnd in range(1, args.rounds + 1):
-        for proto, pinned in cases:
-            runs = [(name, functools.partial(linerate, binary), size)
-                    for name, binary in benchlib.binaries(args) for size in (14, 1)]
-            for name, fn, size in benchlib.round_order(args, rnd, runs[:1] + [("sockperf", sockperf, 14)] + runs[1:]):
-                port += 1
-                rate, p50, p99 = fn(proto, size, args.seconds, port, pinned)
-                place = "cpu 1" if pinned else "os"
-                results.setdefault((proto, place, name, size), []).append((rate, p50, p99))
-                print(f"{rnd:>5} {proto:<5} {place:<10} {size:>5} {name:<9} {rate:>14,.0f} {p50:>8.2f} {p99:>8.2f}", flush=True)
-                time.sleep(0.5)
+        for (proto, place, size), name, values in run_round(args, rnd, ctx):
+            results.setdefault((proto, place, name, size), []).append(values[:3])
     print()
     print(f"{'proto':<5} {'placement':<10} {'linerate rt/s':>14} {'sockperf':>10} {'ratio':>6}   "
           f"{'p50 us lr/sp':>14}   {'p99 us lr/sp':>15}   {'linerate 1 B rt/s':>17}")

@@ -25,62 +25,85 @@ import benchlib
 LINERATE = benchlib.LINERATE
 
 
-def run_client(cmd, limit):
-    before = os.times()
-    doc = benchlib.run_json(cmd, limit)
-    after = os.times()
-    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return doc, cpu
-
-
-def stop_server(srv):
-    cpu = benchlib.proc_cpu_seconds(srv.pid)
-    srv.kill()
-    srv.wait()
-    return cpu
+PEER = "iperf3"
+NEEDS = (["iperf3"], ["iperf3"])  # commands, and the Debian packages that bring them
+DEFAULT_SECONDS = 10
+STREAMS = (1, 2)
 
 
 def linerate(binary, streams, seconds, port):
     srv = benchlib.start_server([binary, "serve", "--bind", "127.0.0.1", "--port", str(port)], port)
-    doc, client_cpu = run_client(
-        [binary, "tcp", f"127.0.0.1:{port}", "-P", str(streams), "-t", str(seconds), "-i", "0", "--json"],
-        seconds + 30,
-    )
-    server_cpu = stop_server(srv)
+    try:
+        doc, client_cpu = benchlib.run_json_cpu(
+            [binary, "tcp", f"127.0.0.1:{port}", "-P", str(streams), "-t", str(seconds), "-i", "0", "--json"],
+            seconds + 30,
+        )
+    finally:
+        server_cpu = benchlib.stop_server(srv)
     received = doc["summary"]["received"]
     return received["bits_per_second"], received["bytes"], client_cpu + server_cpu
 
 
 def iperf3(streams, seconds, port):
     srv = benchlib.start_server(["iperf3", "-s", "-p", str(port), "-B", "127.0.0.1"], port)
-    doc, client_cpu = run_client(
-        ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", str(streams), "-t", str(seconds), "-J"], seconds + 30
-    )
-    server_cpu = stop_server(srv)
+    try:
+        doc, client_cpu = benchlib.run_json_cpu(
+            ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", str(streams), "-t", str(seconds), "-J"], seconds + 30
+        )
+    finally:
+        server_cpu = benchlib.stop_server(srv)
     received = doc["end"]["sum_received"]
     return received["bits_per_second"], received["bytes"], client_cpu + server_cpu
 
 
+def runs_per_round(args):
+    return len(STREAMS) * (2 + bool(args.before))
+
+
+def setup(args):
+    return {"port": 5411}
+
+
+def teardown(ctx):
+    pass
+
+
+def run_round(args, rnd, ctx, log=print):
+    """One round: every stream count, iperf3 and linerate (and --before's build) in the order
+    benchlib.round_order gives. Returns rows (streams, tool, (bits/s, CPU s per Gbit))."""
+    rows = []
+    for streams in STREAMS:
+        runs = [(name, functools.partial(linerate, binary)) for name, binary in benchlib.binaries(args)]
+        for name, fn in benchlib.round_order(args, rnd, runs[:1] + [("iperf3", iperf3)] + runs[1:]):
+            ctx["port"] += 1
+            bps, nbytes, cpu = fn(streams, args.seconds, ctx["port"])
+            per_gbit = cpu / (nbytes * 8 / 1e9)
+            rows.append((streams, name, (bps, per_gbit)))
+            log(f"{rnd:>5} {streams:>2} {name:<9} {bps / 1e6:>10.1f} {cpu:>7.2f} {per_gbit:>11.4f}", flush=True)
+            time.sleep(1)
+    return rows
+
+
+def pairs(rows):
+    """One round's rows as linerate/iperf3 pairs: Mbit/s received, CPU s per Gbit."""
+    got = {(k, tool): v for k, tool, v in rows}
+    return [benchlib.Pair(f"-P {n}", "Mbit/s", got[(n, "linerate")][0] / 1e6, got[(n, "iperf3")][0] / 1e6,
+                          "CPU s/Gbit", got[(n, "linerate")][1], got[(n, "iperf3")][1]) for n in STREAMS]
+
+
 def main():
-    args = benchlib.arguments(__doc__, 10)
-    benchlib.prepare(args, ["iperf3"], ["iperf3"])
+    args = benchlib.arguments(__doc__, DEFAULT_SECONDS)
+    benchlib.prepare(args, *NEEDS)
     version = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"# {version}; linerate {subprocess.run([LINERATE, '--version'], capture_output=True, text=True).stdout.strip()}")
     print(f"# loopback, {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
     benchlib.print_builds(args)
     print(f"{'round':>5} {'P':>2} {'tool':<9} {'Mbit/s':>10} {'CPU s':>7} {'CPU s/Gbit':>11}")
     results = {}
-    port = 5411
+    ctx = setup(args)
     for rnd in range(1, args.rounds + 1):
-        for streams in (1, 2):
-            runs = [(name, functools.partial(linerate, binary)) for name, binary in benchlib.binaries(args)]
-            for name, fn in benchlib.round_order(args, rnd, runs[:1] + [("iperf3", iperf3)] + runs[1:]):
-                port += 1
-                bps, nbytes, cpu = fn(streams, args.seconds, port)
-                per_gbit = cpu / (nbytes * 8 / 1e9)
-                results.setdefault((streams, name), []).append((bps, per_gbit))
-                print(f"{rnd:>5} {streams:>2} {name:<9} {bps / 1e6:>10.1f} {cpu:>7.2f} {per_gbit:>11.4f}", flush=True)
-                time.sleep(1)
+        for streams, name, values in run_round(args, rnd, ctx):
+            results.setdefault((streams, name), []).append(values)
     print()
     print(f"{'P':>2} {'linerate Mbit/s':>16} {'iperf3 Mbit/s':>14} {'ratio':>6}   {'linerate CPU s/Gbit':>19} {'iperf3':>8} {'ratio':>6}")
     for streams in (1, 2):

@@ -38,11 +38,6 @@ def target(where):
     return "127.0.0.1" if where == "loopback" else "10.211.0.2"
 
 
-def stop(srv):
-    srv.kill()
-    srv.wait()
-
-
 def linerate(binary, where, size, seconds, port):
     # In the lab too each build runs its own agent in h2 (not the lab's), so that both ends are
     # the build measured; the lab's namespaces are private, so that agent asks for no secret.
@@ -50,51 +45,92 @@ def linerate(binary, where, size, seconds, port):
     srv = benchlib.start_server(ns(where, "h2") + [binary, "serve", "--bind", target(where), "--port", str(port)] + auth,
                                 port)
     try:
-        doc = benchlib.run_json(ns(where, "h1") + [binary, "udp", f"{target(where)}:{port}", "-l", str(size),
-                                                   "-t", str(seconds), "-i", "0", "--json"], seconds + 60)
+        doc, cpu = benchlib.run_json_cpu(ns(where, "h1") + [binary, "udp", f"{target(where)}:{port}", "-l", str(size),
+                                                            "-t", str(seconds), "-i", "0", "--json"], seconds + 60)
     finally:
-        stop(srv)
+        cpu_server = benchlib.stop_server(srv)
     s = doc["summary"]
     secs = s["received"]["seconds"]
-    return s["datagrams_received"] / secs, s["datagrams_received"] * size * 8 / secs
+    got = s["datagrams_received"]
+    return got / secs, got * size * 8 / secs, (cpu + cpu_server) * 1e9 / max(got, 1)
 
 
 def iperf3(where, size, seconds, port):
     srv = benchlib.start_server(ns(where, "h2") + ["iperf3", "-s", "-1", "-p", str(port)], port)
     try:
-        doc = benchlib.run_json(ns(where, "h1") + ["iperf3", "-c", target(where), "-p", str(port), "-u", "-b", "0",
-                                                   "-l", str(size), "-t", str(seconds), "-J"], seconds + 60)
+        doc, cpu = benchlib.run_json_cpu(ns(where, "h1") + ["iperf3", "-c", target(where), "-p", str(port), "-u",
+                                                            "-b", "0", "-l", str(size), "-t", str(seconds), "-J"],
+                                         seconds + 60)
     finally:
-        stop(srv)
+        cpu_server = benchlib.stop_server(srv)
     e = doc["end"]["sum"]
     got = e["packets"] - e["lost_packets"]
-    return got / e["seconds"], got * size * 8 / e["seconds"]
+    return got / e["seconds"], got * size * 8 / e["seconds"], (cpu + cpu_server) * 1e9 / max(got, 1)
+
+
+PEER = "iperf3"
+NEEDS = (["iperf3"], ["iperf3"])  # commands, and the Debian packages that bring them
+DEFAULT_SECONDS = 5
+CASES = [(where, size) for where in ("loopback", "lab veth") for size in (64, 1472)]
+
+
+def runs_per_round(args):
+    return len(CASES) * (2 + bool(args.before))
+
+
+def setup(args):
+    """Makes the lab (removed by teardown)."""
+    subprocess.run([LINERATE, "lab", "down", "--name", LAB], capture_output=True)
+    subprocess.run([LINERATE, "lab", "up", "--name", LAB, "--hosts", "2"], check=True, capture_output=True)
+    return {"port": 5460}
+
+
+def teardown(ctx):
+    subprocess.run([LINERATE, "lab", "down", "--name", LAB], capture_output=True)
+
+
+def run_round(args, rnd, ctx, log=print):
+    """One round: each place and size, iperf3 and linerate (and --before's build). Returns rows
+    ((where, size), tool, (received datagrams/s, received bits/s, CPU ns per received datagram))."""
+    rows = []
+    for where, size in CASES:
+        runs = [(name, functools.partial(linerate, binary)) for name, binary in benchlib.binaries(args)]
+        for name, fn in benchlib.round_order(args, rnd, runs[:1] + [("iperf3", iperf3)] + runs[1:]):
+            ctx["port"] += 1
+            pps, bps, cpu_ns = fn(where, size, args.seconds, ctx["port"])
+            rows.append(((where, size), name, (pps, bps, cpu_ns)))
+            log(f"{rnd:>5} {where:<9} {size:>5} {name:<9} {pps:>15,.0f} {bps / 1e9:>10.3f} {cpu_ns:>12,.0f}",
+                flush=True)
+            time.sleep(1)
+    return rows
+
+
+def pairs(rows):
+    """One round's rows as linerate/iperf3 pairs: received datagrams/s, CPU (both ends) per
+    received datagram."""
+    got = {(k, tool): v for k, tool, v in rows}
+    return [benchlib.Pair(f"{where} {size} B", "datagrams/s", got[((where, size), "linerate")][0],
+                          got[((where, size), "iperf3")][0], "CPU ns/datagram",
+                          got[((where, size), "linerate")][2], got[((where, size), "iperf3")][2])
+            for where, size in CASES]
 
 
 def main():
-    args = benchlib.arguments(__doc__, 5)
-    benchlib.prepare(args, ["iperf3"], ["iperf3"])
-    subprocess.run([LINERATE, "lab", "down", "--name", LAB], capture_output=True)
-    subprocess.run([LINERATE, "lab", "up", "--name", LAB, "--hosts", "2"], check=True, capture_output=True)
+    args = benchlib.arguments(__doc__, DEFAULT_SECONDS)
+    benchlib.prepare(args, *NEEDS)
+    ctx = setup(args)
     version = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"# {version}; {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
     benchlib.print_builds(args)
-    print(f"{'round':>5} {'where':<9} {'bytes':>5} {'tool':<9} {'rx datagrams/s':>15} {'rx Gbit/s':>10}")
+    print(f"{'round':>5} {'where':<9} {'bytes':>5} {'tool':<9} {'rx datagrams/s':>15} {'rx Gbit/s':>10} "
+          f"{'CPU ns/dgram':>12}")
     results = {}
-    port = 5460
     try:
         for rnd in range(1, args.rounds + 1):
-            for where in ("loopback", "lab veth"):
-                for size in (64, 1472):
-                    runs = [(name, functools.partial(linerate, binary)) for name, binary in benchlib.binaries(args)]
-                    for name, fn in benchlib.round_order(args, rnd, runs[:1] + [("iperf3", iperf3)] + runs[1:]):
-                        port += 1
-                        pps, bps = fn(where, size, args.seconds, port)
-                        results.setdefault((where, size, name), []).append((pps, bps))
-                        print(f"{rnd:>5} {where:<9} {size:>5} {name:<9} {pps:>15,.0f} {bps / 1e9:>10.3f}", flush=True)
-                        time.sleep(1)
+            for (where, size), name, values in run_round(args, rnd, ctx):
+                results.setdefault((where, size, name), []).append(values[:2])
     finally:
-        subprocess.run([LINERATE, "lab", "down", "--name", LAB], capture_output=True)
+        teardown(ctx)
     print()
     print(f"{'where':<9} {'bytes':>5} {'linerate dgram/s':>17} {'iperf3':>12} {'ratio':>6}   {'linerate Gbit/s':>15} {'iperf3':>7} {'ratio':>6}")
     for where in ("loopback", "lab veth"):

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
-    let config = agent::AgentConfig {
+    let mut config = agent::AgentConfig {
         secret: args.secret.load()?,
         no_auth: args.no_auth,
         max_tests: usize::from(args.max_tests),
@@ -38,21 +38,6 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         iperf3_allow: args.iperf3_allow.clone(),
         ..agent::AgentConfig::new(SocketAddr::new(args.bind, args.port))
     };
-    let agent = match agent::Agent::bind(config.clone()) {
-        // No IPv6 on this host: the default `::` falls back to every IPv4 address.
-        Err(agent::AgentError::Bind { .. }) if args.bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) => {
-            agent::Agent::bind(agent::AgentConfig {
-                bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), args.port),
-                ..config
-            })?
-        }
-        other => other?,
-    };
-    let auth = if agent.auth_required() {
-        "secret required"
-    } else {
-        "open"
-    };
     // `--http-port`: the HTTP server runs beside the agent, on the same address, as long as it.
     let http = match args.http_port {
         None => None,
@@ -74,6 +59,27 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
     let https = match args.https_port {
         None => None,
         Some(port) => Some(https_server(args, port)?),
+    };
+    // The agent reports its servers' counts over an HTTP test against them (issue 27).
+    config.http_servers = http
+        .iter()
+        .chain(https.as_ref().map(|(h, _)| h))
+        .map(|h| h.counters())
+        .collect();
+    let agent = match agent::Agent::bind(config.clone()) {
+        // No IPv6 on this host: the default `::` falls back to every IPv4 address.
+        Err(agent::AgentError::Bind { .. }) if args.bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) => {
+            agent::Agent::bind(agent::AgentConfig {
+                bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), args.port),
+                ..config
+            })?
+        }
+        other => other?,
+    };
+    let auth = if agent.auth_required() {
+        "secret required"
+    } else {
+        "open"
     };
     // One write for both lines: a reader that stops after the first sees the second too.
     let mut lines = format!("linerate agent listening on {} ({auth})", agent.local_addr());

@@ -5,6 +5,8 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
+// The HTTP flags need a server to apply to: --http-port, --https-port or both.
+#[command(group(clap::ArgGroup::new("http_server").args(["http_port", "https_port"]).multiple(true)))]
 pub struct ServeArgs {
     /// Address to listen on (IPv4 or IPv6); :: listens on both
     #[arg(short = 'B', long, value_name = "ADDR", default_value_t = IpAddr::V6(Ipv6Addr::UNSPECIFIED))]
@@ -46,17 +48,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub http_port: Option<u16>,
 
-    /// Serve this file at /files/BASENAME on the HTTP port (repeatable)
+    /// Serve this file at /files/BASENAME on the HTTP and HTTPS ports (repeatable)
     ///
     /// Opened once at start; its size then is the Content-Length. Example: --file /srv/512k.bin
-    #[arg(long = "file", value_name = "PATH", requires = "http_port")]
+    #[arg(long = "file", value_name = "PATH", requires = "http_server")]
     pub files: Vec<PathBuf>,
 
     /// Seconds an HTTP request head may take to arrive whole, however it trickles
     ///
     /// Counted from its first byte (a new connection's first head: from accept); past it the
     /// connection is closed. Example: --http-head-timeout 10
-    #[arg(long, value_name = "SECONDS", default_value = "10", requires = "http_port",
+    #[arg(long, value_name = "SECONDS", default_value = "10", requires = "http_server",
           allow_hyphen_values = true, value_parser = super::common::positive_time)]
     pub http_head_timeout: linerate_core::units::TimeSpan,
 
@@ -64,7 +66,7 @@ pub struct ServeArgs {
     ///
     /// Past it that address's new connections are closed at accept, so one address cannot
     /// take the server's descriptors. Example: --http-max-per-address 1000
-    #[arg(long, value_name = "N", default_value_t = linerate_core::httpd::MAX_CONNECTIONS_PER_ADDRESS, requires = "http_port")]
+    #[arg(long, value_name = "N", default_value_t = linerate_core::httpd::MAX_CONNECTIONS_PER_ADDRESS, requires = "http_server")]
     pub http_max_per_address: usize,
 
     /// Answer HTTPS (HTTP/1.1 over TLS 1.2 or 1.3) on this port too, the same routes

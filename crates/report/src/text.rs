@@ -311,6 +311,18 @@ fn render_http(r: &TestResult) -> String {
                 cpu(t.cpu_us_per_resumed_handshake)
             ),
         );
+        if let Some(server) = t.server_cpu_us_per_handshake {
+            // Beside the client's: the server's own CPU over its handshakes (issue 27).
+            row(
+                &mut out,
+                "TLS CPU us per handshake",
+                format!(
+                    "client {} full / {} resumed; server {server:.1} (full and resumed)",
+                    cpu(t.cpu_us_per_full_handshake),
+                    cpu(t.cpu_us_per_resumed_handshake)
+                ),
+            );
+        }
         if t.full_time_us.is_some() {
             row(&mut out, "TLS full handshake (us)", lat(&t.full_time_us));
         }

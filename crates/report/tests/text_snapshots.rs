@@ -442,6 +442,7 @@ fn issue_27_an_https_run_shows_its_handshakes_and_their_failures() {
         resumed_time_us: Some(lat(950.5)),
         cpu_us_per_full_handshake: Some(812.4),
         cpu_us_per_resumed_handshake: None,
+        server_cpu_us_per_handshake: Some(95.5),
     };
     let render = |h: HttpSummary| {
         let summary = Summary {
@@ -462,6 +463,12 @@ fn issue_27_an_https_run_shows_its_handshakes_and_their_failures() {
     let row = row_of("TLS handshakes full/resumed/failed");
     assert_eq!(
         row, "4 / 96 / 2 (2.0 / 48.0 per second; CPU us each 812.4 / n/a)",
+        "{text}"
+    );
+    // The server's CPU per handshake beside the client's (issue 27).
+    assert_eq!(
+        row_of("TLS CPU us per handshake"),
+        "client 812.4 full / n/a resumed; server 95.5 (full and resumed)",
         "{text}"
     );
     assert!(row_of("TLS full handshake (us)").contains("p50 1875.9"), "{text}");

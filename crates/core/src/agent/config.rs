@@ -74,6 +74,10 @@ pub struct AgentConfig {
     /// Who may use the iperf3 port (`--iperf3-allow`): empty, it listens on loopback only;
     /// otherwise on `bind`'s address, and only sources inside one of these get past accept.
     pub iperf3_allow: Vec<Cidr>,
+    /// The HTTP servers running beside the agent (`serve --http-port`, `--https-port`): an HTTP
+    /// test whose URLs name one of their ports gets that server's counts over its window in the
+    /// agent's report (issue 27). Empty: none.
+    pub http_servers: Vec<crate::httpd::HttpdCounters>,
 }
 
 impl AgentConfig {
@@ -95,6 +99,7 @@ impl AgentConfig {
             metrics: None,
             iperf3_port: None,
             iperf3_allow: Vec::new(),
+            http_servers: Vec::new(),
         }
     }
 }

@@ -1,24 +1,91 @@
 //! An HTTP test, this end's half: the client loads an HTTP server on this host; the agent only
 //! samples the host from `started` until the client says the run is over, or until nothing has
-//! moved on its interface toward the client for the idle limit (issue 22).
+//! moved on its interface toward the client for the idle limit (issue 22). When the URLs name a
+//! port of the HTTP server running beside the agent (`serve --http-port`, `--https-port`), the
+//! agent also reports that server's counts over the test (issue 27).
 
 use super::session::{Quiet, Refusal, Test, new_cookie};
+use crate::engine::http::HttpUrl;
+use crate::httpd::{HttpdCounters, HttpdStats};
+use crate::result::{HttpServerCounts, SideReport};
 use crate::spec::HttpSpec;
 
 pub(super) fn run(t: &mut Test<'_, '_>, spec: &HttpSpec) -> Result<(), Refusal> {
     let cookie = new_cookie();
     t.accepted(&cookie, Vec::new())?;
     t.await_start()?;
+    let servers = servers_named(&t.state.config.http_servers, spec);
+    // Read before the client is told to start: its first connections count.
+    let base = sum(&servers);
     t.started()?;
     let peer = t.conn.peer().ip();
     // The users' traffic crosses it: what moves there keeps the test from the idle rule.
     let towards = crate::metrics::host::interface_towards(peer);
     t.run_and_report(Some(peer), |control| {
-        Ok(crate::engine::http::sample_host(
-            spec,
-            towards.as_deref(),
-            &mut Quiet,
-            control,
-        ))
+        let mut report = crate::engine::http::sample_host(spec, towards.as_deref(), &mut Quiet, control);
+        if let Some(base) = base {
+            // The workers publish their counts every TICK: wait for the last ones.
+            std::thread::sleep(crate::httpd::TICK * 2);
+            report.http_server = Some(counts(&servers, &base, &report));
+        }
+        Ok(report)
     })
+}
+
+/// The agent's servers on a port the URLs name, with the scheme they speak there.
+fn servers_named(servers: &[HttpdCounters], spec: &HttpSpec) -> Vec<HttpdCounters> {
+    let urls: Vec<HttpUrl> = spec.urls.iter().filter_map(|u| HttpUrl::parse(u).ok()).collect();
+    servers
+        .iter()
+        .filter(|s| {
+            urls.iter()
+                .any(|u| u.port == s.local_addr().port() && u.tls == s.is_https())
+        })
+        .cloned()
+        .collect()
+}
+
+/// The servers' counts summed; None when there is no server.
+fn sum(servers: &[HttpdCounters]) -> Option<HttpdStats> {
+    if servers.is_empty() {
+        return None;
+    }
+    let mut total = HttpdStats::default();
+    for s in servers.iter().map(HttpdCounters::stats) {
+        total.connections_accepted += s.connections_accepted;
+        total.requests += s.requests;
+        total.tls_full += s.tls_full;
+        total.tls_resumed += s.tls_resumed;
+        total.tls_failed += s.tls_failed;
+        total.h2_connections += s.h2_connections;
+        total.h2_streams += s.h2_streams;
+        total.h2_resets += s.h2_resets;
+        total.h2_goaways += s.h2_goaways;
+    }
+    Some(total)
+}
+
+/// The servers' counts since `base`, with this process's CPU over the agent's window.
+fn counts(servers: &[HttpdCounters], base: &HttpdStats, report: &SideReport) -> HttpServerCounts {
+    let now = sum(servers).unwrap_or_default();
+    let cpu_seconds = report.cpu.process_user_seconds + report.cpu.process_system_seconds;
+    let per = |n: u64| (n > 0).then(|| cpu_seconds * 1e6 / n as f64);
+    let tls_full = now.tls_full.saturating_sub(base.tls_full);
+    let tls_resumed = now.tls_resumed.saturating_sub(base.tls_resumed);
+    let requests = now.requests.saturating_sub(base.requests);
+    HttpServerCounts {
+        ports: servers.iter().map(|s| s.local_addr().port()).collect(),
+        connections_accepted: now.connections_accepted.saturating_sub(base.connections_accepted),
+        requests,
+        tls_full,
+        tls_resumed,
+        tls_failed: now.tls_failed.saturating_sub(base.tls_failed),
+        h2_connections: now.h2_connections.saturating_sub(base.h2_connections),
+        h2_streams: now.h2_streams.saturating_sub(base.h2_streams),
+        h2_resets: now.h2_resets.saturating_sub(base.h2_resets),
+        h2_goaways: now.h2_goaways.saturating_sub(base.h2_goaways),
+        cpu_seconds,
+        cpu_us_per_handshake: per(tls_full + tls_resumed),
+        cpu_us_per_request: per(requests),
+    }
 }

@@ -80,7 +80,7 @@ pub const IDLE: Duration = Duration::from_secs(60);
 pub const LINGER: Duration = Duration::from_secs(2);
 /// Poll timeout: how often a worker looks at the stop flag, publishes counters, dates; how
 /// often an HTTP/2 lane publishes its counters.
-const TICK: Duration = Duration::from_millis(100);
+pub(crate) const TICK: Duration = Duration::from_millis(100);
 /// Default for [`HttpdConfig::head_timeout`].
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`HttpdConfig::max_connections_per_address`].
@@ -253,6 +253,34 @@ impl Shared {
         true
     }
 
+    /// The counts the workers and lanes published so far.
+    fn stats(&self) -> HttpdStats {
+        let mut stats = HttpdStats::default();
+        for slot in &self.slots {
+            stats.connections_accepted += slot.accepted.load(Relaxed);
+            stats.requests += slot.requests.load(Relaxed);
+            for (sum, n) in stats.responses_by_status.iter_mut().zip(&slot.responses) {
+                *sum += n.load(Relaxed);
+            }
+            stats.body_bytes += slot.body_bytes.load(Relaxed);
+            stats.tls_full += slot.tls[0].load(Relaxed);
+            stats.tls_resumed += slot.tls[1].load(Relaxed);
+            stats.tls_failed += slot.tls[2].load(Relaxed);
+        }
+        for lane in &self.lanes {
+            stats.requests += lane.requests.load(Relaxed);
+            for (sum, n) in stats.responses_by_status.iter_mut().zip(&lane.responses) {
+                *sum += n.load(Relaxed);
+            }
+            stats.body_bytes += lane.body_bytes.load(Relaxed);
+            stats.h2_connections += lane.connections.load(Relaxed);
+            stats.h2_streams += lane.streams.load(Relaxed);
+            stats.h2_resets += lane.resets.load(Relaxed);
+            stats.h2_goaways += lane.goaways.load(Relaxed);
+        }
+        stats
+    }
+
     /// A connection from `ip` that [`Shared::admit`] counted has closed.
     fn release(&self, ip: IpAddr) {
         if self.max_per_address == usize::MAX {
@@ -265,6 +293,38 @@ impl Shared {
                 map.remove(&ip);
             }
         }
+    }
+}
+
+/// A running server's counts, readable from another thread (the agent's, for the window of an
+/// HTTP test against this server): its address, whether it is https, and [`HttpdHandle::stats`].
+#[derive(Clone)]
+pub struct HttpdCounters {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl HttpdCounters {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Whether the server speaks TLS on its port (`--https-port`).
+    pub fn is_https(&self) -> bool {
+        self.shared.tls.is_some()
+    }
+
+    /// The counts published so far (each worker's at most 100 ms old).
+    pub fn stats(&self) -> HttpdStats {
+        self.shared.stats()
+    }
+}
+
+impl std::fmt::Debug for HttpdCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpdCounters")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -414,30 +474,16 @@ impl HttpdHandle {
 
     /// The counts published so far (each worker's at most 100 ms old).
     pub fn stats(&self) -> HttpdStats {
-        let mut stats = HttpdStats::default();
-        for slot in &self.shared.slots {
-            stats.connections_accepted += slot.accepted.load(Relaxed);
-            stats.requests += slot.requests.load(Relaxed);
-            for (sum, n) in stats.responses_by_status.iter_mut().zip(&slot.responses) {
-                *sum += n.load(Relaxed);
-            }
-            stats.body_bytes += slot.body_bytes.load(Relaxed);
-            stats.tls_full += slot.tls[0].load(Relaxed);
-            stats.tls_resumed += slot.tls[1].load(Relaxed);
-            stats.tls_failed += slot.tls[2].load(Relaxed);
+        self.shared.stats()
+    }
+
+    /// A reader of this server's counts for another thread: the agent keeps one to report
+    /// its server's counts over a test's window (issue 27).
+    pub fn counters(&self) -> HttpdCounters {
+        HttpdCounters {
+            addr: self.addr,
+            shared: Arc::clone(&self.shared),
         }
-        for lane in &self.shared.lanes {
-            stats.requests += lane.requests.load(Relaxed);
-            for (sum, n) in stats.responses_by_status.iter_mut().zip(&lane.responses) {
-                *sum += n.load(Relaxed);
-            }
-            stats.body_bytes += lane.body_bytes.load(Relaxed);
-            stats.h2_connections += lane.connections.load(Relaxed);
-            stats.h2_streams += lane.streams.load(Relaxed);
-            stats.h2_resets += lane.resets.load(Relaxed);
-            stats.h2_goaways += lane.goaways.load(Relaxed);
-        }
-        stats
     }
 
     /// Accept failures (EMFILE and the like) and connections refused past `max_connections`.

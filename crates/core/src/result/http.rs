@@ -90,6 +90,40 @@ pub struct TlsSummary {
     /// rustls and the socket calls of the handshake); null when none completed.
     pub cpu_us_per_full_handshake: Option<f64>,
     pub cpu_us_per_resumed_handshake: Option<f64>,
+    /// The server's CPU time per handshake it completed, full and resumed together,
+    /// microseconds: `cpu_seconds` / (`tls_full` + `tls_resumed`) of the servers' own counts
+    /// (`servers[].counted_by_server`, issue 27); null when no server counted (not a linerate
+    /// server with its agent) or it completed none.
+    #[serde(default)]
+    pub server_cpu_us_per_handshake: Option<f64>,
+}
+
+/// What a linerate HTTP server (`serve --http-port`, `--https-port`) counted over an HTTP test,
+/// as the agent beside it read its counters at the test's start and end (issue 27): deltas,
+/// each worker's counts published at most 100 ms late (the agent waits that long at the end).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpServerCounts {
+    /// The ports of the agent's servers that the test's URLs named (their counts are summed).
+    pub ports: Vec<u16>,
+    /// Connections accepted (HTTP/1.1 and HTTP/2), request heads and HTTP/2 streams answered.
+    pub connections_accepted: u64,
+    pub requests: u64,
+    /// TLS handshakes completed, full and resumed, and failed.
+    pub tls_full: u64,
+    pub tls_resumed: u64,
+    pub tls_failed: u64,
+    /// HTTP/2 connections, streams answered, streams reset, connections ended by an error GOAWAY.
+    pub h2_connections: u64,
+    pub h2_streams: u64,
+    pub h2_resets: u64,
+    pub h2_goaways: u64,
+    /// The agent process's CPU time over its window (user + system, getrusage), seconds: the
+    /// server's, which runs in it, and the agent's own sampling (small beside it).
+    pub cpu_seconds: f64,
+    /// `cpu_seconds` per handshake completed (full and resumed) and per request, microseconds;
+    /// null when there were none.
+    pub cpu_us_per_handshake: Option<f64>,
+    pub cpu_us_per_request: Option<f64>,
 }
 
 /// One server's share of an HTTP load, counted by the client over the window as the totals are.
@@ -114,6 +148,10 @@ pub struct HttpServerSummary {
     /// Its host's samplers over the window (CPU, interrupts, interfaces), with this server's
     /// bytes and responses; null without an agent there.
     pub host: Option<SideSummary>,
+    /// The server's own counts over the test (a linerate server whose agent reported them);
+    /// null for another server, or an agent that runs none on the URL's port.
+    #[serde(default)]
+    pub counted_by_server: Option<HttpServerCounts>,
 }
 
 /// Connections the client began in the window, by outcome: an identity,

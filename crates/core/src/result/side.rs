@@ -244,6 +244,10 @@ pub struct SideReport {
     /// An agent's report: the profile it ran around the test (the agent fills it in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<super::ProfileRecord>,
+    /// An HTTP test's agent: its HTTP server's counts over the test, when the URLs named one of
+    /// its ports (issue 27); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_server: Option<super::HttpServerCounts>,
     /// Which I/O path drove the sockets: "syscall" (blocking read/write) or "io_uring".
     pub io: String,
     /// True when the run was cut short (Ctrl-C, a vanished peer).

@@ -67,9 +67,26 @@ fn servers(run: &HttpRun, agents: &[ServerSide<'_>]) -> Vec<HttpServerSummary> {
                     let r = a.report?;
                     Some(host_side_summary(a.name, r, c.bytes_in, c.responses, 0, secs))
                 }),
+                // The agent's server, when it serves this URL's port (issue 27).
+                counted_by_server: agent
+                    .and_then(|a| a.report?.http_server.as_ref())
+                    .filter(|h| h.ports.contains(&s.addr.port()))
+                    .cloned(),
             }
         })
         .collect()
+}
+
+/// The servers' CPU per TLS handshake they completed, over every agent that reported its
+/// server's counts (issue 27): their CPU seconds over their handshakes, microseconds.
+fn server_cpu_us_per_handshake(agents: &[ServerSide<'_>]) -> Option<f64> {
+    let (cpu, handshakes) = agents
+        .iter()
+        .filter_map(|a| a.report?.http_server.as_ref())
+        .fold((0.0, 0u64), |(cpu, n), h| {
+            (cpu + h.cpu_seconds, n + h.tls_full + h.tls_resumed)
+        });
+    (handshakes > 0).then(|| cpu * 1e6 / handshakes as f64)
 }
 
 /// The users' figures over the window.
@@ -120,6 +137,7 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
                 resumed_time_us: lat(&t.resumed_time),
                 cpu_us_per_full_handshake: cpu_us(t.full_cpu_ns, t.full),
                 cpu_us_per_resumed_handshake: cpu_us(t.resumed_cpu_ns, t.resumed),
+                server_cpu_us_per_handshake: None,
             }
         }),
         connections: ConnectionCounts {
@@ -320,6 +338,9 @@ pub(crate) fn assemble(
     notes.extend(run_notes(spec, run));
     let mut http = summarise(spec, run);
     http.servers = servers(run, agents);
+    if let Some(tls) = &mut http.tls {
+        tls.server_cpu_us_per_handshake = server_cpu_us_per_handshake(agents);
+    }
     TestResult {
         linerate: crate::VERSION.to_string(),
         schema: SCHEMA,

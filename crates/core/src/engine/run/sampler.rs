@@ -389,6 +389,7 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
         timeline: timeline.into_entries(),
         config: None,
         profile: None,
+        http_server: None,
         io: String::new(),
         partial,
         notes,
