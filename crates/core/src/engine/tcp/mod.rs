@@ -21,10 +21,12 @@ mod oneway;
 mod runner;
 mod stream;
 mod uring;
+mod zerocopy;
 
 pub use stream::DataStream;
 
-use super::{Control, EngineError, Sink};
+use super::{Control, EngineError, Sink, sockopt};
+use std::sync::atomic::Ordering::Relaxed;
 use crate::result::SideReport;
 use crate::spec::TcpSpec;
 
@@ -37,14 +39,25 @@ pub fn run(
     sink: &mut dyn Sink,
     control: &Control,
 ) -> Result<SideReport, EngineError> {
-    runner::run(spec, &oneway::OneWay, cpus, &streams, sink, control)
+    let oneway = oneway::OneWay::default();
+    let mut report = runner::run(spec, &oneway, cpus, &streams, sink, control)?;
+    let tally = &oneway.tally;
+    let seen = sockopt::ZeroCopySeen {
+        asked: spec.zerocopy,
+        io_uring: report.io == "io_uring",
+        fell_back: tally.fell_back.load(Relaxed),
+        completed: tally.completed.load(Relaxed),
+        copied: tally.copied.load(Relaxed),
+    };
+    let notes = sockopt::zerocopy_notes(seen, &mut report.streams);
+    report.notes.extend(notes);
+    Ok(report)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::NullSink;
-    use crate::engine::sockopt;
     use crate::result::{Role, StreamEnd};
     use crate::spec::Limit;
     use crate::units::ByteSize;
