@@ -85,8 +85,7 @@ impl Workload for OneWay {
 fn blocking_stream(s: &WorkerStream<'_>, buf: &mut [u8], sender: &mut Sender, shared: &Shared<'_>) {
     let c = &shared.counters[s.idx];
     let control = shared.control;
-    let sock = s.socket;
-    let waitall = std::env::var_os("LR_WAITALL").is_some();
+    let mut sock = s.socket;
     let (mut bytes, mut ops) = (0u64, 0u64);
     let end = match s.role {
         Role::Send => {
@@ -123,7 +122,7 @@ fn blocking_stream(s: &WorkerStream<'_>, buf: &mut [u8], sender: &mut Sender, sh
             if control.aborted() {
                 break StreamEnd::Stopped;
             }
-            match read_full(sock, buf, waitall) {
+            match sock.read(buf) {
                 Ok(0) => break StreamEnd::Eof,
                 Ok(k) => {
                     bytes += k as u64;
@@ -142,14 +141,3 @@ fn blocking_stream(s: &WorkerStream<'_>, buf: &mut [u8], sender: &mut Sender, sh
     shared.finish(s.idx, end);
 }
 
-/// One read of up to `buf.len()` bytes; with `waitall`, MSG_WAITALL: the call returns when the
-/// buffer is full, at end of stream, or when the socket's receive timeout (the poll slice) ends.
-fn read_full(mut sock: &std::net::TcpStream, buf: &mut [u8], waitall: bool) -> io::Result<usize> {
-    if !waitall {
-        return sock.read(buf);
-    }
-    use std::os::fd::AsRawFd;
-    // SAFETY: a buffer we own for the length given; the descriptor lives through the call.
-    let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_WAITALL) };
-    if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
-}
