@@ -308,8 +308,14 @@ mod tests {
     #[test]
     fn issue_28_zerocopy_takes_a_path_and_bare_means_sendfile() {
         assert_eq!(spec(&["h"]).expect("valid").zerocopy, None);
-        assert_eq!(spec(&["h", "--zerocopy"]).expect("valid").zerocopy, Some(ZeroCopy::Sendfile));
-        assert_eq!(spec(&["h", "--zerocopy=msg"]).expect("valid").zerocopy, Some(ZeroCopy::Msg));
+        assert_eq!(
+            spec(&["h", "--zerocopy"]).expect("valid").zerocopy,
+            Some(ZeroCopy::Sendfile)
+        );
+        assert_eq!(
+            spec(&["h", "--zerocopy=msg"]).expect("valid").zerocopy,
+            Some(ZeroCopy::Msg)
+        );
         // The value needs `=`: a word after the bare flag is a target, not a path.
         let a = parse(&["--zerocopy", "h"]).expect("parses");
         assert_eq!(a.zerocopy, Some(ZeroCopy::Sendfile));

@@ -315,7 +315,11 @@ fn issue_28_zerocopy_moves_every_byte_and_records_its_path() {
         assert_eq!(v["options"]["zerocopy"], path);
         for d in directions_of(dir) {
             assert_eq!(stream_bytes(&v, d, "sent"), 2 * 300 * 100_000, "{path} {d} sent");
-            assert_eq!(stream_bytes(&v, d, "received"), 2 * 300 * 100_000, "{path} {d} received");
+            assert_eq!(
+                stream_bytes(&v, d, "received"),
+                2 * 300 * 100_000,
+                "{path} {d} received"
+            );
         }
         for s in v["summary"]["streams"].as_array().expect("streams") {
             assert_eq!(s["sender_socket"]["zerocopy"], path, "{path} {dir:?}: {s}");
@@ -330,7 +334,10 @@ fn issue_28_zerocopy_moves_every_byte_and_records_its_path() {
     // Time mode: what was sent until the deadline is what was received.
     let v = tcp_json(&[&agent.addr, "-t", "0.5", "-i", "0", "--zerocopy"], LIMIT);
     assert_eq!(v["options"]["zerocopy"], "sendfile", "bare --zerocopy is sendfile");
-    assert_eq!(stream_bytes(&v, "forward", "sent"), stream_bytes(&v, "forward", "received"));
+    assert_eq!(
+        stream_bytes(&v, "forward", "sent"),
+        stream_bytes(&v, "forward", "received")
+    );
     assert!(stream_bytes(&v, "forward", "sent") > 0);
 }
 
@@ -350,7 +357,10 @@ fn issue_28_zerocopy_under_io_uring_falls_back_with_a_note() {
     let s = &v["summary"]["streams"][0];
     assert!(s["sender_socket"]["zerocopy"].is_null(), "{s}");
     let notes = v["notes"].to_string();
-    assert!(notes.contains("--zerocopy msg does not apply with --depth above 1"), "{notes}");
+    assert!(
+        notes.contains("--zerocopy msg does not apply with --depth above 1"),
+        "{notes}"
+    );
 }
 
 /// A bad `--zerocopy` value, or one with --mix, is a usage error: exit 2, one line (issue 28).

@@ -301,7 +301,9 @@ impl TcpSpec {
         self.validate_mix()?;
         if let (Some(z), Some(m)) = (self.zerocopy, self.mix) {
             // A mixed connection's transfers are answered one by one in its own loops.
-            return Err(SpecError::Conflict(format!("--zerocopy {z} does not apply to --mix {m}")));
+            return Err(SpecError::Conflict(format!(
+                "--zerocopy {z} does not apply to --mix {m}"
+            )));
         }
         let directions: u128 = if self.streams_per_agent() > usize::from(self.streams) {
             2

@@ -238,18 +238,25 @@ mod tests {
                 "MSG_ZEROCOPY: the kernel copied 10 of 10 completed sends (SO_EE_CODE_ZEROCOPY_COPIED; it always does to a local socket, as over loopback)"
             ]
         );
-        assert_eq!(streams[0].socket.zerocopy, Some(ZeroCopy::Msg), "a granted path is kept");
-        let uring = ZeroCopySeen {
-            io_uring: true,
-            ..seen
-        };
+        assert_eq!(
+            streams[0].socket.zerocopy,
+            Some(ZeroCopy::Msg),
+            "a granted path is kept"
+        );
+        let uring = ZeroCopySeen { io_uring: true, ..seen };
         assert_eq!(
             zerocopy_notes(uring, &mut streams),
             ["--zerocopy msg does not apply with --depth above 1 (io_uring): the writes copied"]
         );
         assert!(streams.iter().all(|s| s.socket.zerocopy.is_none()), "no path claimed");
         let receiving = &mut streams[2..];
-        assert!(zerocopy_notes(seen, receiving).is_empty(), "receives copy anyway: no note");
-        assert!(zerocopy_notes(ZeroCopySeen::default(), &mut streams).is_empty(), "not asked");
+        assert!(
+            zerocopy_notes(seen, receiving).is_empty(),
+            "receives copy anyway: no note"
+        );
+        assert!(
+            zerocopy_notes(ZeroCopySeen::default(), &mut streams).is_empty(),
+            "not asked"
+        );
     }
 }

@@ -140,4 +140,3 @@ fn blocking_stream(s: &WorkerStream<'_>, buf: &mut [u8], sender: &mut Sender, sh
     };
     shared.finish(s.idx, end);
 }
-

@@ -42,7 +42,12 @@ pub(super) enum Sender {
     Sendfile(File),
     /// MSG_ZEROCOPY: sends numbered from 0 by the kernel; `next` is the next send's number and
     /// `done` how many have completed (completions arrive in order on TCP).
-    Msg { next: u32, done: u32, completed: u64, copied: u64 },
+    Msg {
+        next: u32,
+        done: u32,
+        completed: u64,
+        copied: u64,
+    },
 }
 
 impl Sender {
@@ -79,7 +84,11 @@ impl Sender {
                 // SAFETY: two descriptors that live through the call and an offset we own; the
                 // kernel reads the file from `at` and advances our copy of it only.
                 let n = unsafe { libc::sendfile(sock.as_raw_fd(), f.as_raw_fd(), &mut at, buf.len() - off) };
-                if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
             }
             Sender::Msg { next, done, .. } => {
                 if next.wrapping_sub(*done) >= REAP_PENDING {
@@ -89,14 +98,7 @@ impl Sender {
                 // SAFETY: the slice lives as long as the worker's buffer, which outlives every
                 // send of the stream; the kernel keeps its own references to the pages until it
                 // reports the send complete.
-                let n = unsafe {
-                    libc::send(
-                        sock.as_raw_fd(),
-                        rest.as_ptr().cast(),
-                        rest.len(),
-                        libc::MSG_ZEROCOPY,
-                    )
-                };
+                let n = unsafe { libc::send(sock.as_raw_fd(), rest.as_ptr().cast(), rest.len(), libc::MSG_ZEROCOPY) };
                 if n >= 0 {
                     if let Sender::Msg { next, .. } = self {
                         *next = next.wrapping_add(1);
@@ -104,12 +106,20 @@ impl Sender {
                     return Ok(n as usize);
                 }
                 let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::ENOBUFS) {
+                match e.raw_os_error() {
                     // Out of option memory: wait for completions, then the caller sends again.
-                    self.reap(sock, true);
-                    return Err(io::ErrorKind::WouldBlock.into());
+                    Some(libc::ENOBUFS) => {
+                        self.reap(sock, true);
+                        Err(io::ErrorKind::WouldBlock.into())
+                    }
+                    // A full socket: read what completed meanwhile, so that an event loop's
+                    // epoll (which always reports a non-empty error queue) waits for room.
+                    Some(libc::EAGAIN) => {
+                        self.reap(sock, false);
+                        Err(e)
+                    }
+                    _ => Err(e),
                 }
-                Err(e)
             }
         }
     }
@@ -117,7 +127,13 @@ impl Sender {
     /// Reads MSG_ZEROCOPY completions from the error queue; with `wait`, first waits up to 10
     /// ms for one. A control buffer on the stack: nothing is allocated.
     fn reap(&mut self, sock: &TcpStream, wait: bool) {
-        let Sender::Msg { done, completed, copied, .. } = self else {
+        let Sender::Msg {
+            done,
+            completed,
+            copied,
+            ..
+        } = self
+        else {
             return;
         };
         let fd = sock.as_raw_fd();
@@ -153,8 +169,7 @@ impl Sender {
                     || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR);
                 if ours {
                     // SAFETY: as above.
-                    let ee: libc::sock_extended_err =
-                        unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cm).cast()) };
+                    let ee: libc::sock_extended_err = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cm).cast()) };
                     if ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY && ee.ee_errno == 0 {
                         // ee_info..=ee_data: the numbers of the sends completed.
                         let n = ee.ee_data.wrapping_sub(ee.ee_info).wrapping_add(1);
@@ -219,13 +234,8 @@ mod tests {
         for path in [None, Some(ZeroCopy::Sendfile), Some(ZeroCopy::Msg)] {
             let (tx, mut rx) = pair();
             if path == Some(ZeroCopy::Msg) {
-                crate::engine::sockopt::set_int(
-                    std::os::fd::AsFd::as_fd(&tx),
-                    libc::SOL_SOCKET,
-                    libc::SO_ZEROCOPY,
-                    1,
-                )
-                .expect("SO_ZEROCOPY on loopback TCP");
+                crate::engine::sockopt::set_int(std::os::fd::AsFd::as_fd(&tx), libc::SOL_SOCKET, libc::SO_ZEROCOPY, 1)
+                    .expect("SO_ZEROCOPY on loopback TCP");
             }
             let tally = Tally::default();
             let mut s = Sender::new(path, &buf, &tally);
