@@ -39,6 +39,7 @@ import benchlib  # noqa: E402
 # The comparisons, in the order each round runs them.
 BENCHES = [
     "tcp_vs_iperf3",
+    "tcp_zerocopy_vs_iperf3",
     "tcp_streams_vs_iperf3",
     "udp_vs_iperf3",
     "rr_vs_sockperf",

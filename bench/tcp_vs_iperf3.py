@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""linerate beside iperf3 on loopback: TCP, 1 and 2 streams, 10 s, three interleaved rounds.
+"""linerate beside iperf3 on loopback: TCP, 1 and 2 streams, 4 s runs, nine interleaved rounds.
 
 Prints each run, then the median ratio linerate/iperf3 of receiver throughput and of CPU seconds
 per gigabit (client + server process CPU time, user + system, over the gigabits the receiver
-counted). Run it as root on a quiet machine:
+counted), then the checks of issue 28 for each stream count: the median throughput ratio
+(target >= 1.0), the CPU-per-Gbit ratio (target <= 1.0) and each tool's slowest round below its
+median (target: linerate's within 10 %). Run it as root on a quiet machine:
 
-    python3 bench/tcp_vs_iperf3.py [--seconds 10] [--rounds 3] [--before PATH]
+    python3 bench/tcp_vs_iperf3.py [--seconds 4] [--rounds 9] [--streams 1,2] [--pin]
+                                   [--zerocopy [sendfile|msg]] [--before PATH]
+
+--pin puts the client on CPU 0 and the server on CPU 1 for both tools (`--cpus 0 --peer-cpus 1`,
+`iperf3 -A 0,1`). --zerocopy compares `linerate tcp --zerocopy` with `iperf3 -Z` (sendfile);
+bench/tcp_zerocopy_vs_iperf3.py runs that.
 
 With --before PATH (another linerate binary) every round runs iperf3, this build, then PATH, and
 a last table gives each build's ratio to iperf3 and the after/before ratio of the medians.
@@ -14,6 +21,7 @@ It re-runs itself in a session of its own (setsid) with a raised autogroup prior
 other sessions' load does not win the CPU. Installs iperf3 (Debian) and builds linerate
 (release) when they are missing. Sends traffic to 127.0.0.1 only.
 """
+import functools
 import functools
 import os
 import statistics
@@ -27,15 +35,18 @@ LINERATE = benchlib.LINERATE
 
 PEER = "iperf3"
 NEEDS = (["iperf3"], ["iperf3"])  # commands, and the Debian packages that bring them
-DEFAULT_SECONDS = 10
-STREAMS = (1, 2)
+DEFAULT_SECONDS = 4
+# The options below at their defaults, for bench/all.py.
+EXTRA_DEFAULTS = {"streams": "1,2", "pin": False, "zerocopy": None}
 
 
-def linerate(binary, streams, seconds, port):
+def linerate(binary, opts, streams, seconds, port):
     srv = benchlib.start_server([binary, "serve", "--bind", "127.0.0.1", "--port", str(port)], port)
+    extra = (["--cpus", "0", "--peer-cpus", "1"] if opts.pin else []) + (
+        [f"--zerocopy={opts.zerocopy}"] if opts.zerocopy else [])
     try:
         doc, client_cpu = benchlib.run_json_cpu(
-            [binary, "tcp", f"127.0.0.1:{port}", "-P", str(streams), "-t", str(seconds), "-i", "0", "--json"],
+            [binary, "tcp", f"127.0.0.1:{port}", "-P", str(streams), "-t", str(seconds), "-i", "0", "--json"] + extra,
             seconds + 30,
         )
     finally:
@@ -44,11 +55,13 @@ def linerate(binary, streams, seconds, port):
     return received["bits_per_second"], received["bytes"], client_cpu + server_cpu
 
 
-def iperf3(streams, seconds, port):
+def iperf3(opts, streams, seconds, port):
     srv = benchlib.start_server(["iperf3", "-s", "-p", str(port), "-B", "127.0.0.1"], port)
+    extra = (["-A", "0,1"] if opts.pin else []) + (["-Z"] if opts.zerocopy else [])
     try:
         doc, client_cpu = benchlib.run_json_cpu(
-            ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", str(streams), "-t", str(seconds), "-J"], seconds + 30
+            ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", str(streams), "-t", str(seconds), "-J"] + extra,
+            seconds + 30,
         )
     finally:
         server_cpu = benchlib.stop_server(srv)
@@ -56,8 +69,12 @@ def iperf3(streams, seconds, port):
     return received["bits_per_second"], received["bytes"], client_cpu + server_cpu
 
 
+def counts(args):
+    return [int(n) for n in args.streams.split(",")]
+
+
 def runs_per_round(args):
-    return len(STREAMS) * (2 + bool(args.before))
+    return len(counts(args)) * (2 + bool(args.before))
 
 
 def setup(args):
@@ -72,9 +89,10 @@ def run_round(args, rnd, ctx, log=print):
     """One round: every stream count, iperf3 and linerate (and --before's build) in the order
     benchlib.round_order gives. Returns rows (streams, tool, (bits/s, CPU s per Gbit))."""
     rows = []
-    for streams in STREAMS:
-        runs = [(name, functools.partial(linerate, binary)) for name, binary in benchlib.binaries(args)]
-        for name, fn in benchlib.round_order(args, rnd, runs[:1] + [("iperf3", iperf3)] + runs[1:]):
+    for streams in counts(args):
+        runs = [(name, functools.partial(linerate, binary, args)) for name, binary in benchlib.binaries(args)]
+        peer = ("iperf3", functools.partial(iperf3, args))
+        for name, fn in benchlib.round_order(args, rnd, runs[:1] + [peer] + runs[1:]):
             ctx["port"] += 1
             bps, nbytes, cpu = fn(streams, args.seconds, ctx["port"])
             per_gbit = cpu / (nbytes * 8 / 1e9)
@@ -87,16 +105,33 @@ def run_round(args, rnd, ctx, log=print):
 def pairs(rows):
     """One round's rows as linerate/iperf3 pairs: Mbit/s received, CPU s per Gbit."""
     got = {(k, tool): v for k, tool, v in rows}
+    streams = sorted({k for k, _, _ in rows})
     return [benchlib.Pair(f"-P {n}", "Mbit/s", got[(n, "linerate")][0] / 1e6, got[(n, "iperf3")][0] / 1e6,
-                          "CPU s/Gbit", got[(n, "linerate")][1], got[(n, "iperf3")][1]) for n in STREAMS]
+                          "CPU s/Gbit", got[(n, "linerate")][1], got[(n, "iperf3")][1]) for n in streams]
+
+
+def options(ap):
+    ap.add_argument("--streams", default="1,2", help="stream counts, comma-separated (default 1,2)")
+    ap.add_argument("--pin", action="store_true", help="client on CPU 0, server on CPU 1, both tools")
+    ap.add_argument("--zerocopy", nargs="?", const="sendfile", choices=["sendfile", "msg"],
+                    help="linerate --zerocopy=PATH against iperf3 -Z")
+    ap.set_defaults(rounds=9)  # issue 28 asks for at least nine rounds
+
+
+def spread(values):
+    """How far the slowest round falls below the median, as a share of the median."""
+    m = statistics.median(values)
+    return (m - min(values)) / m
 
 
 def main():
-    args = benchlib.arguments(__doc__, DEFAULT_SECONDS)
+    args = benchlib.arguments(__doc__, DEFAULT_SECONDS, options)
     benchlib.prepare(args, *NEEDS)
     version = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"# {version}; linerate {subprocess.run([LINERATE, '--version'], capture_output=True, text=True).stdout.strip()}")
-    print(f"# loopback, {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
+    print(f"# loopback, {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs"
+          f"{', pinned client CPU 0, server CPU 1' if args.pin else ''}"
+          f"{f', linerate --zerocopy={args.zerocopy} vs iperf3 -Z' if args.zerocopy else ''}")
     benchlib.print_builds(args)
     print(f"{'round':>5} {'P':>2} {'tool':<9} {'Mbit/s':>10} {'CPU s':>7} {'CPU s/Gbit':>11}")
     results = {}
@@ -106,14 +141,27 @@ def main():
             results.setdefault((streams, name), []).append(values)
     print()
     print(f"{'P':>2} {'linerate Mbit/s':>16} {'iperf3 Mbit/s':>14} {'ratio':>6}   {'linerate CPU s/Gbit':>19} {'iperf3':>8} {'ratio':>6}")
-    for streams in (1, 2):
+    for streams in counts(args):
         lr, ip = results[(streams, "linerate")], results[(streams, "iperf3")]
         lt, it = statistics.median(x[0] for x in lr), statistics.median(x[0] for x in ip)
         lc, ic = statistics.median(x[1] for x in lr), statistics.median(x[1] for x in ip)
         print(f"{streams:>2} {lt / 1e6:>16.1f} {it / 1e6:>14.1f} {lt / it:>6.3f}   {lc:>19.4f} {ic:>8.4f} {lc / ic:>6.3f}")
     print("# medians; throughput ratio >= 1 and CPU ratio <= 1 favour linerate")
+    print()
+    print("# checks (issue 28): median throughput ratio >= 1.0, CPU per Gbit ratio <= 1.0, "
+          "linerate's slowest round within 10 % of its median")
+    for streams in counts(args):
+        lr, ip = results[(streams, "linerate")], results[(streams, "iperf3")]
+        ratio = statistics.median(x[0] for x in lr) / statistics.median(x[0] for x in ip)
+        cpu = statistics.median(x[1] for x in lr) / statistics.median(x[1] for x in ip)
+        lsp, isp = spread([x[0] for x in lr]), spread([x[0] for x in ip])
+        verdict = lambda ok: "PASS" if ok else "FAIL"
+        print(f"-P {streams}: throughput ratio {ratio:.3f} {verdict(ratio >= 1.0)}; "
+              f"CPU per Gbit ratio {cpu:.3f} {verdict(cpu <= 1.0)}; "
+              f"slowest round below median: linerate {lsp * 100:.1f} % {verdict(lsp <= 0.10)}, "
+              f"iperf3 {isp * 100:.1f} %")
     if args.before:
-        benchlib.print_before("iperf3", results, [(f"-P {n}", lambda tool, n=n: (n, tool)) for n in (1, 2)],
+        benchlib.print_before("iperf3", results, [(f"-P {n}", lambda tool, n=n: (n, tool)) for n in counts(args)],
                               [("Mbit/s", 0, 1e6), ("CPU s/Gbit", 1, 1)])
 
 

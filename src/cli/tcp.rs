@@ -3,7 +3,7 @@
 use super::common::{HostArgs, OutputArgs, StreamArgs};
 use super::timing::TimingArgs;
 use super::usage::Usage;
-use linerate_core::spec::{Mix, TcpSpec};
+use linerate_core::spec::{Mix, TcpSpec, ZeroCopy};
 use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]
@@ -60,6 +60,17 @@ pub struct TcpArgs {
         long_help = "Writes or reads kept in flight per stream, like NTttcp's pre-posted buffers (-a).\n1 uses plain blocking calls; more submits N operations per stream through io_uring\nand resubmits each as it completes. Where io_uring is unavailable (old kernel,\nseccomp), the run falls back to one call at a time and the result says so."
     )]
     pub depth: u32,
+
+    /// Send without copying: sendfile from a memory file (default) or msg (MSG_ZEROCOPY)
+    #[arg(
+        long,
+        value_name = "PATH",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "sendfile",
+        long_help = "The senders hand pages to the kernel instead of copying each write. sendfile (the\ndefault, as iperf3 -Z): sendfile(2) from a memory file holding the buffer.\nmsg: send(2) with MSG_ZEROCOPY (SO_ZEROCOPY), completions read from the error\nqueue; it pays for writes above about 10 KB, and to a local socket (loopback) the\nkernel copies anyway, which the result notes. Applies to sending streams on both\nends (-R, --bidir); with --depth above 1 the writes copy and the result says so.\nExamples: --zerocopy, --zerocopy=msg"
+    )]
+    pub zerocopy: Option<ZeroCopy>,
 
     /// The agents send, the client receives
     #[arg(short = 'R', long, conflicts_with = "bidir")]
@@ -125,6 +136,7 @@ impl TcpArgs {
             link_speed: self.link_speed,
             link_mtu_bytes: self.mtu,
             mix: self.mix,
+            zerocopy: self.zerocopy,
         };
         spec.validate()?;
         // Every sweep point before the first runs, not when its turn comes.
@@ -292,5 +304,22 @@ mod tests {
         assert_eq!(t[1].addr.to_string(), "[::1]:7000");
         assert!(parse(&[]).is_err(), "a host is required");
         assert!(parse(&["h", "--bogus"]).is_err());
+    }
+    #[test]
+    fn issue_28_zerocopy_takes_a_path_and_bare_means_sendfile() {
+        assert_eq!(spec(&["h"]).expect("valid").zerocopy, None);
+        assert_eq!(
+            spec(&["h", "--zerocopy"]).expect("valid").zerocopy,
+            Some(ZeroCopy::Sendfile)
+        );
+        assert_eq!(
+            spec(&["h", "--zerocopy=msg"]).expect("valid").zerocopy,
+            Some(ZeroCopy::Msg)
+        );
+        // The value needs `=`: a word after the bare flag is a target, not a path.
+        let a = parse(&["--zerocopy", "h"]).expect("parses");
+        assert_eq!(a.zerocopy, Some(ZeroCopy::Sendfile));
+        assert!(parse(&["h", "--zerocopy=splice"]).is_err());
+        assert!(spec(&["h", "--zerocopy", "--mix", "70:30"]).is_err());
     }
 }

@@ -293,3 +293,84 @@ fn text_summary_has_the_seed_report_rows() {
         "live lines\n{text}"
     );
 }
+
+/// `--zerocopy` (issue 28): every path, in every direction, moves exactly the bytes the receivers
+/// count, and the result says which path each sending socket took.
+#[test]
+fn issue_28_zerocopy_moves_every_byte_and_records_its_path() {
+    let agent = Agent::start(&[]);
+    let cases: [(&str, &[&str]); 4] = [
+        ("sendfile", &[]),
+        ("msg", &[]),
+        ("sendfile", &["--reverse"]),
+        ("msg", &["--bidir"]),
+    ];
+    for (path, dir) in cases {
+        let flag = format!("--zerocopy={path}");
+        let mut args = vec![agent.addr.as_str(), "-n", "300", "-l", "100000", "-P", "2", &flag];
+        args.extend_from_slice(dir);
+        let v = tcp_json(&args, LIMIT);
+        check_document(&v);
+        assert_eq!(v["partial"], false, "{path} {dir:?}: {}", v["notes"]);
+        assert_eq!(v["options"]["zerocopy"], path);
+        for d in directions_of(dir) {
+            assert_eq!(stream_bytes(&v, d, "sent"), 2 * 300 * 100_000, "{path} {d} sent");
+            assert_eq!(
+                stream_bytes(&v, d, "received"),
+                2 * 300 * 100_000,
+                "{path} {d} received"
+            );
+        }
+        for s in v["summary"]["streams"].as_array().expect("streams") {
+            assert_eq!(s["sender_socket"]["zerocopy"], path, "{path} {dir:?}: {s}");
+            assert!(s["receiver_socket"]["zerocopy"].is_null(), "receives copy: {s}");
+        }
+        let notes = v["notes"].to_string();
+        if path == "msg" {
+            // Over loopback the kernel copies MSG_ZEROCOPY sends and says so in each completion.
+            assert!(notes.contains("MSG_ZEROCOPY"), "{notes}");
+        }
+    }
+    // Time mode: what was sent until the deadline is what was received.
+    let v = tcp_json(&[&agent.addr, "-t", "0.5", "-i", "0", "--zerocopy"], LIMIT);
+    assert_eq!(v["options"]["zerocopy"], "sendfile", "bare --zerocopy is sendfile");
+    assert_eq!(
+        stream_bytes(&v, "forward", "sent"),
+        stream_bytes(&v, "forward", "received")
+    );
+    assert!(stream_bytes(&v, "forward", "sent") > 0);
+}
+
+/// Where zero-copy cannot apply (`--depth` above 1 runs io_uring), the writes copy, the grant
+/// says so (no path) and a note says why (issue 28).
+#[test]
+fn issue_28_zerocopy_under_io_uring_falls_back_with_a_note() {
+    if !can_run(&[Need::IoUring]) {
+        return;
+    }
+    let agent = Agent::start(&[]);
+    let v = tcp_json(
+        &[&agent.addr, "-n", "50", "-l", "64K", "--depth", "4", "--zerocopy=msg"],
+        LIMIT,
+    );
+    assert_eq!(u(&v, "/summary/received/bytes"), 50 * 65_536);
+    let s = &v["summary"]["streams"][0];
+    assert!(s["sender_socket"]["zerocopy"].is_null(), "{s}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("--zerocopy msg does not apply with --depth above 1"),
+        "{notes}"
+    );
+}
+
+/// A bad `--zerocopy` value, or one with --mix, is a usage error: exit 2, one line (issue 28).
+#[test]
+fn issue_28_bad_zerocopy_values_exit_2_with_one_line() {
+    for (args, needle) in [
+        (&["tcp", "127.0.0.1", "--zerocopy=splice"][..], "splice"),
+        (&["tcp", "127.0.0.1", "--zerocopy", "--mix", "70:30"][..], "--zerocopy"),
+    ] {
+        fails_with(args, needle, LIMIT);
+        assert_eq!(linerate(args, LIMIT).status.code(), Some(2), "{args:?}");
+    }
+}

@@ -5,9 +5,11 @@
 mod congestion;
 mod mix;
 mod timing;
+mod zerocopy;
 
 pub use mix::{Mix, MixPattern};
 pub use timing::{Limit, Timing};
+pub use zerocopy::ZeroCopy;
 
 use crate::units::{BitRate, ByteSize};
 use serde::ser::{SerializeStruct, Serializer};
@@ -163,6 +165,10 @@ pub struct TcpSpec {
     /// the next (see `spec::mix`); None = one-way streams as `direction` says.
     #[serde(default)]
     pub mix: Option<Mix>,
+    /// `--zerocopy`: the sending streams' zero-copy path (issue 28); None = copying writes.
+    /// Absent from documents written before it (and when None).
+    #[serde(default)]
+    pub zerocopy: Option<ZeroCopy>,
 }
 
 /// The most streams per agent and direction: far past what a host sustains, short of exhausting
@@ -254,6 +260,7 @@ impl TcpSpec {
             link_speed: None,
             link_mtu_bytes: None,
             mix: None,
+            zerocopy: None,
         }
     }
 
@@ -292,6 +299,12 @@ impl TcpSpec {
             congestion::usable(c)?;
         }
         self.validate_mix()?;
+        if let (Some(z), Some(m)) = (self.zerocopy, self.mix) {
+            // A mixed connection's transfers are answered one by one in its own loops.
+            return Err(SpecError::Conflict(format!(
+                "--zerocopy {z} does not apply to --mix {m}"
+            )));
+        }
         let directions: u128 = if self.streams_per_agent() > usize::from(self.streams) {
             2
         } else {
@@ -337,7 +350,10 @@ impl TcpSpec {
 
 impl Serialize for TcpSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut out = serializer.serialize_struct("TcpSpec", 18 + usize::from(self.mix.is_some()))?;
+        let mut out = serializer.serialize_struct(
+            "TcpSpec",
+            18 + usize::from(self.mix.is_some()) + usize::from(self.zerocopy.is_some()),
+        )?;
         keys!(out, self, streams, threads, cpus, peer_cpus, buffer_bytes);
         keys!(
             out,
@@ -361,6 +377,10 @@ impl Serialize for TcpSpec {
         // Absent, not null, when the streams run one way (documents before --mix had no key).
         if self.mix.is_some() {
             keys!(out, self, mix);
+        }
+        // Likewise absent when writes copy (documents before --zerocopy had no key).
+        if self.zerocopy.is_some() {
+            keys!(out, self, zerocopy);
         }
         out.end()
     }

@@ -29,6 +29,7 @@ fn stream(stream: u16, role: Role, bytes: u64, seconds: f64) -> StreamReport {
             mss_bytes: 8948,
             congestion: "cubic".into(),
             nodelay: false,
+            zerocopy: None,
         },
         tcp: (role == Role::Send).then_some(TcpSnapshot {
             rtt_us: 180,

@@ -126,6 +126,7 @@ mod tests {
                 mss_bytes: 32_768,
                 congestion: "bbr".into(),
                 nodelay: false,
+                zerocopy: None,
             },
             tcp: None,
             errors: ErrorCounts::default(),

@@ -136,6 +136,11 @@ pub struct SocketGrant {
     #[serde(with = "unknown_as_null", default)]
     pub congestion: String,
     pub nodelay: bool,
+    /// `--zerocopy`: the zero-copy send path in use on a sending TCP socket (issue 28); absent
+    /// when writes copy (receiving sockets, runs without it, or a path the kernel or the mode
+    /// refused: the notes then say why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy: Option<crate::spec::ZeroCopy>,
 }
 
 /// Why a stream ended.

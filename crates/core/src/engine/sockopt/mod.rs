@@ -13,8 +13,8 @@ mod raw;
 
 use super::EngineError;
 use crate::result::{Role, SocketGrant};
-use crate::spec::TcpSpec;
-pub(crate) use notes::{Asked, busy_poll_note, grant_notes};
+use crate::spec::{TcpSpec, ZeroCopy};
+pub(crate) use notes::{Asked, ZeroCopySeen, busy_poll_note, grant_notes, zerocopy_notes};
 use raw::Buffer;
 #[cfg(test)]
 pub(crate) use raw::set_int;
@@ -148,9 +148,22 @@ pub fn before_connect(sock: &socket2::Socket, spec: &TcpSpec) -> Result<(), Engi
 
 /// Applies a TCP spec to a connected one-way data socket for the given role and reads back the
 /// grant.
+/// A sending socket under `--zerocopy` also gets its path (`SocketGrant::zerocopy`): sendfile
+/// needs nothing of the socket; MSG_ZEROCOPY needs SO_ZEROCOPY, and where the kernel refuses it
+/// the grant stays empty, writes copy and the runner's notes say so.
 pub fn configure(stream: &TcpStream, spec: &TcpSpec, role: Role) -> Result<SocketGrant, EngineError> {
     let tuning = Tuning::tcp(spec, role == Role::Send, role == Role::Receive);
-    apply(stream, &tuning, Proto::Tcp)
+    let mut grant = apply(stream, &tuning, Proto::Tcp)?;
+    if role == Role::Send {
+        grant.zerocopy = spec.zerocopy.filter(|&z| z != ZeroCopy::Msg || enable_zerocopy(stream));
+    }
+    Ok(grant)
+}
+
+/// Sets SO_ZEROCOPY (Linux 4.14 and later), so sends may carry MSG_ZEROCOPY; false where the
+/// kernel refuses it.
+fn enable_zerocopy(stream: &TcpStream) -> bool {
+    raw::set_int(stream.as_fd(), libc::SOL_SOCKET, libc::SO_ZEROCOPY, 1).is_ok()
 }
 
 /// A connection that carries one transaction or one user's requests (rr's TCP_CRR, http):

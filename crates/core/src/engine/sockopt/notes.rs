@@ -3,6 +3,7 @@
 //! grants; out: note lines. Setting options is left to `sockopt`.
 
 use crate::result::{Role, SocketGrant, StreamReport};
+use crate::spec::ZeroCopy;
 use crate::units::ByteSize;
 
 /// What was asked of this end's sockets, for [`grant_notes`]: a receive window, a send buffer,
@@ -75,6 +76,74 @@ pub(crate) fn busy_poll_note(asked_us: u32, granted_us: Option<u32>) -> String {
     }
 }
 
+/// What one end saw of `--zerocopy` (issue 28), for [`zerocopy_notes`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ZeroCopySeen {
+    /// The path asked for; None when writes copy.
+    pub asked: Option<ZeroCopy>,
+    /// The sends went through io_uring (`--depth` above 1), which has no zero-copy path here.
+    pub io_uring: bool,
+    /// Sending streams whose worker could not make its memory file (sendfile) and copied.
+    pub fell_back: u64,
+    /// MSG_ZEROCOPY sends the kernel reported complete, and of those the ones it copied.
+    pub completed: u64,
+    pub copied: u64,
+}
+
+/// Makes each sending stream's grant say the path its bytes really took (cleared where they were
+/// copied after all) and returns a note for every refusal or fallback, and for MSG_ZEROCOPY how
+/// many completed sends the kernel reported as copied (SO_EE_CODE_ZEROCOPY_COPIED: it copies
+/// when the pages go to a local socket, as over loopback, or the device cannot gather them).
+/// Receiving streams copy either way and are left out.
+pub(crate) fn zerocopy_notes(seen: ZeroCopySeen, streams: &mut [StreamReport]) -> Vec<String> {
+    let Some(asked) = seen.asked else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    let sending = streams.iter().filter(|s| s.role == Role::Send).count();
+    if sending == 0 {
+        return notes;
+    }
+    let why = if seen.io_uring {
+        Some(format!(
+            "--zerocopy {asked} does not apply with --depth above 1 (io_uring): the writes copied"
+        ))
+    } else if seen.fell_back > 0 {
+        Some(format!(
+            "--zerocopy {asked}: no memory file could be made (memfd_create): the writes copied"
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        for s in streams.iter_mut() {
+            s.socket.zerocopy = None;
+        }
+        notes.push(why);
+        return notes;
+    }
+    let refused = streams
+        .iter()
+        .filter(|s| s.role == Role::Send && s.socket.zerocopy.is_none())
+        .count();
+    if refused > 0 {
+        notes.push(format!(
+            "--zerocopy {asked}: the kernel refused SO_ZEROCOPY on {refused} of {sending} sending streams: they copied"
+        ));
+    }
+    if asked == ZeroCopy::Msg && seen.completed > 0 {
+        notes.push(if seen.copied > 0 {
+            format!(
+                "MSG_ZEROCOPY: the kernel copied {} of {} completed sends (SO_EE_CODE_ZEROCOPY_COPIED; it always does to a local socket, as over loopback)",
+                seen.copied, seen.completed
+            )
+        } else {
+            format!("MSG_ZEROCOPY: all {} completed sends were zero-copy", seen.completed)
+        });
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +212,51 @@ mod tests {
         assert_eq!(
             busy_poll_note(50, Some(0)),
             "--busy-poll 50 us asked, 0 us granted (SO_BUSY_POLL read back)"
+        );
+    }
+    #[test]
+    fn issue_28_zerocopy_refusals_fall_back_with_a_note_and_the_grant_cleared() {
+        let granted = SocketGrant {
+            zerocopy: Some(ZeroCopy::Msg),
+            ..Default::default()
+        };
+        let mut streams = [
+            stream(Role::Send, granted.clone()),
+            stream(Role::Send, SocketGrant::default()),
+            stream(Role::Receive, SocketGrant::default()),
+        ];
+        let seen = ZeroCopySeen {
+            asked: Some(ZeroCopy::Msg),
+            completed: 10,
+            copied: 10,
+            ..Default::default()
+        };
+        assert_eq!(
+            zerocopy_notes(seen, &mut streams),
+            [
+                "--zerocopy msg: the kernel refused SO_ZEROCOPY on 1 of 2 sending streams: they copied",
+                "MSG_ZEROCOPY: the kernel copied 10 of 10 completed sends (SO_EE_CODE_ZEROCOPY_COPIED; it always does to a local socket, as over loopback)"
+            ]
+        );
+        assert_eq!(
+            streams[0].socket.zerocopy,
+            Some(ZeroCopy::Msg),
+            "a granted path is kept"
+        );
+        let uring = ZeroCopySeen { io_uring: true, ..seen };
+        assert_eq!(
+            zerocopy_notes(uring, &mut streams),
+            ["--zerocopy msg does not apply with --depth above 1 (io_uring): the writes copied"]
+        );
+        assert!(streams.iter().all(|s| s.socket.zerocopy.is_none()), "no path claimed");
+        let receiving = &mut streams[2..];
+        assert!(
+            zerocopy_notes(seen, receiving).is_empty(),
+            "receives copy anyway: no note"
+        );
+        assert!(
+            zerocopy_notes(ZeroCopySeen::default(), &mut streams).is_empty(),
+            "not asked"
         );
     }
 }

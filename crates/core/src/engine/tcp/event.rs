@@ -10,10 +10,11 @@
 
 use super::epoll::Epoll;
 use super::stream::WorkerStream;
+use super::zerocopy::{Sender, Tally};
 use crate::engine::run::Shared;
 use crate::engine::sockopt::POLL_SLICE;
 use crate::result::{Role, StreamEnd};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::Shutdown;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -29,12 +30,15 @@ struct State {
 }
 
 /// An epoll instance with the worker's streams registered, and room for one event per stream.
-pub(super) struct EventLoop {
+pub(super) struct EventLoop<'t> {
     epoll: Epoll,
     streams: Vec<State>,
+    /// How each stream's writes reach the kernel (`--zerocopy`); receivers hold a copying one.
+    senders: Vec<Sender>,
+    tally: &'t Tally,
 }
 
-impl EventLoop {
+impl<'t> EventLoop<'t> {
     /// Makes the sockets non-blocking and registers them, before the clock starts.
     ///
     /// Level-triggered, not edge-triggered: the loop does one read or write per ready stream per
@@ -42,7 +46,8 @@ impl EventLoop {
     /// that one call must be reported again by the next epoll_wait. Edge-triggered would only
     /// report it again after a call hit EAGAIN, so the loop would have to keep its own list of
     /// streams left ready; level-triggered lets the kernel keep that list.
-    pub fn new(mine: &[WorkerStream<'_>]) -> io::Result<EventLoop> {
+    /// A sending stream's zero-copy path is set up here too (`send_buf` is what it sends).
+    pub fn new(mine: &[WorkerStream<'_>], send_buf: &[u8], tally: &'t Tally) -> io::Result<EventLoop<'t>> {
         let epoll = Epoll::new(mine.len())?;
         for (i, s) in mine.iter().enumerate() {
             let interest = match s.role {
@@ -60,6 +65,8 @@ impl EventLoop {
                 };
                 mine.len()
             ],
+            senders: mine.iter().map(|s| Sender::new(s.zerocopy, send_buf, tally)).collect(),
+            tally,
         })
     }
 
@@ -116,7 +123,7 @@ impl EventLoop {
                     self.close(i, mine, shared, StreamEnd::Count, open);
                     return;
                 }
-                sock.write(&send_buf[st.off..])
+                self.senders[i].send(sock, send_buf, st.off)
             }
             Role::Receive => sock.read(recv_buf),
         };
@@ -160,6 +167,7 @@ impl EventLoop {
         let s = &mine[i];
         if s.role == Role::Send {
             let _ = s.socket.shutdown(Shutdown::Write);
+            self.senders[i].finish(s.socket, self.tally);
         }
         self.epoll.remove(s.socket);
         shared.finish(s.idx, end);

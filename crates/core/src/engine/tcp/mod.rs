@@ -21,12 +21,14 @@ mod oneway;
 mod runner;
 mod stream;
 mod uring;
+mod zerocopy;
 
 pub use stream::DataStream;
 
-use super::{Control, EngineError, Sink};
+use super::{Control, EngineError, Sink, sockopt};
 use crate::result::SideReport;
 use crate::spec::TcpSpec;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Runs one-way streams until senders reach their limit and receivers their end of stream (or
 /// until `control` says stop), and returns what this end counted.
@@ -37,16 +39,27 @@ pub fn run(
     sink: &mut dyn Sink,
     control: &Control,
 ) -> Result<SideReport, EngineError> {
-    runner::run(spec, &oneway::OneWay, cpus, &streams, sink, control)
+    let oneway = oneway::OneWay::default();
+    let mut report = runner::run(spec, &oneway, cpus, &streams, sink, control)?;
+    let tally = &oneway.tally;
+    let seen = sockopt::ZeroCopySeen {
+        asked: spec.zerocopy,
+        io_uring: report.io == "io_uring",
+        fell_back: tally.fell_back.load(Relaxed),
+        completed: tally.completed.load(Relaxed),
+        copied: tally.copied.load(Relaxed),
+    };
+    let notes = sockopt::zerocopy_notes(seen, &mut report.streams);
+    report.notes.extend(notes);
+    Ok(report)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::NullSink;
-    use crate::engine::sockopt;
     use crate::result::{Role, StreamEnd};
-    use crate::spec::Limit;
+    use crate::spec::{Limit, ZeroCopy};
     use crate::units::ByteSize;
     use std::net::TcpListener;
     use std::net::TcpStream;
@@ -108,6 +121,36 @@ mod tests {
         }
         assert!(sent.streams.iter().all(|s| s.end == StreamEnd::Count && s.ops == 50));
         assert!(received.streams.iter().all(|s| s.end == StreamEnd::Eof));
+    }
+
+    /// Issue 28: both zero-copy paths on one worker's epoll loop (two streams), every byte
+    /// counted on both ends, the path in the grant and MSG_ZEROCOPY's completions noted.
+    #[test]
+    fn issue_28_zerocopy_on_an_event_loop_moves_exactly_the_buffers_asked_for() {
+        for z in [ZeroCopy::Sendfile, ZeroCopy::Msg] {
+            let mut spec = TcpSpec::new();
+            spec.timing.limit = Limit::Buffers(60);
+            spec.buffer_bytes = ByteSize(70_000);
+            spec.threads = 1;
+            spec.zerocopy = Some(z);
+            let (sent, received) = run_pairs(&spec, 2);
+            for r in [&sent, &received] {
+                assert_eq!(
+                    r.streams.iter().map(|s| s.bytes).sum::<u64>(),
+                    2 * 60 * 70_000,
+                    "{z}: {r:?}"
+                );
+            }
+            assert!(sent.streams.iter().all(|s| s.socket.zerocopy == Some(z)), "{z}");
+            assert!(received.streams.iter().all(|s| s.socket.zerocopy.is_none()), "{z}");
+            if z == ZeroCopy::Msg {
+                assert!(
+                    sent.notes.iter().any(|n| n.contains("MSG_ZEROCOPY")),
+                    "{:?}",
+                    sent.notes
+                );
+            }
+        }
     }
 
     #[test]

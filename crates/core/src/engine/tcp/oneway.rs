@@ -5,15 +5,20 @@
 
 use super::runner::Workload;
 use super::stream::{DataStream, WorkerStream, is_again};
+use super::zerocopy::{Sender, Tally};
 use super::{event, uring};
 use crate::engine::run::{Gate, Shared};
 use crate::result::{Role, StreamEnd};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::Shutdown;
 use std::sync::atomic::Ordering::Relaxed;
 
-/// One-way streams: every socket sends or receives, as its [`DataStream::role`] says.
-pub(super) struct OneWay;
+/// One-way streams: every socket sends or receives, as its [`DataStream::role`] says; `tally`
+/// gathers what the workers saw of `--zerocopy`.
+#[derive(Default)]
+pub(super) struct OneWay {
+    pub tally: Tally,
+}
 
 /// A buffer of `len` bytes touched before the clock matters (a byte pattern, not zero pages);
 /// empty when `any` is false.
@@ -39,13 +44,16 @@ impl Workload for OneWay {
             idx: i,
             role: socket.role,
             socket: &socket.socket,
+            zerocopy: socket.grant.zerocopy.filter(|_| socket.role == Role::Send),
         }
     }
 
     fn blocking(&self, unit: &WorkerStream<'_>, shared: &Shared<'_>, gate: &Gate) {
         let mut buf = pattern(shared.buffer_bytes, true);
+        let mut sender = Sender::new(unit.zerocopy, &buf, &self.tally);
         gate.arrive_and_wait(&shared.sampler);
-        blocking_stream(unit, &mut buf, shared);
+        blocking_stream(unit, &mut buf, &mut sender, shared);
+        sender.finish(unit.socket, &self.tally);
     }
 
     /// The streams of one worker share a send and a receive buffer (their bytes are never
@@ -54,7 +62,7 @@ impl Workload for OneWay {
         let len = shared.buffer_bytes;
         let send_buf = pattern(len, units.iter().any(|s| s.role == Role::Send));
         let mut recv_buf = pattern(len, units.iter().any(|s| s.role == Role::Receive));
-        let mut ev = event::EventLoop::new(units)?;
+        let mut ev = event::EventLoop::new(units, &send_buf, &self.tally)?;
         gate.arrive_and_wait(&shared.sampler);
         ev.run(units, &send_buf, &mut recv_buf, shared);
         Ok(())
@@ -74,7 +82,7 @@ impl Workload for OneWay {
 }
 
 /// One stream on blocking calls until its end.
-fn blocking_stream(s: &WorkerStream<'_>, buf: &mut [u8], shared: &Shared<'_>) {
+fn blocking_stream(s: &WorkerStream<'_>, buf: &mut [u8], sender: &mut Sender, shared: &Shared<'_>) {
     let c = &shared.counters[s.idx];
     let control = shared.control;
     let mut sock = s.socket;
@@ -89,7 +97,7 @@ fn blocking_stream(s: &WorkerStream<'_>, buf: &mut [u8], shared: &Shared<'_>) {
                 if shared.count == Some(ops) {
                     break StreamEnd::Count;
                 }
-                match sock.write(&buf[off..]) {
+                match sender.send(sock, buf, off) {
                     Ok(k) => {
                         bytes += k as u64;
                         off += k;

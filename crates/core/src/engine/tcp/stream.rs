@@ -3,6 +3,7 @@
 //! them; and how a call that would block or was interrupted is told from a failure.
 
 use crate::result::{Role, SocketGrant};
+use crate::spec::ZeroCopy;
 use std::io;
 use std::net::TcpStream;
 
@@ -23,6 +24,8 @@ pub(super) struct WorkerStream<'a> {
     pub idx: usize,
     pub role: Role,
     pub socket: &'a TcpStream,
+    /// The zero-copy path a sending socket was granted (`SocketGrant::zerocopy`).
+    pub zerocopy: Option<ZeroCopy>,
 }
 
 /// A blocking call that timed out (the sockets' poll slice), would block, or was interrupted:
