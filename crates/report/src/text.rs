@@ -352,7 +352,7 @@ fn render_http(r: &TestResult) -> String {
             e.bad_response,
             e.local_limit,
             e.other,
-            e.tls_failures()
+            e.tls_failures() + &e.h2_failures()
         ),
     );
     if e.local_limit > 0 {
