@@ -11,6 +11,7 @@
 //! URLs in `tls`, and the agent-side host sampler in `sampler`.
 
 mod bins;
+mod h2;
 mod head;
 mod sampler;
 mod tls;
@@ -345,7 +346,19 @@ pub fn run(
     .clamp(1, users);
     // Made once before the clock starts (roots read, parsed); each user clones it.
     let tls_config = match targets.iter().any(|t| t.tls.is_some()) {
-        true => Some(tls::client_config(&spec.tls.clone().unwrap_or_default()).map_err(EngineError::Tls)?),
+        true => {
+            let config = tls::client_config(&spec.tls.clone().unwrap_or_default()).map_err(EngineError::Tls)?;
+            // --http2 offers h2 alone: a server that cannot speak it fails the handshake's
+            // check (tls_protocol), never gets HTTP/2 frames.
+            Some(match spec.http2 {
+                Some(_) => {
+                    let mut c = rustls::ClientConfig::clone(&config);
+                    c.alpn_protocols = vec![b"h2".to_vec()];
+                    std::sync::Arc::new(c)
+                }
+                None => config,
+            })
+        }
         false => None,
     };
     let state = RunState::new(threads);
@@ -374,7 +387,10 @@ pub fn run(
             targets,
             tls: tls_config.as_ref(),
         };
-        worker::work(load, w, threads, times, &shared, &gate)
+        match spec.http2 {
+            None => worker::work(load, w, threads, times, &shared, &gate),
+            Some(_) => h2::work(load, w, threads, times, &shared, &gate),
+        }
     })?;
     let outs = outs
         .into_iter()
