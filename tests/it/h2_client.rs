@@ -151,9 +151,11 @@ fn issue_27_a_server_stream_limit_below_streams_is_honoured_and_recorded() {
     let h2 = &v["summary"]["http2"];
     assert_eq!(u(&v, "/summary/http2/peer_max_concurrent_streams"), 4, "{h2}");
     assert_eq!(h2["capped"], true, "{h2}");
-    // Over 4 streams are in flight only as h2 holds them before they are sent: the slots past
-    // the limit retire once the SETTINGS are in, so the count never passes the slots asked for.
-    assert!(u(&v, "/summary/http2/max_streams_in_flight") <= 10, "{h2}");
+    // Only one stream goes out before the server's SETTINGS are known; then the slots past its
+    // limit retire: never more than 4 in flight, and none refused (nginx resets the streams past
+    // its limit).
+    let most = u(&v, "/summary/http2/max_streams_in_flight");
+    assert!((1..=4).contains(&most), "{h2}");
 }
 
 #[test]
@@ -185,7 +187,8 @@ fn tiny_h2_server(reset: bool) -> std::net::SocketAddr {
             let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
             while let Ok((s, _)) = listener.accept().await {
                 tokio::task::spawn_local(async move {
-                    let Ok(mut conn) = h2::server::handshake::<_, bytes::Bytes>(s).await else { return };
+                    let Ok(mut conn) = h2::server::handshake::<_>(s).await else { return };
+                    let _: &h2::server::Connection<_, bytes::Bytes> = &conn;
                     if !reset {
                         conn.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
                     }

@@ -207,6 +207,20 @@ struct Conn {
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS as h2 holds it (usize::MAX before any).
     cap: Cell<usize>,
     in_flight: Cell<u64>,
+    /// The server's SETTINGS are in: its first frames, so true once a response's head came
+    /// (or the first request ended). Until then only slot 0 sends, so a server's stream limit
+    /// is never exceeded before it is known (nginx refuses the streams past it).
+    settled: Cell<bool>,
+    settle: Notify,
+}
+
+impl Conn {
+    fn settled(&self) {
+        if !self.settled.get() {
+            self.settled.set(true);
+            self.settle.notify_waiters();
+        }
+    }
 }
 
 /// One worker: users `w`, `w + threads`, ... until the end.
@@ -493,6 +507,8 @@ async fn run_connection(ctx: &Rc<Ctx>, target: usize, send: h2::client::SendRequ
         target,
         cap: Cell::new(usize::MAX),
         in_flight: Cell::new(0),
+        settled: Cell::new(false),
+        settle: Notify::new(),
     });
     for slot in 0..ctx.streams {
         tokio::task::spawn_local(stream_slot(Rc::clone(ctx), send.clone(), slot, Rc::clone(&conn)));
@@ -517,6 +533,13 @@ async fn run_connection(ctx: &Rc<Ctx>, target: usize, send: h2::client::SendRequ
 /// One stream slot of a connection: a closed-loop sub-user (request, response, think), or in the
 /// open loop a taker of scheduled requests; it ends with its connection.
 async fn stream_slot(ctx: Rc<Ctx>, mut send: h2::client::SendRequest<Bytes>, slot: usize, conn: Rc<Conn>) {
+    while slot > 0 && !conn.settled.get() {
+        let settled = conn.settle.notified();
+        if conn.settled.get() {
+            break;
+        }
+        settled.await;
+    }
     loop {
         // Slots past the server's limit retire once its SETTINGS are in.
         if slot >= conn.cap.get() || ctx.ended() {
@@ -580,9 +603,10 @@ async fn request(ctx: &Ctx, send: &mut h2::client::SendRequest<Bytes>, intended:
         out.h2_max_in_flight = out.h2_max_in_flight.max(in_flight);
     }
     let got = match send.send_request(ctx.requests[target].clone(), true) {
-        Ok((response, _)) => tokio::time::timeout_at(deadline, receive(ctx, response)).await,
+        Ok((response, _)) => tokio::time::timeout_at(deadline, receive(ctx, response, conn)).await,
         Err(e) => Ok(Err(e)),
     };
+    conn.settled();
     conn.in_flight.set(conn.in_flight.get() - 1);
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     let now = ctx.now();
@@ -616,9 +640,14 @@ fn started(ctx: &Ctx, target: usize) -> bool {
 
 /// The response: its status, when its head came (ns since time zero), its body's length, each
 /// DATA frame's bytes given back to the flow-control windows as they are counted.
-async fn receive(ctx: &Ctx, response: h2::client::ResponseFuture) -> Result<(u16, u64, u64), h2::Error> {
+async fn receive(
+    ctx: &Ctx,
+    response: h2::client::ResponseFuture,
+    conn: &Conn,
+) -> Result<(u16, u64, u64), h2::Error> {
     let response = response.await?;
     let first_byte = ctx.now();
+    conn.settled();
     let status = response.status().as_u16();
     let mut body = response.into_body();
     let mut bytes = 0u64;
