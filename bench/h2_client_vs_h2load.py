@@ -71,7 +71,7 @@ def linerate(binary, url, streams, seconds):
                       "--streams", str(streams), "--ramp", "0", "-d", str(seconds), "--no-agent", "--json"] + tls,
                      seconds + 60)
     try:
-        h = json.loads(out)["summary"]["http"]
+        h = json.loads(out)["summary"]
     except (ValueError, KeyError):
         raise SystemExit(f"linerate http failed on {url}:\n{out[:2000]}")
     rps = h["successful_responses_per_second"]

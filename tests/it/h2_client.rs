@@ -3,6 +3,7 @@
 //! h2c, a stream limit of 4) and tiny in-test h2 servers that reset every stream or send a
 //! GOAWAY. Every run is bounded; nothing here depends on the machine's speed.
 
+use crate::https::check_identity;
 use crate::nginx::Nginx;
 use crate::util::*;
 use serde_json::Value;
@@ -19,13 +20,7 @@ fn http(args: &[&str]) -> std::process::Output {
 
 /// The identities of connections and of requests hold.
 fn check_identities(v: &Value) {
-    let c = |k: &str| u(v, &format!("/summary/connections/{k}"));
-    assert_eq!(
-        c("attempted"),
-        c("successful") + c("unsuccessful") + c("in_flight_at_end"),
-        "{}",
-        v["summary"]["connections"]
-    );
+    check_identity(v);
     // Every request begun in the window ended as a response or an error, or was in flight at
     // the end (those that ended past the window's end are neither: at most the in-flight).
     let started = u(v, "/summary/requests_started");
@@ -60,7 +55,12 @@ fn issue_27_h2_client_against_linerate_server_h2c_and_tls_ten_streams() {
         // requests goes out together), never more.
         assert_eq!(u(&v, "/summary/connections/attempted"), 2, "{url}");
         assert_eq!(u(&v, "/summary/http2/streams"), 10, "{url}");
-        assert_eq!(u(&v, "/summary/http2/max_streams_in_flight"), 10, "{url}: {}", v["summary"]["http2"]);
+        assert_eq!(
+            u(&v, "/summary/http2/max_streams_in_flight"),
+            10,
+            "{url}: {}",
+            v["summary"]["http2"]
+        );
         assert_eq!(u(&v, "/summary/http2/peer_max_concurrent_streams"), 128, "{url}");
         assert_eq!(v["summary"]["http2"]["capped"], false, "{url}");
         if tls {
@@ -122,7 +122,11 @@ fn issue_27_h2_client_against_nginx_tls_1_2_1_3_and_h2c_counts_match_its_log() {
             let v = json_of(&http(&args));
             check_identities(&v);
             let responses = u(&v, "/summary/responses");
-            assert!(responses > 0 && u(&v, "/summary/errors/total") == 0, "{url} {version}: {}", v["summary"]);
+            assert!(
+                responses > 0 && u(&v, "/summary/errors/total") == 0,
+                "{url} {version}: {}",
+                v["summary"]
+            );
             // Every response the client counted is a line of nginx's log with HTTP/2.0; nginx also
             // logs those that came past the window's end and those in flight.
             let protocol = match *version {
@@ -162,12 +166,31 @@ fn issue_27_a_server_stream_limit_below_streams_is_honoured_and_recorded() {
 fn issue_27_open_loop_rps_over_http2_holds_its_rate() {
     let agent = Agent::start(&["--http-port", "0"]);
     let url = format!("http://{}/bytes/100", agent.http_addr.clone().expect("http"));
-    let v = json_of(&http(&[&url, "--users", "2", "--streams", "4", "--rps", "200", "-d", "3s"]));
+    let v = json_of(&http(&[
+        &url,
+        "--users",
+        "2",
+        "--streams",
+        "4",
+        "--rps",
+        "200",
+        "-d",
+        "3s",
+    ]));
     check_identities(&v);
     let achieved = f(&v, "/summary/rate/achieved_per_second");
     // 200/s asked of a server that answers thousands: loose, as a loaded box may stall a while.
-    assert!((120.0..=230.0).contains(&achieved), "achieved {achieved}/s: {}", v["summary"]);
-    assert_eq!(u(&v, "/summary/connections/attempted"), 2, "{}", v["summary"]["connections"]);
+    assert!(
+        (120.0..=230.0).contains(&achieved),
+        "achieved {achieved}/s: {}",
+        v["summary"]
+    );
+    assert_eq!(
+        u(&v, "/summary/connections/attempted"),
+        2,
+        "{}",
+        v["summary"]["connections"]
+    );
 }
 
 /// A tiny h2c server on 127.0.0.1 (the h2 crate, its own thread and runtime): `reset` answers
@@ -187,7 +210,9 @@ fn tiny_h2_server(reset: bool) -> std::net::SocketAddr {
             let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
             while let Ok((s, _)) = listener.accept().await {
                 tokio::task::spawn_local(async move {
-                    let Ok(mut conn) = h2::server::handshake::<_>(s).await else { return };
+                    let Ok(mut conn) = h2::server::handshake::<_>(s).await else {
+                        return;
+                    };
                     let _: &h2::server::Connection<_, bytes::Bytes> = &conn;
                     if !reset {
                         conn.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
@@ -215,7 +240,11 @@ fn issue_27_rst_stream_and_goaway_are_errors_of_their_own_class() {
         assert_eq!(u(&v, "/summary/responses"), 0, "{e}");
         if reset {
             assert!(u(&v, "/summary/errors/rst_stream") > 0, "{e}");
-            assert_eq!(u(&v, "/summary/errors/rst_stream"), u(&v, "/summary/errors/total"), "{e}");
+            assert_eq!(
+                u(&v, "/summary/errors/rst_stream"),
+                u(&v, "/summary/errors/total"),
+                "{e}"
+            );
         } else {
             assert!(u(&v, "/summary/errors/goaway") > 0, "{e}");
             assert_eq!(u(&v, "/summary/errors/rst_stream"), 0, "{e}");

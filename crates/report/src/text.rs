@@ -319,9 +319,9 @@ fn render_http(r: &TestResult) -> String {
         }
     }
     if let Some(h2) = &h.http2 {
-        let limit = h2
-            .peer_max_concurrent_streams
-            .map_or("none".into(), |m| format!("{m}{}", if h2.capped { ", capped" } else { "" }));
+        let limit = h2.peer_max_concurrent_streams.map_or("none".into(), |m| {
+            format!("{m}{}", if h2.capped { ", capped" } else { "" })
+        });
         row(
             &mut out,
             "HTTP/2 streams asked/most in flight",

@@ -389,48 +389,55 @@ async fn connect(
     if counted {
         pending.set(pending.get() - 1);
     }
-    let mut out = ctx.out.borrow_mut();
-    let i = (began / out.interval_ns) as usize;
-    match outcome {
-        Ok(io) => {
-            if let Some(b) = out.timeline.get_mut(i) {
-                b.connections_successful += 1;
-            }
-            if counted {
-                out.connections_successful += 1;
-                out.per_target[target].connections_successful += 1;
-            }
-            drop(out);
-            let window = (STREAM_WINDOW as usize * ctx.streams).min(MAX_CONNECTION_WINDOW as usize) as u32;
-            let io = Counted {
-                io,
-                ctx: Rc::clone(ctx),
-                target,
-            };
-            // Only the preface and SETTINGS are written here: it fails only with the socket.
-            match h2::client::Builder::new()
-                .initial_window_size(STREAM_WINDOW)
-                .initial_connection_window_size(window)
-                .handshake::<_, Bytes>(io)
-                .await
-            {
-                Ok(pair) => Some(pair),
-                Err(e) => {
-                    ctx.count_failure(target, counted, class_of(&e));
-                    None
-                }
-            }
+    // The outcome counted with the attempt, by when it began.
+    {
+        let mut out = ctx.out.borrow_mut();
+        let i = (began / out.interval_ns) as usize;
+        let ok = outcome.is_ok();
+        if let Some(b) = out.timeline.get_mut(i) {
+            *if ok {
+                &mut b.connections_successful
+            } else {
+                &mut b.connections_unsuccessful
+            } += 1;
         }
+        if counted {
+            let t = &mut out.per_target[target];
+            *if ok {
+                &mut t.connections_successful
+            } else {
+                &mut t.connections_unsuccessful
+            } += 1;
+            *if ok {
+                &mut out.connections_successful
+            } else {
+                &mut out.connections_unsuccessful
+            } += 1;
+        }
+    }
+    let io = match outcome {
+        Ok(io) => io,
         Err(class) => {
-            if let Some(b) = out.timeline.get_mut(i) {
-                b.connections_unsuccessful += 1;
-            }
-            if counted {
-                out.connections_unsuccessful += 1;
-                out.per_target[target].connections_unsuccessful += 1;
-            }
-            drop(out);
             ctx.count_failure(target, counted, class);
+            return None;
+        }
+    };
+    let window = (STREAM_WINDOW as usize * ctx.streams).min(MAX_CONNECTION_WINDOW as usize) as u32;
+    let io = Counted {
+        io,
+        ctx: Rc::clone(ctx),
+        target,
+    };
+    // Only the preface and SETTINGS are written here: it fails only with the socket.
+    match h2::client::Builder::new()
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(window)
+        .handshake::<_, Bytes>(io)
+        .await
+    {
+        Ok(pair) => Some(pair),
+        Err(e) => {
+            ctx.count_failure(target, counted, class_of(&e));
             None
         }
     }
@@ -464,7 +471,8 @@ async fn establish(
     let (Some(name), Some(config)) = (&t.tls, config) else {
         return Ok(Io::new(stream, None, Vec::new()));
     };
-    let session = ClientConnection::new(Arc::clone(config), name.clone()).map_err(|_| -> Class { |x| &mut x.tls_other })?;
+    let session =
+        ClientConnection::new(Arc::clone(config), name.clone()).map_err(|_| -> Class { |x| &mut x.tls_other })?;
     let mut io = Io::new(stream, Some(session), Vec::new());
     let mut cpu_ns = 0u64;
     let shaken = tokio::time::timeout_at(
@@ -502,7 +510,12 @@ async fn establish(
 
 /// Runs a connection until it ends: its stream slots as tasks, the connection itself here
 /// (reading the server's stream limit after each turn).
-async fn run_connection(ctx: &Rc<Ctx>, target: usize, send: h2::client::SendRequest<Bytes>, mut connection: Connection) {
+async fn run_connection(
+    ctx: &Rc<Ctx>,
+    target: usize,
+    send: h2::client::SendRequest<Bytes>,
+    mut connection: Connection,
+) {
     let conn = Rc::new(Conn {
         target,
         cap: Cell::new(usize::MAX),
@@ -640,11 +653,7 @@ fn started(ctx: &Ctx, target: usize) -> bool {
 
 /// The response: its status, when its head came (ns since time zero), its body's length, each
 /// DATA frame's bytes given back to the flow-control windows as they are counted.
-async fn receive(
-    ctx: &Ctx,
-    response: h2::client::ResponseFuture,
-    conn: &Conn,
-) -> Result<(u16, u64, u64), h2::Error> {
+async fn receive(ctx: &Ctx, response: h2::client::ResponseFuture, conn: &Conn) -> Result<(u16, u64, u64), h2::Error> {
     let response = response.await?;
     let first_byte = ctx.now();
     conn.settled();
