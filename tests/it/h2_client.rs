@@ -256,6 +256,16 @@ fn issue_27_rst_stream_and_goaway_are_errors_of_their_own_class() {
 fn issue_27_streams_without_http2_is_a_usage_error() {
     let out = linerate(&["http", "http://127.0.0.1:9/x", "--streams", "4", "--no-agent"], LIMIT);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let out = linerate(&["http", "http://127.0.0.1:9/x", "--http2", "--streams", "0", "--no-agent"], LIMIT);
+    let out = linerate(
+        &[
+            "http",
+            "http://127.0.0.1:9/x",
+            "--http2",
+            "--streams",
+            "0",
+            "--no-agent",
+        ],
+        LIMIT,
+    );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
