@@ -20,7 +20,6 @@ to 127.0.0.1 only; finishes in about (4 x rounds + 14) x (seconds + 1) seconds.
 """
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -57,12 +56,8 @@ def h2load(url, streams, seconds):
     """Requests/s, client CPU microseconds per request, and a note on failures."""
     out, cpu = timed(["h2load", "-t", "1", "-c", str(CONNECTIONS), "-m", str(streams), "-D", str(seconds), url],
                      seconds + 60)
-    if "Application protocol: h2" not in out:
-        raise SystemExit(f"h2load did not speak h2 to {url}:\n{out}")
-    rps = float(re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", out).group(1))
-    ok = int(re.search(r"(\d+) succeeded", out).group(1))
-    failed = int(re.search(r"(\d+) failed", out).group(1)) + int(re.search(r"(\d+) errored", out).group(1))
-    return rps, cpu * 1e6 / max(ok, 1), (f"{failed} failed" if failed else "")
+    rps, ok, note = benchlib.h2load_figures(out, url)
+    return rps, cpu * 1e6 / max(ok, 1), note
 
 
 def linerate(binary, url, streams, seconds):
@@ -84,13 +79,9 @@ def linerate(binary, url, streams, seconds):
 def main():
     args = benchlib.arguments(__doc__, 5)
     benchlib.prepare(args, ["nginx", "h2load", "openssl"], ["nginx-light", "nghttp2-client", "openssl"])
-    root = tempfile.mkdtemp(prefix="lrbench-www-")
-    os.chmod(root, 0o755)
-    with open(os.path.join(root, "1k.bin"), "wb") as f:
-        f.write(os.urandom(1024))
-    nginx_version = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
-    h2_version = subprocess.run(["h2load", "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"# {nginx_version}; {h2_version}; -c {CONNECTIONS} -m {STREAMS} -D {args.seconds}, one client thread; "
+    root = benchlib.www_root({"1k.bin": 1024})
+    versions = [subprocess.run(cmd, capture_output=True, text=True) for cmd in (["nginx", "-v"], ["h2load", "--version"])]
+    print(f"# {versions[0].stderr.strip()}; {versions[1].stdout.strip()}; -c {CONNECTIONS} -m {STREAMS} -D {args.seconds}, one client thread; "
           f"{args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
     benchlib.print_builds(args)
     servers = {"tls": Nginx(root, tls=True, http2=True), "h2c": Nginx(root, tls=False, http2=True)}
