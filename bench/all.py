@@ -46,6 +46,7 @@ BENCHES = [
     "http_vs_nginx_wrk",
     "https_vs_nginx_wrk_h2load",
     "h2_server_vs_nginx",
+    "h2_client_vs_h2load",
     "iperf3_interop",
 ]
 # Seconds a run takes beyond its --seconds: servers starting, the benches' pauses between runs.

@@ -3,11 +3,13 @@ started and read off the kernel, and the `--before PATH` comparison of two liner
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import NamedTuple, Optional
 
@@ -89,6 +91,28 @@ def print_builds(args):
     """A comment line naming the before build, when there is one."""
     if args.before:
         print(f"# before: {args.before} ({version(args.before)}); after: {LINERATE} ({version(LINERATE)})")
+
+
+def h2load_figures(out, url):
+    """h2load's report read: (requests/s, requests succeeded, a note on failures); exits when it
+    did not speak h2."""
+    if "Application protocol: h2" not in out:
+        raise SystemExit(f"h2load did not speak h2 to {url}:\n{out}")
+    rps = float(re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", out).group(1))
+    ok = int(re.search(r"(\d+) succeeded", out).group(1))
+    failed = int(re.search(r"(\d+) failed", out).group(1)) + int(re.search(r"(\d+) errored", out).group(1))
+    return rps, ok, (f"{failed} failed" if failed else "")
+
+
+def www_root(files):
+    """A temporary document root readable by nginx's workers, holding `files` ({name: bytes
+    long}) of random bytes; the caller removes it."""
+    root = tempfile.mkdtemp(prefix="lrbench-www-")
+    os.chmod(root, 0o755)
+    for name, size in files.items():
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(os.urandom(size))
+    return root
 
 
 def free_port():

@@ -17,7 +17,6 @@ Re-runs itself in a session of its own (setsid) with a raised autogroup priority
 to 127.0.0.1 only.
 """
 import os
-import re
 import statistics
 import subprocess
 import time
@@ -51,12 +50,8 @@ def h2load(url, seconds, pids):
     out = subprocess.run(["h2load", "-t", "1", "-c", str(CONNECTIONS), "-m", str(STREAMS), "-D", str(seconds), url],
                          capture_output=True, text=True, timeout=seconds + 60).stdout
     cpu = cpu_seconds(pids) - before
-    if "Application protocol: h2" not in out:
-        raise SystemExit(f"h2load did not speak h2 to {url}:\n{out}")
-    rps = float(re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", out).group(1))
-    ok = int(re.search(r"(\d+) succeeded", out).group(1))
-    failed = int(re.search(r"(\d+) failed", out).group(1)) + int(re.search(r"(\d+) errored", out).group(1))
-    return rps, cpu * 1e6 / max(ok, 1), (f"{failed} failed" if failed else "")
+    rps, ok, note = benchlib.h2load_figures(out, url)
+    return rps, cpu * 1e6 / max(ok, 1), note
 
 
 PEER = "nginx"

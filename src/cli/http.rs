@@ -67,6 +67,20 @@ pub struct HttpArgs {
     #[arg(long, value_name = "on|off", value_parser = on_off, help_heading = "TLS (https:// URLs)")]
     pub tls_resume: Option<bool>,
 
+    /// Speak HTTP/2: ALPN h2 on https URLs, h2c by prior knowledge on http ones
+    ///
+    /// Default: HTTP/1.1 (on https too, ALPN http/1.1). With it each user is one connection
+    /// carrying up to --streams requests at once; keep-alive is implied.
+    #[arg(long, help_heading = "HTTP/2")]
+    pub http2: bool,
+
+    /// HTTP/2: concurrent streams per connection, each a closed-loop sub-user (default 1)
+    ///
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS caps it (the cap met is in the result).
+    /// Example: --http2 --streams 10
+    #[arg(long, value_name = "N", requires = "http2", help_heading = "HTTP/2")]
+    pub streams: Option<u32>,
+
     #[command(flatten)]
     pub timing: RampArgs,
 
@@ -201,6 +215,9 @@ impl HttpArgs {
             threads: self.threads,
             cpus: self.cpus.list(),
             tls: self.tls()?,
+            http2: self.http2.then(|| linerate_core::spec::Http2Spec {
+                streams: self.streams.unwrap_or(1),
+            }),
         };
         spec.validate()?;
         Ok(spec)

@@ -528,6 +528,7 @@ fn issue_22_an_http_test_with_nothing_moving_ends_at_the_idle_limit_and_frees_it
             threads: 0,
             cpus: Vec::new(),
             tls: None,
+            http2: None,
         })
     };
     in_netns(&ns, || {

@@ -97,7 +97,7 @@ fn http(args: &[&str]) -> std::process::Output {
 }
 
 /// The connection identity holds and every failed connection is a failed handshake.
-fn check_identity(v: &Value) {
+pub(crate) fn check_identity(v: &Value) {
     let c = |k: &str| u(v, &format!("/summary/connections/{k}"));
     assert_eq!(
         c("attempted"),

@@ -16,6 +16,7 @@ mod exit;
 mod flags;
 mod fleet;
 mod h2;
+mod h2_client;
 mod http;
 mod httpd;
 mod https;

@@ -25,6 +25,7 @@ pub mod result;
 pub mod spec;
 pub mod summary;
 pub mod sweep;
+pub(crate) mod tlsio;
 pub mod units;
 
 /// The version of this build, as written into every result document.

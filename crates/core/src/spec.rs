@@ -28,7 +28,7 @@ mod http;
 mod rr;
 mod udp;
 
-pub use http::{HttpSpec, TlsSpec, TlsVersion};
+pub use http::{Http2Spec, HttpSpec, TlsSpec, TlsVersion};
 pub use rr::{RrProto, RrSpec};
 pub(crate) use udp::MAX_UDP_PAYLOAD_BYTES;
 pub use udp::{Multicast, UdpSpec};

@@ -202,10 +202,10 @@ fn first_line(r: &TestResult) -> String {
             format!(
                 "linerate {} http: {mode}, {}, ramp {} s then {} s, {}\n",
                 r.linerate,
-                if spec.keepalive {
-                    "keep-alive"
-                } else {
-                    "a new connection per request"
+                match (spec.http2, spec.keepalive) {
+                    (Some(h2), _) => format!("HTTP/2, {} streams per connection", h2.streams),
+                    (None, true) => "keep-alive".into(),
+                    (None, false) => "a new connection per request".into(),
                 },
                 spec.timing.warmup_seconds,
                 spec.timing.limit.seconds().unwrap_or_default(),
@@ -330,6 +330,19 @@ fn render_http(r: &TestResult) -> String {
             row(&mut out, "TLS resumed handshake (us)", lat(&t.resumed_time_us));
         }
     }
+    if let Some(h2) = &h.http2 {
+        let limit = h2.peer_max_concurrent_streams.map_or("none".into(), |m| {
+            format!("{m}{}", if h2.capped { ", capped" } else { "" })
+        });
+        row(
+            &mut out,
+            "HTTP/2 streams asked/most in flight",
+            format!(
+                "{} / {} per connection (server's limit {limit})",
+                h2.streams, h2.max_streams_in_flight
+            ),
+        );
+    }
     let c = &h.connections;
     row(
         &mut out,
@@ -364,7 +377,7 @@ fn render_http(r: &TestResult) -> String {
             e.bad_response,
             e.local_limit,
             e.other,
-            e.tls_failures()
+            e.tls_failures() + &e.h2_failures()
         ),
     );
     if e.local_limit > 0 {

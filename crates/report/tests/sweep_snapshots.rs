@@ -182,6 +182,7 @@ fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
             threads: 0,
             cpus: Vec::new(),
             tls: None,
+            http2: None,
         };
         let mut http = HttpSummary {
             users,

@@ -409,6 +409,7 @@ fn issue_27_an_https_run_shows_its_handshakes_and_their_failures() {
         threads: 0,
         cpus: Vec::new(),
         tls: Some(TlsSpec::default()),
+        http2: None,
     };
     let lat = |p50: f64| LatencyFigures {
         p50,

@@ -22,20 +22,18 @@ use super::date::http_date;
 use super::response::Status;
 use super::router::{Route, route};
 use super::{IDLE, LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared, TICK};
+use crate::tlsio::Io;
 use bytes::Bytes;
 use rustls::ServerConnection;
 use std::cell::{Cell, RefCell};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::IpAddr;
 use std::os::fd::AsRawFd;
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::task::{Context, Poll, ready};
 use std::thread::JoinHandle;
 use std::time::SystemTime;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
@@ -229,12 +227,7 @@ async fn serve(job: Handoff, ctx: Rc<Ctx>) {
     let Ok(stream) = TcpStream::from_std(job.stream) else {
         return;
     };
-    let io = Io {
-        stream,
-        tls: job.tls,
-        early: job.early,
-        at: 0,
-    };
+    let io = Io::new(stream, job.tls, job.early);
     let head_timeout = ctx.shared.head_timeout;
     let mut conn = match tokio::time::timeout(
         head_timeout,
@@ -371,139 +364,6 @@ async fn answer(req: http::Request<h2::RecvStream>, mut respond: h2::server::Sen
         }
     }
     bump(&counts.responses[usize::from(status.code() / 100)], 1);
-}
-
-/// A handed-over connection as tokio I/O: the socket, its rustls session over TLS, and the
-/// cleartext bytes the worker had already read.
-struct Io {
-    stream: TcpStream,
-    tls: Option<ServerConnection>,
-    early: Vec<u8>,
-    at: usize,
-}
-
-/// The socket as `std::io` for rustls, non-blocking (tokio's readiness is cleared on WouldBlock).
-struct Sock<'a>(&'a TcpStream);
-
-impl Read for Sock<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.try_read(buf)
-    }
-}
-
-impl Write for Sock<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.try_write(buf)
-    }
-    /// rustls's `write_tls` hands over its queued records at once.
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.0.try_write_vectored(bufs)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Writes rustls's records out; Pending (with the waker registered) while the socket is full.
-fn push_records(stream: &TcpStream, session: &mut ServerConnection, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-    while session.wants_write() {
-        match session.write_tls(&mut Sock(stream)) {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => ready!(stream.poll_write_ready(cx))?,
-            Err(e) => return Poll::Ready(Err(e)),
-        }
-    }
-    Poll::Ready(Ok(()))
-}
-
-impl AsyncRead for Io {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if this.at < this.early.len() {
-            let n = buf.remaining().min(this.early.len() - this.at);
-            buf.put_slice(&this.early[this.at..this.at + n]);
-            this.at += n;
-            return Poll::Ready(Ok(()));
-        }
-        let Some(session) = this.tls.as_mut() else {
-            return Pin::new(&mut this.stream).poll_read(cx, buf);
-        };
-        loop {
-            match session.reader().read(buf.initialize_unfilled()) {
-                Ok(n) => {
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                // A close without close_notify: the end of the stream all the same.
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Poll::Ready(Ok(())),
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-            match session.read_tls(&mut Sock(&this.stream)) {
-                Ok(0) => return Poll::Ready(Ok(())),
-                Ok(_) => {
-                    session
-                        .process_new_packets()
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                    // Alerts and tickets go out with the next write if the socket is full now.
-                    if let Poll::Ready(Err(e)) = push_records(&this.stream, session, cx) {
-                        return Poll::Ready(Err(e));
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => ready!(this.stream.poll_read_ready(cx))?,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
-    }
-}
-
-impl AsyncWrite for Io {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.poll_write_vectored(cx, &[io::IoSlice::new(buf)])
-    }
-
-    /// Over TLS, h2's frames (a DATA frame is its 9-byte head and its payload apart) become
-    /// records in rustls's buffer, written to the socket at the flush that ends h2's turn: one
-    /// `writev` for many frames, not a record and a syscall per piece.
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let Some(session) = this.tls.as_mut() else {
-            return Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
-        };
-        loop {
-            // rustls takes up to its buffer limit; once full, records go out first.
-            let n = session.writer().write_vectored(bufs)?;
-            if n > 0 || bufs.iter().all(|b| b.is_empty()) {
-                return Poll::Ready(Ok(n));
-            }
-            ready!(push_records(&this.stream, session, cx))?;
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        true
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        match this.tls.as_mut() {
-            Some(session) => push_records(&this.stream, session, cx),
-            None => Pin::new(&mut this.stream).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if let Some(session) = this.tls.as_mut() {
-            session.send_close_notify();
-            ready!(push_records(&this.stream, session, cx))?;
-        }
-        Pin::new(&mut this.stream).poll_shutdown(cx)
-    }
 }
 
 #[cfg(test)]

@@ -186,6 +186,7 @@ mod tests {
                 threads: 0,
                 cpus: vec![],
                 tls: None,
+                http2: None,
             }),
         ];
         let mut all = vec![

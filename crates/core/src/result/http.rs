@@ -46,6 +46,9 @@ pub struct HttpSummary {
     /// https URLs: the TLS handshakes; absent for cleartext runs and older documents (issue 27).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSummary>,
+    /// `--http2`: its streams; absent for HTTP/1.1 runs and older documents (issue 27).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2Summary>,
     pub connections: ConnectionCounts,
     pub errors: ErrorSummary,
     /// Responses by status class ("2xx", "4xx", ...).
@@ -124,6 +127,22 @@ pub struct HttpServerCounts {
     /// null when there were none.
     pub cpu_us_per_handshake: Option<f64>,
     pub cpu_us_per_request: Option<f64>,
+}
+
+/// An HTTP/2 run's streams (issue 27): each user one connection, up to `streams` requests in
+/// flight on it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Http2Summary {
+    /// Concurrent streams per connection asked for (`--streams`).
+    pub streams: u32,
+    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS a server sent on any connection of the run;
+    /// null when none sent one (no limit).
+    pub peer_max_concurrent_streams: Option<u64>,
+    /// Whether that limit was below `streams` (so fewer were in flight than asked).
+    pub capped: bool,
+    /// The most streams in flight at once on one connection, over the whole run (ramp
+    /// included): at most `streams` and the server's limit.
+    pub max_streams_in_flight: u64,
 }
 
 /// One server's share of an HTTP load, counted by the client over the window as the totals are.
@@ -219,6 +238,13 @@ pub struct HttpErrors {
     pub tls_timeout: u64,
     #[serde(default)]
     pub tls_other: u64,
+    /// HTTP/2 (issue 27): streams the server reset (RST_STREAM) before their response was
+    /// whole, and requests ended by the server's GOAWAY (refused above its last stream, or cut
+    /// by a GOAWAY with an error); not retried.
+    #[serde(default)]
+    pub rst_stream: u64,
+    #[serde(default)]
+    pub goaway: u64,
 }
 
 impl HttpErrors {
@@ -235,6 +261,8 @@ impl HttpErrors {
             + self.tls_protocol
             + self.tls_timeout
             + self.tls_other
+            + self.rst_stream
+            + self.goaway
     }
 
     /// The failed TLS handshakes by class, as `, TLS certificate N, ...` for the lines that
@@ -247,6 +275,14 @@ impl HttpErrors {
             ", TLS certificate {}, TLS protocol {}, TLS timeout {}, TLS other {}",
             self.tls_certificate, self.tls_protocol, self.tls_timeout, self.tls_other
         )
+    }
+
+    /// HTTP/2's own failures, as `, RST_STREAM N, GOAWAY N`; empty when there were none.
+    pub fn h2_failures(&self) -> String {
+        if self.rst_stream + self.goaway == 0 {
+            return String::new();
+        }
+        format!(", RST_STREAM {}, GOAWAY {}", self.rst_stream, self.goaway)
     }
 
     /// Failed TLS handshakes, every class.
@@ -267,6 +303,8 @@ impl HttpErrors {
         self.tls_protocol += o.tls_protocol;
         self.tls_timeout += o.tls_timeout;
         self.tls_other += o.tls_other;
+        self.rst_stream += o.rst_stream;
+        self.goaway += o.goaway;
     }
 }
 

@@ -34,6 +34,18 @@ pub struct HttpSpec {
     /// before issue 27).
     #[serde(default)]
     pub tls: Option<TlsSpec>,
+    /// HTTP/2 (`--http2`, issue 27): ALPN `h2` on https URLs, h2c by prior knowledge on
+    /// cleartext ones; absent: HTTP/1.1 (and in documents before it).
+    #[serde(default)]
+    pub http2: Option<Http2Spec>,
+}
+
+/// The client's HTTP/2 (issue 27): each user one connection with up to `streams` requests in
+/// flight on it (fewer when the server's SETTINGS_MAX_CONCURRENT_STREAMS is lower).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Http2Spec {
+    /// Concurrent streams per connection asked for (`--streams`).
+    pub streams: u32,
 }
 
 /// The client's TLS for `https://` URLs (issue 27).
@@ -85,6 +97,9 @@ impl HttpSpec {
         check("timeout (ms)", f64::from(self.timeout_ms), 1.0, 3.6e6)?;
         check("threads", f64::from(self.threads), 0.0, 1024.0)?;
         check_cpus(&self.cpus)?;
+        if let Some(h2) = &self.http2 {
+            check("streams per connection", f64::from(h2.streams), 1.0, 1000.0)?;
+        }
         Ok(())
     }
 }
@@ -97,7 +112,10 @@ impl Serialize for HttpSpec {
             .limit
             .seconds()
             .ok_or_else(|| S::Error::custom("an http test runs for a time, not a count"))?;
-        let mut out = serializer.serialize_struct("HttpSpec", 12 + usize::from(self.tls.is_some()))?;
+        let mut out = serializer.serialize_struct(
+            "HttpSpec",
+            12 + usize::from(self.tls.is_some()) + usize::from(self.http2.is_some()),
+        )?;
         keys!(out, self, urls, users, think_ms, keepalive);
         out.serialize_field("ramp_seconds", &t.warmup_seconds)?;
         out.serialize_field("duration_seconds", &seconds)?;
@@ -107,6 +125,10 @@ impl Serialize for HttpSpec {
         // Only with https URLs: a cleartext test's options read as they always did.
         if let Some(tls) = &self.tls {
             out.serialize_field("tls", tls)?;
+        }
+        // Only with --http2: an HTTP/1.1 test's options read as they always did.
+        if let Some(h2) = &self.http2 {
+            out.serialize_field("http2", h2)?;
         }
         out.end()
     }

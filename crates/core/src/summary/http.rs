@@ -140,6 +140,12 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
                 server_cpu_us_per_handshake: None,
             }
         }),
+        http2: spec.http2.map(|h2| crate::result::Http2Summary {
+            streams: h2.streams,
+            peer_max_concurrent_streams: run.h2_peer_max_streams,
+            capped: run.h2_peer_max_streams.is_some_and(|m| m < u64::from(h2.streams)),
+            max_streams_in_flight: run.h2_max_in_flight,
+        }),
         connections: ConnectionCounts {
             attempted: run.connections_attempted,
             successful: run.connections_successful,
@@ -240,7 +246,7 @@ fn run_notes(spec: &HttpSpec, run: &HttpRun) -> Vec<String> {
             e.bad_response,
             e.local_limit,
             e.other,
-            e.tls_failures(),
+            e.tls_failures() + &e.h2_failures(),
             run.in_flight_at_end
         ));
     }

@@ -324,6 +324,7 @@ mod tests {
             threads: 0,
             cpus: Vec::new(),
             tls: None,
+            http2: None,
         }
     }
 

@@ -11,6 +11,7 @@
 //! URLs in `tls`, and the agent-side host sampler in `sampler`.
 
 mod bins;
+mod h2;
 mod head;
 mod sampler;
 mod tls;
@@ -146,6 +147,60 @@ pub struct HttpRun {
     /// The same per server (URLs of one authority added up), in the order first named; filled
     /// in by [`run`] once the workers are done.
     pub per_server: Vec<ServerCounts>,
+    /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server sent (None: none sent one),
+    /// and the most streams in flight at once on one connection, over the whole run.
+    pub h2_peer_max_streams: Option<u64>,
+    pub h2_max_in_flight: u64,
+}
+
+impl HttpRun {
+    /// A complete response to a request of URL `target` (`status`, `body` bytes), ended at
+    /// `now`: its response time and time to first byte (ns), counted in the totals when
+    /// `in_window`, and in the timeline by `now`. Both HTTP/1.1 and HTTP/2 users end here.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn count_response(
+        &mut self,
+        now: u64,
+        in_window: bool,
+        target: usize,
+        rt: u64,
+        ttfb: u64,
+        status: u16,
+        body: u64,
+    ) {
+        let class = usize::from(status / 100).min(5);
+        let ok = (200..300).contains(&status);
+        if in_window {
+            self.responses += 1;
+            self.status[class] += 1;
+            self.body_bytes += body;
+            let _ = self.response_time.record(rt);
+            let _ = self.ttfb.record(ttfb);
+            if !ok {
+                self.errors.bad_status += 1;
+            }
+            let t = &mut self.per_target[target];
+            t.responses += 1;
+            if ok {
+                t.successful_responses += 1;
+            } else {
+                t.errors += 1;
+            }
+        }
+        let i = (now / self.interval_ns) as usize;
+        if let Some(t) = self.timeline_response_time.get_mut(i) {
+            t.record(rt);
+        }
+        if let Some(b) = self.timeline.get_mut(i) {
+            b.responses += 1;
+            b.response_time_sum_ns += rt;
+            b.response_time_max_ns = b.response_time_max_ns.max(rt);
+            if !ok {
+                b.errors += 1;
+            }
+        }
+    }
 }
 
 /// The TLS handshakes an https run completed, of connections begun in the window (as the
@@ -173,6 +228,19 @@ impl TlsRun {
             full_cpu_ns: 0,
             resumed_cpu_ns: 0,
         }
+    }
+
+    /// A completed handshake: resumed or full, `took` ns from TCP connected, `cpu_ns` of this
+    /// thread's CPU in it.
+    pub(super) fn count(&mut self, resumed: bool, took: u64, cpu_ns: u64) {
+        let (count, time, cpu) = if resumed {
+            (&mut self.resumed, &mut self.resumed_time, &mut self.resumed_cpu_ns)
+        } else {
+            (&mut self.full, &mut self.full_time, &mut self.full_cpu_ns)
+        };
+        *count += 1;
+        *cpu += cpu_ns;
+        let _ = time.record(took.clamp(1, HIST_MAX_NS));
     }
 
     fn add(&mut self, o: &TlsRun) {
@@ -278,7 +346,19 @@ pub fn run(
     .clamp(1, users);
     // Made once before the clock starts (roots read, parsed); each user clones it.
     let tls_config = match targets.iter().any(|t| t.tls.is_some()) {
-        true => Some(tls::client_config(&spec.tls.clone().unwrap_or_default()).map_err(EngineError::Tls)?),
+        true => {
+            let config = tls::client_config(&spec.tls.clone().unwrap_or_default()).map_err(EngineError::Tls)?;
+            // --http2 offers h2 alone: a server that cannot speak it fails the handshake's
+            // check (tls_protocol), never gets HTTP/2 frames.
+            Some(match spec.http2 {
+                Some(_) => {
+                    let mut c = rustls::ClientConfig::clone(&config);
+                    c.alpn_protocols = vec![b"h2".to_vec()];
+                    std::sync::Arc::new(c)
+                }
+                None => config,
+            })
+        }
         false => None,
     };
     let state = RunState::new(threads);
@@ -307,7 +387,10 @@ pub fn run(
             targets,
             tls: tls_config.as_ref(),
         };
-        worker::work(load, w, threads, times, &shared, &gate)
+        match spec.http2 {
+            None => worker::work(load, w, threads, times, &shared, &gate),
+            Some(_) => h2::work(load, w, threads, times, &shared, &gate),
+        }
     })?;
     let outs = outs
         .into_iter()
@@ -358,6 +441,8 @@ pub(super) fn empty_run(buckets: usize, interval_ns: u64, targets: usize) -> Htt
         interval_ns,
         per_target: vec![TargetCounts::default(); targets],
         per_server: Vec::new(),
+        h2_peer_max_streams: None,
+        h2_max_in_flight: 0,
     }
 }
 
@@ -390,4 +475,9 @@ fn merge(t: &mut HttpRun, o: &HttpRun) {
     for (a, b) in t.per_target.iter_mut().zip(&o.per_target) {
         a.add(b);
     }
+    t.h2_peer_max_streams = match (t.h2_peer_max_streams, o.h2_peer_max_streams) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    t.h2_max_in_flight = t.h2_max_in_flight.max(o.h2_max_in_flight);
 }

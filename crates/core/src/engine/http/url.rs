@@ -85,6 +85,8 @@ pub struct HttpTarget {
     pub server: String,
     pub addr: SocketAddr,
     pub request: Vec<u8>,
+    /// Path and query (HTTP/2 sends it as `:path`).
+    pub path: String,
     /// https: the name the certificate is checked against (and sent as SNI); None: cleartext.
     pub tls: Option<ServerName<'static>>,
 }
@@ -109,6 +111,7 @@ impl HttpTarget {
             server: url.authority(),
             addr,
             request,
+            path: url.path.clone(),
             tls,
         })
     }

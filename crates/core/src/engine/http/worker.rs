@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-mod classify;
+pub(super) mod classify;
 mod tls_steps;
 
 use classify::classify;
@@ -462,41 +462,9 @@ impl Worker<'_> {
                 // same responses (a first byte counted for a request that then failed, or ended
                 // past the window, put TTFB percentiles above every response time: issue 23).
                 let ttfb = user.first_byte_ns.saturating_sub(user.intended_ns).clamp(1, rt);
-                let class = usize::from(user.status / 100).min(5);
-                let ok = (200..300).contains(&user.status);
+                let (target, status, body) = (user.target, user.status, user.body);
                 self.total_responses += 1;
-                if in_window {
-                    self.out.responses += 1;
-                    self.out.status[class] += 1;
-                    self.out.body_bytes += user.body;
-                    let _ = self.out.response_time.record(rt);
-                    let _ = self.out.ttfb.record(ttfb);
-                    if !ok {
-                        self.out.errors.bad_status += 1;
-                    }
-                    let t = self.target_of(u);
-                    t.responses += 1;
-                    if ok {
-                        t.successful_responses += 1;
-                    } else {
-                        t.errors += 1;
-                    }
-                }
-                if let Some(t) = self
-                    .out
-                    .timeline_response_time
-                    .get_mut((now / self.interval_ns) as usize)
-                {
-                    t.record(rt);
-                }
-                if let Some(b) = self.bucket(now) {
-                    b.responses += 1;
-                    b.response_time_sum_ns += rt;
-                    b.response_time_max_ns = b.response_time_max_ns.max(rt);
-                    if !ok {
-                        b.errors += 1;
-                    }
-                }
+                self.out.count_response(now, in_window, target, rt, ttfb, status, body);
             }
             End::Failed(class) => {
                 failed = true;

@@ -7,7 +7,7 @@ use std::io;
 
 /// Which error class an I/O error falls in. The client's own limits come first: they say
 /// nothing about the server.
-pub(super) fn classify(e: &io::Error) -> fn(&mut HttpErrors) -> &mut u64 {
+pub(in crate::engine::http) fn classify(e: &io::Error) -> fn(&mut HttpErrors) -> &mut u64 {
     if let Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS) = e.raw_os_error() {
         return |x| &mut x.local_limit;
     }
@@ -27,7 +27,7 @@ pub(super) fn classify(e: &io::Error) -> fn(&mut HttpErrors) -> &mut u64 {
 }
 
 /// Which class a failed handshake falls in when the socket failed under it.
-pub(super) fn failure_of_io(e: &io::Error) -> Failure {
+pub(in crate::engine::http) fn failure_of_io(e: &io::Error) -> Failure {
     match e.kind() {
         io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::UnexpectedEof => {
             Failure::Protocol
@@ -37,7 +37,7 @@ pub(super) fn failure_of_io(e: &io::Error) -> Failure {
 }
 
 /// The error class of a failed handshake (timeouts are found by the scan, `tls_timeout`).
-pub(super) fn tls_class(f: Failure) -> fn(&mut HttpErrors) -> &mut u64 {
+pub(in crate::engine::http) fn tls_class(f: Failure) -> fn(&mut HttpErrors) -> &mut u64 {
     match f {
         Failure::Certificate => |x| &mut x.tls_certificate,
         Failure::Protocol => |x| &mut x.tls_protocol,

@@ -4,7 +4,7 @@
 
 use super::super::tls::{self, Failure};
 use super::classify::{classify, failure_of_io, tls_class};
-use super::{End, HIST_MAX_NS, State, Worker};
+use super::{End, State, Worker};
 use mio::net::TcpStream;
 use rustls::{ClientConnection, HandshakeKind};
 use std::io::{self, Read, Write};
@@ -54,16 +54,8 @@ impl Worker<'_> {
                 let now = self.now();
                 let user = &self.users[u];
                 if user.connect_counted {
-                    let took = now.saturating_sub(user.connected_ns).clamp(1, HIST_MAX_NS);
-                    let h = &mut self.out.tls;
-                    let (count, time, cpu) = if resumed {
-                        (&mut h.resumed, &mut h.resumed_time, &mut h.resumed_cpu_ns)
-                    } else {
-                        (&mut h.full, &mut h.full_time, &mut h.full_cpu_ns)
-                    };
-                    *count += 1;
-                    *cpu += user.handshake_cpu_ns;
-                    let _ = time.record(took);
+                    let took = now.saturating_sub(user.connected_ns);
+                    self.out.tls.count(resumed, took, user.handshake_cpu_ns);
                 }
                 self.established(u);
                 self.users[u].state = State::Writing;
