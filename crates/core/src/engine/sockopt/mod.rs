@@ -160,6 +160,17 @@ pub fn configure(stream: &TcpStream, spec: &TcpSpec, role: Role) -> Result<Socke
     Ok(grant)
 }
 
+/// Asks the kernel to wake a blocking reader of a TCP stream only once `bytes` are queued
+/// (SO_RCVLOWAT, best effort; a read still returns what came within its timeout, and the
+/// kernel caps it at half a fixed receive buffer). A thread that owns one receiving stream then
+/// reads whole buffers rather than each 64 KiB segment as it lands: fewer wake-ups and ACKs
+/// per byte, which is what held one stream behind iperf3 on loopback (issue 28,
+/// docs/benchmarks.md).
+pub(crate) fn wake_for_whole_reads(socket: &impl AsFd, bytes: usize) {
+    let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    let _ = raw::set_int(socket.as_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes);
+}
+
 /// Sets SO_ZEROCOPY (Linux 4.14 and later), so sends may carry MSG_ZEROCOPY; false where the
 /// kernel refuses it.
 fn enable_zerocopy(stream: &TcpStream) -> bool {
@@ -231,6 +242,22 @@ mod tests {
         assert!(!g.congestion.is_empty());
         let info = tcp_info(&c).expect("TCP_INFO on a connected socket");
         assert!(info.mss_bytes > 0);
+    }
+
+    #[test]
+    fn issue_28_a_blocking_reader_waits_for_whole_buffers_capped_by_a_fixed_window() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (a, _) = l.accept().expect("accept");
+        let lowat = |s: &TcpStream| raw::get_int(s.as_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT).expect("read");
+        assert_eq!(lowat(&a), 1, "the kernel's default");
+        wake_for_whole_reads(&a, 128 << 10);
+        assert_eq!(lowat(&a), 128 << 10);
+        // A fixed 64 KiB buffer (doubled by the kernel) caps the mark at half of it.
+        raw::set_buffer(c.as_fd(), Buffer::Receive, 64 << 10).expect("SO_RCVBUF");
+        wake_for_whole_reads(&c, 128 << 10);
+        let rcvbuf = SockRef::from(&c).recv_buffer_size().expect("rcvbuf") as i32;
+        assert_eq!(lowat(&c), rcvbuf / 2);
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub(crate) fn set_int(
 }
 
 /// Reads an int option.
-fn get_int(fd: BorrowedFd<'_>, level: libc::c_int, option: libc::c_int) -> io::Result<libc::c_int> {
+pub(crate) fn get_int(fd: BorrowedFd<'_>, level: libc::c_int, option: libc::c_int) -> io::Result<libc::c_int> {
     let mut value: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into an int we own.

@@ -8,6 +8,7 @@ use super::stream::{DataStream, WorkerStream, is_again};
 use super::zerocopy::{Sender, Tally};
 use super::{event, uring};
 use crate::engine::run::{Gate, Shared};
+use crate::engine::sockopt;
 use crate::result::{Role, StreamEnd};
 use std::io::{self, Read};
 use std::net::Shutdown;
@@ -51,6 +52,9 @@ impl Workload for OneWay {
     fn blocking(&self, unit: &WorkerStream<'_>, shared: &Shared<'_>, gate: &Gate) {
         let mut buf = pattern(shared.buffer_bytes, true);
         let mut sender = Sender::new(unit.zerocopy, &buf, &self.tally);
+        if unit.role == Role::Receive {
+            sockopt::wake_for_whole_reads(unit.socket, buf.len());
+        }
         gate.arrive_and_wait(&shared.sampler);
         blocking_stream(unit, &mut buf, &mut sender, shared);
         sender.finish(unit.socket, &self.tally);
