@@ -34,6 +34,9 @@ const UNIT_SUFFIXES: &[&str] = &[
     "_cores",
     "_percent_of_host",
     "_per_transaction",
+    // the server's CPU per request or TLS handshake it served (issue 27)
+    "_per_request",
+    "_per_handshake",
     // counts of packets or events the key names (an interface's or the stack's counters)
     "_dropped",
     "_drops",
@@ -96,6 +99,15 @@ const COUNTS_AND_IDS: &[&str] = &[
     "unsuccessful",
     "in_flight_at_end",
     "queued_late",
+    // what an agent's own HTTP server counted over the window (issue 27)
+    "connections_accepted",
+    "tls_full",
+    "tls_resumed",
+    "tls_failed",
+    "h2_connections",
+    "h2_streams",
+    "h2_resets",
+    "h2_goaways",
     "truncated",
     "out_of_order",
     "out_of_range",
