@@ -597,8 +597,13 @@ async fn next_scheduled(ctx: &Ctx) -> u64 {
 async fn request(ctx: &Ctx, send: &mut h2::client::SendRequest<Bytes>, intended: u64, conn: &Conn) -> bool {
     let target = conn.target;
     let deadline = ctx.at(intended.max(ctx.now()) + ctx.timeout_ns);
-    // h2 holds a stream past the server's limit here until one of the connection's ends.
-    match tokio::time::timeout_at(deadline, poll_fn(|cx| send.poll_ready(cx))).await {
+    // h2 holds a stream past the server's limit here until one of the connection's ends. Most
+    // often it is ready at once, and no timer is armed for the wait.
+    let ready = match poll_fn(|cx| Poll::Ready(send.poll_ready(cx))).await {
+        Poll::Ready(r) => Ok(r),
+        Poll::Pending => tokio::time::timeout_at(deadline, poll_fn(|cx| send.poll_ready(cx))).await,
+    };
+    match ready {
         Ok(Ok(())) => {}
         Ok(Err(_)) => return false,
         Err(_) => {
