@@ -51,41 +51,30 @@ fn sum(servers: &[HttpdCounters]) -> Option<HttpdStats> {
         return None;
     }
     let mut total = HttpdStats::default();
-    for s in servers.iter().map(HttpdCounters::stats) {
-        total.connections_accepted += s.connections_accepted;
-        total.requests += s.requests;
-        total.tls_full += s.tls_full;
-        total.tls_resumed += s.tls_resumed;
-        total.tls_failed += s.tls_failed;
-        total.h2_connections += s.h2_connections;
-        total.h2_streams += s.h2_streams;
-        total.h2_resets += s.h2_resets;
-        total.h2_goaways += s.h2_goaways;
+    for s in servers {
+        total.add(&s.stats());
     }
     Some(total)
 }
 
 /// The servers' counts since `base`, with this process's CPU over the agent's window.
 fn counts(servers: &[HttpdCounters], base: &HttpdStats, report: &SideReport) -> HttpServerCounts {
-    let now = sum(servers).unwrap_or_default();
+    let d = sum(servers).unwrap_or_default().since(base);
     let cpu_seconds = report.cpu.process_user_seconds + report.cpu.process_system_seconds;
     let per = |n: u64| (n > 0).then(|| cpu_seconds * 1e6 / n as f64);
-    let tls_full = now.tls_full.saturating_sub(base.tls_full);
-    let tls_resumed = now.tls_resumed.saturating_sub(base.tls_resumed);
-    let requests = now.requests.saturating_sub(base.requests);
     HttpServerCounts {
         ports: servers.iter().map(|s| s.local_addr().port()).collect(),
-        connections_accepted: now.connections_accepted.saturating_sub(base.connections_accepted),
-        requests,
-        tls_full,
-        tls_resumed,
-        tls_failed: now.tls_failed.saturating_sub(base.tls_failed),
-        h2_connections: now.h2_connections.saturating_sub(base.h2_connections),
-        h2_streams: now.h2_streams.saturating_sub(base.h2_streams),
-        h2_resets: now.h2_resets.saturating_sub(base.h2_resets),
-        h2_goaways: now.h2_goaways.saturating_sub(base.h2_goaways),
+        connections_accepted: d.connections_accepted,
+        requests: d.requests,
+        tls_full: d.tls_full,
+        tls_resumed: d.tls_resumed,
+        tls_failed: d.tls_failed,
+        h2_connections: d.h2_connections,
+        h2_streams: d.h2_streams,
+        h2_resets: d.h2_resets,
+        h2_goaways: d.h2_goaways,
         cpu_seconds,
-        cpu_us_per_handshake: per(tls_full + tls_resumed),
-        cpu_us_per_request: per(requests),
+        cpu_us_per_handshake: per(d.tls_full + d.tls_resumed),
+        cpu_us_per_request: per(d.requests),
     }
 }

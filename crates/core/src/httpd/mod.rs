@@ -163,6 +163,46 @@ pub struct HttpdStats {
     pub h2_goaways: u64,
 }
 
+impl HttpdStats {
+    /// Adds another server's counts to these (several servers beside one agent).
+    pub fn add(&mut self, o: &HttpdStats) {
+        self.connections_accepted += o.connections_accepted;
+        self.requests += o.requests;
+        for (a, b) in self.responses_by_status.iter_mut().zip(o.responses_by_status) {
+            *a += b;
+        }
+        self.body_bytes += o.body_bytes;
+        self.tls_full += o.tls_full;
+        self.tls_resumed += o.tls_resumed;
+        self.tls_failed += o.tls_failed;
+        self.h2_connections += o.h2_connections;
+        self.h2_streams += o.h2_streams;
+        self.h2_resets += o.h2_resets;
+        self.h2_goaways += o.h2_goaways;
+    }
+
+    /// What was counted since `base`, an earlier reading of the same servers.
+    pub fn since(&self, base: &HttpdStats) -> HttpdStats {
+        let mut by_status = self.responses_by_status;
+        for (a, b) in by_status.iter_mut().zip(base.responses_by_status) {
+            *a = a.saturating_sub(b);
+        }
+        HttpdStats {
+            connections_accepted: self.connections_accepted.saturating_sub(base.connections_accepted),
+            requests: self.requests.saturating_sub(base.requests),
+            responses_by_status: by_status,
+            body_bytes: self.body_bytes.saturating_sub(base.body_bytes),
+            tls_full: self.tls_full.saturating_sub(base.tls_full),
+            tls_resumed: self.tls_resumed.saturating_sub(base.tls_resumed),
+            tls_failed: self.tls_failed.saturating_sub(base.tls_failed),
+            h2_connections: self.h2_connections.saturating_sub(base.h2_connections),
+            h2_streams: self.h2_streams.saturating_sub(base.h2_streams),
+            h2_resets: self.h2_resets.saturating_sub(base.h2_resets),
+            h2_goaways: self.h2_goaways.saturating_sub(base.h2_goaways),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum HttpdError {
     #[error("cannot listen for http on {addr}")]
