@@ -160,6 +160,13 @@ def main():
               f"CPU per Gbit ratio {cpu:.3f} {verdict(cpu <= 1.0)}; "
               f"slowest round below median: linerate {lsp * 100:.1f} % {verdict(lsp <= 0.10)}, "
               f"iperf3 {isp * 100:.1f} %")
+        # The two tools ran side by side in each round: a machine-wide slow spell (the VM's host)
+        # slows both, so the round's ratio shows linerate's own spread without the shared one.
+        per_round = [a[0] / b[0] for a, b in zip(lr, ip)]
+        shared = statistics.correlation([x[0] for x in lr], [x[0] for x in ip]) if len(lr) > 2 else float("nan")
+        print(f"      per round linerate/iperf3: median {statistics.median(per_round):.3f}, lowest "
+              f"{min(per_round):.3f} ({spread(per_round) * 100:.1f} % below); the tools' round "
+              f"throughputs correlate r = {shared:.2f}")
     if args.before:
         benchlib.print_before("iperf3", results, [(f"-P {n}", lambda tool, n=n: (n, tool)) for n in counts(args)],
                               [("Mbit/s", 0, 1e6), ("CPU s/Gbit", 1, 1)])

@@ -19,13 +19,13 @@
 use super::tls::{self, Failure};
 use super::worker::Load;
 use super::worker::classify::{classify, failure_of_io, tls_class};
+use super::h2frame;
 use super::{HIST_MAX_NS, HttpErrors, HttpRun, HttpTarget, Times, empty_run};
 use crate::engine::run::{Gate, Shared};
 use crate::engine::sockopt;
 use crate::result::StreamEnd;
 use crate::spec::HttpSpec;
 use crate::tlsio::{HandshakeError, Io};
-use bytes::Bytes;
 use rustls::{ClientConfig, ClientConnection, HandshakeKind};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -54,8 +54,9 @@ type Class = fn(&mut HttpErrors) -> &mut u64;
 struct Ctx {
     spec: HttpSpec,
     targets: Vec<HttpTarget>,
-    /// The request of each URL, built before the clock starts; each stream sends a clone.
-    requests: Vec<http::Request<()>>,
+    /// The request of each URL as an HPACK block, encoded before the clock starts; every
+    /// stream sends these bytes.
+    blocks: Vec<Vec<u8>>,
     tls: Option<Arc<ClientConfig>>,
     start: Instant,
     times: Times,
@@ -132,22 +133,6 @@ impl Ctx {
     }
 }
 
-/// The class of an h2 error on a request: the server's RST_STREAM and GOAWAY apart; a stream h2
-/// itself reset (a response that broke the protocol) is a bad response.
-fn class_of(e: &h2::Error) -> Class {
-    if e.is_go_away() {
-        |x| &mut x.goaway
-    } else if e.is_reset() && e.is_remote() {
-        |x| &mut x.rst_stream
-    } else if e.is_reset() {
-        |x| &mut x.bad_response
-    } else if let Some(io) = e.get_io() {
-        classify(io)
-    } else {
-        |x| &mut x.other
-    }
-}
-
 /// The connection as h2 sees it, its cleartext bytes counted at each read and write.
 struct Counted {
     io: Io<ClientConnection>,
@@ -201,28 +186,6 @@ impl AsyncWrite for Counted {
     }
 }
 
-/// One connection's state its stream slots share.
-struct Conn {
-    target: usize,
-    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS as h2 holds it (usize::MAX before any).
-    cap: Cell<usize>,
-    in_flight: Cell<u64>,
-    /// The server's SETTINGS are in: its first frames, so true once a response's head came
-    /// (or the first request ended). Until then only slot 0 sends, so a server's stream limit
-    /// is never exceeded before it is known (nginx refuses the streams past it).
-    settled: Cell<bool>,
-    settle: Notify,
-}
-
-impl Conn {
-    fn settled(&self) {
-        if !self.settled.get() {
-            self.settled.set(true);
-            self.settle.notify_waiters();
-        }
-    }
-}
-
 /// One worker: users `w`, `w + threads`, ... until the end.
 pub(super) fn work(
     load: Load<'_>,
@@ -241,24 +204,16 @@ pub(super) fn work(
             return Err(e);
         }
     };
-    let requests = targets
+    let blocks: Vec<Vec<u8>> = targets
         .iter()
-        .map(|t| {
-            let scheme = if t.tls.is_some() { "https" } else { "http" };
-            http::Request::get(format!("{scheme}://{}{}", t.server, t.path))
-                .header(http::header::USER_AGENT, "linerate")
-                .body(())
-                .map_err(io::Error::other)
-        })
-        .collect::<io::Result<Vec<_>>>();
-    let requests = match requests {
-        Ok(r) => r,
-        Err(e) => {
-            gate.arrive_and_wait(&shared.sampler);
-            shared.finish(w, StreamEnd::Error);
-            return Err(e);
-        }
-    };
+        .map(|t| h2frame::request_block(t.tls.is_some(), &t.server, &t.path))
+        .collect();
+    if let Some(t) = blocks.iter().zip(targets).find(|(b, _)| b.len() > h2frame::MAX_FRAME) {
+        gate.arrive_and_wait(&shared.sampler);
+        shared.finish(w, StreamEnd::Error);
+        let url = format!("{}{}", t.1.server, t.1.path);
+        return Err(io::Error::other(format!("the request for {url} does not fit one HTTP/2 frame")));
+    }
     let mine: Vec<usize> = (w..spec.users as usize).step_by(threads).collect();
     let buckets = (times.end_ns / times.interval_ns) as usize + 2;
     let out = empty_run(buckets, times.interval_ns, targets.len());
@@ -266,7 +221,7 @@ pub(super) fn work(
     let ctx = Rc::new(Ctx {
         spec: spec.clone(),
         targets: targets.to_vec(),
-        requests,
+        blocks,
         tls: tls.cloned(),
         start: *shared.t0.get().expect("time zero is set before the gate opens"),
         times,
@@ -348,8 +303,8 @@ async fn user(ctx: Rc<Ctx>, global: usize, first: u64) {
     let resume = ctx.spec.tls.as_ref().is_none_or(|t| t.resume);
     let config = ctx.tls.as_ref().map(|c| tls::for_user(c, resume));
     while !ctx.ended() {
-        if let Some((send, connection)) = connect(&ctx, target, config.as_ref()).await {
-            run_connection(&ctx, target, send, connection).await;
+        if let Some(io) = connect(&ctx, target, config.as_ref()).await {
+            Session::new(&ctx, io).run().await;
         }
         // A failed or ended connection: the next one a millisecond (or a think time) later, so
         // a refusing server is not hammered at the speed of the loop.
@@ -358,15 +313,13 @@ async fn user(ctx: Rc<Ctx>, global: usize, first: u64) {
     }
 }
 
-type Connection = h2::client::Connection<Counted, Bytes>;
-
-/// A new connection to URL `target`: TCP, the TLS handshake (ALPN `h2`), HTTP/2's preface;
-/// counted as HTTP/1.1's are (attempted by when it began, its outcome with it). None: failed.
+/// A new connection to URL `target`: TCP and the TLS handshake (ALPN `h2`); counted as
+/// HTTP/1.1's are (attempted by when it began, its outcome with it). None: failed.
 async fn connect(
     ctx: &Rc<Ctx>,
     target: usize,
     config: Option<&Arc<ClientConfig>>,
-) -> Option<(h2::client::SendRequest<Bytes>, Connection)> {
+) -> Option<Counted> {
     let began = ctx.now();
     let counted = ctx.in_window(began);
     {
@@ -422,25 +375,11 @@ async fn connect(
             return None;
         }
     };
-    let window = (STREAM_WINDOW as usize * ctx.streams).min(MAX_CONNECTION_WINDOW as usize) as u32;
-    let io = Counted {
+    Some(Counted {
         io,
         ctx: Rc::clone(ctx),
         target,
-    };
-    // Only the preface and SETTINGS are written here: it fails only with the socket.
-    match h2::client::Builder::new()
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(window)
-        .handshake::<_, Bytes>(io)
-        .await
-    {
-        Ok(pair) => Some(pair),
-        Err(e) => {
-            ctx.count_failure(target, counted, class_of(&e));
-            None
-        }
-    }
+    })
 }
 
 /// TCP connected and, over TLS, the handshake done with ALPN `h2` (counted: full or resumed, its
@@ -508,167 +447,506 @@ async fn establish(
     Ok(io)
 }
 
-/// Runs a connection until it ends: its stream slots as tasks, the connection itself here
-/// (reading the server's stream limit after each turn).
-async fn run_connection(
-    ctx: &Rc<Ctx>,
+/// Why a connection's session ended.
+enum End {
+    /// The server's GOAWAY, and nothing of this connection's is in flight any more.
+    Drained,
+    /// The server closed the connection.
+    Closed,
+    Io(io::Error),
+    /// The server broke HTTP/2 (a frame too large, a head that does not decode, a push).
+    Protocol,
+}
+
+/// A request in flight on a stream slot.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    /// Its stream; 0: the slot is free.
+    stream: u32,
+    intended: u64,
+    deadline: u64,
+    /// When its final head came (ns since time zero); 0: not yet.
+    first_byte: u64,
+    status: u16,
+    body: u64,
+    /// Stream window taken by DATA and not yet given back.
+    unacked: u32,
+    /// Closed loop: the earliest start of the slot's next request (its think time).
+    next: u64,
+}
+
+/// One connection, driven by one task: its stream slots, the server's frames read and answered,
+/// its requests written, each read's frames answered in one write. The requests wait on no
+/// timer of their own: one timer per connection wakes it at the earliest deadline or think
+/// time still ahead, and may wake it early (it is re-armed only to come sooner).
+struct Session<'a> {
+    ctx: &'a Ctx,
+    io: Counted,
     target: usize,
-    send: h2::client::SendRequest<Bytes>,
-    mut connection: Connection,
-) {
-    let conn = Rc::new(Conn {
-        target,
-        cap: Cell::new(usize::MAX),
-        in_flight: Cell::new(0),
-        settled: Cell::new(false),
-        settle: Notify::new(),
-    });
-    for slot in 0..ctx.streams {
-        tokio::task::spawn_local(stream_slot(Rc::clone(ctx), send.clone(), slot, Rc::clone(&conn)));
-    }
-    drop(send);
-    let _ = poll_fn(|cx| {
-        let r = Pin::new(&mut connection).poll(cx);
-        let cap = connection.max_concurrent_send_streams();
-        if cap != conn.cap.get() {
-            conn.cap.set(cap);
-            if cap < usize::MAX {
-                let mut out = ctx.out.borrow_mut();
-                let cap = cap as u64;
-                out.h2_peer_max_streams = Some(out.h2_peer_max_streams.map_or(cap, |m| m.min(cap)));
-            }
-        }
-        r
-    })
-    .await;
+    rbuf: Box<[u8]>,
+    rpos: usize,
+    rend: usize,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    slots: Vec<Slot>,
+    /// The slots' streams, apart: the frames' lookup scans them.
+    streams: Vec<u32>,
+    in_flight: u64,
+    next_stream: u32,
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (usize::MAX before any).
+    cap: usize,
+    /// The server's first SETTINGS are in: until then one request is in flight at most, so a
+    /// server's stream limit is never exceeded before it is known (nginx refuses the streams
+    /// past it).
+    settled: bool,
+    /// The server's GOAWAY: its last stream.
+    goaway: Option<u32>,
+    /// A head cut into CONTINUATION frames: its stream, whether it ends the stream, its block.
+    continuation: Option<(u32, bool)>,
+    block: Vec<u8>,
+    connection_window: u32,
+    connection_unacked: u32,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    /// When the timer fires (ns since time zero); u64::MAX: not armed.
+    timer_at: u64,
+    queued: Option<Pin<Box<tokio::sync::futures::Notified<'a>>>>,
 }
 
-/// One stream slot of a connection: a closed-loop sub-user (request, response, think), or in the
-/// open loop a taker of scheduled requests; it ends with its connection.
-async fn stream_slot(ctx: Rc<Ctx>, mut send: h2::client::SendRequest<Bytes>, slot: usize, conn: Rc<Conn>) {
-    while slot > 0 && !conn.settled.get() {
-        let settled = conn.settle.notified();
-        if conn.settled.get() {
-            break;
+impl<'a> Session<'a> {
+    fn new(ctx: &'a Ctx, io: Counted) -> Session<'a> {
+        let connection_window = (STREAM_WINDOW as usize * ctx.streams).min(MAX_CONNECTION_WINDOW as usize) as u32;
+        let mut wbuf = Vec::with_capacity(4096);
+        h2frame::client_start(&mut wbuf, STREAM_WINDOW, connection_window);
+        Session {
+            ctx,
+            target: io.target,
+            io,
+            rbuf: vec![0; 4 * (h2frame::MAX_FRAME + h2frame::HEAD)].into_boxed_slice(),
+            rpos: 0,
+            rend: 0,
+            wbuf,
+            wpos: 0,
+            slots: vec![Slot::default(); ctx.streams],
+            streams: vec![0; ctx.streams],
+            in_flight: 0,
+            next_stream: 1,
+            cap: usize::MAX,
+            settled: false,
+            goaway: None,
+            continuation: None,
+            block: Vec::new(),
+            connection_window,
+            connection_unacked: 0,
+            timer: Box::pin(tokio::time::sleep_until(ctx.at(0))),
+            timer_at: u64::MAX,
+            queued: None,
         }
-        settled.await;
     }
-    loop {
-        // Slots past the server's limit retire once its SETTINGS are in.
-        if slot >= conn.cap.get() || ctx.ended() {
-            return;
-        }
-        let (intended, scheduled) = match ctx.spec.rate {
-            None => (ctx.now(), false),
-            Some(_) => (next_scheduled(&ctx).await, true),
+
+    /// Runs the connection until it ends; what it had in flight then ends with it, counted in
+    /// the class of the end.
+    async fn run(mut self) {
+        let end = poll_fn(|cx| self.poll(cx)).await;
+        let class: Class = match (&end, self.goaway) {
+            (End::Drained, _) => return,
+            (_, Some(_)) => |x| &mut x.goaway,
+            (End::Closed, None) => |x| &mut x.reset,
+            (End::Io(e), None) => classify(e),
+            (End::Protocol, None) => |x| &mut x.bad_response,
         };
-        if slot >= conn.cap.get() || !request(&ctx, &mut send, intended, &conn).await {
-            // Not sent: the connection is gone; the scheduled start goes to another slot.
-            if scheduled {
-                ctx.queue.borrow_mut().push_front(intended);
-                ctx.queued.notify_one();
+        for i in 0..self.slots.len() {
+            if self.slots[i].stream != 0 {
+                self.fail(i, class);
             }
+        }
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<End> {
+        loop {
+            let now = self.ctx.now();
+            self.expire(now);
+            self.start(now, cx);
+            if let Err(e) = self.flush(cx) {
+                return Poll::Ready(End::Io(e));
+            }
+            if self.goaway.is_some() && self.in_flight == 0 {
+                return Poll::Ready(End::Drained);
+            }
+            match self.fill(cx) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(End::Closed),
+                Poll::Ready(Ok(_)) => {
+                    if let Err(end) = self.frames() {
+                        return Poll::Ready(end);
+                    }
+                    continue;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(End::Io(e)),
+                Poll::Pending => {}
+            }
+            let wake = self.next_wake();
+            if wake < self.timer_at {
+                self.timer.as_mut().reset(self.ctx.at(wake));
+                self.timer_at = wake;
+            }
+            if self.timer_at != u64::MAX && self.timer.as_mut().poll(cx).is_ready() {
+                self.timer_at = u64::MAX;
+                continue;
+            }
+            return Poll::Pending;
+        }
+    }
+
+    /// How many requests may be in flight now.
+    fn limit(&self) -> usize {
+        if self.settled { self.cap.min(self.slots.len()) } else { 1 }
+    }
+
+    /// The earliest deadline of a request in flight or start of a thinking slot; u64::MAX: none.
+    fn next_wake(&self) -> u64 {
+        let limit = self.limit();
+        let mut wake = u64::MAX;
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.stream != 0 {
+                wake = wake.min(s.deadline);
+            } else if i < limit && self.ctx.spec.rate.is_none() && s.next > 0 {
+                wake = wake.min(s.next);
+            }
+        }
+        wake
+    }
+
+    /// Requests past their deadline: cancelled (RST_STREAM CANCEL), counted as timeouts.
+    fn expire(&mut self, now: u64) {
+        for i in 0..self.slots.len() {
+            let s = self.slots[i];
+            if s.stream != 0 && s.deadline <= now {
+                h2frame::rst_stream(&mut self.wbuf, s.stream, h2frame::CANCEL);
+                self.fail(i, |x| &mut x.timeout);
+            }
+        }
+    }
+
+    /// Starts what may start: closed loop, each free slot past its think time; open loop, the
+    /// queue's scheduled starts while slots are free (waiting on the queue when it is empty).
+    fn start(&mut self, now: u64, cx: &mut Context<'_>) {
+        if self.goaway.is_some() || self.ctx.ended() || self.next_stream > MAX_STREAM_ID {
             return;
         }
-        if ctx.think_ns > 0 && !scheduled {
-            tokio::time::sleep_until(ctx.at(ctx.now() + ctx.think_ns)).await;
-        }
-    }
-}
-
-/// Open loop: the next scheduled start, waiting for one; one over a millisecond past due is
-/// counted late.
-async fn next_scheduled(ctx: &Ctx) -> u64 {
-    loop {
-        let next = ctx.queue.borrow_mut().pop_front();
-        if let Some(at) = next {
-            if at + 1_000_000 < ctx.now() {
-                ctx.out.borrow_mut().queued_late += 1;
+        let limit = self.limit();
+        let open = self.ctx.spec.rate.is_some();
+        for i in 0..limit {
+            if self.in_flight as usize >= limit {
+                return;
             }
-            return at;
+            if self.slots[i].stream != 0 || (!open && self.slots[i].next > now) {
+                continue;
+            }
+            let intended = if open {
+                let next = self.ctx.queue.borrow_mut().pop_front();
+                match next {
+                    Some(at) => {
+                        if at + 1_000_000 < now {
+                            self.ctx.out.borrow_mut().queued_late += 1;
+                        }
+                        at
+                    }
+                    None => {
+                        self.wait_queue(cx);
+                        return;
+                    }
+                }
+            } else {
+                now
+            };
+            self.send(i, intended, now);
         }
-        ctx.queued.notified().await;
+    }
+
+    /// Open loop: wakes this connection when a start is queued; one that came while it waited
+    /// is taken on the next turn.
+    fn wait_queue(&mut self, cx: &mut Context<'_>) {
+        let ctx = self.ctx;
+        let queued = self.queued.get_or_insert_with(|| Box::pin(ctx.queued.notified()));
+        if queued.as_mut().poll(cx).is_ready() {
+            self.queued = None;
+            cx.waker().wake_by_ref();
+        }
+    }
+
+    fn send(&mut self, i: usize, intended: u64, now: u64) {
+        let stream = self.next_stream;
+        self.next_stream += 2;
+        h2frame::request(&mut self.wbuf, stream, &self.ctx.blocks[self.target]);
+        started(self.ctx, self.target, now);
+        self.slots[i] = Slot {
+            stream,
+            intended,
+            deadline: intended.max(now) + self.ctx.timeout_ns,
+            ..Slot::default()
+        };
+        self.streams[i] = stream;
+        self.in_flight += 1;
+        self.ctx.in_flight.set(self.ctx.in_flight.get() + 1);
+        let mut out = self.ctx.out.borrow_mut();
+        out.h2_max_in_flight = out.h2_max_in_flight.max(self.in_flight);
+    }
+
+    /// Slot `i`'s request ended: its slot free, its next start after the think time.
+    fn end(&mut self, i: usize, now: u64) {
+        self.slots[i].stream = 0;
+        self.slots[i].next = now + self.ctx.think_ns;
+        self.streams[i] = 0;
+        self.in_flight -= 1;
+        self.ctx.in_flight.set(self.ctx.in_flight.get() - 1);
+    }
+
+    fn fail(&mut self, i: usize, class: Class) {
+        let now = self.ctx.now();
+        self.end(i, now);
+        self.ctx.count_failure(self.target, self.ctx.in_window(now), class);
+    }
+
+    fn complete(&mut self, i: usize) {
+        let now = self.ctx.now();
+        let s = self.slots[i];
+        self.end(i, now);
+        let rt = now.saturating_sub(s.intended).clamp(1, HIST_MAX_NS);
+        let ttfb = s.first_byte.saturating_sub(s.intended).clamp(1, rt);
+        self.ctx.total_responses.set(self.ctx.total_responses.get() + 1);
+        self.ctx
+            .out
+            .borrow_mut()
+            .count_response(now, self.ctx.in_window(now), self.target, rt, ttfb, s.status, s.body);
+    }
+
+    fn slot_of(&self, stream: u32) -> Option<usize> {
+        if stream == 0 {
+            return None;
+        }
+        self.streams.iter().position(|&s| s == stream)
+    }
+
+    /// Writes what is buffered until it is all out or the socket is full.
+    fn flush(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        while self.wpos < self.wbuf.len() {
+            match Pin::new(&mut self.io).poll_write(cx, &self.wbuf[self.wpos..]) {
+                Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+                Poll::Ready(Ok(n)) => self.wpos += n,
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => break,
+            }
+        }
+        if self.wpos == self.wbuf.len() {
+            self.wbuf.clear();
+            self.wpos = 0;
+            if let Poll::Ready(Err(e)) = Pin::new(&mut self.io).poll_flush(cx) {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what the socket has after the frames not yet whole.
+    fn fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.rpos == self.rend {
+            (self.rpos, self.rend) = (0, 0);
+        } else if self.rend == self.rbuf.len() {
+            self.rbuf.copy_within(self.rpos..self.rend, 0);
+            (self.rpos, self.rend) = (0, self.rend - self.rpos);
+        }
+        let mut buf = ReadBuf::new(&mut self.rbuf[self.rend..]);
+        match Pin::new(&mut self.io).poll_read(cx, &mut buf) {
+            Poll::Ready(Ok(())) => {
+                let n = buf.filled().len();
+                self.rend += n;
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Takes every whole frame read.
+    fn frames(&mut self) -> Result<(), End> {
+        let rbuf = std::mem::take(&mut self.rbuf);
+        let r = self.frames_in(&rbuf);
+        self.rbuf = rbuf;
+        r
+    }
+
+    fn frames_in(&mut self, rbuf: &[u8]) -> Result<(), End> {
+        while self.rend - self.rpos >= h2frame::HEAD {
+            let at = self.rpos;
+            let head = h2frame::Head::parse(rbuf[at..at + h2frame::HEAD].try_into().expect("nine bytes"));
+            if head.len > h2frame::MAX_FRAME {
+                return Err(End::Protocol);
+            }
+            if self.rend - at < h2frame::HEAD + head.len {
+                break;
+            }
+            self.rpos = at + h2frame::HEAD + head.len;
+            self.frame(head, &rbuf[at + h2frame::HEAD..self.rpos])?;
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, head: h2frame::Head, p: &[u8]) -> Result<(), End> {
+        use h2frame::{
+            ACK, CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, PING, PRIORITY, PUSH_PROMISE,
+            RST_STREAM, SETTINGS, SETTINGS_MAX_CONCURRENT_STREAMS,
+        };
+        if let Some((stream, end_stream)) = self.continuation {
+            if head.kind != CONTINUATION || head.stream != stream {
+                return Err(End::Protocol);
+            }
+            self.block.extend_from_slice(p);
+            if head.flags & END_HEADERS != 0 {
+                self.continuation = None;
+                let block = std::mem::take(&mut self.block);
+                let r = self.head(stream, end_stream, &block);
+                self.block = block;
+                self.block.clear();
+                return r;
+            }
+            return Ok(());
+        }
+        match head.kind {
+            DATA => {
+                let data = unpad(head.flags, p)?;
+                self.data(head.stream, head.flags & END_STREAM != 0, data.len(), p.len());
+            }
+            HEADERS => {
+                let mut block = unpad(head.flags, p)?;
+                if head.flags & PRIORITY != 0 {
+                    block = block.get(5..).ok_or(End::Protocol)?;
+                }
+                let end_stream = head.flags & END_STREAM != 0;
+                if head.flags & END_HEADERS == 0 {
+                    self.continuation = Some((head.stream, end_stream));
+                    self.block.extend_from_slice(block);
+                } else {
+                    self.head(head.stream, end_stream, block)?;
+                }
+            }
+            RST_STREAM => {
+                if let Some(i) = self.slot_of(head.stream) {
+                    self.fail(i, |x| &mut x.rst_stream);
+                }
+            }
+            SETTINGS if head.flags & ACK == 0 => {
+                for s in p.chunks_exact(6) {
+                    if u16::from_be_bytes([s[0], s[1]]) == SETTINGS_MAX_CONCURRENT_STREAMS {
+                        self.capped(u32::from_be_bytes([s[2], s[3], s[4], s[5]]) as usize);
+                    }
+                }
+                self.settled = true;
+                h2frame::head(&mut self.wbuf, 0, SETTINGS, ACK, 0);
+            }
+            PING if head.flags & ACK == 0 => {
+                h2frame::head(&mut self.wbuf, p.len(), PING, ACK, 0);
+                self.wbuf.extend_from_slice(p);
+            }
+            GOAWAY => {
+                let last = p
+                    .get(..4)
+                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x7fff_ffff)
+                    .ok_or(End::Protocol)?;
+                self.goaway = Some(last);
+                // Streams above its last were refused, unprocessed: counted, not retried.
+                for i in 0..self.slots.len() {
+                    if self.slots[i].stream > last {
+                        self.fail(i, |x| &mut x.goaway);
+                    }
+                }
+            }
+            // The client asked for no push.
+            PUSH_PROMISE => return Err(End::Protocol),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn capped(&mut self, cap: usize) {
+        self.cap = cap;
+        let mut out = self.ctx.out.borrow_mut();
+        let cap = cap as u64;
+        out.h2_peer_max_streams = Some(out.h2_peer_max_streams.map_or(cap, |m| m.min(cap)));
+    }
+
+    /// A head: the response's (its status; informational ones wait for the final) or trailers.
+    fn head(&mut self, stream: u32, end_stream: bool, block: &[u8]) -> Result<(), End> {
+        let status = h2frame::status(block).map_err(|_| End::Protocol)?;
+        let Some(i) = self.slot_of(stream) else {
+            return Ok(());
+        };
+        if self.slots[i].first_byte == 0 {
+            match status {
+                Some(100..=199) if !end_stream => return Ok(()),
+                Some(status) => {
+                    self.slots[i].status = status;
+                    self.slots[i].first_byte = self.ctx.now().max(1);
+                }
+                None => {
+                    h2frame::rst_stream(&mut self.wbuf, stream, h2frame::CANCEL);
+                    self.fail(i, |x| &mut x.bad_response);
+                    return Ok(());
+                }
+            }
+        }
+        if end_stream {
+            self.complete(i);
+        }
+        Ok(())
+    }
+
+    /// DATA: `n` bytes of body, `taken` of the windows (padding too), given back as the windows
+    /// half empty.
+    fn data(&mut self, stream: u32, end_stream: bool, n: usize, taken: usize) {
+        let taken = taken as u32;
+        self.connection_unacked += taken;
+        if self.connection_unacked >= self.connection_window / 2 {
+            h2frame::window_update(&mut self.wbuf, 0, self.connection_unacked);
+            self.connection_unacked = 0;
+        }
+        let Some(i) = self.slot_of(stream) else {
+            return;
+        };
+        if self.slots[i].first_byte == 0 {
+            // A body before its head.
+            h2frame::rst_stream(&mut self.wbuf, stream, h2frame::CANCEL);
+            self.fail(i, |x| &mut x.bad_response);
+            return;
+        }
+        self.slots[i].body += n as u64;
+        if end_stream {
+            self.complete(i);
+            return;
+        }
+        self.slots[i].unacked += taken;
+        if self.slots[i].unacked >= STREAM_WINDOW / 2 {
+            h2frame::window_update(&mut self.wbuf, stream, self.slots[i].unacked);
+            self.slots[i].unacked = 0;
+        }
     }
 }
 
-/// One request on the connection, timed from `intended`: false when it could not be sent (the
-/// connection has ended; nothing counted), true once it ended (counted: a response or an error
-/// of its class).
-async fn request(ctx: &Ctx, send: &mut h2::client::SendRequest<Bytes>, intended: u64, conn: &Conn) -> bool {
-    let target = conn.target;
-    let deadline = ctx.at(intended.max(ctx.now()) + ctx.timeout_ns);
-    // h2 holds a stream past the server's limit here until one of the connection's ends. Most
-    // often it is ready at once, and no timer is armed for the wait.
-    let ready = match poll_fn(|cx| Poll::Ready(send.poll_ready(cx))).await {
-        Poll::Ready(r) => Ok(r),
-        Poll::Pending => tokio::time::timeout_at(deadline, poll_fn(|cx| send.poll_ready(cx))).await,
-    };
-    match ready {
-        Ok(Ok(())) => {}
-        Ok(Err(_)) => return false,
-        Err(_) => {
-            let counted = started(ctx, target);
-            ctx.count_failure(target, counted, |x| &mut x.timeout);
-            return true;
-        }
+/// A DATA or HEADERS payload without its padding.
+fn unpad(flags: u8, p: &[u8]) -> Result<&[u8], End> {
+    if flags & h2frame::PADDED == 0 {
+        return Ok(p);
     }
-    started(ctx, target);
-    let in_flight = conn.in_flight.get() + 1;
-    conn.in_flight.set(in_flight);
-    ctx.in_flight.set(ctx.in_flight.get() + 1);
-    {
-        let mut out = ctx.out.borrow_mut();
-        out.h2_max_in_flight = out.h2_max_in_flight.max(in_flight);
-    }
-    let got = match send.send_request(ctx.requests[target].clone(), true) {
-        Ok((response, _)) => tokio::time::timeout_at(deadline, receive(ctx, response, conn)).await,
-        Err(e) => Ok(Err(e)),
-    };
-    conn.settled();
-    conn.in_flight.set(conn.in_flight.get() - 1);
-    ctx.in_flight.set(ctx.in_flight.get() - 1);
-    let now = ctx.now();
-    let in_window = ctx.in_window(now);
-    match got {
-        Ok(Ok((status, first_byte, body))) => {
-            let rt = now.saturating_sub(intended).clamp(1, HIST_MAX_NS);
-            let ttfb = first_byte.saturating_sub(intended).clamp(1, rt);
-            ctx.total_responses.set(ctx.total_responses.get() + 1);
-            ctx.out
-                .borrow_mut()
-                .count_response(now, in_window, target, rt, ttfb, status, body);
-        }
-        Ok(Err(e)) => ctx.count_failure(target, in_window, class_of(&e)),
-        // Dropped on time out: h2 cancels the stream (RST_STREAM CANCEL).
-        Err(_) => ctx.count_failure(target, in_window, |x| &mut x.timeout),
-    }
-    true
+    let pad = usize::from(*p.first().ok_or(End::Protocol)?);
+    p.get(1..p.len().checked_sub(pad).ok_or(End::Protocol)?).ok_or(End::Protocol)
 }
 
-/// Counts a request of URL `target` started now; whether it began in the window.
-fn started(ctx: &Ctx, target: usize) -> bool {
-    let counted = ctx.in_window(ctx.now());
-    if counted {
+/// The last client stream a connection opens before the next connection takes over.
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+
+/// Counts a request of URL `target` started at `now`.
+fn started(ctx: &Ctx, target: usize, now: u64) {
+    if ctx.in_window(now) {
         let mut out = ctx.out.borrow_mut();
         out.requests_started += 1;
         out.per_target[target].requests_started += 1;
     }
-    counted
-}
-
-/// The response: its status, when its head came (ns since time zero), its body's length, each
-/// DATA frame's bytes given back to the flow-control windows as they are counted.
-async fn receive(ctx: &Ctx, response: h2::client::ResponseFuture, conn: &Conn) -> Result<(u16, u64, u64), h2::Error> {
-    let response = response.await?;
-    let first_byte = ctx.now();
-    conn.settled();
-    let status = response.status().as_u16();
-    let mut body = response.into_body();
-    let mut bytes = 0u64;
-    while let Some(data) = body.data().await {
-        let data = data?;
-        bytes += data.len() as u64;
-        let _ = body.flow_control().release_capacity(data.len());
-    }
-    Ok((status, first_byte, bytes))
 }

@@ -12,6 +12,7 @@
 
 mod bins;
 mod h2;
+mod h2frame;
 mod head;
 mod sampler;
 mod tls;
