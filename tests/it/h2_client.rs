@@ -193,10 +193,20 @@ fn issue_27_open_loop_rps_over_http2_holds_its_rate() {
     );
 }
 
-/// A tiny h2c server on 127.0.0.1 (the h2 crate, its own thread and runtime): `reset` answers
-/// every stream with RST_STREAM(REFUSED_STREAM); otherwise every connection gets a GOAWAY
-/// (ENHANCE_YOUR_CALM) before any stream is processed. Stops with the test process.
-fn tiny_h2_server(reset: bool) -> std::net::SocketAddr {
+/// What the tiny h2c server does with its streams.
+#[derive(Clone, Copy, PartialEq)]
+enum Tiny {
+    /// Answers every stream with RST_STREAM(REFUSED_STREAM).
+    Reset,
+    /// Sends a GOAWAY (ENHANCE_YOUR_CALM) before any stream is processed.
+    GoAway,
+    /// Takes every stream and never answers it.
+    Silent,
+}
+
+/// A tiny h2c server on 127.0.0.1 (the h2 crate, its own thread and runtime), doing `mode`.
+/// Stops with the test process.
+fn tiny_h2_server(mode: Tiny) -> std::net::SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
     listener.set_nonblocking(true).expect("nonblocking");
@@ -214,11 +224,16 @@ fn tiny_h2_server(reset: bool) -> std::net::SocketAddr {
                         return;
                     };
                     let _: &h2::server::Connection<_, bytes::Bytes> = &conn;
-                    if !reset {
+                    if mode == Tiny::GoAway {
                         conn.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
                     }
+                    let mut held = Vec::new();
                     while let Some(Ok((_, mut respond))) = conn.accept().await {
-                        respond.send_reset(h2::Reason::REFUSED_STREAM);
+                        if mode == Tiny::Silent {
+                            held.push(respond);
+                        } else {
+                            respond.send_reset(h2::Reason::REFUSED_STREAM);
+                        }
                     }
                 });
             }
@@ -230,7 +245,7 @@ fn tiny_h2_server(reset: bool) -> std::net::SocketAddr {
 #[test]
 fn issue_27_rst_stream_and_goaway_are_errors_of_their_own_class() {
     for reset in [true, false] {
-        let addr = tiny_h2_server(reset);
+        let addr = tiny_h2_server(if reset { Tiny::Reset } else { Tiny::GoAway });
         let url = format!("http://{addr}/x");
         let out = http(&[&url, "--users", "2", "--streams", "4", "-d", "1s"]);
         // Not one request succeeded: a failed run, its document printed all the same.
@@ -268,4 +283,43 @@ fn issue_27_streams_without_http2_is_a_usage_error() {
         LIMIT,
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn issue_27_h2_streams_a_server_never_answers_time_out_and_the_run_ends() {
+    let addr = tiny_h2_server(Tiny::Silent);
+    let url = format!("http://{addr}/x");
+    let began = std::time::Instant::now();
+    let out = http(&[&url, "--users", "1", "--streams", "3", "-d", "2s", "--timeout", "300ms"]);
+    let v = json_with_status(&out, 4);
+    check_identities(&v);
+    let e = &v["summary"]["errors"];
+    assert_eq!(u(&v, "/summary/responses"), 0, "{e}");
+    // Three streams at a time, each cancelled at its deadline and sent again: several rounds.
+    assert!(u(&v, "/summary/errors/timeout") >= 3, "{e}");
+    assert_eq!(u(&v, "/summary/errors/timeout"), u(&v, "/summary/errors/total"), "{e}");
+    assert_eq!(u(&v, "/summary/connections/attempted"), 1, "{}", v["summary"]["connections"]);
+    assert!(began.elapsed() < Duration::from_secs(20), "took {:?}", began.elapsed());
+}
+
+#[test]
+fn issue_27_h2_bodies_past_the_windows_come_whole_and_statuses_count() {
+    let agent = Agent::start(&["--http-port", "0"]);
+    let http_addr = agent.http_addr.clone().expect("http");
+    // 3 MiB a response: past the 1 MiB stream window, so the client must give it back.
+    let big = format!("http://{http_addr}/bytes/3145728");
+    let v = json_of(&http(&[&big, "--users", "1", "--streams", "4", "-d", "1s"]));
+    check_identities(&v);
+    let responses = u(&v, "/summary/responses");
+    assert!(responses > 0, "{}", v["summary"]);
+    assert_eq!(u(&v, "/summary/errors/total"), 0, "{}", v["summary"]["errors"]);
+    assert_eq!(u(&v, "/summary/body_bytes"), responses * 3_145_728);
+    // A route the server does not have: 404, each a bad status.
+    let missing = format!("http://{http_addr}/nothing-here");
+    let out = http(&[&missing, "--users", "1", "--streams", "2", "-d", "500ms"]);
+    let v = json_with_status(&out, 4);
+    check_identities(&v);
+    let bad = u(&v, "/summary/errors/bad_status");
+    assert!(bad > 0, "{}", v["summary"]["errors"]);
+    assert_eq!(bad, u(&v, "/summary/errors/total"), "{}", v["summary"]["errors"]);
 }

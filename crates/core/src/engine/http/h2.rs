@@ -1,25 +1,26 @@
-//! One HTTP/2 worker (`--http2`, issue 27): its users on a current-thread tokio runtime, the
-//! `h2` crate's client over [`crate::tlsio::Io`] (the adapter the server's lanes use), counted
-//! into the same [`HttpRun`] as the HTTP/1.1 worker's (the same `count_response`).
+//! One HTTP/2 worker (`--http2`, issue 27): its users on a current-thread tokio runtime, each
+//! user's connection driven by its own task ([`Session`]: the frames of [`h2frame`] over
+//! [`crate::tlsio::Io`], the adapter the server's lanes use), counted into the same [`HttpRun`]
+//! as the HTTP/1.1 worker's (the same `count_response`).
 //!
 //! The load model: a user owns one connection (ALPN `h2` on https, the preface on cleartext) and
 //! keeps up to `streams` requests in flight on it, each stream slot a closed-loop sub-user with
 //! the think time; users start evenly over the ramp as HTTP/1.1 users do. The server's
-//! SETTINGS_MAX_CONCURRENT_STREAMS caps the slots: h2 holds a stream past it until one ends, and
-//! the slots above it retire once the SETTINGS are in. Open loop (`--rps`): one schedule per
-//! worker; each request waits in a queue for a free slot on any of the worker's connections and
-//! is timed from its scheduled start. A request not yet sent when its connection failed or was
-//! GOAWAY'd goes back to the queue (open loop) or to the user's next connection (closed loop);
-//! one sent and refused by a GOAWAY or reset is an error of its class (`goaway`, `rst_stream`),
-//! not retried. Bytes in and out are the connection's cleartext (HTTP/2 frames), counted at
-//! each read and write.
+//! SETTINGS_MAX_CONCURRENT_STREAMS caps the slots: only the first sends until the server's
+//! SETTINGS are in, and the slots above the limit retire then. Open loop (`--rps`): one schedule
+//! per worker; each request waits in a queue for a free slot on any of the worker's connections
+//! and is timed from its scheduled start. A request is taken from the queue (or made, in the
+//! closed loop) only when its connection can send it, so none is lost with a connection that
+//! failed or was GOAWAY'd; one sent and refused by a GOAWAY or reset is an error of its class
+//! (`goaway`, `rst_stream`), not retried. Bytes in and out are the connection's cleartext
+//! (HTTP/2 frames), counted at each read and write.
 //!
 //! HTTP/1.1 workers never come here: the run picks this worker once, by the spec.
 
+use super::h2frame;
 use super::tls::{self, Failure};
 use super::worker::Load;
 use super::worker::classify::{classify, failure_of_io, tls_class};
-use super::h2frame;
 use super::{HIST_MAX_NS, HttpErrors, HttpRun, HttpTarget, Times, empty_run};
 use crate::engine::run::{Gate, Shared};
 use crate::engine::sockopt;
@@ -212,7 +213,9 @@ pub(super) fn work(
         gate.arrive_and_wait(&shared.sampler);
         shared.finish(w, StreamEnd::Error);
         let url = format!("{}{}", t.1.server, t.1.path);
-        return Err(io::Error::other(format!("the request for {url} does not fit one HTTP/2 frame")));
+        return Err(io::Error::other(format!(
+            "the request for {url} does not fit one HTTP/2 frame"
+        )));
     }
     let mine: Vec<usize> = (w..spec.users as usize).step_by(threads).collect();
     let buckets = (times.end_ns / times.interval_ns) as usize + 2;
@@ -315,11 +318,7 @@ async fn user(ctx: Rc<Ctx>, global: usize, first: u64) {
 
 /// A new connection to URL `target`: TCP and the TLS handshake (ALPN `h2`); counted as
 /// HTTP/1.1's are (attempted by when it began, its outcome with it). None: failed.
-async fn connect(
-    ctx: &Rc<Ctx>,
-    target: usize,
-    config: Option<&Arc<ClientConfig>>,
-) -> Option<Counted> {
+async fn connect(ctx: &Rc<Ctx>, target: usize, config: Option<&Arc<ClientConfig>>) -> Option<Counted> {
     let began = ctx.now();
     let counted = ctx.in_window(began);
     {
@@ -488,6 +487,8 @@ struct Session<'a> {
     rend: usize,
     wbuf: Vec<u8>,
     wpos: usize,
+    /// Written since the last flush that finished.
+    unflushed: bool,
     slots: Vec<Slot>,
     /// The slots' streams, apart: the frames' lookup scans them.
     streams: Vec<u32>,
@@ -526,6 +527,7 @@ impl<'a> Session<'a> {
             rend: 0,
             wbuf,
             wpos: 0,
+            unflushed: false,
             slots: vec![Slot::default(); ctx.streams],
             streams: vec![0; ctx.streams],
             in_flight: 0,
@@ -598,7 +600,11 @@ impl<'a> Session<'a> {
 
     /// How many requests may be in flight now.
     fn limit(&self) -> usize {
-        if self.settled { self.cap.min(self.slots.len()) } else { 1 }
+        if self.settled {
+            self.cap.min(self.slots.len())
+        } else {
+            1
+        }
     }
 
     /// The earliest deadline of a request in flight or start of a thinking slot; u64::MAX: none.
@@ -634,6 +640,10 @@ impl<'a> Session<'a> {
         }
         let limit = self.limit();
         let open = self.ctx.spec.rate.is_some();
+        // Waiting on the queue only while a slot is free for what comes: a registration held
+        // past that would take a start's wake-up from a connection that can send it (a dropped
+        // one passes its wake-up on).
+        let waiting = self.queued.take();
         for i in 0..limit {
             if self.in_flight as usize >= limit {
                 return;
@@ -651,6 +661,7 @@ impl<'a> Session<'a> {
                         at
                     }
                     None => {
+                        self.queued = waiting;
                         self.wait_queue(cx);
                         return;
                     }
@@ -726,12 +737,17 @@ impl<'a> Session<'a> {
         self.streams.iter().position(|&s| s == stream)
     }
 
-    /// Writes what is buffered until it is all out or the socket is full.
+    /// Writes what is buffered until it is all out or the socket is full. Over TLS the writes
+    /// fill rustls's records and the flush sends them: one that could not finish is tried again
+    /// on the next turn.
     fn flush(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
         while self.wpos < self.wbuf.len() {
             match Pin::new(&mut self.io).poll_write(cx, &self.wbuf[self.wpos..]) {
                 Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
-                Poll::Ready(Ok(n)) => self.wpos += n,
+                Poll::Ready(Ok(n)) => {
+                    self.wpos += n;
+                    self.unflushed = true;
+                }
                 Poll::Ready(Err(e)) => return Err(e),
                 Poll::Pending => break,
             }
@@ -739,8 +755,12 @@ impl<'a> Session<'a> {
         if self.wpos == self.wbuf.len() {
             self.wbuf.clear();
             self.wpos = 0;
-            if let Poll::Ready(Err(e)) = Pin::new(&mut self.io).poll_flush(cx) {
-                return Err(e);
+        }
+        if self.unflushed {
+            match Pin::new(&mut self.io).poll_flush(cx) {
+                Poll::Ready(Ok(())) => self.unflushed = false,
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => {}
             }
         }
         Ok(())
@@ -936,7 +956,8 @@ fn unpad(flags: u8, p: &[u8]) -> Result<&[u8], End> {
         return Ok(p);
     }
     let pad = usize::from(*p.first().ok_or(End::Protocol)?);
-    p.get(1..p.len().checked_sub(pad).ok_or(End::Protocol)?).ok_or(End::Protocol)
+    p.get(1..p.len().checked_sub(pad).ok_or(End::Protocol)?)
+        .ok_or(End::Protocol)
 }
 
 /// The last client stream a connection opens before the next connection takes over.

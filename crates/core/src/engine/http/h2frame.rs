@@ -318,14 +318,24 @@ mod tests {
         assert_eq!(huffman_digits(&[0x64, 0x02, 0xff]), None, "padding of a whole byte");
         assert_eq!(status(&[0x0f, 0x0d, 0x01, b'5']), Ok(None), "no :status");
         assert_eq!(status(&[0xbe]), Err(Compression), "a dynamic entry (62)");
-        assert_eq!(status(&[0x3f, 0xe1, 0x1f]), Err(Compression), "a table size update to 4096");
+        assert_eq!(
+            status(&[0x3f, 0xe1, 0x1f]),
+            Err(Compression),
+            "a table size update to 4096"
+        );
         assert_eq!(status(&[0x20, 0x88]), Ok(Some(200)), "a table size update to 0");
         assert_eq!(status(&[0x48, 0x05, b'2']), Err(Compression), "a string past the block");
     }
 
     #[test]
     fn every_three_digit_status_huffman_codes_and_decodes() {
-        let code = |d: u8| if d <= 2 { (u32::from(d), 5) } else { (0b011001 + u32::from(d) - 3, 6) };
+        let code = |d: u8| {
+            if d <= 2 {
+                (u32::from(d), 5)
+            } else {
+                (0b011001 + u32::from(d) - 3, 6)
+            }
+        };
         for v in 100..600u16 {
             let (mut acc, mut n) = (0u64, 0u32);
             for d in [v / 100, v / 10 % 10, v % 10] {
@@ -346,7 +356,15 @@ mod tests {
         let mut out = Vec::new();
         head(&mut out, 70_000, DATA, END_STREAM, 0x8000_0003);
         let h = Head::parse(out[..HEAD].try_into().expect("nine bytes"));
-        assert_eq!(h, Head { len: 70_000, kind: DATA, flags: END_STREAM, stream: 3 });
+        assert_eq!(
+            h,
+            Head {
+                len: 70_000,
+                kind: DATA,
+                flags: END_STREAM,
+                stream: 3
+            }
+        );
     }
 
     #[test]
@@ -358,6 +376,9 @@ mod tests {
         assert_eq!((h.kind, h.len, h.stream), (SETTINGS, 18, 0));
         let wu = &out[PREFACE.len() + HEAD + 18..];
         assert_eq!(Head::parse(wu[..HEAD].try_into().expect("nine")).kind, WINDOW_UPDATE);
-        assert_eq!(u32::from_be_bytes(wu[HEAD..].try_into().expect("four")), (1 << 24) - 65_535);
+        assert_eq!(
+            u32::from_be_bytes(wu[HEAD..].try_into().expect("four")),
+            (1 << 24) - 65_535
+        );
     }
 }
