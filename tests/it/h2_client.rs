@@ -298,7 +298,12 @@ fn issue_27_h2_streams_a_server_never_answers_time_out_and_the_run_ends() {
     // Three streams at a time, each cancelled at its deadline and sent again: several rounds.
     assert!(u(&v, "/summary/errors/timeout") >= 3, "{e}");
     assert_eq!(u(&v, "/summary/errors/timeout"), u(&v, "/summary/errors/total"), "{e}");
-    assert_eq!(u(&v, "/summary/connections/attempted"), 1, "{}", v["summary"]["connections"]);
+    assert_eq!(
+        u(&v, "/summary/connections/attempted"),
+        1,
+        "{}",
+        v["summary"]["connections"]
+    );
     assert!(began.elapsed() < Duration::from_secs(20), "took {:?}", began.elapsed());
 }
 

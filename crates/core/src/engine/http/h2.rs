@@ -108,9 +108,8 @@ impl Ctx {
         }
     }
 
-    /// Cleartext bytes read (`inbound`) or written on a connection to URL `target`.
-    fn count_bytes(&self, target: usize, n: usize, inbound: bool) {
-        let now = self.now();
+    /// Cleartext bytes read (`inbound`) or written on a connection to URL `target` at `now`.
+    fn count_bytes(&self, target: usize, n: usize, inbound: bool, now: u64) {
         let in_window = self.in_window(now);
         let mut out = self.out.borrow_mut();
         let i = (now / out.interval_ns) as usize;
@@ -131,59 +130,6 @@ impl Ctx {
                 b.bytes_out += n as u64;
             }
         }
-    }
-}
-
-/// The connection as h2 sees it, its cleartext bytes counted at each read and write.
-struct Counted {
-    io: Io<ClientConnection>,
-    ctx: Rc<Ctx>,
-    target: usize,
-}
-
-impl AsyncRead for Counted {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let r = Pin::new(&mut this.io).poll_read(cx, buf);
-        let n = buf.filled().len() - before;
-        if n > 0 {
-            this.ctx.count_bytes(this.target, n, true);
-        }
-        r
-    }
-}
-
-impl AsyncWrite for Counted {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.poll_write_vectored(cx, &[io::IoSlice::new(buf)])
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Ok(n)) = r
-            && n > 0
-        {
-            this.ctx.count_bytes(this.target, n, false);
-        }
-        r
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        true
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
     }
 }
 
@@ -307,7 +253,7 @@ async fn user(ctx: Rc<Ctx>, global: usize, first: u64) {
     let config = ctx.tls.as_ref().map(|c| tls::for_user(c, resume));
     while !ctx.ended() {
         if let Some(io) = connect(&ctx, target, config.as_ref()).await {
-            Session::new(&ctx, io).run().await;
+            Session::new(&ctx, target, io).run().await;
         }
         // A failed or ended connection: the next one a millisecond (or a think time) later, so
         // a refusing server is not hammered at the speed of the loop.
@@ -318,7 +264,7 @@ async fn user(ctx: Rc<Ctx>, global: usize, first: u64) {
 
 /// A new connection to URL `target`: TCP and the TLS handshake (ALPN `h2`); counted as
 /// HTTP/1.1's are (attempted by when it began, its outcome with it). None: failed.
-async fn connect(ctx: &Rc<Ctx>, target: usize, config: Option<&Arc<ClientConfig>>) -> Option<Counted> {
+async fn connect(ctx: &Rc<Ctx>, target: usize, config: Option<&Arc<ClientConfig>>) -> Option<Io<ClientConnection>> {
     let began = ctx.now();
     let counted = ctx.in_window(began);
     {
@@ -367,18 +313,13 @@ async fn connect(ctx: &Rc<Ctx>, target: usize, config: Option<&Arc<ClientConfig>
             } += 1;
         }
     }
-    let io = match outcome {
-        Ok(io) => io,
+    match outcome {
+        Ok(io) => Some(io),
         Err(class) => {
             ctx.count_failure(target, counted, class);
-            return None;
+            None
         }
-    };
-    Some(Counted {
-        io,
-        ctx: Rc::clone(ctx),
-        target,
-    })
+    }
 }
 
 /// TCP connected and, over TLS, the handshake done with ALPN `h2` (counted: full or resumed, its
@@ -480,8 +421,11 @@ struct Slot {
 /// time still ahead, and may wake it early (it is re-armed only to come sooner).
 struct Session<'a> {
     ctx: &'a Ctx,
-    io: Counted,
+    io: Io<ClientConnection>,
     target: usize,
+    /// The clock as this turn read it (ns since time zero): the bytes of its reads and writes
+    /// are counted at it.
+    now: u64,
     rbuf: Box<[u8]>,
     rpos: usize,
     rend: usize,
@@ -514,14 +458,15 @@ struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    fn new(ctx: &'a Ctx, io: Counted) -> Session<'a> {
+    fn new(ctx: &'a Ctx, target: usize, io: Io<ClientConnection>) -> Session<'a> {
         let connection_window = (STREAM_WINDOW as usize * ctx.streams).min(MAX_CONNECTION_WINDOW as usize) as u32;
         let mut wbuf = Vec::with_capacity(4096);
         h2frame::client_start(&mut wbuf, STREAM_WINDOW, connection_window);
         Session {
             ctx,
-            target: io.target,
+            target,
             io,
+            now: ctx.now(),
             rbuf: vec![0; 4 * (h2frame::MAX_FRAME + h2frame::HEAD)].into_boxed_slice(),
             rpos: 0,
             rend: 0,
@@ -549,6 +494,7 @@ impl<'a> Session<'a> {
     /// the class of the end.
     async fn run(mut self) {
         let end = poll_fn(|cx| self.poll(cx)).await;
+        self.now = self.ctx.now();
         let class: Class = match (&end, self.goaway) {
             (End::Drained, _) => return,
             (_, Some(_)) => |x| &mut x.goaway,
@@ -564,26 +510,39 @@ impl<'a> Session<'a> {
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<End> {
-        loop {
-            let now = self.ctx.now();
-            self.expire(now);
-            self.start(now, cx);
+        // Over TLS the reads do not spend tokio's budget while the socket has data: the
+        // connection yields by itself after this many turns, so the worker's other users and
+        // its tick run.
+        for _ in 0..TURNS {
+            // A turn reads what has come (all of it, or a turn's worth), then writes every
+            // answer and new request that made in one write.
+            let mut drained = false;
+            for _ in 0..READS {
+                match self.fill(cx) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(End::Closed),
+                    Poll::Ready(Ok(_)) => {
+                        if let Err(end) = self.frames() {
+                            return Poll::Ready(end);
+                        }
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(End::Io(e)),
+                    Poll::Pending => {
+                        drained = true;
+                        break;
+                    }
+                }
+            }
+            self.now = self.ctx.now();
+            self.expire();
+            self.start(cx);
             if let Err(e) = self.flush(cx) {
                 return Poll::Ready(End::Io(e));
             }
             if self.goaway.is_some() && self.in_flight == 0 {
                 return Poll::Ready(End::Drained);
             }
-            match self.fill(cx) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(End::Closed),
-                Poll::Ready(Ok(_)) => {
-                    if let Err(end) = self.frames() {
-                        return Poll::Ready(end);
-                    }
-                    continue;
-                }
-                Poll::Ready(Err(e)) => return Poll::Ready(End::Io(e)),
-                Poll::Pending => {}
+            if !drained {
+                continue;
             }
             let wake = self.next_wake();
             if wake < self.timer_at {
@@ -596,6 +555,8 @@ impl<'a> Session<'a> {
             }
             return Poll::Pending;
         }
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 
     /// How many requests may be in flight now.
@@ -622,7 +583,8 @@ impl<'a> Session<'a> {
     }
 
     /// Requests past their deadline: cancelled (RST_STREAM CANCEL), counted as timeouts.
-    fn expire(&mut self, now: u64) {
+    fn expire(&mut self) {
+        let now = self.now;
         for i in 0..self.slots.len() {
             let s = self.slots[i];
             if s.stream != 0 && s.deadline <= now {
@@ -634,7 +596,8 @@ impl<'a> Session<'a> {
 
     /// Starts what may start: closed loop, each free slot past its think time; open loop, the
     /// queue's scheduled starts while slots are free (waiting on the queue when it is empty).
-    fn start(&mut self, now: u64, cx: &mut Context<'_>) {
+    fn start(&mut self, cx: &mut Context<'_>) {
+        let now = self.now;
         if self.goaway.is_some() || self.ctx.ended() || self.next_stream > MAX_STREAM_ID {
             return;
         }
@@ -712,13 +675,13 @@ impl<'a> Session<'a> {
     }
 
     fn fail(&mut self, i: usize, class: Class) {
-        let now = self.ctx.now();
+        let now = self.now;
         self.end(i, now);
         self.ctx.count_failure(self.target, self.ctx.in_window(now), class);
     }
 
     fn complete(&mut self, i: usize) {
-        let now = self.ctx.now();
+        let now = self.now;
         let s = self.slots[i];
         self.end(i, now);
         let rt = now.saturating_sub(s.intended).clamp(1, HIST_MAX_NS);
@@ -747,6 +710,7 @@ impl<'a> Session<'a> {
                 Poll::Ready(Ok(n)) => {
                     self.wpos += n;
                     self.unflushed = true;
+                    self.ctx.count_bytes(self.target, n, false, self.now);
                 }
                 Poll::Ready(Err(e)) => return Err(e),
                 Poll::Pending => break,
@@ -779,6 +743,11 @@ impl<'a> Session<'a> {
             Poll::Ready(Ok(())) => {
                 let n = buf.filled().len();
                 self.rend += n;
+                // The frames of this read are taken at this moment.
+                self.now = self.ctx.now();
+                if n > 0 {
+                    self.ctx.count_bytes(self.target, n, true, self.now);
+                }
                 Poll::Ready(Ok(n))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
@@ -904,7 +873,7 @@ impl<'a> Session<'a> {
                 Some(100..=199) if !end_stream => return Ok(()),
                 Some(status) => {
                     self.slots[i].status = status;
-                    self.slots[i].first_byte = self.ctx.now().max(1);
+                    self.slots[i].first_byte = self.now.max(1);
                 }
                 None => {
                     h2frame::rst_stream(&mut self.wbuf, stream, h2frame::CANCEL);
@@ -959,6 +928,12 @@ fn unpad(flags: u8, p: &[u8]) -> Result<&[u8], End> {
     p.get(1..p.len().checked_sub(pad).ok_or(End::Protocol)?)
         .ok_or(End::Protocol)
 }
+
+/// Turns of a connection's loop (each a read's frames answered) before it lets the worker's
+/// other tasks run.
+const TURNS: usize = 64;
+/// Reads in a turn before its write.
+const READS: usize = 16;
 
 /// The last client stream a connection opens before the next connection takes over.
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
