@@ -7,7 +7,11 @@ use crate::https::check_identity;
 use crate::nginx::Nginx;
 use crate::util::*;
 use serde_json::Value;
+use std::io::{Read, Write};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -327,4 +331,146 @@ fn issue_27_h2_bodies_past_the_windows_come_whole_and_statuses_count() {
     let bad = u(&v, "/summary/errors/bad_status");
     assert!(bad > 0, "{}", v["summary"]["errors"]);
     assert_eq!(bad, u(&v, "/summary/errors/total"), "{}", v["summary"]["errors"]);
+}
+
+/// What a raw HTTP/2 server saw of the client's request heads.
+#[derive(Default)]
+struct Heads {
+    connections: AtomicU64,
+    blocks: AtomicU64,
+    /// Blocks that began with a dynamic table size update to 0.
+    updates: AtomicU64,
+    /// Blocks that indexed a field or referred to a dynamic entry.
+    indexing: AtomicU64,
+}
+
+/// A raw HTTP/2 server on 127.0.0.1 (a thread per connection, blocking reads) that allows no
+/// HPACK table (SETTINGS_HEADER_TABLE_SIZE 0, sent first) and answers every request 200 with
+/// no body, noting in `heads` what each request head held. Stops with the test process.
+fn no_table_h2_server(heads: Arc<Heads>) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let heads = Arc::clone(&heads);
+            std::thread::spawn(move || {
+                heads.connections.fetch_add(1, Relaxed);
+                let mut preface = [0u8; 24];
+                let settings = [0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0];
+                if conn.read_exact(&mut preface).is_err() || conn.write_all(&settings).is_err() {
+                    return;
+                }
+                let mut head = [0u8; 9];
+                while conn.read_exact(&mut head).is_ok() {
+                    let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+                    let mut payload = vec![0u8; len];
+                    if conn.read_exact(&mut payload).is_err() {
+                        return;
+                    }
+                    let reply = match head[3] {
+                        // SETTINGS: acknowledged.
+                        4 if head[4] & 1 == 0 => vec![0, 0, 0, 4, 1, 0, 0, 0, 0],
+                        // HEADERS (linerate's: one frame, no padding): 200, the stream ended.
+                        1 => {
+                            heads.blocks.fetch_add(1, Relaxed);
+                            let mut block = &payload[..];
+                            if block.first() == Some(&0x20) {
+                                heads.updates.fetch_add(1, Relaxed);
+                                block = &block[1..];
+                            }
+                            if indexes(block) {
+                                heads.indexing.fetch_add(1, Relaxed);
+                            }
+                            let mut r = vec![0, 0, 1, 1, 5];
+                            r.extend_from_slice(&head[5..9]);
+                            r.push(0x88);
+                            r
+                        }
+                        _ => continue,
+                    };
+                    if conn.write_all(&reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Whether an HPACK block inserts a field into the table (a literal with incremental indexing)
+/// or refers to a dynamic entry (an index from 62); a block that does not parse counts as one.
+fn indexes(block: &[u8]) -> bool {
+    fn int(b: &[u8], at: &mut usize, bits: u32) -> Option<usize> {
+        let max = (1usize << bits) - 1;
+        let mut v = usize::from(*b.get(*at)?) & max;
+        *at += 1;
+        if v == max {
+            let mut shift = 0;
+            loop {
+                let byte = *b.get(*at)?;
+                *at += 1;
+                v += usize::from(byte & 0x7f) << shift;
+                shift += 7;
+                if byte & 0x80 == 0 {
+                    break;
+                }
+            }
+        }
+        Some(v)
+    }
+    let mut at = 0;
+    while at < block.len() {
+        let first = block[at];
+        let (bits, inserts) = match first {
+            0x80.. => (7, false),
+            0x40..=0x7f => (6, true),
+            0x20..=0x3f => (5, false),
+            _ => (4, false),
+        };
+        let Some(index) = int(block, &mut at, bits) else {
+            return true;
+        };
+        if inserts || (first >= 0x80 && index >= 62) || (first < 0x20 && index >= 62) {
+            return true;
+        }
+        if first >= 0x20 {
+            continue;
+        }
+        for _ in 0..if index == 0 { 2 } else { 1 } {
+            let Some(len) = int(block, &mut at, 7) else { return true };
+            at += len;
+        }
+    }
+    at != block.len()
+}
+
+#[test]
+fn issue_27_h2_requests_index_their_fields_only_where_the_server_has_room() {
+    // linerate's server keeps h2's 4096-byte table: the fields are indexed after the first
+    // request, and a wrong index would be a 404 or a GOAWAY.
+    let agent = Agent::start(&["--http-port", "0"]);
+    let url = format!("http://{}/bytes/16", agent.http_addr.clone().expect("http"));
+    let v = json_of(&http(&[&url, "--users", "2", "--streams", "4", "-d", "1s"]));
+    check_identities(&v);
+    assert!(u(&v, "/summary/responses") > 100, "{}", v["summary"]);
+    assert_eq!(u(&v, "/summary/errors/total"), 0, "{}", v["summary"]["errors"]);
+    // A server that allows no table: plain literals all along, and the table's new size said
+    // once per connection, at the start of the first block after its SETTINGS.
+    let heads = Arc::new(Heads::default());
+    let url = format!("http://{}/x", no_table_h2_server(Arc::clone(&heads)));
+    let v = json_of(&http(&[&url, "--users", "2", "--streams", "4", "-d", "1s"]));
+    check_identities(&v);
+    assert!(u(&v, "/summary/responses") > 100, "{}", v["summary"]);
+    assert_eq!(u(&v, "/summary/errors/total"), 0, "{}", v["summary"]["errors"]);
+    let connections = heads.connections.load(Relaxed);
+    assert_eq!(connections, 2);
+    assert!(heads.blocks.load(Relaxed) > 100);
+    assert_eq!(heads.indexing.load(Relaxed), 0, "blocks that indexed into no table");
+    assert_eq!(
+        heads.updates.load(Relaxed),
+        connections,
+        "one table size update per connection"
+    );
 }

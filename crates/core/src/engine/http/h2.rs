@@ -55,9 +55,8 @@ type Class = fn(&mut HttpErrors) -> &mut u64;
 struct Ctx {
     spec: HttpSpec,
     targets: Vec<HttpTarget>,
-    /// The request of each URL as an HPACK block, encoded before the clock starts; every
-    /// stream sends these bytes.
-    blocks: Vec<Vec<u8>>,
+    /// The request of each URL as HPACK blocks, encoded before the clock starts.
+    blocks: Vec<h2frame::Requests>,
     tls: Option<Arc<ClientConfig>>,
     start: Instant,
     times: Times,
@@ -151,11 +150,16 @@ pub(super) fn work(
             return Err(e);
         }
     };
-    let blocks: Vec<Vec<u8>> = targets
+    let blocks: Vec<h2frame::Requests> = targets
         .iter()
-        .map(|t| h2frame::request_block(t.tls.is_some(), &t.server, &t.path))
+        .map(|t| h2frame::Requests::new(t.tls.is_some(), &t.server, &t.path))
         .collect();
-    if let Some(t) = blocks.iter().zip(targets).find(|(b, _)| b.len() > h2frame::MAX_FRAME) {
+    // The largest block, with room for a table size update before it.
+    if let Some(t) = blocks
+        .iter()
+        .zip(targets)
+        .find(|(b, _)| b.first.len() + 8 > h2frame::MAX_FRAME)
+    {
         gate.arrive_and_wait(&shared.sampler);
         shared.finish(w, StreamEnd::Error);
         let url = format!("{}{}", t.1.server, t.1.path);
@@ -387,6 +391,14 @@ async fn establish(
     Ok(io)
 }
 
+/// Where a connection's repeated request fields stand in the server's HPACK table.
+#[derive(Clone, Copy, PartialEq)]
+enum Indexing {
+    NotYet,
+    In,
+    Never,
+}
+
 /// Why a connection's session ended.
 enum End {
     /// The server's GOAWAY, and nothing of this connection's is in flight any more.
@@ -446,6 +458,13 @@ struct Session<'a> {
     settled: bool,
     /// The server's GOAWAY: its last stream.
     goaway: Option<u32>,
+    /// The size of the server's HPACK table this end encodes for: 4096 until the server's
+    /// SETTINGS_HEADER_TABLE_SIZE says less; a change goes at the start of the next block.
+    encoder_table: usize,
+    table_update: Option<usize>,
+    /// The URL's fields in the server's table: not yet (plain requests), in (`indexed`), or
+    /// never (the table is too small for them).
+    indexing: Indexing,
     /// A head cut into CONTINUATION frames: its stream, whether it ends the stream, its block.
     continuation: Option<(u32, bool)>,
     block: Vec<u8>,
@@ -480,6 +499,9 @@ impl<'a> Session<'a> {
             cap: usize::MAX,
             settled: false,
             goaway: None,
+            encoder_table: 4096,
+            table_update: None,
+            indexing: Indexing::NotYet,
             continuation: None,
             block: Vec::new(),
             connection_window,
@@ -650,7 +672,28 @@ impl<'a> Session<'a> {
     fn send(&mut self, i: usize, intended: u64, now: u64) {
         let stream = self.next_stream;
         self.next_stream += 2;
-        h2frame::request(&mut self.wbuf, stream, &self.ctx.blocks[self.target]);
+        let ctx = self.ctx;
+        let requests = &ctx.blocks[self.target];
+        // Plain until the server's SETTINGS are in (its table's size known), then the first
+        // request that indexes, then the indexed one.
+        let block = match self.indexing {
+            _ if !self.settled => &requests.plain,
+            Indexing::NotYet if requests.table_bytes <= self.encoder_table => {
+                self.indexing = Indexing::In;
+                &requests.first
+            }
+            Indexing::NotYet => {
+                self.indexing = Indexing::Never;
+                &requests.plain
+            }
+            Indexing::In => &requests.indexed,
+            Indexing::Never => &requests.plain,
+        };
+        let mut prefix = Vec::new();
+        if let Some(size) = self.table_update.take() {
+            h2frame::table_size_update(&mut prefix, size);
+        }
+        h2frame::request(&mut self.wbuf, stream, &prefix, block);
         started(self.ctx, self.target, now);
         self.slots[i] = Slot {
             stream,
@@ -782,7 +825,7 @@ impl<'a> Session<'a> {
     fn frame(&mut self, head: h2frame::Head, p: &[u8]) -> Result<(), End> {
         use h2frame::{
             ACK, CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, PING, PRIORITY, PUSH_PROMISE,
-            RST_STREAM, SETTINGS, SETTINGS_MAX_CONCURRENT_STREAMS,
+            RST_STREAM, SETTINGS, SETTINGS_HEADER_TABLE_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS,
         };
         if let Some((stream, end_stream)) = self.continuation {
             if head.kind != CONTINUATION || head.stream != stream {
@@ -824,8 +867,11 @@ impl<'a> Session<'a> {
             }
             SETTINGS if head.flags & ACK == 0 => {
                 for s in p.chunks_exact(6) {
-                    if u16::from_be_bytes([s[0], s[1]]) == SETTINGS_MAX_CONCURRENT_STREAMS {
-                        self.capped(u32::from_be_bytes([s[2], s[3], s[4], s[5]]) as usize);
+                    let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]) as usize;
+                    match u16::from_be_bytes([s[0], s[1]]) {
+                        SETTINGS_MAX_CONCURRENT_STREAMS => self.capped(value),
+                        SETTINGS_HEADER_TABLE_SIZE => self.table_size(value),
+                        _ => {}
                     }
                 }
                 self.settled = true;
@@ -853,6 +899,18 @@ impl<'a> Session<'a> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The server's table for this end's blocks is at most `size`: smaller than the one in use,
+    /// it is said at the start of the next block (entries that no longer fit are gone).
+    fn table_size(&mut self, size: usize) {
+        if size < self.encoder_table {
+            self.encoder_table = size;
+            self.table_update = Some(size);
+            if self.indexing == Indexing::In && self.ctx.blocks[self.target].table_bytes > size {
+                self.indexing = Indexing::Never;
+            }
+        }
     }
 
     fn capped(&mut self, cap: usize) {

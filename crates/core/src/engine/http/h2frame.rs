@@ -32,7 +32,7 @@ pub(super) const END_HEADERS: u8 = 0x4;
 pub(super) const PADDED: u8 = 0x8;
 pub(super) const PRIORITY: u8 = 0x20;
 
-const SETTINGS_HEADER_TABLE_SIZE: u16 = 0x1;
+pub(super) const SETTINGS_HEADER_TABLE_SIZE: u16 = 0x1;
 const SETTINGS_ENABLE_PUSH: u16 = 0x2;
 pub(super) const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
 const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
@@ -96,24 +96,78 @@ pub(super) fn rst_stream(out: &mut Vec<u8>, stream: u32, code: u32) {
     out.extend_from_slice(&code.to_be_bytes());
 }
 
-/// A request: one HEADERS frame that ends the stream, its block encoded by [`request_block`].
-pub(super) fn request(out: &mut Vec<u8>, stream: u32, block: &[u8]) {
-    head(out, block.len(), HEADERS, END_STREAM | END_HEADERS, stream);
+/// A request: one HEADERS frame that ends the stream, its block `prefix` (a table size update,
+/// or nothing) then `block`, one of a URL's [`Requests`].
+pub(super) fn request(out: &mut Vec<u8>, stream: u32, prefix: &[u8], block: &[u8]) {
+    head(
+        out,
+        prefix.len() + block.len(),
+        HEADERS,
+        END_STREAM | END_HEADERS,
+        stream,
+    );
+    out.extend_from_slice(prefix);
     out.extend_from_slice(block);
 }
 
-/// A GET's header block: `:method GET`, `:scheme`, `:path` and `user-agent: linerate` as static
-/// indexes or literals without indexing by a static name, `:authority` likewise.
-pub(super) fn request_block(https: bool, authority: &str, path: &str) -> Vec<u8> {
-    let mut b = vec![0x82, if https { 0x87 } else { 0x86 }];
-    literal(&mut b, 1, authority.as_bytes());
-    if path == "/" {
-        b.push(0x84);
-    } else {
-        literal(&mut b, 4, path.as_bytes());
+/// A URL's GET as HPACK blocks, encoded once: `:method GET`, `:scheme`, `:authority`, `:path`
+/// and `user-agent: linerate`. As a browser or h2load does, a connection's requests after its
+/// first index the fields that repeat in the server's table: `plain` puts them as literals
+/// without indexing (no state at the server), `first` as literals with incremental indexing
+/// (they enter the server's dynamic table), `indexed` refers to those entries (a few bytes).
+#[derive(Clone, Debug)]
+pub(super) struct Requests {
+    pub plain: Vec<u8>,
+    pub first: Vec<u8>,
+    pub indexed: Vec<u8>,
+    /// What `first`'s entries take of the server's table (RFC 7541 §4.1: name, value, 32).
+    pub table_bytes: usize,
+}
+
+impl Requests {
+    pub(super) fn new(https: bool, authority: &str, path: &str) -> Requests {
+        let start = [0x82, if https { 0x87 } else { 0x86 }];
+        // (static name index, value): each becomes a dynamic entry in `first`.
+        let mut fields = vec![(1, authority.as_bytes())];
+        if path != "/" {
+            fields.push((4, path.as_bytes()));
+        }
+        fields.push((58, b"linerate".as_slice()));
+        let name_len = |i: usize| match i {
+            1 => ":authority".len(),
+            4 => ":path".len(),
+            _ => "user-agent".len(),
+        };
+        let (mut plain, mut first, mut indexed) = (start.to_vec(), start.to_vec(), start.to_vec());
+        for (k, &(name, value)) in fields.iter().enumerate() {
+            literal(&mut plain, name, value);
+            int(&mut first, 6, 0x40, name);
+            int(&mut first, 7, 0x00, value.len());
+            first.extend_from_slice(value);
+            // The newest entry is 62: the last field inserted, so the first field is the oldest.
+            int(&mut indexed, 7, 0x80, 62 + fields.len() - 1 - k);
+            if path == "/" && k == 0 {
+                indexed.push(0x84);
+                plain.push(0x84);
+                first.push(0x84);
+            }
+        }
+        let table_bytes = fields
+            .iter()
+            .map(|&(name, value)| name_len(name) + value.len() + 32)
+            .sum();
+        Requests {
+            plain,
+            first,
+            indexed,
+            table_bytes,
+        }
     }
-    literal(&mut b, 58, b"linerate");
-    b
+}
+
+/// A dynamic table size update to `size` (the start of a block, RFC 7541 §6.3).
+pub(super) fn table_size_update(out: &mut Vec<u8>, size: usize) {
+    int(out, 5, 0x20, size);
 }
 
 /// A literal header field without indexing, its name the static table's entry `name`.
@@ -284,22 +338,40 @@ mod tests {
     }
 
     #[test]
-    fn a_request_block_is_static_indexes_and_plain_literals() {
-        let b = request_block(false, "h:80", "/x");
-        assert_eq!(
-            b,
-            [
-                &[0x82, 0x86, 0x01, 4][..],
-                b"h:80",
-                &[0x04, 2],
-                b"/x",
-                &[0x0f, 43, 8],
-                b"linerate"
-            ]
-            .concat()
-        );
-        assert_eq!(&request_block(true, "h", "/")[..2], [0x82, 0x87]);
-        assert!(request_block(true, "h", "/").contains(&0x84));
+    fn a_request_is_static_indexes_and_literals_then_the_entries_they_made() {
+        let r = Requests::new(false, "h:80", "/x");
+        let plain = [
+            &[0x82, 0x86, 0x01, 4][..],
+            b"h:80",
+            &[0x04, 2],
+            b"/x",
+            &[0x0f, 43, 8],
+            b"linerate",
+        ]
+        .concat();
+        assert_eq!(r.plain, plain);
+        let first = [
+            &[0x82, 0x86, 0x41, 4][..],
+            b"h:80",
+            &[0x44, 2],
+            b"/x",
+            &[0x7a, 8],
+            b"linerate",
+        ]
+        .concat();
+        assert_eq!(r.first, first);
+        // Inserted authority, path, user-agent: user-agent is 62, the authority 64.
+        assert_eq!(r.indexed, [0x82, 0x86, 0xc0, 0xbf, 0xbe]);
+        assert_eq!(r.table_bytes, (10 + 4 + 32) + (5 + 2 + 32) + (10 + 8 + 32));
+        let root = Requests::new(true, "h", "/");
+        assert_eq!(root.indexed, [0x82, 0x87, 0xbf, 0x84, 0xbe]);
+        assert_eq!(&root.plain[..2], [0x82, 0x87]);
+        assert_eq!(root.plain[2..5], [0x01, 1, b'h']);
+        assert_eq!(root.plain[5], 0x84);
+        let mut update = Vec::new();
+        table_size_update(&mut update, 0);
+        table_size_update(&mut update, 4096);
+        assert_eq!(update, [0x20, 0x3f, 0xe1, 0x1f]);
     }
 
     #[test]
