@@ -203,10 +203,17 @@ fn a_lab_link_with_2ms_each_way_gives_a_4ms_round_trip() {
     for proto in ["tcp", "udp"] {
         let v = lab_rr(&lab, "h1", "h2", &["--proto", proto, "-t", "3"]);
         check_document(&v);
+        // The fastest transaction shows the link's floor on any machine; the median also carries
+        // a loaded box's scheduling (4.65 ms seen in CI), so it gets more room above.
+        let min = f(&v, "/summary/latency_us/min");
+        assert!(
+            (4000.0..=4600.0).contains(&min),
+            "{proto}: fastest round trip {min} us, want 4.0 to 4.6 ms"
+        );
         let p50 = f(&v, "/summary/latency_us/p50");
         assert!(
-            (4000.0..=4600.0).contains(&p50),
-            "{proto}: p50 round trip {p50} us, want 4.0 to 4.6 ms"
+            (4000.0..=6000.0).contains(&p50),
+            "{proto}: p50 round trip {p50} us, want 4.0 to 6.0 ms"
         );
         assert!(u(&v, "/summary/transactions") > 300, "{proto}: about 240 a second");
     }
