@@ -118,6 +118,21 @@ succeeded. Examples: --max-errors 0, --max-errors 1%"
     #[command(flatten)]
     pub cpus: CpuArgs,
 
+    /// Client workers' scheduling policy: batch or normal [default: batch]
+    #[arg(
+        long,
+        value_name = "POLICY",
+        default_value = "batch",
+        hide_default_value = true,
+        long_help = "The client workers' scheduling policy (sched(7)) [default: batch].\n\
+batch (SCHED_BATCH) takes the same share of the CPU as normal, but a worker\n\
+woken by a response does not preempt what runs on its CPU: a server on the\n\
+same host finishes its batch of responses before the client reads them,\n\
+instead of being interrupted at each one. On a client host with idle CPUs\n\
+the two are the same. normal (SCHED_OTHER) is the kernel's default."
+    )]
+    pub sched: linerate_core::spec::Sched,
+
     /// A linerate agent on a server's host, to sample it; repeat for each server (default: try
     /// each URL's host)
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "no_agent")]
@@ -214,6 +229,7 @@ impl HttpArgs {
             timeout_ms: (self.timeout.as_secs_f64() * 1e3).round() as u32,
             threads: self.threads,
             cpus: self.cpus.list(),
+            sched: self.sched,
             tls: self.tls()?,
             http2: self.http2.then(|| linerate_core::spec::Http2Spec {
                 streams: self.streams.unwrap_or(1),

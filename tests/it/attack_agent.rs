@@ -527,6 +527,7 @@ fn issue_22_an_http_test_with_nothing_moving_ends_at_the_idle_limit_and_frees_it
             timeout_ms: 1000,
             threads: 0,
             cpus: Vec::new(),
+            sched: Default::default(),
             tls: None,
             http2: None,
         })

@@ -35,6 +35,7 @@ mod profile;
 mod repeat;
 mod report;
 mod rr;
+mod sched;
 mod server_counts;
 mod settings;
 mod store;

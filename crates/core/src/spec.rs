@@ -4,10 +4,12 @@
 
 mod congestion;
 mod mix;
+mod sched;
 mod timing;
 mod zerocopy;
 
 pub use mix::{Mix, MixPattern};
+pub use sched::Sched;
 pub use timing::{Limit, Timing};
 pub use zerocopy::ZeroCopy;
 

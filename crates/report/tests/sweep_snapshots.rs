@@ -181,6 +181,7 @@ fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
             timeout_ms: 10_000,
             threads: 0,
             cpus: Vec::new(),
+            sched: Default::default(),
             tls: None,
             http2: None,
         };

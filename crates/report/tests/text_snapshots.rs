@@ -408,6 +408,7 @@ fn issue_27_an_https_run_shows_its_handshakes_and_their_failures() {
         timeout_ms: 10_000,
         threads: 0,
         cpus: Vec::new(),
+        sched: Default::default(),
         tls: Some(TlsSpec::default()),
         http2: None,
     };

@@ -1,6 +1,8 @@
-//! Pinning worker threads to CPUs (sched_setaffinity(2)).
+//! Where and how worker threads run: pinned to CPUs (sched_setaffinity(2)) and their scheduling
+//! policy (sched_setscheduler(2)).
 
 use super::EngineError;
+use crate::spec::Sched;
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
 
@@ -33,6 +35,20 @@ pub(crate) fn pin_current_thread(cpu: usize) -> Result<(), EngineError> {
     sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| EngineError::Pin { cpu, source: e.into() })
 }
 
+/// Gives the calling thread the policy `sched` (SCHED_BATCH needs no privilege).
+pub(crate) fn schedule_current_thread(sched: Sched) -> std::io::Result<()> {
+    let policy = match sched {
+        Sched::Normal => libc::SCHED_OTHER,
+        Sched::Batch => libc::SCHED_BATCH,
+    };
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; the parameter is ours and only read.
+    match unsafe { libc::sched_setscheduler(0, policy, &param) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,5 +64,18 @@ mod tests {
             check_cpus(&[4000]),
             Err(EngineError::NoSuchCpu { cpu: 4000, .. })
         ));
+    }
+
+    #[test]
+    fn a_thread_takes_the_batch_policy_and_back() {
+        let policy = || unsafe { libc::sched_getscheduler(0) };
+        std::thread::spawn(move || {
+            schedule_current_thread(Sched::Batch).expect("batch");
+            assert_eq!(policy(), libc::SCHED_BATCH);
+            schedule_current_thread(Sched::Normal).expect("normal");
+            assert_eq!(policy(), libc::SCHED_OTHER);
+        })
+        .join()
+        .expect("thread");
     }
 }

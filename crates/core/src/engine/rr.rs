@@ -85,6 +85,7 @@ pub fn run(
         workers: n,
         name: "linerate-r",
         cpus,
+        sched: crate::spec::Sched::Normal,
         tcp_info: None,
     };
     let busy_poll = spec.busy_poll_us.and_then(|us| {

@@ -185,6 +185,7 @@ mod tests {
                 timeout_ms: 5_000,
                 threads: 0,
                 cpus: vec![],
+                sched: Default::default(),
                 tls: None,
                 http2: None,
             }),

@@ -30,6 +30,10 @@ pub struct HttpSpec {
     /// Worker threads on the client; 0 = one per online CPU (at most one per user).
     pub threads: u16,
     pub cpus: Vec<usize>,
+    /// The workers' scheduling policy (`--sched`); written only when not `normal`, so a
+    /// document without the key ran `normal` (as all did before it).
+    #[serde(default)]
+    pub sched: Sched,
     /// How `https://` URLs are fetched; absent when no URL is https (and from documents
     /// before issue 27).
     #[serde(default)]
@@ -114,13 +118,19 @@ impl Serialize for HttpSpec {
             .ok_or_else(|| S::Error::custom("an http test runs for a time, not a count"))?;
         let mut out = serializer.serialize_struct(
             "HttpSpec",
-            12 + usize::from(self.tls.is_some()) + usize::from(self.http2.is_some()),
+            12 + usize::from(self.sched != Sched::Normal)
+                + usize::from(self.tls.is_some())
+                + usize::from(self.http2.is_some()),
         )?;
         keys!(out, self, urls, users, think_ms, keepalive);
         out.serialize_field("ramp_seconds", &t.warmup_seconds)?;
         out.serialize_field("duration_seconds", &seconds)?;
         keys!(out, t, cooldown_seconds);
         keys!(out, self, rate, timeout_ms, threads, cpus);
+        // Only when not the kernel's default: documents before it read as they always did.
+        if self.sched != Sched::Normal {
+            out.serialize_field("sched", &self.sched)?;
+        }
         keys!(out, t, interval_seconds);
         // Only with https URLs: a cleartext test's options read as they always did.
         if let Some(tls) = &self.tls {

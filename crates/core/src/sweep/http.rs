@@ -323,6 +323,7 @@ mod tests {
             timeout_ms: 1000,
             threads: 0,
             cpus: Vec::new(),
+            sched: Default::default(),
             tls: None,
             http2: None,
         }

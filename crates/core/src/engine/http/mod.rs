@@ -380,6 +380,7 @@ pub fn run(
         workers: threads,
         name: "linerate-h",
         cpus: &spec.cpus,
+        sched: spec.sched,
         tcp_info: None,
     };
     let (mut report, outs) = runner.drive(&shared, &gate, sink, |w| {

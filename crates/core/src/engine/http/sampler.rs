@@ -41,6 +41,7 @@ pub fn sample_host(spec: &HttpSpec, interface: Option<&str>, sink: &mut dyn Sink
         workers: 1,
         name: "linerate-s",
         cpus: &[],
+        sched: crate::spec::Sched::Normal,
         tcp_info: None,
     };
     // The whole run and a margin: a client that never says stop does not hold the agent.

@@ -17,7 +17,7 @@ mod tests;
 
 use super::{Control, EngineError, Sink, pin};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd, TcpSnapshot};
-use crate::spec::Timing;
+use crate::spec::{Sched, Timing};
 use std::fmt;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
@@ -347,6 +347,8 @@ pub(crate) struct Runner<'a> {
     pub name: &'static str,
     /// Worker `w` is pinned to `cpus[w % cpus.len()]`; empty: unpinned.
     pub cpus: &'a [usize],
+    /// Every worker's scheduling policy.
+    pub sched: Sched,
     pub tcp_info: Option<TcpInfoHook<'a>>,
 }
 
@@ -365,14 +367,18 @@ impl Runner<'_> {
         let roles: Vec<(u16, Role)> = self.streams.iter().map(|s| (s.id, s.role)).collect();
         sink.start(&roles);
         let pin_failed = AtomicBool::new(false);
+        let sched_failed = AtomicBool::new(false);
+        let placement = Placement {
+            sched: self.sched,
+            pin_failed: Some(&pin_failed),
+            sched_failed: Some(&sched_failed),
+        };
         let (report, outcomes) = thread::scope(|scope| {
             let mut handles = Vec::with_capacity(self.workers);
             for w in 0..self.workers {
                 let cpu = (!self.cpus.is_empty()).then(|| self.cpus[w % self.cpus.len()]);
                 let work = &work;
-                match spawn_worker(scope, format!("{}{w}", self.name), cpu, Some(&pin_failed), move || {
-                    work(w)
-                }) {
+                match spawn_worker(scope, format!("{}{w}", self.name), cpu, placement, move || work(w)) {
                     Ok(h) => handles.push(h),
                     Err(e) => {
                         // The workers already started see the abort as soon as the gate opens.
@@ -392,23 +398,44 @@ impl Runner<'_> {
                 .notes
                 .push("a worker could not be pinned to its CPU and ran unpinned".into());
         }
+        if sched_failed.load(Relaxed) {
+            report.notes.push(format!(
+                "a worker could not take the {} scheduling policy and ran with the kernel's default",
+                self.sched
+            ));
+        }
         Ok((report, outcomes))
     }
 }
 
-/// Starts a worker thread named `name` in `scope`, pinned to `cpu` when given; a pin that
-/// fails is flagged in `pin_failed` (when given) and the worker runs unpinned.
+/// How a worker thread is placed: its scheduling policy, and where a pin or the policy that
+/// failed is flagged (when given; the worker runs on either way).
+#[derive(Clone, Copy, Default)]
+struct Placement<'a> {
+    sched: Sched,
+    pin_failed: Option<&'a AtomicBool>,
+    sched_failed: Option<&'a AtomicBool>,
+}
+
+/// Starts a worker thread named `name` in `scope`, pinned to `cpu` when given, with the
+/// placement's policy (the kernel's default one is left as it is).
 fn spawn_worker<'scope, T: Send + 'scope>(
     scope: &'scope thread::Scope<'scope, '_>,
     name: String,
     cpu: Option<usize>,
-    pin_failed: Option<&'scope AtomicBool>,
+    placement: Placement<'scope>,
     work: impl FnOnce() -> T + Send + 'scope,
 ) -> io::Result<thread::ScopedJoinHandle<'scope, T>> {
     thread::Builder::new().name(name).spawn_scoped(scope, move || {
         if let Some(cpu) = cpu
             && pin::pin_current_thread(cpu).is_err()
-            && let Some(flag) = pin_failed
+            && let Some(flag) = placement.pin_failed
+        {
+            flag.store(true, Relaxed);
+        }
+        if placement.sched != Sched::Normal
+            && pin::schedule_current_thread(placement.sched).is_err()
+            && let Some(flag) = placement.sched_failed
         {
             flag.store(true, Relaxed);
         }

@@ -21,6 +21,7 @@ fn runner(plan: Plan, streams: Vec<StreamInfo>, workers: usize) -> Runner<'stati
         workers,
         name: "linerate-test",
         cpus: &[],
+        sched: Sched::Normal,
         tcp_info: None,
     }
 }

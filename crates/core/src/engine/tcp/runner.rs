@@ -102,6 +102,7 @@ pub(super) fn run<W: Workload>(
         workers,
         name: W::NAME,
         cpus,
+        sched: crate::spec::Sched::Normal,
         tcp_info: Some(&tcp_info),
     };
     let (mut report, _) = runner.drive(&shared, &gate, sink, |w| {

@@ -115,6 +115,7 @@ pub fn run(
         workers: n,
         name: "linerate-u",
         cpus,
+        sched: crate::spec::Sched::Normal,
         tcp_info: None,
     };
     let run = StreamRun {
