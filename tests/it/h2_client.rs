@@ -342,11 +342,15 @@ struct Heads {
     updates: AtomicU64,
     /// Blocks that indexed a field or referred to a dynamic entry.
     indexing: AtomicU64,
+    /// What each answer says: a content-length (raw digits) when set, and its body's bytes.
+    content_length: Option<u64>,
+    body: usize,
 }
 
 /// A raw HTTP/2 server on 127.0.0.1 (a thread per connection, blocking reads) that allows no
 /// HPACK table (SETTINGS_HEADER_TABLE_SIZE 0, sent first) and answers every request 200 with
-/// no body, noting in `heads` what each request head held. Stops with the test process.
+/// the content-length and body `heads` names (by default none), noting in `heads` what each
+/// request head held. Stops with the test process.
 fn no_table_h2_server(heads: Arc<Heads>) -> std::net::SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -382,9 +386,23 @@ fn no_table_h2_server(heads: Arc<Heads>) -> std::net::SocketAddr {
                             if indexes(block) {
                                 heads.indexing.fetch_add(1, Relaxed);
                             }
-                            let mut r = vec![0, 0, 1, 1, 5];
+                            // :status 200, then content-length (28) without indexing.
+                            let mut block = vec![0x88];
+                            if let Some(n) = heads.content_length {
+                                let digits = n.to_string();
+                                block.extend([0x0f, 0x0d, digits.len() as u8]);
+                                block.extend(digits.bytes());
+                            }
+                            // END_HEADERS, and END_STREAM when no DATA follows.
+                            let flags = if heads.body == 0 { 5 } else { 4 };
+                            let mut r = vec![0, 0, block.len() as u8, 1, flags];
                             r.extend_from_slice(&head[5..9]);
-                            r.push(0x88);
+                            r.extend(block);
+                            if heads.body > 0 {
+                                r.extend([0, 0, heads.body as u8, 0, 1]);
+                                r.extend_from_slice(&head[5..9]);
+                                r.extend(std::iter::repeat_n(b'x', heads.body));
+                            }
                             r
                         }
                         _ => continue,
@@ -473,4 +491,44 @@ fn issue_27_h2_requests_index_their_fields_only_where_the_server_has_room() {
         connections,
         "one table size update per connection"
     );
+}
+
+/// RFC 9113 8.1.1: a body shorter than its content-length is a short body, a longer one a bad
+/// response; the same length is a response.
+#[test]
+fn issue_27_h2_bodies_are_checked_against_their_content_length() {
+    for (length, body, class) in [
+        (10, 10, None),
+        (10, 4, Some("short_body")),
+        (4, 10, Some("bad_response")),
+    ] {
+        let heads = Arc::new(Heads {
+            content_length: Some(length),
+            body,
+            ..Heads::default()
+        });
+        let url = format!("http://{}/x", no_table_h2_server(heads));
+        let out = http(&[&url, "--users", "1", "--streams", "2", "-d", "500ms"]);
+        let v = match class {
+            None => json_of(&out),
+            Some(_) => json_with_status(&out, 4),
+        };
+        check_identities(&v);
+        let e = &v["summary"]["errors"];
+        match class {
+            None => {
+                assert!(u(&v, "/summary/responses") > 10, "{}", v["summary"]);
+                assert_eq!(u(&v, "/summary/errors/total"), 0, "{e}");
+                assert_eq!(u(&v, "/summary/body_bytes"), u(&v, "/summary/responses") * 10);
+            }
+            Some(class) => {
+                assert_eq!(u(&v, "/summary/responses"), 0, "{length} said, {body} sent: {e}");
+                assert!(
+                    e[class].as_u64().is_some_and(|n| n > 10),
+                    "{length} said, {body} sent: {e}"
+                );
+                assert_eq!(e[class], e["total"], "{e}");
+            }
+        }
+    }
 }

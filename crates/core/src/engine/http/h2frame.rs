@@ -198,18 +198,54 @@ fn int(out: &mut Vec<u8>, n: u32, high: u8, mut v: usize) {
 #[derive(Debug, PartialEq)]
 pub(super) struct Compression;
 
-/// The `:status` of a response head's block; None when it has none (or one that is not three
-/// digits).
-pub(super) fn status(block: &[u8]) -> Result<Option<u16>, Compression> {
+/// What the client reads of a response head's block: its `:status` and its `content-length`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct ResponseHead {
+    /// None when the block has none (or one that is not three digits).
+    pub status: Option<u16>,
+    /// None when the block has none, or one that is not a number.
+    pub content_length: Option<u64>,
+}
+
+/// A header the client reads: by its static table index (RFC 7541 Appendix A) or its name.
+#[derive(Clone, Copy, PartialEq)]
+enum Field {
+    Status,
+    ContentLength,
+    Other,
+}
+
+impl Field {
+    fn of_index(i: usize) -> Field {
+        match i {
+            8..=14 => Field::Status,
+            28 => Field::ContentLength,
+            _ => Field::Other,
+        }
+    }
+
+    /// A literal name (as nginx and h2 send them, not Huffman-coded).
+    fn of_name(name: &[u8], huffman: bool) -> Field {
+        match (name, huffman) {
+            (b":status", false) => Field::Status,
+            (b"content-length", false) => Field::ContentLength,
+            _ => Field::Other,
+        }
+    }
+}
+
+/// The `:status` and `content-length` of a response head's block (or of trailers: neither).
+pub(super) fn response_head(block: &[u8]) -> Result<ResponseHead, Compression> {
     let mut at = 0;
-    let mut status = None;
+    let mut head = ResponseHead::default();
     while at < block.len() {
         let first = block[at];
         if first & 0x80 != 0 {
-            // Indexed: the static table's :status entries are 8 to 14.
+            // Indexed: the static table's :status entries are 8 to 14 (content-length, 28, has
+            // no value there).
             let i = read_int(block, &mut at, 7)?;
             match i {
-                8..=14 => status = Some([200, 204, 206, 304, 400, 404, 500][i - 8]),
+                8..=14 => head.status = Some([200, 204, 206, 304, 400, 404, 500][i - 8]),
                 1..=61 => {}
                 _ => return Err(Compression),
             }
@@ -225,21 +261,23 @@ pub(super) fn status(block: &[u8]) -> Result<Option<u16>, Compression> {
         // A literal: with incremental indexing (6-bit name index), or without / never indexed
         // (4-bit); a table of size 0 keeps none of them.
         let prefix = if first & 0xc0 == 0x40 { 6 } else { 4 };
-        let name = read_int(block, &mut at, prefix)?;
-        let is_status = match name {
+        let field = match read_int(block, &mut at, prefix)? {
             0 => {
                 let (raw, huffman) = read_str(block, &mut at)?;
-                !huffman && raw == b":status"
+                Field::of_name(raw, huffman)
             }
-            1..=61 => (8..=14).contains(&name),
+            i @ 1..=61 => Field::of_index(i),
             _ => return Err(Compression),
         };
         let (value, huffman) = read_str(block, &mut at)?;
-        if is_status {
-            status = if huffman { huffman_digits(value) } else { digits(value) };
+        let number = if huffman { huffman_number(value) } else { number(value) };
+        match field {
+            Field::Status => head.status = number.filter(|&(_, digits)| digits == 3).map(|(v, _)| v as u16),
+            Field::ContentLength => head.content_length = number.map(|(v, _)| v),
+            Field::Other => {}
         }
     }
-    Ok(status)
+    Ok(head)
 }
 
 fn read_int(b: &[u8], at: &mut usize, n: u32) -> Result<usize, Compression> {
@@ -274,49 +312,42 @@ fn read_str<'a>(b: &'a [u8], at: &mut usize) -> Result<(&'a [u8], bool), Compres
     Ok((s, huffman))
 }
 
-fn digits(s: &[u8]) -> Option<u16> {
-    match s {
-        [a, b, c] if s.iter().all(u8::is_ascii_digit) => {
-            Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
-        }
-        _ => None,
-    }
-}
+/// The most digits a number may have here (u64 holds any 19).
+const MAX_DIGITS: usize = 19;
 
-/// Three Huffman-coded digits (RFC 7541 Appendix B: '0'-'2' are the 5-bit codes 00000-00010,
-/// '3'-'9' the 6-bit 011001-011111), then padding of ones shorter than a byte.
-fn huffman_digits(s: &[u8]) -> Option<u16> {
-    let bits = s.len() * 8;
-    if !(15..=24).contains(&bits) {
+/// A number written in ASCII digits, and how many: None when empty, too long or not digits.
+fn number(s: &[u8]) -> Option<(u64, usize)> {
+    if s.is_empty() || s.len() > MAX_DIGITS || !s.iter().all(u8::is_ascii_digit) {
         return None;
     }
+    Some((s.iter().fold(0, |v, d| v * 10 + u64::from(d - b'0')), s.len()))
+}
+
+/// A Huffman-coded number (RFC 7541 Appendix B: '0'-'2' are the 5-bit codes 00000-00010,
+/// '3'-'9' the 6-bit 011001-011111), then padding of ones shorter than a byte; and how many
+/// digits.
+fn huffman_number(s: &[u8]) -> Option<(u64, usize)> {
+    let bits = s.len() * 8;
     let bit = |i: usize| (s[i / 8] >> (7 - i % 8)) & 1;
     let take = |from: usize, n: usize| (from..from + n).fold(0u8, |v, i| v << 1 | bit(i));
-    let mut at = 0;
-    let mut v = 0u16;
-    for _ in 0..3 {
-        if at + 5 > bits {
-            return None;
-        }
+    let (mut at, mut v, mut digits) = (0, 0u64, 0);
+    while at + 5 <= bits && digits < MAX_DIGITS {
         let five = take(at, 5);
         let d = if five <= 0b00010 {
             at += 5;
             five
-        } else {
-            if at + 6 > bits {
-                return None;
-            }
+        } else if at + 6 <= bits && (0b011001..=0b011111).contains(&take(at, 6)) {
             let six = take(at, 6);
             at += 6;
-            if !(0b011001..=0b011111).contains(&six) {
-                return None;
-            }
             six - 0b011001 + 3
+        } else {
+            break;
         };
-        v = v * 10 + u16::from(d);
+        v = v * 10 + u64::from(d);
+        digits += 1;
     }
     let pad = bits - at;
-    (pad < 8 && (at..bits).all(|i| bit(i) == 1)).then_some(v)
+    (digits > 0 && pad < 8 && (at..bits).all(|i| bit(i) == 1)).then_some((v, digits))
 }
 
 #[cfg(test)]
@@ -376,6 +407,8 @@ mod tests {
 
     #[test]
     fn status_comes_from_a_static_index_a_literal_or_huffman_digits() {
+        let status = |b: &[u8]| response_head(b).map(|h| h.status);
+        let huffman_digits = |b: &[u8]| huffman_number(b).filter(|&(_, n)| n == 3).map(|(v, _)| v as u16);
         // Indexed :status 200 (8), then a literal without indexing of content-length (28).
         assert_eq!(status(&[0x88, 0x0f, 0x0d, 0x01, b'5']), Ok(Some(200)));
         assert_eq!(status(&[0x8d]), Ok(Some(404)));
@@ -400,6 +433,31 @@ mod tests {
     }
 
     #[test]
+    fn content_length_comes_from_a_literal_raw_or_huffman() {
+        let length = |b: &[u8]| response_head(b).map(|h| h.content_length);
+        // Indexed :status 200, content-length (28) without indexing, raw "1024".
+        let raw = [0x88, 0x0f, 0x0d, 0x04, b'1', b'0', b'2', b'4'];
+        assert_eq!(
+            response_head(&raw),
+            Ok(ResponseHead {
+                status: Some(200),
+                content_length: Some(1024)
+            })
+        );
+        // With incremental indexing (0x40 | 28), Huffman "1024": 00001 00000 00010 011010, pad.
+        assert_eq!(length(&[0x5c, 0x83, 0x08, 0x04, 0xd7]), Ok(Some(1024)));
+        // A literal name.
+        let named = [&[0x00, 14][..], b"content-length", &[0x01, b'0']].concat();
+        assert_eq!(length(&named), Ok(Some(0)));
+        assert_eq!(length(&[0x0f, 0x0d, 0x02, b'1', b'x']), Ok(None), "not a number");
+        assert_eq!(length(&[0x0f, 0x0d, 0x00]), Ok(None), "empty");
+        assert_eq!(length(&[0x88]), Ok(None), "none");
+        let long = [&[0x0f, 0x0d, 20][..], &[b'9'; 20]].concat();
+        assert_eq!(length(&long), Ok(None), "past u64's digits");
+        assert_eq!(huffman_number(&[0xff]), None, "padding alone");
+    }
+
+    #[test]
     fn every_three_digit_status_huffman_codes_and_decodes() {
         let code = |d: u8| {
             if d <= 2 {
@@ -419,7 +477,7 @@ mod tests {
             let pad = bytes * 8 - n;
             acc = acc << pad | ((1 << pad) - 1);
             let s: Vec<u8> = (0..bytes).rev().map(|i| (acc >> (8 * i)) as u8).collect();
-            assert_eq!(huffman_digits(&s), Some(v), "{s:02x?}");
+            assert_eq!(huffman_number(&s), Some((u64::from(v), 3)), "{s:02x?}");
         }
     }
 

@@ -43,6 +43,8 @@ struct Slot {
     /// When its final head came (ns since time zero); 0: not yet.
     first_byte: u64,
     status: u16,
+    /// The head's content-length, when it had one.
+    content_length: Option<u64>,
     body: u64,
     /// Stream window taken by DATA and not yet given back.
     unacked: u32,
@@ -346,9 +348,22 @@ impl<'a> Session<'a> {
         self.ctx.count_failure(self.target, self.ctx.in_window(now), class);
     }
 
+    /// The stream ended: a response, unless its body and its content-length differ (RFC 9113
+    /// 8.1.1; a 204 or 304 has no body whatever the length says).
     fn complete(&mut self, i: usize) {
         let now = self.now;
         let s = self.slots[i];
+        if let Some(length) = s.content_length
+            && !matches!(s.status, 204 | 304)
+            && s.body != length
+        {
+            let class: Class = match s.body < length {
+                true => |x| &mut x.short_body,
+                false => |x| &mut x.bad_response,
+            };
+            self.fail(i, class);
+            return;
+        }
         self.end(i, now);
         let rt = now.saturating_sub(s.intended).clamp(1, HIST_MAX_NS);
         let ttfb = s.first_byte.saturating_sub(s.intended).clamp(1, rt);
@@ -545,15 +560,16 @@ impl<'a> Session<'a> {
 
     /// A head: the response's (its status; informational ones wait for the final) or trailers.
     fn head(&mut self, stream: u32, end_stream: bool, block: &[u8]) -> Result<(), End> {
-        let status = h2frame::status(block).map_err(|_| End::Protocol)?;
+        let head = h2frame::response_head(block).map_err(|_| End::Protocol)?;
         let Some(i) = self.slot_of(stream) else {
             return Ok(());
         };
         if self.slots[i].first_byte == 0 {
-            match status {
+            match head.status {
                 Some(100..=199) if !end_stream => return Ok(()),
                 Some(status) => {
                     self.slots[i].status = status;
+                    self.slots[i].content_length = head.content_length;
                     self.slots[i].first_byte = self.now.max(1);
                 }
                 None => {
