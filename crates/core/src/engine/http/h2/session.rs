@@ -74,6 +74,9 @@ pub(super) struct Session<'a> {
     /// The slots' streams, apart: the frames' lookup scans them.
     streams: Vec<u32>,
     in_flight: u64,
+    /// No request in flight has a deadline before this (ns since time zero; u64::MAX: none).
+    /// A bound, not exact: a request that ends leaves it as it was, and the next scan lifts it.
+    earliest_deadline: u64,
     next_stream: u32,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (usize::MAX before any).
     cap: usize,
@@ -120,6 +123,7 @@ impl<'a> Session<'a> {
             slots: vec![Slot::default(); ctx.streams],
             streams: vec![0; ctx.streams],
             in_flight: 0,
+            earliest_deadline: u64::MAX,
             next_stream: 1,
             cap: usize::MAX,
             settled: false,
@@ -229,16 +233,27 @@ impl<'a> Session<'a> {
         wake
     }
 
-    /// Requests past their deadline: cancelled (RST_STREAM CANCEL), counted as timeouts.
+    /// Requests past their deadline: cancelled (RST_STREAM CANCEL), counted as timeouts. The
+    /// slots are scanned only once the earliest deadline has come, not every turn.
     fn expire(&mut self) {
         let now = self.now;
+        if now < self.earliest_deadline {
+            return;
+        }
+        let mut earliest = u64::MAX;
         for i in 0..self.slots.len() {
             let s = self.slots[i];
-            if s.stream != 0 && s.deadline <= now {
+            if s.stream == 0 {
+                continue;
+            }
+            if s.deadline <= now {
                 h2frame::rst_stream(&mut self.wbuf, s.stream, h2frame::CANCEL);
                 self.fail(i, |x| &mut x.timeout);
+            } else {
+                earliest = earliest.min(s.deadline);
             }
         }
+        self.earliest_deadline = earliest;
     }
 
     /// Starts what may start: closed loop, each free slot past its think time; open loop, the
@@ -320,10 +335,12 @@ impl<'a> Session<'a> {
         }
         h2frame::request(&mut self.wbuf, stream, &prefix, block);
         started(self.ctx, self.target, now);
+        let deadline = intended.max(now) + self.ctx.timeout_ns;
+        self.earliest_deadline = self.earliest_deadline.min(deadline);
         self.slots[i] = Slot {
             stream,
             intended,
-            deadline: intended.max(now) + self.ctx.timeout_ns,
+            deadline,
             ..Slot::default()
         };
         self.streams[i] = stream;
