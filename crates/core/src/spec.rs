@@ -2,6 +2,42 @@
 //! document under `options`. Engines trust a spec that passed [`TestSpec::validate`]; the agent
 //! validates every spec it receives, because it comes from the network.
 
+/// An option spelled as one of a few words (`--sched batch`, `--zerocopy msg`): each variant's
+/// word as `name()`, shown by `Display` and read back by `FromStr`, whose error names them all
+/// (`"x" is not WHAT: a or b`).
+macro_rules! words {
+    ($ty:ident, $what:literal, $($variant:ident => $word:literal),+ $(,)?) => {
+        impl $ty {
+            /// The word the flag, the options block and the grant use.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( $ty::$variant => $word, )+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $( $word => Ok($ty::$variant), )+
+                    _ => Err(format!(
+                        concat!("{:?} is not ", $what, ": ", words!(@list $($word),+)),
+                        s
+                    )),
+                }
+            }
+        }
+    };
+    (@list $first:literal $(, $rest:literal)*) => { concat!($first $(, " or ", $rest)*) };
+}
+
 mod congestion;
 mod mix;
 mod sched;

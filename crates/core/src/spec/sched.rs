@@ -2,8 +2,6 @@
 //! and its words; the runner (`engine::run`) sets it on each worker (`engine::pin`).
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 /// A worker thread's scheduling policy (sched(7)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,32 +17,7 @@ pub enum Sched {
     Batch,
 }
 
-impl Sched {
-    /// The name used by the flag and the options block.
-    pub fn name(self) -> &'static str {
-        match self {
-            Sched::Normal => "normal",
-            Sched::Batch => "batch",
-        }
-    }
-}
-
-impl fmt::Display for Sched {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Sched {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "normal" => Ok(Sched::Normal),
-            "batch" => Ok(Sched::Batch),
-            _ => Err(format!("'{s}' is not a scheduling policy: batch or normal")),
-        }
-    }
-}
+words!(Sched, "a scheduling policy", Batch => "batch", Normal => "normal");
 
 #[cfg(test)]
 mod tests {

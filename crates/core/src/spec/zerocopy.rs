@@ -3,8 +3,6 @@
 //! and the socket-option base (`engine::sockopt`) sets and reads back SO_ZEROCOPY.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 /// A zero-copy send path. Applies to sending streams only (receives copy either way).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,32 +17,7 @@ pub enum ZeroCopy {
     Msg,
 }
 
-impl ZeroCopy {
-    /// The name used by the flag, the options block and the grant.
-    pub fn name(self) -> &'static str {
-        match self {
-            ZeroCopy::Sendfile => "sendfile",
-            ZeroCopy::Msg => "msg",
-        }
-    }
-}
-
-impl fmt::Display for ZeroCopy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for ZeroCopy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "sendfile" => Ok(ZeroCopy::Sendfile),
-            "msg" => Ok(ZeroCopy::Msg),
-            _ => Err(format!("{s:?} is not a zero-copy path: sendfile or msg")),
-        }
-    }
-}
+words!(ZeroCopy, "a zero-copy path", Sendfile => "sendfile", Msg => "msg");
 
 #[cfg(test)]
 mod tests {

@@ -336,12 +336,13 @@ fn huffman_number(s: &[u8]) -> Option<(u64, usize)> {
         let d = if five <= 0b00010 {
             at += 5;
             five
-        } else if at + 6 <= bits && (0b011001..=0b011111).contains(&take(at, 6)) {
-            let six = take(at, 6);
+        } else {
+            let six = if at + 6 <= bits { take(at, 6) } else { 0 };
+            if !(0b011001..=0b011111).contains(&six) {
+                break;
+            }
             at += 6;
             six - 0b011001 + 3
-        } else {
-            break;
         };
         v = v * 10 + u64::from(d);
         digits += 1;

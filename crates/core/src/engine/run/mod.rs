@@ -370,8 +370,8 @@ impl Runner<'_> {
         let sched_failed = AtomicBool::new(false);
         let placement = Placement {
             sched: self.sched,
-            pin_failed: Some(&pin_failed),
-            sched_failed: Some(&sched_failed),
+            pin_failed: &pin_failed,
+            sched_failed: &sched_failed,
         };
         let (report, outcomes) = thread::scope(|scope| {
             let mut handles = Vec::with_capacity(self.workers);
@@ -409,12 +409,12 @@ impl Runner<'_> {
 }
 
 /// How a worker thread is placed: its scheduling policy, and where a pin or the policy that
-/// failed is flagged (when given; the worker runs on either way).
-#[derive(Clone, Copy, Default)]
+/// failed is flagged (the worker runs on either way).
+#[derive(Clone, Copy)]
 struct Placement<'a> {
     sched: Sched,
-    pin_failed: Option<&'a AtomicBool>,
-    sched_failed: Option<&'a AtomicBool>,
+    pin_failed: &'a AtomicBool,
+    sched_failed: &'a AtomicBool,
 }
 
 /// Starts a worker thread named `name` in `scope`, pinned to `cpu` when given, with the
@@ -429,15 +429,11 @@ fn spawn_worker<'scope, T: Send + 'scope>(
     thread::Builder::new().name(name).spawn_scoped(scope, move || {
         if let Some(cpu) = cpu
             && pin::pin_current_thread(cpu).is_err()
-            && let Some(flag) = placement.pin_failed
         {
-            flag.store(true, Relaxed);
+            placement.pin_failed.store(true, Relaxed);
         }
-        if placement.sched != Sched::Normal
-            && pin::schedule_current_thread(placement.sched).is_err()
-            && let Some(flag) = placement.sched_failed
-        {
-            flag.store(true, Relaxed);
+        if placement.sched != Sched::Normal && pin::schedule_current_thread(placement.sched).is_err() {
+            placement.sched_failed.store(true, Relaxed);
         }
         work()
     })
