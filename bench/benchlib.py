@@ -32,6 +32,23 @@ def own_session():
         print(f"note: could not raise autogroup priority: {e}", file=sys.stderr)
 
 
+def copy_probe(seconds, length=128 << 10, ring=16 << 20):
+    """The machine's own steadiness, for a bench's control rounds: GB/s one thread copies in
+    `seconds`, `length` bytes at a time from a hot buffer into a `ring` and back out (a loopback
+    stream's two copies, without the kernel). Run alone between the tools' runs; where its
+    slowest round falls well below its median, the machine itself is not steady."""
+    src = bytes(range(256)) * (length // 256)
+    view, out = memoryview(bytearray(ring)), memoryview(bytearray(length))
+    copied, off, start = 0, 0, time.monotonic()
+    while (now := time.monotonic()) - start < seconds:
+        for _ in range(64):
+            view[off:off + length] = src
+            out[:] = view[off:off + length]
+            off = (off + length) % ring
+        copied += 64 * length
+    return copied / (now - start) / 1e9
+
+
 def ensure_tools(commands, packages):
     """Installs the Debian `packages` when any of `commands` is missing."""
     if any(shutil.which(c) is None for c in commands):

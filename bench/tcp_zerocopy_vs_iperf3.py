@@ -15,7 +15,7 @@ from tcp_vs_iperf3 import (  # noqa: E402  the same runs, with other defaults
     DEFAULT_SECONDS, NEEDS, PEER, pairs, run_round, runs_per_round, setup, teardown)
 
 __all__ = ["DEFAULT_SECONDS", "NEEDS", "PEER", "pairs", "run_round", "runs_per_round", "setup", "teardown"]
-EXTRA_DEFAULTS = {"streams": "1", "pin": False, "zerocopy": "sendfile"}
+EXTRA_DEFAULTS = {"streams": "1", "pin": False, "zerocopy": "sendfile", "length": None, "control": False}
 
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
