@@ -12,6 +12,10 @@ quiet machine with a release build:
     python3 bench/all.py --list        # the registered benches, their cases and peers; runs nothing
     python3 bench/all.py --dry-run     # what would run and how long it would take; runs nothing
 
+After each round a control runs alone for the same seconds (benchlib.copy_probe, a copy loop on
+one thread): its spread over the rounds, printed under the table, says how steady the machine
+itself was while the benches ran.
+
 --json FILE writes the table (medians, spreads, every round's ratios) as JSON, to compare a
 change's before and after. It prints the expected duration first and stops (tearing down what
 the benches set up) when a run takes twice that. It re-runs itself in a session of its own
@@ -138,7 +142,7 @@ def main():
         # Re-runs this script in its own session first, so what follows prints once.
         benchlib.own_session()
     per_round_s = sum(m.runs_per_round(bench_args(m, args.seconds)) * (args.seconds + RUN_OVERHEAD_S)
-                      for m in modules.values())
+                      for m in modules.values()) + args.seconds
     expected = per_round_s * args.rounds
     print(f"# {len(modules)} benches, {args.rounds} interleaved rounds of {args.seconds} s runs: "
           f"about {expected / 60:.0f} min ({per_round_s:.0f} s per round)", flush=True)
@@ -160,6 +164,7 @@ def main():
     signal.alarm(int(2 * expected + 120))
     contexts = {}
     per_round = {n: [] for n in modules}
+    control = []
     started = time.time()
     try:
         for n, m in modules.items():
@@ -172,17 +177,23 @@ def main():
                 per_round[n].append(pairs)
                 summary = "; ".join(f"{p.case} {p.linerate / p.peer:.3f}" for p in pairs)
                 print(f"round {rnd} {n} ({time.time() - t:.0f} s): {summary}", flush=True)
+            control.append(benchlib.copy_probe(args.seconds))
+            print(f"round {rnd} control: a copy loop alone, {control[-1]:.2f} GB/s", flush=True)
     finally:
         signal.alarm(0)
         for n, ctx in contexts.items():
             modules[n].teardown(ctx)
     rows = table(per_round)
     print_table(rows)
+    steady = spread(control)
+    print(f"# control, a copy loop alone after each round: median {steady['median']:.2f} GB/s, lowest "
+          f"{100 * (1 - steady['min'] / steady['median']):.1f} % below it, highest "
+          f"{100 * (steady['max'] / steady['median'] - 1):.1f} % above (the machine's own spread)")
     print(f"# took {(time.time() - started) / 60:.1f} min")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"seconds": args.seconds, "rounds": args.rounds, "version": benchlib.version(benchlib.LINERATE),
-                       "rows": rows}, f, indent=1)
+                       "rows": rows, "control_gbytes_per_second": control}, f, indent=1)
 
 
 if __name__ == "__main__":
