@@ -9,6 +9,7 @@ use crate::engine::http::HttpUrl;
 use crate::httpd::{HttpdCounters, HttpdStats};
 use crate::result::{HttpServerCounts, SideReport};
 use crate::spec::HttpSpec;
+use std::time::Duration;
 
 pub(super) fn run(t: &mut Test<'_, '_>, spec: &HttpSpec) -> Result<(), Refusal> {
     let cookie = new_cookie();
@@ -24,8 +25,6 @@ pub(super) fn run(t: &mut Test<'_, '_>, spec: &HttpSpec) -> Result<(), Refusal> 
     t.run_and_report(Some(peer), |control| {
         let mut report = crate::engine::http::sample_host(spec, towards.as_deref(), &mut Quiet, control);
         if let Some(base) = base {
-            // The workers publish their counts every TICK: wait for the last ones.
-            std::thread::sleep(crate::httpd::TICK * 2);
             report.http_server = Some(counts(&servers, &base, &report));
         }
         Ok(report)
@@ -45,14 +44,19 @@ fn servers_named(servers: &[HttpdCounters], spec: &HttpSpec) -> Vec<HttpdCounter
         .collect()
 }
 
-/// The servers' counts summed; None when there is no server.
+/// How long the agent waits at most for its servers' workers to publish what they served
+/// before a test starts and after it ends (they do every 100 ms).
+const SETTLE_LIMIT: Duration = Duration::from_secs(1);
+
+/// The servers' counts summed, everything served before the call in; None when there is no
+/// server.
 fn sum(servers: &[HttpdCounters]) -> Option<HttpdStats> {
     if servers.is_empty() {
         return None;
     }
     let mut total = HttpdStats::default();
     for s in servers {
-        total.add(&s.stats());
+        total.add(&s.settled_stats(SETTLE_LIMIT));
     }
     Some(total)
 }

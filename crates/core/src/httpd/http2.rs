@@ -31,7 +31,7 @@ use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::Release};
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 use tokio::net::TcpStream;
@@ -72,6 +72,8 @@ pub(super) struct LaneSlot {
     pub(super) streams: AtomicU64,
     pub(super) resets: AtomicU64,
     pub(super) goaways: AtomicU64,
+    /// When the lane last published, a [`Shared::stamp`] (stored after the counts; 0: never).
+    pub(super) published: AtomicU64,
 }
 
 /// A lane's counts, plain integers on its one thread.
@@ -91,7 +93,7 @@ fn bump(c: &Cell<u64>, n: u64) {
 }
 
 impl LaneCounts {
-    fn publish(&self, slot: &LaneSlot) {
+    fn publish(&self, slot: &LaneSlot, stamp: u64) {
         slot.requests.store(self.requests.get(), Relaxed);
         for (a, n) in slot.responses.iter().zip(&self.responses) {
             a.store(n.get(), Relaxed);
@@ -101,6 +103,7 @@ impl LaneCounts {
         slot.streams.store(self.streams.get(), Relaxed);
         slot.resets.store(self.resets.get(), Relaxed);
         slot.goaways.store(self.goaways.get(), Relaxed);
+        slot.published.store(stamp, Release);
     }
 
     /// A connection or stream error: GOAWAY (sent or received) and RST_STREAM apart; an I/O
@@ -189,7 +192,8 @@ fn run(runtime: tokio::runtime::Runtime, mut rx: mpsc::UnboundedReceiver<Handoff
         let mut tick = tokio::time::interval(TICK);
         loop {
             tick.tick().await;
-            publisher.counts.publish(&publisher.shared.lanes[index]);
+            let stamp = publisher.shared.stamp();
+            publisher.counts.publish(&publisher.shared.lanes[index], stamp);
         }
     });
     let serving = Rc::clone(&ctx);
@@ -201,7 +205,7 @@ fn run(runtime: tokio::runtime::Runtime, mut rx: mpsc::UnboundedReceiver<Handoff
     // Dropping the tasks closes their connections and releases their counts.
     drop(local);
     drop(runtime);
-    ctx.counts.publish(&ctx.shared.lanes[index]);
+    ctx.counts.publish(&ctx.shared.lanes[index], ctx.shared.stamp());
 }
 
 /// Releases a connection's place in the open and per-address counts when its task ends.

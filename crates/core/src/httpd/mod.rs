@@ -61,10 +61,10 @@ use std::io;
 use std::net::IpAddr;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use worker::{LISTENER, WAKER, Worker};
 
 /// The body of `/bytes/N`: byte `i` is `BODY_PATTERN[i % 64]` (63 printable characters and a
@@ -276,6 +276,8 @@ struct Shared {
     /// Each worker's HTTP/2 lane's counts, written by that lane only.
     lanes: Box<[http2::LaneSlot]>,
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// What the slots' publication stamps count from.
+    epoch: Instant,
 }
 
 impl Shared {
@@ -291,6 +293,29 @@ impl Shared {
         }
         *n += 1;
         true
+    }
+
+    /// A publication stamp: nanoseconds since `epoch`, plus one (0 in a slot: never published).
+    fn stamp(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX - 1) + 1
+    }
+
+    /// The counts once every worker and lane has published after this call began (each does
+    /// every [`TICK`]), so that all they served before it is in; after `limit` at the latest.
+    /// A slot never published belongs to a lane not started: it has nothing to add.
+    fn settled_stats(&self, limit: Duration) -> HttpdStats {
+        let since = self.stamp();
+        let begun = Instant::now();
+        let fresh = |p: &AtomicU64| {
+            let t = p.load(Acquire);
+            t == 0 || t >= since
+        };
+        while !(self.slots.iter().all(|s| fresh(&s.published)) && self.lanes.iter().all(|l| fresh(&l.published)))
+            && begun.elapsed() < limit
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.stats()
     }
 
     /// The counts the workers and lanes published so far.
@@ -358,6 +383,12 @@ impl HttpdCounters {
     pub fn stats(&self) -> HttpdStats {
         self.shared.stats()
     }
+
+    /// The counts with everything served before this call in: it waits for every worker's
+    /// next publication (at most about 100 ms), or `limit` where one is late.
+    pub fn settled_stats(&self, limit: Duration) -> HttpdStats {
+        self.shared.settled_stats(limit)
+    }
 }
 
 impl std::fmt::Debug for HttpdCounters {
@@ -379,6 +410,8 @@ struct Slot {
     accept_errors: AtomicU64,
     evicted: AtomicU64,
     tls: [AtomicU64; 3],
+    /// When the worker last published, a [`Shared::stamp`] (stored after the counts).
+    published: AtomicU64,
 }
 
 /// One worker's counters, plain integers: only it writes them.
@@ -447,6 +480,7 @@ impl Httpd {
             slots: (0..threads).map(|_| Slot::default()).collect(),
             lanes: (0..threads).map(|_| http2::LaneSlot::default()).collect(),
             tls: config.tls.clone(),
+            epoch: Instant::now(),
         };
         Ok(Httpd {
             addr,
@@ -626,6 +660,27 @@ mod tests {
         assert_eq!(stats.responses_by_status, [0, 0, 3, 0, 1, 0]);
         assert_eq!(stats.body_bytes, 100 + 200_000 + 100_003);
         assert!(StdStream::connect(addr).is_err(), "still listening after stop");
+    }
+
+    #[test]
+    fn settled_counts_hold_every_request_served_before_the_call() {
+        let config = HttpdConfig {
+            threads: 2,
+            ..HttpdConfig::default()
+        };
+        let server = Httpd::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config).expect("bind");
+        let addr = server.local_addr();
+        let handle = server.spawn().expect("spawn");
+        let counters = handle.counters();
+        for round in 1..=3u64 {
+            for _ in 0..4 {
+                let (head, _) = fetch(addr, "GET /bytes/10 HTTP/1.1\r\nConnection: close\r\n\r\n");
+                assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+            }
+            // The workers publish every 100 ms, so a plain read now may miss the last requests;
+            // a settled one may not.
+            assert_eq!(counters.settled_stats(Duration::from_secs(10)).requests, 4 * round);
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Relaxed, Release};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How often idle and lingering connections are looked for.
@@ -45,6 +45,8 @@ impl Worker {
         let mut last_tick = Instant::now();
         let mut last_sweep = last_tick;
         self.refresh_date();
+        // Stamped from the start: a reader waiting for fresh counts need not wait for a TICK.
+        self.publish();
         while !self.shared.stop.load(Relaxed) {
             if let Err(e) = self.poll.poll(&mut events, Some(TICK))
                 && e.kind() != io::ErrorKind::Interrupted
@@ -278,5 +280,6 @@ impl Worker {
         for (a, n) in slot.tls.iter().zip([c.tls_full, c.tls_resumed, c.tls_failed]) {
             a.store(n, Relaxed);
         }
+        slot.published.store(self.shared.stamp(), Release);
     }
 }
