@@ -544,10 +544,14 @@ fn issue_26_on_a_200mbit_link_serve_gives_what_iperf3_s_gives_and_is_loopback_on
             server.stderr()
         );
         let rate = |v: &Value| f(v, "/end/sum_received/bits_per_second");
+        // Under --bidir each direction's data shares the shaped link with the other's ACKs:
+        // here the two servers' runs came 0.2-2.7 % apart, and once 5.7 % on a loaded CI box;
+        // one-way runs stay within 0.2 %.
+        let share = if args.contains(&"--bidir") { 0.08 } else { 0.05 };
         near(
             rate(&ours),
             rate(&theirs),
-            0.05,
+            share,
             &format!("{args:?}: received, linerate serve against iperf3 -s"),
         );
         let expected = if args.contains(&"-u") { 150e6 } else { 200e6 };
