@@ -186,6 +186,9 @@ fn run(runtime: tokio::runtime::Runtime, mut rx: mpsc::UnboundedReceiver<Handoff
         counts: LaneCounts::default(),
         date: RefCell::new((u64::MAX, http::HeaderValue::from_static(""))),
     });
+    // Stamped before the first connection is served: to a reader of settled counts a slot
+    // without a stamp is then a lane not started.
+    ctx.counts.publish(&ctx.shared.lanes[index], ctx.shared.stamp());
     let local = tokio::task::LocalSet::new();
     let publisher = Rc::clone(&ctx);
     local.spawn_local(async move {

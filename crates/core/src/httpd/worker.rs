@@ -45,7 +45,8 @@ impl Worker {
         let mut last_tick = Instant::now();
         let mut last_sweep = last_tick;
         self.refresh_date();
-        // Stamped from the start: a reader waiting for fresh counts need not wait for a TICK.
+        // Stamped at once: to a reader of settled counts a slot without a stamp is then a
+        // worker not started, with nothing served.
         self.publish();
         while !self.shared.stop.load(Relaxed) {
             if let Err(e) = self.poll.poll(&mut events, Some(TICK))
