@@ -376,19 +376,14 @@ async fn answer(req: http::Request<h2::RecvStream>, mut respond: h2::server::Sen
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::httpd::{Httpd, HttpdConfig};
-    use std::net::{Ipv4Addr, SocketAddr};
+    use crate::httpd::on_loopback;
     use std::time::Duration;
 
     /// Three streams on one h2c connection (the h2 crate as the client), then a connection that
     /// sends garbage after the preface: bodies whole, streams and the GOAWAY counted.
     #[test]
     fn issue_27_h2c_streams_are_answered_and_counted_and_garbage_gets_a_goaway() {
-        let config = HttpdConfig {
-            threads: 1,
-            ..HttpdConfig::default()
-        };
-        let server = Httpd::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config).expect("bind");
+        let server = on_loopback(1);
         let addr = server.local_addr();
         let handle = server.spawn().expect("spawn");
         let runtime = tokio::runtime::Builder::new_current_thread()

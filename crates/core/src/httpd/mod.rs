@@ -600,6 +600,16 @@ fn names() -> Vec<Box<[u8]>> {
     vec![b"a.bin".to_vec().into(), b"b c".to_vec().into()]
 }
 
+/// A server with `threads` workers bound to a free loopback port, for the tests; not started.
+#[cfg(test)]
+fn on_loopback(threads: usize) -> Httpd {
+    let config = HttpdConfig {
+        threads,
+        ..HttpdConfig::default()
+    };
+    Httpd::bind(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)), config).expect("bind")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,11 +674,7 @@ mod tests {
 
     #[test]
     fn settled_counts_hold_every_request_served_before_the_call() {
-        let config = HttpdConfig {
-            threads: 2,
-            ..HttpdConfig::default()
-        };
-        let server = Httpd::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config).expect("bind");
+        let server = on_loopback(2);
         let addr = server.local_addr();
         let handle = server.spawn().expect("spawn");
         let counters = handle.counters();
@@ -687,14 +693,7 @@ mod tests {
     fn a_fin_that_came_with_the_request_is_seen() {
         // Request and FIN both queued before the worker starts: one event carries both, and
         // the read that takes the request comes back short with the FIN still unread.
-        let server = Httpd::bind(
-            SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-            HttpdConfig {
-                threads: 1,
-                ..HttpdConfig::default()
-            },
-        )
-        .expect("bind");
+        let server = on_loopback(1);
         let mut s = StdStream::connect(server.local_addr()).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
         s.write_all(b"GET /bytes/3 HTTP/1.1\r\n\r\n").expect("send");
