@@ -46,6 +46,10 @@ pub fn command(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             let stop = Arc::new(AtomicBool::new(false));
             signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
             signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
+            if let Err(e) = lab::relay::raise_priority() {
+                // To the relay's log: the lab runs, its delays less steady on a busy machine.
+                eprintln!("linerate: the relay's priority stays as it was: {e}");
+            }
             lab::relay::run(&config, &stop).context("link relay")?;
         }
     }

@@ -492,23 +492,43 @@ fn issue_26_on_a_200_mbit_lab_link_linerate_against_iperf3_meets_the_link_and_ag
         (170.0..=200.0).contains(&mbps),
         "{mbps:.1} Mbit/s, four streams on one 200 Mbit/s link"
     );
+    // UDP: what is sent and what arrives differ by what the link drops (a sender held off the
+    // CPU catches up in a burst that can overflow tbf's queue on a busy machine), so each count
+    // is checked against the same count at iperf3's end, and the loss against iperf3's.
     let (doc, theirs) = run("udp", &["-t", "3", "--rate", "150m"]);
-    agree(
-        u(&doc, "/summary/sent/bytes"),
-        u(&theirs, "/end/sum_received/bytes"),
-        2.0,
-        "lab udp forward",
-    );
-    let (doc, theirs) = run("udp", &["-t", "3", "--rate", "150m", "-R"]);
-    agree(
+    let s = &doc["summary"];
+    assert_eq!(
         u(&doc, "/summary/received/bytes"),
+        u(&theirs, "/end/sum_received/bytes"),
+        "lab udp forward: what iperf3 received, as linerate reports it"
+    );
+    assert_eq!(
+        s["lost"].as_u64(),
+        theirs["end"]["sum_received"]["lost_packets"].as_u64(),
+        "lab udp forward: the loss iperf3 counted, as linerate reports it"
+    );
+    let sent = crate::util::f(&doc, "/summary/sent_bits_per_second") / 1e6;
+    assert!((140.0..=155.0).contains(&sent), "{sent:.1} Mbit/s sent at 150 Mbit/s");
+    let (doc, theirs) = run("udp", &["-t", "3", "--rate", "150m", "-R"]);
+    let s = &doc["summary"];
+    assert_eq!(
+        u(&doc, "/summary/sent/bytes"),
         u(&theirs, "/end/sum_sent/bytes"),
-        2.0,
-        "lab udp reverse",
+        "lab udp reverse: what iperf3 sent, as linerate reports it"
+    );
+    let (sent, received, lost) = (
+        u(&doc, "/summary/datagrams_sent"),
+        u(&doc, "/summary/datagrams_received"),
+        u(&doc, "/summary/lost"),
+    );
+    assert_eq!(sent, u(&theirs, "/end/sum_sent/packets"), "lab udp reverse: {s}");
+    assert!(
+        received > 0 && received + lost <= sent,
+        "lab udp reverse: {received} received and {lost} lost of {sent} sent"
     );
     let mbps = crate::util::f(&doc, "/summary/received/bits_per_second") / 1e6;
     assert!(
         (135.0..=155.0).contains(&mbps),
-        "{mbps:.1} Mbit/s received at 150 Mbit/s"
+        "{mbps:.1} Mbit/s received at 150 Mbit/s ({lost} of {sent} datagrams lost)"
     );
 }

@@ -30,6 +30,18 @@ fn delay_of_10ms_each_way_gives_a_20ms_ping() {
     // The status is a document of its own: it names its layout and its numbers' units.
     crate::units::check_units("lab status", &lab.status);
     assert_eq!(lab.status["schema"], 4);
+    // The relay runs above the tests it carries (nice -10, and its autogroup too), so that a
+    // busy machine delays its frames less.
+    let pid = lab.status["relay"]["pid"].as_u64().expect("the relay's pid");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the relay's stat");
+    // proc(5): field 19 is the nice value; the command (field 2) ends with the last ')'.
+    let nice = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(16));
+    assert_eq!(nice, Some("-10"), "the relay's nice value: {stat}");
+    let group = std::fs::read_to_string(format!("/proc/{pid}/autogroup")).unwrap_or_default();
+    assert!(
+        group.is_empty() || group.trim_end().ends_with("nice -10"),
+        "the relay's autogroup: {group}"
+    );
     assert_20ms_ping(&lab);
 }
 
@@ -48,7 +60,9 @@ fn delay_through_netem_where_the_kernel_has_it() {
     assert_20ms_ping(&lab);
 }
 
-/// Ping across a link of 10 ms each way: the median and 90 % of the round trips at 20 ± 1 ms.
+/// Ping across a link of 10 ms each way: the median at 20 ± 1 ms, none early, and 90 % of the
+/// round trips at most 2 ms late (the relay is a task: on a busy machine a frame can wait for
+/// the CPU; docs/lab.md gives the tail measured under load).
 fn assert_20ms_ping(lab: &Lab) {
     let rtts = ping_rtts(lab, "h1", "h2", 30);
     assert_eq!(rtts.len(), 30, "every ping answered");
@@ -60,10 +74,11 @@ fn assert_20ms_ping(lab: &Lab) {
         (19.0..=21.0).contains(&median),
         "median RTT {median} ms, want 20 ± 1: {rtts:?}"
     );
-    let within = sorted.iter().filter(|r| (19.0..=21.0).contains(*r)).count();
+    assert!(sorted[0] >= 19.0, "a round trip under 19 ms: {rtts:?}");
+    let within = sorted.iter().filter(|r| **r <= 22.0).count();
     assert!(
         within * 10 >= sorted.len() * 9,
-        "{within} of {} within 20 ± 1 ms: {rtts:?}",
+        "{within} of {} within 19-22 ms: {rtts:?}",
         sorted.len()
     );
 }
