@@ -115,6 +115,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=4, help="length of each run (default 4)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    ap.add_argument("--warmup", type=int, default=benchlib.WARMUP_ROUNDS, metavar="ROUNDS",
+                    help=f"rounds run first and not counted (default {benchlib.WARMUP_ROUNDS})")
     ap.add_argument("--only", metavar="NAME,...", help="only these benches (names as --list prints them)")
     ap.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE")
     ap.add_argument("--list", action="store_true", help="list the registered benches and exit")
@@ -126,8 +128,8 @@ def main():
         unknown = [n for n in names if n not in BENCHES]
         if unknown:
             ap.error(f"--only: unknown bench {', '.join(unknown)} (registered: {', '.join(BENCHES)})")
-    if args.rounds < 1 or args.seconds < 1:
-        ap.error("--rounds and --seconds must be at least 1")
+    if args.rounds < 1 or args.seconds < 1 or args.warmup < 0:
+        ap.error("--rounds and --seconds must be at least 1, --warmup at least 0")
     modules = {n: importlib.import_module(n) for n in names}
     if args.list:
         missing = unregistered()
@@ -143,8 +145,8 @@ def main():
         benchlib.own_session()
     per_round_s = sum(m.runs_per_round(bench_args(m, args.seconds)) * (args.seconds + RUN_OVERHEAD_S)
                       for m in modules.values()) + args.seconds
-    expected = per_round_s * args.rounds
-    print(f"# {len(modules)} benches, {args.rounds} interleaved rounds of {args.seconds} s runs: "
+    expected = per_round_s * (args.rounds + args.warmup)
+    print(f"# {len(modules)} benches, {args.warmup} warm-up and {args.rounds} interleaved rounds of {args.seconds} s runs: "
           f"about {expected / 60:.0f} min ({per_round_s:.0f} s per round)", flush=True)
     if args.dry_run:
         for n, m in modules.items():
@@ -169,14 +171,20 @@ def main():
     try:
         for n, m in modules.items():
             contexts[n] = m.setup(bench_args(m, args.seconds))
-        for rnd in range(1, args.rounds + 1):
+        # Warm-up rounds (numbered up to 0) run every bench once and are not counted.
+        for rnd in range(1 - args.warmup, args.rounds + 1):
             for n, m in modules.items():
                 t = time.time()
                 rows = m.run_round(bench_args(m, args.seconds), rnd, contexts[n], log=benchlib.quiet)
+                if rnd < 1:
+                    print(f"round {rnd} {n} ({time.time() - t:.0f} s): warm-up, not counted", flush=True)
+                    continue
                 pairs = m.pairs(rows)
                 per_round[n].append(pairs)
                 summary = "; ".join(f"{p.case} {p.linerate / p.peer:.3f}" for p in pairs)
                 print(f"round {rnd} {n} ({time.time() - t:.0f} s): {summary}", flush=True)
+            if rnd < 1:
+                continue
             control.append(benchlib.copy_probe(args.seconds))
             print(f"round {rnd} control: a copy loop alone, {control[-1]:.2f} GB/s", flush=True)
     finally:

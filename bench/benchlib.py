@@ -17,6 +17,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # LINERATE_BIN names a linerate binary built elsewhere: the scripts then use it and build nothing.
 LINERATE = os.environ.get("LINERATE_BIN") or os.path.join(ROOT, "target", "release", "linerate")
 TICK = os.sysconf("SC_CLK_TCK")
+# Rounds run before the counted ones: the first runs of a bench are more often slow here than
+# chance gives (over 18 series of one-stream rounds on 2026-11-27, the first was the slowest 4
+# times and second slowest 3; docs/benchmarks.md, "Fifth look").
+WARMUP_ROUNDS = 1
 
 
 def own_session():
@@ -68,12 +72,29 @@ def arguments(doc, seconds, extra=None):
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=seconds, help="length of each run")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--warmup", type=int, default=WARMUP_ROUNDS, metavar="ROUNDS",
+                    help=f"rounds run first and not counted (default {WARMUP_ROUNDS}; see WARMUP_ROUNDS)")
     ap.add_argument("--before", metavar="PATH",
                     help="a second linerate binary (e.g. the build before a change): each round runs the "
                          "peer tool, this build, then PATH, and the medians are compared after/before")
     if extra:
         extra(ap)
-    return ap.parse_args()
+    args = ap.parse_args()
+    if args.warmup < 0:
+        ap.error("--warmup: at least 0 rounds")
+    return args
+
+
+def rounds(args, run_round, ctx):
+    """Every counted row of a run: `args.warmup` rounds first, run and shown as round 0 but not
+    counted, then rounds 1 to `args.rounds`, each `run_round(args, rnd, ctx)`'s rows."""
+    if args.warmup:
+        print(f"# round 0: {args.warmup} warm-up round{'s' if args.warmup > 1 else ''}, shown, not counted", flush=True)
+    for _ in range(args.warmup):
+        for _row in run_round(args, 0, ctx):
+            pass
+    for rnd in range(1, args.rounds + 1):
+        yield from run_round(args, rnd, ctx)
 
 
 def prepare(args, commands, packages):

@@ -147,9 +147,8 @@ def main():
     res = {}
     ctx = setup(args)
     try:
-        for rnd in range(1, args.rounds + 1):
-            for case, tool, values in run_round(args, rnd, ctx):
-                res.setdefault((case, tool), []).append(values)
+        for case, tool, values in benchlib.rounds(args, run_round, ctx):
+            res.setdefault((case, tool), []).append(values)
         print()
         print("# requests/s as streams per connection grow (TLS, 16 connections, one round)")
         sweep = {}

@@ -114,9 +114,8 @@ def main():
     res = {}
     ctx = setup(args)
     try:
-        for rnd in range(1, args.rounds + 1):
-            for _, tool, values in run_round(args, rnd, ctx):
-                res.setdefault(tool, []).append(values)
+        for _, tool, values in benchlib.rounds(args, run_round, ctx):
+            res.setdefault(tool, []).append(values)
     finally:
         teardown(ctx)
     print()

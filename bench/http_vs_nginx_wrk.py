@@ -270,9 +270,8 @@ def main():
     res = {}
     ctx = setup(args)
     try:
-        for rnd in range(1, args.rounds + 1):
-            for key, tool, values in run_round(args, rnd, ctx):
-                res.setdefault(key + (tool,), []).append(values[:2])
+        for key, tool, values in benchlib.rounds(args, run_round, ctx):
+            res.setdefault(key + (tool,), []).append(values[:2])
     finally:
         teardown(ctx)
     med = lambda xs, i: statistics.median(x[i] for x in xs)  # noqa: E731

@@ -122,9 +122,8 @@ def main():
     res = {}
     ctx = setup(args)
     try:
-        for rnd in range(1, args.rounds + 1):
-            for case, tool, values in run_round(args, rnd, ctx):
-                res.setdefault((case, tool), []).append(values[0])
+        for case, tool, values in benchlib.rounds(args, run_round, ctx):
+            res.setdefault((case, tool), []).append(values[0])
     finally:
         teardown(ctx)
     print()

@@ -124,9 +124,8 @@ def main():
     print(f"{'round':>5} {'compare':<7} {'P':>2} {'tool':<9} {'Mbit/s':>10} {'CPU s/Gbit':>11}")
     rows = {}
     ctx = setup(args)
-    for rnd in range(1, args.rounds + 1):
-        for (comparison, streams), tool, values in run_round(args, rnd, ctx):
-            rows.setdefault((comparison, streams, tool), []).append(values)
+    for (comparison, streams), tool, values in benchlib.rounds(args, run_round, ctx):
+        rows.setdefault((comparison, streams, tool), []).append(values)
     print()
     print(f"{'compare':<7} {'P':>2} {'linerate Mbit/s':>16} {'iperf3 Mbit/s':>14} {'ratio':>6} "
           f"{'spread':>13}   {'CPU s/Gbit':>10} {'iperf3':>8} {'ratio':>6}")

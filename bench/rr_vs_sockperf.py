@@ -133,9 +133,8 @@ def main():
     cases = CASES
     results = {}
     ctx = setup(args)
-    for rnd in range(1, args.rounds + 1):
-        for (proto, place, size), name, values in run_round(args, rnd, ctx):
-            results.setdefault((proto, place, name, size), []).append(values[:3])
+    for (proto, place, size), name, values in benchlib.rounds(args, run_round, ctx):
+        results.setdefault((proto, place, name, size), []).append(values[:3])
     print()
     print(f"{'proto':<5} {'placement':<10} {'linerate rt/s':>14} {'sockperf':>10} {'ratio':>6}   "
           f"{'p50 us lr/sp':>14}   {'p99 us lr/sp':>15}   {'linerate 1 B rt/s':>17}")

@@ -142,9 +142,8 @@ def main():
     print(f"{'round':>5} {'P':>3} {'tool':<9} {'Mbit/s':>10} {'client MiB':>10} {'server MiB':>10} {'CPU s/Gbit':>11}")
     results = {}
     ctx = setup(args)
-    for rnd in range(1, args.rounds + 1):
-        for streams, name, values in run_round(args, rnd, ctx):
-            results.setdefault((streams, name), []).append(values[:3])
+    for streams, name, values in benchlib.rounds(args, run_round, ctx):
+        results.setdefault((streams, name), []).append(values[:3])
     print()
     print(
         f"{'P':>3} {'linerate Mbit/s':>16} {'iperf3 Mbit/s':>14} {'ratio':>6}   "

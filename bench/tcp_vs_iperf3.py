@@ -153,9 +153,8 @@ def main():
     print(f"{'round':>5} {'P':>2} {'tool':<9} {'Mbit/s':>10} {'CPU s':>7} {'CPU s/Gbit':>11}")
     results = {}
     ctx = setup(args)
-    for rnd in range(1, args.rounds + 1):
-        for streams, name, values in run_round(args, rnd, ctx):
-            results.setdefault((streams, name), []).append(values)
+    for streams, name, values in benchlib.rounds(args, run_round, ctx):
+        results.setdefault((streams, name), []).append(values)
     print()
     print(f"{'P':>2} {'linerate Mbit/s':>16} {'iperf3 Mbit/s':>14} {'ratio':>6}   {'linerate CPU s/Gbit':>19} {'iperf3':>8} {'ratio':>6}")
     for streams in counts(args):

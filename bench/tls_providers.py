@@ -43,7 +43,8 @@ def main():
     benchlib.own_session()
     builds = [("ring", args.ring), ("aws-lc-rs", args.aws_lc)]
     res = {}
-    for rnd in range(1, args.rounds + 1):
+    # Warm-up rounds are numbered up to 0 and not counted (benchlib.WARMUP_ROUNDS).
+    for rnd in range(1 - args.warmup, args.rounds + 1):
         for case, path, extra in CASES:
             for name, binary in (builds if rnd % 2 else builds[::-1]):
                 port = benchlib.free_port()
@@ -59,7 +60,8 @@ def main():
                     srv.kill()
                     srv.wait()
                 value, cpu = figure(case, s)
-                res.setdefault((case, name), []).append((value, cpu))
+                if rnd > 0:
+                    res.setdefault((case, name), []).append((value, cpu))
                 note = f"  client CPU {cpu:.0f} us/handshake" if cpu else ""
                 print(f"{rnd:>3} {case:<30} {name:<10} {value:>12,.3f}{note}  errors {s['errors']['total']}", flush=True)
                 time.sleep(0.3)

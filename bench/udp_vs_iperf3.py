@@ -126,9 +126,8 @@ def main():
           f"{'CPU ns/dgram':>12}")
     results = {}
     try:
-        for rnd in range(1, args.rounds + 1):
-            for (where, size), name, values in run_round(args, rnd, ctx):
-                results.setdefault((where, size, name), []).append(values[:2])
+        for (where, size), name, values in benchlib.rounds(args, run_round, ctx):
+            results.setdefault((where, size, name), []).append(values[:2])
     finally:
         teardown(ctx)
     print()
