@@ -115,8 +115,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=4, help="length of each run (default 4)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
-    ap.add_argument("--warmup", type=int, default=benchlib.WARMUP_ROUNDS, metavar="ROUNDS",
-                    help=f"rounds run first and not counted (default {benchlib.WARMUP_ROUNDS})")
+    benchlib.warmup_option(ap)
     ap.add_argument("--only", metavar="NAME,...", help="only these benches (names as --list prints them)")
     ap.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE")
     ap.add_argument("--list", action="store_true", help="list the registered benches and exit")

@@ -72,13 +72,23 @@ def arguments(doc, seconds, extra=None):
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=seconds, help="length of each run")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
-    ap.add_argument("--warmup", type=int, default=WARMUP_ROUNDS, metavar="ROUNDS",
-                    help=f"rounds run first and not counted (default {WARMUP_ROUNDS}; see WARMUP_ROUNDS)")
+    warmup_option(ap)
     ap.add_argument("--before", metavar="PATH",
                     help="a second linerate binary (e.g. the build before a change): each round runs the "
                          "peer tool, this build, then PATH, and the medians are compared after/before")
     if extra:
         extra(ap)
+    return checked(ap)
+
+
+def warmup_option(ap):
+    """`--warmup ROUNDS`, for every bench's parser; `checked` refuses a negative count."""
+    ap.add_argument("--warmup", type=int, default=WARMUP_ROUNDS, metavar="ROUNDS",
+                    help=f"rounds run first and not counted (default {WARMUP_ROUNDS})")
+
+
+def checked(ap):
+    """`ap`'s arguments, with `--warmup` checked."""
     args = ap.parse_args()
     if args.warmup < 0:
         ap.error("--warmup: at least 0 rounds")
