@@ -13,6 +13,8 @@ fn tcp_goodput(rate: f64, mtu: u32) -> f64 {
 
 #[test]
 fn rate_limited_link_reports_its_goodput() {
+    // Timed on a shaped link: not beside a test that floods the machine (util::quiet_machine).
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up(2, &["h1:rate=200mbit"]) else {
         return;
     };
@@ -33,6 +35,8 @@ fn rate_limited_link_reports_its_goodput() {
 
 #[test]
 fn jumbo_frames_run_and_use_the_larger_mss() {
+    // Timed on a shaped link: not beside a test that floods the machine (util::quiet_machine).
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up(2, &["mtu=9000", "h1:rate=200mbit"]) else {
         return;
     };
@@ -59,6 +63,8 @@ fn reverse_and_bidir_cross_the_lab() {
 
 #[test]
 fn issue_23_a_tbf_link_is_rated_as_tbf_counts_and_never_beaten() {
+    // Timed on a shaped link: not beside a test that floods the machine (util::quiet_machine).
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up(2, &["h1:rate=200mbit"]) else {
         return;
     };

@@ -75,6 +75,9 @@ fn bad_udp_options_are_one_line_errors() {
 
 #[test]
 fn loss_of_1_percent_is_reported_and_matches_the_firewall_counter() {
+    // Not beside a test that floods loopback: softnet's backlog is the host's, shared by the
+    // lab's veths, and its drops would add to the 1 % (CI once read 2.03 %).
+    let _quiet = quiet_machine();
     let Some(lab) = Lab::up(2, &["h1:loss=1%"]) else { return };
     let before = lab.status()["hosts"][0]["loss_drops"].as_u64().expect("loss counter");
     let v = lab_udp(&lab, "h1", "h2", &["-n", "200000", "--gap", "10", "-l", "64"]);
@@ -82,18 +85,32 @@ fn loss_of_1_percent_is_reported_and_matches_the_firewall_counter() {
     let lost = u(&v, "/summary/lost");
     let sent = u(&v, "/summary/datagrams_sent");
     assert_eq!(sent, 200_000);
+    let c = &v["summary"]["loss_causes_datagrams"];
     let pct = f(&v, "/summary/loss_percent");
-    assert!((0.7..=1.3).contains(&pct), "loss {pct:.3} %, want 1 ± 0.3 %");
     // The firewall also counts the few control-connection segments and end markers it dropped.
     // What the hosts dropped themselves (a receiver starved of CPU on a loaded box overflows its
-    // socket buffer) is theirs, not the firewall's: the network's share is compared.
+    // socket buffer) is theirs, not the firewall's: the network's share is compared. Softnet's
+    // backlog is the whole machine's (the lab's veths share it with loopback): a flood beside
+    // this test drops there too, and linerate counts those as softnet, so the firewall's share
+    // lies between what is left with and without them.
     let in_hosts = u(&v, "/summary/loss_causes_datagrams/receive_buffer")
         + u(&v, "/summary/loss_causes_datagrams/receive_interface")
         + u(&v, "/summary/loss_causes_datagrams/sender");
+    let softnet = u(&v, "/summary/loss_causes_datagrams/softnet");
     let in_network = lost - in_hosts.min(lost);
     assert!(
-        in_network <= drops && drops <= in_network + 5,
-        "linerate lost {lost} ({in_hosts} in the hosts), the firewall dropped {drops}"
+        in_network - softnet.min(in_network) <= drops && drops <= in_network + 5,
+        "linerate lost {lost} ({in_hosts} in the hosts, {softnet} in softnet), the firewall dropped {drops}"
+    );
+    // 1 % of the datagrams, as the firewall dropped them; linerate's figure holds them and more.
+    let emulated = drops as f64 * 100.0 / sent as f64;
+    assert!(
+        (0.7..=1.3).contains(&emulated),
+        "the firewall dropped {emulated:.3} %, want 1 ± 0.3 %: {c}"
+    );
+    assert!(
+        pct + 0.01 >= emulated,
+        "loss {pct:.3} %, the firewall dropped {emulated:.3} %: {c}"
     );
     assert_eq!(u(&v, "/summary/out_of_order"), 0);
     let ranges = v["summary"]["loss_ranges"][0]["ranges"]
@@ -103,13 +120,9 @@ fn loss_of_1_percent_is_reported_and_matches_the_firewall_counter() {
     // The lab hosts' own counters (socket buffers and interfaces are per namespace) took none of
     // them: the split puts them in the network (issue 13). Softnet drops are host-wide, so a
     // test flooding loopback beside this one may claim a share of them.
-    let c = &v["summary"]["loss_causes_datagrams"];
-    let hosts = u(&v, "/summary/loss_causes_datagrams/receive_buffer")
-        + u(&v, "/summary/loss_causes_datagrams/receive_interface")
-        + u(&v, "/summary/loss_causes_datagrams/sender");
-    assert!(hosts * 10 <= lost, "{hosts} of {lost} lost put in the hosts: {c}");
-    let network = u(&v, "/summary/loss_causes_datagrams/network") + u(&v, "/summary/loss_causes_datagrams/softnet");
-    assert_eq!(network + hosts, lost, "{c}");
+    assert!(in_hosts * 10 <= lost, "{in_hosts} of {lost} lost put in the hosts: {c}");
+    let network = u(&v, "/summary/loss_causes_datagrams/network") + softnet;
+    assert_eq!(network + in_hosts, lost, "{c}");
 }
 
 #[test]
