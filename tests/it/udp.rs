@@ -117,10 +117,10 @@ fn loss_of_1_percent_is_reported_and_matches_the_firewall_counter() {
         .as_array()
         .expect("loss ranges");
     assert!(!ranges.is_empty());
-    // The lab hosts' own counters (socket buffers and interfaces are per namespace) took none of
-    // them: the split puts them in the network (issue 13). Softnet drops are host-wide, so a
-    // test flooding loopback beside this one may claim a share of them.
-    assert!(in_hosts * 10 <= lost, "{in_hosts} of {lost} lost put in the hosts: {c}");
+    // The split (issue 13) adds up, and the firewall's drops landed in the network, not in the
+    // hosts' own counters (the check against the firewall above). What the hosts took is real:
+    // on a loaded box the receiver, starved of CPU, overflows its socket buffer (CI once: 570 of
+    // 2,514, beside 1,944 of the firewall's), so its size is not bounded here.
     let network = u(&v, "/summary/loss_causes_datagrams/network") + softnet;
     assert_eq!(network + in_hosts, lost, "{c}");
 }
