@@ -478,6 +478,8 @@ fn issue_26_on_a_200mbit_link_serve_gives_what_iperf3_s_gives_and_is_loopback_on
     if !have_iperf3() {
         return;
     }
+    // Timed on a shaped link: not beside another such test (util::quiet_machine).
+    let _quiet = crate::util::quiet_machine();
     let Some(lab) = Lab::up(2, &["rate=200mbit"]) else {
         return;
     };
