@@ -120,15 +120,15 @@ def main():
     ap.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE")
     ap.add_argument("--list", action="store_true", help="list the registered benches and exit")
     ap.add_argument("--dry-run", action="store_true", help="print what would run and its duration, run nothing")
-    args = ap.parse_args()
+    args = benchlib.checked(ap)
     names = BENCHES
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = [n for n in names if n not in BENCHES]
         if unknown:
             ap.error(f"--only: unknown bench {', '.join(unknown)} (registered: {', '.join(BENCHES)})")
-    if args.rounds < 1 or args.seconds < 1 or args.warmup < 0:
-        ap.error("--rounds and --seconds must be at least 1, --warmup at least 0")
+    if args.rounds < 1 or args.seconds < 1:
+        ap.error("--rounds and --seconds must be at least 1")
     modules = {n: importlib.import_module(n) for n in names}
     if args.list:
         missing = unregistered()
