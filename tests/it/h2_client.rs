@@ -3,10 +3,9 @@
 //! h2c, a stream limit of 4) and tiny in-test h2 servers that reset every stream or send a
 //! GOAWAY. Every run is bounded; nothing here depends on the machine's speed.
 
-use crate::https::check_identity;
+use crate::kinds::*;
 use crate::nginx::Nginx;
 use crate::util::*;
-use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -15,26 +14,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn http(args: &[&str]) -> std::process::Output {
-    let mut full = vec!["http", "--json", "--no-agent", "--ramp", "0", "-d", "2s", "--http2"];
-    full.extend_from_slice(args);
-    linerate(&full, LIMIT)
-}
-
-/// The identities of connections and of requests hold.
-fn check_identities(v: &Value) {
-    check_identity(v);
-    // Every request begun in the window ended as a response or an error, or was in flight at
-    // the end (those that ended past the window's end are neither: at most the in-flight).
-    let started = u(v, "/summary/requests_started");
-    let ended = u(v, "/summary/responses") + u(v, "/summary/errors/total") - u(v, "/summary/errors/bad_status");
-    assert!(
-        ended <= started && started <= ended + u(v, "/summary/in_flight_at_end") + 2 * 10 * 4,
-        "started {started}, ended {ended}: {}",
-        v["summary"]
-    );
-}
 
 #[test]
 fn issue_27_h2_client_against_linerate_server_h2c_and_tls_ten_streams() {
@@ -49,7 +28,7 @@ fn issue_27_h2_client_against_linerate_server_h2c_and_tls_ten_streams() {
         if tls {
             args.push("--insecure");
         }
-        let v = json_of(&http(&args));
+        let v = json_of(&http2(&args));
         check_identities(&v);
         let responses = u(&v, "/summary/responses");
         assert!(responses > 0, "{url}: {}", v["summary"]);
@@ -123,7 +102,7 @@ fn issue_27_h2_client_against_nginx_tls_1_2_1_3_and_h2c_counts_match_its_log() {
             if tls {
                 args.extend(["--insecure", "--tls-version", version]);
             }
-            let v = json_of(&http(&args));
+            let v = json_of(&http2(&args));
             check_identities(&v);
             let responses = u(&v, "/summary/responses");
             assert!(
@@ -152,7 +131,7 @@ fn issue_27_h2_client_against_nginx_tls_1_2_1_3_and_h2c_counts_match_its_log() {
 fn issue_27_a_server_stream_limit_below_streams_is_honoured_and_recorded() {
     let Some(nginx) = nginx_h2(false, 4) else { return };
     let url = format!("http://127.0.0.1:{}/1k.bin", nginx.port);
-    let v = json_of(&http(&[&url, "--users", "2", "--streams", "10"]));
+    let v = json_of(&http2(&[&url, "--users", "2", "--streams", "10"]));
     check_identities(&v);
     assert!(u(&v, "/summary/responses") > 0, "{}", v["summary"]);
     assert_eq!(u(&v, "/summary/errors/total"), 0, "{}", v["summary"]["errors"]);
@@ -164,37 +143,6 @@ fn issue_27_a_server_stream_limit_below_streams_is_honoured_and_recorded() {
     // its limit).
     let most = u(&v, "/summary/http2/max_streams_in_flight");
     assert!((1..=4).contains(&most), "{h2}");
-}
-
-#[test]
-fn issue_27_open_loop_rps_over_http2_holds_its_rate() {
-    let agent = Agent::start(&["--http-port", "0"]);
-    let url = format!("http://{}/bytes/100", agent.http_addr.clone().expect("http"));
-    let v = json_of(&http(&[
-        &url,
-        "--users",
-        "2",
-        "--streams",
-        "4",
-        "--rps",
-        "200",
-        "-d",
-        "3s",
-    ]));
-    check_identities(&v);
-    let achieved = f(&v, "/summary/rate/achieved_per_second");
-    // 200/s asked of a server that answers thousands: loose, as a loaded box may stall a while.
-    assert!(
-        (120.0..=230.0).contains(&achieved),
-        "achieved {achieved}/s: {}",
-        v["summary"]
-    );
-    assert_eq!(
-        u(&v, "/summary/connections/attempted"),
-        2,
-        "{}",
-        v["summary"]["connections"]
-    );
 }
 
 /// What the tiny h2c server does with its streams.
@@ -251,7 +199,7 @@ fn issue_27_rst_stream_and_goaway_are_errors_of_their_own_class() {
     for reset in [true, false] {
         let addr = tiny_h2_server(if reset { Tiny::Reset } else { Tiny::GoAway });
         let url = format!("http://{addr}/x");
-        let out = http(&[&url, "--users", "2", "--streams", "4", "-d", "1s"]);
+        let out = http2(&[&url, "--users", "2", "--streams", "4", "-d", "1s"]);
         // Not one request succeeded: a failed run, its document printed all the same.
         let v = json_with_status(&out, 4);
         check_identities(&v);
@@ -294,7 +242,7 @@ fn issue_27_h2_streams_a_server_never_answers_time_out_and_the_run_ends() {
     let addr = tiny_h2_server(Tiny::Silent);
     let url = format!("http://{addr}/x");
     let began = std::time::Instant::now();
-    let out = http(&[&url, "--users", "1", "--streams", "3", "-d", "2s", "--timeout", "300ms"]);
+    let out = http2(&[&url, "--users", "1", "--streams", "3", "-d", "2s", "--timeout", "300ms"]);
     let v = json_with_status(&out, 4);
     check_identities(&v);
     let e = &v["summary"]["errors"];
@@ -317,7 +265,7 @@ fn issue_27_h2_bodies_past_the_windows_come_whole_and_statuses_count() {
     let http_addr = agent.http_addr.clone().expect("http");
     // 3 MiB a response: past the 1 MiB stream window, so the client must give it back.
     let big = format!("http://{http_addr}/bytes/3145728");
-    let v = json_of(&http(&[&big, "--users", "1", "--streams", "4", "-d", "1s"]));
+    let v = json_of(&http2(&[&big, "--users", "1", "--streams", "4", "-d", "1s"]));
     check_identities(&v);
     let responses = u(&v, "/summary/responses");
     assert!(responses > 0, "{}", v["summary"]);
@@ -325,7 +273,7 @@ fn issue_27_h2_bodies_past_the_windows_come_whole_and_statuses_count() {
     assert_eq!(u(&v, "/summary/body_bytes"), responses * 3_145_728);
     // A route the server does not have: 404, each a bad status.
     let missing = format!("http://{http_addr}/nothing-here");
-    let out = http(&[&missing, "--users", "1", "--streams", "2", "-d", "500ms"]);
+    let out = http2(&[&missing, "--users", "1", "--streams", "2", "-d", "500ms"]);
     let v = json_with_status(&out, 4);
     check_identities(&v);
     let bad = u(&v, "/summary/errors/bad_status");
@@ -470,7 +418,7 @@ fn issue_27_h2_requests_index_their_fields_only_where_the_server_has_room() {
     // request, and a wrong index would be a 404 or a GOAWAY.
     let agent = Agent::start(&["--http-port", "0"]);
     let url = format!("http://{}/bytes/16", agent.http_addr.clone().expect("http"));
-    let v = json_of(&http(&[&url, "--users", "2", "--streams", "4", "-d", "1s"]));
+    let v = json_of(&http2(&[&url, "--users", "2", "--streams", "4", "-d", "1s"]));
     check_identities(&v);
     assert!(u(&v, "/summary/responses") > 100, "{}", v["summary"]);
     assert_eq!(u(&v, "/summary/errors/total"), 0, "{}", v["summary"]["errors"]);
@@ -478,7 +426,7 @@ fn issue_27_h2_requests_index_their_fields_only_where_the_server_has_room() {
     // once per connection, at the start of the first block after its SETTINGS.
     let heads = Arc::new(Heads::default());
     let url = format!("http://{}/x", no_table_h2_server(Arc::clone(&heads)));
-    let v = json_of(&http(&[&url, "--users", "2", "--streams", "4", "-d", "1s"]));
+    let v = json_of(&http2(&[&url, "--users", "2", "--streams", "4", "-d", "1s"]));
     check_identities(&v);
     assert!(u(&v, "/summary/responses") > 100, "{}", v["summary"]);
     assert_eq!(u(&v, "/summary/errors/total"), 0, "{}", v["summary"]["errors"]);
@@ -508,7 +456,7 @@ fn issue_27_h2_bodies_are_checked_against_their_content_length() {
             ..Heads::default()
         });
         let url = format!("http://{}/x", no_table_h2_server(heads));
-        let out = http(&[&url, "--users", "1", "--streams", "2", "-d", "500ms"]);
+        let out = http2(&[&url, "--users", "1", "--streams", "2", "-d", "500ms"]);
         let v = match class {
             None => json_of(&out),
             Some(_) => json_with_status(&out, 4),

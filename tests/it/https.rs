@@ -5,6 +5,7 @@
 //! speaks no TLS, one that says nothing. Every run is bounded; each failure has its class and
 //! fails the run (exit 4).
 
+use crate::kinds::*;
 use crate::nginx::Nginx;
 use crate::util::*;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
@@ -94,17 +95,6 @@ fn http(args: &[&str]) -> std::process::Output {
     let mut full = vec!["http", "--json", "--no-agent", "-d", "1s"];
     full.extend_from_slice(args);
     linerate(&full, LIMIT)
-}
-
-/// The connection identity holds and every failed connection is a failed handshake.
-pub(crate) fn check_identity(v: &Value) {
-    let c = |k: &str| u(v, &format!("/summary/connections/{k}"));
-    assert_eq!(
-        c("attempted"),
-        c("successful") + c("unsuccessful") + c("in_flight_at_end"),
-        "{}",
-        v["summary"]["connections"]
-    );
 }
 
 #[test]

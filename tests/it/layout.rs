@@ -3,7 +3,9 @@
 //! the binary holds no protocol or engine logic, no source file grows past 800 lines without
 //! saying why in its opening comment (issue 12), no two files of core or results import each
 //! other, even round a longer circle, and the crates keep their direction: the measuring core
-//! links nothing of the results side, and no library prints (issue 21).
+//! links nothing of the results side, and no library prints (issue 21). The tests keep their
+//! split (issue 37): nothing under tests/it shapes a lab link or takes the timed target's lock,
+//! and every test under tests/timed is written `#[apply(timed!)]`, which runs it alone.
 //!
 //! The checks read `use` paths as text (no parser): a path is a run of identifiers joined by
 //! `::`, and a brace group after `engine::` or `super::` is looked into, so both
@@ -631,4 +633,147 @@ fn the_circle_finder_follows_groups_super_and_inline_modules() {
         circles(&file_graph(&closed)),
         ["a/mod.rs -> b.rs, a/mod.rs -> c.rs, b.rs -> c.rs, c.rs -> a/mod.rs"]
     );
+}
+
+/// The link properties that make a lab link timed: what crosses it is late, lost, reordered or
+/// held to a rate, and a test across it asserts so.
+const SHAPING: [&str; 6] = ["rate=", "delay=", "loss=", "reorder=", "jitter=", "duplicate="];
+
+/// The string literals of `code` (no escapes beyond `\"` are needed for link specs).
+fn literals(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find('"') {
+        let body = &rest[i + 1..];
+        let mut end = 0;
+        let bytes = body.as_bytes();
+        while end < bytes.len() && bytes[end] != b'"' {
+            end += if bytes[end] == b'\\' { 2 } else { 1 };
+        }
+        out.push(body[..end.min(body.len())].to_string());
+        rest = &body[(end + 1).min(body.len())..];
+    }
+    out
+}
+
+/// What in `code` brings up a lab link shaped in rate, delay, loss or order: each `Lab::up...`
+/// call's link specs (`"h1:rate=200mbit"`, `"delay=1ms,loss=1%"`), up to the call's `else` or `;`.
+fn shaped_lab_links(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("Lab::up") {
+        let call = &code[at..];
+        let end = [call.find(" else"), call.find(';')]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(call.len());
+        for spec in literals(&call[..end]) {
+            let shaped = spec
+                .split([',', ':'])
+                .any(|part| SHAPING.iter().any(|p| part.starts_with(p)));
+            if shaped {
+                found.push(spec);
+            }
+        }
+    }
+    found
+}
+
+/// The names by which a test takes the timed target's lock.
+const LOCK: [&str; 3] = ["alone(", "quiet_machine", "timed!"];
+
+/// Where `code`, a file of tests/timed, has a test not written `#[apply(timed!)]`: a plain
+/// `#[test]` (or `#[tokio::test]`...) outside the one `timed!` macro of main.rs, or a `timed!`
+/// that does not take the lock.
+fn untimed_tests(code: &str, is_main: bool) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = code.to_string();
+    if is_main {
+        match code.find("macro_rules! timed") {
+            Some(at) => {
+                let body = &code[at..];
+                let end = body.find("\n}\n").unwrap_or(body.len());
+                if !body[..end].contains("alone(") {
+                    found.push("the timed! macro does not take machine::alone".to_string());
+                }
+                rest = format!("{}{}", &code[..at], &body[end..]);
+            }
+            None => found.push("main.rs defines no timed! macro".to_string()),
+        }
+    }
+    for attr in ["#[test]", "::test]"] {
+        for _ in rest.matches(attr) {
+            found.push(format!("a plain {attr}: write #[apply(timed!)]"));
+        }
+    }
+    found
+}
+
+/// Issue 37: a test that asserts a rate, a delay or a ratio runs where nothing runs beside it.
+/// Cargo runs test binaries one after another, so the timed target holds them; inside it the
+/// `timed!` macro takes one lock for each test. Checked here: nothing under tests/it brings up a
+/// shaped lab link or names the lock, every test under tests/timed is written the timed way, and
+/// the shared harness holds no test of its own.
+#[test]
+fn timed_tests_live_in_the_timed_target_and_run_alone() {
+    let mut found = Vec::new();
+    for f in rust_files(&root().join("tests/it")) {
+        if f.ends_with("layout.rs") {
+            continue; // names what it looks for
+        }
+        let code = code_of(&f);
+        for spec in shaped_lab_links(&code) {
+            found.push(format!(
+                "{}: a lab link {spec:?} under tests/it: move the test to tests/timed",
+                rel(&f)
+            ));
+        }
+        for name in LOCK {
+            if code.contains(name) {
+                found.push(format!("{}: names the timed lock ({name}) under tests/it", rel(&f)));
+            }
+        }
+    }
+    let timed = rust_files(&root().join("tests/timed"));
+    assert!(timed.len() > 1, "the timed target's files: {timed:?}");
+    for f in timed {
+        for why in untimed_tests(&code_of(&f), f.ends_with("main.rs")) {
+            found.push(format!("{}: {why}", rel(&f)));
+        }
+    }
+    for f in rust_files(&root().join("tests/harness")) {
+        if code_of(&f).contains("#[test]") {
+            found.push(format!(
+                "{}: a test in the shared harness (it would run in both targets)",
+                rel(&f)
+            ));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the functional/timed split (issue 37):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_split_check_finds_shaped_links_and_plain_tests() {
+    let it = r#"
+        let Some(lab) = Lab::up(2, &["mtu=9000", "h1:rate=200mbit"]) else { return };
+        let Some(b) = Lab::up_netem(2, &["h1:delay=1ms,reorder=5%"]) else { return };
+        let Some(c) = Lab::up(3, &[]) else { return };
+        let out = linerate(&["lab", "up", "--link", "h1-h2:delay=1ms"], LIMIT);
+    "#;
+    assert_eq!(shaped_lab_links(it), ["h1:rate=200mbit", "h1:delay=1ms,reorder=5%"]);
+    assert!(shaped_lab_links("Lab::up_with_profiles(3, &[], &PROFILES);").is_empty());
+    let main = "macro_rules! timed {\n (...) => { #[test] fn $name() { let _a = alone(n); } };\n}\nmod lab;";
+    assert!(untimed_tests(main, true).is_empty(), "{:?}", untimed_tests(main, true));
+    let lockless = main.replace("alone(n)", "n");
+    assert_eq!(untimed_tests(&lockless, true).len(), 1);
+    assert_eq!(
+        untimed_tests("#[test]\nfn x() {}\n#[apply(timed!)]\nfn y() {}", false).len(),
+        1
+    );
+    assert_eq!(untimed_tests("#[tokio::test]\nasync fn x() {}", false).len(), 1);
+    assert!(untimed_tests("#[apply(timed!)]\nfn y() {}", false).is_empty());
 }

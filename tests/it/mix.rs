@@ -2,56 +2,11 @@
 //! read share of bytes, byte counts exact against the agent's, usage errors, and the size sweep's
 //! figures.
 
+use crate::kinds::*;
 use crate::util::*;
-use serde_json::Value;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(90);
-const L: u64 = 16 * 1024;
-
-fn mixed(extra: &[&str]) -> Value {
-    let agent = Agent::start(&[]);
-    let mut args = vec![agent.addr.as_str(), "-l", "16K", "-i", "0"];
-    args.extend_from_slice(extra);
-    let v = tcp_json(&args, LIMIT);
-    check_document(&v);
-    assert_eq!(v["partial"], false, "notes: {}", v["notes"]);
-    v
-}
-
-/// Every stream's bytes as its sender and its receiver counted them: the two ends agree exactly,
-/// and a transfer moves -l bytes, so bytes are whole transfers.
-fn assert_exact_per_stream(v: &Value) {
-    let streams = v["summary"]["streams"].as_array().expect("streams");
-    for s in streams {
-        let (sent, received) = (u(s, "/sent/bytes"), u(s, "/received/bytes"));
-        assert_eq!(
-            sent, received,
-            "stream {}: the agent's count against the client's",
-            s["stream"]
-        );
-        assert_eq!(received % L, 0, "stream {}: whole transfers only", s["stream"]);
-    }
-}
-
-/// Efficiency is throughput (Mbit/s) per CPU %, for each end; with `known`, both ends' CPU
-/// must have been measured (a run of a few ticks may leave it unknown: null, and so the
-/// efficiency).
-fn assert_efficiency(m: &Value, known: bool) {
-    for end in ["client", "agent"] {
-        if !known && m[format!("{end}_cpu_percent")].is_null() {
-            assert!(m[format!("{end}_mbit_per_second_per_cpu_percent")].is_null());
-            continue;
-        }
-        let cpu = f(m, &format!("/{end}_cpu_percent"));
-        let eff = f(m, &format!("/{end}_mbit_per_second_per_cpu_percent"));
-        let want = f(m, "/bits_per_second") / 1e6 / cpu;
-        assert!(
-            (eff - want).abs() <= 1e-9 * want.max(1.0),
-            "{end}: {eff} against {want}"
-        );
-    }
-}
 
 #[test]
 fn mix_70_30_reads_70_percent_of_the_bytes_with_counts_exact_against_the_agent() {
@@ -62,8 +17,16 @@ fn mix_70_30_reads_70_percent_of_the_bytes_with_counts_exact_against_the_agent()
     assert_eq!(u(m, "/read/transfers"), 1400);
     assert_eq!(u(m, "/write/transfers"), 600);
     assert_eq!(u(m, "/transfers"), 2000);
-    assert_eq!(u(m, "/read/bytes"), 1400 * L, "client's received = transfers x -l");
-    assert_eq!(u(m, "/write/bytes"), 600 * L, "agent's received = transfers x -l");
+    assert_eq!(
+        u(m, "/read/bytes"),
+        1400 * MIX_LENGTH,
+        "client's received = transfers x -l"
+    );
+    assert_eq!(
+        u(m, "/write/bytes"),
+        600 * MIX_LENGTH,
+        "agent's received = transfers x -l"
+    );
     assert_eq!(
         u(m, "/read/sent_bytes"),
         u(m, "/read/bytes"),
@@ -96,7 +59,7 @@ fn mix_0_100_is_all_writes() {
     assert_eq!(u(m, "/read/bytes"), 0);
     assert_eq!(u(m, "/read/transfers"), 0);
     assert_eq!(u(m, "/write/transfers"), 300);
-    assert_eq!(u(m, "/write/bytes"), 300 * L);
+    assert_eq!(u(m, "/write/bytes"), 300 * MIX_LENGTH);
     assert_eq!(f(m, "/read_share_percent"), 0.0);
     assert_exact_per_stream(&v);
 }
@@ -111,27 +74,15 @@ fn mix_with_two_streams_counts_each_stream_both_ways() {
         let streams = v["summary"]["streams"].as_array().expect("streams");
         assert_eq!(streams.len(), 4, "two connections, each a forward and a reverse stream");
         for s in streams {
-            assert_eq!(u(s, "/received/bytes"), 100 * L, "{threads:?} stream {}", s["stream"]);
+            assert_eq!(
+                u(s, "/received/bytes"),
+                100 * MIX_LENGTH,
+                "{threads:?} stream {}",
+                s["stream"]
+            );
         }
         assert_eq!(u(&v, "/summary/mix/transfers"), 400);
         assert_exact_per_stream(&v);
-    }
-}
-
-#[test]
-fn mix_with_a_time_limit_ends_between_transfers() {
-    let v = mixed(&["--mix", "70:30", "-t", "1"]);
-    let m = &v["summary"]["mix"];
-    let transfers = u(m, "/transfers");
-    assert!(transfers > 0);
-    assert_eq!(u(m, "/read/bytes") + u(m, "/write/bytes"), transfers * L);
-    let secs = f(m, "/seconds");
-    assert!((0.9..3.0).contains(&secs), "{secs} s of a 1 s test");
-    assert_exact_per_stream(&v);
-    assert_efficiency(m, true);
-    if transfers >= 1000 {
-        let share = f(m, "/read_share_percent");
-        assert!((share - 70.0).abs() <= 1.0, "read share {share} %");
     }
 }
 

@@ -2,6 +2,7 @@
 //! over them, checked against the runs in the same document; `--repeat auto` across a shaped lab
 //! link; Ctrl-C in the middle of a repeated test; every test kind once.
 
+use crate::kinds::*;
 use crate::util::*;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -20,28 +21,6 @@ fn repeated(args: &[&str], limit: Duration) -> Value {
     let v = json_of(&linerate(&full, limit));
     check_repeated(&v);
     v
-}
-
-fn check_repeated(v: &Value) {
-    assert_eq!(v["schema"], 4);
-    assert!(
-        v["test"].as_str().is_some_and(|t| t.ends_with(" repeat")),
-        "{}",
-        v["test"]
-    );
-    for run in v["runs"].as_array().expect("runs") {
-        check_document(run);
-    }
-}
-
-/// The aggregate entry of `figure`.
-fn figure<'a>(v: &'a Value, figure: &str) -> &'a Value {
-    v["aggregate"]
-        .as_array()
-        .expect("aggregate")
-        .iter()
-        .find(|f| f["figure"] == figure)
-        .unwrap_or_else(|| panic!("no {figure} in {}", v["aggregate"]))
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -114,73 +93,6 @@ fn issue_15_best_3_of_5_and_the_interval_follow_from_the_runs() {
     let max = mbit.iter().copied().fold(f64::MIN, f64::max);
     assert!(close(f(recv, "/max"), max));
     assert_eq!(figure(&v, "sender_cpu_percent")["better"], "down");
-}
-
-#[test]
-fn issue_15_repeat_auto_converges_on_a_shaped_link() {
-    let _quiet = quiet_machine();
-    let Some(lab) = Lab::up(2, &["rate=100mbit"]) else {
-        return;
-    };
-    // The link is steady; a box loaded by other tests is not. Starved of CPU (loopback tests
-    // beside it hold both cores, softirqs included), a receiver reads late: its window closes
-    // and the sender stalls, or what sits in its socket buffer when the window ends goes
-    // uncounted; runs 5-15 % low were seen here that way. So an attempt that does not converge
-    // within four runs is tried again, twice at most: each attempt must meet the whole claim
-    // (converged, in 3 or 4 runs, within +-2 %), and on a quiet box the first one does.
-    let args = [
-        "linerate",
-        "tcp",
-        "h2",
-        "--json",
-        "--repeat",
-        "auto",
-        "--ci",
-        "2%",
-        "--max-runs",
-        "4",
-        "-t",
-        "4",
-        "--warmup",
-        "1",
-        "-i",
-        "0",
-        "--pause",
-        "0",
-    ];
-    let mut seen = Vec::new();
-    for _ in 0..3 {
-        // Four runs of 4 s at most.
-        let v = json_of(&lab.exec("h1", &args, LIMIT));
-        check_repeated(&v);
-        assert_eq!(v["policy"]["mode"], "auto");
-        assert_eq!(
-            (
-                f(&v, "/policy/ci_percent"),
-                u(&v, "/policy/min_runs"),
-                u(&v, "/policy/max_runs")
-            ),
-            (2.0, 3, 4)
-        );
-        assert_eq!(v["partial"], false);
-        let runs = v["runs"].as_array().expect("runs").len();
-        let recv = figure(&v, "received_mbit_per_second");
-        let mean = f(recv, "/mean");
-        assert!(
-            (80.0..=100.0).contains(&mean),
-            "{mean:.1} Mbit/s over a 100 Mbit/s link"
-        );
-        let half = f(recv, "/ci95_half_width_percent");
-        if v["converged"] == true {
-            assert!((3..=4).contains(&runs), "{runs} runs");
-            assert!(half <= 2.0, "converged at +-{half:.2} %");
-            return;
-        }
-        assert_eq!(runs, 4, "not converged: it ran to --max-runs");
-        assert!(half > 2.0, "+-{half:.2} % and not converged");
-        seen.push(recv["values"].to_string());
-    }
-    panic!("no attempt converged within 4 runs: {seen:?}");
 }
 
 #[test]

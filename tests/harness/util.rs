@@ -1,5 +1,7 @@
-//! The harness: real agents and clients as processes, every run bounded in time, and network
-//! namespaces (veth pairs, tc) created per test and removed on drop.
+//! The harness both test targets share (tests/it, functional and parallel; tests/timed, one
+//! test at a time): real agents and clients as processes, every run bounded in time, and network
+//! namespaces (veth pairs, tc) created per test and removed on drop. Each target uses part of it.
+#![allow(dead_code)]
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -536,66 +538,6 @@ pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
         .join()
         .expect("namespace thread")
     })
-}
-
-#[test]
-fn a_test_says_what_it_lacks() {
-    let yes = |_: &str| true;
-    let no = |_: &str| false;
-    let ring = || true;
-    let no_ring = || false;
-    let all = Machine {
-        root: true,
-        on_path: &yes,
-        io_uring: &ring,
-    };
-    let needs = [
-        Need::Root { why: NAMESPACES },
-        Need::Program {
-            name: "nginx",
-            package: "nginx-light",
-        },
-        Need::IoUring,
-    ];
-    assert_eq!(unmet(&needs, &all), None);
-    assert_eq!(
-        unmet(
-            &[],
-            &Machine {
-                root: false,
-                on_path: &no,
-                io_uring: &no_ring
-            }
-        ),
-        None
-    );
-    let user = Machine { root: false, ..all };
-    assert!(unmet(&needs, &user).is_some_and(|r| r.contains("root")));
-    let bare = Machine {
-        root: true,
-        on_path: &no,
-        io_uring: &ring,
-    };
-    assert_eq!(
-        unmet(&needs, &bare).as_deref(),
-        Some("needs 'nginx' on PATH (Debian: apt-get install nginx-light)")
-    );
-    let old = Machine {
-        root: true,
-        on_path: &yes,
-        io_uring: &no_ring,
-    };
-    assert!(unmet(&needs, &old).is_some_and(|r| r.contains("io_uring")));
-    assert!(on_path("sh") && !on_path("linerate-no-such-program"));
-    assert_eq!(port_of("[::1]:5201"), 5201);
-}
-
-/// Tests that measure time across an emulated link (the relay's delay, a shaped rate) and tests
-/// that load the machine for long (a whole campaign) take this in turn, so that on CI's two
-/// cores a campaign does not stretch another test's 20 ms ping: hold it for the test's length.
-pub fn quiet_machine() -> std::sync::MutexGuard<'static, ()> {
-    static QUIET: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    QUIET.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A campaign plan named `name` against `agent`: test `writes` (tcp, 30 s) over two lengths (4K,
