@@ -341,10 +341,25 @@ pub fn agree(server: &Server, n: usize, args: &[&str], v: &Value) -> Value {
             0.02,
             &format!("{args:?} received"),
         );
-        // What the two ends counted agree too, loosely: a receiver misses what was still in
-        // the sender's buffers at TEST_END (on a loaded box, a larger share of a short test).
+        // What the two ends counted: the receiver counts no more than was sent. How much less
+        // (what was still in the sender's buffers at TEST_END, or lost) is a share of the run
+        // that the machine's speed sets: the timed tests read it (`received_of_sent`).
         let (received, sent) = (f(s, "/received/bytes"), f(s, "/sent/bytes"));
-        near(received, sent, 0.25, &format!("{args:?} received of sent"));
+        assert!(
+            received > 0.0 && received <= sent,
+            "{args:?}: received {received} bytes of {sent} sent"
+        );
     }
     doc
+}
+
+/// A one-way document's receiver counted within `share` of what its sender counted.
+pub fn received_of_sent(doc: &Value, share: f64, what: &str) {
+    let s = &doc["summary"];
+    near(
+        f(s, "/received/bytes"),
+        f(s, "/sent/bytes"),
+        share,
+        &format!("{what}: received of sent"),
+    );
 }

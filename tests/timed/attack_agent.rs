@@ -180,6 +180,11 @@ fn issue_14_a_many_address_flood_cannot_hold_every_handshake_slot() {
         log.contains("of its handshake to make room: "),
         "the agent evicted no flood connection: {log}"
     );
+    // An evicted connection is closed before its deadline (the log says some were).
+    assert!(
+        early > 0,
+        "no flood connection was closed before its deadline: at once {at_once}, at the deadline {at_deadline}"
+    );
 }
 
 #[apply(timed!)]

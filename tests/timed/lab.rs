@@ -49,8 +49,8 @@ fn delay_through_netem_where_the_kernel_has_it() {
 }
 
 /// Ping across a link of 10 ms each way: the median at 20 ± 1 ms, none early, and 90 % of the
-/// round trips at most 2 ms late (the relay is a task: on a busy machine a frame can wait for
-/// the CPU; docs/lab.md gives the tail measured under load).
+/// round trips within 19-21 ms (the relay is a task; on a machine where nothing else runs
+/// docs/lab.md measured its median +0.2 ms and its p99 +1.8 ms).
 fn assert_20ms_ping(lab: &Lab) {
     let rtts = ping_rtts(lab, "h1", "h2", 30);
     assert_eq!(rtts.len(), 30, "every ping answered");
@@ -63,10 +63,10 @@ fn assert_20ms_ping(lab: &Lab) {
         "median RTT {median} ms, want 20 ± 1: {rtts:?}"
     );
     assert!(sorted[0] >= 19.0, "a round trip under 19 ms: {rtts:?}");
-    let within = sorted.iter().filter(|r| **r <= 22.0).count();
+    let within = sorted.iter().filter(|r| (19.0..=21.0).contains(*r)).count();
     assert!(
         within * 10 >= sorted.len() * 9,
-        "{within} of {} within 19-22 ms: {rtts:?}",
+        "{within} of {} within 19-21 ms, want 90 %: {rtts:?}",
         sorted.len()
     );
 }
@@ -296,7 +296,10 @@ fn issue_24_every_kind_of_lab_limits_what_a_host_receives_to_its_rate() {
         return;
     };
     let mbps = received_mbps(&p2p, "h1", "h2", "2");
-    assert!((42.5..=57.5).contains(&mbps), "h1 -> h2 (50 Mbit/s): {mbps:.1}");
+    assert!(
+        (42.5..=57.5).contains(&mbps),
+        "h1 -> h2 (50 Mbit/s): {mbps:.1} Mbit/s, want 42.5-57.5"
+    );
     assert_eq!(p2p.status["topology"], "point-to-point");
     assert_eq!(p2p.status["hosts"][1]["backends"]["rate_in"], "tbf on h1's eth0");
     assert!(p2p.status["hosts"][0]["backends"]["rate_in"].is_null());
@@ -305,12 +308,12 @@ fn issue_24_every_kind_of_lab_limits_what_a_host_receives_to_its_rate() {
     let Some(relay) = Lab::up(3, &["delay=1ms", "h3:rate=50mbit"]) else {
         return;
     };
-    // The relay is a process of its own, which a loaded machine slows: here the point is the
-    // ceiling (unshaped, h1 sends at Gbit/s through the relay), the floor only that it carries.
+    // Unshaped, h1 sends at Gbit/s through the relay: the switch port's tbf holds it to 50
+    // (docs/lab.md: 47.8 Mbit/s for one stream).
     let mbps = received_mbps(&relay, "h1", "h3", "2");
     assert!(
-        (20.0..=57.5).contains(&mbps),
-        "h1 -> h3 through the relay (50 Mbit/s): {mbps:.1}"
+        (42.5..=57.5).contains(&mbps),
+        "h1 -> h3 through the relay (50 Mbit/s): {mbps:.1} Mbit/s, want 42.5-57.5"
     );
     assert_eq!(relay.status["topology"], "relay");
     assert_eq!(relay.status["hosts"][2]["backends"]["rate_in"], "tbf on switch port p3");
