@@ -183,6 +183,69 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
     }
 }
 
+/// Runs `cmd` to completion within `limit` under GNU time (`/usr/bin/time -f %M`) and returns its
+/// output and its own peak resident memory, KiB. GNU time forks the command from its own small
+/// process and reads its ru_maxrss from wait4 when it exits: the figure is the command's. The test
+/// process cannot take it itself: a child it spawns (vfork, then exec) carries the test
+/// process's high-water mark into its ru_maxrss, and polling /proc/PID/status's VmHWM misses
+/// what the last milliseconds before exit add (issues 22 and 37). GNU time and the command are one
+/// process group, killed whole if the test fails. Needs [`PEAK_RSS`].
+pub fn run_with_peak_rss(cmd: &Command, limit: Duration) -> (Output, u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("peak-rss");
+    let mut timed = Command::new("time");
+    timed
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&report)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => timed.env(k, v),
+            None => timed.env_remove(k),
+        };
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        timed.current_dir(d);
+    }
+    std::os::unix::process::CommandExt::process_group(&mut timed, 0);
+    struct Group(i32);
+    impl Drop for Group {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) on the group this call started; a group already gone is ESRCH.
+            unsafe { libc::kill(-self.0, libc::SIGKILL) };
+        }
+    }
+    timed.stdin(Stdio::null());
+    if !timed.get_envs().any(|(k, _)| k == "LINERATE_DB") {
+        timed.env("LINERATE_DB", test_db());
+    }
+    let child = timed
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn under GNU time");
+    let _group = Group(i32::try_from(child.id()).expect("a pid"));
+    let out = wait_bounded(child, limit);
+    // GNU time writes "Command exited with non-zero status N" first when it did: the figure is
+    // the last line.
+    let text = std::fs::read_to_string(&report).expect("GNU time's report");
+    let kib = text
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak in GNU time's report: {text:?}"));
+    (out, kib)
+}
+
+/// GNU time, the launcher [`run_with_peak_rss`] measures a command's peak memory through.
+pub const PEAK_RSS: Need = Need::Program {
+    name: "time",
+    package: "time",
+};
+
 /// `linerate ARGS`, bounded.
 pub fn linerate(args: &[&str], limit: Duration) -> Output {
     run_bounded(Command::new(BIN).args(args), limit)

@@ -16,6 +16,7 @@ mod cli;
 mod compare;
 mod cost;
 mod deploy;
+mod examples;
 mod exit;
 mod flags;
 mod fleet;

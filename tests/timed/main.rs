@@ -36,7 +36,6 @@ mod agent;
 mod attack_agent;
 mod compare;
 mod cost;
-mod examples;
 mod flags;
 mod fleet;
 mod h2_client;
