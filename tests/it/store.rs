@@ -681,7 +681,8 @@ fn run_measured(db: &Path, args: &[&str]) -> (Option<i32>, Vec<u8>, String, u64)
     let mut cmd = linerate_command();
     cmd.args(args).arg("--db").arg(db);
     let (out, peak_kib) = run_with_peak_rss(&cmd, LIMIT);
-    (out.status.code(), out.stdout, stderr(&out), peak_kib)
+    let err = stderr(&out);
+    (out.status.code(), out.stdout, err, peak_kib)
 }
 
 /// A zlib stream that inflates to `mib` MiB of zeros in about 1 KiB per MiB: one MiB compressed

@@ -3,12 +3,12 @@
 //! the configuration difference; two labs of one link list no qdisc handles as changes.
 
 use crate::util::*;
+use macro_rules_attribute::apply;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
-use macro_rules_attribute::apply;
 
 #[apply(timed!)]
 fn issue_16_compare_tells_a_faster_link_from_noise_and_names_its_rate() {
