@@ -24,7 +24,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     }
     let a = side(&args.a, &args.db).with_context(|| format!("side A '{}'", args.a))?;
     let b = side(&args.b, &args.db).with_context(|| format!("side B '{}'", args.b))?;
-    let mut c = compare(&a, &b);
+    let mut c = compare(&a, &b, args.threshold);
     // Sides with no point in common have no figures to name: that is said below.
     if !args.figures.is_empty() && !c.points.is_empty() {
         let known: std::collections::BTreeSet<&str> = c

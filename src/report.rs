@@ -68,7 +68,7 @@ impl Source {
                 let a = side(a, db).with_context(|| format!("side A '{a}'"))?;
                 let b = side(b, db).with_context(|| format!("side B '{b}'"))?;
                 Ok(Subject::Document(Document::Comparison(Box::new(
-                    linerate_results::compare::compare(&a, &b),
+                    linerate_results::compare::compare(&a, &b, linerate_results::compare::DEFAULT_THRESHOLD_PERCENT),
                 ))))
             }
         }

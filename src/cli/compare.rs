@@ -15,6 +15,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
 
+    /// The smallest change, % of A's value, called better or worse: a significant change under it
+    /// is no significant change [default: 2]
+    #[arg(long, value_name = "PCT", default_value_t = linerate_results::compare::DEFAULT_THRESHOLD_PERCENT)]
+    pub threshold: f64,
+
     /// Compare (and gate on) only this figure, by its name in the document (repeatable), e.g.
     /// --figure received_mbit_per_second
     #[arg(long = "figure", value_name = "NAME")]
@@ -35,6 +40,12 @@ impl CompareArgs {
         {
             return Err(super::usage::usage!(
                 "--fail-if-worse takes a percentage of 0 or more, got {p}"
+            ));
+        }
+        if !(self.threshold.is_finite() && self.threshold >= 0.0) {
+            return Err(super::usage::usage!(
+                "--threshold takes a percentage of 0 or more, got {}",
+                self.threshold
             ));
         }
         Ok(())

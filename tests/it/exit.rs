@@ -253,6 +253,10 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
             vec!["compare", "a.json", "b.json", "--fail-if-worse", "-1"],
             "--fail-if-worse takes a percentage",
         ),
+        (
+            vec!["compare", "a.json", "b.json", "--threshold", "-1"],
+            "--threshold takes a percentage",
+        ),
         (vec!["compare", "label:nic", "b.json"], "side A 'label:nic'"),
         (
             vec!["report", "20", "-o", "x.txt"],

@@ -34,6 +34,12 @@ pub fn text(c: &Comparison) -> String {
     };
     let _ = writeln!(out, "A: {}{}", c.a.source, docs(&c.a.documents));
     let _ = writeln!(out, "B: {}{}", c.b.source, docs(&c.b.documents));
+    if let Some(t) = c.threshold_percent {
+        let _ = writeln!(
+            out,
+            "verdicts: better or worse when the 95 % interval of B - A leaves out zero and the change is at least {t} % (--threshold)"
+        );
+    }
     for p in &c.points {
         let _ = writeln!(out, "\n{}  (runs: A {}, B {})", point_name(p), p.runs_a, p.runs_b);
         let _ = writeln!(

@@ -135,6 +135,12 @@ pub struct Comparison {
     /// What differs between the configurations (the first run of each side).
     pub config: Vec<ConfigChange>,
     pub notes: Vec<String>,
+    /// The smallest change, percent of A's value, that a verdict calls better or worse (issue
+    /// 38, `compare --threshold`): a change whose interval leaves out zero but is smaller than
+    /// this is "no significant change". Absent in documents made before it, whose verdicts had
+    /// no such floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_percent: Option<f64>,
 }
 
 impl Comparison {

@@ -306,6 +306,7 @@ pub(crate) mod tests {
             linerate: "0".into(),
             schema: 1,
             test: "compare".into(),
+            threshold_percent: Some(2.0),
             a: side_of("a"),
             b: side_of("b"),
             points: vec![PointComparison {

@@ -46,7 +46,7 @@ fn figure<'c>(c: &'c Comparison, name: &str) -> &'c FigureComparison {
 fn double_the_throughput_at_the_same_cost_is_better_by_100_percent() {
     let a = side("a", &[(100.0, 20.0), (98.0, 21.0), (101.0, 19.0)]);
     let b = side("b", &[(200.0, 20.0), (199.0, 21.0), (202.0, 19.0)]);
-    let c = compare(&a, &b);
+    let c = compare(&a, &b, DEFAULT_THRESHOLD_PERCENT);
     assert_eq!(c.points.len(), 1, "{c:?}");
     assert_eq!((c.points[0].runs_a, c.points[0].runs_b), (3, 3));
     let t = figure(&c, "received_mbit_per_second");
@@ -64,17 +64,48 @@ fn double_the_throughput_at_the_same_cost_is_better_by_100_percent() {
     assert_eq!(cpu.verdict, Verdict::NoSignificantChange, "{cpu:?}");
     assert!(c.worse_by_more_than(5.0).is_empty());
     // The other way round it is worse, by about 50 %.
-    let back = compare(&b, &a);
+    let back = compare(&b, &a, DEFAULT_THRESHOLD_PERCENT);
     let t = figure(&back, "received_mbit_per_second");
     assert_eq!(t.verdict, Verdict::Worse);
     assert_eq!(back.worse_by_more_than(40.0).len(), back.worse_by_more_than(0.0).len());
     assert!(back.worse_by_more_than(60.0).is_empty());
 }
 
+/// Issue 38: two batches on one 100 Mbit/s link, each within 0.2 %, 0.6 % apart (p < 0.001): a
+/// significant change smaller than the threshold is no change; the same batches past it are.
+#[test]
+fn a_significant_change_under_the_threshold_is_no_significant_change() {
+    let a = side("a", &[(96.34, 20.0), (96.35, 20.0), (96.31, 20.0)]);
+    let b = side("b", &[(95.73, 20.0), (95.75, 20.0), (95.72, 20.0)]);
+    let c = compare(&a, &b, DEFAULT_THRESHOLD_PERCENT);
+    assert_eq!(c.threshold_percent, Some(DEFAULT_THRESHOLD_PERCENT));
+    let t = figure(&c, "received_mbit_per_second");
+    assert!(t.p_value.expect("p") < 0.001, "{t:?}");
+    assert!(
+        t.difference_ci95_high.expect("ci") < 0.0,
+        "the interval leaves out zero: {t:?}"
+    );
+    assert_eq!(t.verdict, Verdict::NoSignificantChange, "{t:?}");
+    assert!(
+        c.worse_by_more_than(0.0).is_empty(),
+        "a gate does not fire on it either"
+    );
+    // With no threshold the same runs are worse; with 0.5 % too.
+    for pct in [0.0, 0.5] {
+        let t = compare(&a, &b, pct).points[0].figures[0].clone();
+        assert_eq!(t.figure, "received_mbit_per_second");
+        assert_eq!(t.verdict, Verdict::Worse, "at {pct} %: {t:?}");
+    }
+    // A change of 5 % is past the default.
+    let b5 = side("b", &[(91.5, 20.0), (91.6, 20.0), (91.4, 20.0)]);
+    let t = compare(&a, &b5, DEFAULT_THRESHOLD_PERCENT).points[0].figures[0].clone();
+    assert_eq!(t.verdict, Verdict::Worse, "{t:?}");
+}
+
 #[test]
 fn the_same_runs_twice_are_no_significant_change_and_one_run_needs_repeats() {
     let runs = [(100.0, 20.0), (104.0, 21.0), (97.0, 19.0)];
-    let c = compare(&side("a", &runs), &side("b", &runs));
+    let c = compare(&side("a", &runs), &side("b", &runs), DEFAULT_THRESHOLD_PERCENT);
     // Figures the fixtures measure (they carry no TCP_INFO: no retransmit count).
     let measured = |f: &&crate::compare::FigureComparison| f.a.is_some();
     assert!(
@@ -85,7 +116,11 @@ fn the_same_runs_twice_are_no_significant_change_and_one_run_needs_repeats() {
             .all(|f| f.verdict == Verdict::NoSignificantChange),
         "{c:?}"
     );
-    let one = compare(&side("a", &runs[..1]), &side("b", &runs[..1]));
+    let one = compare(
+        &side("a", &runs[..1]),
+        &side("b", &runs[..1]),
+        DEFAULT_THRESHOLD_PERCENT,
+    );
     assert!(
         one.points[0]
             .figures
@@ -109,7 +144,7 @@ fn points_match_by_test_and_coordinates() {
         name: "length".into(),
         value: "1M".into(),
     }];
-    let c = compare(&a, &b);
+    let c = compare(&a, &b, DEFAULT_THRESHOLD_PERCENT);
     assert_eq!(c.points.len(), 1);
     assert_eq!(c.points[0].coordinates[0].value, "64K");
     assert_eq!(c.only_b, ["tcp length=1M"]);
@@ -128,6 +163,7 @@ fn a_sides_interval_is_its_means_t_interval_or_its_medians_bootstrap() {
     let c = compare(
         &side("a", &[(100.0, 20.0), (104.0, 21.0), (97.0, 19.0)]),
         &side("b", &[(100.0, 20.0)]),
+        DEFAULT_THRESHOLD_PERCENT,
     );
     let t = figure(&c, "received_mbit_per_second");
     let a = t.a.as_ref().expect("side a");
@@ -152,14 +188,14 @@ fn a_sides_interval_is_its_means_t_interval_or_its_medians_bootstrap() {
 fn issue_23_sides_that_share_no_point_or_no_figure_compared_nothing() {
     let a = side("a", &[(100.0, 20.0)]);
     let mut b = side("b", &[(100.0, 20.0)]);
-    assert_eq!(nothing_compared(&compare(&a, &b)), None);
+    assert_eq!(nothing_compared(&compare(&a, &b, DEFAULT_THRESHOLD_PERCENT)), None);
     b.entries[0].test = Some("other".into());
-    let why = nothing_compared(&compare(&a, &b)).expect("no shared point");
+    let why = nothing_compared(&compare(&a, &b, DEFAULT_THRESHOLD_PERCENT)).expect("no shared point");
     assert!(
         why.contains("share no point") && why.contains("A has tcp, B has other"),
         "{why}"
     );
-    let mut c = compare(&a, &side("b", &[(100.0, 20.0)]));
+    let mut c = compare(&a, &side("b", &[(100.0, 20.0)]), DEFAULT_THRESHOLD_PERCENT);
     for f in &mut c.points[0].figures {
         f.b = None;
     }
