@@ -111,7 +111,7 @@ fn issue_23_compare_does_not_list_qdisc_handles_as_changes() {
 /// Three runs of 2 s (after a 1 s warm-up) from h1 to h2, written to `dir/name.json`.
 fn repeated(lab: &Lab, dir: &Path, name: &str) -> PathBuf {
     let args = [
-        "linerate", "tcp", "h2", "--json", "--repeat", "3", "-t", "3", "--warmup", "1", "-i", "0", "--pause", "0",
+        "linerate", "tcp", "h2", "--json", "--repeat", "3", "-t", "2", "--warmup", "1", "-i", "0", "--pause", "0",
     ];
     let out = lab.exec("h1", &args, Duration::from_secs(120));
     let v = json_of(&out);

@@ -120,8 +120,9 @@ fn numbers(d: &str) -> usize {
 }
 
 /// Opens the page in Chromium and checks it: the figures `ids` each with a data path of
-/// several points, no console message, a screenshot written. Returns the DOM Chromium built, for
-/// checks of what the page shows.
+/// several points, no console message, a screenshot written. One Chromium does both: it dumps
+/// the DOM it built and photographs the page in the same run. Returns the DOM, for checks of what
+/// the page shows.
 fn check_in_browser(dir: &Path, html: &Path, ids: &[&str]) -> String {
     let text = std::fs::read_to_string(html).expect("read the page");
     assert!(text.len() < 1_000_000, "the page is {} bytes", text.len());
@@ -129,7 +130,16 @@ fn check_in_browser(dir: &Path, html: &Path, ids: &[&str]) -> String {
         assert!(!text.contains(fetch), "the page would fetch something: {fetch}");
     }
     let url = format!("file://{}", html.display());
-    let (dom, log) = chromium(&dir.join("profile-dom"), &url, &["--dump-dom"]);
+    let shot = dir.join("x.png");
+    let (dom, log) = chromium(
+        &dir.join("profile-dom"),
+        &url,
+        &[
+            "--dump-dom",
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,3000",
+        ],
+    );
     let console: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
@@ -148,12 +158,6 @@ fn check_in_browser(dir: &Path, html: &Path, ids: &[&str]) -> String {
             "figure {id}: no data path with several points: {paths:?}"
         );
     }
-    let shot = dir.join("x.png");
-    let (_, log) = chromium(
-        &dir.join("profile-shot"),
-        &url,
-        &[&format!("--screenshot={}", shot.display()), "--window-size=1200,3000"],
-    );
     let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
     assert!(size > 20_000, "screenshot of {size} bytes; chromium said: {log}");
     dom
