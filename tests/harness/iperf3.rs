@@ -343,10 +343,12 @@ pub fn agree(server: &Server, n: usize, args: &[&str], v: &Value) -> Value {
         );
         // What the two ends counted: the receiver counts no more than was sent. How much less
         // (what was still in the sender's buffers at TEST_END, or lost) is a share of the run
-        // that the machine's speed sets: the timed tests read it (`received_of_sent`).
+        // that the machine's speed sets: the timed tests read it (`received_of_sent`). With -O
+        // each end starts counting at its own end of the omitted second, so what was in flight
+        // then is the receiver's alone: there the receiver may count more.
         let (received, sent) = (f(s, "/received/bytes"), f(s, "/sent/bytes"));
         assert!(
-            received > 0.0 && received <= sent,
+            received > 0.0 && (received <= sent || args.contains(&"-O")),
             "{args:?}: received {received} bytes of {sent} sent"
         );
     }

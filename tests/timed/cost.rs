@@ -31,7 +31,7 @@ fn veth_bytes_match_the_receiver_and_net_rx_is_counted() {
         100.0 * error
     );
     let pps = eth0["rx_packets_per_second"].as_f64().expect("pps");
-    assert!(pps > 0.0);
+    assert!(pps > 0.0, "eth0 received {pps} packets/s");
     // linerate's packet count lies within the test's own, taken around the run.
     let own_packets = packets_after - packets_before;
     assert!(

@@ -59,11 +59,16 @@ fn a_100mbit_lab_link_carries_90_to_100_mbit_of_http() {
     let v = json_of(&lab.exec("h1", &cmd, LIMIT));
     check_document(&v);
     let mbit = f(&v, "/summary/bits_per_second_in") / 1e6;
-    assert!((90.0..=100.0).contains(&mbit), "{mbit} Mbit/s over a 100 Mbit/s link");
+    assert!(
+        (90.0..=100.0).contains(&mbit),
+        "{mbit} Mbit/s over a 100 Mbit/s link, want 90-100"
+    );
     assert!(
         v["summary"]["server"]["interfaces"]
             .as_array()
-            .is_some_and(|a| !a.is_empty())
+            .is_some_and(|a| !a.is_empty()),
+        "the server's interfaces: {}",
+        v["summary"]["server"]
     );
 }
 
@@ -84,7 +89,11 @@ fn the_ramp_is_in_the_timeline_only() {
         "--keepalive",
         "--no-agent",
     ]);
-    assert!((f(&v, "/summary/steady_seconds") - 2.0).abs() < 0.1);
+    let steady_seconds = f(&v, "/summary/steady_seconds");
+    assert!(
+        (steady_seconds - 2.0).abs() < 0.1,
+        "a 2 s load measured over {steady_seconds} s, want 2 ± 0.1"
+    );
     let timeline: Vec<&Value> = v["intervals"]
         .as_array()
         .expect("intervals")
@@ -95,21 +104,27 @@ fn the_ramp_is_in_the_timeline_only() {
     let ramp: Vec<&&Value> = timeline.iter().filter(|i| i["ramp"] == true).collect();
     assert_eq!(ramp.len(), 2);
     // Users come in over the ramp: fewer in its first second than at full load.
-    assert!(u(ramp[0], "/users") < 8 && u(timeline[3], "/users") == 8);
+    assert!(
+        u(ramp[0], "/users") < 8 && u(timeline[3], "/users") == 8,
+        "users in the ramp's first second {}, in the last interval {} of 8",
+        ramp[0]["users"],
+        timeline[3]["users"]
+    );
     let in_ramp: u64 = ramp.iter().map(|i| u(i, "/responses")).sum();
     let steady: u64 = timeline
         .iter()
         .filter(|i| i["ramp"] == false)
         .map(|i| u(i, "/responses"))
         .sum();
-    assert!(in_ramp > 0);
+    assert!(in_ramp > 0, "no response in the ramp: {ramp:?}");
     let counted = u(&v, "/summary/responses");
     assert!(
         counted <= steady + 8 && counted + 8 >= steady,
         "summary {counted}, steady intervals {steady}"
     );
     // With a 20 ms think time each user makes at most 50 requests a second.
-    assert!(f(&v, "/summary/responses_per_second") <= 8.0 * 50.0 + 1.0);
+    let rps = f(&v, "/summary/responses_per_second");
+    assert!(rps <= 8.0 * 50.0 + 1.0, "{rps} responses/s, want at most 401");
 }
 
 #[apply(timed!)]
