@@ -228,9 +228,15 @@ fn lab_down_leaves_nothing() {
         let running = state.rsplit(") ").next().is_some_and(|s| !s.starts_with('Z'));
         assert!(state.is_empty() || !running, "process {pid} still runs: {state}");
     }
-    // A second down is harmless, and up works again under the same name.
+    // A second down finds nothing of that name: a usage error naming it (issue 38), as
+    // `status` and `exec` of a lab that does not exist are.
     let again = linerate(&["lab", "down", "--name", &lab.name], LIMIT);
-    assert!(again.status.success());
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains(&format!("no lab '{}'", lab.name)),
+        "{}",
+        stderr(&again)
+    );
 }
 
 /// `linerate tcp --json TO -t SECONDS --warmup 1` from `from`: Mbit/s at the receiver.
@@ -348,4 +354,38 @@ fn issue_24_sixteen_hosts_come_up_answer_and_go_down() {
     let list =
         String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().expect("ip").stdout).into_owned();
     assert!(!list.contains(&format!("{}-", lab.name)), "namespaces left: {list}");
+}
+
+/// Issue 38: a receiver's intervals count the bytes that arrived by each edge, not the whole
+/// 128 KiB reads its reader finished. Through tbf at 12.547 Mbit/s TCP carries 12.0 Mbit/s of
+/// payload (1448 bytes of every 1514 tbf counts); every whole interval between the first (slow
+/// start) and the last (partial) reads within 2 % of it, where whole reads moved in steps of
+/// 1.05 Mbit/s (11.53, 12.58, 13.63).
+#[apply(timed!)]
+fn issue_38_a_slow_flows_intervals_count_bytes_not_reads() {
+    let Some(lab) = Lab::up(2, &["h2:rate=12547kbit"]) else {
+        return;
+    };
+    let v = lab.tcp("h1", "h2", &["-t", "7", "-i", "1"]);
+    let received: Vec<(f64, f64)> = v["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .filter(|i| i["side"] == "received" && i["kind"] == "stream")
+        .map(|i| (f(i, "/start_ns") / 1e9, f(i, "/bits_per_second") / 1e6))
+        .collect();
+    let whole: Vec<f64> = received
+        .iter()
+        .filter(|(start, _)| (1.0..=5.5).contains(start))
+        .map(|(_, mbps)| *mbps)
+        .collect();
+    assert!(whole.len() >= 4, "the receiver's intervals: {received:?}");
+    let goodput = 12.547 * 1448.0 / 1514.0;
+    for mbps in &whole {
+        let off = (mbps - goodput).abs() / goodput * 100.0;
+        assert!(
+            off <= 2.0,
+            "an interval read {mbps:.3} Mbit/s, {off:.2} % from {goodput:.3} (at most 2 %): {whole:.3?}"
+        );
+    }
 }

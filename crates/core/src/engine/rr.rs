@@ -87,6 +87,8 @@ pub fn run(
         cpus,
         sched: crate::spec::Sched::Normal,
         tcp_info: None,
+        queued: None,
+        received: None,
     };
     let busy_poll = spec.busy_poll_us.and_then(|us| {
         let fd = streams.iter().find_map(|s| raw_fd(&s.socket))?;

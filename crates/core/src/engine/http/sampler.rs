@@ -43,6 +43,8 @@ pub fn sample_host(spec: &HttpSpec, interface: Option<&str>, sink: &mut dyn Sink
         cpus: &[],
         sched: crate::spec::Sched::Normal,
         tcp_info: None,
+        queued: None,
+        received: None,
     };
     // The whole run and a margin: a client that never says stop does not hold the agent.
     let limit = runner.plan.deadline().unwrap_or_default() + Duration::from_secs(30);

@@ -23,6 +23,8 @@ fn runner(plan: Plan, streams: Vec<StreamInfo>, workers: usize) -> Runner<'stati
         cpus: &[],
         sched: Sched::Normal,
         tcp_info: None,
+        queued: None,
+        received: None,
     }
 }
 

@@ -19,7 +19,7 @@ use raw::Buffer;
 #[cfg(test)]
 pub(crate) use raw::set_int;
 pub(crate) use raw::tcp_info;
-pub(crate) use raw::{send_queue_bytes, tcp_bytes_received};
+pub(crate) use raw::{receive_queue_bytes, send_queue_bytes, tcp_bytes_received};
 use socket2::SockRef;
 use std::net::{TcpStream, UdpSocket};
 use std::os::fd::AsFd;

@@ -125,6 +125,15 @@ pub(crate) fn tcp_info(socket: &impl AsFd) -> Option<TcpSnapshot> {
     })
 }
 
+/// Bytes a socket has received and its reader has not yet taken (SIOCINQ, FIONREAD); None where
+/// the kernel refuses the call.
+pub(crate) fn receive_queue_bytes(socket: &impl AsFd) -> Option<u64> {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD (SIOCINQ) writes one int to the pointer, which outlives the call.
+    let rc = unsafe { libc::ioctl(socket.as_fd().as_raw_fd(), libc::FIONREAD, &mut queued) };
+    (rc == 0).then(|| queued.max(0) as u64)
+}
+
 /// Bytes a TCP socket holds that its peer has not yet acknowledged (SIOCOUTQ: sent but not
 /// acked, and not yet sent); None where the kernel refuses the call.
 pub(crate) fn send_queue_bytes(socket: &impl AsFd) -> Option<u64> {

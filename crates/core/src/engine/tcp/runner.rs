@@ -96,6 +96,22 @@ pub(super) fn run<W: Workload>(
             .then(|| sockopt::tcp_info(&sockets[k].socket))
             .flatten()
     };
+    // Receiving streams count what arrived by each edge: read, or queued in the socket.
+    let queued = |i: usize| {
+        let (_, role, k) = counted[i];
+        if role == Role::Receive {
+            sockopt::receive_queue_bytes(&sockets[k].socket).unwrap_or(0)
+        } else {
+            0
+        }
+    };
+    // And what their kernel received, for the report's exact interval counts.
+    let received = |i: usize| {
+        let (_, role, k) = counted[i];
+        (role == Role::Receive)
+            .then(|| sockopt::tcp_bytes_received(&sockets[k].socket))
+            .flatten()
+    };
     let runner = Runner {
         plan: plan_for(spec),
         streams: StreamInfo::all(counted.iter().map(|&(id, role, k)| (id, role, &sockets[k].grant))),
@@ -104,6 +120,8 @@ pub(super) fn run<W: Workload>(
         cpus,
         sched: crate::spec::Sched::Normal,
         tcp_info: Some(&tcp_info),
+        queued: Some(&queued),
+        received: Some(&received),
     };
     let (mut report, _) = runner.drive(&shared, &gate, sink, |w| {
         let shared = &shared;

@@ -117,6 +117,8 @@ pub fn run(
         cpus,
         sched: crate::spec::Sched::Normal,
         tcp_info: None,
+        queued: None,
+        received: None,
     };
     let run = StreamRun {
         spec,
