@@ -67,14 +67,26 @@ fn cut_short(c: &Cell) -> bool {
 /// One cell as the table writes it: its value (`*` after it when cut short), `failed`, `not run`
 /// (never started: Ctrl-C), `n/a` (its run measured no such figure).
 fn cell_text(c: &Cell) -> String {
+    let bound = if cpu_bound(c) { "!" } else { "" };
     match (c.value, &c.error, &c.result) {
-        (Some(v), _, _) if cut_short(c) => format!("{}*", num(v)),
-        (Some(v), _, _) => num(v),
+        (Some(v), _, _) if cut_short(c) => format!("{}*{bound}", num(v)),
+        (Some(v), _, _) => format!("{}{bound}", num(v)),
         (None, Some(_), _) => "failed".into(),
         (None, None, None) => "not run".into(),
         (None, None, Some(_)) => "n/a".into(),
     }
 }
+
+/// Whether a cell's run names a CPU-bound host in its notes (issue 38): its figure may be the
+/// hosts' limit, not the link's.
+pub fn cpu_bound(c: &Cell) -> bool {
+    c.result
+        .as_ref()
+        .is_some_and(|r| r.notes.iter().any(|n| n.contains(" was CPU-bound: ")))
+}
+
+/// The legend below a table with CPU-bound cells.
+const CPU_BOUND: &str = "! a host of this cell was CPU-bound (its run's notes say which and how busy): the figure may be the hosts' limit, not the link's\n";
 
 /// `1 cell`, `2 cells`.
 fn plural(n: usize, one: &str) -> String {
@@ -174,7 +186,11 @@ fn figures(out: &mut String, m: &Matrix) {
     let median = linerate_results::headline::median_cell(m).map_or("n/a".into(), |v| format!("{} {unit}", num(v)));
     if m.figure == CellFigure::ThroughputMbps {
         let sum = m.sum.map_or("n/a".into(), |v| format!("{} {unit}", num(v)));
-        let _ = writeln!(out, "sum {sum} over {measured} measured; median cell {median}");
+        // A concurrent group's sum is every byte over its common window (issue 38).
+        let window = m.sum_window_seconds.map_or(String::new(), |w| {
+            format!(" (all their bytes over the group's window of {w:.3} s, first start to last end)")
+        });
+        let _ = writeln!(out, "sum {sum} over {measured} measured{window}; median cell {median}");
     } else {
         let _ = writeln!(out, "median cell {median} over {measured} measured");
     }
@@ -182,10 +198,22 @@ fn figures(out: &mut String, m: &Matrix) {
         && m.figure == CellFigure::ThroughputMbps
         && let Some(sum) = m.sum.filter(|s| *s > 0.0)
     {
+        // Each flow's share of the bytes received (of the values, where a cell has no run).
+        let bytes = |c: &linerate_core::result::Cell| {
+            c.value?;
+            Some(c.result.as_ref()?.summary.received.bytes as f64)
+        };
+        let total: f64 = m.cells.iter().filter_map(bytes).sum();
         let shares: Vec<String> = m
             .cells
             .iter()
-            .filter_map(|c| Some(format!("{} -> {} {:.1} %", c.from, c.to, c.value? / sum * 100.0)))
+            .filter_map(|c| {
+                let share = match bytes(c) {
+                    Some(b) if total > 0.0 => b / total,
+                    _ => c.value? / sum,
+                };
+                Some(format!("{} -> {} {:.1} %", c.from, c.to, share * 100.0))
+            })
             .collect();
         let _ = writeln!(out, "share of the sum: {}", shares.join(", "));
     }
@@ -224,6 +252,9 @@ pub fn point(name: &str, m: &Matrix) -> String {
     if m.cells.iter().any(cut_short) {
         out += CUT_SHORT;
     }
+    if m.cells.iter().any(cpu_bound) {
+        out += CPU_BOUND;
+    }
     out += &crate::headline::matrix_line(m);
     out.push('\n');
     out
@@ -237,6 +268,9 @@ pub fn text(m: &Matrix) -> String {
     out += &table(m);
     if m.cells.iter().any(cut_short) {
         out += CUT_SHORT;
+    }
+    if m.cells.iter().any(cpu_bound) {
+        out += CPU_BOUND;
     }
     out.push('\n');
     figures(&mut out, m);
@@ -268,6 +302,38 @@ mod tests {
     use super::*;
     use linerate_core::result::Pattern;
     use linerate_core::sweep::stub_matrix;
+
+    /// Issue 38: a cell whose run names a CPU-bound host is marked `!`, with a legend; an
+    /// incast's sum is its bytes over the group's window, each flow's share of those bytes.
+    #[test]
+    fn issue_38_cpu_bound_cells_are_marked_and_an_incast_sums_its_bytes() {
+        let mut m = stub_matrix(
+            Pattern::Incast,
+            &["h1", "h2", "h3"],
+            &[("h2", "h1", Ok(30.0)), ("h3", "h1", Ok(10.0))],
+        );
+        let window = m.sum_window_seconds.expect("an incast's window");
+        // Two 10 s windows started 0.4 ms apart.
+        assert!((window - 10.0004).abs() < 1e-9, "{window}");
+        let sum = m.sum.expect("a sum");
+        assert!(sum < 40.0 && sum > 39.99, "{sum}");
+        m.cells[1]
+            .result
+            .as_mut()
+            .expect("a run")
+            .notes
+            .push("client was CPU-bound: 99 % of its CPUs busy over the window".into());
+        let text = text(&m);
+        let h3 = text.lines().find(|l| l.starts_with("h3 ")).expect("h3's row");
+        assert!(h3.ends_with("10.00!"), "{h3}");
+        assert!(!text.contains("30.00!"), "{text}");
+        assert!(text.contains("! a host of this cell was CPU-bound"), "{text}");
+        assert!(
+            text.contains("share of the sum: h2 -> h1 75.0 %, h3 -> h1 25.0 %"),
+            "{text}"
+        );
+        assert!(text.contains("group's window of 10.000 s"), "{text}");
+    }
 
     #[test]
     fn issue_24_a_round_trip_matrix_has_no_sum_and_unmeasured_cells_say_why() {

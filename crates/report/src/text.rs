@@ -28,6 +28,16 @@ fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |p| format!("{p:.2}%"))
 }
 
+/// A side's host CPU, marked `!` where the host was CPU-bound under its line rate (issue 38;
+/// the run's notes name the host and say what it means).
+fn host_cpu(s: &SideSummary) -> String {
+    let at_line_rate = s.line_rate.as_ref().is_some_and(|l| l.percent >= 90.0);
+    match s.cpu.host_percent {
+        Some(p) if p >= linerate_core::summary::CPU_BOUND_PERCENT && !at_line_rate => format!("{}!", pct(Some(p))),
+        other => pct(other),
+    }
+}
+
 /// A side's CPU split, `usr/sys/irq/softirq` percent with `decimals` places, or n/a.
 pub(crate) fn cpu_split(s: &SideSummary, decimals: usize) -> String {
     s.cpu.split.map_or("n/a".into(), |c| {
@@ -75,7 +85,7 @@ fn side_block(
     });
     row("Time (seconds)", &|s| format!("{:.3}", s.seconds));
     row("Throughput (Mbit/s)", &|s| grouped(s.bits_per_second / 1e6, 3));
-    row("Average CPU utilisation, host", &|s| pct(s.cpu.host_percent));
+    row("Average CPU utilisation, host", &host_cpu);
     // Both CPU rows share one base: 100 % = every CPU of the host busy (issue 13).
     row("Average CPU utilisation, linerate", &|s| {
         pct(s.cpu.process_percent_of_host)

@@ -123,6 +123,7 @@ fn matrix(pattern: Pattern, hosts: Vec<FleetHost>, cells: Vec<Cell>) -> Matrix {
         figure: CellFigure::ThroughputMbps,
         rounds: rounds(&cells),
         sum: Some(values.iter().sum()),
+        sum_window_seconds: None,
         jain: if pattern.concurrent() {
             jain_index(&values)
         } else {

@@ -8,7 +8,8 @@
 use super::fleet::{AgentClock, read_clock, run_from};
 use super::session::{ClientOptions, Target, unix_ns};
 use crate::result::{
-    Cell, CellFigure, CellStart, ClockEstimate, FleetHost, Matrix, Outcome, Pattern, Round, TestResult, jain_index,
+    Cell, CellFigure, CellStart, ClockEstimate, FleetHost, Matrix, Outcome, Pattern, Round, TestResult, group_sum,
+    jain_index,
 };
 use crate::spec::TestSpec;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -203,6 +204,13 @@ pub fn run_matrix(
     if interrupted {
         notes.push("interrupted: the rounds after the running one were not run".into());
     }
+    // A concurrent group's sum and index over its common window (issue 38); a one-at-a-time
+    // pattern's cells ran apart, their values added.
+    let group = if plan.pattern.concurrent() && figure == CellFigure::ThroughputMbps {
+        group_sum(&cells)
+    } else {
+        None
+    };
     Matrix {
         linerate: crate::VERSION.to_string(),
         schema: crate::result::SCHEMA,
@@ -213,11 +221,15 @@ pub fn run_matrix(
         options: plan.spec.clone(),
         hosts,
         figure,
-        sum: (figure == CellFigure::ThroughputMbps && !measured.is_empty()).then(|| measured.iter().sum()),
-        jain: if plan.pattern.concurrent() {
-            jain_index(&measured)
-        } else {
-            None
+        sum: match group {
+            Some(g) => Some(g.mbps),
+            None => (figure == CellFigure::ThroughputMbps && !measured.is_empty()).then(|| measured.iter().sum()),
+        },
+        sum_window_seconds: group.map(|g| g.window_seconds),
+        jain: match (plan.pattern.concurrent(), group) {
+            (true, Some(g)) => g.jain,
+            (true, None) => jain_index(&measured),
+            (false, _) => None,
         },
         cells,
         rounds,

@@ -123,7 +123,8 @@ pub struct CellStart {
 pub struct Cell {
     pub from: String,
     pub to: String,
-    /// The round it ran in, from 0.
+    /// The round it ran in: its index into [`Matrix::rounds`], from 0 (texts say "round 1"
+    /// for index 0; docs/results.md).
     pub round: usize,
     /// The cell's headline figure in the matrix's unit ([`Matrix::figure`]); null when the
     /// cell failed or its run measured no such figure.
@@ -208,11 +209,20 @@ pub struct Matrix {
     pub figure: CellFigure,
     pub cells: Vec<Cell>,
     pub rounds: Vec<Round>,
-    /// Sum of the cells' values that measured, in the figure's unit (throughput only; null
-    /// otherwise).
+    /// Throughput only (null otherwise). A concurrent pattern's (incast, outcast): every byte
+    /// its flows' receivers counted, over the group's common window ([`Self::sum_window_seconds`]),
+    /// so it never exceeds what the shared link carried (issue 38: adding rates each over its own
+    /// window read 48.49 Mbit/s into a 50 Mbit/s host, above TCP's 47.82). A one-at-a-time
+    /// pattern's: the cells' values added (they ran at different times).
     pub sum: Option<f64>,
-    /// Jain's index over every cell (concurrent patterns: the flows that shared the run);
-    /// for one-at-a-time patterns the rounds carry theirs. Null when fewer than two measured.
+    /// The window a concurrent pattern's sum is over: from the earliest flow's start to the
+    /// latest one's end (its start plus its receive window), seconds, in the controller's clock;
+    /// the longest receive window where a start is unknown. Null for a one-at-a-time pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sum_window_seconds: Option<f64>,
+    /// Jain's index over every cell (concurrent patterns: the flows that shared the run, of the
+    /// bytes each received over the common window); for one-at-a-time patterns the rounds
+    /// carry theirs. Null when fewer than two measured.
     pub jain: Option<f64>,
     /// Cells that failed, "FROM -> TO".
     pub failed: Vec<String>,
@@ -235,6 +245,55 @@ pub fn jain_index(values: &[f64]) -> Option<f64> {
         return None;
     }
     Some(sum * sum / (values.len() as f64 * squares))
+}
+
+/// A concurrent group's figures over its common window: the sum (Mbit/s), the window
+/// (seconds) and Jain's index of what each flow received in it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GroupSum {
+    pub mbps: f64,
+    pub window_seconds: f64,
+    pub jain: Option<f64>,
+}
+
+/// The flows of `cells` that measured (a value and a run), taken together: every byte their
+/// receivers counted over the group's common window, from the earliest start to the latest
+/// end (a flow's start plus its receive window, in the controller's clock); where any start is
+/// unknown, the longest receive window. None when no flow measured or the window is empty.
+pub fn group_sum(cells: &[Cell]) -> Option<GroupSum> {
+    let flows: Vec<(&Cell, &TestResult)> = cells
+        .iter()
+        .filter(|c| c.value.is_some())
+        .filter_map(|c| Some((c, c.result.as_deref()?)))
+        .collect();
+    if flows.is_empty() {
+        return None;
+    }
+    let bytes: Vec<f64> = flows.iter().map(|(_, r)| r.summary.received.bytes as f64).collect();
+    let longest = flows
+        .iter()
+        .map(|(_, r)| r.summary.received.seconds)
+        .fold(0.0, f64::max);
+    let starts: Option<Vec<i64>> = flows.iter().map(|(c, _)| Some(c.start?.actual_unix_ns)).collect();
+    let window_seconds = match starts {
+        Some(starts) => {
+            // Seconds from the earliest start, in integer nanoseconds first: Unix nanoseconds
+            // as f64 keep only a quarter of a microsecond.
+            let first = starts.iter().copied().min().unwrap_or(0);
+            let last = flows
+                .iter()
+                .zip(&starts)
+                .map(|((_, r), s)| (s - first) as f64 / 1e9 + r.summary.received.seconds)
+                .fold(0.0, f64::max);
+            last.max(longest)
+        }
+        None => longest,
+    };
+    (window_seconds > 0.0).then(|| GroupSum {
+        mbps: bytes.iter().sum::<f64>() * 8.0 / window_seconds / 1e6,
+        window_seconds,
+        jain: jain_index(&bytes),
+    })
 }
 
 impl Matrix {

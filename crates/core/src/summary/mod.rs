@@ -689,7 +689,41 @@ pub(crate) fn assemble(
         result.summary.mix = tcp::mix_summary(m, t.buffer_bytes.0, &result.summary);
     }
     result.notes.extend(line_rate_note);
+    let bound = cpu_bound_notes(agents, &result.summary.received);
+    result.notes.extend(bound);
     result
+}
+
+/// A host whose CPUs were at least this busy over the window, all of them together, percent,
+/// was CPU-bound (issue 38): its figures may be the host's limit, not the link's.
+pub const CPU_BOUND_PERCENT: f64 = 95.0;
+
+/// Names each host that was CPU-bound ([`CPU_BOUND_PERCENT`]) while the run stayed under its
+/// line rate (a run at 90 % of it or more was held by its link, whatever the CPU): the client
+/// and each agent, by name, with the figure (issue 38: a mesh whose hosts sat at 99-100 % CPU
+/// read cells of 1.2-66 Mbit/s on 100 Mbit/s links, with no word of it).
+fn cpu_bound_notes(agents: &[AgentOutcome<'_>], received: &SideSummary) -> Vec<String> {
+    if received.line_rate.as_ref().is_some_and(|l| l.percent >= 90.0) {
+        return Vec::new();
+    }
+    let client = agents
+        .first()
+        .and_then(|a| a.client.cpu.host_percent)
+        .map(|p| ("client", p));
+    let far = agents
+        .iter()
+        .filter_map(|a| Some((a.name, a.report?.cpu.host_percent?)));
+    client
+        .into_iter()
+        .chain(far)
+        .filter(|(_, p)| *p >= CPU_BOUND_PERCENT)
+        .map(|(name, p)| {
+            format!(
+                "{name} was CPU-bound: {p:.0} % of its CPUs busy over the window (marked ! beside its host CPU): \
+                 the host, not the link, may have set these figures"
+            )
+        })
+        .collect()
 }
 
 /// A UDP run's send and receive sides over their own windows: the senders' first to last send

@@ -386,6 +386,11 @@ pub fn stub_matrix(
         })
         .collect();
     let values: Vec<f64> = out.iter().filter_map(|c| c.value).collect();
+    let group = if pattern.concurrent() {
+        crate::result::group_sum(&out)
+    } else {
+        None
+    };
     let failed: Vec<String> = out
         .iter()
         .filter(|c| c.error.is_some())
@@ -411,8 +416,15 @@ pub fn stub_matrix(
             })
             .collect(),
         figure: CellFigure::ThroughputMbps,
-        sum: (!values.is_empty()).then(|| values.iter().sum()),
-        jain: jain_index(&values),
+        sum: match group {
+            Some(g) => Some(g.mbps),
+            None => (!values.is_empty()).then(|| values.iter().sum()),
+        },
+        sum_window_seconds: group.map(|g| g.window_seconds),
+        jain: match group {
+            Some(g) => g.jain,
+            None => jain_index(&values),
+        },
         cells: out,
         rounds,
         failed,

@@ -3,10 +3,10 @@
 //! outcast) `fig-matrix-flows`, every flow's throughput over time on one plot, so that a
 //! starved flow shows. In: a [`Matrix`] alone; out: [`Figure`]s.
 
-use super::common::timeline;
 use crate::plot::scale::label;
 use crate::plot::{Axis, Figure, HeatCell, HeatMap, HeatState, Point, Series, Style};
-use linerate_core::result::{Cell, CellFigure, Matrix};
+use linerate_core::result::{Cell, CellFigure, IntervalRecord, Matrix, StreamInterval, TestResult};
+use std::collections::BTreeMap;
 
 /// A cell's name: "h2 → h5".
 pub fn pair(c: &Cell) -> String {
@@ -115,11 +115,15 @@ fn heat_map(m: &Matrix) -> Figure {
     fig
 }
 
-/// `fig-matrix-flows`: each cell's throughput at each interval as its receiver counted it (its
-/// streams summed: the run's own timeline total), each shifted by its start in the controller's
-/// clock, so x is seconds since the earliest start of the group.
+/// `fig-matrix-flows`: each flow's throughput over time as its receiver counted it (its streams
+/// summed, per direction), every flow on the same interval edges: its intervals are shifted by
+/// its start in the controller's clock and their bytes shared out over common bins of the run's
+/// interval from the group's earliest start, each bin's rate over the whole bin (issue 38: each
+/// flow on its own edges, the incast's last interval added up to 54.8 Mbit/s on a 50 Mbit/s
+/// link). So the flows of one bin add up to what their receivers took in that bin.
 fn flows(m: &Matrix) -> Option<Figure> {
     let earliest = m.cells.iter().filter_map(|c| c.start.map(|s| s.actual_unix_ns)).min();
+    let interval = m.options.timing().interval_seconds;
     let mut fig = Figure::new(
         "fig-matrix-flows",
         &format!("Every flow of the {} over time", m.pattern),
@@ -130,7 +134,6 @@ fn flows(m: &Matrix) -> Option<Figure> {
     let mut unaligned = 0;
     for c in &m.cells {
         let Some(r) = &c.result else { continue };
-        let Some(t) = timeline(r) else { continue };
         let shift = match (c.start, earliest) {
             (Some(s), Some(e)) => (s.actual_unix_ns - e) as f64 / 1e9,
             _ => {
@@ -138,14 +141,16 @@ fn flows(m: &Matrix) -> Option<Figure> {
                 0.0
             }
         };
-        // The run's totals: one per direction (two for a bidirectional run).
-        for total in t.series.iter().filter(|s| s.name.starts_with("total")) {
-            let name = match total.name.strip_prefix("total ") {
-                Some(direction) => format!("{} {direction}", pair(c)),
+        for (direction, samples) in flow_samples(r) {
+            let name = match direction {
+                Some(d) => format!("{} {d}", pair(c)),
                 None => pair(c),
             };
-            let points: Vec<Point> = total.points.iter().map(|p| Point::xy(p.x + shift, p.y)).collect();
-            let mean = points.iter().map(|p| p.y).sum::<f64>() / points.len().max(1) as f64;
+            let points = binned(&samples, shift, interval);
+            if points.is_empty() {
+                continue;
+            }
+            let mean = points.iter().map(|p| p.y).sum::<f64>() / points.len() as f64;
             means.push(format!("{name} {}", value_text(mean)));
             fig.series.push(Series::new(&name, Style::Line, points));
         }
@@ -154,7 +159,7 @@ fn flows(m: &Matrix) -> Option<Figure> {
         return None;
     }
     fig.description = format!(
-        "Throughput in Mbit/s (10^6 bits/s) of each flow at each interval as its receiver counted it, its streams summed, drawn from its start in the controller's clock (x: seconds since the earliest start{}); mean of the intervals per flow: {}{}.",
+        "Throughput in Mbit/s (10^6 bits/s) of each flow as its receiver counted it, its streams summed, on common {interval} s bins from the earliest start in the controller's clock (x: seconds since then{}; each bin's rate over the whole bin, so the flows of a bin add up to what was received in it); mean of the bins per flow: {}{}.",
         if unaligned > 0 {
             format!("; {unaligned} flow(s) without a recorded start drawn from 0")
         } else {
@@ -165,4 +170,90 @@ fn flows(m: &Matrix) -> Option<Figure> {
             .map_or(String::new(), |j| format!("; Jain's index of the flows {j:.3}"))
     );
     Some(fig)
+}
+
+/// One interval's bytes on a run's own clock: (start s, end s, bytes).
+type Sample = (f64, f64, f64);
+
+/// A run's received bytes as samples on its own clock, its streams summed, per direction (None
+/// for a one-way run); the senders' where no receiver's came.
+fn flow_samples(r: &TestResult) -> Vec<(Option<String>, Vec<Sample>)> {
+    let records: Vec<&StreamInterval> = r
+        .intervals
+        .iter()
+        .filter_map(|i| match i {
+            IntervalRecord::Stream(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let side = if records.iter().any(|s| s.side == "received") {
+        "received"
+    } else {
+        "sent"
+    };
+    let mut by: BTreeMap<&str, Vec<Sample>> = BTreeMap::new();
+    for s in records.into_iter().filter(|s| s.side == side) {
+        by.entry(s.direction.as_str()).or_default().push((
+            s.sample.start_ns as f64 / 1e9,
+            s.sample.end_ns as f64 / 1e9,
+            s.sample.bytes as f64,
+        ));
+    }
+    let both = by.len() > 1;
+    by.into_iter().map(|(d, v)| (both.then(|| d.to_string()), v)).collect()
+}
+
+/// `samples` shifted by `shift` seconds, their bytes shared out over bins of `interval` seconds
+/// from 0 in proportion to their overlap; a point per bin at its middle, Mbit/s over the bin.
+fn binned(samples: &[Sample], shift: f64, interval: f64) -> Vec<Point> {
+    let end = samples.iter().map(|s| s.1 + shift).fold(0.0, f64::max);
+    if interval <= 0.0 || end <= 0.0 {
+        return Vec::new();
+    }
+    let bins = (end / interval).ceil() as usize;
+    let mut bytes = vec![0.0; bins];
+    for &(from, to, b) in samples {
+        let (from, to) = (from + shift, to + shift);
+        let length = to - from;
+        if length <= 0.0 {
+            continue;
+        }
+        let first = (from / interval).floor().max(0.0) as usize;
+        for (k, slot) in bytes.iter_mut().enumerate().skip(first) {
+            let (lo, hi) = (k as f64 * interval, (k + 1) as f64 * interval);
+            if lo >= to {
+                break;
+            }
+            let overlap = to.min(hi) - from.max(lo);
+            if overlap > 0.0 {
+                *slot += b * overlap / length;
+            }
+        }
+    }
+    bytes
+        .iter()
+        .enumerate()
+        .map(|(k, b)| Point::xy((k as f64 + 0.5) * interval, b * 8.0 / interval / 1e6))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::binned;
+
+    /// Issue 38: a flow's bytes go to the common bins by their overlap, each bin's rate over the
+    /// whole bin: 1.5 MB a second shifted half a second fills half the first bin, and the short
+    /// last sample's bytes are not rated over its own 0.25 s.
+    #[test]
+    fn issue_38_flows_share_their_bytes_out_over_common_bins() {
+        let samples = [(0.0, 1.0, 1.5e6), (1.0, 2.0, 1.5e6), (2.0, 2.25, 0.375e6)];
+        let points = binned(&samples, 0.5, 1.0);
+        let mbps: Vec<f64> = points.iter().map(|p| (p.y * 1000.0).round() / 1000.0).collect();
+        assert_eq!(mbps, [6.0, 12.0, 9.0]);
+        assert_eq!(points.iter().map(|p| p.x).collect::<Vec<_>>(), [0.5, 1.5, 2.5]);
+        // Every byte lands in some bin.
+        let total: f64 = points.iter().map(|p| p.y * 1e6 / 8.0).sum();
+        assert!((total - 3.375e6).abs() < 1.0, "{total}");
+        assert!(binned(&samples, 0.0, 0.0).is_empty() && binned(&[], 0.0, 1.0).is_empty());
+    }
 }

@@ -345,6 +345,7 @@ mod tests {
             ],
             rounds: Vec::new(),
             sum: Some(141.35),
+            sum_window_seconds: None,
             jain: None,
             failed: vec!["a -> c".into()],
             skew_bound_ns: 10_000_000,
