@@ -1,5 +1,5 @@
 //! `linerate http URL...`: simulated users (closed loop) or a request rate (open loop) against
-//! any HTTP/1.1 server, Avalanche's method.
+//! any HTTP/1.1 or HTTP/2 server, Avalanche's method.
 
 use super::common::{CpuArgs, OutputArgs};
 use super::timing::RampArgs;
@@ -213,7 +213,8 @@ impl HttpArgs {
             version: self.tls_version,
             resume: self.tls_resume.unwrap_or(true),
         };
-        linerate_core::client::tls_client_config(&tls).map_err(|e| usage!("{:#}", anyhow::Error::from(e)))?;
+        linerate_core::client::tls_client_config(&tls, &Default::default())
+            .map_err(|e| usage!("{:#}", anyhow::Error::from(e)))?;
         Ok(Some(tls))
     }
 

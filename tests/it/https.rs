@@ -342,3 +342,93 @@ fn issue_27_serve_https_flags_are_checked() {
         t,
     );
 }
+
+/// Issue 38: the usual one-line self-signed certificate (`openssl req -x509`, which marks it
+/// CA:TRUE and gives it no subjectAltName) given with `--cacert` is trusted as curl trusts it:
+/// it is exactly the certificate given, its dates hold and the URL's host is its CN. Its name
+/// and dates are still checked (an IP URL, an expired one), and the first refusal's reason is
+/// in the run's notes with the fix.
+#[test]
+fn issue_38_an_openssl_req_x509_certificate_given_with_cacert_is_trusted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (cert, key) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl (Debian: openssl; .ci/run installs it)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    let agent = Agent::start(&["--https-port", "0", "--cert", &cert, "--key", &key]);
+    let port = port_of(agent.https_addr.as_deref().expect("https"));
+    let url = format!("https://localhost:{port}/bytes/100");
+    // curl takes it (the reference), and so does linerate.
+    if on_path("curl") {
+        let out = Command::new("curl")
+            .args(["-sS", "--max-time", "10", "--cacert", &cert, &url])
+            .output()
+            .expect("curl");
+        assert!(out.status.success(), "curl: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let v = json_of(&http(&[&url, "--cacert", &cert, "--users", "2"]));
+    assert!(u(&v, "/summary/responses") > 0, "{}", v["notes"]);
+    assert_eq!(u(&v, "/summary/errors/total"), 0, "{}", v["notes"]);
+    // The same certificate for a URL by address: not its name. The refusal says why, once.
+    let v = failing(
+        &format!("https://127.0.0.1:{port}/bytes/100"),
+        &["--cacert", &cert],
+        "tls_certificate",
+    );
+    let notes = v["notes"].to_string();
+    assert_eq!(
+        notes.matches("the server's certificate was refused").count(),
+        1,
+        "{notes}"
+    );
+    assert!(notes.contains("it is not for '127.0.0.1'"), "{notes}");
+    // Another CA given, this certificate served: it is a CA's certificate, not one of those
+    // given, and the note says what to give.
+    let other = Pki::new();
+    let v = failing(&url, &["--cacert", &other.ca()], "tls_certificate");
+    assert!(
+        v["notes"].to_string().contains(
+            "it is a CA certificate (CA:TRUE) used as a server's (give exactly this certificate with --cacert"
+        ),
+        "{}",
+        v["notes"]
+    );
+    // An expired CA:TRUE certificate with its name in the CN only, given and served: its dates
+    // are checked.
+    let key_pair = KeyPair::generate().expect("key");
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, "localhost");
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    let expired = params.self_signed(&key_pair).expect("sign");
+    let (ec, ek) = (dir.path().join("e.pem"), dir.path().join("e.key"));
+    std::fs::write(&ec, expired.pem()).expect("cert");
+    std::fs::write(&ek, key_pair.serialize_pem()).expect("key");
+    let (ec, ek) = (ec.display().to_string(), ek.display().to_string());
+    let old = Agent::start(&["--https-port", "0", "--cert", &ec, "--key", &ek]);
+    let old_port = port_of(old.https_addr.as_deref().expect("https"));
+    let v = failing(
+        &format!("https://localhost:{old_port}/bytes/100"),
+        &["--cacert", &ec],
+        "tls_certificate",
+    );
+    assert!(v["notes"].to_string().contains("it has expired"), "{}", v["notes"]);
+}

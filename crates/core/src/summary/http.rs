@@ -232,6 +232,12 @@ fn run_notes(spec: &HttpSpec, run: &HttpRun) -> Vec<String> {
             e.local_limit, spec.users
         ));
     }
+    if let Some(why) = &run.tls_refusal {
+        notes.push(format!(
+            "{why}; {} handshakes failed on a certificate",
+            e.tls_certificate
+        ));
+    }
     let ok = run.status[2];
     if ok == 0 && (run.requests_started > 0 || e.total() > 0) {
         notes.push(format!(

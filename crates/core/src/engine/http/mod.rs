@@ -21,7 +21,8 @@ mod worker;
 
 pub use sampler::sample_host;
 pub use tls::{
-    SYSTEM_ROOTS, TlsSetupError, client_config as tls_client_config, provider as tls_provider, ticketer as tls_ticketer,
+    Refusal as TlsRefusal, SYSTEM_ROOTS, TlsSetupError, client_config as tls_client_config, provider as tls_provider,
+    ticketer as tls_ticketer,
 };
 pub use url::{HttpTarget, HttpUrl};
 
@@ -152,6 +153,9 @@ pub struct HttpRun {
     /// and the most streams in flight at once on one connection, over the whole run.
     pub h2_peer_max_streams: Option<u64>,
     pub h2_max_in_flight: u64,
+    /// Why the first server certificate of the run was refused, in words with the fix (every
+    /// refusal is counted in `errors.tls_certificate`).
+    pub tls_refusal: Option<String>,
 }
 
 impl HttpRun {
@@ -346,9 +350,11 @@ pub fn run(
     }
     .clamp(1, users);
     // Made once before the clock starts (roots read, parsed); each user clones it.
+    let refusal = tls::Refusal::default();
     let tls_config = match targets.iter().any(|t| t.tls.is_some()) {
         true => {
-            let config = tls::client_config(&spec.tls.clone().unwrap_or_default()).map_err(EngineError::Tls)?;
+            let config =
+                tls::client_config(&spec.tls.clone().unwrap_or_default(), &refusal).map_err(EngineError::Tls)?;
             // --http2 offers h2 alone: a server that cannot speak it fails the handshake's
             // check (tls_protocol), never gets HTTP/2 frames.
             Some(match spec.http2 {
@@ -382,6 +388,8 @@ pub fn run(
         cpus: &spec.cpus,
         sched: spec.sched,
         tcp_info: None,
+        queued: None,
+        received: None,
     };
     let (mut report, outs) = runner.drive(&shared, &gate, sink, |w| {
         let load = worker::Load {
@@ -411,6 +419,7 @@ pub fn run(
     }
     let mut total = total.unwrap_or_else(|| empty_run(0, times.interval_ns, targets.len()));
     total.open_files_limit = open_files_limit();
+    total.tls_refusal = refusal.first();
     total.per_server = per_server(targets, &total.per_target);
     let end = report.window_end_ns.min(times.window_end_ns);
     total.window_seconds = end.saturating_sub(times.ramp_ns.min(end)) as f64 / 1e9;
@@ -445,6 +454,7 @@ pub(super) fn empty_run(buckets: usize, interval_ns: u64, targets: usize) -> Htt
         per_server: Vec::new(),
         h2_peer_max_streams: None,
         h2_max_in_flight: 0,
+        tls_refusal: None,
     }
 }
 

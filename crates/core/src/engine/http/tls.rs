@@ -9,13 +9,13 @@
 
 use crate::spec::{TlsSpec, TlsVersion};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{ClientSessionMemoryCache, Resumption};
+use rustls::client::{ClientSessionMemoryCache, Resumption, WebPkiServerVerifier};
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Where Debian and its kin keep the system's trusted roots, one PEM bundle.
 pub const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
@@ -60,10 +60,23 @@ pub fn ticketer() -> Result<Arc<dyn rustls::server::ProducesTickets>, rustls::Er
     rustls::crypto::aws_lc_rs::Ticketer::new()
 }
 
+/// Why the first certificate of a run was refused, in words with the fix, kept by the
+/// verifier for the run's note (each refusal is also counted as `tls_certificate`).
+#[derive(Clone, Debug, Default)]
+pub struct Refusal(Arc<OnceLock<String>>);
+
+impl Refusal {
+    /// The first refusal's reason, if a certificate was refused.
+    pub fn first(&self) -> Option<String> {
+        self.0.get().cloned()
+    }
+}
+
 /// The client's configuration for a test: trusted roots (`--cacert`, else the system's; none
 /// checked with `--insecure`), the versions asked for, ALPN `http/1.1`, and resumption as
-/// asked (each user gets its own cache, `for_user`).
-pub fn client_config(spec: &TlsSpec) -> Result<Arc<ClientConfig>, TlsSetupError> {
+/// asked (each user gets its own cache, `for_user`). The first certificate refused is told to
+/// `refusal`.
+pub fn client_config(spec: &TlsSpec, refusal: &Refusal) -> Result<Arc<ClientConfig>, TlsSetupError> {
     let provider = provider();
     let versions: &[&rustls::SupportedProtocolVersion] = match spec.version {
         None => rustls::ALL_VERSIONS,
@@ -73,16 +86,25 @@ pub fn client_config(spec: &TlsSpec) -> Result<Arc<ClientConfig>, TlsSetupError>
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(versions)
         .map_err(|source| TlsSetupError::Config { source })?;
-    let mut config = if spec.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerifier(provider.signature_verification_algorithms)))
-            .with_no_client_auth()
+    let verifier: Arc<dyn ServerCertVerifier> = if spec.insecure {
+        Arc::new(NoVerifier(provider.signature_verification_algorithms))
     } else {
-        builder
-            .with_root_certificates(roots(spec.cacert.as_deref())?)
-            .with_no_client_auth()
+        let (roots, pinned) = roots(spec.cacert.as_deref())?;
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+            .build()
+            .map_err(|e| TlsSetupError::Config {
+                source: rustls::Error::General(e.to_string()),
+            })?;
+        Arc::new(Verifier {
+            webpki,
+            pinned,
+            refused: Arc::clone(&refusal.0),
+        })
     };
+    let mut config = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     config.resumption = if spec.resume {
         Resumption::in_memory_sessions(USER_SESSIONS)
@@ -103,8 +125,10 @@ pub(super) fn for_user(base: &Arc<ClientConfig>, resume: bool) -> Arc<ClientConf
     Arc::new(config)
 }
 
-/// The trusted roots: every certificate in `cacert`, else the system's bundle.
-fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsSetupError> {
+/// The trusted roots: every certificate in `cacert`, else the system's bundle; and the
+/// certificates of `--cacert` themselves, each accepted as the server's when it is exactly one
+/// of them ([`Verifier`]).
+fn roots(cacert: Option<&Path>) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), TlsSetupError> {
     let path = match cacert {
         Some(p) => p.to_path_buf(),
         None if Path::new(SYSTEM_ROOTS).exists() => PathBuf::from(SYSTEM_ROOTS),
@@ -119,11 +143,152 @@ fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsSetupError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(read)?;
     let mut store = RootCertStore::empty();
-    let (added, _) = store.add_parsable_certificates(certs);
+    let (added, _) = store.add_parsable_certificates(certs.iter().cloned());
     if added == 0 {
         return Err(TlsSetupError::NoCertificate { path });
     }
-    Ok(store)
+    Ok((store, if cacert.is_some() { certs } else { Vec::new() }))
+}
+
+/// The verifier of a test without `--insecure`: webpki's over the roots, and the certificates
+/// given with `--cacert` pinned. A server certificate that is exactly one of those is accepted
+/// when webpki refuses it only as a chain (the usual `openssl req -x509` one-liner marks its
+/// certificate CA:TRUE, which webpki will not take as a server's, and a version 1 certificate
+/// is refused the same way), once its dates hold and its name is the URL's: in its
+/// subjectAltName, or in its CN when it has none (as curl and OpenSSL check it). The user gave
+/// that very certificate; trusting it is what `--cacert` asks. Handshake signatures are
+/// checked as ever. The first refusal's reason goes to [`Refusal`].
+#[derive(Debug)]
+struct Verifier {
+    webpki: Arc<WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+    refused: Arc<OnceLock<String>>,
+}
+
+impl Verifier {
+    fn pinned(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        name: &ServerName<'_>,
+        now: UnixTime,
+    ) -> Result<(), rustls::Error> {
+        use rustls::CertificateError as C;
+        let (_, cert) = x509_parser::parse_x509_certificate(end_entity)
+            .map_err(|_| rustls::Error::InvalidCertificate(C::BadEncoding))?;
+        let now_s = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+        let validity = cert.validity();
+        if now_s < validity.not_before.timestamp() {
+            return Err(rustls::Error::InvalidCertificate(C::NotValidYet));
+        }
+        if now_s > validity.not_after.timestamp() {
+            return Err(rustls::Error::InvalidCertificate(C::Expired));
+        }
+        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        match rustls::client::verify_server_name(&parsed, name) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let has_san = cert.subject_alternative_name().ok().flatten().is_some();
+                let wanted = name.to_str();
+                let in_cn = cert
+                    .subject()
+                    .iter_common_name()
+                    .filter_map(|cn| cn.as_str().ok())
+                    .any(|cn| cn.eq_ignore_ascii_case(&wanted));
+                if !has_san && in_cn { Ok(()) } else { Err(e) }
+            }
+        }
+    }
+}
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let checked = match self
+            .webpki
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Ok(v) => Ok(v),
+            Err(e) if is_chain_refusal(&e) && self.pinned.iter().any(|p| p.as_ref() == end_entity.as_ref()) => self
+                .pinned(end_entity, server_name, now)
+                .map(|()| ServerCertVerified::assertion()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &checked {
+            let _ = self.refused.set(refusal_words(e, server_name));
+        }
+        checked
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// A refusal of the certificate as a chain (its issuer, its being a CA, its version), which a
+/// pinned certificate overrides; a refusal of its dates, name or signature it does not.
+fn is_chain_refusal(e: &rustls::Error) -> bool {
+    use rustls::CertificateError as C;
+    matches!(
+        e,
+        rustls::Error::InvalidCertificate(
+            C::UnknownIssuer | C::Other(_) | C::InvalidPurpose | C::InvalidPurposeContext { .. }
+        )
+    )
+}
+
+/// Why a certificate was refused, in words, with what to do about it.
+fn refusal_words(e: &rustls::Error, name: &ServerName<'_>) -> String {
+    use rustls::CertificateError as C;
+    let host = name.to_str();
+    let why = match e {
+        rustls::Error::InvalidCertificate(c) => match c {
+            C::Expired | C::ExpiredContext { .. } => {
+                "it has expired (see its dates: openssl x509 -noout -dates -in CERT)".to_string()
+            }
+            C::NotValidYet | C::NotValidYetContext { .. } => {
+                "it is not valid yet (its start date is ahead of this host's clock)".to_string()
+            }
+            C::NotValidForName | C::NotValidForNameContext { .. } => format!(
+                "it is not for '{host}', the URL's host (its names: openssl x509 -noout -ext subjectAltName -in CERT; \
+                 use a URL with one of them, or make the certificate with -addext subjectAltName=DNS:{host})"
+            ),
+            C::UnknownIssuer => "it is signed by no CA this client trusts (give its CA, or the certificate \
+                                 itself, with --cacert FILE; or --insecure to check nothing)"
+                .to_string(),
+            C::Other(other) if other.to_string().contains("CaUsedAsEndEntity") => {
+                "it is a CA certificate (CA:TRUE) used as a server's (give exactly this certificate with --cacert \
+                 FILE, or make a server certificate)"
+                    .to_string()
+            }
+            _ => format!("{e} (--cacert FILE gives the CA or the certificate to trust)"),
+        },
+        other => other.to_string(),
+    };
+    format!("the server's certificate was refused: {why}")
 }
 
 /// The name a URL's host is checked against and sent as SNI (an IP address is checked against
@@ -247,12 +412,12 @@ mod tests {
             ..TlsSpec::default()
         };
         assert!(matches!(
-            client_config(&spec("/nonexistent/ca.pem")),
+            client_config(&spec("/nonexistent/ca.pem"), &Refusal::default()),
             Err(TlsSetupError::Read { .. })
         ));
         let empty = std::env::temp_dir().join(format!("linerate-empty-ca-{}.pem", std::process::id()));
         std::fs::write(&empty, "not a certificate\n").expect("write");
-        let got = client_config(&spec(empty.to_str().expect("utf-8")));
+        let got = client_config(&spec(empty.to_str().expect("utf-8")), &Refusal::default());
         let _ = std::fs::remove_file(&empty);
         assert!(matches!(got, Err(TlsSetupError::NoCertificate { .. })), "{got:?}");
     }
