@@ -33,12 +33,7 @@ pub fn command(cmd: LabCommand) -> anyhow::Result<ExitCode> {
         LabCommand::Exec { name, host, command } => return Err(lab::exec(&name.name, &host, &command).into()),
         LabCommand::Down { name } => {
             let removed = lab::down(&name.name)?;
-            let text = if removed.is_empty() {
-                format!("lab '{}': nothing to remove\n", name.name)
-            } else {
-                removed.iter().map(|r| format!("removed {r}\n")).collect()
-            };
-            print_text(&text)?;
+            print_text(&removed.iter().map(|r| format!("removed {r}\n")).collect::<String>())?;
         }
         LabCommand::Relay { config } => {
             let text = std::fs::read_to_string(&config).with_context(|| format!("reading {}", config.display()))?;

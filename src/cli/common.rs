@@ -53,6 +53,13 @@ impl CpuArgs {
     pub fn list(&self) -> Vec<usize> {
         self.cpus.clone().map(|c| c.0).unwrap_or_default()
     }
+
+    /// Checks the CPUs given against those this process may run on, for a test whose client
+    /// half runs here (with `--from` or a pattern they are the sending agent's, checked there):
+    /// `--cpus 7` on a 2-CPU host is a usage error before any traffic.
+    pub fn check_here(&self) -> Result<(), Usage> {
+        linerate_core::client::check_local_cpus(&self.list()).map_err(|e| usage!("--cpus: {e}"))
+    }
 }
 
 /// How many streams, and where each end's workers run.

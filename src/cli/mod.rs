@@ -69,7 +69,7 @@ pub enum Command {
     Udp(udp::UdpArgs),
     /// Request-response round trips: latency percentiles, histogram, size sweeps (netperf TCP_RR/UDP_RR/TCP_CRR, UDPmon)
     Rr(rr::RrArgs),
-    /// HTTP load: simulated users or a request rate against any HTTP/1.1 server (Avalanche-style)
+    /// HTTP load: simulated users or a request rate against any HTTP/1.1 or HTTP/2 server (Avalanche-style)
     Http(http::HttpArgs),
     /// Compare two sets of results: each figure's change, its 95 % interval and a verdict
     Compare(compare::CompareArgs),
@@ -174,6 +174,10 @@ impl ConnectArgs {
     }
 }
 
+/// The fewest bytes a shared secret may have (after trailing whitespace is cut): 16, a
+/// 128-bit key if random; `linerate secret new` makes 32 (docs/security.md).
+pub const MIN_SECRET_BYTES: usize = 16;
+
 /// How a client or agent gets the shared secret: `--secret-file`, else `LINERATE_SECRET`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SecretArgs {
@@ -195,6 +199,15 @@ impl SecretArgs {
             secret.pop();
         }
         anyhow::ensure!(!secret.is_empty(), "the shared secret is empty");
+        // Issue 38: a secret of a byte or two is guessed offline from one challenge and its
+        // proof; refuse what is short, as a usage error naming the bound and the fix.
+        if secret.len() < MIN_SECRET_BYTES {
+            return Err(usage::usage!(
+                "the shared secret is {} bytes: at least {MIN_SECRET_BYTES} are needed (`linerate secret new` makes a random one)",
+                secret.len()
+            )
+            .into());
+        }
         Ok(Some(secret))
     }
 }

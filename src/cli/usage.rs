@@ -36,7 +36,8 @@ pub(crate) use usage;
 /// Whether `err` is a usage error: a [`Usage`] anywhere in its chain, core's typed spec and
 /// repeat-policy errors however they were wrapped (a sweep point's spec is checked in the
 /// driver), the store's refusal of a result id or label as written (`results show x1`), or the
-/// lab's of a name, host count, link spec or missing command (`lab up --hosts 0`).
+/// lab's of a name, host count, link spec or missing command (`lab up --hosts 0`), and of a
+/// lab or host that does not exist (`lab down --name nosuch`).
 pub fn is_usage(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.is::<Usage>()
@@ -47,7 +48,12 @@ pub fn is_usage(err: &anyhow::Error) -> bool {
             || e.downcast_ref::<LabError>().is_some_and(|l| {
                 matches!(
                     l,
-                    LabError::Name(_) | LabError::Hosts(_) | LabError::Link { .. } | LabError::NoCommand
+                    LabError::Name(_)
+                        | LabError::Hosts(_)
+                        | LabError::Link { .. }
+                        | LabError::NoCommand
+                        | LabError::NoLab { .. }
+                        | LabError::NoHost { .. }
                 )
             })
     })

@@ -36,6 +36,7 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let urls = args.parsed_urls()?;
+    args.cpus.check_here()?;
     let counts = args.user_counts()?;
     let sweeps = args.find_optimum || counts.len() > 1;
     let users = if args.find_optimum {

@@ -13,7 +13,7 @@ pub mod tcp;
 pub mod udp;
 
 use crate::cli::ConnectArgs;
-use crate::cli::common::{HostArgs, OutputArgs};
+use crate::cli::common::{CpuArgs, HostArgs, OutputArgs};
 use crate::finish::{Keep, Produced, finish, print_text};
 use crate::interrupt::interrupt_flag;
 use crate::live::LiveLines;
@@ -216,8 +216,9 @@ pub struct Agents {
 }
 
 impl Agents {
-    /// The agents named on the command line and the options to reach them.
-    pub fn new(hosts: &HostArgs, reach: &ConnectArgs) -> anyhow::Result<Agents> {
+    /// The agents named on the command line and the options to reach them; `--cpus` checked
+    /// against this host when the client's half runs here (not `--from`).
+    pub fn new(hosts: &HostArgs, cpus: &CpuArgs, reach: &ConnectArgs) -> anyhow::Result<Agents> {
         // tcp and udp took an iperf3 server before: any other kind cannot speak to one.
         let scheme = linerate_core::client::IPERF3_SCHEME;
         if hosts.hosts.iter().any(|h| h.starts_with(scheme)) {
@@ -255,6 +256,9 @@ impl Agents {
                 }
             }
         };
+        if from.is_none() {
+            cpus.check_here()?;
+        }
         Ok(Agents {
             targets,
             opts: reach.options()?,
@@ -262,8 +266,10 @@ impl Agents {
         })
     }
 
-    /// No agents: the far end is not a linerate agent (an `iperf3://` server, issue 26).
-    pub fn none(reach: &ConnectArgs) -> anyhow::Result<Agents> {
+    /// No agents: the far end is not a linerate agent (an `iperf3://` server, issue 26); the
+    /// client's half runs here, on `cpus`.
+    pub fn none(cpus: &CpuArgs, reach: &ConnectArgs) -> anyhow::Result<Agents> {
+        cpus.check_here()?;
         Ok(Agents {
             targets: Vec::new(),
             opts: reach.options()?,

@@ -30,7 +30,7 @@ pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
         let spec = linerate_core::spec::TestSpec::Rr(args.into_spec()?);
         return crate::fleet::command(spec, mode.is_once(), &hosts, &reach, &output);
     }
-    let agents = Agents::new(&args.hosts, &args.reach)?;
+    let agents = Agents::new(&args.hosts, &args.streams.cpus, &args.reach)?;
     let expect: Vec<f64> = args.expect.iter().map(|r| r.0).collect();
     anyhow::ensure!(expect.iter().all(|b| *b > 0.0), "--expect bandwidths must be above 0");
     let varies = if args.sweep == SweepWhat::Both {

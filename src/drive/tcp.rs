@@ -21,7 +21,7 @@ pub fn command(args: TcpArgs) -> anyhow::Result<ExitCode> {
     let repeat = args.repeat.policy()?;
     let mode = Mode::of(repeat, args.sizes()?, "--sizes")?;
     if let Some(server) = crate::cli::iperf3::server(&args.hosts)? {
-        let agents = Agents::none(&args.reach)?;
+        let agents = Agents::none(&args.streams.cpus, &args.reach)?;
         let reach = args.reach.clone();
         let spec = args.into_spec()?;
         crate::cli::iperf3::check_tcp(&spec, &reach)?;
@@ -32,7 +32,7 @@ pub fn command(args: TcpArgs) -> anyhow::Result<ExitCode> {
         let spec = linerate_core::spec::TestSpec::Tcp(args.into_spec()?);
         return crate::fleet::command(spec, mode.is_once(), &hosts, &reach, &output);
     }
-    let agents = Agents::new(&args.hosts, &args.reach)?;
+    let agents = Agents::new(&args.hosts, &args.streams.cpus, &args.reach)?;
     drive(Test::new(Tcp(agents, None), args.into_spec()?, mode, output))
 }
 

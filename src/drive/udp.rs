@@ -21,7 +21,7 @@ pub fn command(args: UdpArgs) -> anyhow::Result<ExitCode> {
     let sweep = args.sweep()?;
     let mode = Mode::of(args.repeat.policy()?, sweep, "--sizes, --gaps")?;
     if let Some(server) = crate::cli::iperf3::server(&args.hosts)? {
-        let agents = Agents::none(&args.reach)?;
+        let agents = Agents::none(&args.streams.cpus, &args.reach)?;
         let reach = args.reach.clone();
         let spec = args.into_spec()?;
         crate::cli::iperf3::check_udp(&spec, &reach)?;
@@ -32,7 +32,7 @@ pub fn command(args: UdpArgs) -> anyhow::Result<ExitCode> {
         let spec = linerate_core::spec::TestSpec::Udp(args.into_spec()?);
         return crate::fleet::command(spec, mode.is_once(), &hosts, &reach, &output);
     }
-    let agents = Agents::new(&args.hosts, &args.reach)?;
+    let agents = Agents::new(&args.hosts, &args.streams.cpus, &args.reach)?;
     drive(Test::new(Udp(agents, None), args.into_spec()?, mode, output))
 }
 

@@ -137,8 +137,8 @@ fn secret_is_required_checked_and_never_needed_on_the_wire() {
     let dir = tempfile::tempdir().expect("tempdir");
     let right = dir.path().join("right");
     let wrong = dir.path().join("wrong");
-    std::fs::write(&right, "correct horse\n").expect("write");
-    std::fs::write(&wrong, "battery staple\n").expect("write");
+    std::fs::write(&right, "correct horse battery\n").expect("write");
+    std::fs::write(&wrong, "battery staple horse\n").expect("write");
     let r = right.to_str().expect("utf-8");
     let agent = Agent::start(&["--secret-file", r]);
     let out = linerate(&["tcp", &agent.addr, "-n", "5"], LIMIT);
@@ -162,7 +162,7 @@ fn secret_is_required_checked_and_never_needed_on_the_wire() {
     let out = run_bounded(
         linerate_command()
             .args(["tcp", &agent.addr, "-n", "5", "--json"])
-            .env("LINERATE_SECRET", "correct horse"),
+            .env("LINERATE_SECRET", "correct horse battery"),
         LIMIT,
     );
     assert!(

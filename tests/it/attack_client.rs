@@ -268,7 +268,7 @@ fn issue_14_a_100_mb_error_text_reaches_stderr_cut_and_escaped() {
 #[test]
 fn issue_14_a_client_with_a_secret_refuses_an_agent_that_asks_for_none() {
     let addr = fake_agent(Lie::Report { extra_bytes: 0 });
-    let out = run_bounded(&mut client(&addr, &[], Some("correct horse")), LIMIT);
+    let out = run_bounded(&mut client(&addr, &[], Some("correct horse battery")), LIMIT);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -279,7 +279,7 @@ fn issue_14_a_client_with_a_secret_refuses_an_agent_that_asks_for_none() {
     // Told to, it goes on against the same kind of agent.
     let addr = fake_agent(Lie::Report { extra_bytes: 0 });
     let out = run_bounded(
-        &mut client(&addr, &["--allow-unauthenticated-agent"], Some("correct horse")),
+        &mut client(&addr, &["--allow-unauthenticated-agent"], Some("correct horse battery")),
         LIMIT,
     );
     let v = json_of(&out);
@@ -298,7 +298,7 @@ fn issue_14_a_client_with_a_secret_refuses_an_agent_that_asks_for_none() {
 #[test]
 fn issue_14_an_agent_that_cannot_prove_the_secret_is_refused() {
     let addr = fake_agent(Lie::BadProof);
-    let out = run_bounded(&mut client(&addr, &[], Some("correct horse")), LIMIT);
+    let out = run_bounded(&mut client(&addr, &[], Some("correct horse battery")), LIMIT);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("could not prove it knows the secret"), "{err}");

@@ -273,6 +273,26 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
             "--link garbage",
         ),
         (vec!["lab", "status", "--name", "a b"], "lab name 'a b'"),
+        // Issue 38: a lab that does not exist, and a CPU this host does not have.
+        (vec!["lab", "down", "--name", "lr-nosuch38"], "no lab 'lr-nosuch38'"),
+        (vec!["lab", "status", "--name", "lr-nosuch38"], "no lab 'lr-nosuch38'"),
+        (
+            agent("tcp", &["--cpus", "4000"]),
+            "--cpus: CPU 4000 does not exist here",
+        ),
+        (
+            agent("udp", &["--cpus", "0,4000"]),
+            "--cpus: CPU 4000 does not exist here",
+        ),
+        (agent("rr", &["--cpus", "4000"]), "--cpus: CPU 4000 does not exist here"),
+        (
+            vec!["http", &url, "--no-agent", "--cpus", "4000"],
+            "--cpus: CPU 4000 does not exist here",
+        ),
+        (
+            vec!["tcp", "iperf3://127.0.0.1:1", "--no-store", "--cpus", "4000"],
+            "--cpus: CPU 4000 does not exist here",
+        ),
         (vec!["calc", "goodput", "--link", "1G", "--mtu", "10"], "--mtu"),
         (vec!["sys", "-i", "0", "-n", "1"], "--interval 0 is not between"),
         (vec!["doctor", "--rate", "0"], "--rate"),
@@ -321,4 +341,41 @@ fn issue_23_compare_of_sides_that_share_no_point_exits_2() {
     }
     let out = linerate(&["compare", &tcp, &tcp, "--fail-if-worse", "5"], LIMIT);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// Issue 38: a secret of a byte (or anything under 16) is refused as a usage error naming the
+/// bound and the fix, by a client and by an agent, from a file or the environment; 16 bytes do.
+#[test]
+fn issue_38_a_short_secret_is_a_usage_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("addr").port().to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("secret");
+    std::fs::write(&file, "x\n").expect("write");
+    let file = file.to_str().expect("utf-8");
+    usage_error(
+        &["tcp", "127.0.0.1", "-p", &port, "--no-store", "--secret-file", file],
+        "the shared secret is 1 bytes: at least 16 are needed (`linerate secret new`",
+    );
+    usage_error(
+        &["serve", "--port", "0", "--secret-file", file],
+        "the shared secret is 1 bytes: at least 16",
+    );
+    let out = run_bounded(
+        linerate_command()
+            .args(["tcp", "127.0.0.1", "-p", &port, "--no-store"])
+            .env("LINERATE_SECRET", "fifteen bytes!!"),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the shared secret is 15 bytes"),
+        "{}",
+        stderr(&out)
+    );
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("a refused secret reached the agent's port: {other:?}"),
+    }
 }

@@ -178,7 +178,7 @@ fn write_hosts_files(state: &LabState) -> Result<(), LabError> {
 }
 
 /// Removes everything a lab made, whether or not its state file survived. Returns what it
-/// removed, one line each.
+/// removed, one line each; [`LabError::NoLab`] when there was nothing of that name.
 pub fn down(name: &str) -> Result<Vec<String>, LabError> {
     check_name(name)?;
     need_root_and_ip()?;
@@ -219,6 +219,13 @@ pub fn down(name: &str) -> Result<Vec<String>, LabError> {
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(file_error("removing", &dir))?;
         removed.push(format!("state {}", dir.display()));
+    }
+    // Nothing of that name: a lab named wrong, said as `status` and `exec` say it.
+    if removed.is_empty() {
+        return Err(LabError::NoLab {
+            name: name.to_string(),
+            labs: crate::state::labs(),
+        });
     }
     Ok(removed)
 }
