@@ -26,10 +26,16 @@ pub fn results_of(side: &SideReport, udp: bool) -> Results {
     };
     let (user, system) = (side.cpu.process_user_seconds, side.cpu.process_system_seconds);
     let sends = side.streams.iter().any(|s| s.role == Role::Send);
-    let congestion_used = side
-        .streams
-        .iter()
-        .find(|s| s.role == Role::Send && !s.socket.congestion.is_empty())
+    // A sending stream's algorithm, else a receiving one's: iperf3 reads TCP_CONGESTION of its
+    // data socket whichever way it carries, so `iperf3 -c -V` prints `rcv_tcp_congestion` from
+    // a server that only received (issue 38: linerate's said nothing there).
+    let with_congestion = |role: Role| {
+        side.streams
+            .iter()
+            .find(|s| s.role == role && !s.socket.congestion.is_empty())
+    };
+    let congestion_used = with_congestion(Role::Send)
+        .or_else(|| with_congestion(Role::Receive))
         .map(|s| s.socket.congestion.clone())
         .filter(|_| !udp);
     let mut streams: Vec<&StreamReport> = side.streams.iter().collect();
@@ -253,6 +259,13 @@ mod tests {
         assert!((r.cpu_util_total - 40.0).abs() < 1e-9, "{r:?}");
         assert_eq!(r.sender_has_retransmits, 1.0);
         assert_eq!(r.congestion_used.as_deref(), Some("cubic"));
+        // A side that only received still says its sockets' algorithm (issue 38), not for UDP.
+        let receiver = SideReport {
+            streams: vec![stream(1, Role::Receive, 500)],
+            ..side.clone()
+        };
+        assert_eq!(results_of(&receiver, false).congestion_used.as_deref(), Some("cubic"));
+        assert_eq!(results_of(&receiver, true).congestion_used, None);
         assert_eq!(r.streams.iter().map(|s| s.id).collect::<Vec<_>>(), vec![1.0, 3.0]);
         assert_eq!((r.streams[0].retransmits, r.streams[1].retransmits), (7.0, -1.0));
         // Read back by the other end, whose roles are the opposite.
