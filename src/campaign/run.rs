@@ -190,18 +190,39 @@ fn campaign_tables(id: &str, db: &DbArgs) -> anyhow::Result<Vec<CampaignTable>> 
     Ok(linerate_report::figures::Campaign::from_side(&campaign_side(id, db)?).tables())
 }
 
-/// The campaign's tables, then each pattern point's matrix as its own table (issue 24).
+/// The campaign's tables and each pattern point's matrix as its own table (issue 24), in the
+/// plan's order (issue 38: the matrices came after every table): each by the first record it
+/// holds, since `plan run` stores its points in plan order.
 fn show_tables(db: &DbArgs, id: &str) -> anyhow::Result<()> {
     let side = campaign_side(id, db)?;
-    let mut text = linerate_report::campaign::text(id, &linerate_report::figures::Campaign::from_side(&side).tables());
+    let tables = linerate_report::figures::Campaign::from_side(&side).tables();
+    let mut parts: Vec<(Option<i64>, String)> = tables
+        .iter()
+        .map(|t| {
+            (
+                linerate_report::campaign::first_record(t),
+                linerate_report::campaign::table_text(t),
+            )
+        })
+        .collect();
     for e in &side.entries {
         if let linerate_results::document::Document::Matrix(m) = &e.document {
             let mut name = e.test.clone().unwrap_or_else(|| m.test.clone());
             for c in &e.coordinates {
                 name += &format!(" {}={}", c.name, c.value);
             }
-            text += &linerate_report::matrix::point(&format!("{name} ({})", e.source), m);
+            let record = e.source.trim_start_matches('#').parse::<i64>().ok();
+            parts.push((
+                record,
+                linerate_report::matrix::point(&format!("{name} ({})", e.source), m),
+            ));
         }
+    }
+    // Stable: parts without a record keep their place after those with one.
+    parts.sort_by_key(|(record, _)| record.unwrap_or(i64::MAX));
+    let mut text = format!("campaign {id}\n");
+    for (_, part) in parts {
+        text += &part;
     }
     crate::finish::print_text(&text)
 }

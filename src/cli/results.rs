@@ -28,8 +28,9 @@ pub struct ResultsArgs {
 }
 
 /// The kinds of document the store keeps, as `--kind` names them: a run, a sweep and a
-/// repeated test of each kind (an unknown one is a usage error, not an empty list).
-const KINDS: [&str; 12] = [
+/// repeated test of each kind, and a fleet's matrix of each kind a pattern runs (an unknown
+/// one is a usage error, not an empty list).
+const KINDS: [&str; 15] = [
     "tcp",
     "udp",
     "rr",
@@ -42,12 +43,15 @@ const KINDS: [&str; 12] = [
     "udp repeat",
     "rr repeat",
     "http repeat",
+    "tcp matrix",
+    "udp matrix",
+    "rr matrix",
 ];
 
 /// Which stored results `linerate results` lists.
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
-    /// Only this test kind: tcp, udp, rr, http, "rr sweep", "tcp repeat", ...
+    /// Only this test kind: tcp, udp, rr, http, "rr sweep", "tcp repeat", "tcp matrix", ...
     #[arg(long, value_name = "KIND", value_parser = clap::builder::PossibleValuesParser::new(KINDS))]
     pub kind: Option<String>,
 

@@ -111,6 +111,20 @@ fn issue_23_brief_prints_the_headline_line_of_every_kind() {
         ],
         &none,
     );
+    // Issue 38: a --bidir run's line gives each direction's throughput, not their sum.
+    brief_matches_document(
+        &db,
+        &["tcp", a, "-t", "1", "--bidir"],
+        "tcp",
+        &[
+            ("/summary/directions/forward/received/bits_per_second", 1e6),
+            ("/summary/directions/reverse/received/bits_per_second", 1e6),
+            ("/summary/sent/cpu/host_percent", 1.0),
+            ("/summary/received/cpu/host_percent", 1.0),
+            ("/summary/sent/tcp/retransmits", 1.0),
+        ],
+        &none,
+    );
     brief_matches_document(
         &db,
         &["udp", a, "-t", "1", "--rate", "50M"],

@@ -122,6 +122,11 @@ fn issue_24_a_stored_matrix_is_listed_shown_as_its_table_and_exported_whole() {
         listed.contains("tcp matrix") && listed.contains("94.00 Mbit/s median cell"),
         "{listed}"
     );
+    // `--kind` takes a matrix's kind (issue 38), and selects by it.
+    let only = json_of(&run(&db, &["results", "--json", "--kind", "tcp matrix"]));
+    assert_eq!(only["results"].as_array().map(Vec::len), Some(1), "{only}");
+    let none = json_of(&run(&db, &["results", "--json", "--kind", "udp matrix"]));
+    assert_eq!(none["results"].as_array().map(Vec::len), Some(0), "{none}");
 
     let exported = json_of(&run(&db, &["results", "export", &id]));
     let document: Matrix = serde_json::from_value(exported["results"][0]["document"].clone()).expect("a matrix");
@@ -148,6 +153,40 @@ fn issue_24_plan_show_prints_a_pattern_point_s_matrix_as_its_table() {
     assert!(shown.contains("from \\ to     h1     h2     h3      h4\n"), "{shown}");
     assert!(shown.contains("\nh1             -  94.00  94.00  failed\n"), "{shown}");
     assert!(shown.contains("tcp matrix: partial; cells 12 (1 failed)"), "{shown}");
+
+    // Issue 38: a plain test planned (and stored) after the pattern prints after its matrix,
+    // in the plan's order; the matrices used to follow every table.
+    let run_doc = linerate_core::sweep::stub_result(
+        linerate_core::spec::TestSpec::Tcp(linerate_core::spec::TcpSpec::new()),
+        Default::default(),
+    );
+    let mut store = Store::open(&db).expect("open the store");
+    store
+        .put(&Record {
+            document: serde_json::to_string(&run_doc).expect("json"),
+            outcome: run_doc.outcome().into(),
+            targets: vec!["h1:5301".into()],
+            labels: [
+                ("campaign.test", "after"),
+                ("campaign.point", "1"),
+                ("campaign.plan", "fleet"),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            command: "linerate tcp h1".into(),
+            campaign: Some("fleet-1".into()),
+        })
+        .expect("stored");
+    drop(store);
+    let shown = text(&run(&db, &["plan", "show", "fleet-1"]));
+    let (matrix, after) = (
+        shown.find("fleet-mesh (").expect("the matrix"),
+        shown
+            .find("after (tcp)")
+            .unwrap_or_else(|| panic!("the tcp table: {shown}")),
+    );
+    assert!(matrix < after, "plan order: the pattern's matrix first\n{shown}");
 }
 
 /// `linerate compare A B --json` and more; its status and the comparison.

@@ -18,6 +18,24 @@ pub fn text(id: &str, tables: &[CampaignTable]) -> String {
     out
 }
 
+/// One table's text, as [`text`] prints it after the campaign's line.
+pub fn table_text(t: &CampaignTable) -> String {
+    let mut out = String::new();
+    table(&mut out, t);
+    out
+}
+
+/// The first record a table holds (the smallest id): `plan run` stores its points in plan
+/// order, so tables (and a pattern point's matrix, by its own id) sorted by it read in the
+/// plan's order. None for a table without a record.
+pub fn first_record(t: &CampaignTable) -> Option<i64> {
+    t.rows
+        .iter()
+        .flat_map(|r| r.cells.iter().flatten())
+        .map(|c| c.id.0)
+        .min()
+}
+
 /// What a table shows, in a line: `writes (tcp): receiver throughput, Mbit/s; beside it, in ( ):
 /// receiver's host CPU % of host`.
 pub fn caption(t: &CampaignTable) -> String {

@@ -9,6 +9,7 @@
 //! line shows is chosen here ([`LINE_FIGURES`]); what they are and how they are counted is not.
 
 use linerate_core::result::{CellFigure, Matrix, Outcome, Repeated, TestResult};
+use linerate_core::spec::Direction;
 use linerate_core::sweep::{At, Sweep, SweepKind};
 use linerate_results::headline::{Figure, headline};
 
@@ -73,10 +74,25 @@ fn field(label: &str, value: Option<f64>, unit: &str) -> String {
     format!("{label} {} {unit}", value_text(value))
 }
 
+/// The names of the figures a line shows for a `kind` run, `bidir` or not: a `--bidir` run's
+/// receiver throughput is each direction's, never their sum (issue 38: iperf3 too reports each
+/// direction of `--bidir` on its own).
+fn line_names_for(kind: &str, bidir: bool) -> Vec<&'static str> {
+    line_names(kind)
+        .iter()
+        .flat_map(|&name| match (bidir, name) {
+            (true, "received_mbit_per_second") => {
+                vec!["forward_received_mbit_per_second", "reverse_received_mbit_per_second"]
+            }
+            _ => vec![name],
+        })
+        .collect()
+}
+
 /// The headline figures of `r` that its line shows, in the line's order.
 pub fn line_figures(r: &TestResult) -> Vec<Figure> {
     let all = headline(r);
-    line_names(r.options.kind())
+    line_names_for(r.options.kind(), r.options.direction() == Direction::Bidir)
         .iter()
         .filter_map(|name| all.iter().find(|f| f.name == *name).copied())
         .collect()
@@ -97,7 +113,11 @@ pub fn repeat_line(rep: &Repeated) -> String {
         format!("{}: {}", rep.test, outcome_word(rep.outcome())),
         format!("{} of {} runs aggregated", rep.aggregated_runs.len(), rep.runs.len()),
     ];
-    for name in line_names(kind) {
+    let bidir = rep
+        .runs
+        .first()
+        .is_some_and(|r| r.options.direction() == Direction::Bidir);
+    for name in &line_names_for(kind, bidir) {
         let Some(f) = rep.figure(name) else {
             // No aggregated run measured it: its label from a run, if any.
             if let Some(fig) = rep

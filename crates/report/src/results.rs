@@ -71,6 +71,36 @@ fn labels_text(row: &Row) -> String {
         .join(" ")
 }
 
+/// The options a record was run with, from its stored command line: the words after the
+/// program and its command, without the targets (their own column), the labels (theirs too)
+/// and the flags that only choose the output (`--json`, `--brief`): so a pinned run (`--cpus
+/// 0,1`) and an unpinned one do not look alike (issue 38). `-` when there are none.
+fn options_text(row: &Row) -> String {
+    let is_target = |w: &str| {
+        row.targets.iter().any(|t| {
+            let host = t.rsplit_once(':').map_or(t.as_str(), |(h, _)| h);
+            w == t || w == host || w == host.trim_start_matches('[').trim_end_matches(']')
+        })
+    };
+    let mut words = row.command.split_whitespace().skip(2);
+    let mut kept = Vec::new();
+    while let Some(w) = words.next() {
+        match w {
+            "--json" | "--brief" => {}
+            "--label" => {
+                words.next();
+            }
+            w if w.starts_with("--label=") || is_target(w) => {}
+            w => kept.push(w),
+        }
+    }
+    if kept.is_empty() {
+        "-".to_string()
+    } else {
+        kept.join(" ")
+    }
+}
+
 /// The list `linerate results` prints: one line per record, newest first as given.
 pub fn list(rows: &[Row]) -> String {
     if rows.is_empty() {
@@ -83,9 +113,10 @@ pub fn list(rows: &[Row]) -> String {
         "outcome",
         "headline",
         "targets",
+        "options",
         "labels",
     ];
-    let lines: Vec<[String; 7]> = rows
+    let lines: Vec<[String; 8]> = rows
         .iter()
         .map(|r| {
             let r = &escape_controls(r.clone());
@@ -96,6 +127,7 @@ pub fn list(rows: &[Row]) -> String {
                 r.outcome.as_str().to_string(),
                 r.figures.first().map(figure_text).unwrap_or_else(|| "-".to_string()),
                 r.targets.join(" "),
+                options_text(r),
                 labels_text(r),
             ]
         })
@@ -107,7 +139,7 @@ pub fn list(rows: &[Row]) -> String {
         }
     }
     let mut out = String::new();
-    let mut line = |cells: [&str; 7]| {
+    let mut line = |cells: [&str; 8]| {
         let mut s = format!("{:>w$}", cells[0], w = width[0]);
         for (i, c) in cells.iter().enumerate().skip(1) {
             s += "  ";
@@ -349,12 +381,14 @@ mod tests {
             row(2, "udp sweep", vec![fig("points", "points", Some(6.0))]),
             row(1, "http", vec![fig("responses", "/s", None)]),
         ];
+        let mut rows = rows;
+        rows[0].command = "linerate tcp 127.0.0.1 -P 4 --cpus 0,1 --json --label nic=x2".to_string();
         let expected = [
-            " id  started (UTC)        kind       outcome   headline                 targets         labels",
-            "#12  2025-11-25 01:30:12  tcp        complete  941.5 Mbit/s received    127.0.0.1:5201  nic=x2 note=a,b",
-            " #3  2025-11-25 01:30:12  rr         complete  12,345.7 transactions/s  127.0.0.1:5201  nic=x2 note=a,b",
-            " #2  2025-11-25 01:30:12  udp sweep  complete  6 points                 127.0.0.1:5201  nic=x2 note=a,b",
-            " #1  2025-11-25 01:30:12  http       complete  - responses/s            127.0.0.1:5201  nic=x2 note=a,b",
+            " id  started (UTC)        kind       outcome   headline                 targets         options          labels",
+            "#12  2025-11-25 01:30:12  tcp        complete  941.5 Mbit/s received    127.0.0.1:5201  -P 4 --cpus 0,1  nic=x2 note=a,b",
+            " #3  2025-11-25 01:30:12  rr         complete  12,345.7 transactions/s  127.0.0.1:5201  -                nic=x2 note=a,b",
+            " #2  2025-11-25 01:30:12  udp sweep  complete  6 points                 127.0.0.1:5201  -                nic=x2 note=a,b",
+            " #1  2025-11-25 01:30:12  http       complete  - responses/s            127.0.0.1:5201  -                nic=x2 note=a,b",
             "",
         ]
         .join("\n");

@@ -4,6 +4,7 @@
 use crate::text::grouped;
 use linerate_core::goodput::{Goodput, Transport};
 use linerate_core::metrics::sample::{HostInterval, HostUsage, InterfaceUsage};
+use linerate_core::units::BitRate;
 use std::fmt::Write;
 
 /// The interfaces to show: those named (an idle one with zeros: the samplers keep only
@@ -98,10 +99,10 @@ pub fn goodput_text(rows: &[Goodput]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:.3} Gbit/s for {what} over IPv{} at {:.3} Gbit/s, MTU {} ({} payload bytes per {} {})",
-            g.bits_per_second / 1e9,
+            "{} for {what} over IPv{} at {}, MTU {} ({} payload bytes per {} {})",
+            BitRate(g.bits_per_second),
             if g.ipv6 { 6 } else { 4 },
-            g.link_bits_per_second / 1e9,
+            BitRate(g.link_bits_per_second),
             g.mtu_bytes,
             g.payload_bytes,
             g.wire_bytes,
@@ -245,6 +246,13 @@ mod tests {
         let t = goodput_text(&[g]);
         assert!(t.starts_with("9.900 Gbit/s for TCP with timestamps"), "{t}");
         assert!(t.contains("(8948 payload bytes per 9038 on the wire: "), "{t}");
+        // Issue 38: a link under a gigabit in the unit it was given, not "0.048 Gbit/s".
+        let g = goodput(50e6, 1500, Transport::Tcp, false, linerate_core::goodput::LinkKind::Tbf).expect("fits");
+        let t = goodput_text(&[g]);
+        assert!(
+            t.starts_with("47.820 Mbit/s for TCP with timestamps over IPv4 at 50.000 Mbit/s"),
+            "{t}"
+        );
     }
 
     /// One second of host usage in which only `interface` was counted.

@@ -484,3 +484,27 @@ fn issue_27_an_https_run_shows_its_handshakes_and_their_failures() {
     let clear = render(http(None, HttpErrors::default()));
     assert!(!clear.contains("TLS"), "{clear}");
 }
+
+/// Issue 38: retransmits on a run that crossed loopback only are not called loss in the
+/// network; on a real interface with no drops they still are.
+#[test]
+fn retransmits_on_loopback_are_the_hosts_not_the_networks() {
+    let bytes = 200_000 * 537_600;
+    let client = side(vec![stream(0, Role::Send, bytes, 87.253)], 15.42, 14.9);
+    let agent = side(vec![stream(0, Role::Receive, bytes, 87.832)], 54.34, 50.1);
+    let mut r = assemble(&spec(Direction::Send), &[("h2", Some(&agent), &client)]);
+    let text = linerate_report::text::render(&r);
+    assert!(text.contains("loss was in the network"), "{text}");
+    for side in [&mut r.summary.sent, &mut r.summary.received] {
+        assert!(!side.interfaces.is_empty());
+        for i in &mut side.interfaces {
+            i.name = "lo".into();
+        }
+    }
+    let text = linerate_report::text::render(&r);
+    assert!(!text.contains("loss was in the network"), "{text}");
+    assert!(
+        text.contains("loopback only, which dropped 0 packets: no network was crossed"),
+        "{text}"
+    );
+}

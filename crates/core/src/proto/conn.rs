@@ -22,7 +22,9 @@ pub(crate) const MESSAGE_RATE_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProtoError {
-    #[error("{peer} is not a linerate agent (first bytes {got:02x?})")]
+    /// Its first bytes shown as text, anything but printable ASCII escaped (`\x16\x03\x01` of a
+    /// TLS server, `HTTP/1.1` of a web server).
+    #[error("{peer} is not a linerate agent (first bytes \"{}\")", got.escape_ascii())]
     NotAnAgent { peer: SocketAddr, got: Vec<u8> },
     #[error("{peer} speaks protocol {theirs}, this build speaks {ours}")]
     Version { peer: SocketAddr, ours: u16, theirs: u16 },
@@ -397,10 +399,22 @@ mod tests {
         let (mut a, b) = pair();
         let mut raw = b.stream;
         raw.write_all(b"SSH-2.0-").expect("write");
-        assert!(matches!(
-            a.exchange_preambles(Duration::from_secs(1)),
-            Err(ProtoError::NotAnAgent { .. })
-        ));
+        let err = a.exchange_preambles(Duration::from_secs(1));
+        assert!(matches!(err, Err(ProtoError::NotAnAgent { .. })), "{err:?}");
+        // Said as text (issue 38), escaped where it is not printable ASCII.
+        let text = err.expect_err("a stranger").to_string();
+        assert!(
+            text.ends_with("is not a linerate agent (first bytes \"SSH-2.0-\")"),
+            "{text}"
+        );
+        let shown = ProtoError::NotAnAgent {
+            peer: "127.0.0.1:1".parse().expect("addr"),
+            got: b"\x16\x03\x01\x1b[2J".to_vec(),
+        };
+        assert_eq!(
+            shown.to_string(),
+            "127.0.0.1:1 is not a linerate agent (first bytes \"\\x16\\x03\\x01\\x1b[2J\")"
+        );
     }
 
     #[test]

@@ -55,9 +55,17 @@ pub(super) fn tcp_loss_line(r: &TestResult) -> Option<String> {
     let rx: u64 = received.iter().map(|i| i.rx_dropped + i.rx_errors).sum();
     let tx: u64 = sent.iter().map(|i| i.tx_dropped + i.tx_errors).sum();
     let counted = !received.is_empty() || !sent.is_empty();
+    let loopback = counted && received.iter().chain(sent).all(|i| i.name == "lo");
     Some(if !counted {
         format!(
             "TCP retransmits {}; the interfaces' drops were not counted.",
+            t.retransmits
+        )
+    } else if loopback && rx + tx == 0 {
+        // Issue 38: `quick` said "loss was in the network" where no network was crossed.
+        format!(
+            "TCP retransmits {}; loopback only, which dropped 0 packets: no network was crossed, so the \
+             host itself lost or delayed them (a full receive queue or backlog, or a timer that fired early).",
             t.retransmits
         )
     } else if rx + tx == 0 {
