@@ -3,7 +3,7 @@
 //! (deploy/systemd/) checked by `systemd-analyze verify`. Each skips, saying why, where the
 //! machine lacks the tool or cannot run containers.
 
-use crate::util::{BIN, Need, can_run, poll_until, run_bounded};
+use crate::util::{BIN, Need, can_run, on_path, poll_until, run_bounded};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -28,6 +28,17 @@ const PODMAN_NEEDS: [Need; 3] = [
         package: "runc",
     },
 ];
+
+/// The image the podman tests share: its tag, or why its build failed.
+static SHARED_IMAGE: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+
+/// At the test process's exit: the shared image removed (bounded by podman's own deadline; a
+/// wedged podman cannot hold the exit past the suite, whose processes are done).
+extern "C" fn remove_shared_image() {
+    if let Some(Ok(tag)) = SHARED_IMAGE.get() {
+        let _ = run_bounded(Command::new("podman").args(["rmi", "--force", tag]), PODMAN_LIMIT);
+    }
+}
 
 /// Podman with this test's configuration (runc, descriptor and process limits it may set here:
 /// crun refuses the development machines' cgroup layout, and the default limits exceed what
@@ -86,17 +97,28 @@ impl Podman {
         self.undo.push(args.iter().map(|a| a.to_string()).collect());
     }
 
-    /// Builds the image from the test's own binary with deploy/build-image.sh. False, after
-    /// printing why, where this podman cannot run a container of it (the OCI runtime refuses).
+    /// The image of the test's own binary, built with deploy/build-image.sh once for every
+    /// test of this process (issue 37: each test built its own) and removed when the process
+    /// exits. False, after printing why, where this podman cannot run a container of it (the
+    /// OCI runtime refuses).
     fn build_image(&mut self) -> bool {
-        let out = run_bounded(
-            Command::new(Path::new(REPO).join("deploy/build-image.sh"))
-                .args(["--binary", BIN, "--tag", &self.image])
-                .env("CONTAINERS_CONF", self.dir.path().join("containers.conf")),
-            Duration::from_secs(240),
-        );
-        self.on_drop(&["rmi", "--force", &self.image.clone()]);
-        assert!(out.status.success(), "deploy/build-image.sh: {}", text(&out));
+        let built = SHARED_IMAGE.get_or_init(|| {
+            let tag = format!("localhost/linerate-it-shared-{}:test", std::process::id());
+            let out = run_bounded(
+                Command::new(Path::new(REPO).join("deploy/build-image.sh"))
+                    .args(["--binary", BIN, "--tag", &tag])
+                    .env("CONTAINERS_CONF", self.dir.path().join("containers.conf")),
+                Duration::from_secs(240),
+            );
+            // Removed at exit whatever the build did: a half-made image goes too.
+            // SAFETY: registers a plain function with no state of its own beside the OnceLock.
+            unsafe { libc::atexit(remove_shared_image) };
+            if out.status.success() { Ok(tag) } else { Err(text(&out)) }
+        });
+        self.image = match built {
+            Ok(tag) => tag.clone(),
+            Err(e) => panic!("deploy/build-image.sh: {e}"),
+        };
         // Exit status 125 is podman's own failure (the runtime could not start the container);
         // anything else is the image's.
         let out = self.run(&["run", "--rm", &self.image, "--version"], PODMAN_LIMIT);
@@ -110,6 +132,53 @@ impl Podman {
             text(&out)
         );
         true
+    }
+
+    /// Issue 38: the image just built is the size deploy/image.md gives for an image of a
+    /// debug binary, within 5 %, and what it adds to the binary (glibc, libgcc_s, /etc) is what
+    /// the page gives for the release image beside its binary, within 5 %.
+    fn check_size_against_the_docs(&self) {
+        let bytes: f64 = self
+            .ok(&["image", "inspect", "--format", "{{.Size}}", &self.image])
+            .parse()
+            .expect("the image's size in bytes");
+        let binary = std::fs::metadata(BIN).expect("the binary").len() as f64;
+        let page = std::fs::read_to_string(Path::new(REPO).join("deploy/image.md")).expect("deploy/image.md");
+        let figure = |after: &str| -> f64 {
+            let at = page
+                .find(after)
+                .unwrap_or_else(|| panic!("deploy/image.md has no {after:?}"))
+                + after.len();
+            let number: String = page[at..]
+                .trim_start_matches(['*', ' '])
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            number
+                .parse::<f64>()
+                .unwrap_or_else(|_| panic!("no figure after {after:?} in deploy/image.md"))
+                * 1e6
+        };
+        let (debug_image, release_image, release_binary) = (
+            figure("The image of a debug binary (what the tests build): "),
+            figure("The release image: **"),
+            figure("its release binary: "),
+        );
+        let within = |got: f64, documented: f64, what: &str| {
+            let off = (got - documented).abs() / documented * 100.0;
+            assert!(
+                off <= 5.0,
+                "{what}: built {:.1} MB, deploy/image.md says {:.1} MB ({off:.1} % apart, at most 5 %)",
+                got / 1e6,
+                documented / 1e6
+            );
+        };
+        within(bytes, debug_image, "the image of the debug binary");
+        within(
+            bytes - binary,
+            release_image - release_binary,
+            "the image beside its binary",
+        );
     }
 
     /// Starts an agent container named NAME on NETWORK, the secret from the environment, and
@@ -204,6 +273,7 @@ fn issue_25_image_runs_agents_and_clients_across_a_podman_network_by_name() {
     if !podman.build_image() {
         return;
     }
+    podman.check_size_against_the_docs();
     let network = format!("{}-net", podman.prefix);
     podman.on_drop(&["network", "rm", "--force", &network]);
     podman.ok(&["network", "create", &network]);
@@ -455,12 +525,17 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// `systemd-analyze verify` of `unit`: Ok, or the problems it printed. It exits 0 on an unknown
-/// key or a value it cannot parse (it ignores them, as systemd would), so any line naming the
-/// unit file is a problem too.
-fn verify_unit(unit: &Path) -> Result<(), String> {
+/// `systemd-analyze verify` of `unit` as deploy/systemd/README.md runs it, with the man pages
+/// its install step writes (`linerate man --dir`) on MANPATH: verify looks up the unit's
+/// `Documentation=man:` page (issue 38 found it failing where they were not installed). Ok, or
+/// the problems it printed. It exits 0 on an unknown key or a value it cannot parse (it ignores
+/// them, as systemd would), so any line naming the unit file is a problem too.
+fn verify_unit(unit: &Path, manpath: &Path) -> Result<(), String> {
     let out = run_bounded(
-        Command::new("systemd-analyze").args(["verify", "--man=no"]).arg(unit),
+        Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(unit)
+            .env("MANPATH", manpath),
         Duration::from_secs(60),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -493,7 +568,25 @@ fn issue_25_systemd_unit_passes_verify_and_a_planted_mistake_fails_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("linerate-agent.service");
     std::fs::write(&path, &unit).expect("write unit");
-    verify_unit(&path).expect("the shipped unit verifies clean");
+    // The README's install step: the pages the unit's Documentation= names.
+    let manpath = dir.path().join("man");
+    let man1 = manpath.join("man1");
+    let out = run_bounded(
+        Command::new(BIN).args(["man", "--dir"]).arg(&man1),
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "linerate man --dir: {}", text(&out));
+    if on_path("man") {
+        // Without them, verify fails on that line, as the README says.
+        let bare = dir.path().join("no-man");
+        std::fs::create_dir(&bare).expect("mkdir");
+        let without = verify_unit(&path, &bare);
+        assert!(
+            without.as_ref().is_err_and(|e| e.contains("linerate-serve")),
+            "verify without the man pages: {without:?}"
+        );
+    }
+    verify_unit(&path, &manpath).expect("the shipped unit verifies clean");
 
     for directive in [
         "DynamicUser=yes",
@@ -518,6 +611,6 @@ fn issue_25_systemd_unit_passes_verify_and_a_planted_mistake_fails_it() {
         ),
     ] {
         std::fs::write(&path, planted).expect("write unit");
-        assert!(verify_unit(&path).is_err(), "verify should fail on {mistake}");
+        assert!(verify_unit(&path, &manpath).is_err(), "verify should fail on {mistake}");
     }
 }
