@@ -1,4 +1,4 @@
-//! The client's half of an HTTP load: the users run here against any HTTP/1.1 servers, and a
+//! The client's half of an HTTP load: the users run here against any HTTP/1.1 or HTTP/2 servers, and a
 //! linerate agent on each server's host, when one is reached, samples that host over the same
 //! window; a lost agent stops the users and marks the run partial.
 
