@@ -290,7 +290,7 @@ impl Agents {
             None => Ok(here(&self.targets)?),
             Some(from) => {
                 let to = self.targets[0].addr;
-                Ok(linerate_core::client::run_from(from, to, &spec(), opts, None, interrupt)?.result)
+                Ok(linerate_core::client::run_from(from, to, &spec(), opts, None, None, interrupt)?.result)
             }
         }
     }

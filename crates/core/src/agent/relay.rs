@@ -36,6 +36,8 @@ pub(super) fn run(
         ErrorKind::Auth,
         "this agent has no secret, so it runs no third-party tests".to_string(),
     ))?;
+    // The address as the kernel will use it: `::ffff:a.b.c.d` is a.b.c.d (issue 39, item 10).
+    let to = SocketAddr::new(to.ip().to_canonical(), to.port());
     refuse_unsendable(spec, to)?;
     let offset = state.config.clock_offset_ns;
     let started = Arc::new(AtomicI64::new(i64::MIN));
@@ -70,6 +72,7 @@ pub(super) fn run(
         name: to.to_string(),
         addr: to,
     };
+    reach(&target, &opts)?;
     let interrupt = AtomicBool::new(false);
     let done = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
@@ -82,7 +85,11 @@ pub(super) fn run(
         running.join().expect("a relayed run does not panic")
     });
     match outcome {
-        Ok(result) => {
+        Ok(mut result) => {
+            // The run's start as this agent tells time, like the instants below: the controller
+            // checks it came after its request (issue 39, item 4).
+            let offset_ms = offset / 1_000_000;
+            result.started_unix_ms = result.started_unix_ms.saturating_add_signed(offset_ms);
             // The agent's counters: what this end (the run's client) counted, in the window.
             let mine = |s: &crate::result::SideSummary| {
                 if s.counted_by.iter().all(|c| c == "client") {
@@ -110,11 +117,50 @@ pub(super) fn run(
     }
 }
 
-/// A test this agent could be made to send to someone who never agreed: a multicast group.
+/// How long the far end has to show it is a linerate agent holding the fleet's secret before a
+/// relay sends it anything else, and how long every failure to do so takes (issue 39, item 11).
+pub(crate) const REACH_TIME: Duration = Duration::from_secs(5);
+
+/// Whether `to` is a linerate agent of this fleet, asked before the test: the plain preamble
+/// (no first-flight proof, so a stranger never receives one), its challenge answered and its
+/// own proof checked, then `profiles` so that it ends cleanly. Every failure (a closed port, a
+/// silent or stalling listener, a stranger's bytes, a wrong proof) gives one answer after
+/// [`REACH_TIME`]: a relay tells a secret holder nothing about a port but "no agent of this
+/// fleet answered".
+fn reach(target: &Target, opts: &ClientOptions) -> Result<(), Refusal> {
+    let began = std::time::Instant::now();
+    // On a thread of its own, so that the answer comes at REACH_TIME whatever the far end does
+    // (a listener dripping bytes stretches a message's own deadline); the thread ends within
+    // its own deadlines.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (t, o) = (target.clone(), opts.clone());
+    let asked = std::thread::Builder::new().name("relay-reach".into()).spawn(move || {
+        let _ = tx.send(crate::client::proves_itself(&t, &o, REACH_TIME).is_ok());
+    });
+    let proven = asked.is_ok() && rx.recv_timeout(REACH_TIME).unwrap_or(false);
+    if proven {
+        return Ok(());
+    }
+    std::thread::sleep(REACH_TIME.saturating_sub(began.elapsed()));
+    Err((
+        ErrorKind::Failed,
+        format!(
+            "from here to {}: no linerate agent of this fleet answered within {} s",
+            target.addr,
+            REACH_TIME.as_secs()
+        ),
+    ))
+}
+
+/// A test this agent could be made to send to someone who never agreed: a multicast group, a
+/// broadcast address, the unspecified address (this host). `to` is canonical already (an
+/// IPv4-mapped address is its IPv4 address); an IPv4-compatible one (`::a.b.c.d`, deprecated)
+/// is an IPv6 address to the kernel and is judged as one.
 fn refuse_unsendable(spec: &TestSpec, to: SocketAddr) -> Result<(), Refusal> {
+    let ip = to.ip().to_canonical();
     let unicast = |ip: std::net::IpAddr| !(ip.is_multicast() || ip.is_unspecified());
-    let broadcast = matches!(to.ip(), std::net::IpAddr::V4(v4) if v4.is_broadcast());
-    if !unicast(to.ip()) || broadcast {
+    let broadcast = matches!(ip, std::net::IpAddr::V4(v4) if v4.is_broadcast());
+    if !unicast(ip) || broadcast {
         return Err((ErrorKind::BadSpec, format!("{to} is not one agent's address")));
     }
     match spec {
@@ -167,5 +213,50 @@ fn watch(state: &State, conn: &mut Conn, interrupt: &AtomicBool, done: &AtomicBo
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::TcpSpec;
+
+    fn judged(to: &str) -> Result<(), Refusal> {
+        let to: SocketAddr = to.parse().expect("an address");
+        // As `run` does: the canonical address first.
+        let to = SocketAddr::new(to.ip().to_canonical(), to.port());
+        refuse_unsendable(&TestSpec::Tcp(TcpSpec::new()), to)
+    }
+
+    #[test]
+    fn issue_39_mapped_forms_of_unsendable_addresses_are_refused() {
+        for bad in [
+            "0.0.0.0:5301",
+            "[::]:5301",
+            "224.0.0.1:5301",
+            "255.255.255.255:5301",
+            "[ff02::1]:5301",
+            "[::ffff:0.0.0.0]:5301",
+            "[::ffff:224.0.0.1]:5301",
+            "[::ffff:255.255.255.255]:5301",
+            "[::ffff:239.1.2.3]:5301",
+        ] {
+            let r = judged(bad);
+            assert!(
+                matches!(&r, Err((ErrorKind::BadSpec, m)) if m.contains("not one agent's address")),
+                "{bad}: {r:?}"
+            );
+        }
+        for good in [
+            "127.0.0.1:5301",
+            "[::1]:5301",
+            "[::ffff:10.0.0.2]:5301",
+            "[2001:db8::1]:5301",
+        ] {
+            assert_eq!(judged(good), Ok(()), "{good}");
+        }
+        // Even called with the mapped form, the check itself looks at the canonical address.
+        let mapped: SocketAddr = "[::ffff:0.0.0.0]:1".parse().expect("an address");
+        assert!(refuse_unsendable(&TestSpec::Tcp(TcpSpec::new()), mapped).is_err());
     }
 }

@@ -3,11 +3,14 @@
 //! and a third-party test ([`run_from`]: the agent runs the client's half against another agent
 //! and sends the whole run back). `matrix` builds patterns out of them.
 
-use super::session::{ClientError, ClientOptions, Target, authenticated, unix_ns};
+use super::session::{ClientError, ClientOptions, Target, answer_challenge, authenticated, connect, unix_ns};
 use crate::proto::Message;
+use crate::proto::conn::Conn;
 use crate::proto::conn::ProtoError;
+use crate::proto::frame;
 use crate::result::{ClockEstimate, TestResult};
 use crate::spec::TestSpec;
+use crate::summary::relayed::{Asked, check_relayed, relayed_limit_bytes};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -76,6 +79,35 @@ pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Resu
     })
 }
 
+/// (For a relaying agent, `agent::relay`.) Whether the agent at `target` is a linerate agent that holds the secret, all within `within`
+/// (issue 39, item 11): the plain preamble (no first-flight proof: whoever listens there has not
+/// shown it is an agent yet), its hello, its challenge answered and its proof checked, then
+/// `profiles`, so that the agent ends the session as a finished one.
+pub(crate) fn proves_itself(target: &Target, opts: &ClientOptions, within: Duration) -> Result<(), ClientError> {
+    let deadline = Instant::now() + within;
+    let left = || {
+        deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1))
+    };
+    let opts = ClientOptions {
+        connect_timeout: left(),
+        ..opts.clone()
+    };
+    let peer = target.addr;
+    let stream = connect(peer, &opts, |_| Ok(()))?;
+    let mut conn = Conn::new(stream, peer);
+    // A listener that drips bytes is cut at the deadline too, not at a message's own.
+    conn.set_message_timeout(left());
+    conn.open_with(&frame::preamble(crate::proto::VERSION), left())?;
+    let mut conn = answer_challenge(conn, target, &opts, &left)?;
+    conn.send(&Message::Profiles)?;
+    match conn.recv(left(), "waiting for its profiles")? {
+        Message::ProfileList { .. } => Ok(()),
+        other => Err(conn.unexpected("profile_list", &other).into()),
+    }
+}
+
 /// A third-party run as it came back.
 #[derive(Clone, Debug)]
 pub struct Relayed {
@@ -88,33 +120,51 @@ pub struct Relayed {
     pub started_far_unix_ns: Option<i64>,
 }
 
+/// Exchanges of the clock reading a third-party run outside a matrix makes of its `from` agent,
+/// to judge when the run it sends back started (a matrix has its own reading).
+const RELAY_CLOCK_EXCHANGES: u32 = 4;
+
 /// Asks `from` to run `spec` against the agent at `to` and send the run back; with
-/// `start_at_far_unix_ns` (in `from`'s own clock) the test starts at that instant. Ctrl-C
-/// (`interrupt`) is passed on as `stop`: what was measured comes back, marked partial.
+/// `start_at_far_unix_ns` (in `from`'s own clock) the test starts at that instant. `far_clock`
+/// is what this host knows of `from`'s clock (a matrix's reading); without it, `from`'s clock is
+/// read first. Ctrl-C (`interrupt`) is passed on as `stop`: what was measured comes back,
+/// marked partial.
+///
+/// The run comes back bounded and checked as a direct client bounds and checks an agent's
+/// report (issue 39): read only up to what its test can fill
+/// ([`crate::summary::relayed::relayed_limit_bytes`]), then refused whole
+/// ([`ClientError::RelayedRefused`]) unless it is a run of `spec`, started after the request,
+/// with possible figures and the receiving end's counts
+/// ([`crate::summary::relayed::check_relayed`]).
 pub fn run_from(
     from: &Target,
     to: SocketAddr,
     spec: &TestSpec,
     opts: &ClientOptions,
     start_at_far_unix_ns: Option<i64>,
+    far_clock: Option<ClockEstimate>,
     interrupt: &AtomicBool,
 ) -> Result<Relayed, ClientError> {
     if opts.secret.is_none() {
         return Err(ClientError::NeedSecretForRelay);
     }
+    let far_clock = match far_clock {
+        Some(c) => c,
+        None => read_clock(from, opts, RELAY_CLOCK_EXCHANGES)?.estimate,
+    };
     let mut conn = authenticated(from, opts)?;
+    let sent_unix_ms = unix_ns(SystemTime::now()) / 1_000_000;
     conn.send(&Message::Relay {
         spec: spec.clone(),
         to,
         start_at_unix_ns: start_at_far_unix_ns,
     })?;
-    // The run's document is larger than a set-up message; the agent proved the secret.
-    conn.set_max_message(crate::proto::frame::MAX_MESSAGE_BYTES);
+    let asked = Instant::now();
     let length = spec
         .timing()
         .length_seconds()
         .map_or(RELAY_COUNT_LIMIT, Duration::from_secs_f64);
-    let deadline = Instant::now() + length + crate::client::START_WAIT_MAX + RELAY_ALLOWANCE;
+    let deadline = asked + length + crate::client::START_WAIT_MAX + RELAY_ALLOWANCE;
     let mut stop_sent = false;
     loop {
         if interrupt.load(Ordering::Relaxed) && !stop_sent {
@@ -129,6 +179,9 @@ pub fn run_from(
             }
             .into());
         }
+        // The run's document is larger than a set-up message, but no larger than its test can
+        // fill: a larger one is refused at its length prefix, unread (issue 39, item 3).
+        conn.set_max_message(relayed_limit_bytes(spec, asked.elapsed()));
         match conn.try_recv(POLL)? {
             None => {}
             Some(Message::RelayResult {
@@ -136,6 +189,22 @@ pub fn run_from(
                 start_sent_unix_ns,
                 started_unix_ns,
             }) => {
+                let answered_unix_ms = unix_ns(SystemTime::now()) / 1_000_000;
+                let checked = Asked {
+                    spec,
+                    // As the `from` agent names it: the canonical address (issue 39, item 10).
+                    to: SocketAddr::new(to.ip().to_canonical(), to.port()),
+                    sent_unix_ms,
+                    answered_unix_ms,
+                    offset_ns: far_clock.offset_ns,
+                    uncertainty_ns: far_clock.uncertainty_ns,
+                };
+                if let Err(why) = check_relayed(&result, &checked) {
+                    return Err(ClientError::RelayedRefused {
+                        peer: from.addr,
+                        why: why.to_string(),
+                    });
+                }
                 let mut result = crate::summary::check::escape_controls(*result);
                 result.from = Some(from.name.clone());
                 return Ok(Relayed {

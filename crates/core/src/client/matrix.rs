@@ -316,8 +316,16 @@ fn run_round(
                     let clock = clock.clone()?;
                     let to = plan.hosts[t].addr;
                     let far_start = start.saturating_add(clock.offset_ns);
-                    let relayed = run_from(&plan.hosts[f], to, plan.spec, opts, Some(far_start), interrupt)
-                        .map_err(|e| format!("{}: {}", plan.hosts[f].name, error_chain(&e)))?;
+                    let relayed = run_from(
+                        &plan.hosts[f],
+                        to,
+                        plan.spec,
+                        opts,
+                        Some(far_start),
+                        Some(clock),
+                        interrupt,
+                    )
+                    .map_err(|e| format!("{}: {}", plan.hosts[f].name, error_chain(&e)))?;
                     let here = |far: i64| far.saturating_sub(clock.offset_ns);
                     let cell_start = relayed.start_sent_far_unix_ns.map(|sent| CellStart {
                         scheduled_unix_ns: start,

@@ -26,6 +26,7 @@ pub use crate::engine::Sink;
 pub use crate::engine::http::{HttpTarget, HttpUrl, TlsSetupError, tls_client_config};
 pub use crate::engine::pin::check_cpus as check_local_cpus;
 pub use crate::proto::DEFAULT_PORT;
+pub(crate) use fleet::proves_itself;
 pub use fleet::{AgentClock, Relayed, read_clock, run_from};
 pub use http::{HttpAgent, http_targets, run_http};
 pub use iperf3::{SCHEME as IPERF3_SCHEME, iperf3_target, run_iperf3};

@@ -65,6 +65,9 @@ pub enum ClientError {
     Unauthenticated { peer: SocketAddr },
     #[error("a third-party test needs the fleet's secret: give --secret-file PATH or set LINERATE_SECRET")]
     NeedSecretForRelay,
+    /// A third-party run came back but cannot be the answer to the test asked (issue 39).
+    #[error("the run {peer} sent back was refused: {why}")]
+    RelayedRefused { peer: SocketAddr, why: String },
     #[error("{streams} streams in all is more than the 65535 one client can number")]
     TooManyStreams { streams: usize },
     #[error("data connection to {peer}")]
@@ -312,8 +315,20 @@ pub(super) fn authenticated(target: &Target, opts: &ClientOptions) -> Result<Con
     let stream = connect(peer, opts, |_| Ok(()))?;
     let mut conn = Conn::new(stream, peer);
     conn.open_with(&first_flight, opts.connect_timeout)?;
+    answer_challenge(conn, target, opts, &|| REPLY_TIMEOUT)
+}
+
+/// The rest of [`authenticated`] after the preambles: the hello, and the challenge-response
+/// both ways when there is a secret; `wait` says how long each reply may take.
+pub(super) fn answer_challenge(
+    mut conn: Conn,
+    target: &Target,
+    opts: &ClientOptions,
+    wait: &dyn Fn() -> Duration,
+) -> Result<Conn, ClientError> {
+    let peer = target.addr;
     conn.set_max_message(MAX_SETUP_MESSAGE_BYTES);
-    let challenge = match conn.recv(REPLY_TIMEOUT, "waiting for the agent's hello")? {
+    let challenge = match conn.recv(wait(), "waiting for the agent's hello")? {
         Message::Hello { challenge, .. } => challenge,
         other => return Err(conn.unexpected("hello", &other).into()),
     };
@@ -329,7 +344,7 @@ pub(super) fn authenticated(target: &Target, opts: &ClientOptions) -> Result<Con
             client_nonce: crate::codec::to_hex(&client_nonce),
             mac: crate::codec::to_hex(&mac),
         })?;
-        match conn.recv(REPLY_TIMEOUT, "authenticating")? {
+        match conn.recv(wait(), "authenticating")? {
             Message::AuthOk { mac } => {
                 let proof = crate::codec::from_hex(&mac).ok_or(ClientError::Malformed { peer, what: "proof" })?;
                 if !auth::verify_agent(secret, &agent_nonce, &client_nonce, &proof) {

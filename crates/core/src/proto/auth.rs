@@ -76,6 +76,22 @@ pub(crate) fn agent_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]
         .to_vec()
 }
 
+/// The two proofs of the challenge-response, for a test's hand-made peer (a fake agent that
+/// speaks the protocol to a controller, issue 39); not an API.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing {
+    /// [`super::client_proof`].
+    pub fn client_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]) -> Vec<u8> {
+        super::client_proof(secret, agent_nonce, client_nonce)
+    }
+
+    /// [`super::agent_proof`].
+    pub fn agent_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]) -> Vec<u8> {
+        super::agent_proof(secret, agent_nonce, client_nonce)
+    }
+}
+
 /// Checks a client's proof in constant time.
 pub(crate) fn verify_client(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8], proof: &[u8]) -> bool {
     mac(secret, CLIENT_LABEL, agent_nonce, client_nonce)

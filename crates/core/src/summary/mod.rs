@@ -11,6 +11,7 @@ pub(crate) mod check;
 pub use check::escape_controls;
 pub mod http;
 pub mod iperf3;
+pub mod relayed;
 pub mod rr;
 mod tcp;
 mod udp;
