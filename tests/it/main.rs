@@ -18,10 +18,13 @@ mod cost;
 mod deploy;
 mod examples;
 mod exit;
+#[path = "../harness/fake_agent.rs"]
+mod fake_agent;
 mod flags;
 mod fleet;
 mod h2;
 mod h2_client;
+mod harden3_relay;
 mod harness;
 mod http;
 mod httpd;

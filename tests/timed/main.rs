@@ -23,6 +23,8 @@ macro_rules! timed {
 
 #[path = "../harness/attack.rs"]
 mod attack;
+#[path = "../harness/fake_agent.rs"]
+mod fake_agent;
 #[path = "../harness/iperf3.rs"]
 mod iperf3;
 #[path = "../harness/kinds.rs"]
@@ -39,6 +41,7 @@ mod cost;
 mod flags;
 mod fleet;
 mod h2_client;
+mod harden3_relay;
 mod http;
 mod iperf3_client;
 mod iperf3_server;
