@@ -23,9 +23,11 @@ use std::time::Duration;
 
 /// The CPUs budgeted per host for a relayed document's size: the controller does not learn
 /// either host's CPUs before the document comes (a direct client reads its agent's from
-/// `accepted`). At [`result_limit_bytes`]'s 2 KiB per CPU per host sample, 256 covers the
-/// per-CPU figures of hosts several times larger than that.
-pub(crate) const RELAY_HOST_CORES: usize = 256;
+/// `accepted`). [`result_limit_bytes`] budgets 2 KiB per CPU per host sample, where a host
+/// sample's per-CPU figures take about 170 bytes a CPU as JSON: 32 covers hosts of about 380
+/// CPUs, and keeps a short test's bound near 10 MiB (the controller parses a document into
+/// about eight times its size: a 40 MB one of interval records took it to 312 MiB).
+pub(crate) const RELAY_HOST_CORES: usize = 32;
 /// The fastest rate a relayed figure may claim, bits/s: 10 Tbit/s, many times the fastest
 /// interface or loopback a run can reach (loopback on a large host: about 0.2 Tbit/s).
 pub const MAX_BITS_PER_SECOND: f64 = 1e13;
@@ -95,6 +97,8 @@ pub enum RelayedError {
         sent: u64,
         unit: &'static str,
     },
+    #[error("it carries {got} interval records, more than the {max} a run of {seconds:.0} s makes")]
+    TooManyRecords { got: usize, max: u64, seconds: f64 },
     #[error("it reports {got} streams, the test has {max}")]
     TooManyStreams { got: usize, max: usize },
 }
@@ -139,6 +143,7 @@ pub fn check_relayed(result: &TestResult, asked: &Asked<'_>) -> Result<(), Relay
         });
     }
     let seconds = run_seconds(asked);
+    records(result, spec, seconds)?;
     let s = &result.summary;
     side(&s.sent, "sent figures", seconds)?;
     side(&s.received, "received figures", seconds)?;
@@ -157,6 +162,24 @@ pub fn check_relayed(result: &TestResult, asked: &Asked<'_>) -> Result<(), Relay
     }
     receiver(spec, asked, s)?;
     kind_figures(result, seconds)
+}
+
+/// No more interval records than the two ends of a run of `seconds` make: a sample per stream
+/// per interval from each end, a host sample per interval from each (as a direct client bounds
+/// one agent's).
+fn records(result: &TestResult, spec: &TestSpec, seconds: f64) -> Result<(), RelayedError> {
+    let intervals = crate::engine::run::Plan::new(spec.timing())
+        .interval()
+        .map_or(2, |i| (seconds / i.as_secs_f64()).ceil() as u64 + 2);
+    let streams = spec.streams_per_agent() as u64;
+    let samples = (streams * intervals).min(crate::spec::MAX_INTERVAL_SAMPLES as u64);
+    let timeline = intervals.min(crate::metrics::sample::MAX_TIMELINE as u64);
+    let max = 2 * (samples + timeline);
+    let got = result.intervals.len();
+    if got as u64 > max {
+        return Err(RelayedError::TooManyRecords { got, max, seconds });
+    }
+    Ok(())
 }
 
 /// A side's rate: finite, possible, the rate of its own bytes over its own time.
@@ -384,6 +407,25 @@ mod tests {
         a.offset_ns = 3_600_000_000_000;
         assert!(check_relayed(&ahead, &a).is_ok());
 
+        let mut crowded = honest(&spec);
+        let record = crate::result::IntervalRecord::Stream(crate::result::StreamInterval {
+            agent: "10.0.0.2:5301".into(),
+            counted_by: "client".into(),
+            direction: "forward".into(),
+            side: "sent".into(),
+            sample: crate::result::IntervalSample {
+                stream: 0,
+                start_ns: 0,
+                end_ns: 1,
+                bytes: 1,
+                ops: 1,
+                tcp: None,
+            },
+            bits_per_second: 8e9,
+        });
+        crowded.intervals = vec![record; 10_000];
+        assert!(why(&crowded, &spec).is_err_and(|e| e.contains("interval records")));
+
         let mut other = TcpSpec::new();
         other.streams = 7;
         let mut mismatched = honest(&spec);
@@ -407,8 +449,8 @@ mod tests {
     fn issue_39_the_relayed_bound_follows_the_test() {
         let short = TestSpec::Tcp(TcpSpec::new());
         let limit = relayed_limit_bytes(&short, Duration::from_secs(1));
-        // Twice one side's bound with 256 CPUs: tens of MiB for a 10 s test, not 128 MiB.
-        assert!(limit > 4 << 20 && limit < 64 << 20, "{limit}");
+        // Twice one side's bound with 32 CPUs: about 10 MiB for a 10 s test, not 128 MiB.
+        assert!(limit > 4 << 20 && limit < 16 << 20, "{limit}");
         assert!(limit < 126_000_000);
         let mut long = TcpSpec::new();
         long.timing.limit = crate::spec::Limit::Seconds(3600.0);
