@@ -202,3 +202,41 @@ impl Drop for StopOnDrop<'_> {
         self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
+
+/// A `clock` session opened by hand (issue 39): past the preambles and the hello (an agent
+/// without a secret), `clock` sent; returns the stream and the agent's first answer (its
+/// `clock_reading`, or the error that refused it). None when the agent closed before answering.
+pub fn open_clock_session(to: SocketAddr) -> Option<(TcpStream, Value)> {
+    let mut s = TcpStream::connect(to).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut out = preamble().to_vec();
+    out.extend(frame(&json!({"type": "clock"})));
+    s.write_all(&out).ok()?;
+    let mut theirs = [0u8; 8];
+    s.read_exact(&mut theirs).ok()?;
+    let hello = read_frame(&mut s)?;
+    assert_eq!(hello["type"], "hello", "{hello}");
+    let answer = read_frame(&mut s)?;
+    Some((s, answer))
+}
+
+/// One message off `s`, None at its end or a time-out.
+pub fn read_frame(s: &mut TcpStream) -> Option<Value> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).ok()?;
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+/// Peak resident memory of process `pid` so far, bytes (VmHWM).
+pub fn peak_rss_bytes(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}

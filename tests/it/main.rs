@@ -24,6 +24,7 @@ mod flags;
 mod fleet;
 mod h2;
 mod h2_client;
+mod harden3_fleetclock;
 mod harden3_relay;
 mod harness;
 mod http;

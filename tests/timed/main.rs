@@ -41,6 +41,7 @@ mod cost;
 mod flags;
 mod fleet;
 mod h2_client;
+mod harden3_fleetclock;
 mod harden3_relay;
 mod http;
 mod iperf3_client;

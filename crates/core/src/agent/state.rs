@@ -17,6 +17,8 @@ pub(super) struct State {
     pub(super) config: AgentConfig,
     pub(super) host: HostInfo,
     pub(super) tests: AtomicUsize,
+    /// Clock sessions answered now (at most `clock::MAX_CLOCK_SESSIONS`, issue 39).
+    pub(super) clocks: AtomicUsize,
     pub(super) opening: Opening,
     pub(super) pending: Pending,
     pub(super) budget: Budget,

@@ -3,7 +3,9 @@
 //! and a third-party test ([`run_from`]: the agent runs the client's half against another agent
 //! and sends the whole run back). `matrix` builds patterns out of them.
 
-use super::session::{ClientError, ClientOptions, Target, answer_challenge, authenticated, connect, unix_ns};
+use super::session::{
+    ClientError, ClientOptions, Target, answer_challenge, authenticated, authenticated_by, connect, unix_ns,
+};
 use crate::proto::Message;
 use crate::proto::conn::Conn;
 use crate::proto::conn::ProtoError;
@@ -17,6 +19,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// How long an agent may take to answer one clock query.
 const CLOCK_REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest one agent's clock reading takes, connecting and authenticating included (issue
+/// 39): the exchanges that fit are made (at most the number asked), so an agent far away gives
+/// fewer and a round is not held for it; one that cannot give a single reading by then fails
+/// its cells. On loopback 32 exchanges take milliseconds; an agent 800 ms away gives four.
+pub const CLOCK_READING_MAX: Duration = Duration::from_secs(5);
 /// How long past the test's own length a third-party run's result may take: the handshakes of
 /// the far agent, a synchronised start's wait, and the far result's own allowance.
 const RELAY_ALLOWANCE: Duration = Duration::from_secs(60);
@@ -35,20 +42,43 @@ pub struct AgentClock {
     pub node: Option<String>,
 }
 
-/// Reads `target`'s clock `exchanges` times (at least once) and keeps the exchange with the
-/// shortest round trip: offset = far time − (sent + round trip / 2), within ± half that round
-/// trip. A far clock read at the midpoint of its exchange is the assumption; a path slower one
-/// way than the other shifts the estimate by up to the uncertainty, never more.
+/// Reads `target`'s clock up to `exchanges` times (at least once), all within
+/// [`CLOCK_READING_MAX`], and keeps the exchange with the shortest round trip: offset = far time −
+/// (sent + round trip / 2), within ± half that round trip. A far clock read at the midpoint of
+/// its exchange is the assumption; a path slower one way than the other shifts the estimate by
+/// up to the uncertainty, never more. Another exchange is begun only while one as fast as the
+/// fastest so far still fits before the deadline; an exchange that fails after the first (the
+/// agent ended its session) ends the reading with what it has.
 pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Result<AgentClock, ClientError> {
-    let mut conn = authenticated(target, opts)?;
     let peer = target.addr;
+    let deadline = Instant::now() + CLOCK_READING_MAX;
+    let too_far = || ClientError::ClockTooFar {
+        peer,
+        seconds: CLOCK_READING_MAX.as_secs_f64(),
+    };
+    let past = |e: ClientError| if Instant::now() >= deadline { too_far() } else { e };
+    let mut conn = authenticated_by(target, opts, Some(deadline)).map_err(past)?;
     let mut best: Option<(Duration, i64)> = None;
     let mut about = None;
-    for _ in 0..exchanges.max(1) {
+    let mut made = 0;
+    while made < exchanges.max(1) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if best.is_some_and(|(fastest, _)| left < fastest) {
+            break;
+        }
+        if left.is_zero() {
+            return Err(too_far());
+        }
         let sent = SystemTime::now();
         let t0 = Instant::now();
-        conn.send(&Message::Clock)?;
-        let reply = conn.recv(CLOCK_REPLY_TIMEOUT, "waiting for the agent's clock")?;
+        let reply = conn
+            .send(&Message::Clock)
+            .and_then(|()| conn.recv(CLOCK_REPLY_TIMEOUT.min(left), "waiting for the agent's clock"));
+        let reply = match reply {
+            Ok(r) => r,
+            Err(_) if best.is_some() => break,
+            Err(e) => return Err(past(e.into())),
+        };
         let rtt = t0.elapsed();
         let Message::ClockReading {
             unix_ns: far,
@@ -64,6 +94,7 @@ pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Resu
             best = Some((rtt, offset));
         }
         about.get_or_insert((host_name, node));
+        made += 1;
     }
     let (rtt, offset_ns) = best.ok_or(ClientError::Malformed { peer, what: "clock" })?;
     let (host_name, node) = about.ok_or(ClientError::Malformed { peer, what: "clock" })?;
@@ -72,7 +103,7 @@ pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Resu
         estimate: ClockEstimate {
             offset_ns,
             uncertainty_ns: (rtt.as_nanos() / 2) as u64,
-            exchanges: exchanges.max(1),
+            exchanges: made,
         },
         host_name: clean(host_name),
         node: node.map(clean),

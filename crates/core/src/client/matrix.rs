@@ -12,7 +12,8 @@ use crate::result::{
     jain_index,
 };
 use crate::spec::TestSpec;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 /// Exchanges per clock estimate.
@@ -20,6 +21,18 @@ pub const CLOCK_EXCHANGES: u32 = 32;
 /// The least time between giving a round its start and that start: every `from` agent must
 /// reach its `to`, authenticate and open its data connections before it.
 const START_MARGIN: Duration = Duration::from_millis(600);
+/// Round trips of its clock a `from` agent is given, on top of [`START_MARGIN`], to have the
+/// request and reach its `to` before the start.
+const START_ROUND_TRIPS: u32 = 10;
+/// The furthest ahead a round's start is set (issue 39): under the 8 s an agent waits for a
+/// start (`START_WAIT_MAX`), leaving 2 s for a clock's error and the request's way there. A
+/// `from` agent whose clock needs a start further off (0.6 s + 10 round trips: a round trip over
+/// 540 ms) does not set it: it is given the start the others need, its test starts when it is
+/// ready, and a note says how late. So one far agent never spoils its neighbours' cells.
+const HORIZON_MAX: Duration = Duration::from_secs(6);
+/// Clock readings made at once; the rest wait for one of them to end (each ends within
+/// `fleet::CLOCK_READING_MAX`).
+const CLOCK_READERS: usize = 32;
 
 /// A pattern to run: the spec every cell runs, the hosts, the cells (from, to: indexes into
 /// `hosts`) and the rounds (indexes into `cells`).
@@ -34,19 +47,32 @@ pub struct MatrixPlan<'a> {
     pub skew_bound: Duration,
 }
 
-/// Every host's clock, read at once: what a controller asks before its first round (and what
-/// `--different-nodes` filters by).
+/// Every host's clock, read at once (at most [`CLOCK_READERS`] at a time): what a controller
+/// asks before its first round (and what `--different-nodes` filters by).
 pub fn read_clocks(hosts: &[Target], opts: &ClientOptions) -> Vec<Result<AgentClock, String>> {
+    let all: Vec<&Target> = hosts.iter().collect();
+    read_each(&all, opts)
+}
+
+/// `targets`' clocks, each read within `fleet::CLOCK_READING_MAX`, by at most [`CLOCK_READERS`]
+/// threads: so reading any number of agents takes that bound per [`CLOCK_READERS`] agents.
+fn read_each(targets: &[&Target], opts: &ClientOptions) -> Vec<Result<AgentClock, String>> {
+    let next = AtomicUsize::new(0);
+    let read: Vec<OnceLock<Result<AgentClock, String>>> = targets.iter().map(|_| OnceLock::new()).collect();
     std::thread::scope(|scope| {
-        let reading: Vec<_> = hosts
-            .iter()
-            .map(|t| scope.spawn(move || read_clock(t, opts, CLOCK_EXCHANGES).map_err(|e| error_chain(&e))))
-            .collect();
-        reading
-            .into_iter()
-            .map(|r| r.join().expect("reading a clock does not panic"))
-            .collect()
-    })
+        for _ in 0..CLOCK_READERS.min(targets.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(t) = targets.get(i) else { return };
+                    let _ = read[i].set(read_clock(t, opts, CLOCK_EXCHANGES).map_err(|e| error_chain(&e)));
+                }
+            });
+        }
+    });
+    read.into_iter()
+        .map(|r| r.into_inner().expect("every clock was read"))
+        .collect()
 }
 
 /// The figure a matrix of `spec`'s kind shows in each cell.
@@ -132,7 +158,7 @@ pub fn run_matrix(
             continue;
         }
         // The first round starts from the readings just made; later ones read again.
-        let ran = run_round(plan, members, clocks, r > 0, opts, interrupt);
+        let (ran, far) = run_round(plan, members, clocks, r > 0, opts, interrupt);
         for (&i, outcome) in members.iter().zip(ran) {
             let cell = &mut cells[i];
             match outcome {
@@ -152,6 +178,26 @@ pub fn run_matrix(
                 Err(e) => cell.error = Some(e),
             }
             progress(cell);
+        }
+        // A `from` agent too far off to set the round's start: how late its test began.
+        for Far { cell: i, rtt, need } in far {
+            let c = &cells[i];
+            let late = c
+                .start
+                .map(|s| s.actual_unix_ns.saturating_sub(s.scheduled_unix_ns) as f64 / 1e9);
+            notes.push(format!(
+                "{}: its clock's round trip of {:.0} ms would have set round {}'s start {:.1} s ahead, past the {} s a start may be; the start was set for the round's other agents{}",
+                c.from,
+                rtt.as_secs_f64() * 1e3,
+                r + 1,
+                need.as_secs_f64(),
+                HORIZON_MAX.as_secs(),
+                match late {
+                    Some(late) if late > 0.0 => format!(", and its test started {late:.3} s after it"),
+                    Some(_) => ", and its test started with them".to_string(),
+                    None => String::new(),
+                }
+            ));
         }
         // The latest estimate of each `from` agent's clock is the one its hosts entry keeps.
         for &i in members {
@@ -260,8 +306,36 @@ fn summarise_round(cells: &[Cell], members: &[usize]) -> Round {
 
 type CellOutcome = Result<(TestResult, Option<CellStart>), String>;
 
-/// One round: each `from` agent's clock (read again when `read_again`, else its first
-/// reading), one start given to all, every cell's third-party run at once.
+/// A cell whose `from` agent's clock was too far off to set its round's start (issue 39).
+struct Far {
+    /// The cell's index.
+    cell: usize,
+    /// Its clock's best round trip.
+    rtt: Duration,
+    /// How far ahead the round's start would have had to be for it.
+    need: Duration,
+}
+
+/// How far ahead a start must be for an agent whose clock reads `c`: [`START_MARGIN`] and
+/// [`START_ROUND_TRIPS`] of its round trips.
+fn start_need(c: &ClockEstimate) -> Duration {
+    START_MARGIN + Duration::from_nanos(c.uncertainty_ns.saturating_mul(2)) * START_ROUND_TRIPS
+}
+
+/// How far ahead a round's start is set, from what each of its agents needs ([`start_need`]):
+/// as far as the furthest need at most [`HORIZON_MAX`]; when every agent needs more, that bound.
+fn round_horizon(needs: &[Duration]) -> Duration {
+    match needs.iter().filter(|n| **n <= HORIZON_MAX).max() {
+        Some(n) => *n,
+        None if needs.is_empty() => START_MARGIN,
+        None => HORIZON_MAX,
+    }
+}
+
+/// One round: each `from` agent's clock (read again when `read_again`, each once, else its
+/// first reading), one start given to all, every cell's third-party run at once. The start is as
+/// far ahead as the agents that fit under [`HORIZON_MAX`] need; the cells of those that do not
+/// are returned beside the outcomes.
 fn run_round(
     plan: &MatrixPlan<'_>,
     members: &[usize],
@@ -269,44 +343,63 @@ fn run_round(
     read_again: bool,
     opts: &ClientOptions,
     interrupt: &AtomicBool,
-) -> Vec<CellOutcome> {
+) -> (Vec<CellOutcome>, Vec<Far>) {
     // Hosts that were never reached fail their cells without another try.
     let unreached = |h: usize| first[h].as_ref().err().cloned();
-    let clocks: Vec<Result<ClockEstimate, String>> = std::thread::scope(|scope| {
-        let reading: Vec<_> = members
-            .iter()
-            .map(|&i| {
-                let (f, t) = plan.cells[i];
-                scope.spawn(move || {
-                    if let Some(e) = unreached(f) {
-                        return Err(format!("{}: not reached: {e}", plan.hosts[f].name));
-                    }
-                    if let Some(e) = unreached(t) {
-                        return Err(format!("{}: not reached: {e}", plan.hosts[t].name));
-                    }
-                    if !read_again && let Ok(c) = &first[f] {
-                        return Ok(c.estimate);
-                    }
-                    read_clock(&plan.hosts[f], opts, CLOCK_EXCHANGES)
-                        .map(|c| c.estimate)
-                        .map_err(|e| format!("{}: {}", plan.hosts[f].name, error_chain(&e)))
-                })
-            })
-            .collect();
-        reading
-            .into_iter()
-            .map(|r| r.join().expect("reading a clock does not panic"))
-            .collect()
-    });
-    // The start: far enough off for the slowest agent's exchanges to count for nothing.
-    let slowest = clocks
+    let mut froms: Vec<usize> = members
         .iter()
-        .filter_map(|c| c.as_ref().ok())
-        .map(|c| Duration::from_nanos(c.uncertainty_ns.saturating_mul(2)))
-        .max()
-        .unwrap_or_default();
-    let start = unix_ns(SystemTime::now() + START_MARGIN + slowest * 10);
-    std::thread::scope(|scope| {
+        .map(|&i| plan.cells[i].0)
+        .filter(|&f| unreached(f).is_none())
+        .collect();
+    froms.sort_unstable();
+    froms.dedup();
+    let fresh = if read_again {
+        let targets: Vec<&Target> = froms.iter().map(|&f| &plan.hosts[f]).collect();
+        read_each(&targets, opts)
+    } else {
+        Vec::new()
+    };
+    let clocks: Vec<Result<ClockEstimate, String>> = members
+        .iter()
+        .map(|&i| {
+            let (f, t) = plan.cells[i];
+            if let Some(e) = unreached(f) {
+                return Err(format!("{}: not reached: {e}", plan.hosts[f].name));
+            }
+            if let Some(e) = unreached(t) {
+                return Err(format!("{}: not reached: {e}", plan.hosts[t].name));
+            }
+            match froms.binary_search(&f).ok().and_then(|k| fresh.get(k)) {
+                Some(read) => read
+                    .as_ref()
+                    .map(|c| c.estimate)
+                    .map_err(|e| format!("{}: {e}", plan.hosts[f].name)),
+                None => first[f]
+                    .as_ref()
+                    .map(|c| c.estimate)
+                    .map_err(|e| format!("{}: not reached: {e}", plan.hosts[f].name)),
+            }
+        })
+        .collect();
+    // The start: far enough off for every agent that fits under the bound to reach its peer with
+    // its exchanges counting for nothing; an agent further off is not waited for.
+    let needs: Vec<Duration> = clocks.iter().filter_map(|c| c.as_ref().ok()).map(start_need).collect();
+    let horizon = round_horizon(&needs);
+    let far: Vec<Far> = members
+        .iter()
+        .zip(&clocks)
+        .filter_map(|(&i, c)| {
+            let c = c.as_ref().ok()?;
+            let need = start_need(c);
+            (need > horizon).then(|| Far {
+                cell: i,
+                rtt: Duration::from_nanos(c.uncertainty_ns.saturating_mul(2)),
+                need,
+            })
+        })
+        .collect();
+    let start = unix_ns(SystemTime::now() + horizon);
+    let outcomes = std::thread::scope(|scope| {
         let running: Vec<_> = members
             .iter()
             .zip(&clocks)
@@ -342,7 +435,8 @@ fn run_round(
             .into_iter()
             .map(|r| r.join().expect("a cell's run does not panic"))
             .collect()
-    })
+    });
+    (outcomes, far)
 }
 
 /// An error with its causes, one line.
@@ -355,4 +449,41 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock(rtt_ms: u64) -> ClockEstimate {
+        ClockEstimate {
+            offset_ns: 0,
+            uncertainty_ns: rtt_ms * 1_000_000 / 2,
+            exchanges: 32,
+        }
+    }
+
+    #[test]
+    fn a_start_is_as_far_ahead_as_its_agents_need() {
+        let needs: Vec<Duration> = [1, 3, 200].map(|ms| start_need(&clock(ms))).to_vec();
+        assert_eq!(round_horizon(&needs), Duration::from_millis(600 + 2000));
+    }
+
+    #[test]
+    fn an_agent_too_far_off_does_not_set_the_start() {
+        // 800 ms away needs 8.6 s, past the 6 s bound: the others' 0.61 s is the start.
+        let needs: Vec<Duration> = [1, 800].map(|ms| start_need(&clock(ms))).to_vec();
+        assert_eq!(needs[1], Duration::from_millis(8600));
+        assert_eq!(round_horizon(&needs), Duration::from_millis(610));
+        // Just under the bound still counts.
+        let needs: Vec<Duration> = [1, 540].map(|ms| start_need(&clock(ms))).to_vec();
+        assert_eq!(round_horizon(&needs), HORIZON_MAX);
+    }
+
+    #[test]
+    fn when_every_agent_is_too_far_off_the_start_is_the_bound() {
+        let needs: Vec<Duration> = [900, 2000].map(|ms| start_need(&clock(ms))).to_vec();
+        assert_eq!(round_horizon(&needs), HORIZON_MAX);
+        assert_eq!(round_horizon(&[]), START_MARGIN);
+    }
 }

@@ -63,6 +63,9 @@ pub enum ClientError {
         "{peer} asked for no secret, so it cannot prove it is the agent you meant; give --allow-unauthenticated-agent to run against it anyway"
     )]
     Unauthenticated { peer: SocketAddr },
+    /// An agent whose clock could not be read within the whole reading's deadline (issue 39).
+    #[error("{peer}: no clock reading within {seconds} s (connecting, authenticating and one exchange)")]
+    ClockTooFar { peer: SocketAddr, seconds: f64 },
     #[error("a third-party test needs the fleet's secret: give --secret-file PATH or set LINERATE_SECRET")]
     NeedSecretForRelay,
     /// A third-party run came back but cannot be the answer to the test asked (issue 39).
@@ -299,6 +302,34 @@ pub(super) fn open_session(target: &Target, spec: &TestSpec, opts: &ClientOption
 /// Connects, exchanges preambles and authenticates (both ways when there is a secret): the
 /// control connection ready for its `request` (or `profiles`).
 pub(super) fn authenticated(target: &Target, opts: &ClientOptions) -> Result<Conn, ClientError> {
+    authenticated_by(target, opts, None)
+}
+
+/// [`authenticated`], each of its waits (connect, preamble, hello, proof) also cut at `deadline`
+/// when one is given: a clock reading's deadline for the whole reading (issue 39).
+pub(super) fn authenticated_by(
+    target: &Target,
+    opts: &ClientOptions,
+    deadline: Option<Instant>,
+) -> Result<Conn, ClientError> {
+    let within = |t: Duration| match deadline {
+        // Never zero: a zero timeout means "none" to a socket.
+        Some(d) => t
+            .min(d.saturating_duration_since(Instant::now()))
+            .max(Duration::from_millis(1)),
+        None => t,
+    };
+    let cut;
+    let opts = match deadline {
+        Some(_) => {
+            cut = ClientOptions {
+                connect_timeout: within(opts.connect_timeout),
+                ..opts.clone()
+            };
+            &cut
+        }
+        None => opts,
+    };
     let peer = target.addr;
     // With a secret, the first flight proves it (a fresh time and nonce under mac1), so that an
     // agent under a flood gives this connection a reserved slot (issue 22). Made before the
@@ -314,8 +345,8 @@ pub(super) fn authenticated(target: &Target, opts: &ClientOptions) -> Result<Con
     };
     let stream = connect(peer, opts, |_| Ok(()))?;
     let mut conn = Conn::new(stream, peer);
-    conn.open_with(&first_flight, opts.connect_timeout)?;
-    answer_challenge(conn, target, opts, &|| REPLY_TIMEOUT)
+    conn.open_with(&first_flight, within(opts.connect_timeout))?;
+    answer_challenge(conn, target, opts, &|| within(REPLY_TIMEOUT))
 }
 
 /// The rest of [`authenticated`] after the preambles: the hello, and the challenge-response
