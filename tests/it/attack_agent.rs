@@ -272,18 +272,6 @@ fn issue_14_a_trickled_result_ends_the_client_within_its_deadline() {
     drop(fake);
 }
 
-/// Peak resident memory of process `pid` so far, bytes (VmHWM).
-fn peak_rss_bytes(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// A linerate datagram (docs/protocol.md): magic, stream, kind (0 data, 1 end marker), sequence
 /// number, send time, test id; little-endian, 32 bytes, then padding.
 pub(crate) fn datagram(stream: u16, kind: u16, seq: u64, test_id: u64) -> [u8; 64] {
