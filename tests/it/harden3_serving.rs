@@ -1,6 +1,7 @@
 //! The HTTP server's HTTP/2 streams under attack (issue 39, item 6): connections that ask for
 //! a large body and grant no flow-control window are reset and closed at the idle limit, and
-//! the server's memory stays bounded while they are held.
+//! the server's memory stays bounded while they are held; `serve --metrics` past its
+//! connection cap.
 
 use crate::attack::{closed_by_peer, peak_rss_bytes};
 use crate::util::*;
@@ -110,4 +111,41 @@ fn issue_39_http2_streams_with_a_zero_window_are_reset_and_closed_at_the_idle_li
     let mut got = Vec::new();
     let _ = std::io::Read::read_to_end(&mut s, &mut got);
     assert!(got.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&got));
+}
+
+/// `serve --metrics` past its 64 connections (issue 39, item 7): the oldest waiting ones are
+/// closed to make room, the rest by their 2 s deadline, and a scrape is still answered.
+#[test]
+fn issue_39_metrics_closes_the_oldest_waiting_connection_past_its_cap() {
+    let (_agent, _addr, metrics) = agent_with_metrics();
+    let conns: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(&metrics).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let closed: Vec<bool> = conns.iter().map(closed_by_peer).collect();
+    // Not a time bound: 500 ms is well within the 2 s deadline, so only the cap has closed any.
+    assert!(
+        closed[..36].iter().all(|c| *c) && closed[36..].iter().all(|c| !*c),
+        "closed: {:?}",
+        closed.iter().map(|c| u8::from(*c)).collect::<Vec<_>>()
+    );
+    let mut s = TcpStream::connect(&metrics).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n").expect("send");
+    let mut got = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut s, &mut got);
+    let text = String::from_utf8_lossy(&got);
+    assert!(
+        text.starts_with("HTTP/1.1 200 OK") && text.ends_with("# EOF\n"),
+        "{text}"
+    );
+    // The rest by their deadline (an upper bound only: 2 s and margin).
+    let start = Instant::now();
+    while conns.iter().any(|c| !closed_by_peer(c)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "idle connections outlived their deadline"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

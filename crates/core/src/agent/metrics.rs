@@ -282,6 +282,7 @@ pub(super) fn serve(listener: &TcpListener, metrics: &Metrics, stopping: &Atomic
     }
     let mut clients: Vec<Client> = Vec::with_capacity(MAX_CONNECTIONS);
     let mut fds: Vec<libc::pollfd> = Vec::with_capacity(MAX_CONNECTIONS + 1);
+    let mut accepted = 0u64;
     while !stopping.load(Ordering::SeqCst) {
         let now = Instant::now();
         let soonest = clients.iter().map(|c| c.deadline).min();
@@ -294,7 +295,11 @@ pub(super) fn serve(listener: &TcpListener, metrics: &Metrics, stopping: &Atomic
         });
         fds.extend(clients.iter().map(|c| libc::pollfd {
             fd: c.stream.as_raw_fd(),
-            events: if c.answer.is_empty() { libc::POLLIN } else { libc::POLLOUT },
+            events: if c.answer.is_empty() {
+                libc::POLLIN
+            } else {
+                libc::POLLOUT
+            },
             revents: 0,
         }));
         // A millisecond at least: a deadline due now is handled on the next turn, not spun on.
@@ -325,13 +330,15 @@ pub(super) fn serve(listener: &TcpListener, metrics: &Metrics, stopping: &Atomic
                         let oldest = clients
                             .iter()
                             .enumerate()
-                            .min_by_key(|(_, c)| (!c.answer.is_empty(), c.deadline))
+                            .min_by_key(|(_, c)| (!c.answer.is_empty(), c.seq))
                             .map(|(i, _)| i);
                         if let Some(i) = oldest {
                             clients.swap_remove(i);
                         }
                     }
+                    accepted += 1;
                     clients.push(Client {
+                        seq: accepted,
                         stream,
                         deadline: Instant::now() + REQUEST_TIMEOUT,
                         request: Vec::new(),
@@ -354,6 +361,8 @@ pub(super) fn serve(listener: &TcpListener, metrics: &Metrics, stopping: &Atomic
 /// One connection to the endpoint: its request head as it arrives, then its answer as the
 /// client takes it.
 struct Client {
+    /// Its place in the order of accepts: the lowest is the oldest.
+    seq: u64,
     stream: TcpStream,
     /// Accept plus [`REQUEST_TIMEOUT`]: closed then, answered or not.
     deadline: Instant,

@@ -278,13 +278,6 @@ impl Drop for Copied {
     }
 }
 
-/// What the connection's task waits for next.
-enum Next {
-    Accepted(Option<Result<(http::Request<h2::RecvStream>, h2::server::SendResponse<Bytes>), h2::Error>>),
-    /// Every stream left was reset for making no progress: close the connection.
-    Stalled,
-}
-
 /// One HTTP/2 connection: handshake, then its streams, each answered by a task of its own.
 async fn serve(job: Handoff, ctx: Rc<Ctx>) {
     let _held = Held {
@@ -324,17 +317,22 @@ async fn serve(job: Handoff, ctx: Rc<Ctx>) {
     loop {
         let next = tokio::time::timeout(
             wait,
+            // None: every stream left was reset for making no progress.
             std::future::poll_fn(|cx| {
                 if streams.stalled.get() && streams.open.get() == 0 {
-                    return std::task::Poll::Ready(Next::Stalled);
+                    return std::task::Poll::Ready(None);
                 }
-                *streams.waker.borrow_mut() = Some(cx.waker().clone());
-                conn.poll_accept(cx).map(Next::Accepted)
+                let mut waker = streams.waker.borrow_mut();
+                if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *waker = Some(cx.waker().clone());
+                }
+                drop(waker);
+                conn.poll_accept(cx).map(Some)
             }),
         )
         .await;
         match next {
-            Ok(Next::Accepted(Some(Ok((req, respond))))) => {
+            Ok(Some(Some(Ok((req, respond))))) => {
                 wait = idle;
                 streams.open.set(streams.open.get() + 1);
                 let (ctx, streams) = (Rc::clone(&ctx), Rc::clone(&streams));
@@ -349,11 +347,11 @@ async fn serve(job: Handoff, ctx: Rc<Ctx>) {
                     }
                 });
             }
-            Ok(Next::Accepted(Some(Err(e)))) => return ctx.counts.error(&e),
-            Ok(Next::Accepted(None)) => break,
+            Ok(Some(Some(Err(e)))) => return ctx.counts.error(&e),
+            Ok(Some(None)) => break,
             // Its streams could send nothing for the idle limit and were reset: a client that
             // grants no window (or reads nothing) is not waited for again.
-            Ok(Next::Stalled) => {
+            Ok(None) => {
                 conn.abrupt_shutdown(h2::Reason::NO_ERROR);
                 break;
             }
@@ -465,27 +463,25 @@ async fn answer(
         };
         send.reserve_capacity(ask);
         let granted = match send.capacity() {
-            0 => match tokio::time::timeout_at(
-                progress + idle,
-                std::future::poll_fn(|cx| send.poll_capacity(cx)),
-            )
-            .await
-            {
-                Ok(Some(Ok(n))) => n,
-                Ok(Some(Err(e))) => {
-                    give_back(ask);
-                    return counts.error(&e);
+            0 => {
+                match tokio::time::timeout_at(progress + idle, std::future::poll_fn(|cx| send.poll_capacity(cx))).await
+                {
+                    Ok(Some(Ok(n))) => n,
+                    Ok(Some(Err(e))) => {
+                        give_back(ask);
+                        return counts.error(&e);
+                    }
+                    // The stream was reset by the client.
+                    Ok(None) => {
+                        give_back(ask);
+                        return bump(&counts.resets, 1);
+                    }
+                    Err(_) => {
+                        give_back(ask);
+                        return stalled(&mut send);
+                    }
                 }
-                // The stream was reset by the client.
-                Ok(None) => {
-                    give_back(ask);
-                    return bump(&counts.resets, 1);
-                }
-                Err(_) => {
-                    give_back(ask);
-                    return stalled(&mut send);
-                }
-            },
+            }
             n => n,
         };
         let want = ask.min(granted);
