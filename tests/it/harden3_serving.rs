@@ -149,3 +149,120 @@ fn issue_39_metrics_closes_the_oldest_waiting_connection_past_its_cap() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A file larger than what one HTTP/2 connection may hold copied (1 MiB,
+/// `httpd::http2::FILE_BUFFER_BYTES`): one copy byte-exact (curl), and eight on four streams at
+/// once of one connection (h2load) all whole, the streams taking turns at the connection's
+/// file buffer.
+#[test]
+fn issue_39_http2_file_bodies_past_the_connection_buffer_come_whole() {
+    if !on_path("curl") || !on_path("h2load") {
+        eprintln!("skipped: no curl or h2load");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("big.bin");
+    let content: Vec<u8> = (0..3_000_017u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    std::fs::write(&path, &content).expect("write the file");
+    let file = path.to_str().expect("utf-8 path");
+    let agent = Agent::start(&["--http-port", "0", "--file", file]);
+    let url = agent.http_url("/files/big.bin");
+    let got = dir.path().join("got");
+    let mut curl = std::process::Command::new("curl");
+    curl.args(["-sS", "--max-time", "30", "--http2-prior-knowledge", &url, "-o"])
+        .arg(&got);
+    let out = run_bounded(&mut curl, Duration::from_secs(40));
+    assert!(out.status.success(), "curl: {}", String::from_utf8_lossy(&out.stderr));
+    let got = std::fs::read(&got).expect("a body");
+    assert!(got == content, "{} bytes of {}", got.len(), content.len());
+    let mut h2load = std::process::Command::new("h2load");
+    h2load.args(["-n", "8", "-c", "1", "-m", "4", &url]);
+    let out = run_bounded(&mut h2load, Duration::from_secs(40));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("8 succeeded"), "{text}");
+    let data = format!("({}) data", 8 * content.len());
+    assert!(text.contains(&data), "not {data}: {text}");
+}
+
+/// Connections that grant every window in full (2^31 - 1) and open 128 streams each for a
+/// 4 MiB file, then read nothing: what the server holds copied for them is bounded by
+/// `httpd::http2::FILE_BUFFER_BYTES` a connection (h2 alone queued up to 400 KiB a stream, 50 MB
+/// a connection), and they are closed at the idle limit.
+#[test]
+fn issue_39_http2_file_streams_of_a_client_that_reads_nothing_hold_a_bounded_buffer() {
+    const FLOODS: usize = 4;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("four.bin");
+    std::fs::write(&path, vec![7u8; 4 << 20]).expect("write the file");
+    let idle = IDLE_SECS.to_string();
+    let agent = Agent::start(&[
+        "--http-port",
+        "0",
+        "--http-idle-timeout",
+        &idle,
+        "--file",
+        path.to_str().expect("utf-8"),
+    ]);
+    let addr: SocketAddr = agent.http_addr.as_deref().expect("http").parse().expect("addr");
+    let pid = agent.child.id();
+    let before = peak_rss_bytes(pid);
+    let conns: Vec<TcpStream> = (0..FLOODS)
+        .map(|_| {
+            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+            let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+            // SETTINGS_INITIAL_WINDOW_SIZE 2^31 - 1, and the connection's window raised to it.
+            out.extend(h2_frame(0x4, 0, 0, &[0, 0x4, 0x7f, 0xff, 0xff, 0xff]));
+            out.extend(h2_frame(0x8, 0, 0, &(0x7fff_ffffu32 - 65_535).to_be_bytes()));
+            let path = "/files/four.bin";
+            for stream in (1..256).step_by(2) {
+                let mut block = vec![0x82, 0x86, 0x04, path.len() as u8];
+                block.extend_from_slice(path.as_bytes());
+                block.extend_from_slice(&[0x01, 1, b't']);
+                out.extend(h2_frame(0x1, 0x5, stream, &block));
+            }
+            s.write_all(&out).expect("preface, settings and 128 requests");
+            s
+        })
+        .collect();
+    // What h2 queues is written as soon as the streams are answered; give them a second.
+    std::thread::sleep(Duration::from_secs(1));
+    let grew = peak_rss_bytes(pid).saturating_sub(before);
+    eprintln!(
+        "{FLOODS} connections of 128 file streams reading nothing: the agent grew by {} KiB",
+        grew / 1024
+    );
+    // 1 MiB of copies a connection, h2's frames and state, the allocator's slack.
+    assert!(
+        grew < 32 << 20,
+        "the agent grew by {} KiB for {FLOODS} connections that read nothing",
+        grew / 1024
+    );
+    // Closed at the idle limit, as the zero-window ones: an upper bound, with margin. Seen from
+    // the server's side: a client that reads nothing cannot receive the FIN behind the data.
+    assert_eq!(established_server_side(addr.port()), FLOODS);
+    let start = Instant::now();
+    while established_server_side(addr.port()) > 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(IDLE_SECS + 2 + 15),
+            "connections that read nothing outlived the idle limit"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(conns);
+}
+
+/// The server's established IPv4 TCP connections on local port `port` (/proc/net/tcp).
+fn established_server_side(port: u16) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    let local = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(&local) && f[3] == "01"
+        })
+        .count()
+}
