@@ -188,8 +188,8 @@ fn issue_39_http2_file_bodies_past_the_connection_buffer_come_whole() {
 
 /// Connections that grant every window in full (2^31 - 1) and open 128 streams each for a
 /// 4 MiB file, then read nothing: what the server holds copied for them is bounded by
-/// `httpd::http2::FILE_BUFFER_BYTES` a connection (h2 alone queued up to 400 KiB a stream, 50 MB
-/// a connection), and they are closed at the idle limit.
+/// `httpd::http2::FILE_BUFFER_BYTES` a connection (before, h2 alone queued up to 400 KiB a
+/// stream: the agent grew by 255 MiB for these four), and they are closed at the idle limit.
 #[test]
 fn issue_39_http2_file_streams_of_a_client_that_reads_nothing_hold_a_bounded_buffer() {
     const FLOODS: usize = 4;
