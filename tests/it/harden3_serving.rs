@@ -266,3 +266,25 @@ fn established_server_side(port: u16) -> usize {
         })
         .count()
 }
+
+/// `--http-idle-timeout` holds HTTP/1.1 too: a keep-alive connection quiet after its response
+/// is closed by the limit given (an upper bound only), not after the 60 s default.
+#[test]
+fn issue_39_http1_keep_alive_connections_close_at_the_idle_limit_given() {
+    let idle = IDLE_SECS.to_string();
+    let agent = Agent::start(&["--http-port", "0", "--http-idle-timeout", &idle]);
+    let addr: SocketAddr = agent.http_addr.as_deref().expect("http").parse().expect("addr");
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    s.write_all(b"GET /bytes/10 HTTP/1.1\r\nHost: t\r\n\r\n").expect("send");
+    let start = Instant::now();
+    let mut got = Vec::new();
+    s.set_read_timeout(Some(Duration::from_secs(IDLE_SECS + 15))).expect("timeout");
+    // The response, then end of stream when the server closes the quiet connection.
+    let _ = std::io::Read::read_to_end(&mut s, &mut got);
+    assert!(got.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&got));
+    assert!(
+        start.elapsed() < Duration::from_secs(IDLE_SECS + 10),
+        "still open {:?} after its response (idle limit {IDLE_SECS} s)",
+        start.elapsed()
+    );
+}
