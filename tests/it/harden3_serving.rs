@@ -278,7 +278,8 @@ fn issue_39_http1_keep_alive_connections_close_at_the_idle_limit_given() {
     s.write_all(b"GET /bytes/10 HTTP/1.1\r\nHost: t\r\n\r\n").expect("send");
     let start = Instant::now();
     let mut got = Vec::new();
-    s.set_read_timeout(Some(Duration::from_secs(IDLE_SECS + 15))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(IDLE_SECS + 15)))
+        .expect("timeout");
     // The response, then end of stream when the server closes the quiet connection.
     let _ = std::io::Read::read_to_end(&mut s, &mut got);
     assert!(got.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&got));
