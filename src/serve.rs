@@ -50,6 +50,7 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
             let config = HttpdConfig {
                 files: args.files.clone(),
                 head_timeout: args.http_head_timeout.0,
+                idle: args.http_idle_timeout.0,
                 max_connections_per_address: args.http_max_per_address,
                 ..HttpdConfig::default()
             };
@@ -170,6 +171,7 @@ fn https_server(
     let config = HttpdConfig {
         files: args.files.clone(),
         head_timeout: args.http_head_timeout.0,
+        idle: args.http_idle_timeout.0,
         max_connections_per_address: args.http_max_per_address,
         tls: Some(identity.config),
         ..HttpdConfig::default()

@@ -62,6 +62,16 @@ pub struct ServeArgs {
           allow_hyphen_values = true, value_parser = super::common::positive_time)]
     pub http_head_timeout: linerate_core::units::TimeSpan,
 
+    /// Seconds an HTTP connection or HTTP/2 stream may make no progress before it is closed
+    ///
+    /// A keep-alive connection between requests, and a response its client reads nothing of, are
+    /// closed after this; an HTTP/2 stream that could send nothing of its response (its window
+    /// kept at zero) is reset, and its connection closed when no stream is left.
+    /// Example: --http-idle-timeout 60
+    #[arg(long, value_name = "SECONDS", default_value = "60", requires = "http_server",
+          allow_hyphen_values = true, value_parser = super::common::positive_time)]
+    pub http_idle_timeout: linerate_core::units::TimeSpan,
+
     /// HTTP connections open at once from one IP address (0 = no limit)
     ///
     /// Past it that address's new connections are closed at accept, so one address cannot

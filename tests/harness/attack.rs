@@ -194,6 +194,18 @@ pub fn closed_by_peer(mut s: &TcpStream) -> bool {
     }
 }
 
+/// Peak resident memory of process `pid` so far, bytes (VmHWM).
+pub fn peak_rss_bytes(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// Sets the flag when dropped: flood threads stop even if the test fails while they run.
 pub struct StopOnDrop<'a>(pub &'a std::sync::atomic::AtomicBool);
 
@@ -227,16 +239,4 @@ pub fn read_frame(s: &mut TcpStream) -> Option<Value> {
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
     s.read_exact(&mut body).ok()?;
     serde_json::from_slice(&body).ok()
-}
-
-/// Peak resident memory of process `pid` so far, bytes (VmHWM).
-pub fn peak_rss_bytes(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
 }

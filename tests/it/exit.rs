@@ -301,6 +301,10 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
             vec!["serve", "-p", "0", "--http-port", "0", "--http-head-timeout", "0"],
             "--http-head-timeout",
         ),
+        (
+            vec!["serve", "-p", "0", "--http-port", "0", "--http-idle-timeout", "0"],
+            "--http-idle-timeout",
+        ),
     ];
     for (args, needle) in &cases {
         usage_error(args, needle);

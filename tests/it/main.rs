@@ -26,6 +26,7 @@ mod h2;
 mod h2_client;
 mod harden3_fleetclock;
 mod harden3_relay;
+mod harden3_serving;
 mod harness;
 mod http;
 mod httpd;

@@ -4,10 +4,10 @@
 //! --format openmetrics` passes promtool too.
 
 use crate::util::*;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -60,56 +60,6 @@ fn promtool(text: &str) -> (bool, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.success(), said)
-}
-
-/// A child killed and reaped on drop.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `linerate serve` on loopback with `--metrics 127.0.0.1:0`: the agent's and the endpoint's
-/// addresses, from its listening line.
-fn agent_with_metrics() -> (Reaped, String, String) {
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--metrics",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start linerate serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let child = Reaped(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let line = rx.recv_timeout(Duration::from_secs(10)).expect("a listening line");
-    let addr = line
-        .split_whitespace()
-        .nth(4)
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
-    let metrics = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("no metrics address in {line:?}"))
-        .to_string();
-    (child, addr, metrics)
 }
 
 fn run(db: &Path, args: &[&str]) -> std::process::Output {

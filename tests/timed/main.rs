@@ -43,6 +43,7 @@ mod fleet;
 mod h2_client;
 mod harden3_fleetclock;
 mod harden3_relay;
+mod harden3_serving;
 mod http;
 mod iperf3_client;
 mod iperf3_server;

@@ -6,8 +6,11 @@
 //! report when the test ends ([`Metrics::test_report`]); everything else counts events
 //! (accepted, refused, ended, a profile run). docs/metrics.md lists every metric.
 //!
-//! The endpoint answers one connection at a time, each within [`REQUEST_TIMEOUT`] in all, and
-//! reads at most [`MAX_REQUEST_BYTES`]: a slow or hostile peer holds it at most that long. It
+//! The endpoint serves its connections at once from one `poll(2)` loop (issue 39), each within
+//! [`REQUEST_TIMEOUT`] of its accept in all, at most [`MAX_CONNECTIONS`] of them (a new one past
+//! that closes the oldest still waiting for its request), and reads at most
+//! [`MAX_REQUEST_BYTES`] of a request: a slow or hostile peer holds its own connections only,
+//! never delays another's scrape. It
 //! speaks OpenMetrics 1.0.0 unless the scraper asks for the Prometheus text format (0.0.4) only
 //! (`Accept: text/plain`, as `promtool check metrics` wants it): the same samples either way.
 
@@ -30,6 +33,10 @@ use std::time::{Duration, Instant};
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// A scrape's request head, at most.
 const MAX_REQUEST_BYTES: usize = 8 * 1024;
+/// Connections the endpoint holds at once (a Prometheus server scrapes over one at a time).
+pub const MAX_CONNECTIONS: usize = 64;
+/// How often the loop looks at the stop flag when nothing happens.
+const POLL_EVERY: Duration = Duration::from_millis(100);
 /// The content type of the OpenMetrics exposition.
 pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// The content type of the Prometheus text format.
@@ -264,53 +271,152 @@ fn wants_text(accept: Option<&str>) -> bool {
     accept.is_some_and(|a| a.contains("text/plain") && !a.contains("application/openmetrics-text"))
 }
 
-/// Serves `GET /metrics` on `listener` until `stopping` is set, one connection at a time.
+/// Serves `GET /metrics` on `listener` until `stopping` is set: every connection at once on
+/// non-blocking sockets, one `poll(2)` loop on this thread (issue 39). A connection is read
+/// until its head is whole, then its answer written as the client takes it, all within
+/// [`REQUEST_TIMEOUT`] of its accept; past [`MAX_CONNECTIONS`] a new connection closes the
+/// oldest one still waiting for its request (else the oldest). No client waits for another.
 pub(super) fn serve(listener: &TcpListener, metrics: &Metrics, stopping: &AtomicBool) {
     if listener.set_nonblocking(true).is_err() {
         return;
     }
+    let mut clients: Vec<Client> = Vec::with_capacity(MAX_CONNECTIONS);
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(MAX_CONNECTIONS + 1);
+    let mut accepted = 0u64;
     while !stopping.load(Ordering::SeqCst) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                let _ = answer(stream, metrics);
+        let now = Instant::now();
+        let soonest = clients.iter().map(|c| c.deadline).min();
+        let wait = soonest.map_or(POLL_EVERY, |d| d.saturating_duration_since(now).min(POLL_EVERY));
+        fds.clear();
+        fds.push(libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        fds.extend(clients.iter().map(|c| libc::pollfd {
+            fd: c.stream.as_raw_fd(),
+            events: if c.answer.is_empty() {
+                libc::POLLIN
+            } else {
+                libc::POLLOUT
+            },
+            revents: 0,
+        }));
+        // A millisecond at least: a deadline due now is handled on the next turn, not spun on.
+        let ms = wait.as_millis().clamp(1, POLL_EVERY.as_millis()) as libc::c_int;
+        // SAFETY: poll(2) on `fds`, which lives across the call and holds `fds.len()` entries.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        let now = Instant::now();
+        // Connections first, so a request already sent is read before an accept could evict it.
+        for i in (0..clients.len()).rev() {
+            let ready = fds[i + 1].revents != 0;
+            let done = (ready && clients[i].step(metrics)) || clients[i].deadline <= now;
+            if done {
+                let c = clients.swap_remove(i);
+                let _ = c.stream.shutdown(std::net::Shutdown::Write);
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let mut fd = libc::pollfd {
-                    fd: listener.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: poll(2) on the one pollfd given, which lives across the call.
-                unsafe { libc::poll(&mut fd, 1, 100) };
+        }
+        if fds[0].revents == 0 {
+            continue;
+        }
+        // Every connection waiting, taken in this turn.
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    if stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    if clients.len() >= MAX_CONNECTIONS {
+                        let oldest = clients
+                            .iter()
+                            .enumerate()
+                            .min_by_key(|(_, c)| (!c.answer.is_empty(), c.seq))
+                            .map(|(i, _)| i);
+                        if let Some(i) = oldest {
+                            clients.swap_remove(i);
+                        }
+                    }
+                    accepted += 1;
+                    clients.push(Client {
+                        seq: accepted,
+                        stream,
+                        deadline: Instant::now() + REQUEST_TIMEOUT,
+                        request: Vec::new(),
+                        answer: Vec::new(),
+                        written: 0,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // EMFILE and the like: the listener stays readable; try again after a pause.
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    break;
+                }
             }
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     }
 }
 
-/// One request on `stream`, answered and closed within [`REQUEST_TIMEOUT`].
-fn answer(mut stream: TcpStream, metrics: &Metrics) -> io::Result<()> {
-    stream.set_nonblocking(false)?;
-    let deadline = Instant::now() + REQUEST_TIMEOUT;
-    let mut buf = vec![0u8; MAX_REQUEST_BYTES];
-    let mut got = 0;
-    let head_end = loop {
-        if let Some(i) = buf[..got].windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
+/// One connection to the endpoint: its request head as it arrives, then its answer as the
+/// client takes it.
+struct Client {
+    /// Its place in the order of accepts: the lowest is the oldest.
+    seq: u64,
+    stream: TcpStream,
+    /// Accept plus [`REQUEST_TIMEOUT`]: closed then, answered or not.
+    deadline: Instant,
+    /// The request head so far (at most [`MAX_REQUEST_BYTES`]).
+    request: Vec<u8>,
+    /// The whole answer, head and body, once the head is in; empty while reading.
+    answer: Vec<u8>,
+    written: usize,
+}
+
+impl Client {
+    /// Reads or writes what the socket allows now; true when the connection is done with
+    /// (answered, closed by the client, a head too large, an error).
+    fn step(&mut self, metrics: &Metrics) -> bool {
+        if self.answer.is_empty() {
+            let mut buf = [0u8; 2048];
+            loop {
+                match self.stream.read(&mut buf) {
+                    Ok(0) => return true,
+                    Ok(n) => {
+                        let searched = self.request.len().saturating_sub(3);
+                        self.request.extend_from_slice(&buf[..n]);
+                        if let Some(i) = self.request[searched..].windows(4).position(|w| w == b"\r\n\r\n") {
+                            self.answer = answer(&self.request[..searched + i + 4], metrics);
+                            break;
+                        }
+                        if self.request.len() >= MAX_REQUEST_BYTES {
+                            return true;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                    Err(_) => return true,
+                }
+            }
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || got == buf.len() {
-            return Ok(());
+        while self.written < self.answer.len() {
+            match self.stream.write(&self.answer[self.written..]) {
+                Ok(0) => return true,
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(_) => return true,
+            }
         }
-        stream.set_read_timeout(Some(left))?;
-        match stream.read(&mut buf[got..])? {
-            0 => return Ok(()),
-            n => got += n,
-        }
-    };
+        true
+    }
+}
+
+/// The answer to one request head (its blank line included): status, headers and body.
+fn answer(head: &[u8], metrics: &Metrics) -> Vec<u8> {
     let mut headers = [httparse::EMPTY_HEADER; 32];
     let mut req = httparse::Request::new(&mut headers);
-    let (status, content_type, body) = match req.parse(&buf[..head_end]) {
+    let (status, content_type, body) = match req.parse(head) {
         Ok(httparse::Status::Complete(_)) if req.method == Some("GET") || req.method == Some("HEAD") => {
             let path = req.path.unwrap_or_default();
             if path == "/metrics" || path.starts_with("/metrics?") {
@@ -340,21 +446,15 @@ fn answer(mut stream: TcpStream, metrics: &Metrics) -> io::Result<()> {
         ),
         _ => ("400 Bad Request", "text/plain; charset=utf-8", "bad request\n".into()),
     };
-    let head = format!(
+    let mut out = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
-    );
-    stream.set_write_timeout(Some(
-        deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1)),
-    ))?;
-    stream.write_all(head.as_bytes())?;
+    )
+    .into_bytes();
     if req.method != Some("HEAD") {
-        stream.write_all(body.as_bytes())?;
+        out.extend_from_slice(body.as_bytes());
     }
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-    Ok(())
+    out
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use super::parser::{Method, Parsed, Request, parse_request};
 use super::response::{ConnectionHeader, HEAD_BUFFER_BYTES, Status, format_head};
 use super::router::Route;
 use super::tls::TlsConn;
-use super::{Counts, IDLE, LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared};
+use super::{Counts, LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared};
 use mio::net::TcpStream;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown};
@@ -95,6 +95,7 @@ impl Conn {
         now: Instant,
         accepted_as: u64,
         head_timeout: std::time::Duration,
+        idle: std::time::Duration,
     ) -> Conn {
         Conn {
             stream,
@@ -119,7 +120,7 @@ impl Conn {
             read_ready: true,
             read_closed: false,
             write_ready: true,
-            deadline: now + head_timeout.min(IDLE),
+            deadline: now + head_timeout.min(idle),
         }
     }
 
@@ -131,7 +132,7 @@ impl Conn {
 
     /// [`Conn::step`], then when the sweep is to close the connection: a head under way by its
     /// head deadline (set once, not moved by each byte), a response being written or a
-    /// keep-alive wait by [`IDLE`] from now.
+    /// keep-alive wait by the idle limit ([`super::HttpdConfig::idle`]) from now.
     pub(super) fn drive(&mut self, ready: Ready, turn: &mut Turn<'_>) -> Next {
         let next = self.step(ready, turn);
         if matches!(next, Next::Close) || self.draining {
@@ -143,7 +144,7 @@ impl Conn {
             self.deadline = since + turn.shared.head_timeout;
         } else {
             self.head_since = None;
-            self.deadline = turn.now + IDLE;
+            self.deadline = turn.now + turn.shared.idle;
         }
         next
     }

@@ -13,15 +13,20 @@
 //!
 //! Limits as for HTTP/1.1: the connection stays counted in the open and per-address counts
 //! until its task ends; the preface and the first request's HEADERS must arrive within the head
-//! timeout; a connection with no stream open for [`IDLE`] is closed with a GOAWAY; header lists
-//! past [`MAX_HEAD_BYTES`] are refused as h2 refuses them. Each lane counts in plain integers and
+//! timeout; a connection with no stream open for the idle limit ([`super::HttpdConfig::idle`])
+//! is closed with a GOAWAY; header lists past [`MAX_HEAD_BYTES`] are refused as h2 refuses them.
+//! A stream that can send nothing of its body for the idle limit (a window kept at zero, a
+//! client that reads nothing) is reset, and its connection closed when no stream is left
+//! (issue 39). What a connection holds is bounded: h2 queues at most [`STREAM_BUFFER_BYTES`] of
+//! a stream's DATA, `/bytes` bodies are slices of one shared buffer, and copied `/files` bodies
+//! take at most [`FILE_BUFFER_BYTES`] a connection. Each lane counts in plain integers and
 //! publishes to its slot every [`TICK`].
 
 use super::body::pread;
 use super::date::http_date;
 use super::response::Status;
 use super::router::{Route, route};
-use super::{IDLE, LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared, TICK};
+use super::{LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared, TICK};
 use crate::tlsio::Io;
 use bytes::Bytes;
 use rustls::ServerConnection;
@@ -31,7 +36,7 @@ use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::Release};
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 use tokio::net::TcpStream;
@@ -224,6 +229,55 @@ impl Drop for Held {
     }
 }
 
+/// The most of `/files` bodies one connection holds copied and not yet written to its socket
+/// (issue 39): its streams share it, a stream waits for room while it is used up (that wait is
+/// no progress, bounded by the idle limit). `/bytes` bodies are slices of the one pattern
+/// buffer and take none of it.
+pub(super) const FILE_BUFFER_BYTES: usize = 1 << 20;
+/// What h2 may hold queued of one stream's DATA before it grants the stream more capacity
+/// (h2's `max_send_buffer_size`, 400 KiB by default): a client that reads nothing holds at most
+/// this of each stream queued, and it is a slice of the pattern or part of [`FILE_BUFFER_BYTES`].
+const STREAM_BUFFER_BYTES: usize = CHUNK;
+
+/// One connection's streams as its tasks see them.
+struct Streams {
+    /// Streams being answered.
+    open: Cell<usize>,
+    /// A stream was reset because it could send nothing for the idle limit: the connection is
+    /// closed when no stream is left.
+    stalled: Cell<bool>,
+    /// The connection's task, woken when the last stream of a stalled connection ends.
+    waker: RefCell<Option<std::task::Waker>>,
+    /// Bytes of `/files` bodies copied for this connection and not yet written (or dropped).
+    file_bytes: Arc<FileBuffer>,
+}
+
+/// A connection's copied file bytes, released as h2 drops the DATA it wrote.
+#[derive(Default)]
+struct FileBuffer {
+    held: AtomicUsize,
+    freed: tokio::sync::Notify,
+}
+
+/// A chunk of a file's body, counted in its connection's [`FileBuffer`] until h2 drops it.
+struct Copied {
+    bytes: Vec<u8>,
+    buffer: Arc<FileBuffer>,
+}
+
+impl AsRef<[u8]> for Copied {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for Copied {
+    fn drop(&mut self) {
+        self.buffer.held.fetch_sub(self.bytes.len(), Relaxed);
+        self.buffer.freed.notify_waiters();
+    }
+}
+
 /// One HTTP/2 connection: handshake, then its streams, each answered by a task of its own.
 async fn serve(job: Handoff, ctx: Rc<Ctx>) {
     let _held = Held {
@@ -236,11 +290,13 @@ async fn serve(job: Handoff, ctx: Rc<Ctx>) {
     };
     let io = Io::new(stream, job.tls, job.early);
     let head_timeout = ctx.shared.head_timeout;
+    let idle = ctx.shared.idle;
     let mut conn = match tokio::time::timeout(
         head_timeout,
         h2::server::Builder::new()
             .max_concurrent_streams(MAX_STREAMS)
             .max_header_list_size(MAX_HEAD_BYTES as u32)
+            .max_send_buffer_size(STREAM_BUFFER_BYTES)
             .handshake::<_, Bytes>(io),
     )
     .await
@@ -249,25 +305,58 @@ async fn serve(job: Handoff, ctx: Rc<Ctx>) {
         Ok(Err(e)) => return ctx.counts.error(&e),
         Err(_) => return,
     };
-    let open = Rc::new(Cell::new(0usize));
-    // The first request within the head timeout, later ones within IDLE of the last stream.
+    let streams = Rc::new(Streams {
+        open: Cell::new(0),
+        stalled: Cell::new(false),
+        waker: RefCell::new(None),
+        file_bytes: Arc::new(FileBuffer::default()),
+    });
+    // The first request within the head timeout, later ones within the idle limit of the last
+    // stream.
     let mut wait = head_timeout;
     loop {
-        let accepted = tokio::time::timeout(wait, conn.accept()).await;
-        match accepted {
-            Ok(Some(Ok((req, respond)))) => {
-                wait = IDLE;
-                open.set(open.get() + 1);
-                let (ctx, open) = (Rc::clone(&ctx), Rc::clone(&open));
+        let next = tokio::time::timeout(
+            wait,
+            // None: every stream left was reset for making no progress.
+            std::future::poll_fn(|cx| {
+                if streams.stalled.get() && streams.open.get() == 0 {
+                    return std::task::Poll::Ready(None);
+                }
+                let mut waker = streams.waker.borrow_mut();
+                if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *waker = Some(cx.waker().clone());
+                }
+                drop(waker);
+                conn.poll_accept(cx).map(Some)
+            }),
+        )
+        .await;
+        match next {
+            Ok(Some(Some(Ok((req, respond))))) => {
+                wait = idle;
+                streams.open.set(streams.open.get() + 1);
+                let (ctx, streams) = (Rc::clone(&ctx), Rc::clone(&streams));
                 tokio::task::spawn_local(async move {
-                    answer(req, respond, &ctx).await;
-                    open.set(open.get() - 1);
+                    answer(req, respond, &ctx, &streams).await;
+                    streams.open.set(streams.open.get() - 1);
+                    if streams.open.get() == 0
+                        && streams.stalled.get()
+                        && let Some(w) = streams.waker.borrow_mut().take()
+                    {
+                        w.wake();
+                    }
                 });
             }
-            Ok(Some(Err(e))) => return ctx.counts.error(&e),
-            Ok(None) => break,
+            Ok(Some(Some(Err(e)))) => return ctx.counts.error(&e),
+            Ok(Some(None)) => break,
+            // Its streams could send nothing for the idle limit and were reset: a client that
+            // grants no window (or reads nothing) is not waited for again.
+            Ok(None) => {
+                conn.abrupt_shutdown(h2::Reason::NO_ERROR);
+                break;
+            }
             // Streams still being answered: the connection is busy, not idle.
-            Err(_) if open.get() > 0 => {}
+            Err(_) if streams.open.get() > 0 => {}
             Err(_) => {
                 conn.graceful_shutdown();
                 break;
@@ -281,8 +370,15 @@ async fn serve(job: Handoff, ctx: Rc<Ctx>) {
 }
 
 /// One stream: the route of its `:path`, a response head, the body within the flow control
-/// windows the client grants.
-async fn answer(req: http::Request<h2::RecvStream>, mut respond: h2::server::SendResponse<Bytes>, ctx: &Ctx) {
+/// windows the client grants. A stream that can send nothing for the idle limit (no window
+/// granted, h2's queue for it full because the client reads nothing, no room in the
+/// connection's file buffer) is reset (CANCEL) and marks its connection stalled.
+async fn answer(
+    req: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<Bytes>,
+    ctx: &Ctx,
+    streams: &Streams,
+) {
     let counts = &ctx.counts;
     bump(&counts.requests, 1);
     bump(&counts.streams, 1);
@@ -330,28 +426,85 @@ async fn answer(req: http::Request<h2::RecvStream>, mut respond: h2::server::Sen
         Ok(send) => send,
         Err(e) => return counts.error(&e),
     };
+    let idle = shared.idle;
+    let buffer = &streams.file_bytes;
+    let stalled = |send: &mut h2::SendStream<Bytes>| {
+        send.send_reset(h2::Reason::CANCEL);
+        bump(&counts.resets, 1);
+        streams.stalled.set(true);
+    };
+    // When the stream last sent something (its response head at first).
+    let mut progress = tokio::time::Instant::now();
     let mut sent = 0u64;
-    let mut chunk = Vec::new();
     while sent < body {
-        send.reserve_capacity((body - sent).min(CHUNK as u64) as usize);
-        let granted = match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
-            Some(Ok(n)) => n,
-            Some(Err(e)) => return counts.error(&e),
-            // The stream was reset by the client.
-            None => return bump(&counts.resets, 1),
+        let mut ask = (body - sent).min(CHUNK as u64) as usize;
+        if file.is_some() {
+            // Room in the connection's file buffer first, taken before the window is asked for.
+            let room = loop {
+                let mut freed = std::pin::pin!(buffer.freed.notified());
+                freed.as_mut().enable();
+                let held = buffer.held.load(Relaxed);
+                if held < FILE_BUFFER_BYTES {
+                    break FILE_BUFFER_BYTES - held;
+                }
+                if tokio::time::timeout_at(progress + idle, freed).await.is_err() {
+                    return stalled(&mut send);
+                }
+            };
+            ask = ask.min(room);
+            buffer.held.fetch_add(ask, Relaxed);
+        }
+        // What was taken of the file buffer and is not (or no longer) going to be sent.
+        let give_back = |n: usize| {
+            if file.is_some() && n > 0 {
+                buffer.held.fetch_sub(n, Relaxed);
+                buffer.freed.notify_waiters();
+            }
         };
-        if granted == 0 {
+        send.reserve_capacity(ask);
+        let granted = match send.capacity() {
+            0 => {
+                match tokio::time::timeout_at(progress + idle, std::future::poll_fn(|cx| send.poll_capacity(cx))).await
+                {
+                    Ok(Some(Ok(n))) => n,
+                    Ok(Some(Err(e))) => {
+                        give_back(ask);
+                        return counts.error(&e);
+                    }
+                    // The stream was reset by the client.
+                    Ok(None) => {
+                        give_back(ask);
+                        return bump(&counts.resets, 1);
+                    }
+                    Err(_) => {
+                        give_back(ask);
+                        return stalled(&mut send);
+                    }
+                }
+            }
+            n => n,
+        };
+        let want = ask.min(granted);
+        give_back(ask - want);
+        if want == 0 {
             continue;
         }
-        let want = (body - sent).min(granted as u64) as usize;
         let data = if status != Status::Ok {
             Bytes::from_static(text)
         } else if let Some(i) = file {
-            chunk.resize(want, 0);
+            let mut chunk = vec![0; want];
             match pread(shared.files[i].file.as_raw_fd(), &mut chunk, sent) {
-                Ok(n) if n > 0 => Bytes::copy_from_slice(&chunk[..n]),
+                Ok(n) if n > 0 => {
+                    give_back(want - n);
+                    chunk.truncate(n);
+                    Bytes::from_owner(Copied {
+                        bytes: chunk,
+                        buffer: Arc::clone(buffer),
+                    })
+                }
                 // The file shrank since bind: the promised length cannot be kept.
                 _ => {
+                    give_back(want);
                     send.send_reset(h2::Reason::INTERNAL_ERROR);
                     return bump(&counts.resets, 1);
                 }
@@ -366,6 +519,7 @@ async fn answer(req: http::Request<h2::RecvStream>, mut respond: h2::server::Sen
             return counts.error(&e);
         }
         sent += n;
+        progress = tokio::time::Instant::now();
         if status == Status::Ok {
             bump(&counts.body_bytes, n);
         }

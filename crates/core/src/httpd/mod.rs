@@ -18,7 +18,8 @@
 //! Keep-alive follows RFC 9112 §9.3: HTTP/1.1 persists unless `Connection: close`, HTTP/1.0
 //! only with `Connection: keep-alive`. A connection that is closed after a response first shuts
 //! down its write side and reads until the client closes (at most [`LINGER`]), so the client is
-//! not reset before it has read the response. Idle connections are closed after [`IDLE`].
+//! not reset before it has read the response. Idle connections are closed after
+//! [`HttpdConfig::idle`] ([`IDLE`] by default).
 //!
 //! One file per job: `setup` binds and opens what the workers share, `worker` is one worker's
 //! event loop, `conn` one connection's state machine, `parser` reads request heads, `router` maps
@@ -74,7 +75,8 @@ pub const BODY_PATTERN: &[u8; 64] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef
 pub const MAX_BODY_BYTES: u64 = 1 << 40;
 /// Per-connection read buffer, allocated at accept. A request head that does not fit is a 431.
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
-/// An idle keep-alive connection (or one whose client stopped reading) is closed after this.
+/// Default for [`HttpdConfig::idle`]: an idle keep-alive connection (or one whose client stopped
+/// reading), and an HTTP/2 stream that sent nothing for this long, is closed after this.
 pub const IDLE: Duration = Duration::from_secs(60);
 /// After a closing response, how long the client may take to close its side.
 pub const LINGER: Duration = Duration::from_secs(2);
@@ -113,6 +115,11 @@ pub struct HttpdConfig {
     /// first head: from accept), however slowly its bytes trickle; past it the connection is
     /// closed.
     pub head_timeout: Duration,
+    /// A keep-alive connection with no request under way, or one whose client has read nothing
+    /// of its response, is closed after this; an HTTP/2 stream that could send nothing of its
+    /// response (a zero flow-control window, a client that stopped reading) is reset after this,
+    /// and its connection closed when no stream is left (issue 39).
+    pub idle: Duration,
     /// Serve https with this configuration (`serve --https-port`); None: cleartext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -125,6 +132,7 @@ impl Default for HttpdConfig {
             max_connections: 65_536,
             max_connections_per_address: MAX_CONNECTIONS_PER_ADDRESS,
             head_timeout: HEAD_TIMEOUT,
+            idle: IDLE,
             tls: None,
         }
     }
@@ -265,6 +273,8 @@ struct Shared {
     /// locked once at accept and once at close, never per request.
     per_address: Mutex<HashMap<IpAddr, usize>>,
     head_timeout: Duration,
+    /// [`HttpdConfig::idle`], at least 1 ms.
+    idle: Duration,
     /// The part of `/files/NAME` after `/files/`, parallel to `files`.
     names: Box<[Box<[u8]>]>,
     files: Box<[ServedFile]>,
@@ -473,6 +483,7 @@ impl Httpd {
             },
             per_address: Mutex::new(HashMap::new()),
             head_timeout: config.head_timeout.max(Duration::from_millis(1)),
+            idle: config.idle.max(Duration::from_millis(1)),
             names,
             files,
             pattern,

@@ -134,7 +134,14 @@ impl Worker {
                             }
                         },
                     };
-                    let mut conn = Conn::new(stream, ip, now, self.counts.accepted, self.shared.head_timeout);
+                    let mut conn = Conn::new(
+                        stream,
+                        ip,
+                        now,
+                        self.counts.accepted,
+                        self.shared.head_timeout,
+                        self.shared.idle,
+                    );
                     conn.tls = tls;
                     // Both interests once, edge-triggered: no epoll_ctl as the state changes.
                     let registered = self.poll.registry().register(
@@ -248,7 +255,7 @@ impl Worker {
         true
     }
 
-    /// Closes connections idle past [`IDLE`] and lingering past [`LINGER`].
+    /// Closes connections idle past the idle limit and lingering past [`LINGER`].
     pub(super) fn sweep(&mut self, now: Instant) {
         for i in 0..self.conns.len() {
             if self.conns[i].as_ref().is_some_and(|c| c.deadline <= now) {
