@@ -39,6 +39,7 @@ mod cost;
 mod flags;
 mod fleet;
 mod h2_client;
+mod harden3_iperf3targets;
 mod http;
 mod iperf3_client;
 mod iperf3_server;
