@@ -42,6 +42,7 @@ mod flags;
 mod fleet;
 mod h2_client;
 mod harden3_fleetclock;
+mod harden3_iperf3targets;
 mod harden3_relay;
 mod harden3_serving;
 mod http;

@@ -15,3 +15,10 @@ pub fn http(data: &[u8]) {
         panic!("http parser: {e}");
     }
 }
+
+/// The iperf3 client's reader of a server's results message, and its checks (issue 39).
+pub fn iperf3_results(data: &[u8]) {
+    if let Err(e) = crate::client::iperf3_fuzz_check(data) {
+        panic!("iperf3 results reader: {e}");
+    }
+}

@@ -29,6 +29,8 @@ pub use crate::proto::DEFAULT_PORT;
 pub(crate) use fleet::proves_itself;
 pub use fleet::{AgentClock, Relayed, read_clock, run_from};
 pub use http::{HttpAgent, http_targets, run_http};
+#[cfg(feature = "fuzzing")]
+pub(crate) use iperf3::fuzz::check as iperf3_fuzz_check;
 pub use iperf3::{SCHEME as IPERF3_SCHEME, iperf3_target, run_iperf3};
 pub(crate) use matrix::error_chain;
 pub use matrix::{CLOCK_EXCHANGES, MatrixPlan, cell_figure, cell_value, read_clocks, run_matrix};

@@ -16,7 +16,8 @@ use crate::spec::TestSpec;
 use crate::summary::{self, AgentOutcome};
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long an agent may take to send its result once the local engine has finished.
@@ -413,6 +414,10 @@ pub(super) fn open_sessions(
     open_each(test, targets, opts).into_iter().collect()
 }
 
+/// The most sessions opened at once, each on a thread of its own (issue 39: a thread per target
+/// failed to spawn at 3,000 targets, and the client panicked).
+const OPEN_THREADS: usize = 128;
+
 /// Opens a session with every target for `test`, each with its own outcome (an HTTP load goes on
 /// without an agent it only tried).
 pub(super) fn open_each(
@@ -420,18 +425,36 @@ pub(super) fn open_each(
     targets: &[Target],
     opts: &ClientOptions,
 ) -> Vec<Result<Session, ClientError>> {
-    // At once: under a profile each agent runs its command before it accepts, and an agent that
-    // has accepted waits for `start` only so long.
+    // Many at once: under a profile each agent runs its command before it accepts, and an agent
+    // that has accepted waits for `start` only so long. Up to [`OPEN_THREADS`] threads (this one
+    // among them) take the next target until none is left; a thread the system refuses is one
+    // fewer, never a panic.
+    let next = AtomicUsize::new(0);
+    let opened: Vec<Mutex<Option<Result<Session, ClientError>>>> = targets.iter().map(|_| Mutex::new(None)).collect();
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(t) = targets.get(i) else { break };
+            let session = open_session(t, test, opts);
+            *opened[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
+        }
+    };
     std::thread::scope(|scope| {
-        let opening: Vec<_> = targets
-            .iter()
-            .map(|t| scope.spawn(move || open_session(t, test, opts)))
-            .collect();
-        opening
-            .into_iter()
-            .map(|o| o.join().expect("opening a session does not panic"))
-            .collect()
-    })
+        for _ in 1..OPEN_THREADS.min(targets.len()) {
+            if std::thread::Builder::new().spawn_scoped(scope, work).is_err() {
+                break;
+            }
+        }
+        work();
+    });
+    opened
+        .into_iter()
+        .map(|o| {
+            o.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every target was taken by a thread that ran to its end")
+        })
+        .collect()
 }
 
 /// Tells every agent to start (at `opts.start_at` when given), then waits until each has.

@@ -1,8 +1,21 @@
 //! Targets that name many agents: `dns:NAME[:PORT]` (every address a name resolves to, as a
-//! headless Kubernetes Service gives one per pod) and `@FILE` (one host per line).
+//! headless Kubernetes Service gives one per pod) and `@FILE` (one host per line). Each is
+//! bounded (issue 39: `@/dev/zero` was read to 2.1 GB): a host file is read to
+//! [`MAX_HOST_FILE_BYTES`] and [`MAX_HOST_FILE_LINES`], a name's answer taken to
+//! [`MAX_TARGETS`] addresses, and the whole list to [`MAX_TARGETS`]; past a bound the list is
+//! refused, naming it.
 
 use super::FleetError;
+use std::io::Read;
 use std::net::{SocketAddr, ToSocketAddrs};
+
+/// The most targets one test or fleet names, after `dns:` and `@FILE` are expanded (the
+/// streams of a test are numbered in 16 bits; a test's agents are each watched by a thread).
+pub const MAX_TARGETS: usize = 1024;
+/// The most bytes of a host file read.
+pub const MAX_HOST_FILE_BYTES: u64 = 1 << 20;
+/// The most lines a host file may have, blank and comment lines counted.
+pub const MAX_HOST_FILE_LINES: usize = 16_384;
 
 /// One target as the user wrote it, expanded: a plain name is itself; `dns:NAME[:PORT]` every
 /// address NAME resolves to (deduplicated, sorted, `IP:PORT` or `[V6]:PORT`, the port
@@ -18,13 +31,26 @@ pub fn expand_target(text: &str, default_port: u16) -> Result<Vec<String>, Fleet
     Ok(vec![text.to_string()])
 }
 
-/// Every target expanded, in order.
+/// Every target expanded, in order; more than [`MAX_TARGETS`] in all is refused.
 pub fn expand_all(names: &[String], default_port: u16) -> Result<Vec<String>, FleetError> {
+    at_most_targets(names.len())?;
     let mut out = Vec::new();
     for n in names {
         out.extend(expand_target(n, default_port)?);
+        at_most_targets(out.len())?;
     }
     Ok(out)
+}
+
+/// Refuses `count` targets when that is more than [`MAX_TARGETS`].
+fn at_most_targets(count: usize) -> Result<(), FleetError> {
+    if count > MAX_TARGETS {
+        return Err(FleetError::TooManyTargets {
+            count,
+            max: MAX_TARGETS,
+        });
+    }
+    Ok(())
 }
 
 /// `NAME`, `NAME:PORT`, `[V6]` or `[V6]:PORT`.
@@ -62,13 +88,17 @@ fn resolve(text: &str, default_port: u16) -> Result<Vec<String>, FleetError> {
             error: "no name to resolve".into(),
         });
     }
-    let mut addrs: Vec<SocketAddr> = (name, port)
-        .to_socket_addrs()
-        .map_err(|e| FleetError::Resolve {
+    let answer = (name, port).to_socket_addrs().map_err(|e| FleetError::Resolve {
+        name: text.into(),
+        error: e.to_string(),
+    })?;
+    let mut addrs: Vec<SocketAddr> = answer.take(MAX_TARGETS + 1).collect();
+    if addrs.len() > MAX_TARGETS {
+        return Err(FleetError::Resolve {
             name: text.into(),
-            error: e.to_string(),
-        })?
-        .collect();
+            error: format!("more than {MAX_TARGETS} addresses, the most targets a test may have"),
+        });
+    }
     addrs.sort();
     addrs.dedup();
     if addrs.is_empty() {
@@ -78,10 +108,27 @@ fn resolve(text: &str, default_port: u16) -> Result<Vec<String>, FleetError> {
 }
 
 fn read_file(path: &str, default_port: u16) -> Result<Vec<String>, FleetError> {
-    let text = std::fs::read_to_string(path).map_err(|e| FleetError::File {
+    let file_error = |error: String| FleetError::File {
         path: path.into(),
-        error: e.to_string(),
-    })?;
+        error,
+    };
+    // One byte past the bound says the file is longer than it (`/dev/zero`, a FIFO never ends).
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_HOST_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| file_error(e.to_string()))?;
+    if bytes.len() as u64 > MAX_HOST_FILE_BYTES {
+        return Err(file_error(format!(
+            "longer than the {MAX_HOST_FILE_BYTES} bytes a host file may have"
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| file_error(format!("not UTF-8 text: {e}")))?;
+    let lines = text.lines().count();
+    if lines > MAX_HOST_FILE_LINES {
+        return Err(file_error(format!(
+            "{lines} lines, more than the {MAX_HOST_FILE_LINES} lines a host file may have"
+        )));
+    }
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -100,6 +147,7 @@ fn read_file(path: &str, default_port: u16) -> Result<Vec<String>, FleetError> {
             }));
         }
         out.extend(expand_target(line, default_port).map_err(at)?);
+        at_most_targets(out.len())?;
     }
     if out.is_empty() {
         return Err(FleetError::EmptyFile(path.into()));

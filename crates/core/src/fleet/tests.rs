@@ -244,3 +244,63 @@ fn issue_24_planned_time_counts_a_setup_allowance_per_round() {
     assert_eq!(planned_seconds(10, 6.0), 70.0);
     assert_eq!(planned_seconds(0, 6.0), 0.0);
 }
+
+#[test]
+fn issue_39_host_files_target_lists_and_fleets_are_bounded() {
+    let dir = std::env::temp_dir().join(format!("linerate-fleet-bounds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hosts.txt");
+    let at = format!("@{}", file.display());
+    let err = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        expand_target(&at, 5301).unwrap_err().to_string()
+    };
+    // Bytes: one past the bound is refused, the bound itself read (here as too many lines).
+    let e = err(&"#".repeat(MAX_HOST_FILE_BYTES as usize + 1));
+    assert!(e.contains("longer than the 1048576 bytes"), "{e}");
+    let e = err(&"\n".repeat(MAX_HOST_FILE_LINES + 1));
+    assert!(e.contains("16385 lines, more than the 16384"), "{e}");
+    let e = err(&"h\n".repeat(MAX_TARGETS + 1));
+    assert_eq!(e, "1025 targets, more than the 1024 targets one test or fleet may name");
+    std::fs::write(&file, "h\n".repeat(MAX_TARGETS)).unwrap();
+    assert_eq!(expand_target(&at, 5301).unwrap().len(), MAX_TARGETS);
+    // Across the list, as given and as expanded.
+    let many: Vec<String> = (0..=MAX_TARGETS).map(|i| format!("h{i}")).collect();
+    assert!(matches!(
+        expand_all(&many, 5301),
+        Err(FleetError::TooManyTargets { count: 1025, max: 1024 })
+    ));
+    assert!(matches!(
+        expand_all(&[at, "h9".into()], 5301),
+        Err(FleetError::TooManyTargets { count: 1025, .. })
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // Cells, counted before any is made: a mesh of 128 fits, one of 129 does not.
+    let hosts: Vec<String> = (0..129).map(|i| format!("h{i}")).collect();
+    let mesh = |n: usize| Selection {
+        pattern: Pattern::Mesh,
+        hosts: hosts[..n].to_vec(),
+        from: Vec::new(),
+        pairs: Vec::new(),
+    };
+    assert_eq!(mesh(128).layout().unwrap().cells.len(), 16_256);
+    assert_eq!(
+        mesh(129).layout().unwrap_err(),
+        FleetError::TooManyCells {
+            pattern: Pattern::Mesh,
+            cells: 16_512,
+            max: MAX_CELLS
+        }
+    );
+    let wide = Selection {
+        pattern: Pattern::Disjoint,
+        hosts: hosts[..128].to_vec(),
+        from: (0..129).map(|i| format!("f{i}")).collect(),
+        pairs: Vec::new(),
+    };
+    assert!(matches!(
+        wide.layout(),
+        Err(FleetError::TooManyCells { cells: 16_512, .. })
+    ));
+}

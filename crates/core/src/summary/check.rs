@@ -29,7 +29,7 @@ const SLACK_SECONDS: f64 = 30.0;
 /// The most notes a report may carry (an agent writes a handful).
 pub(crate) const MAX_NOTES: usize = 256;
 /// The most CPUs a host's samples are budgeted for (the spec's highest CPU number is 4095).
-const MAX_CORES: usize = 4096;
+pub(super) const MAX_CORES: usize = 4096;
 /// JSON bytes budgeted: the report's fixed part (window usage, configuration, CPU) ...
 const BASE_BYTES: u64 = 2 << 20;
 /// ... per CPU of the agent's host in that part and per host timeline entry ...
@@ -110,11 +110,19 @@ pub enum ReportError {
     },
     #[error("it carries {got} notes, over the limit of {max}")]
     TooManyNotes { got: usize, max: usize },
+    /// An iperf3 peer's figure out of what any run can give (issue 39): shown as `1e308`,
+    /// never as 300 digits.
+    #[error("it reports {what} as {value:e}, {why}")]
+    Figure {
+        what: String,
+        value: f64,
+        why: &'static str,
+    },
 }
 
 /// How long a report may say the run lasted, seconds: the longer of the time asked for and the
 /// time the client has seen pass, plus [`SLACK_SECONDS`].
-fn run_seconds(spec: &TestSpec, elapsed: Duration) -> f64 {
+pub(super) fn run_seconds(spec: &TestSpec, elapsed: Duration) -> f64 {
     let asked = Plan::new(spec.timing()).deadline().map_or(0.0, |d| d.as_secs_f64());
     asked.max(elapsed.as_secs_f64()) + SLACK_SECONDS
 }

@@ -9,10 +9,13 @@
 //! made seconds over the longest stream's time). No TCP_INFO, histogram, host CPU or sampler
 //! is made up: those stay null.
 
+use super::check::{ReportError, check_report, run_seconds};
 use crate::proto::iperf3::{Results, StreamResults, stream_id};
 use crate::result::{
     CpuUsage, Iperf3Peer, Iperf3Stream, Role, SideReport, StreamEnd, StreamReport, UdpReceiveReport, UdpSendReport,
 };
+use crate::spec::TestSpec;
+use std::time::Duration;
 
 /// This end's report as iperf3's results message. `udp`: the test's protocol.
 pub fn results_of(side: &SideReport, udp: bool) -> Results {
@@ -104,7 +107,10 @@ pub fn side_of(results: &Results, ours: &[Role], udp: bool) -> SideReport {
             socket: Default::default(),
             tcp: None,
             errors: Default::default(),
-            end: StreamEnd::Eof,
+            // iperf3 stops counting at TEST_END, with bytes it had not read yet in its sockets
+            // (issue 38): a receiver stopped, not one that read to the sender's end (whose
+            // count would have to be the sender's exactly, `check::check_report`).
+            end: StreamEnd::Stopped,
             udp_send: None,
             udp_receive: None,
             rr: None,
@@ -213,6 +219,113 @@ pub fn peer_of(
     }
 }
 
+/// The most CPU an iperf3 peer may claim, percent of one CPU: every CPU a host may have busy.
+const MAX_CPU_PERCENT: f64 = 100.0 * super::check::MAX_CORES as f64;
+/// The largest count an iperf3 figure may be (2^63: iperf3 writes its counts as signed or
+/// unsigned 64-bit integers, a double above that is no count it can have made).
+const MAX_IPERF3_COUNT: f64 = 9.2e18;
+
+/// Checks an iperf3 peer's results against the test asked (`spec`) and the client's own report
+/// (`client`, this end of the same streams), after `elapsed` of the run (issue 39, item 8): its
+/// figures as iperf3 sent them first (whole counts; times, jitter and CPU that a run of this
+/// length can make), then, read as a side report (`side`, [`side_of`]), the
+/// same checks as an agent's report ([`check_report`], whose errors it gives): no more bytes or datagrams received
+/// than this end sent, no stream longer than the run.
+pub(crate) fn check_iperf3(
+    spec: &TestSpec,
+    results: &Results,
+    side: &SideReport,
+    client: &SideReport,
+    elapsed: Duration,
+) -> Result<(), ReportError> {
+    let seconds = run_seconds(spec, elapsed);
+    let figure = |what: String, value: f64, ok: bool, why: &'static str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(ReportError::Figure { what, value, why })
+        }
+    };
+    let count = |x: f64| (0.0..MAX_IPERF3_COUNT).contains(&x) && x.fract() == 0.0;
+    for (what, value) in [
+        ("cpu_util_total", results.cpu_util_total),
+        ("cpu_util_user", results.cpu_util_user),
+        ("cpu_util_system", results.cpu_util_system),
+    ] {
+        figure(
+            format!("{what} percent"),
+            value,
+            (0.0..=MAX_CPU_PERCENT).contains(&value),
+            "more than every CPU of a host busy",
+        )?;
+    }
+    for st in &results.streams {
+        let id = st.id;
+        let counts = [
+            ("bytes", Some(st.bytes)),
+            ("packets", Some(st.packets)),
+            ("errors", Some(st.errors)),
+            ("omitted_packets", st.omitted_packets),
+            ("omitted_errors", st.omitted_errors),
+        ];
+        for (what, value) in counts.into_iter().filter_map(|(w, v)| Some((w, v?))) {
+            figure(format!("{what} on stream {id}"), value, count(value), "not a count")?;
+        }
+        // -1 (or its unsigned form) says "none"; anything else is a count.
+        let none = st.retransmits == -1.0 || st.retransmits == u64::MAX as f64;
+        figure(
+            format!("retransmits on stream {id}"),
+            st.retransmits,
+            none || count(st.retransmits),
+            "not a count",
+        )?;
+        for (what, value) in [("start_time", st.start_time), ("end_time", st.end_time)] {
+            figure(
+                format!("{what} on stream {id}"),
+                value,
+                (0.0..=seconds).contains(&value),
+                "outside the run",
+            )?;
+        }
+        figure(
+            format!("end_time on stream {id}"),
+            st.end_time,
+            st.end_time >= st.start_time,
+            "before its start_time",
+        )?;
+        figure(
+            format!("jitter on stream {id}"),
+            st.jitter,
+            (0.0..=seconds).contains(&st.jitter),
+            "longer than the run",
+        )?;
+    }
+    // No stream receives more bytes than this end sent on it: on UDP too, where an agent's
+    // report is held to datagrams only (iperf3 counts every datagram's bytes it read).
+    for st in side.streams.iter().filter(|s| s.role == Role::Receive) {
+        let sent = client
+            .streams
+            .iter()
+            .find(|c| c.stream == st.stream && c.role == Role::Send);
+        if let Some(c) = sent.filter(|c| st.bytes > c.total_bytes) {
+            return Err(ReportError::ReceivedMoreThanSent {
+                stream: st.stream,
+                agent: st.bytes,
+                client: c.total_bytes,
+            });
+        }
+    }
+    // With a warm-up iperf3 leaves its first seconds out of a sender's count (its omit), where
+    // this end's total is of the whole run: the server's sent bytes have nothing here to be
+    // held to. What it received is held to what this end sent all the same.
+    if spec.timing().warmup_seconds > 0.0 {
+        let mut receiving = client.clone();
+        receiving.streams.retain(|s| s.role == Role::Send);
+        return check_report(spec, side, &receiving, elapsed);
+    }
+    check_report(spec, side, client, elapsed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +427,56 @@ mod tests {
         let peer = peer_of(&r, &[Role::Send], true, "server", "x".into(), None, None);
         assert_eq!((peer.streams[0].lost, peer.streams[0].packets), (Some(1), Some(10)));
         assert!((peer.streams[0].jitter_ms.expect("jitter") - 0.035).abs() < 1e-9);
+    }
+
+    #[test]
+    fn issue_39_an_iperf3_servers_figures_are_checked_as_an_agents_report() {
+        let spec = TestSpec::Tcp(crate::spec::TcpSpec::new());
+        let client = SideReport {
+            streams: vec![stream(0, Role::Send, 1000)],
+            ..SideReport::default()
+        };
+        let results = |bytes: f64, end_time: f64, cpu: f64| Results {
+            cpu_util_total: cpu,
+            cpu_util_user: cpu,
+            streams: vec![StreamResults {
+                id: 1.0,
+                bytes,
+                retransmits: -1.0,
+                end_time,
+                ..StreamResults::default()
+            }],
+            ..Results::default()
+        };
+        let check = |r: Results| {
+            let side = side_of(&r, &[Role::Send], false);
+            check_iperf3(&spec, &r, &side, &client, Duration::from_secs(10)).map_err(|e| e.to_string())
+        };
+        // True, and fewer bytes than sent (iperf3 stops counting at TEST_END, issue 38).
+        assert_eq!(check(results(1000.0, 10.0, 5.0)), Ok(()));
+        assert_eq!(check(results(900.0, 10.0, 5.0)), Ok(()));
+        assert_eq!(
+            check(results(u64::MAX as f64, 10.0, 5.0)),
+            Err("it reports bytes on stream 1 as 1.8446744073709552e19, not a count".into())
+        );
+        assert_eq!(
+            check(results(1000.0, 1e308, 5.0)),
+            Err("it reports end_time on stream 1 as 1e308, outside the run".into())
+        );
+        assert_eq!(
+            check(results(1000.0, 10.0, 1e308)),
+            Err("it reports cpu_util_total percent as 1e308, more than every CPU of a host busy".into())
+        );
+        assert_eq!(
+            check(results(1001.0, 10.0, 5.0)),
+            Err("it claims 1001 bytes received on stream 0, the client sent 1000".into())
+        );
+        assert!(check(results(0.5, 10.0, 5.0)).is_err(), "half a byte");
+        let mut jittery = results(1000.0, 10.0, 5.0);
+        jittery.streams[0].jitter = 1e300;
+        assert!(check(jittery).is_err());
+        let mut backwards = results(1000.0, 10.0, 5.0);
+        backwards.streams[0].start_time = 11.0;
+        assert!(check(backwards).is_err());
     }
 }

@@ -16,6 +16,8 @@
 //! Here: the run and the document; `params` what iperf3 is asked, `server` the control
 //! connection's waits and refusals, `streams` the data streams, `watch` the run's end.
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod fuzz;
 mod params;
 mod server;
 mod streams;
@@ -160,8 +162,16 @@ pub fn run_iperf3(
         drop(udp_held);
         Ok::<_, EngineError>((report, exchanged))
     };
+    let started = std::time::Instant::now();
     drive(run, local, |ended, exchanged| {
-        assemble(ended, exchanged, server, &ours, udp, old_udp_reply)
+        let far = Far {
+            server,
+            ours: &ours,
+            udp,
+            old_udp_reply,
+            elapsed: started.elapsed(),
+        };
+        assemble(ended, exchanged, &far)
     })
 }
 
@@ -215,22 +225,39 @@ fn exchange(
     Ok(results)
 }
 
-/// The document: the local report joined with the server's side as its one far end, and the
-/// server as iperf3 said it. A server lost before its results came leaves the run partial (or
-/// failed, when nothing was counted here either).
-fn assemble(
-    e: Ended<'_>,
-    exchanged: Result<Results, Iperf3Error>,
-    server: &Target,
-    ours: &[Role],
+/// The server as the run knows it: its target, this end's role on each stream, the protocol,
+/// how it answered the UDP hello, and how long the run took on this end's clock.
+struct Far<'a> {
+    server: &'a Target,
+    ours: &'a [Role],
     udp: bool,
     old_udp_reply: bool,
-) -> TestResult {
-    let (results, failure) = match exchanged {
-        Ok(r) => (Some(r), None),
-        Err(err) => (None, Some(err.to_string())),
+    elapsed: Duration,
+}
+
+/// The document: the local report joined with the server's side as its one far end, and the
+/// server as iperf3 said it. A server lost before its results came, or whose results cannot be
+/// the answer to this test (issue 39: checked as an agent's report is,
+/// `summary::iperf3::check_iperf3`), leaves the run partial (or failed, when nothing was counted
+/// here either); results refused are dropped whole.
+fn assemble(e: Ended<'_>, exchanged: Result<Results, Iperf3Error>, f: &Far<'_>) -> TestResult {
+    let Far {
+        server,
+        ours,
+        udp,
+        old_udp_reply,
+        elapsed,
+    } = *f;
+    let checked = exchanged.map_err(|err| err.to_string()).and_then(|r| {
+        let side = summary::iperf3::side_of(&r, ours, udp);
+        summary::iperf3::check_iperf3(e.spec, &r, &side, e.local, elapsed)
+            .map(|()| (r, side))
+            .map_err(|why| format!("iperf3 server {}: result refused: {why}", server.addr))
+    });
+    let (results, side, failure) = match checked {
+        Ok((r, side)) => (Some(r), Some(side), None),
+        Err(why) => (None, None, Some(why)),
     };
-    let side = results.as_ref().map(|r| summary::iperf3::side_of(r, ours, udp));
     let far = AgentOutcome {
         name: &server.name,
         host: None,
@@ -249,7 +276,10 @@ fn assemble(
             result.error = Some(f);
         }
     }
-    if !udp && let Some(note) = unread_note(&result) {
+    if !udp
+        && results.is_some()
+        && let Some(note) = unread_note(&result)
+    {
         result.notes.push(note);
     }
     if let Some(r) = &results {
