@@ -3,9 +3,8 @@
 //! and a third-party test ([`run_from`]: the agent runs the client's half against another agent
 //! and sends the whole run back). `matrix` builds patterns out of them.
 
-use super::session::{
-    ClientError, ClientOptions, Target, answer_challenge, authenticated, authenticated_by, connect, unix_ns,
-};
+use super::handshake::{answer_challenge, authenticated, authenticated_by};
+use super::session::{ClientError, ClientOptions, Target, connect, unix_ns};
 use crate::proto::Message;
 use crate::proto::conn::Conn;
 use crate::proto::conn::ProtoError;

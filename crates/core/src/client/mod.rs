@@ -2,13 +2,14 @@
 //! open the data connections, start every agent and then the local engine, watch the control
 //! connections while it runs, and join everyone's measurements into one [`TestResult`].
 //!
-//! What every kind shares is in `session` (the handshake, `start`, and the one `drive` that runs
+//! What every kind shares is in `session` (`start`, and the one `drive` that runs
 //! the local engine, watches the agents and assembles the document); each kind's half of a test
 //! is one file (`tcp`, `udp`, `rr`, `http`) that imports only `session`, mirroring the agent.
 //!
 //! [`TestResult`]: crate::result::TestResult
 
 mod fleet;
+mod handshake;
 mod http;
 mod iperf3;
 mod matrix;
