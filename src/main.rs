@@ -52,6 +52,15 @@ fn main() -> ExitCode {
             // A range or combination refused after parsing is a usage error like clap's own.
             if cli::usage::is_usage(&err) {
                 ExitCode::from(cli::usage::EXIT_USAGE)
+            } else if err.chain().any(|e| {
+                matches!(
+                    e.downcast_ref::<linerate_core::client::ClientError>(),
+                    Some(linerate_core::client::ClientError::RelayedRefused { .. })
+                )
+            }) {
+                // A third-party run came back and could not be true (issue 39): the far end ran
+                // it, so this is a run whose figures are refused, as a matrix's cell would be.
+                ExitCode::from(finish::EXIT_PARTIAL)
             } else {
                 ExitCode::FAILURE
             }

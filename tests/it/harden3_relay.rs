@@ -136,7 +136,7 @@ fn issue_39_relayed_cells_that_cannot_be_true_are_refused_and_the_others_stand()
     assert!(fine["error"].is_null(), "the honest cell stands: {fine}");
     assert!(f(fine, "/value") > 0.0, "and has its figure: {fine}");
     for (fake, says) in [
-        (&absurd, "not a possible one"),
+        (&absurd, "not a possible figure"),
         (&replayed, "before the request was sent"),
         (&other, "another test than the one asked"),
         (&inflated, "received, more than the"),
@@ -198,4 +198,33 @@ fn issue_39_a_relay_sends_no_proof_to_a_listener_that_is_no_agent() {
             "the plain preamble, no proof: {got:?}"
         );
     }
+}
+
+/// Item 4, a single `--from` run: a document that cannot be true is refused with its reason
+/// and the run exits 3 (a run the far end made whose figures are not taken), as a matrix does.
+#[test]
+fn issue_39_a_single_relayed_run_that_cannot_be_true_exits_3_with_its_reason() {
+    let (real, to) = (fleet_agent(&[]), fleet_agent(&[]));
+    let absurd = FakeAgent::proxy(FLEET_SECRET, real.addr.parse().expect("an address"), move |m| {
+        m["result"]["summary"]["received"]["bits_per_second"] = 1.7e308.into();
+    });
+    let out = run_bounded(
+        &mut controller(&[
+            "tcp",
+            "--no-store",
+            "--from",
+            &absurd.addr.to_string(),
+            &to.addr,
+            "-t",
+            "1",
+        ]),
+        LIMIT,
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "partial: {err}");
+    assert!(
+        err.contains("was refused") && err.contains("not a possible figure"),
+        "says why: {err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
 }

@@ -73,8 +73,12 @@ pub enum RelayedError {
     Stale { seconds: f64 },
     #[error("it started {seconds:.1} s after its answer came: not this run")]
     Future { seconds: f64 },
-    #[error("its {what} figure ({value:e}) is not a possible one")]
-    Absurd { what: &'static str, value: f64 },
+    #[error("{value:e} {unit} in its {what} is not a possible figure")]
+    Absurd {
+        what: &'static str,
+        unit: &'static str,
+        value: f64,
+    },
     #[error("its {what} say {bits:e} bit/s, but {bytes} bytes over {seconds:e} s is {expected:e}")]
     Inconsistent {
         what: &'static str,
@@ -198,7 +202,11 @@ fn side(s: &SideSummary, what: &'static str, seconds: f64) -> Result<(), Relayed
 fn counted(c: &Counted, what: &'static str, run_seconds: f64) -> Result<(), RelayedError> {
     let possible = |v: f64| v.is_finite() && v >= 0.0;
     if !possible(c.seconds) {
-        return Err(RelayedError::Absurd { what, value: c.seconds });
+        return Err(RelayedError::Absurd {
+            what,
+            unit: "s",
+            value: c.seconds,
+        });
     }
     if c.seconds > run_seconds {
         return Err(RelayedError::TooLong {
@@ -209,6 +217,7 @@ fn counted(c: &Counted, what: &'static str, run_seconds: f64) -> Result<(), Rela
     if !possible(c.bits_per_second) || c.bits_per_second > MAX_BITS_PER_SECOND {
         return Err(RelayedError::Absurd {
             what,
+            unit: "bit/s",
             value: c.bits_per_second,
         });
     }
@@ -308,7 +317,11 @@ fn kind_figures(result: &TestResult, seconds: f64) -> Result<(), RelayedError> {
             ("round-trip max", l.max),
         ] {
             if !(v.is_finite() && (0.0..=seconds * 1e6).contains(&v)) {
-                return Err(RelayedError::Absurd { what, value: v });
+                return Err(RelayedError::Absurd {
+                    what,
+                    unit: "µs",
+                    value: v,
+                });
             }
         }
     }
@@ -316,7 +329,8 @@ fn kind_figures(result: &TestResult, seconds: f64) -> Result<(), RelayedError> {
         && !(rr.transactions_per_second.is_finite() && rr.transactions_per_second >= 0.0)
     {
         return Err(RelayedError::Absurd {
-            what: "transactions/s",
+            what: "transaction rate",
+            unit: "transactions/s",
             value: rr.transactions_per_second,
         });
     }
@@ -325,6 +339,7 @@ fn kind_figures(result: &TestResult, seconds: f64) -> Result<(), RelayedError> {
     {
         return Err(RelayedError::Absurd {
             what: "loss",
+            unit: "%",
             value: u.loss_percent,
         });
     }
@@ -384,11 +399,11 @@ mod tests {
 
         let mut huge = honest(&spec);
         huge.summary.received.bits_per_second = 1.7e308;
-        assert!(why(&huge, &spec).is_err_and(|e| e.contains("not a possible one")));
+        assert!(why(&huge, &spec).is_err_and(|e| e.contains("not a possible figure")));
         // A rate made to agree with its bytes over a vanishing time is still impossible.
         let mut tiny = honest(&spec);
         tiny.summary.received = side(u64::MAX, 1e-300, "10.0.0.2:5301");
-        assert!(why(&tiny, &spec).is_err_and(|e| e.contains("not a possible one")));
+        assert!(why(&tiny, &spec).is_err_and(|e| e.contains("not a possible figure")));
         let mut forged_rate = honest(&spec);
         forged_rate.summary.received.bits_per_second = 9e9;
         assert!(why(&forged_rate, &spec).is_err_and(|e| e.contains("bytes over")));
