@@ -22,6 +22,7 @@ mod flags;
 mod fleet;
 mod h2;
 mod h2_client;
+mod harden3_h2client;
 mod harness;
 mod http;
 mod httpd;
