@@ -91,7 +91,8 @@ pub(super) enum Frame<'a> {
 
 /// The server's frames out of the bytes read: whole frames only, a header block cut into
 /// CONTINUATIONs joined (its bytes kept here, bounded), SETTINGS counted per second. No
-/// allocation but the block's buffer, which grows once to the largest block met.
+/// allocation but the block's buffer, made once to [`MAX_HEADER_BLOCK`] when a server first
+/// cuts a head into CONTINUATIONs.
 #[derive(Debug, Default)]
 pub(super) struct Reader {
     /// A header block open: its stream and whether its HEADERS ended the stream.
@@ -214,8 +215,7 @@ impl Reader {
         Ok(Some((frame, size)))
     }
 
-    /// The bytes its header block buffer holds (its capacity): at most [`MAX_HEADER_BLOCK`]
-    /// plus what the allocator rounds up.
+    /// The bytes its header block buffer holds (its capacity): 0, or [`MAX_HEADER_BLOCK`].
     #[cfg(any(test, feature = "fuzzing"))]
     pub(super) fn block_capacity(&self) -> usize {
         self.block.capacity()
