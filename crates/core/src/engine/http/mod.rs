@@ -13,6 +13,8 @@
 mod bins;
 mod h2;
 mod h2frame;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod h2fuzz;
 mod h2read;
 mod head;
 mod sampler;
