@@ -108,7 +108,9 @@ pub(super) struct Reader {
 
 impl Reader {
     /// The frame at the start of `buf` and its length with its head; None while it is not
-    /// whole. `now_ns` is the caller's clock (for SETTINGS per second).
+    /// whole. `now_ns` is the caller's clock (for SETTINGS per second). Inlined into the
+    /// session's loop: it runs once per frame.
+    #[inline]
     pub(super) fn next<'a>(&'a mut self, buf: &'a [u8], now_ns: u64) -> Result<Option<(Frame<'a>, usize)>, Violation> {
         if self.block_out {
             self.block.clear();
@@ -235,6 +237,7 @@ pub(super) fn asks_ack(buf: &[u8]) -> Option<Violation> {
 }
 
 /// A DATA or HEADERS payload without its padding.
+#[inline]
 fn unpad(flags: u8, p: &[u8]) -> Result<&[u8], Violation> {
     if flags & PADDED == 0 {
         return Ok(p);
