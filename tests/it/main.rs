@@ -25,6 +25,7 @@ mod fleet;
 mod h2;
 mod h2_client;
 mod harden3_fleetclock;
+mod harden3_h2client;
 mod harden3_iperf3targets;
 mod harden3_relay;
 mod harden3_serving;

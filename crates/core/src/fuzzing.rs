@@ -22,3 +22,10 @@ pub fn iperf3_results(data: &[u8]) {
         panic!("iperf3 results reader: {e}");
     }
 }
+
+/// The HTTP/2 client's frame reader (issue 39).
+pub fn h2_client(data: &[u8]) {
+    if let Err(e) = crate::engine::http::h2fuzz::check(data) {
+        panic!("HTTP/2 client frame reader: {e}");
+    }
+}

@@ -352,6 +352,9 @@ fn render_http(r: &TestResult) -> String {
                 h2.streams, h2.max_streams_in_flight
             ),
         );
+        if let Some(why) = h2.protocol_errors_text() {
+            row(&mut out, "HTTP/2 protocol errors", why);
+        }
     }
     let c = &h.connections;
     row(

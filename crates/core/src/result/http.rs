@@ -143,6 +143,55 @@ pub struct Http2Summary {
     /// The most streams in flight at once on one connection, over the whole run (ramp
     /// included): at most `streams` and the server's limit.
     pub max_streams_in_flight: u64,
+    /// Connections the client ended because the server broke HTTP/2 or went past one of the
+    /// client's bounds (issue 39), over the whole run; what was in flight on them is
+    /// `bad_response`. 0 in documents from before it was kept.
+    #[serde(default)]
+    pub protocol_errors: u64,
+    /// The same by cause: `ping_flood`, `settings_flood`, `continuation_flood`, `unread_writes`,
+    /// `frame_size`, `push`, `compression`, `malformed_frame` (docs/http.md); causes that did not
+    /// happen are absent.
+    #[serde(default)]
+    pub protocol_error_causes: BTreeMap<String, u64>,
+}
+
+impl Http2Summary {
+    /// The server's protocol errors in words, as `the server broke HTTP/2: 2 connections ended
+    /// (PING flood 2)` (None: there were none).
+    pub fn protocol_errors_text(&self) -> Option<String> {
+        h2_protocol_errors_text(self.protocol_error_causes.iter().map(|(k, n)| (k.as_str(), *n)))
+    }
+}
+
+/// [`Http2Summary::protocol_errors_text`] of causes and their counts.
+pub fn h2_protocol_errors_text<'a>(causes: impl Iterator<Item = (&'a str, u64)>) -> Option<String> {
+    let (mut total, mut words) = (0, Vec::new());
+    for (k, n) in causes {
+        total += n;
+        words.push(format!("{} {n}", cause_words(k)));
+    }
+    let s = if total == 1 { "" } else { "s" };
+    (total > 0).then(|| {
+        format!(
+            "the server broke HTTP/2: {total} connection{s} ended ({})",
+            words.join(", ")
+        )
+    })
+}
+
+/// A cause of `http2.protocol_error_causes` as the notes name it.
+fn cause_words(key: &str) -> &str {
+    match key {
+        "ping_flood" => "PING flood",
+        "settings_flood" => "SETTINGS flood",
+        "continuation_flood" => "CONTINUATION flood",
+        "unread_writes" => "not reading what it was sent",
+        "frame_size" => "frame over 16 KiB",
+        "push" => "PUSH_PROMISE",
+        "compression" => "header block that does not decode",
+        "malformed_frame" => "malformed frame",
+        other => other,
+    }
 }
 
 /// One server's share of an HTTP load, counted by the client over the window as the totals are.
@@ -335,7 +384,11 @@ impl HttpSummary {
     pub fn failure(&self) -> Option<String> {
         let share = self.failed_percent.map_or(String::new(), |p| format!(" ({p:.2} %)"));
         if self.every_request_failed() {
-            Some("not one request got a 2xx response".into())
+            let why = self.http2.as_ref().and_then(Http2Summary::protocol_errors_text);
+            Some(match why {
+                Some(why) => format!("not one request got a 2xx response; {why}"),
+                None => "not one request got a 2xx response".into(),
+            })
         } else if self.over_error_budget() {
             let budget = self.max_errors.map_or(String::new(), |b| b.to_string());
             Some(format!(

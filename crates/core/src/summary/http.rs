@@ -145,6 +145,12 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
             peer_max_concurrent_streams: run.h2_peer_max_streams,
             capped: run.h2_peer_max_streams.is_some_and(|m| m < u64::from(h2.streams)),
             max_streams_in_flight: run.h2_max_in_flight,
+            protocol_errors: run.h2_protocol_errors.values().sum(),
+            protocol_error_causes: run
+                .h2_protocol_errors
+                .iter()
+                .map(|(k, n)| (k.to_string(), *n))
+                .collect(),
         }),
         connections: ConnectionCounts {
             attempted: run.connections_attempted,
@@ -236,6 +242,11 @@ fn run_notes(spec: &HttpSpec, run: &HttpRun) -> Vec<String> {
         notes.push(format!(
             "{why}; {} handshakes failed on a certificate",
             e.tls_certificate
+        ));
+    }
+    if let Some(why) = crate::result::h2_protocol_errors_text(run.h2_protocol_errors.iter().map(|(k, n)| (*k, *n))) {
+        notes.push(format!(
+            "{why}; what was in flight on them is counted as bad_response (docs/http.md, \"HTTP/2\")"
         ));
     }
     let ok = run.status[2];

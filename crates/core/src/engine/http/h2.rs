@@ -49,6 +49,39 @@ const MAX_CONNECTION_WINDOW: u32 = 1 << 30;
 /// How often the running totals are published to the sampler, and the stop flags read.
 const TICK: Duration = Duration::from_millis(20);
 
+/// The most PING and SETTINGS acknowledgements a connection holds unsent (issue 39): the frames
+/// after them wait unread until they are out, and a server that sends another while they
+/// cannot go (it does not read them) has the connection ended as a flood (`ping_flood`,
+/// `settings_flood`). 1,024 of them take 17 KiB.
+const MAX_PENDING_ACKS: usize = 1024;
+/// Unsent bytes past which a connection stops putting new requests in its write buffer (a
+/// server slow to read; at most one more request follows), and past which the connection is
+/// ended as the server's fault (`unread_writes`): more than its requests, acknowledgements and
+/// resets can take from a server that reads.
+const REQUEST_ROOM: usize = 16 << 10;
+const MAX_UNSENT: usize = 64 << 10;
+/// The write buffer's capacity at most: `MAX_UNSENT` and what one turn adds past it (its
+/// acknowledgements, resets and window updates), as the buffer doubles.
+const WRITE_BUFFER_BYTES: usize = 128 << 10;
+/// The read buffer: four of the largest frames the client accepts.
+const READ_BUFFER_BYTES: usize = 4 * (h2frame::MAX_FRAME + h2frame::HEAD);
+/// rustls's buffers at their limits over TLS: 64 KiB of records to send (its default buffer
+/// limit), 16 KiB of plaintext received and one record being read (16 KiB, its header and
+/// expansion). Its fixed state (keys, the session) is not counted.
+const TLS_BUFFER_BYTES: usize = (64 << 10) + (16 << 10) + 16_384 + 2_048 + 5;
+
+/// The most memory one HTTP/2 connection of the client holds, bytes, whatever its server sends
+/// (issue 39): its read buffer (64 KiB), its write buffer (at most 128 KiB: 64 KiB unsent,
+/// 1,024 acknowledgements), a header block cut into CONTINUATIONs (at most 64 KiB), its stream
+/// slots, its task and, over TLS, rustls's buffers (about 98 KiB). A budget of the
+/// `--max-memory` kind counts a run's `users` x this; the kernel's socket buffers are not in it.
+pub fn connection_memory_bytes(streams: u32, tls: bool) -> u64 {
+    let fixed = std::mem::size_of::<Session<'static>>() + 1024;
+    let slots = streams as usize * session::SLOT_BYTES;
+    let tls = if tls { TLS_BUFFER_BYTES } else { 0 };
+    (READ_BUFFER_BYTES + WRITE_BUFFER_BYTES + h2frame::MAX_HEADER_BLOCK + slots + fixed + tls) as u64
+}
+
 type Class = fn(&mut HttpErrors) -> &mut u64;
 
 /// What a worker's tasks share (one thread: cells, no locks).
@@ -389,4 +422,25 @@ async fn establish(
         ctx.out.borrow_mut().tls.count(resumed, took, cpu_ns);
     }
     Ok(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_holds_its_buffers_its_slots_and_over_tls_rustls_s() {
+        let one = connection_memory_bytes(1, false);
+        assert_eq!(
+            connection_memory_bytes(11, false) - one,
+            10 * session::SLOT_BYTES as u64
+        );
+        assert_eq!(connection_memory_bytes(1, true) - one, TLS_BUFFER_BYTES as u64);
+        // The read, write and header block buffers are the bulk of it: docs/http.md says
+        // "about 260 KiB cleartext and 360 KiB over TLS for one stream".
+        assert!((256 << 10..272 << 10).contains(&one), "{one}");
+        assert!((350 << 10..370 << 10).contains(&connection_memory_bytes(1, true)));
+        // docs/http.md: "76 bytes per stream slot".
+        assert_eq!(connection_memory_bytes(2, false) - one, 76);
+    }
 }

@@ -36,9 +36,15 @@ pub(super) const SETTINGS_HEADER_TABLE_SIZE: u16 = 0x1;
 const SETTINGS_ENABLE_PUSH: u16 = 0x2;
 pub(super) const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
 const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
+const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
 
 /// RST_STREAM's code for a stream the client gave up on.
 pub(super) const CANCEL: u32 = 0x8;
+
+/// The largest response header block the client takes (a HEADERS frame and its CONTINUATIONs,
+/// HPACK-encoded as sent), as nghttp2 bounds a header list; it says so in its SETTINGS
+/// (MAX_HEADER_LIST_SIZE, which counts the decoded list: never less than its encoding).
+pub(crate) const MAX_HEADER_BLOCK: usize = 64 << 10;
 
 /// A frame's header: its payload's length, type, flags and stream.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -67,14 +73,16 @@ pub(super) fn head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u
     out.extend_from_slice(&stream.to_be_bytes());
 }
 
-/// The preface, the client's SETTINGS (no dynamic table, no push, `stream_window` per stream)
-/// and the connection window raised to `connection_window`.
+/// The preface, the client's SETTINGS (no dynamic table, no push, `stream_window` per stream,
+/// header blocks of at most [`MAX_HEADER_BLOCK`]) and the connection window raised to
+/// `connection_window`.
 pub(super) fn client_start(out: &mut Vec<u8>, stream_window: u32, connection_window: u32) {
     out.extend_from_slice(PREFACE);
     let settings = [
         (SETTINGS_HEADER_TABLE_SIZE, 0),
         (SETTINGS_ENABLE_PUSH, 0),
         (SETTINGS_INITIAL_WINDOW_SIZE, stream_window),
+        (SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_BLOCK as u32),
     ];
     head(out, settings.len() * 6, SETTINGS, 0, 0);
     for (id, value) in settings {
@@ -504,8 +512,8 @@ mod tests {
         client_start(&mut out, 1 << 20, 1 << 24);
         assert!(out.starts_with(PREFACE));
         let h = Head::parse(out[PREFACE.len()..][..HEAD].try_into().expect("nine bytes"));
-        assert_eq!((h.kind, h.len, h.stream), (SETTINGS, 18, 0));
-        let wu = &out[PREFACE.len() + HEAD + 18..];
+        assert_eq!((h.kind, h.len, h.stream), (SETTINGS, 24, 0));
+        let wu = &out[PREFACE.len() + HEAD + 24..];
         assert_eq!(Head::parse(wu[..HEAD].try_into().expect("nine")).kind, WINDOW_UPDATE);
         assert_eq!(
             u32::from_be_bytes(wu[HEAD..].try_into().expect("four")),

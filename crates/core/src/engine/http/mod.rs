@@ -13,11 +13,16 @@
 mod bins;
 mod h2;
 mod h2frame;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod h2fuzz;
+mod h2read;
 mod head;
 mod sampler;
 mod tls;
 mod url;
 mod worker;
+
+pub use h2::connection_memory_bytes as h2_connection_memory_bytes;
 
 pub use sampler::sample_host;
 pub use tls::{
@@ -153,6 +158,9 @@ pub struct HttpRun {
     /// and the most streams in flight at once on one connection, over the whole run.
     pub h2_peer_max_streams: Option<u64>,
     pub h2_max_in_flight: u64,
+    /// HTTP/2: connections ended because the server broke the protocol or went past one of the
+    /// client's bounds (issue 39), by cause (`h2read::Violation::key`), over the whole run.
+    pub h2_protocol_errors: std::collections::BTreeMap<&'static str, u64>,
     /// Why the first server certificate of the run was refused, in words with the fix (every
     /// refusal is counted in `errors.tls_certificate`).
     pub tls_refusal: Option<String>,
@@ -454,6 +462,7 @@ pub(super) fn empty_run(buckets: usize, interval_ns: u64, targets: usize) -> Htt
         per_server: Vec::new(),
         h2_peer_max_streams: None,
         h2_max_in_flight: 0,
+        h2_protocol_errors: Default::default(),
         tls_refusal: None,
     }
 }
@@ -492,4 +501,7 @@ fn merge(t: &mut HttpRun, o: &HttpRun) {
         (a, b) => a.or(b),
     };
     t.h2_max_in_flight = t.h2_max_in_flight.max(o.h2_max_in_flight);
+    for (k, n) in &o.h2_protocol_errors {
+        *t.h2_protocol_errors.entry(k).or_default() += n;
+    }
 }

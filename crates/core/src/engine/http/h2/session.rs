@@ -2,9 +2,12 @@
 //! and answered, the stream slots' requests started and written, one timer for their deadlines
 //! and think times (the worker and its users are in `h2.rs`).
 
-use super::{Class, Ctx, MAX_CONNECTION_WINDOW, STREAM_WINDOW};
+use super::{
+    Class, Ctx, MAX_CONNECTION_WINDOW, MAX_PENDING_ACKS, MAX_UNSENT, READ_BUFFER_BYTES, REQUEST_ROOM, STREAM_WINDOW,
+};
 use crate::engine::http::HIST_MAX_NS;
 use crate::engine::http::h2frame;
+use crate::engine::http::h2read::{self, Frame, Violation};
 use crate::engine::http::worker::classify::classify;
 use crate::tlsio::Io;
 use rustls::ClientConnection;
@@ -29,9 +32,13 @@ enum End {
     /// The server closed the connection.
     Closed,
     Io(io::Error),
-    /// The server broke HTTP/2 (a frame too large, a head that does not decode, a push).
-    Protocol,
+    /// The server broke HTTP/2 (a frame too large, a head that does not decode, a push), or
+    /// went past one of the client's bounds (a flood: issue 39).
+    Protocol(Violation),
 }
+
+/// What a stream slot takes: its state, and its stream apart for the lookup.
+pub(super) const SLOT_BYTES: usize = std::mem::size_of::<Slot>() + std::mem::size_of::<u32>();
 
 /// A request in flight on a stream slot.
 #[derive(Clone, Copy, Default)]
@@ -93,9 +100,13 @@ pub(super) struct Session<'a> {
     /// The URL's fields in the server's table: not yet (plain requests), in (`indexed`), or
     /// never (the table is too small for them).
     indexing: Indexing,
-    /// A head cut into CONTINUATION frames: its stream, whether it ends the stream, its block.
-    continuation: Option<(u32, bool)>,
-    block: Vec<u8>,
+    /// The server's frames out of `rbuf` (a header block cut into CONTINUATIONs joined there).
+    reader: h2read::Reader,
+    /// PING and SETTINGS acknowledgements put in `wbuf` since it was last written out whole.
+    acks_unsent: usize,
+    /// A PING or SETTINGS left unread in `rbuf` until the acknowledgements before it are out:
+    /// the flood it is part of if they cannot go (issue 39).
+    held: Option<Violation>,
     connection_window: u32,
     connection_unacked: u32,
     timer: Pin<Box<tokio::time::Sleep>>,
@@ -114,7 +125,7 @@ impl<'a> Session<'a> {
             target,
             io,
             now: ctx.now(),
-            rbuf: vec![0; 4 * (h2frame::MAX_FRAME + h2frame::HEAD)].into_boxed_slice(),
+            rbuf: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
             rpos: 0,
             rend: 0,
             wbuf,
@@ -131,8 +142,9 @@ impl<'a> Session<'a> {
             encoder_table: 4096,
             table_update: None,
             indexing: Indexing::NotYet,
-            continuation: None,
-            block: Vec::new(),
+            reader: h2read::Reader::default(),
+            acks_unsent: 0,
+            held: None,
             connection_window,
             connection_unacked: 0,
             timer: Box::pin(tokio::time::sleep_until(ctx.at(0))),
@@ -151,8 +163,11 @@ impl<'a> Session<'a> {
             (_, Some(_)) => |x| &mut x.goaway,
             (End::Closed, None) => |x| &mut x.reset,
             (End::Io(e), None) => classify(e),
-            (End::Protocol, None) => |x| &mut x.bad_response,
+            (End::Protocol(_), None) => |x| &mut x.bad_response,
         };
+        if let End::Protocol(v) = end {
+            *self.ctx.out.borrow_mut().h2_protocol_errors.entry(v.key()).or_default() += 1;
+        }
         for i in 0..self.slots.len() {
             if self.slots[i].stream != 0 {
                 self.fail(i, class);
@@ -169,6 +184,10 @@ impl<'a> Session<'a> {
             // answer and new request that made in one write.
             let mut drained = false;
             for _ in 0..READS {
+                // Frames wait in the buffer for the acknowledgements before them to go out.
+                if self.held.is_some() {
+                    break;
+                }
                 match self.fill(cx) {
                     Poll::Ready(Ok(0)) => return Poll::Ready(End::Closed),
                     Poll::Ready(Ok(_)) => {
@@ -188,6 +207,21 @@ impl<'a> Session<'a> {
             self.start(cx);
             if let Err(e) = self.flush(cx) {
                 return Poll::Ready(End::Io(e));
+            }
+            if self.wbuf.len() - self.wpos > MAX_UNSENT {
+                return Poll::Ready(End::Protocol(Violation::Unread));
+            }
+            if let Some(flood) = self.held {
+                // Another acknowledgement is due and MAX_PENDING_ACKS are still unsent: the
+                // server asks faster than it reads.
+                if self.acks_unsent > 0 {
+                    return Poll::Ready(End::Protocol(flood));
+                }
+                self.held = None;
+                if let Err(end) = self.frames() {
+                    return Poll::Ready(end);
+                }
+                continue;
             }
             if self.goaway.is_some() && self.in_flight == 0 {
                 return Poll::Ready(End::Drained);
@@ -263,6 +297,10 @@ impl<'a> Session<'a> {
         if self.goaway.is_some() || self.ctx.ended() || self.next_stream > MAX_STREAM_ID {
             return;
         }
+        // A server slow to read gets no more requests until the buffer has room again.
+        if self.wbuf.len() - self.wpos > REQUEST_ROOM {
+            return;
+        }
         let limit = self.limit();
         let open = self.ctx.spec.rate.is_some();
         // Waiting on the queue only while a slot is free for what comes: a registration held
@@ -270,7 +308,7 @@ impl<'a> Session<'a> {
         // one passes its wake-up on).
         let waiting = self.queued.take();
         for i in 0..limit {
-            if self.in_flight as usize >= limit {
+            if self.in_flight as usize >= limit || self.wbuf.len() - self.wpos > REQUEST_ROOM {
                 return;
             }
             if self.slots[i].stream != 0 || (!open && self.slots[i].next > now) {
@@ -417,6 +455,12 @@ impl<'a> Session<'a> {
         if self.wpos == self.wbuf.len() {
             self.wbuf.clear();
             self.wpos = 0;
+            self.acks_unsent = 0;
+        } else if self.wpos > 0 {
+            // Partly written (a server slow to read): what is left moves to the front, so the
+            // buffer holds what is unsent and no more.
+            self.wbuf.drain(..self.wpos);
+            self.wpos = 0;
         }
         if self.unflushed {
             match Pin::new(&mut self.io).poll_flush(cx) {
@@ -453,74 +497,54 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Takes every whole frame read.
+    /// Takes every whole frame read (up to a PING or SETTINGS whose acknowledgement has no
+    /// room: `held`).
     fn frames(&mut self) -> Result<(), End> {
         let rbuf = std::mem::take(&mut self.rbuf);
-        let r = self.frames_in(&rbuf);
+        let mut reader = std::mem::take(&mut self.reader);
+        let r = self.frames_in(&rbuf, &mut reader);
         self.rbuf = rbuf;
+        self.reader = reader;
         r
     }
 
-    fn frames_in(&mut self, rbuf: &[u8]) -> Result<(), End> {
-        while self.rend - self.rpos >= h2frame::HEAD {
-            let at = self.rpos;
-            let head = h2frame::Head::parse(rbuf[at..at + h2frame::HEAD].try_into().expect("nine bytes"));
-            if head.len > h2frame::MAX_FRAME {
-                return Err(End::Protocol);
+    fn frames_in(&mut self, rbuf: &[u8], reader: &mut h2read::Reader) -> Result<(), End> {
+        loop {
+            let buf = &rbuf[self.rpos..self.rend];
+            if self.acks_unsent >= MAX_PENDING_ACKS
+                && let Some(flood) = h2read::asks_ack(buf)
+            {
+                self.held = Some(flood);
+                return Ok(());
             }
-            if self.rend - at < h2frame::HEAD + head.len {
-                break;
-            }
-            self.rpos = at + h2frame::HEAD + head.len;
-            self.frame(head, &rbuf[at + h2frame::HEAD..self.rpos])?;
+            let Some((frame, size)) = reader.next(buf, self.now).map_err(End::Protocol)? else {
+                return Ok(());
+            };
+            self.rpos += size;
+            self.frame(frame)?;
         }
-        Ok(())
     }
 
-    fn frame(&mut self, head: h2frame::Head, p: &[u8]) -> Result<(), End> {
-        use h2frame::{
-            ACK, CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, PING, PRIORITY, PUSH_PROMISE,
-            RST_STREAM, SETTINGS, SETTINGS_HEADER_TABLE_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS,
-        };
-        if let Some((stream, end_stream)) = self.continuation {
-            if head.kind != CONTINUATION || head.stream != stream {
-                return Err(End::Protocol);
-            }
-            self.block.extend_from_slice(p);
-            if head.flags & END_HEADERS != 0 {
-                self.continuation = None;
-                let block = std::mem::take(&mut self.block);
-                let r = self.head(stream, end_stream, &block);
-                self.block = block;
-                self.block.clear();
-                return r;
-            }
-            return Ok(());
-        }
-        match head.kind {
-            DATA => {
-                let data = unpad(head.flags, p)?;
-                self.data(head.stream, head.flags & END_STREAM != 0, data.len(), p.len());
-            }
-            HEADERS => {
-                let mut block = unpad(head.flags, p)?;
-                if head.flags & PRIORITY != 0 {
-                    block = block.get(5..).ok_or(End::Protocol)?;
-                }
-                let end_stream = head.flags & END_STREAM != 0;
-                if head.flags & END_HEADERS == 0 {
-                    self.continuation = Some((head.stream, end_stream));
-                    self.block.extend_from_slice(block);
-                } else {
-                    self.head(head.stream, end_stream, block)?;
-                }
-            }
-            RST_STREAM => {
-                if let Some(i) = self.slot_of(head.stream) {
+    fn frame(&mut self, frame: Frame<'_>) -> Result<(), End> {
+        use h2frame::{ACK, PING, SETTINGS, SETTINGS_HEADER_TABLE_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS};
+        match frame {
+            Frame::Data {
+                stream,
+                end_stream,
+                body,
+                taken,
+            } => self.data(stream, end_stream, body, taken),
+            Frame::Head {
+                stream,
+                end_stream,
+                block,
+            } => self.head(stream, end_stream, block)?,
+            Frame::Reset { stream } => {
+                if let Some(i) = self.slot_of(stream) {
                     self.fail(i, |x| &mut x.rst_stream);
                 }
             }
-            SETTINGS if head.flags & ACK == 0 => {
+            Frame::Settings(p) => {
                 for s in p.chunks_exact(6) {
                     let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]) as usize;
                     match u16::from_be_bytes([s[0], s[1]]) {
@@ -531,16 +555,14 @@ impl<'a> Session<'a> {
                 }
                 self.settled = true;
                 h2frame::head(&mut self.wbuf, 0, SETTINGS, ACK, 0);
+                self.acks_unsent += 1;
             }
-            PING if head.flags & ACK == 0 => {
+            Frame::Ping(p) => {
                 h2frame::head(&mut self.wbuf, p.len(), PING, ACK, 0);
                 self.wbuf.extend_from_slice(p);
+                self.acks_unsent += 1;
             }
-            GOAWAY => {
-                let last = p
-                    .get(..4)
-                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x7fff_ffff)
-                    .ok_or(End::Protocol)?;
+            Frame::GoAway { last } => {
                 self.goaway = Some(last);
                 // Streams above its last were refused, unprocessed: counted, not retried.
                 for i in 0..self.slots.len() {
@@ -549,9 +571,7 @@ impl<'a> Session<'a> {
                     }
                 }
             }
-            // The client asked for no push.
-            PUSH_PROMISE => return Err(End::Protocol),
-            _ => {}
+            Frame::Other => {}
         }
         Ok(())
     }
@@ -577,7 +597,7 @@ impl<'a> Session<'a> {
 
     /// A head: the response's (its status; informational ones wait for the final) or trailers.
     fn head(&mut self, stream: u32, end_stream: bool, block: &[u8]) -> Result<(), End> {
-        let head = h2frame::response_head(block).map_err(|_| End::Protocol)?;
+        let head = h2frame::response_head(block).map_err(|_| End::Protocol(Violation::Compression))?;
         let Some(i) = self.slot_of(stream) else {
             return Ok(());
         };
@@ -631,16 +651,6 @@ impl<'a> Session<'a> {
             self.slots[i].unacked = 0;
         }
     }
-}
-
-/// A DATA or HEADERS payload without its padding.
-fn unpad(flags: u8, p: &[u8]) -> Result<&[u8], End> {
-    if flags & h2frame::PADDED == 0 {
-        return Ok(p);
-    }
-    let pad = usize::from(*p.first().ok_or(End::Protocol)?);
-    p.get(1..p.len().checked_sub(pad).ok_or(End::Protocol)?)
-        .ok_or(End::Protocol)
 }
 
 /// Turns of a connection's loop (each a read's frames answered) before it lets the worker's
