@@ -42,7 +42,7 @@ pub struct AgentClock {
 }
 
 /// Reads `target`'s clock up to `exchanges` times (at least once), all within
-/// [`CLOCK_READING_MAX`], and keeps the exchange with the shortest round trip: offset = far time −
+/// `CLOCK_READING_MAX`, and keeps the exchange with the shortest round trip: offset = far time −
 /// (sent + round trip / 2), within ± half that round trip. A far clock read at the midpoint of
 /// its exchange is the assumption; a path slower one way than the other shifts the estimate by
 /// up to the uncertainty, never more. Another exchange is begun only while one as fast as the
@@ -162,7 +162,7 @@ const RELAY_CLOCK_EXCHANGES: u32 = 4;
 ///
 /// The run comes back bounded and checked as a direct client bounds and checks an agent's
 /// report (issue 39): read only up to what its test can fill
-/// ([`crate::summary::relayed::relayed_limit_bytes`]), then refused whole
+/// (`summary::relayed::relayed_limit_bytes`), then refused whole
 /// ([`ClientError::RelayedRefused`]) unless it is a run of `spec`, started after the request,
 /// with possible figures and the receiving end's counts
 /// ([`crate::summary::relayed::check_relayed`]).

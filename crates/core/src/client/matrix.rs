@@ -47,7 +47,7 @@ pub struct MatrixPlan<'a> {
     pub skew_bound: Duration,
 }
 
-/// Every host's clock, read at once (at most [`CLOCK_READERS`] at a time): what a controller
+/// Every host's clock, read at once (at most `CLOCK_READERS` at a time): what a controller
 /// asks before its first round (and what `--different-nodes` filters by).
 pub fn read_clocks(hosts: &[Target], opts: &ClientOptions) -> Vec<Result<AgentClock, String>> {
     let all: Vec<&Target> = hosts.iter().collect();

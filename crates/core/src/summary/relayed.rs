@@ -1,10 +1,10 @@
 //! Whether a third-party run's document can be the answer to the test a controller asked
 //! (issue 39, items 3 and 4): the same bounds and checks a direct client puts on an agent's
-//! report ([`super::check`]), put on the whole document a `from` agent sends back.
+//! report (`summary::check`), put on the whole document a `from` agent sends back.
 //!
 //! In: the spec asked, the far agent's address (`to`), when the request went out and the answer
 //! came (this host's clock) and what this host knows of the `from` agent's clock. Out: the
-//! largest `relay_result` read for that test ([`relayed_limit_bytes`]) and, for a document that
+//! largest `relay_result` read for that test (`relayed_limit_bytes`) and, for a document that
 //! came, `Ok` or the one reason it cannot be true ([`RelayedError`]). A document that fails is
 //! dropped whole: its cell fails with the reason, and no figure of it is shown or summed.
 //!
