@@ -2,7 +2,7 @@
 //! preambles (with a secret, the first-flight proof), the agent's hello and the
 //! challenge-response both ways; a clock reading cuts each wait at its own deadline (issue 39).
 
-use super::session::{ClientError, ClientOptions, MAX_SETUP_MESSAGE_BYTES, REPLY_TIMEOUT, Target, connect};
+use super::reach::{ClientError, ClientOptions, MAX_SETUP_MESSAGE_BYTES, REPLY_TIMEOUT, Target, connect};
 use crate::proto::conn::Conn;
 use crate::proto::frame;
 use crate::proto::{Message, auth};

@@ -15,6 +15,7 @@ mod iperf3;
 mod matrix;
 mod profile;
 mod query;
+mod reach;
 mod rr;
 mod session;
 mod tcp;
