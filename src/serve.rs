@@ -4,6 +4,7 @@
 //! signal exits at once (128 + the signal), the undo still run (issue 22).
 
 use crate::cli;
+use crate::cli::usage::{Usage, usage};
 use linerate_core::agent::{self, AgentEvent};
 use linerate_core::result::TestResult;
 use std::io::Write;
@@ -19,14 +20,8 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         joins: args.joins.clone(),
         max_memory: args.max_memory.map_or_else(agent::default_budget_bytes, |b| b.0),
         idle: args.idle.map(|t| t.0).filter(|d| !d.is_zero()),
-        profiles: match agent::Profiles::parse(&args.profiles) {
-            Ok(p) => p,
-            // A bad --profile is a usage error (status 2), as a bad flag is.
-            Err(e) => {
-                eprintln!("linerate: {e}");
-                return Ok(ExitCode::from(2));
-            }
-        },
+        // A bad --profile is a usage error (status 2), as a bad flag is.
+        profiles: agent::Profiles::parse(&args.profiles).map_err(Usage::from)?,
         node: args
             .node_name
             .clone()
@@ -43,10 +38,9 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         None => None,
         Some(port) => {
             use linerate_core::httpd::HttpdConfig;
-            anyhow::ensure!(
-                !args.http_head_timeout.0.is_zero(),
-                "--http-head-timeout must be a positive number of seconds"
-            );
+            if args.http_head_timeout.0.is_zero() {
+                return Err(usage!("--http-head-timeout must be a positive number of seconds").into());
+            }
             let config = HttpdConfig {
                 files: args.files.clone(),
                 head_timeout: args.http_head_timeout.0,

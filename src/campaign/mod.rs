@@ -4,6 +4,7 @@
 //! accepts exactly what the commands accept, and an error points at the line and column that
 //! caused it.
 
+use crate::cli::usage::Usage;
 use crate::cli::{Cli, Command};
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
@@ -82,14 +83,8 @@ impl FleetPlan {
 
 /// `linerate plan check FILE`.
 pub fn check(file: &std::path::Path, quick: bool, commands: bool) -> anyhow::Result<ExitCode> {
-    let (plan, ready) = match load(file, quick) {
-        Ok(loaded) => loaded,
-        // A plan that does not read is a usage error (status 2), as a bad flag is.
-        Err(e) => {
-            eprintln!("linerate: {e:#}");
-            return Ok(ExitCode::from(2));
-        }
-    };
+    // A plan that does not read is a usage error (status 2), as a bad flag is.
+    let (plan, ready) = load(file, quick).map_err(Usage::Plan)?;
     let mut text = format!("plan '{}' ({}): valid\n", plan.name, file.display());
     let mut all = Tally::default();
     for (ti, test) in plan.tests.iter().enumerate() {

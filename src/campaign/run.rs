@@ -9,6 +9,7 @@
 
 use super::{ReadyPoint, load, shell_words};
 use crate::cli::common::DbArgs;
+use crate::cli::usage::Usage;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use linerate_results::plan::campaign::{
@@ -28,24 +29,15 @@ const COMMAND_LIMIT: Duration = Duration::from_secs(300);
 
 /// `plan run`.
 pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyhow::Result<ExitCode> {
-    let (plan, ready) = match load(file, quick) {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            eprintln!("linerate: {e:#}");
-            return Ok(ExitCode::from(2));
-        }
-    };
+    let (plan, ready) = load(file, quick).map_err(Usage::Plan)?;
     let db_path = db.path()?;
     let store = Store::open(&db_path).with_context(|| format!("the results database {}", db_path.display()))?;
     let (id, done) = match resume {
         None => (campaign_id(&plan.name), Vec::new()),
         Some(id) => {
             let done = finished_points(&store, id, &plan.name)?;
-            if let Err(refusal) = same_points(&store, id, file, quick, &ready, db) {
-                // Resuming with other options is a bad combination of flags (status 2).
-                eprintln!("linerate: {refusal:#}");
-                return Ok(ExitCode::from(2));
-            }
+            // Resuming with other options is a bad combination of flags (status 2).
+            same_points(&store, id, file, quick, &ready, db).map_err(Usage::Plan)?;
             (id.to_string(), done)
         }
     };

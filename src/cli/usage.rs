@@ -6,6 +6,7 @@
 //! no way into it and keeps its own status. Clap's own errors are told here too, in one line
 //! ([`one_line`]).
 
+use linerate_core::agent::ProfileError;
 use linerate_core::result::RepeatError;
 use linerate_core::spec::SpecError;
 use linerate_lab::LabError;
@@ -20,6 +21,14 @@ pub enum Usage {
     /// A repeat policy that cannot run (`--repeat 0`, `--best` over the runs).
     #[error(transparent)]
     Repeat(#[from] RepeatError),
+    /// A `serve --profile` that cannot be served (no command, a bad name, an undo of nothing).
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    /// A plan file that does not read or check, or a `plan run --resume` with other options
+    /// than the campaign's: the file is the command's argument, as a flag's value is. Built
+    /// by hand, never by `?`, so that no runtime failure becomes a usage error unseen.
+    #[error(transparent)]
+    Plan(anyhow::Error),
     /// Any other flag or value, or flags that do not go together.
     #[error("{0}")]
     Flag(String),
@@ -134,6 +143,18 @@ mod tests {
         assert_eq!(format!("{:#}", e), "tcp: --best needs --repeat");
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         assert!(!is_usage(&anyhow::Error::from(io).context("cannot connect")));
+    }
+
+    #[test]
+    fn a_plan_refusal_keeps_its_whole_chain_and_a_profile_its_line() {
+        let read = anyhow::anyhow!("No such file or directory").context("reading plan p.toml");
+        let e = anyhow::Error::from(Usage::Plan(read));
+        assert!(is_usage(&e));
+        assert_eq!(format!("{e:#}"), "reading plan p.toml: No such file or directory");
+        let bad = linerate_core::agent::Profiles::parse(&["x.undo=true"]).expect_err("an undo of nothing");
+        let e = anyhow::Error::from(Usage::from(bad));
+        assert!(is_usage(&e));
+        assert_eq!(format!("{e:#}"), "--profile x.undo: there is no profile 'x' to undo");
     }
 
     #[test]

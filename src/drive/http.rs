@@ -4,6 +4,7 @@
 
 use super::{Kind, Mode, Test, drive, run_one};
 use crate::cli::http::HttpArgs;
+use crate::cli::usage::usage;
 use crate::finish::print_text;
 use anyhow::Context;
 use linerate_core::client::{ClientOptions, HttpAgent, HttpTarget, Sink, http_targets, run_http};
@@ -32,8 +33,7 @@ pub struct Http {
 /// `linerate http`: one run, repeated runs, or a sweep over user counts with the optimum.
 pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
     if args.reach.profile.is_some() && args.agent.is_empty() {
-        eprintln!("linerate: --profile needs --agent: the agent on the server's host that runs the profile");
-        return Ok(ExitCode::from(2));
+        return Err(usage!("--profile needs --agent: the agent on the server's host that runs the profile").into());
     }
     let urls = args.parsed_urls()?;
     args.cpus.check_here()?;

@@ -305,6 +305,39 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
             vec!["serve", "-p", "0", "--http-port", "0", "--http-idle-timeout", "0"],
             "--http-idle-timeout",
         ),
+        // Issue 40, item 6: the sites that printed and returned a literal 2 outside `Usage`,
+        // and the range checks of `sys.rs`'s commands and of `rr --expect` past zero.
+        (
+            vec![
+                "plan",
+                "run",
+                "/nonexistent/plan.toml",
+                "--db",
+                "/nonexistent/linerate-exit40.db",
+            ],
+            "plan /nonexistent/plan.toml",
+        ),
+        (
+            vec!["http", &url, "--no-agent", "--profile", "mtu9000"],
+            "--profile needs --agent",
+        ),
+        (
+            vec!["serve", "-p", "0", "--no-auth", "--profile", "x.undo=true"],
+            "--profile x.undo",
+        ),
+        (
+            vec!["serve", "-p", "0", "--no-auth", "--profile", "nocommand"],
+            "--profile 'nocommand'",
+        ),
+        (vec!["calc", "goodput", "--link", "-1"], "--link"),
+        (vec!["calc", "goodput", "--link", "1G", "--mtu", "70000"], "--mtu"),
+        (vec!["doctor", "--rate", "-5"], "--rate"),
+        (
+            vec!["serve", "-p", "0", "--http-port", "0", "--http-head-timeout", "-1"],
+            "--http-head-timeout",
+        ),
+        (agent("rr", &["--sizes", "64,128", "--expect", "10G,x"]), "--expect"),
+        (agent("rr", &["--sizes", "64,128", "--expect", "-1"]), "--expect"),
     ];
     for (args, needle) in &cases {
         usage_error(args, needle);
@@ -382,4 +415,54 @@ fn issue_38_a_short_secret_is_a_usage_error() {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
         other => panic!("a refused secret reached the agent's port: {other:?}"),
     }
+}
+
+/// Issue 40, item 6: status 2 is chosen in one place, `main`, for an error whose chain holds a
+/// `Usage` (or core's typed spec errors); no command prints a refusal and returns a literal 2 of
+/// its own, which a new check could copy and get wrong (print twice, or return 1). Fails on a
+/// planted `return Ok(ExitCode::from(2))` anywhere under src/ but main.rs and cli/usage.rs.
+#[test]
+fn issue_40_status_2_is_chosen_only_through_usage() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![root.clone()];
+    let mut found = Vec::new();
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read src/") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            files += 1;
+            let rel = path
+                .strip_prefix(&root)
+                .expect("under src/")
+                .to_string_lossy()
+                .into_owned();
+            if rel == "main.rs" || rel == "cli/usage.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read");
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+                if compact.contains("ExitCode::from(2)")
+                    || compact.contains("EXIT_USAGE")
+                    || compact.contains("exit(2)")
+                {
+                    found.push(format!("src/{rel}:{}: {}", i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(files > 30, "read only {files} files under {}", root.display());
+    assert!(
+        found.is_empty(),
+        "status 2 returned outside `Usage` (return a `Usage` error instead):\n{}",
+        found.join("\n")
+    );
 }
