@@ -138,7 +138,7 @@ impl Target {
 /// How the client reaches agents.
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
-    pub secret: Option<Vec<u8>>,
+    pub secret: Option<crate::proto::auth::Secret>,
     pub connect_timeout: Duration,
     /// The local address control and data connections leave from (`-B`); None: the kernel's.
     pub bind: Option<IpAddr>,
@@ -730,5 +730,22 @@ impl Watch<'_> {
                 Some(other) => return Err(conn.unexpected("result", &other)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClientOptions;
+    use crate::proto::auth::shows_secret;
+
+    #[test]
+    fn a_client_options_debug_print_shows_none_of_the_secret() {
+        let secret = b"correct-horse-battery-staple-01".to_vec();
+        let opts = ClientOptions {
+            secret: Some(secret.clone().into()),
+            ..ClientOptions::default()
+        };
+        let text = format!("{opts:?} {opts:#?}");
+        assert_eq!(shows_secret(&text, &secret), None, "{text}");
     }
 }
