@@ -187,7 +187,7 @@ pub struct SecretArgs {
 }
 
 impl SecretArgs {
-    pub fn load(&self) -> anyhow::Result<Option<linerate_core::proto::auth::Secret>> {
+    pub fn load(&self) -> anyhow::Result<Option<linerate_core::client::Secret>> {
         let raw = match &self.secret_file {
             Some(path) => Some(
                 std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read secret file {}: {e}", path.display()))?,
@@ -199,7 +199,7 @@ impl SecretArgs {
             secret.pop();
         }
         // From here on a refused secret is zeroed too, when it is dropped.
-        let secret = linerate_core::proto::auth::Secret::from(secret);
+        let secret = linerate_core::client::Secret::from(secret);
         anyhow::ensure!(!secret.is_empty(), "the shared secret is empty");
         // Issue 38: a secret of a byte or two is guessed offline from one challenge and its
         // proof; refuse what is short, as a usage error naming the bound and the fix.
