@@ -187,7 +187,7 @@ pub struct SecretArgs {
 }
 
 impl SecretArgs {
-    pub fn load(&self) -> anyhow::Result<Option<Vec<u8>>> {
+    pub fn load(&self) -> anyhow::Result<Option<linerate_core::client::Secret>> {
         let raw = match &self.secret_file {
             Some(path) => Some(
                 std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read secret file {}: {e}", path.display()))?,
@@ -198,6 +198,8 @@ impl SecretArgs {
         while secret.last().is_some_and(|b| b.is_ascii_whitespace()) {
             secret.pop();
         }
+        // From here on a refused secret is zeroed too, when it is dropped.
+        let secret = linerate_core::client::Secret::from(secret);
         anyhow::ensure!(!secret.is_empty(), "the shared secret is empty");
         // Issue 38: a secret of a byte or two is guessed offline from one challenge and its
         // proof; refuse what is short, as a usage error naming the bound and the fix.

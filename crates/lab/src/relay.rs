@@ -259,10 +259,15 @@ pub fn run(config: &RelayConfig, stop: &AtomicBool) -> io::Result<()> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()));
     // Receive scratch: BATCH slots, reused for every read.
     let mut scratch = vec![0u8; BATCH * SLOT];
-    // SAFETY (both): mmsghdr and iovec are plain data; zeroed is valid, pointers are set below.
+    // mmsghdr and iovec are plain C data (integers and raw pointers): all zeroes is a valid
+    // value of each (null pointers, zero lengths), and the pointers are set below before use.
+    // SAFETY: iovec is plain data; all zeroes is valid (see above).
     let mut rx_iov: Vec<libc::iovec> = vec![unsafe { std::mem::zeroed() }; BATCH];
+    // SAFETY: mmsghdr is plain data; all zeroes is valid (see above).
     let mut rx_msgs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; BATCH];
+    // SAFETY: iovec is plain data; all zeroes is valid (see above).
     let mut tx_iov: Vec<libc::iovec> = vec![unsafe { std::mem::zeroed() }; BATCH];
+    // SAFETY: mmsghdr is plain data; all zeroes is valid (see above).
     let mut tx_msgs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; BATCH];
     let mut pollfds: Vec<libc::pollfd> = fds
         .iter()

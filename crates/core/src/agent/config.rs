@@ -38,7 +38,7 @@ pub struct AgentConfig {
     /// Address and port to listen on (port 0: any free port, see [`super::Agent::local_addr`]).
     pub bind: SocketAddr,
     /// The shared secret clients must prove they know; None: anyone may run tests.
-    pub secret: Option<Vec<u8>>,
+    pub secret: Option<crate::proto::auth::Secret>,
     /// Serve without a secret on a non-loopback address.
     pub no_auth: bool,
     /// Tests run at once; past this a client is told the agent is busy.
@@ -217,7 +217,17 @@ pub enum AgentEvent {
 
 #[cfg(test)]
 mod tests {
-    use super::Cidr;
+    use super::{AgentConfig, Cidr};
+    use crate::proto::auth::shows_secret;
+
+    #[test]
+    fn an_agent_config_debug_print_shows_none_of_the_secret() {
+        let secret = b"correct-horse-battery-staple-02".to_vec();
+        let mut config = AgentConfig::new("127.0.0.1:0".parse().expect("an address"));
+        config.secret = Some(secret.clone().into());
+        let text = format!("{config:?} {config:#?}");
+        assert_eq!(shows_secret(&text, &secret), None, "{text}");
+    }
 
     #[test]
     fn issue_26_address_blocks_parse_clear_their_host_bits_and_hold_mapped_addresses() {

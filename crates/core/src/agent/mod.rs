@@ -79,7 +79,7 @@ mod tests {
     /// An agent on 127.0.0.1:0 serving on its own thread, its events sent to the returned channel.
     fn start(secret: Option<&[u8]>) -> (SocketAddr, mpsc::Receiver<AgentEvent>) {
         start_with(AgentConfig {
-            secret: secret.map(<[u8]>::to_vec),
+            secret: secret.map(crate::proto::auth::Secret::from),
             max_connections: 8,
             ..AgentConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
         })
@@ -210,7 +210,7 @@ mod tests {
     fn an_authenticated_connection_is_not_closed_to_make_room() {
         use crate::proto::auth;
         let (addr, events) = start_with(AgentConfig {
-            secret: Some(b"right".to_vec()),
+            secret: Some(b"right".to_vec().into()),
             max_connections: 2,
             eviction_grace: Duration::ZERO,
             ..AgentConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))

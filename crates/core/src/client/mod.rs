@@ -22,12 +22,13 @@ mod tcp;
 mod udp;
 
 /// What a caller of the client names: the sink its live lines implement, the HTTP targets it
-/// builds, the agent's port, and the check of `--cpus` against this host (the engine and the
-/// protocol stay behind the client).
+/// builds, the agent's port, the shared secret's type, and the check of `--cpus` against this
+/// host (the engine and the protocol stay behind the client).
 pub use crate::engine::Sink;
 pub use crate::engine::http::{HttpTarget, HttpUrl, TlsSetupError, tls_client_config};
 pub use crate::engine::pin::check_cpus as check_local_cpus;
 pub use crate::proto::DEFAULT_PORT;
+pub use crate::proto::auth::Secret;
 pub(crate) use fleet::proves_itself;
 pub use fleet::{AgentClock, Relayed, read_clock, run_from};
 pub use http::{HttpAgent, http_targets, run_http};

@@ -125,7 +125,7 @@ impl Target {
 /// How the client reaches agents.
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
-    pub secret: Option<Vec<u8>>,
+    pub secret: Option<crate::proto::auth::Secret>,
     pub connect_timeout: Duration,
     /// The local address control and data connections leave from (`-B`); None: the kernel's.
     pub bind: Option<IpAddr>,
@@ -228,4 +228,21 @@ pub(super) fn data_connection(
     sock.set_write_timeout(Some(opts.connect_timeout)).map_err(data)?;
     sock.write_all(&frame::data_header(cookie, index)).map_err(data)?;
     Ok(sock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClientOptions;
+    use crate::proto::auth::shows_secret;
+
+    #[test]
+    fn a_client_options_debug_print_shows_none_of_the_secret() {
+        let secret = b"correct-horse-battery-staple-01".to_vec();
+        let opts = ClientOptions {
+            secret: Some(secret.clone().into()),
+            ..ClientOptions::default()
+        };
+        let text = format!("{opts:?} {opts:#?}");
+        assert_eq!(shows_secret(&text, &secret), None, "{text}");
+    }
 }

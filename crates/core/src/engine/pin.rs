@@ -68,6 +68,7 @@ mod tests {
 
     #[test]
     fn a_thread_takes_the_batch_policy_and_back() {
+        // SAFETY: sched_getscheduler takes no pointer; pid 0 is the calling thread.
         let policy = || unsafe { libc::sched_getscheduler(0) };
         std::thread::spawn(move || {
             schedule_current_thread(Sched::Batch).expect("batch");

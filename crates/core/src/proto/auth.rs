@@ -34,6 +34,51 @@ pub const REPLAY_CACHE_ENTRIES: usize = 16_384;
 const MAC1_KEY_LABEL: &[u8] = b"linerate v4 mac1 key";
 const MAC1_LABEL: &[u8] = b"linerate mac1";
 
+/// A shared secret's bytes, read once from `--secret-file` or `LINERATE_SECRET`: they go to
+/// the HMACs here (through [`Secret::as_bytes`] or `Deref<Target = [u8]>`) and nowhere else.
+/// `Debug` prints only how many there are, so an options struct printed with `{:?}` shows no
+/// byte of it, and the bytes are zeroed when the value is dropped (best effort: the
+/// environment and the file's page cache still hold their copies).
+#[derive(Clone)]
+pub struct Secret(Vec<u8>);
+
+impl Secret {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<Vec<u8>> for Secret {
+    fn from(bytes: Vec<u8>) -> Secret {
+        Secret(bytes)
+    }
+}
+
+impl From<&[u8]> for Secret {
+    fn from(bytes: &[u8]) -> Secret {
+        Secret(bytes.to_vec())
+    }
+}
+
+impl std::ops::Deref for Secret {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secret({} bytes)", self.0.len())
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+}
+
 /// A fresh random nonce.
 /// Bytes of a fresh fleet secret (`linerate secret new`): 256 bits.
 pub const SECRET_BYTES: usize = 32;
@@ -213,11 +258,50 @@ impl ReplayCache {
     }
 }
 
+/// How `text` (a `Debug` print) shows `secret`, if it does: as text, as a list of byte values
+/// (`Vec<u8>`'s `Debug`), or as hex digits; None: it shows none of its bytes.
+#[cfg(test)]
+pub(crate) fn shows_secret(text: &str, secret: &[u8]) -> Option<&'static str> {
+    let as_list = format!("{secret:?}");
+    // Any eight bytes in a row, so a list cut short or a slice of it still counts.
+    let run = &as_list[1..as_list.len() - 1]
+        .split(", ")
+        .take(8)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if text.contains(&*String::from_utf8_lossy(&secret[..8])) {
+        Some("as text")
+    } else if text.contains(run.as_str()) {
+        Some("as a list of bytes")
+    } else if text.contains(&crate::codec::to_hex(&secret[..8])) {
+        Some("as hex")
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const NOW: u64 = 1_790_000_000_000;
+
+    #[test]
+    fn a_secret_prints_its_length_and_none_of_its_bytes() {
+        let bytes = b"correct-horse-battery-staple-00".to_vec();
+        let secret = Secret::from(bytes.clone());
+        assert_eq!(format!("{secret:?}"), "Secret(31 bytes)");
+        assert_eq!(
+            shows_secret(&format!("{secret:#?} {:?}", Some(secret.clone())), &bytes),
+            None
+        );
+        assert_eq!(secret.as_bytes(), &bytes[..]);
+        assert_eq!(&*secret, &bytes[..], "it derefs to its bytes");
+        // The check itself sees each way a Vec<u8> would show.
+        assert_eq!(shows_secret(&format!("{bytes:?}"), &bytes), Some("as a list of bytes"));
+        assert_eq!(shows_secret(&String::from_utf8_lossy(&bytes), &bytes), Some("as text"));
+        assert_eq!(shows_secret(&crate::codec::to_hex(&bytes), &bytes), Some("as hex"));
+    }
 
     fn fresh() -> [u8; MAC1_NONCE_LEN] {
         nonce()[..MAC1_NONCE_LEN].try_into().expect("sixteen of thirty-two")

@@ -125,12 +125,16 @@ pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> 
             };
             s.framing.write(&mut buf[i * size..(i + 1) * size], &h);
         }
-        // SAFETY: buffers, iovecs and headers were set up above and outlive the calls; lengths
-        // are within them.
+        // Buffers, iovecs and headers were set up above and outlive the calls; k <= per_call
+        // (the pacer hands out at most `per_call`, and the header loop above slices `buf` for
+        // k datagrams, bounds-checked), so the lengths are within them.
         let sent = if k == 1 || gso {
+            // SAFETY: `buf` holds per_call * size >= k * size bytes; `fd` is our open socket.
             let rc = unsafe { libc::send(fd, buf.as_ptr().cast(), k * size, 0) };
             if rc < 0 { -1 } else { k as isize }
         } else {
+            // SAFETY: `msgs` holds per_call >= k headers, each pointing at one `iov` entry that
+            // points at `size` bytes of `buf`; none of the three is resized or moved after setup.
             let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), k as libc::c_uint, 0) };
             rc as isize
         };
