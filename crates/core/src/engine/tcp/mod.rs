@@ -246,7 +246,10 @@ mod tests {
         let s = &sent.streams[0];
         assert!(s.bytes < s.total_bytes);
         assert!(sent.window_start_ns >= 300_000_000);
-        assert!((0.45..1.4).contains(&s.seconds), "{s:?}");
+        // The window is what follows the warm-up: at least the 0.5 s left of the limit. No upper
+        // bound: on a loaded machine the run may end late, and how late is the machine's, not
+        // the engine's (the warm-up's exclusion is the two checks above).
+        assert!(s.seconds >= 0.45, "{s:?}");
     }
 
     #[test]
