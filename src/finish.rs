@@ -148,10 +148,7 @@ fn store(
 fn fall_back(document: &str, db: Option<&Path>, err: &anyhow::Error) {
     let name = format!(
         "linerate-result-{}-{}.json",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0),
+        linerate_core::unixtime::now_unix_ms(),
         std::process::id()
     );
     let beside = db

@@ -232,9 +232,7 @@ fn campaign_id(plan: &str) -> String {
         })
         .collect();
     let name = name.trim_matches('-');
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = linerate_core::unixtime::now_unix_secs();
     let mut n = secs;
     let mut stamp = String::new();
     while n > 0 {

@@ -126,10 +126,7 @@ fn label(text: &str) -> Result<(String, String), String> {
 /// `--since`: a time ago (a number with s, m, h or d) or a UTC date and time, as milliseconds
 /// since the Unix epoch.
 fn since(text: &str) -> Result<u64, String> {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let now_ms = linerate_core::unixtime::now_unix_ms();
     since_at(text, now_ms)
 }
 

@@ -173,9 +173,7 @@ impl UdpArgs {
 
 /// A test id for multicast datagrams, from the clock: distinct between runs, no secret.
 fn rand_test_id() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
+    let t = linerate_core::unixtime::now_unix_ns_stamp();
     t ^ (u64::from(std::process::id()) << 32)
 }
 

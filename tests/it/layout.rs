@@ -46,14 +46,7 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 
 /// The source without `//` comments (doc comments name modules freely).
 fn code_of(path: &Path) -> String {
-    let text = fs::read_to_string(path).expect("a source file is readable");
-    text.lines()
-        .map(|l| match l.find("//") {
-            Some(i) if !l[..i].contains('"') => &l[..i],
-            _ => l,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    code_of_text(&fs::read_to_string(path).expect("a source file is readable"))
 }
 
 /// The names that follow `prefix::` in `code`: a single name, or every name of a `{...}` group.
@@ -198,6 +191,72 @@ fn the_binary_holds_no_protocol_or_engine_logic() {
     assert!(
         found.is_empty(),
         "src/ should only parse, dispatch and render:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Why `code` (one agent file, comments stripped) reaches into the client's half, if it does:
+/// the agent runs a client's half only as a relay (issue 40).
+fn client_crossing(code: &str) -> Option<String> {
+    let in_crate = names_after(code, "crate::client");
+    let from_sibling = names_after(code, "super::super::client");
+    in_crate
+        .into_iter()
+        .chain(from_sibling)
+        .next()
+        .map(|name| format!("client::{name}"))
+}
+
+#[test]
+fn the_agent_reaches_the_client_only_through_the_relay() {
+    let agent = root().join("crates/core/src/agent");
+    let found: Vec<String> = rust_files(&agent)
+        .into_iter()
+        .filter(|f| f.file_name().is_some_and(|n| n != "relay.rs"))
+        .filter_map(|f| client_crossing(&code_of(&f)).map(|what| format!("{} uses {what}", rel(&f))))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "the agent is the client's other half, not its user (only relay.rs runs a client's half):\n{}",
+        found.join("\n")
+    );
+    // The check sees a planted crossing, single or grouped, and not a comment naming the client.
+    assert_eq!(
+        client_crossing("use crate::client::unix_ns;").as_deref(),
+        Some("client::unix_ns")
+    );
+    assert!(client_crossing("use crate::client::{Target, run_tcp};").is_some());
+    assert!(client_crossing("let t = crate::client::system_time(0);").is_some());
+    assert_eq!(
+        client_crossing(&code_of_text("// see crate::client::run_tcp\nfn f() {}")),
+        None
+    );
+}
+
+/// [`code_of`] for text in hand.
+fn code_of_text(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) if !l[..i].contains('"') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn unix_time_is_read_in_one_place() {
+    let mut found = Vec::new();
+    for dir in ["src", "crates/core/src"] {
+        for f in rust_files(&root().join(dir)) {
+            if !f.ends_with("unixtime.rs") && code_of(&f).contains("UNIX_EPOCH") {
+                found.push(rel(&f));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "read the wall clock as Unix time through linerate_core::unixtime:\n{}",
         found.join("\n")
     );
 }

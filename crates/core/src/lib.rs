@@ -27,6 +27,7 @@ pub mod summary;
 pub mod sweep;
 pub(crate) mod tlsio;
 pub mod units;
+pub mod unixtime;
 
 /// The version of this build, as written into every result document.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

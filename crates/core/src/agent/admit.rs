@@ -37,7 +37,7 @@ use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// Opening slots kept for connections whose first flight proved the secret: no connection
 /// without a proof takes one, and they come on top of `max_connections`.
@@ -121,11 +121,7 @@ pub(super) enum FirstFlight {
 }
 
 /// The agent's clock for first flights: milliseconds since the Unix epoch.
-pub(super) fn now_unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub(super) use crate::unixtime::now_unix_ms;
 
 /// Up to `buf.len()` bytes already in `stream`, left on the socket, without waiting.
 fn peek(stream: &TcpStream, buf: &mut [u8]) -> usize {

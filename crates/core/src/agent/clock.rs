@@ -30,7 +30,7 @@ pub(super) const CLOCK_SESSION_MAX: Duration = Duration::from_secs(6);
 
 /// This agent's wall clock now, Unix nanoseconds, as it tells it (its pretend offset added).
 pub(super) fn now_unix_ns(state: &State) -> i64 {
-    crate::client::unix_ns(SystemTime::now()).saturating_add(state.config.clock_offset_ns)
+    crate::unixtime::unix_ns(SystemTime::now()).saturating_add(state.config.clock_offset_ns)
 }
 
 /// Answers `clock` until the client closes (or sends something else, or stops asking, or the

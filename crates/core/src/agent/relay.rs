@@ -57,7 +57,7 @@ pub(super) fn run(
                 ));
             }
             Some(StartAt {
-                at: crate::client::system_time(at.saturating_sub(offset)),
+                at: crate::unixtime::system_time(at.saturating_sub(offset)),
                 sent_unix_ns: Arc::clone(&sent),
                 started_unix_ns: Arc::clone(&started),
             })

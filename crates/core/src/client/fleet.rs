@@ -4,7 +4,7 @@
 //! and sends the whole run back). `matrix` builds patterns out of them.
 
 use super::handshake::{answer_challenge, authenticated, authenticated_by};
-use super::session::{ClientError, ClientOptions, Target, connect, unix_ns};
+use super::session::{ClientError, ClientOptions, Target, connect};
 use crate::proto::Message;
 use crate::proto::conn::Conn;
 use crate::proto::conn::ProtoError;
@@ -12,6 +12,7 @@ use crate::proto::frame;
 use crate::result::{ClockEstimate, TestResult};
 use crate::spec::TestSpec;
 use crate::summary::relayed::{Asked, check_relayed, relayed_limit_bytes};
+use crate::unixtime::unix_ns;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};

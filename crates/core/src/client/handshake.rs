@@ -6,7 +6,8 @@ use super::reach::{ClientError, ClientOptions, MAX_SETUP_MESSAGE_BYTES, REPLY_TI
 use crate::proto::conn::Conn;
 use crate::proto::frame;
 use crate::proto::{Message, auth};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use crate::unixtime::now_unix_ms;
+use std::time::{Duration, Instant};
 
 /// Connects, exchanges preambles and authenticates (both ways when there is a secret): the
 /// control connection ready for its `request` (or `profiles`).
@@ -99,10 +100,4 @@ pub(super) fn answer_challenge(
         return Err(ClientError::Unauthenticated { peer });
     }
     Ok(conn)
-}
-
-pub(super) fn now_unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -6,12 +6,13 @@
 //! rounds after it unrun, so what was measured is kept.
 
 use super::fleet::{AgentClock, read_clock, run_from};
-use super::session::{ClientOptions, Target, unix_ns};
+use super::session::{ClientOptions, Target};
 use crate::result::{
     Cell, CellFigure, CellStart, ClockEstimate, FleetHost, Matrix, Outcome, Pattern, Round, TestResult, group_sum,
     jain_index,
 };
 use crate::spec::TestSpec;
+use crate::unixtime::unix_ns;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};

@@ -39,7 +39,7 @@ pub(crate) use matrix::error_chain;
 pub use matrix::{CLOCK_EXCHANGES, MatrixPlan, cell_figure, cell_value, read_clocks, run_matrix};
 pub use query::agent_profiles;
 pub use rr::run_rr;
+pub(crate) use session::START_WAIT_MAX;
 pub use session::{ClientError, ClientOptions, StartAt, Target};
-pub(crate) use session::{START_WAIT_MAX, system_time, unix_ns};
 pub use tcp::run_tcp;
 pub use udp::run_udp;

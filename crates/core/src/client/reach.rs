@@ -8,7 +8,7 @@ use crate::proto::frame::{self, COOKIE_LEN};
 use crate::result::lab::LabRecord;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// How long an agent may take to answer a set-up message.
 pub(super) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -151,23 +151,6 @@ pub struct StartAt {
     pub sent_unix_ns: std::sync::Arc<std::sync::atomic::AtomicI64>,
     /// Set once every agent has answered `started`: Unix nanoseconds, this host's clock.
     pub started_unix_ns: std::sync::Arc<std::sync::atomic::AtomicI64>,
-}
-
-/// This host's wall clock, Unix nanoseconds (negative before 1970).
-pub(crate) fn unix_ns(t: SystemTime) -> i64 {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
-        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
-    }
-}
-
-/// A Unix-nanosecond instant as this host's [`SystemTime`].
-pub(crate) fn system_time(unix_ns: i64) -> SystemTime {
-    if unix_ns >= 0 {
-        UNIX_EPOCH + Duration::from_nanos(unix_ns as u64)
-    } else {
-        UNIX_EPOCH - Duration::from_nanos(unix_ns.unsigned_abs())
-    }
 }
 
 impl Default for ClientOptions {

@@ -5,10 +5,10 @@
 //! Ctrl-C and the lab in one place. It imports no kind: each kind (`tcp`, `udp`, `rr`, `http`)
 //! is one file that opens its data streams and says how its document is assembled.
 
-use super::handshake::{authenticated, now_unix_ms};
+use super::handshake::authenticated;
+pub(crate) use super::reach::START_WAIT_MAX;
 pub use super::reach::{ClientError, ClientOptions, StartAt, Target};
 pub(super) use super::reach::{REPLY_TIMEOUT, connect, data_connection};
-pub(crate) use super::reach::{START_WAIT_MAX, system_time, unix_ns};
 use crate::engine::{Control, EngineError};
 use crate::metrics::host::HostInfo;
 use crate::proto::Message;
@@ -17,6 +17,7 @@ use crate::proto::frame::COOKIE_LEN;
 use crate::result::{SideReport, TestResult};
 use crate::spec::TestSpec;
 use crate::summary::{self, AgentOutcome};
+use crate::unixtime::{now_unix_ms, unix_ns};
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -38,7 +38,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::Release};
 use std::thread::JoinHandle;
-use std::time::SystemTime;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
@@ -170,9 +169,7 @@ struct Ctx {
 
 impl Ctx {
     fn date(&self) -> http::HeaderValue {
-        let secs = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let secs = crate::unixtime::now_unix_secs();
         let mut d = self.date.borrow_mut();
         if d.0 != secs {
             *d = (

@@ -11,7 +11,7 @@ use mio::{Events, Interest, Poll, Token};
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::{Relaxed, Release};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// How often idle and lingering connections are looked for.
 pub(super) const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -265,9 +265,7 @@ impl Worker {
     }
 
     pub(super) fn refresh_date(&mut self) {
-        let secs = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let secs = crate::unixtime::now_unix_secs();
         if secs != self.date_secs {
             self.date_secs = secs;
             self.date = http_date(secs);

@@ -30,7 +30,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// A time-limited test runs this long past its omit and time on this end, so that the client's
 /// TEST_END, not this end's clock, ends it.
@@ -317,9 +317,7 @@ fn run_test(
         }
         _ => unreachable!("spec_of makes TCP and UDP specs only"),
     };
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let started_unix_ms = crate::unixtime::now_unix_ms();
     control.send_state(Step::TestStart).map_err(gone)?;
     control.send_state(Step::TestRunning).map_err(gone)?;
     let (mut report, mut notes) = run_engine(state, control, spec, streams)?;
