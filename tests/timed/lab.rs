@@ -358,34 +358,57 @@ fn issue_24_sixteen_hosts_come_up_answer_and_go_down() {
 
 /// Issue 38: a receiver's intervals count the bytes that arrived by each edge, not the whole
 /// 128 KiB reads its reader finished. Through tbf at 12.547 Mbit/s TCP carries 12.0 Mbit/s of
-/// payload (1448 bytes of every 1514 tbf counts); every whole interval between the first (slow
-/// start) and the last (partial) reads within 2 % of it, where whole reads moved in steps of
-/// 1.05 Mbit/s (11.53, 12.58, 13.63).
+/// payload (1448 bytes of every 1514 tbf counts); every whole interval of the steady state reads
+/// within 2 % of it, where whole reads moved in steps of 1.05 Mbit/s (11.53, 12.58, 13.63).
+///
+/// The steady state starts one interval after the last in which the sender retransmitted: slow
+/// start overruns tbf's 50 ms queue (about 200 segments dropped), and a repair that lands just
+/// past an edge moves the bytes held out of order behind its hole into the next interval. A
+/// receiver counts what TCP delivered in order, so the CI run of `7361d39` read 6.58 then
+/// 17.45 Mbit/s (2 x 12.01 between them) in the two seconds after such a start, once in about
+/// ten runs on a quiet machine.
 #[apply(timed!)]
 fn issue_38_a_slow_flows_intervals_count_bytes_not_reads() {
     let Some(lab) = Lab::up(2, &["h2:rate=12547kbit"]) else {
         return;
     };
-    let v = lab.tcp("h1", "h2", &["-t", "7", "-i", "1"]);
-    let received: Vec<(f64, f64)> = v["intervals"]
-        .as_array()
-        .expect("intervals")
+    let v = lab.tcp("h1", "h2", &["-t", "8", "-i", "1"]);
+    let stream = |side: &str| -> Vec<&serde_json::Value> {
+        v["intervals"]
+            .as_array()
+            .expect("intervals")
+            .iter()
+            .filter(|i| i["side"] == side && i["kind"] == "stream")
+            .collect()
+    };
+    // The sender's retransmits so far at each edge; the last interval in which they rose.
+    let retransmits: Vec<u64> = stream("sent").iter().map(|i| u(i, "/tcp/retransmits")).collect();
+    let last_rise = (0..retransmits.len())
+        .filter(|&k| retransmits[k] > if k == 0 { 0 } else { retransmits[k - 1] })
+        .max();
+    let steady_from = last_rise.map_or(0, |k| k + 2);
+    let received: Vec<(f64, f64)> = stream("received")
         .iter()
-        .filter(|i| i["side"] == "received" && i["kind"] == "stream")
         .map(|i| (f(i, "/start_ns") / 1e9, f(i, "/bits_per_second") / 1e6))
         .collect();
+    // Whole intervals of the steady state, before the last (partial) one.
     let whole: Vec<f64> = received
         .iter()
-        .filter(|(start, _)| (1.0..=5.5).contains(start))
-        .map(|(_, mbps)| *mbps)
+        .enumerate()
+        .filter(|(k, (start, _))| *k >= steady_from.max(1) && *start <= 6.5)
+        .map(|(_, (_, mbps))| *mbps)
         .collect();
-    assert!(whole.len() >= 4, "the receiver's intervals: {received:?}");
+    assert!(
+        whole.len() >= 3,
+        "fewer than 3 whole intervals after the sender's last retransmit ({retransmits:?}): {received:?}"
+    );
     let goodput = 12.547 * 1448.0 / 1514.0;
     for mbps in &whole {
         let off = (mbps - goodput).abs() / goodput * 100.0;
         assert!(
             off <= 2.0,
-            "an interval read {mbps:.3} Mbit/s, {off:.2} % from {goodput:.3} (at most 2 %): {whole:.3?}"
+            "an interval read {mbps:.3} Mbit/s, {off:.2} % from {goodput:.3} (at most 2 %): {whole:.3?}, \
+             retransmits at each edge {retransmits:?}"
         );
     }
 }
