@@ -25,6 +25,26 @@ pub fn with_fleet_secret(args: &[&str], limit: Duration) -> std::process::Output
     run_bounded(Command::new(BIN).args(args).env("LINERATE_SECRET", FLEET_SECRET), limit)
 }
 
+/// `linerate tcp --json --no-store --pattern incast --from FROM TO -t 1 -i 0.2` with the fleet's
+/// secret: a 1 s incast of loopback agents, bounded at 90 s.
+pub fn loopback_incast(from: &str, to: &str) -> std::process::Output {
+    let args = [
+        "tcp",
+        "--json",
+        "--no-store",
+        "--pattern",
+        "incast",
+        "--from",
+        from,
+        to,
+        "-t",
+        "1",
+        "-i",
+        "0.2",
+    ];
+    with_fleet_secret(&args, Duration::from_secs(90))
+}
+
 /// A matrix document's cells.
 pub fn cells(m: &Value) -> &Vec<Value> {
     m["cells"].as_array().expect("cells")

@@ -191,25 +191,23 @@ fn issue_39_a_host_file_is_read_to_its_bound() {
 /// layout, one line, exit 2, naming the bound.
 #[test]
 fn issue_39_a_too_large_mesh_is_refused() {
-    let hosts: Vec<String> = (0..200)
-        .map(|i| format!("127.0.{}.{}:9", i / 250, i % 250 + 1))
-        .collect();
-    let mut args = vec!["tcp", "--pattern", "mesh", "--no-store"];
-    args.extend(hosts.iter().map(String::as_str));
-    let out = linerate_under(&["prlimit", "--as=1073741824"], &args, LIMIT);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    // A mesh over `hosts` loopback addresses under a 1 GiB address space: exit 2, one line.
+    let refused = |hosts: usize| -> String {
+        let hosts: Vec<String> = (0..hosts)
+            .map(|i| format!("127.0.{}.{}:9", i / 250, i % 250 + 1))
+            .collect();
+        let mut args = vec!["tcp", "--pattern", "mesh", "--no-store"];
+        args.extend(hosts.iter().map(String::as_str));
+        let out = linerate_under(&["prlimit", "--as=1073741824"], &args, LIMIT);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        err
+    };
+    let err = refused(200);
     assert!(err.contains("39800 cells") && err.contains("16384"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     // 3,000 hosts, as the attacker's mesh: past the targets' bound already.
-    let hosts: Vec<String> = (0..3000)
-        .map(|i| format!("127.0.{}.{}:9", i / 250, i % 250 + 1))
-        .collect();
-    let mut args = vec!["tcp", "--pattern", "mesh", "--no-store"];
-    args.extend(hosts.iter().map(String::as_str));
-    let out = linerate_under(&["prlimit", "--as=1073741824"], &args, LIMIT);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(3000);
     assert!(err.contains("3000 targets") && err.contains("1024"), "{err}");
 }
 

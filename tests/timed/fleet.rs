@@ -12,23 +12,7 @@ fn issue_24_an_incast_starts_together_through_an_agent_whose_clock_is_2_s_off() 
     let (a, b, to) = (fleet_agent(&[]), fleet_agent(&[]), fleet_agent(&[]));
     let off = fleet_agent(&["--pretend-clock-offset-ms", "2000"]);
     let from = format!("{},{},{}", a.addr, b.addr, off.addr);
-    let out = with_fleet_secret(
-        &[
-            "tcp",
-            "--json",
-            "--no-store",
-            "--pattern",
-            "incast",
-            "--from",
-            &from,
-            &to.addr,
-            "-t",
-            "1",
-            "-i",
-            "0.2",
-        ],
-        Duration::from_secs(90),
-    );
+    let out = loopback_incast(&from, &to.addr);
     let m = json_of(&out);
     assert_eq!(m["test"], "tcp matrix");
     assert_eq!(m["pattern"], "incast");

@@ -159,23 +159,7 @@ fn issue_39_an_agent_800_ms_away_does_not_fail_its_neighbours_cells() {
     let slow_name = slow.addr.to_string();
     let from = format!("{},{},{}", a.addr, b.addr, slow_name);
     let began = Instant::now();
-    let out = with_fleet_secret(
-        &[
-            "tcp",
-            "--json",
-            "--no-store",
-            "--pattern",
-            "incast",
-            "--from",
-            &from,
-            &to.addr,
-            "-t",
-            "1",
-            "-i",
-            "0.2",
-        ],
-        Duration::from_secs(90),
-    );
+    let out = loopback_incast(&from, &to.addr);
     let took = began.elapsed();
     eprintln!("exit {:?} after {took:?}\n{}", out.status.code(), stderr(&out));
     let m: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a matrix document");
