@@ -601,21 +601,26 @@ mod tests {
         assert!(closed(&mut conns[1].1));
     }
 
+    /// Room for two opening connections (eight a source), and three connections to fill it.
+    const TWO: Caps = Caps {
+        per_source: 8,
+        total: 2,
+    };
+
+    /// Connection `i` of `conns` entered at `t0`, from 127.0.1.`i+1`, without eviction.
+    fn entered(opening: &Opening, conns: &[(TcpStream, TcpStream)], i: usize, t0: Instant) -> Ticket {
+        let peer = addr(&format!("127.0.1.{}:1", i + 1));
+        opening.enter(&conns[i].0, peer, t0, TWO, None).expect("in").0
+    }
+
     #[test]
     fn an_evicted_slot_settles_false_and_gives_nothing_back_twice() {
         let opening = Opening::default();
         let conns = pairs(3);
         let t0 = Instant::now();
-        let caps = Caps {
-            per_source: 8,
-            total: 2,
-        };
-        let (a, _) = opening
-            .enter(&conns[0].0, addr("127.0.1.1:1"), t0, caps, None)
-            .expect("in");
-        let (b, _) = opening
-            .enter(&conns[1].0, addr("127.0.1.2:1"), t0, caps, None)
-            .expect("in");
+        let caps = TWO;
+        let a = entered(&opening, &conns, 0, t0);
+        let b = entered(&opening, &conns, 1, t0);
         let mut slot_a = OpeningSlot::new(&opening, Some(a));
         let mut slot_b = OpeningSlot::new(&opening, Some(b));
         assert!(!slot_a.evicted());
@@ -639,16 +644,9 @@ mod tests {
         let opening = Opening::default();
         let conns = pairs(3);
         let t0 = Instant::now();
-        let caps = Caps {
-            per_source: 8,
-            total: 2,
-        };
-        let (a, _) = opening
-            .enter(&conns[0].0, addr("127.0.1.1:1"), t0, caps, None)
-            .expect("in");
-        opening
-            .enter(&conns[1].0, addr("127.0.1.2:1"), t0, caps, None)
-            .expect("in");
+        let caps = TWO;
+        let a = entered(&opening, &conns, 0, t0);
+        entered(&opening, &conns, 1, t0);
         let mut slot_a = OpeningSlot::new(&opening, Some(a));
         assert!(slot_a.authenticated());
         let later = t0 + Duration::from_secs(1);
