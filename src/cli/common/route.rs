@@ -169,3 +169,136 @@ impl HostArgs {
         Ok((route, opts))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Iperf3, Route};
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use linerate_core::client::DEFAULT_PORT;
+
+    /// The route `linerate ARGS` makes from its host flags (no connection: the hosts are
+    /// addresses, the secret a file).
+    fn route(args: &[&str]) -> anyhow::Result<Route> {
+        let full = [&["linerate"][..], args].concat();
+        let made = match Cli::try_parse_from(full).expect("parses").command {
+            Command::Tcp(a) => a.hosts.route(Iperf3::Takes, &a.streams.cpus, &a.reach),
+            Command::Udp(a) => a.hosts.route(Iperf3::Takes, &a.streams.cpus, &a.reach),
+            Command::Rr(a) => a.hosts.route(Iperf3::Refuses, &a.streams.cpus, &a.reach),
+            _ => unreachable!("tcp, udp or rr"),
+        };
+        made.map(|(route, _)| route)
+    }
+
+    /// A usage error's text, after checking it is one (exit 2).
+    fn refusal(args: &[&str]) -> String {
+        let err = route(args).err().unwrap_or_else(|| panic!("{args:?} refused"));
+        assert!(
+            crate::cli::usage::is_usage(&err),
+            "{args:?}: {err:#} is not a usage error"
+        );
+        err.to_string()
+    }
+
+    fn secret_file() -> String {
+        let path = std::env::temp_dir().join(format!("linerate-route-test-{}", std::process::id()));
+        std::fs::write(&path, "0123456789abcdef0123456789abcdef\n").expect("writable");
+        path.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn the_host_flags_make_one_route() {
+        let r = route(&["tcp", "127.0.0.1:7000", "127.0.0.2"]).unwrap();
+        assert!(matches!(&r, Route::Agents { targets, from: None } if targets.len() == 2));
+        assert_eq!(r.names(), ["127.0.0.1:7000", "127.0.0.2"]);
+        assert_eq!(r.agents()[1].addr.port(), DEFAULT_PORT);
+
+        let r = route(&["rr", "127.0.0.1", "--from", "127.0.0.2:7001"]).unwrap();
+        match &r {
+            Route::Agents { targets, from: Some(f) } => {
+                assert_eq!((targets.len(), f.addr.to_string().as_str()), (1, "127.0.0.2:7001"));
+            }
+            _ => panic!("a third-party test from 127.0.0.2"),
+        }
+
+        for (args, name, port) in [
+            (["tcp", "iperf3://127.0.0.1:5999"], "iperf3://127.0.0.1:5999", 5999),
+            (["udp", "iperf3://127.0.0.1"], "iperf3://127.0.0.1", 5201),
+        ] {
+            let r = route(&args).unwrap();
+            assert!(matches!(&r, Route::Iperf3(s) if s.addr.port() == port), "{args:?}");
+            assert_eq!(r.names(), [name]);
+            assert!(r.agents().is_empty());
+        }
+
+        let secret = secret_file();
+        let hosts = ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"];
+        let mut args = vec![
+            "tcp",
+            "--pattern",
+            "mesh",
+            "--secret-file",
+            &secret,
+            "--different-nodes",
+        ];
+        args.extend(hosts);
+        let r = route(&args).unwrap();
+        match &r {
+            Route::Fleet(f) => {
+                assert_eq!((f.layout.cells.len(), f.layout.rounds.len()), (6, 6));
+                assert!(f.different_nodes);
+                assert_eq!(f.skew_bound, std::time::Duration::from_millis(10));
+            }
+            _ => panic!("a fleet"),
+        }
+        assert_eq!(r.names(), hosts, "the fleet's hosts, as the store keeps them");
+        assert!(r.agents().is_empty(), "a fleet's agents are resolved by the driver");
+        // Too few hosts for the pattern: refused before any clock is read.
+        let one = refusal(&["udp", "--pattern", "mesh", "--secret-file", &secret, "127.0.0.1:1"]);
+        assert!(one.contains("mesh needs at least 2 hosts"), "{one}");
+        let _ = std::fs::remove_file(&secret);
+    }
+
+    #[test]
+    fn each_route_refuses_the_flags_it_cannot_take() {
+        for (args, says) in [
+            (
+                vec!["rr", "iperf3://127.0.0.1"],
+                "`linerate tcp` or `linerate udp` only",
+            ),
+            (vec!["rr", "iperf3://127.0.0.1", "--pattern", "mesh"], "mesh needs"),
+            (
+                vec!["tcp", "iperf3://127.0.0.1", "--pattern", "mesh"],
+                "--pattern runs between",
+            ),
+            (
+                vec!["udp", "iperf3://127.0.0.1", "--different-nodes"],
+                "--different-nodes runs between",
+            ),
+            (
+                vec!["tcp", "127.0.0.1", "--different-nodes"],
+                "--different-nodes filters",
+            ),
+            (
+                vec!["udp", "--pair", "127.0.0.1,127.0.0.2"],
+                "--pair names a pattern's pairs",
+            ),
+            (
+                vec!["tcp", "127.0.0.1", "127.0.0.2", "--from", "127.0.0.3"],
+                "--from without --pattern",
+            ),
+            (
+                vec!["rr", "127.0.0.1", "--from", "127.0.0.2,127.0.0.3"],
+                "--from without --pattern",
+            ),
+        ] {
+            let e = refusal(&args);
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+        // Without a secret (neither --secret-file nor LINERATE_SECRET), no pattern.
+        if std::env::var_os("LINERATE_SECRET").is_none() {
+            let e = refusal(&["tcp", "--pattern", "mesh", "127.0.0.1:1", "127.0.0.1:2"]);
+            assert!(e.contains("share a secret"), "{e}");
+        }
+    }
+}
