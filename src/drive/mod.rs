@@ -6,7 +6,8 @@
 //! fleet runs there, once), and the end ([`crate::finish`]: print, store, exit status).
 //!
 //! Each kind's file (`tcp.rs`, `udp.rs`, `rr.rs`, `http.rs`) turns its parsed arguments into a
-//! `Test` and implements `Kind`; a new kind is one more such file and one arm in `main.rs`.
+//! `Test` (its route made once by `HostArgs::route`, its spec once by `into_spec`) and
+//! implements `Kind`; a new kind is one more such file and one arm in `main.rs`.
 
 mod fleet;
 pub mod http;
