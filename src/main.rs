@@ -6,7 +6,6 @@ mod cli;
 mod compare;
 mod drive;
 mod finish;
-mod fleet;
 mod host;
 mod interrupt;
 mod lab;

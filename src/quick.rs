@@ -1,9 +1,10 @@
 //! `linerate quick`: a short TCP test against an agent this process starts on loopback, run
 //! through the same driver as `linerate tcp` and stored with the label `quick=yes`.
 
+use crate::cli::common::Route;
 use crate::cli::quick::QuickArgs;
 use crate::drive::tcp::Tcp;
-use crate::drive::{Agents, Mode, Test, drive};
+use crate::drive::{Mode, Test, drive};
 use linerate_core::agent::{Agent, AgentConfig};
 use linerate_core::client::{ClientOptions, Target};
 use linerate_core::spec::{Limit, TcpSpec};
@@ -28,18 +29,25 @@ pub fn quick(args: &QuickArgs) -> anyhow::Result<ExitCode> {
             args.time
         );
     }
-    let agents = Agents {
+    let route = Route::Agents {
         targets: vec![Target {
             name: addr.to_string(),
             addr,
         }],
-        opts: ClientOptions::default(),
         from: None,
     };
     drive(Test {
         // Told apart from a `tcp` run in `linerate results --label quick=yes`.
         labels: vec![("quick".to_string(), "yes".to_string())],
         lab: false,
-        ..Test::new(Tcp(agents, None), spec, Mode::Once, args.output.clone())
+        ..Test::new(
+            Tcp {
+                route,
+                opts: ClientOptions::default(),
+            },
+            spec,
+            Mode::Once,
+            args.output.clone(),
+        )
     })
 }

@@ -436,5 +436,8 @@ pub fn parse_sizes<T: Copy>(text: &str, convert: impl Fn(ByteSize) -> anyhow::Re
     parse_values(&values, "--sizes", |v| convert(v.parse()?))
 }
 
+mod route;
 #[cfg(test)]
 mod tests;
+
+pub use route::{Fleet, Iperf3, Route};

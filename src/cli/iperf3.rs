@@ -1,45 +1,12 @@
-//! `iperf3://HOST[:PORT]` as the target of `linerate tcp` and `linerate udp` (issue 26): the
-//! one target found among the hosts, and the flags checked against what iperf3's parameters
-//! can say (docs/iperf3.md). A flag that cannot map is a usage error naming it, before any
+//! `iperf3://HOST[:PORT]` as the target of `linerate tcp` and `linerate udp` (the route,
+//! `common::Route::Iperf3`, found among the hosts): the flags checked against what iperf3's
+//! parameters can say (docs/iperf3.md). A flag that cannot map is a usage error naming it, before any
 //! connection; what maps is sent by `linerate_core::client::run_iperf3`.
 
 use super::ConnectArgs;
-use super::common::HostArgs;
 use super::usage::{Usage, usage};
-use linerate_core::client::{IPERF3_SCHEME, Target, iperf3_target};
+use linerate_core::client::IPERF3_SCHEME;
 use linerate_core::spec::{TcpSpec, Timing, UdpSpec};
-
-/// The iperf3 server the hosts name, if one does: then it is the only target, with none of the
-/// flags that take a test off this host.
-pub fn server(hosts: &HostArgs) -> anyhow::Result<Option<Target>> {
-    if !hosts.hosts.iter().any(|h| h.starts_with(IPERF3_SCHEME)) {
-        return Ok(None);
-    }
-    if hosts.hosts.len() != 1 {
-        return Err(usage!(
-            "an {IPERF3_SCHEME} target runs alone: give it as the only HOST, not with {} other{}",
-            hosts.hosts.len() - 1,
-            if hosts.hosts.len() == 2 { "" } else { "s" }
-        )
-        .into());
-    }
-    let fleet = &hosts.fleet;
-    let off_host = [
-        ("--from", !fleet.from.is_empty()),
-        ("--pattern", fleet.pattern.is_some()),
-        ("--pair", !fleet.pairs.is_empty()),
-        ("--different-nodes", fleet.different_nodes),
-    ];
-    if let Some((flag, _)) = off_host.iter().find(|(_, given)| *given) {
-        return Err(usage!("{flag} runs between linerate agents; an {IPERF3_SCHEME} target cannot take it").into());
-    }
-    let text = &hosts.hosts[0];
-    match iperf3_target(text) {
-        Some(Ok(t)) => Ok(Some(t)),
-        Some(Err(e)) => Err(usage!("iperf3 server '{text}': {e}").into()),
-        None => Ok(None),
-    }
-}
 
 /// What every kind checks: the timing in iperf3's whole seconds, the agent-only flags.
 fn common(timing: &Timing, peer_cpus: &[usize], reach: &ConnectArgs) -> Result<(), Usage> {
@@ -115,11 +82,11 @@ mod tests {
         let full = [&["linerate"][..], args].concat();
         let cli = Cli::try_parse_from(full).expect("parses");
         let checked = match cli.command {
-            Command::Tcp(a) => super::server(&a.hosts).and_then(|_| {
+            Command::Tcp(a) => a.hosts.iperf3_server().and_then(|_| {
                 let reach = a.reach.clone();
                 Ok(super::check_tcp(&a.into_spec()?, &reach)?)
             }),
-            Command::Udp(a) => super::server(&a.hosts).and_then(|_| {
+            Command::Udp(a) => a.hosts.iperf3_server().and_then(|_| {
                 let reach = a.reach.clone();
                 Ok(super::check_udp(&a.into_spec()?, &reach)?)
             }),

@@ -9,7 +9,7 @@ use crate::finish::print_text;
 use anyhow::Context;
 use linerate_core::client::{ClientOptions, HttpAgent, HttpTarget, Sink, http_targets, run_http};
 use linerate_core::result::{ErrorBudget, TestResult};
-use linerate_core::spec::HttpSpec;
+use linerate_core::spec::{HttpSpec, TestSpec};
 use linerate_core::summary::http::apply_max_errors;
 use linerate_core::sweep::Sweep;
 use linerate_core::sweep::http::{HttpBaseline, HttpPlan, Users, baseline};
@@ -94,6 +94,10 @@ impl Kind for Http {
 
     fn options(&self) -> &ClientOptions {
         &self.opts
+    }
+
+    fn test_spec(spec: &HttpSpec) -> TestSpec {
+        TestSpec::Http(spec.clone())
     }
 
     fn interval_seconds(spec: &HttpSpec) -> f64 {

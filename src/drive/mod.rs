@@ -1,26 +1,30 @@
 //! The one test driver: every test command (`tcp`, `udp`, `rr`, `http`, `quick`) runs through
 //! [`drive`]. A kind hands it a [`Test`]: its [`Kind`] (what differs: how one run goes, its
-//! sweep, its words), the spec and the [`Mode`] (once, `--repeat`, or a sweep). The driver
-//! owns what every kind shares: the Ctrl-C flag, the live lines, the lab record, the
-//! progress of a sweep or repeat, and the end ([`crate::finish`]: print, store, exit status).
+//! sweep, its words, the [`Route`] it was given), the spec and the [`Mode`] (once, `--repeat`,
+//! or a sweep). The driver owns what every kind shares: the Ctrl-C flag, the live lines, the
+//! lab record, the progress of a sweep or repeat, a pattern's matrix (`fleet.rs`: a route to a
+//! fleet runs there, once), and the end ([`crate::finish`]: print, store, exit status).
 //!
 //! Each kind's file (`tcp.rs`, `udp.rs`, `rr.rs`, `http.rs`) turns its parsed arguments into a
-//! `Test` and implements `Kind`; a new kind is one more such file and one arm in `main.rs`.
+//! `Test` (its route made once by `HostArgs::route`, its spec once by `into_spec`) and
+//! implements `Kind`; a new kind is one more such file and one arm in `main.rs`.
 
+mod fleet;
 pub mod http;
 pub mod rr;
 pub mod tcp;
 pub mod udp;
 
-use crate::cli::ConnectArgs;
-use crate::cli::common::{CpuArgs, HostArgs, OutputArgs};
+use crate::cli::common::{OutputArgs, Route};
+use crate::cli::usage::usage;
 use crate::finish::{Keep, Produced, finish, print_text};
 use crate::interrupt::interrupt_flag;
 use crate::live::LiveLines;
 use anyhow::Context;
-use linerate_core::client::{ClientOptions, Sink, Target};
+use linerate_core::client::{ClientError, ClientOptions, Sink, Target, run_from, run_iperf3};
 use linerate_core::result::lab::LabRecord;
 use linerate_core::result::{RepeatPolicy, TestResult};
+use linerate_core::spec::TestSpec;
 use linerate_core::sweep::Sweep;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -38,6 +42,12 @@ pub trait Kind {
 
     /// How the client reaches the agents (the driver adds the lab record).
     fn options(&self) -> &ClientOptions;
+    /// Where the test goes, for a kind that runs against linerate agents (none: http's URLs).
+    fn route(&self) -> Option<&Route> {
+        None
+    }
+    /// The spec as the agents (or a third-party run, or an iperf3 server) receive it.
+    fn test_spec(spec: &Self::Spec) -> TestSpec;
     /// The spec's interval; 0 means no live lines.
     fn interval_seconds(spec: &Self::Spec) -> f64;
     /// Runs one test with `opts`, its samples to `sink`, stopped early when `interrupt` is set.
@@ -81,17 +91,11 @@ pub enum Mode<P> {
 
 impl<P> Mode<P> {
     /// The mode the flags ask for; a repeat and a sweep (named by `flags`) do not combine yet.
-    /// One run: neither repeated nor a sweep.
-    pub fn is_once(&self) -> bool {
-        matches!(self, Mode::Once)
-    }
-
     pub fn of(repeat: Option<RepeatPolicy>, sweep: Option<P>, flags: &str) -> anyhow::Result<Mode<P>> {
         match (repeat, sweep) {
-            (Some(_), Some(_)) => Err(crate::cli::usage::usage!(
-                "--repeat does not combine with a sweep ({flags}) yet: repeat single tests"
-            )
-            .into()),
+            (Some(_), Some(_)) => {
+                Err(usage!("--repeat does not combine with a sweep ({flags}) yet: repeat single tests").into())
+            }
             (Some(policy), None) => Ok(Mode::Repeat(policy)),
             (None, Some(plan)) => Ok(Mode::Sweep(plan)),
             (None, None) => Ok(Mode::Once),
@@ -140,12 +144,22 @@ pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
     // `--brief`: the headline line alone (interval lines with an explicit -i); a repeated
     // test's run lines and a sweep's rows go where they go with --json.
     let quiet = json || output.brief;
-    let produced = match mode {
-        Mode::Once => Produced::Test(measure(&kind, &spec, !output.interval_lines(), lab)?),
-        Mode::Repeat(policy) => Produced::Repeated(crate::repeat::repeat_test(K::NAME, &policy, quiet, |_| {
+    let produced = match (kind.route(), mode) {
+        (Some(Route::Fleet(f)), Mode::Once) => {
+            let opts = with_lab(kind.options(), lab);
+            Produced::Matrix(fleet::matrix(f, &K::test_spec(&spec), &opts, quiet)?)
+        }
+        (Some(Route::Fleet(_)), _) => {
+            return Err(usage!(
+                "--pattern runs each cell once: --repeat and sweeps (--sizes, --gaps) are not for patterns"
+            )
+            .into());
+        }
+        (_, Mode::Once) => Produced::Test(measure(&kind, &spec, !output.interval_lines(), lab)?),
+        (_, Mode::Repeat(policy)) => Produced::Repeated(crate::repeat::repeat_test(K::NAME, &policy, quiet, |_| {
             measure(&kind, &spec, true, lab)
         })?),
-        Mode::Sweep(plan) => {
+        (_, Mode::Sweep(plan)) => {
             let run = |spec: &K::Spec| {
                 K::validate(spec)?;
                 let result = run_one(&kind, spec, kind.options(), true);
@@ -170,10 +184,7 @@ pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
 /// A single or repeated run: measured with the lab it runs in recorded (the client's drive
 /// writes it into the result), then completed by the kind.
 fn measure<K: Kind>(kind: &K, spec: &K::Spec, quiet: bool, lab: bool) -> anyhow::Result<TestResult> {
-    let opts = ClientOptions {
-        lab: if lab { lab_record() } else { None },
-        ..kind.options().clone()
-    };
+    let opts = with_lab(kind.options(), lab);
     let mut result =
         run_one(kind, spec, &opts, quiet).with_context(|| format!("{} test against {}", K::NAME, kind.against()))?;
     kind.complete(&mut result);
@@ -189,6 +200,15 @@ pub fn run_one<K: Kind>(kind: &K, spec: &K::Spec, opts: &ClientOptions, quiet: b
         live = live.per_second(what);
     }
     kind.run(spec, opts, &mut live, &interrupt)
+}
+
+/// `opts` with the lab the run runs in, when the test records it (the client's drive writes it
+/// into the result).
+fn with_lab(opts: &ClientOptions, lab: bool) -> ClientOptions {
+    ClientOptions {
+        lab: if lab { lab_record() } else { None },
+        ..opts.clone()
+    }
 }
 
 /// Inside a lab (`linerate lab exec`), the emulated links, for the result to record.
@@ -207,96 +227,25 @@ fn show_sweep(sweep: &Sweep, quiet: bool) -> anyhow::Result<()> {
     print_text(&linerate_report::sweep::progress(sweep))
 }
 
-/// The agents a tcp, udp or rr test runs against, and how it reaches them.
-pub struct Agents {
-    pub targets: Vec<Target>,
-    pub opts: ClientOptions,
-    /// `--from A`: the agent that runs the client's half (a third-party test, issue 24).
-    pub from: Option<Target>,
-}
-
-impl Agents {
-    /// The agents named on the command line and the options to reach them; `--cpus` checked
-    /// against this host when the client's half runs here (not `--from`).
-    pub fn new(hosts: &HostArgs, cpus: &CpuArgs, reach: &ConnectArgs) -> anyhow::Result<Agents> {
-        // tcp and udp took an iperf3 server before: any other kind cannot speak to one.
-        let scheme = linerate_core::client::IPERF3_SCHEME;
-        if hosts.hosts.iter().any(|h| h.starts_with(scheme)) {
-            return Err(crate::cli::usage::usage!(
-                "an {scheme} target takes `linerate tcp` or `linerate udp` only: this kind runs against linerate agents"
-            )
-            .into());
-        }
-        let fleet = &hosts.fleet;
-        if fleet.pattern.is_none() {
-            if !fleet.pairs.is_empty() {
-                return Err(crate::cli::usage::usage!("--pair names a pattern's pairs: give --pattern pairs").into());
-            }
-            if fleet.different_nodes {
-                return Err(
-                    crate::cli::usage::usage!("--different-nodes filters a pattern's pairs: give --pattern").into(),
-                );
-            }
-        }
-        // `--from` names agents as the targets do (`dns:NAME`, `@FILE` expanded): without a
-        // pattern, one test from one agent against one agent.
-        let targets = hosts.targets()?;
-        let from = if fleet.from.is_empty() {
-            None
-        } else {
-            let from = linerate_core::fleet::expand_all(&fleet.from, hosts.port)
-                .map_err(|e| crate::cli::usage::Usage::Flag(e.to_string()))?;
-            match (from.as_slice(), targets.len()) {
-                ([one], 1) => Some(crate::cli::resolve_targets(std::slice::from_ref(one), hosts.port)?.remove(0)),
-                _ => {
-                    return Err(crate::cli::usage::usage!(
-                        "--from without --pattern runs one test from one agent against one agent; for more give --pattern"
-                    )
-                    .into());
-                }
-            }
-        };
-        if from.is_none() {
-            cpus.check_here()?;
-        }
-        Ok(Agents {
+/// One run of a kind that runs against linerate agents, along its route: `here` runs it from
+/// this host against the agents; with `--from` it is a third-party run of the same spec (no
+/// interval lines: the run comes back whole); an iperf3 server takes the spec as iperf3's
+/// parameters.
+pub fn run_routed(
+    route: &Route,
+    spec: TestSpec,
+    opts: &ClientOptions,
+    sink: &mut dyn Sink,
+    interrupt: &AtomicBool,
+    here: impl FnOnce(&[Target], &mut dyn Sink) -> Result<TestResult, ClientError>,
+) -> anyhow::Result<TestResult> {
+    match route {
+        Route::Agents { targets, from: None } => Ok(here(targets, sink)?),
+        Route::Agents {
             targets,
-            opts: reach.options()?,
-            from,
-        })
-    }
-
-    /// No agents: the far end is not a linerate agent (an `iperf3://` server, issue 26); the
-    /// client's half runs here, on `cpus`.
-    pub fn none(cpus: &CpuArgs, reach: &ConnectArgs) -> anyhow::Result<Agents> {
-        cpus.check_here()?;
-        Ok(Agents {
-            targets: Vec::new(),
-            opts: reach.options()?,
-            from: None,
-        })
-    }
-
-    /// One run: from here against the targets (`here`), or with `--from` a third-party run
-    /// of the same spec (no interval lines: the run comes back whole).
-    pub fn run(
-        &self,
-        spec: impl FnOnce() -> linerate_core::spec::TestSpec,
-        opts: &ClientOptions,
-        interrupt: &std::sync::atomic::AtomicBool,
-        here: impl FnOnce(&[Target]) -> Result<TestResult, linerate_core::client::ClientError>,
-    ) -> anyhow::Result<TestResult> {
-        match &self.from {
-            None => Ok(here(&self.targets)?),
-            Some(from) => {
-                let to = self.targets[0].addr;
-                Ok(linerate_core::client::run_from(from, to, &spec(), opts, None, None, interrupt)?.result)
-            }
-        }
-    }
-
-    /// The agents' names as given.
-    pub fn names(&self) -> Vec<String> {
-        self.targets.iter().map(|t| t.name.clone()).collect()
+            from: Some(from),
+        } => Ok(run_from(from, targets[0].addr, &spec, opts, None, None, interrupt)?.result),
+        Route::Iperf3(server) => Ok(run_iperf3(&spec, server, opts, sink, interrupt)?),
+        Route::Fleet(_) => anyhow::bail!("a pattern runs as a matrix of tests, not as one test"),
     }
 }

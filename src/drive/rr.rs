@@ -1,20 +1,23 @@
 //! `linerate rr` in the driver: one run is [`run_rr`], a sweep grows the requests (or both
 //! frames) over `--sizes` and fits the latency line.
 
-use super::{Agents, Kind, Mode, Test, drive};
+use super::{Kind, Mode, Test, drive, run_routed};
+use crate::cli::common::{Iperf3, Route};
 use crate::cli::rr::{RrArgs, SweepWhat};
 use anyhow::Context;
 use linerate_core::client::{ClientOptions, Sink, run_rr};
 use linerate_core::result::TestResult;
-use linerate_core::spec::RrSpec;
+use linerate_core::spec::{RrSpec, TestSpec};
 use linerate_core::sweep::rr::{PathToward, RrPlan};
 use linerate_core::sweep::{RrVaries, Sweep};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
-/// A request-response test against its agents, and what a size sweep grows and expects.
+/// A request-response test along its route (linerate agents or a fleet's pattern), and what a
+/// size sweep grows and expects.
 pub struct Rr {
-    agents: Agents,
+    route: Route,
+    opts: ClientOptions,
     varies: RrVaries,
     /// `--expect`: the bandwidths a sweep's fit is compared with, bits per second.
     expect: Vec<f64>,
@@ -25,12 +28,7 @@ pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
     let output = args.output.clone();
     let sizes = args.sizes()?;
     let mode = Mode::of(args.repeat.policy()?, sizes, "--sizes")?;
-    if args.hosts.fleet.pattern.is_some() {
-        let (hosts, reach) = (args.hosts.clone(), args.reach.clone());
-        let spec = linerate_core::spec::TestSpec::Rr(args.into_spec()?);
-        return crate::fleet::command(spec, mode.is_once(), &hosts, &reach, &output);
-    }
-    let agents = Agents::new(&args.hosts, &args.streams.cpus, &args.reach)?;
+    let (route, opts) = args.hosts.route(Iperf3::Refuses, &args.streams.cpus, &args.reach)?;
     let expect: Vec<f64> = args.expect.iter().map(|r| r.0).collect();
     anyhow::ensure!(expect.iter().all(|b| *b > 0.0), "--expect bandwidths must be above 0");
     let varies = if args.sweep == SweepWhat::Both {
@@ -39,7 +37,12 @@ pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
         RrVaries::Request
     };
     drive(Test::new(
-        Rr { agents, varies, expect },
+        Rr {
+            route,
+            opts,
+            varies,
+            expect,
+        },
         args.into_spec()?,
         mode,
         output,
@@ -54,7 +57,15 @@ impl Kind for Rr {
     const PER_SECOND: Option<&'static str> = Some("transactions");
 
     fn options(&self) -> &ClientOptions {
-        &self.agents.opts
+        &self.opts
+    }
+
+    fn route(&self) -> Option<&Route> {
+        Some(&self.route)
+    }
+
+    fn test_spec(spec: &RrSpec) -> TestSpec {
+        TestSpec::Rr(spec.clone())
     }
 
     fn interval_seconds(spec: &RrSpec) -> f64 {
@@ -68,16 +79,18 @@ impl Kind for Rr {
         sink: &mut dyn Sink,
         interrupt: &AtomicBool,
     ) -> anyhow::Result<TestResult> {
-        self.agents.run(
-            || linerate_core::spec::TestSpec::Rr(spec.clone()),
+        run_routed(
+            &self.route,
+            Self::test_spec(spec),
             opts,
+            sink,
             interrupt,
-            |targets| run_rr(spec, targets, opts, sink, interrupt),
+            |targets, sink| run_rr(spec, targets, opts, sink, interrupt),
         )
     }
 
     fn targets(&self) -> Vec<String> {
-        self.agents.names()
+        self.route.names()
     }
 
     fn validate(spec: &RrSpec) -> anyhow::Result<()> {
@@ -96,7 +109,7 @@ impl Kind for Rr {
         run: impl FnMut(&RrSpec) -> anyhow::Result<TestResult>,
         progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
     ) -> anyhow::Result<Sweep> {
-        let first = self.agents.targets.first().context("no agent named")?;
+        let first = self.route.agents().first().context("no agent named")?;
         let plan = RrPlan {
             sizes_bytes: sizes.clone(),
             varies: self.varies,

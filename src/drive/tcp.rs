@@ -1,39 +1,35 @@
 //! `linerate tcp` in the driver: one run is [`run_tcp`], a sweep varies the transfer size
 //! (`--sizes`).
 
-use super::{Agents, Kind, Mode, Test, drive};
+use super::{Kind, Mode, Test, drive, run_routed};
+use crate::cli::common::{Iperf3, Route};
 use crate::cli::tcp::TcpArgs;
-use linerate_core::client::{ClientOptions, Sink, Target, run_iperf3, run_tcp};
+use linerate_core::client::{ClientOptions, Sink, run_tcp};
 use linerate_core::result::TestResult;
-use linerate_core::spec::TcpSpec;
+use linerate_core::spec::{TcpSpec, TestSpec};
 use linerate_core::sweep::Sweep;
 use linerate_core::units::ByteSize;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
-/// A TCP test against its agents, or against the iperf3 server named
-/// `iperf3://HOST[:PORT]` (issue 26).
-pub struct Tcp(pub Agents, pub Option<Target>);
+/// A TCP test along its route: linerate agents, an iperf3 server or a fleet's pattern.
+pub struct Tcp {
+    pub route: Route,
+    pub opts: ClientOptions,
+}
 
 /// `linerate tcp`.
 pub fn command(args: TcpArgs) -> anyhow::Result<ExitCode> {
     let output = args.output.clone();
     let repeat = args.repeat.policy()?;
     let mode = Mode::of(repeat, args.sizes()?, "--sizes")?;
-    if let Some(server) = crate::cli::iperf3::server(&args.hosts)? {
-        let agents = Agents::none(&args.streams.cpus, &args.reach)?;
-        let reach = args.reach.clone();
-        let spec = args.into_spec()?;
+    let (route, opts) = args.hosts.route(Iperf3::Takes, &args.streams.cpus, &args.reach)?;
+    let reach = args.reach.clone();
+    let spec = args.into_spec()?;
+    if matches!(route, Route::Iperf3(_)) {
         crate::cli::iperf3::check_tcp(&spec, &reach)?;
-        return drive(Test::new(Tcp(agents, Some(server)), spec, mode, output));
     }
-    if args.hosts.fleet.pattern.is_some() {
-        let (hosts, reach) = (args.hosts.clone(), args.reach.clone());
-        let spec = linerate_core::spec::TestSpec::Tcp(args.into_spec()?);
-        return crate::fleet::command(spec, mode.is_once(), &hosts, &reach, &output);
-    }
-    let agents = Agents::new(&args.hosts, &args.streams.cpus, &args.reach)?;
-    drive(Test::new(Tcp(agents, None), args.into_spec()?, mode, output))
+    drive(Test::new(Tcp { route, opts }, spec, mode, output))
 }
 
 impl Kind for Tcp {
@@ -42,7 +38,15 @@ impl Kind for Tcp {
     const NAME: &'static str = "tcp";
 
     fn options(&self) -> &ClientOptions {
-        &self.0.opts
+        &self.opts
+    }
+
+    fn route(&self) -> Option<&Route> {
+        Some(&self.route)
+    }
+
+    fn test_spec(spec: &TcpSpec) -> TestSpec {
+        TestSpec::Tcp(spec.clone())
     }
 
     fn interval_seconds(spec: &TcpSpec) -> f64 {
@@ -56,23 +60,18 @@ impl Kind for Tcp {
         sink: &mut dyn Sink,
         interrupt: &AtomicBool,
     ) -> anyhow::Result<TestResult> {
-        if let Some(server) = &self.1 {
-            let test = linerate_core::spec::TestSpec::Tcp(spec.clone());
-            return Ok(run_iperf3(&test, server, opts, sink, interrupt)?);
-        }
-        self.0.run(
-            || linerate_core::spec::TestSpec::Tcp(spec.clone()),
+        run_routed(
+            &self.route,
+            Self::test_spec(spec),
             opts,
+            sink,
             interrupt,
-            |targets| run_tcp(spec, targets, opts, sink, interrupt),
+            |targets, sink| run_tcp(spec, targets, opts, sink, interrupt),
         )
     }
 
     fn targets(&self) -> Vec<String> {
-        match &self.1 {
-            Some(server) => vec![server.name.clone()],
-            None => self.0.names(),
-        }
+        self.route.names()
     }
 
     fn validate(spec: &TcpSpec) -> anyhow::Result<()> {

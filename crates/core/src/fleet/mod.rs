@@ -233,6 +233,23 @@ impl Selection {
     }
 }
 
+impl Layout {
+    /// `--different-nodes`: leaves out the cells whose two hosts say they run on one node and
+    /// schedules the rest again ([`schedule`]); returns how many cells were left out.
+    /// `nodes[h]` is host h's node; a host that names none (its agent said nothing, or its clock
+    /// could not be read) is on a node of its own, so its cells stay.
+    pub fn keep_different_nodes(&mut self, pattern: Pattern, nodes: &[Option<String>]) -> usize {
+        let before = self.cells.len();
+        let node = |h: usize| nodes.get(h).and_then(Option::as_deref);
+        self.cells.retain(|&(f, t)| match (node(f), node(t)) {
+            (Some(a), Some(b)) => a != b,
+            _ => true,
+        });
+        self.rounds = schedule(pattern, self.hosts.len(), &self.cells);
+        before - self.cells.len()
+    }
+}
+
 fn names(list: &[String]) -> Vec<&str> {
     list.iter().map(String::as_str).collect()
 }

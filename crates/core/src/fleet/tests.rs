@@ -304,3 +304,57 @@ fn issue_39_host_files_target_lists_and_fleets_are_bounded() {
         Err(FleetError::TooManyCells { cells: 16_512, .. })
     ));
 }
+
+fn nodes(list: &[Option<&str>]) -> Vec<Option<String>> {
+    list.iter().map(|n| n.map(str::to_string)).collect()
+}
+
+#[test]
+fn different_nodes_leaves_out_the_pairs_on_one_node_and_reschedules() {
+    let mut l = select(Pattern::Mesh, &["a", "b", "c", "d"], &[]).layout().unwrap();
+    let left_out = l.keep_different_nodes(Pattern::Mesh, &nodes(&[Some("n1"), Some("n1"), Some("n2"), Some("n2")]));
+    assert_eq!(left_out, 4, "a<->b and c<->d, both ways");
+    let pairs: BTreeSet<(usize, usize)> = l.cells.iter().copied().collect();
+    let expected: BTreeSet<(usize, usize)> = [(0, 2), (0, 3), (1, 2), (1, 3), (2, 0), (2, 1), (3, 0), (3, 1)].into();
+    assert_eq!(pairs, expected);
+    assert_eq!(
+        l.hosts,
+        names(&["a", "b", "c", "d"]),
+        "the hosts stay: they are the matrix's rows"
+    );
+    assert_valid(&l, true);
+    // Two nodes of two: each round pairs one side with the other, 4 rounds of 2.
+    assert_eq!(l.rounds.len(), 4, "{:?}", l.rounds);
+}
+
+#[test]
+fn different_nodes_keeps_a_host_that_names_no_node() {
+    let mut l = select(Pattern::Mesh, &["a", "b", "c"], &[]).layout().unwrap();
+    // b said nothing (or its clock could not be read); `nodes` may also be short.
+    let left_out = l.keep_different_nodes(Pattern::Mesh, &nodes(&[Some("n1"), None]));
+    assert_eq!(left_out, 0);
+    assert_eq!(l.cells.len(), 6);
+    assert_valid(&l, true);
+    let mut l = select(Pattern::Mesh, &["a", "b", "c"], &[]).layout().unwrap();
+    assert_eq!(
+        l.keep_different_nodes(Pattern::Mesh, &nodes(&[Some("n1"), None, Some("n1")])),
+        2
+    );
+    assert!(!l.cells.contains(&(0, 2)) && !l.cells.contains(&(2, 0)));
+    assert_valid(&l, true);
+}
+
+#[test]
+fn different_nodes_on_one_node_leaves_nothing_to_run() {
+    let mut l = select(Pattern::Mesh, &["a", "b", "c"], &[]).layout().unwrap();
+    let one = nodes(&[Some("n"), Some("n"), Some("n")]);
+    assert_eq!(l.keep_different_nodes(Pattern::Mesh, &one), 6);
+    assert!(l.cells.is_empty() && l.rounds.is_empty(), "{l:?}");
+    // An incast whose senders share the receiver's node but one: one round of that one cell.
+    let mut l = select(Pattern::Incast, &["r"], &["s1", "s2", "s3"]).layout().unwrap();
+    // Hosts are the senders first, then the receiver.
+    let left_out = l.keep_different_nodes(Pattern::Incast, &nodes(&[Some("x"), Some("y"), Some("x"), Some("x")]));
+    assert_eq!(left_out, 2);
+    assert_eq!(l.cells, vec![(1, 3)]);
+    assert_eq!(l.rounds, vec![vec![0]]);
+}
