@@ -253,6 +253,18 @@ fn engines_imported(code: &str) -> Vec<String> {
     found
 }
 
+/// Each engine each of `files` imports, as a line naming the file.
+fn engines_imported_by(files: Vec<PathBuf>) -> Vec<String> {
+    files
+        .into_iter()
+        .flat_map(|f| {
+            engines_imported(&code_of(&f))
+                .into_iter()
+                .map(move |name| format!("{} names engine::{name}", rel(&f)))
+        })
+        .collect()
+}
+
 /// The engines `code`, the engine module's own file, names by a path from itself
 /// (`http::TlsSetupError`): there a path that starts at `http::` is the engine, not the crate.
 fn engines_named_by_their_parent(code: &str) -> Vec<String> {
@@ -268,14 +280,7 @@ fn engines_named_by_their_parent(code: &str) -> Vec<String> {
 /// in the base below both (`crate::tls`, `crate::tlsio`), so no server file names an engine.
 #[test]
 fn the_server_never_imports_the_client_engine() {
-    let found: Vec<String> = rust_files(&root().join("crates/core/src/httpd"))
-        .into_iter()
-        .flat_map(|f| {
-            engines_imported(&code_of(&f))
-                .into_iter()
-                .map(move |name| format!("{} names engine::{name}", rel(&f)))
-        })
-        .collect();
+    let found = engines_imported_by(rust_files(&root().join("crates/core/src/httpd")));
     assert!(
         found.is_empty(),
         "the server takes what it shares with the client's engine from the base below both \
@@ -298,21 +303,14 @@ fn the_server_never_imports_the_client_engine() {
 #[test]
 fn the_runner_names_no_engine() {
     let engine = root().join("crates/core/src/engine");
-    let mut found: Vec<String> = rust_files(&engine.join("run"))
-        .into_iter()
-        .flat_map(|f| {
-            engines_imported(&code_of(&f))
-                .into_iter()
-                .map(move |name| format!("{} names engine `{name}`", rel(&f)))
-        })
-        .collect();
+    let mut found = engines_imported_by(rust_files(&engine.join("run")));
     let base = engine.join("mod.rs");
     let code = code_of(&base);
     for name in engines_imported(&code)
         .into_iter()
         .chain(engines_named_by_their_parent(&code))
     {
-        found.push(format!("{} (EngineError's file) names engine `{name}`", rel(&base)));
+        found.push(format!("{} (EngineError's file) names engine::{name}", rel(&base)));
     }
     assert!(
         found.is_empty(),

@@ -2,7 +2,7 @@
 //! (`httpd::tls`) alike: the crypto provider, the session tickets' encrypter, and the errors of
 //! setting either end up (the client's trust, the server's identity). Neither end imports the
 //! other; each builds its rustls configuration from these. The connection as tokio I/O, which
-//! both HTTP/2 ends run on, is [`crate::tlsio`]'s.
+//! both HTTP/2 ends run on, is `crate::tlsio`'s.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -170,14 +170,14 @@ impl Verifier {
 }
 
 impl CertificateCheck for Verifier {
-    fn check(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
+    fn check(&self, presented: &Presented<'_>) -> Result<ServerCertVerified, rustls::Error> {
+        let Presented {
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        } = *presented;
         let checked = match self
             .webpki
             .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
@@ -287,30 +287,26 @@ pub(super) fn failure_of(e: &rustls::Error) -> Failure {
 struct AnyCertificate;
 
 impl CertificateCheck for AnyCertificate {
-    fn check(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
+    fn check(&self, _: &Presented<'_>) -> Result<ServerCertVerified, rustls::Error> {
         Ok(ServerCertVerified::assertion())
     }
+}
+
+/// What the server presented, and when it is checked: `verify_server_cert`'s arguments.
+#[derive(Clone, Copy)]
+struct Presented<'a> {
+    end_entity: &'a CertificateDer<'a>,
+    intermediates: &'a [CertificateDer<'a>],
+    server_name: &'a ServerName<'a>,
+    ocsp_response: &'a [u8],
+    now: UnixTime,
 }
 
 /// What a verifier decides of the server's certificate itself (its chain, dates and name; or
 /// nothing, with `--insecure`). The handshake's signatures are not its business: [`Checked`]
 /// verifies those the one way for every check.
 trait CertificateCheck: std::fmt::Debug + Send + Sync {
-    fn check(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error>;
+    fn check(&self, presented: &Presented<'_>) -> Result<ServerCertVerified, rustls::Error>;
 }
 
 /// A certificate check made a verifier: the handshake's signatures verified with the provider's
@@ -331,8 +327,13 @@ impl<C: CertificateCheck> ServerCertVerifier for Checked<C> {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.check
-            .check(end_entity, intermediates, server_name, ocsp_response, now)
+        self.check.check(&Presented {
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        })
     }
 
     fn verify_tls12_signature(
