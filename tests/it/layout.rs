@@ -5,7 +5,10 @@
 //! other, even round a longer circle, and the crates keep their direction: the measuring core
 //! links nothing of the results side, and no library prints (issue 21). The tests keep their
 //! split (issue 37): nothing under tests/it shapes a lab link or takes the timed target's lock,
-//! and every test under tests/timed is written `#[apply(timed!)]`, which runs it alone.
+//! and every test under tests/timed is written `#[apply(timed!)]`, which runs it alone. The
+//! halves stay apart: the agent reaches the client only through the relay (the one allowed
+//! crossing), the server never imports the client's engine, and the runner and `EngineError`
+//! name no engine.
 //!
 //! The checks read `use` paths as text (no parser): a path is a run of identifiers joined by
 //! `::`, and a brace group after `engine::` or `super::` is looked into, so both
@@ -207,6 +210,10 @@ fn client_crossing(code: &str) -> Option<String> {
         .map(|name| format!("client::{name}"))
 }
 
+/// The halves stay apart: the agent is the client's other end, not its user. The one allowed
+/// crossing is the relay (`agent/relay.rs`), which by design runs a client's half for a client
+/// that reaches the far end through this agent; every other agent file names nothing of
+/// `crate::client`.
 #[test]
 fn the_agent_reaches_the_client_only_through_the_relay() {
     let agent = root().join("crates/core/src/agent");
@@ -231,6 +238,96 @@ fn the_agent_reaches_the_client_only_through_the_relay() {
         client_crossing(&code_of_text("// see crate::client::run_tcp\nfn f() {}")),
         None
     );
+}
+
+/// The engines `code` (one file, comments stripped) imports through `engine::` or `super::`,
+/// single or grouped (`super::super::tcp`, `crate::engine::{pin, http::HttpUrl}`).
+fn engines_imported(code: &str) -> Vec<String> {
+    let mut found: Vec<String> = ["engine", "super"]
+        .into_iter()
+        .flat_map(|prefix| names_after(code, prefix))
+        .filter(|name| ENGINES.contains(&name.as_str()))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Each engine each of `files` imports, as a line naming the file.
+fn engines_imported_by(files: Vec<PathBuf>) -> Vec<String> {
+    files
+        .into_iter()
+        .flat_map(|f| {
+            engines_imported(&code_of(&f))
+                .into_iter()
+                .map(move |name| format!("{} names engine::{name}", rel(&f)))
+        })
+        .collect()
+}
+
+/// The engines `code`, the engine module's own file, names by a path from itself
+/// (`http::TlsSetupError`): there a path that starts at `http::` is the engine, not the crate.
+fn engines_named_by_their_parent(code: &str) -> Vec<String> {
+    ENGINES
+        .into_iter()
+        .filter(|kind| !names_after(code, kind).is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The server (`httpd/`) is the far end of the load client's engine, not its user: what both
+/// ends of HTTP share (TLS's provider, ticketer and setup errors; the rustls-tokio adapter) sits
+/// in the base below both (`crate::tls`, `crate::tlsio`), so no server file names an engine.
+#[test]
+fn the_server_never_imports_the_client_engine() {
+    let found = engines_imported_by(rust_files(&root().join("crates/core/src/httpd")));
+    assert!(
+        found.is_empty(),
+        "the server takes what it shares with the client's engine from the base below both \
+         (crate::tls, crate::tlsio), never from the engine:\n{}",
+        found.join("\n")
+    );
+    assert_eq!(
+        engines_imported("let p = crate::engine::http::tls_provider();"),
+        ["http"]
+    );
+    assert_eq!(engines_imported("use crate::engine::{pin, http::HttpUrl};"), ["http"]);
+    let base = code_of_text("// as crate::engine::http did\nuse crate::tls::provider;\nuse http::StatusCode;");
+    assert!(engines_imported(&base).is_empty(), "the http crate is not the engine");
+}
+
+/// The runner (`engine/run/`) and the base's own module (`engine/mod.rs`, where `EngineError`
+/// lives) sit below every engine: they name none of tcp, udp, rr or http, so an engine's
+/// failure reaches the runner's error as a type of the base (TLS's setup error is
+/// `crate::tls`'s), never as the engine's own.
+#[test]
+fn the_runner_names_no_engine() {
+    let engine = root().join("crates/core/src/engine");
+    let mut found = engines_imported_by(rust_files(&engine.join("run")));
+    let base = engine.join("mod.rs");
+    let code = code_of(&base);
+    for name in engines_imported(&code)
+        .into_iter()
+        .chain(engines_named_by_their_parent(&code))
+    {
+        found.push(format!("{} (EngineError's file) names engine::{name}", rel(&base)));
+    }
+    assert!(
+        found.is_empty(),
+        "the runner and EngineError serve every engine and name none (move what they need into \
+         the base):\n{}",
+        found.join("\n")
+    );
+    assert_eq!(
+        engines_named_by_their_parent("    Tls(#[source] http::TlsSetupError),"),
+        ["http"]
+    );
+    assert!(engines_named_by_their_parent("pub mod http;\npub mod tcp;\nconst X: &str = \"http://\";").is_empty());
+    assert_eq!(
+        engines_imported("use super::super::{tcp, udp::Header};"),
+        ["tcp", "udp"]
+    );
+    assert!(engines_imported("use crate::engine::{Sink, sockopt::POLL_SLICE};").is_empty());
 }
 
 /// [`code_of`] for text in hand.

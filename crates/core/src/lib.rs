@@ -25,6 +25,7 @@ pub mod result;
 pub mod spec;
 pub mod summary;
 pub mod sweep;
+pub mod tls;
 pub(crate) mod tlsio;
 pub mod units;
 pub mod unixtime;

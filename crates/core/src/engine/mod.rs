@@ -97,5 +97,5 @@ pub enum EngineError {
         source: std::io::Error,
     },
     #[error("setting up TLS")]
-    Tls(#[source] http::TlsSetupError),
+    Tls(#[source] crate::tls::TlsSetupError),
 }

@@ -366,8 +366,71 @@ async fn serve(job: Handoff, ctx: Rc<Ctx>) {
     }
 }
 
-/// One stream: the route of its `:path`, a response head, the body within the flow control
-/// windows the client grants. A stream that can send nothing for the idle limit (no window
+/// What a request is answered with: its status, its body's length (the status's text where it
+/// is not 200), the file served (for `/files`), and whether only the head is sent (HEAD).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Answer {
+    status: Status,
+    length: u64,
+    file: Option<usize>,
+    head_only: bool,
+}
+
+impl Answer {
+    /// The answer to `method` on a target routed to `routed`, as HTTP/1.1 answers it: GET and
+    /// HEAD by the route, any other method 405. `file_bytes(i)` is served file `i`'s length.
+    fn of(method: &http::Method, routed: Route, file_bytes: impl Fn(usize) -> u64) -> Answer {
+        let head_only = method == http::Method::HEAD;
+        let (status, length, file) = if method != http::Method::GET && !head_only {
+            (Status::MethodNotAllowed, 0, None)
+        } else {
+            match routed {
+                Route::Bytes(n) => (Status::Ok, n, None),
+                Route::File(i) => (Status::Ok, file_bytes(i), Some(i)),
+                Route::BadLength => (Status::BadRequest, 0, None),
+                Route::NotFound => (Status::NotFound, 0, None),
+            }
+        };
+        let length = if status == Status::Ok {
+            length
+        } else {
+            status.text().len() as u64
+        };
+        Answer {
+            status,
+            length,
+            file,
+            head_only,
+        }
+    }
+
+    /// The bytes of body sent: none for HEAD.
+    fn body(&self) -> u64 {
+        if self.head_only { 0 } else { self.length }
+    }
+
+    /// The response head: status, server, date, content type and length; `Allow` on a 405.
+    fn head(&self, date: http::HeaderValue) -> http::Response<()> {
+        let ok = self.status == Status::Ok;
+        let mut head = http::Response::builder()
+            .status(self.status.code())
+            .header(http::header::SERVER, "linerate")
+            .header(http::header::DATE, date)
+            .header(
+                http::header::CONTENT_TYPE,
+                if ok { "application/octet-stream" } else { "text/plain" },
+            )
+            .header(http::header::CONTENT_LENGTH, self.length);
+        if self.status == Status::MethodNotAllowed {
+            head = head.header(http::header::ALLOW, "GET, HEAD");
+        }
+        head.body(()).expect("a response built from valid parts")
+    }
+}
+
+/// One stream: the route of its `:path` ([`Answer::of`]), a response head, the body within the
+/// flow control windows the client grants ([`send_body`]), counted as a response of its class
+/// once all of it is sent. A stream that can send nothing for the idle limit (no window
 /// granted, h2's queue for it full because the client reads nothing, no room in the
 /// connection's file buffer) is reset (CANCEL) and marks its connection stalled.
 async fn answer(
@@ -380,55 +443,49 @@ async fn answer(
     bump(&counts.requests, 1);
     bump(&counts.streams, 1);
     let shared = &ctx.shared;
-    let method = req.method();
-    let head_only = method == http::Method::HEAD;
     let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    let routed = route(target.as_bytes(), &shared.names);
-    let (status, length, file) = if method != http::Method::GET && !head_only {
-        (Status::MethodNotAllowed, 0, None)
-    } else {
-        match routed {
-            Route::Bytes(n) => (Status::Ok, n, None),
-            Route::File(i) => (Status::Ok, shared.files[i].bytes, Some(i)),
-            Route::BadLength => (Status::BadRequest, 0, None),
-            Route::NotFound => (Status::NotFound, 0, None),
-        }
-    };
+    let answer = Answer::of(req.method(), route(target.as_bytes(), &shared.names), |i| {
+        shared.files[i].bytes
+    });
     drop(req);
-    let text = status.text();
-    let length = if status == Status::Ok {
-        length
-    } else {
-        text.len() as u64
-    };
-    let mut head = http::Response::builder()
-        .status(status.code())
-        .header(http::header::SERVER, "linerate")
-        .header(http::header::DATE, ctx.date())
-        .header(
-            http::header::CONTENT_TYPE,
-            if status == Status::Ok {
-                "application/octet-stream"
-            } else {
-                "text/plain"
-            },
-        )
-        .header(http::header::CONTENT_LENGTH, length);
-    if status == Status::MethodNotAllowed {
-        head = head.header(http::header::ALLOW, "GET, HEAD");
-    }
-    let head = head.body(()).expect("a response built from valid parts");
-    let body = if head_only { 0 } else { length };
-    let mut send = match respond.send_response(head, body == 0) {
+    let send = match respond.send_response(answer.head(ctx.date()), answer.body() == 0) {
         Ok(send) => send,
         Err(e) => return counts.error(&e),
     };
+    if send_body(send, answer, ctx, streams).await {
+        bump(&counts.responses[usize::from(answer.status.code() / 100)], 1);
+    }
+}
+
+/// Room in the connection's file buffer, waited for until `until` (None: no room came, the
+/// stream is stalled).
+async fn file_room(buffer: &FileBuffer, until: tokio::time::Instant) -> Option<usize> {
+    loop {
+        let mut freed = std::pin::pin!(buffer.freed.notified());
+        freed.as_mut().enable();
+        let held = buffer.held.load(Relaxed);
+        if held < FILE_BUFFER_BYTES {
+            return Some(FILE_BUFFER_BYTES - held);
+        }
+        if tokio::time::timeout_at(until, freed).await.is_err() {
+            return None;
+        }
+    }
+}
+
+/// Sends `answer`'s body on `send`, a chunk at a time as the client's window grants it: true
+/// once all of it is sent; false when the stream ended first (an error, a reset, a stall past
+/// the idle limit, a file that shrank), counted as such.
+async fn send_body(mut send: h2::SendStream<Bytes>, answer: Answer, ctx: &Ctx, streams: &Streams) -> bool {
+    let (counts, shared) = (&ctx.counts, &ctx.shared);
+    let (body, file, status) = (answer.body(), answer.file, answer.status);
     let idle = shared.idle;
     let buffer = &streams.file_bytes;
     let stalled = |send: &mut h2::SendStream<Bytes>| {
         send.send_reset(h2::Reason::CANCEL);
         bump(&counts.resets, 1);
         streams.stalled.set(true);
+        false
     };
     // When the stream last sent something (its response head at first).
     let mut progress = tokio::time::Instant::now();
@@ -437,16 +494,8 @@ async fn answer(
         let mut ask = (body - sent).min(CHUNK as u64) as usize;
         if file.is_some() {
             // Room in the connection's file buffer first, taken before the window is asked for.
-            let room = loop {
-                let mut freed = std::pin::pin!(buffer.freed.notified());
-                freed.as_mut().enable();
-                let held = buffer.held.load(Relaxed);
-                if held < FILE_BUFFER_BYTES {
-                    break FILE_BUFFER_BYTES - held;
-                }
-                if tokio::time::timeout_at(progress + idle, freed).await.is_err() {
-                    return stalled(&mut send);
-                }
+            let Some(room) = file_room(buffer, progress + idle).await else {
+                return stalled(&mut send);
             };
             ask = ask.min(room);
             buffer.held.fetch_add(ask, Relaxed);
@@ -466,12 +515,14 @@ async fn answer(
                     Ok(Some(Ok(n))) => n,
                     Ok(Some(Err(e))) => {
                         give_back(ask);
-                        return counts.error(&e);
+                        counts.error(&e);
+                        return false;
                     }
                     // The stream was reset by the client.
                     Ok(None) => {
                         give_back(ask);
-                        return bump(&counts.resets, 1);
+                        bump(&counts.resets, 1);
+                        return false;
                     }
                     Err(_) => {
                         give_back(ask);
@@ -487,7 +538,7 @@ async fn answer(
             continue;
         }
         let data = if status != Status::Ok {
-            Bytes::from_static(text)
+            Bytes::from_static(status.text())
         } else if let Some(i) = file {
             let mut chunk = vec![0; want];
             match pread(shared.files[i].file.as_raw_fd(), &mut chunk, sent) {
@@ -503,7 +554,8 @@ async fn answer(
                 _ => {
                     give_back(want);
                     send.send_reset(h2::Reason::INTERNAL_ERROR);
-                    return bump(&counts.resets, 1);
+                    bump(&counts.resets, 1);
+                    return false;
                 }
             }
         } else {
@@ -513,7 +565,8 @@ async fn answer(
         };
         let n = data.len() as u64;
         if let Err(e) = send.send_data(data, sent + n == body) {
-            return counts.error(&e);
+            counts.error(&e);
+            return false;
         }
         sent += n;
         progress = tokio::time::Instant::now();
@@ -521,12 +574,55 @@ async fn answer(
             bump(&counts.body_bytes, n);
         }
     }
-    bump(&counts.responses[usize::from(status.code() / 100)], 1);
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_is_decided_by_method_and_route_as_http1_decides_it() {
+        let file_bytes = |i: usize| 1000 + i as u64;
+        let get = Answer::of(&http::Method::GET, Route::Bytes(10), file_bytes);
+        assert_eq!(
+            (get.status, get.length, get.file, get.body()),
+            (Status::Ok, 10, None, 10)
+        );
+        let head = Answer::of(&http::Method::HEAD, Route::File(2), file_bytes);
+        assert_eq!((head.status, head.length, head.file), (Status::Ok, 1002, Some(2)));
+        assert_eq!(head.body(), 0, "HEAD sends the length, not the body");
+        let post = Answer::of(&http::Method::POST, Route::Bytes(10), file_bytes);
+        assert_eq!(post.status, Status::MethodNotAllowed);
+        assert_eq!(post.length, Status::MethodNotAllowed.text().len() as u64);
+        assert_eq!(post.file, None);
+        for (route, status) in [
+            (Route::NotFound, Status::NotFound),
+            (Route::BadLength, Status::BadRequest),
+        ] {
+            let a = Answer::of(&http::Method::GET, route, file_bytes);
+            assert_eq!((a.status, a.length), (status, status.text().len() as u64));
+        }
+        let zero = Answer::of(&http::Method::GET, Route::Bytes(0), file_bytes);
+        assert_eq!(zero.body(), 0);
+
+        let date = http::HeaderValue::from_static("Sun, 29 Nov 2026 11:00:00 GMT");
+        let h = post.head(date.clone());
+        assert_eq!(h.status(), 405);
+        assert_eq!(h.headers()[http::header::ALLOW], "GET, HEAD");
+        assert_eq!(h.headers()[http::header::CONTENT_TYPE], "text/plain");
+        assert_eq!(
+            h.headers()[http::header::CONTENT_LENGTH],
+            post.length.to_string().as_str()
+        );
+        let h = head.head(date.clone());
+        assert_eq!(h.status(), 200);
+        assert_eq!(h.headers()[http::header::CONTENT_LENGTH], "1002");
+        assert_eq!(h.headers()[http::header::CONTENT_TYPE], "application/octet-stream");
+        assert_eq!(h.headers()[http::header::DATE], date);
+        assert_eq!(h.headers()[http::header::SERVER], "linerate");
+        assert!(h.headers().get(http::header::ALLOW).is_none());
+    }
     use crate::httpd::on_loopback;
     use std::time::Duration;
 

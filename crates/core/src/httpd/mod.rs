@@ -49,7 +49,8 @@ mod setup;
 mod tls;
 mod worker;
 
-pub use tls::{HttpsIdentity, TlsError};
+pub use crate::tls::TlsError;
+pub use tls::HttpsIdentity;
 
 use crate::metrics::host::online_cpus;
 use date::DATE_BYTES;

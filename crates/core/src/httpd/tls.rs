@@ -4,6 +4,7 @@
 //! rustls. A connection's writes are in `conn`, beside the cleartext ones they stand in for.
 
 use super::Counts;
+use crate::tls::{TlsError, provider, ticketer};
 use mio::net::TcpStream;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -11,28 +12,12 @@ use rustls::server::ServerSessionMemoryCache;
 use rustls::{HandshakeKind, ServerConfig, ServerConnection};
 use sha2::{Digest, Sha256};
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// TLS 1.2 sessions the server keeps for resumption by session ID (TLS 1.3 and TLS 1.2 ticket
 /// resumption keep nothing here: the ticket carries the session).
 const SESSIONS: usize = 65_536;
-
-#[derive(Debug, thiserror::Error)]
-pub enum TlsError {
-    #[error("cannot read {}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: rustls::pki_types::pem::Error,
-    },
-    #[error("{} holds no certificate", path.display())]
-    NoCertificate { path: PathBuf },
-    #[error("generating the self-signed certificate")]
-    Generate(#[source] rcgen::Error),
-    #[error("the certificate and key do not make a TLS configuration")]
-    Config(#[source] rustls::Error),
-}
 
 /// What an https server presents: its rustls configuration and its certificate's SHA-256
 /// fingerprint (`AB:CD:...`, as `openssl x509 -fingerprint -sha256` prints it).
@@ -75,7 +60,7 @@ impl HttpsIdentity {
             .map(|b| format!("{b:02X}"))
             .collect::<Vec<_>>()
             .join(":");
-        let mut config = ServerConfig::builder_with_provider(crate::engine::http::tls_provider())
+        let mut config = ServerConfig::builder_with_provider(provider())
             .with_protocol_versions(rustls::ALL_VERSIONS)
             .map_err(TlsError::Config)?
             .with_no_client_auth()
@@ -84,7 +69,7 @@ impl HttpsIdentity {
         // h2 first: a client that offers both gets HTTP/2 (the server's order decides in rustls).
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         config.session_storage = ServerSessionMemoryCache::new(SESSIONS);
-        config.ticketer = crate::engine::http::tls_ticketer().map_err(TlsError::Config)?;
+        config.ticketer = ticketer().map_err(TlsError::Config)?;
         Ok(HttpsIdentity {
             config: Arc::new(config),
             fingerprint,

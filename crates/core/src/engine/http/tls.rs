@@ -8,57 +8,19 @@
 //! IDs), so a user's second connection to a server resumes and another user's first does not.
 
 use crate::spec::{TlsSpec, TlsVersion};
+// The base's names, as `engine::http` has exported them to the client and the binary.
+pub use crate::tls::{SYSTEM_ROOTS, TlsSetupError, provider, ticketer};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ClientSessionMemoryCache, Resumption, WebPkiServerVerifier};
-use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-/// Where Debian and its kin keep the system's trusted roots, one PEM bundle.
-pub const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
-
 /// Sessions a user keeps (per server name: its TLS 1.3 tickets and one TLS 1.2 session).
 const USER_SESSIONS: usize = 8;
-
-#[derive(Debug, thiserror::Error)]
-pub enum TlsSetupError {
-    #[error("cannot read the CA certificates in {}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: rustls::pki_types::pem::Error,
-    },
-    #[error("{} holds no usable CA certificate", path.display())]
-    NoCertificate { path: PathBuf },
-    #[error("no trusted roots: {SYSTEM_ROOTS} is missing; give --cacert FILE or --insecure")]
-    NoRoots,
-    #[error("TLS configuration")]
-    Config {
-        #[source]
-        source: rustls::Error,
-    },
-}
-
-/// The crypto provider every TLS end of linerate uses: aws-lc-rs, chosen by measurement against
-/// ring (docs/benchmarks.md, "HTTPS": more full handshakes per second, bulk even); the feature
-/// `tls-ring` builds the other for the comparison.
-pub fn provider() -> Arc<CryptoProvider> {
-    #[cfg(feature = "tls-ring")]
-    return Arc::new(rustls::crypto::ring::default_provider());
-    #[cfg(not(feature = "tls-ring"))]
-    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
-}
-
-/// Session tickets' encryption (the server's), from the same provider.
-pub fn ticketer() -> Result<Arc<dyn rustls::server::ProducesTickets>, rustls::Error> {
-    #[cfg(feature = "tls-ring")]
-    return rustls::crypto::ring::Ticketer::new();
-    #[cfg(not(feature = "tls-ring"))]
-    rustls::crypto::aws_lc_rs::Ticketer::new()
-}
 
 /// Why the first certificate of a run was refused, in words with the fix, kept by the
 /// verifier for the run's note (each refusal is also counted as `tls_certificate`).
@@ -86,8 +48,12 @@ pub fn client_config(spec: &TlsSpec, refusal: &Refusal) -> Result<Arc<ClientConf
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(versions)
         .map_err(|source| TlsSetupError::Config { source })?;
+    let signatures = provider.signature_verification_algorithms;
     let verifier: Arc<dyn ServerCertVerifier> = if spec.insecure {
-        Arc::new(NoVerifier(provider.signature_verification_algorithms))
+        Arc::new(Checked {
+            check: AnyCertificate,
+            signatures,
+        })
     } else {
         let (roots, pinned) = roots(spec.cacert.as_deref())?;
         let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
@@ -95,10 +61,13 @@ pub fn client_config(spec: &TlsSpec, refusal: &Refusal) -> Result<Arc<ClientConf
             .map_err(|e| TlsSetupError::Config {
                 source: rustls::Error::General(e.to_string()),
             })?;
-        Arc::new(Verifier {
-            webpki,
-            pinned,
-            refused: Arc::clone(&refusal.0),
+        Arc::new(Checked {
+            check: Verifier {
+                webpki,
+                pinned,
+                refused: Arc::clone(&refusal.0),
+            },
+            signatures,
         })
     };
     let mut config = builder
@@ -157,7 +126,7 @@ fn roots(cacert: Option<&Path>) -> Result<(RootCertStore, Vec<CertificateDer<'st
 /// is refused the same way), once its dates hold and its name is the URL's: in its
 /// subjectAltName, or in its CN when it has none (as curl and OpenSSL check it). The user gave
 /// that very certificate; trusting it is what `--cacert` asks. Handshake signatures are
-/// checked as ever. The first refusal's reason goes to [`Refusal`].
+/// checked as ever ([`Checked`]). The first refusal's reason goes to [`Refusal`].
 #[derive(Debug)]
 struct Verifier {
     webpki: Arc<WebPkiServerVerifier>,
@@ -200,15 +169,15 @@ impl Verifier {
     }
 }
 
-impl ServerCertVerifier for Verifier {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
+impl CertificateCheck for Verifier {
+    fn check(&self, presented: &Presented<'_>) -> Result<ServerCertVerified, rustls::Error> {
+        let Presented {
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        } = *presented;
         let checked = match self
             .webpki
             .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
@@ -223,28 +192,6 @@ impl ServerCertVerifier for Verifier {
             let _ = self.refused.set(refusal_words(e, server_name));
         }
         checked
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
     }
 }
 
@@ -334,21 +281,59 @@ pub(super) fn failure_of(e: &rustls::Error) -> Failure {
     }
 }
 
-/// `--insecure`: every certificate is accepted; signatures are still checked, so the handshake
-/// costs what a verified one does but for the chain's validation.
+/// `--insecure`: every certificate is accepted; signatures are still checked ([`Checked`]), so
+/// the handshake costs what a verified one does but for the chain's validation.
 #[derive(Debug)]
-struct NoVerifier(WebPkiSupportedAlgorithms);
+struct AnyCertificate;
 
-impl ServerCertVerifier for NoVerifier {
+impl CertificateCheck for AnyCertificate {
+    fn check(&self, _: &Presented<'_>) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+}
+
+/// What the server presented, and when it is checked: `verify_server_cert`'s arguments.
+#[derive(Clone, Copy)]
+struct Presented<'a> {
+    end_entity: &'a CertificateDer<'a>,
+    intermediates: &'a [CertificateDer<'a>],
+    server_name: &'a ServerName<'a>,
+    ocsp_response: &'a [u8],
+    now: UnixTime,
+}
+
+/// What a verifier decides of the server's certificate itself (its chain, dates and name; or
+/// nothing, with `--insecure`). The handshake's signatures are not its business: [`Checked`]
+/// verifies those the one way for every check.
+trait CertificateCheck: std::fmt::Debug + Send + Sync {
+    fn check(&self, presented: &Presented<'_>) -> Result<ServerCertVerified, rustls::Error>;
+}
+
+/// A certificate check made a verifier: the handshake's signatures verified with the provider's
+/// algorithms, as webpki's own verifier verifies them (so a pinned certificate and `--insecure`
+/// cost the same signature checks as a chain that verifies).
+#[derive(Debug)]
+struct Checked<C> {
+    check: C,
+    signatures: WebPkiSupportedAlgorithms,
+}
+
+impl<C: CertificateCheck> ServerCertVerifier for Checked<C> {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        self.check.check(&Presented {
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        })
     }
 
     fn verify_tls12_signature(
@@ -357,7 +342,7 @@ impl ServerCertVerifier for NoVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.signatures)
     }
 
     fn verify_tls13_signature(
@@ -366,11 +351,11 @@ impl ServerCertVerifier for NoVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.signatures)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
+        self.signatures.supported_schemes()
     }
 }
 
@@ -420,5 +405,28 @@ mod tests {
         let got = client_config(&spec(empty.to_str().expect("utf-8")), &Refusal::default());
         let _ = std::fs::remove_file(&empty);
         assert!(matches!(got, Err(TlsSetupError::NoCertificate { .. })), "{got:?}");
+    }
+
+    #[test]
+    fn every_check_verifies_signatures_as_webpki_does() {
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("made");
+        let mut roots = RootCertStore::empty();
+        roots.add(made.cert.der().clone()).expect("a root");
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .expect("webpki");
+        let insecure = Checked {
+            check: AnyCertificate,
+            signatures: provider().signature_verification_algorithms,
+        };
+        assert!(!insecure.supported_verify_schemes().is_empty());
+        assert_eq!(insecure.supported_verify_schemes(), webpki.supported_verify_schemes());
+        let name = server_name("anywhere.invalid").expect("a name");
+        assert!(
+            insecure
+                .verify_server_cert(made.cert.der(), &[], &name, &[], UnixTime::now())
+                .is_ok(),
+            "--insecure takes any certificate"
+        );
     }
 }

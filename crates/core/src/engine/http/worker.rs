@@ -541,6 +541,110 @@ impl Worker<'_> {
     }
 }
 
+impl User {
+    /// A user before its first request; `tls_config` is its own configuration (https URLs).
+    fn new(tls_config: Option<Arc<ClientConfig>>) -> User {
+        User {
+            conn: None,
+            tls: None,
+            tls_config,
+            connected_ns: 0,
+            handshake_cpu_ns: 0,
+            state: State::Waiting,
+            target: 0,
+            generation: 0,
+            intended_ns: 0,
+            connect_ns: 0,
+            connect_counted: false,
+            written: 0,
+            // Grown only for a head split over reads, then kept: 16 KiB for each of 100,000
+            // users would take seconds to allocate before the run (issue 13).
+            head: Vec::new(),
+            head_len: None,
+            got_first_byte: false,
+            first_byte_ns: 0,
+            content_length: None,
+            body: 0,
+            status: 0,
+            close_after: false,
+            deadline_ns: u64::MAX,
+        }
+    }
+}
+
+impl<'a> Worker<'a> {
+    /// Worker `w`'s state before the gate: `users` users (each with a TLS configuration of its
+    /// own where resumption is on), and every buffer the loop uses sized for them.
+    fn new(load: Load<'a>, users: usize, times: Times, poll: Poll, w: usize) -> Worker<'a> {
+        let Load { spec, targets, tls } = load;
+        let Times {
+            ramp_ns,
+            window_end_ns,
+            end_ns,
+            interval_ns,
+        } = times;
+        let buckets = (end_ns / interval_ns) as usize + 2;
+        let resume = spec.tls.as_ref().is_none_or(|t| t.resume);
+        Worker {
+            spec,
+            targets,
+            poll,
+            users: (0..users)
+                .map(|_| User::new(tls.map(|c| super::tls::for_user(c, resume))))
+                .collect(),
+            timers: BinaryHeap::with_capacity(users * 4 + 16),
+            free: Vec::with_capacity(users),
+            queue: VecDeque::with_capacity(1024),
+            scratch: vec![0u8; SCRATCH],
+            start: Instant::now(),
+            window_ns: ramp_ns,
+            window_end_ns,
+            end_ns,
+            timeout_ns: u64::from(spec.timeout_ms) * 1_000_000,
+            think_ns: (spec.think_ms * 1e6) as u64,
+            interval_ns,
+            next_target: w % targets.len().max(1),
+            out: empty_run(buckets, interval_ns, targets.len()),
+            total_in: 0,
+            total_responses: 0,
+            tick: 0,
+            ready: Vec::with_capacity(users),
+        }
+    }
+
+    /// When this worker's requests start, `mine` being its users' numbers of all: closed loop,
+    /// user i (of all) starts at ramp x i / users; open loop, every user is free and requests
+    /// come on the schedule. Returns the first request's due time and the gap between requests
+    /// (open loop; `u64::MAX` and 0 closed).
+    fn schedule_start(&mut self, mine: &[usize], w: usize, threads: usize) -> (u64, u64) {
+        match self.spec.rate {
+            Some(r) => {
+                let gap = (1e9 * threads as f64 / r).max(1.0) as u64;
+                self.free.extend((0..mine.len()).rev());
+                (w as u64 * gap / threads as u64, gap)
+            }
+            None => {
+                let total_users = self.spec.users as u64;
+                for (k, global) in mine.iter().enumerate() {
+                    self.set_timer(k, self.window_ns * *global as u64 / total_users);
+                }
+                (u64::MAX, 0)
+            }
+        }
+    }
+
+    /// What was in flight when the run ended: requests, and connections being made that count.
+    fn count_in_flight_at_end(&mut self) {
+        self.out.in_flight_at_end += self.users.iter().filter(|u| u.state != State::Waiting).count() as u64;
+        for u in 0..self.users.len() {
+            if matches!(self.users[u].state, State::Connecting | State::Handshaking) && self.users[u].connect_counted {
+                self.out.connections_in_flight_at_end += 1;
+                self.target_of(u).connections_in_flight_at_end += 1;
+            }
+        }
+    }
+}
+
 /// What every worker of a run fetches, and how: the spec, the URLs, and for https URLs the
 /// client's TLS configuration (each user clones it with a session cache of its own).
 #[derive(Clone, Copy)]
@@ -550,7 +654,13 @@ pub(super) struct Load<'a> {
     pub tls: Option<&'a Arc<ClientConfig>>,
 }
 
-/// One worker: users `w`, `w + threads`, ... until the end.
+/// One worker: users `w`, `w + threads`, ... until the end. Its setup ([`Worker::new`],
+/// [`Worker::schedule_start`]) and its end ([`Worker::count_in_flight_at_end`]) are apart; the
+/// event loop between stays whole here, long as it is: it is the per-request hot path (each
+/// pass reads the clock before every connect and timer so the run ends on time), and its
+/// phases share the loop's locals (the schedule's next due time, the next scan, the poll's
+/// events) and leave it by `break` with the stream's end, which functions of their own would
+/// hand back and forth on every wake-up.
 pub(super) fn work(
     load: Load<'_>,
     w: usize,
@@ -559,19 +669,8 @@ pub(super) fn work(
     shared: &Shared<'_>,
     gate: &Gate,
 ) -> io::Result<HttpRun> {
-    let Load {
-        spec,
-        targets,
-        tls: tls_config,
-    } = load;
-    let Times {
-        ramp_ns,
-        window_end_ns,
-        end_ns,
-        interval_ns,
-    } = times;
-    let mine: Vec<usize> = (w..spec.users as usize).step_by(threads).collect();
-    let buckets = (end_ns / interval_ns) as usize + 2;
+    let end_ns = times.end_ns;
+    let mine: Vec<usize> = (w..load.spec.users as usize).step_by(threads).collect();
     let poll = match Poll::new() {
         Ok(p) => p,
         Err(e) => {
@@ -580,75 +679,11 @@ pub(super) fn work(
             return Err(e);
         }
     };
-    let mut wk = Worker {
-        spec,
-        targets,
-        poll,
-        users: mine
-            .iter()
-            .map(|_| User {
-                conn: None,
-                tls: None,
-                tls_config: tls_config.map(|c| super::tls::for_user(c, spec.tls.as_ref().is_none_or(|t| t.resume))),
-                connected_ns: 0,
-                handshake_cpu_ns: 0,
-                state: State::Waiting,
-                target: 0,
-                generation: 0,
-                intended_ns: 0,
-                connect_ns: 0,
-                connect_counted: false,
-                written: 0,
-                // Grown only for a head split over reads, then kept: 16 KiB for each of 100,000
-                // users would take seconds to allocate before the run (issue 13).
-                head: Vec::new(),
-                head_len: None,
-                got_first_byte: false,
-                first_byte_ns: 0,
-                content_length: None,
-                body: 0,
-                status: 0,
-                close_after: false,
-                deadline_ns: u64::MAX,
-            })
-            .collect(),
-        timers: BinaryHeap::with_capacity(mine.len() * 4 + 16),
-        free: Vec::with_capacity(mine.len()),
-        queue: VecDeque::with_capacity(1024),
-        scratch: vec![0u8; SCRATCH],
-        start: Instant::now(),
-        window_ns: ramp_ns,
-        window_end_ns,
-        end_ns,
-        timeout_ns: u64::from(spec.timeout_ms) * 1_000_000,
-        think_ns: (spec.think_ms * 1e6) as u64,
-        interval_ns,
-        next_target: w % targets.len().max(1),
-        out: empty_run(buckets, interval_ns, targets.len()),
-        total_in: 0,
-        total_responses: 0,
-        tick: 0,
-        ready: Vec::with_capacity(mine.len()),
-    };
+    let mut wk = Worker::new(load, mine.len(), times, poll, w);
     let mut events = Events::with_capacity(1024);
     gate.arrive_and_wait(&shared.sampler);
     wk.start = *shared.t0.get().expect("time zero is set before the gate opens");
-    // Closed loop: user i (of all) starts at ramp x i / users. Open loop: every user is free and
-    // requests come on the schedule.
-    let total_users = spec.users as u64;
-    let (mut next_due, gap_ns) = match spec.rate {
-        Some(r) => {
-            let gap = (1e9 * threads as f64 / r).max(1.0) as u64;
-            wk.free.extend((0..mine.len()).rev());
-            (w as u64 * gap / threads as u64, gap)
-        }
-        None => {
-            for (k, global) in mine.iter().enumerate() {
-                wk.set_timer(k, ramp_ns * *global as u64 / total_users);
-            }
-            (u64::MAX, 0)
-        }
-    };
+    let (mut next_due, gap_ns) = wk.schedule_start(&mine, w, threads);
     let counter = &shared.counters[w];
     let scan_every = (wk.timeout_ns / 10).clamp(1_000_000, 10_000_000);
     let mut next_scan = scan_every;
@@ -736,13 +771,7 @@ pub(super) fn work(
         counter.bytes.store(wk.total_in, Relaxed);
         counter.ops.store(wk.total_responses, Relaxed);
     };
-    wk.out.in_flight_at_end += wk.users.iter().filter(|u| u.state != State::Waiting).count() as u64;
-    for u in 0..wk.users.len() {
-        if matches!(wk.users[u].state, State::Connecting | State::Handshaking) && wk.users[u].connect_counted {
-            wk.out.connections_in_flight_at_end += 1;
-            wk.target_of(u).connections_in_flight_at_end += 1;
-        }
-    }
+    wk.count_in_flight_at_end();
     counter.bytes.store(wk.total_in, Relaxed);
     counter.ops.store(wk.total_responses, Relaxed);
     shared.finish(w, end);

@@ -10,8 +10,8 @@
 //! Out: a [`SideReport`]; samples also go to the [`Sink`] as they are taken.
 
 use super::{Counters, Gate, Runner, STOP_GRACE, Shared, end_from};
-use crate::engine::Sink;
 use crate::engine::sockopt::POLL_SLICE;
+use crate::engine::{Control, Sink};
 use crate::metrics::host::online_cpus;
 use crate::metrics::rusage::percent_of_host;
 use crate::metrics::sample::{HostSnapshot, HostTimeline, HostUsage, IrqGroups, read_clock_mhz};
@@ -136,287 +136,443 @@ fn exact_window_bytes(
     at(end_count, end_kernel).saturating_sub(at(start_count, start_kernel))
 }
 
-/// Starts the clock, samples until every stream has ended, and reports.
+/// Starts the clock, samples until every stream has ended, and reports. The phases, each its
+/// own: the gate and time zero ([`Sampler::start`]); one look per wake-up at the counters, the
+/// clock and the stop rules ([`Sampler::look`]) and the sleep to the next event
+/// ([`Sampler::sleep`]), until every stream has ended; then the window and the report
+/// ([`Sampler::report`]). An interval's sample allocates nothing: its buffers are kept from tick
+/// to tick.
 pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Gate, sink: &mut dyn Sink) -> SideReport {
+    let mut sampler = Sampler::start(run, shared, gate, sink);
+    loop {
+        let now = Instant::now();
+        if shared.counters.iter().all(done) {
+            break;
+        }
+        sampler.look(now);
+        sampler.sleep(now);
+    }
+    sampler.report()
+}
+
+/// Whether a stream has ended (its worker recorded when).
+fn done(c: &Counters) -> bool {
+    c.end_ns.load(Relaxed) != 0
+}
+
+/// A stream's count at an edge, into `out`: what its workers counted, and for a receiving TCP
+/// stream what its socket holds unread (Runner::queued), so intervals count bytes, not whole
+/// reads.
+fn read_counts_into(run: &Runner<'_>, counters: &[Counters], out: &mut Vec<(u64, u64)>) {
+    out.clear();
+    out.extend(counters.iter().enumerate().map(|(i, c)| {
+        let bytes = c.bytes.load(Relaxed);
+        let queued = match (run.queued, c.end_ns.load(Relaxed)) {
+            (Some(q), 0) => q(i),
+            _ => 0,
+        };
+        (bytes + queued, c.ops.load(Relaxed))
+    }));
+}
+
+/// Waits for the workers at the gate, at most the plan's `gate_timeout`. A worker that never gets
+/// there (stuck in setup) must not hold the run, nor the others, for ever: past the timeout the
+/// run is aborted and the note returned says why.
+fn wait_at_gate(run: &Runner<'_>, gate: &Gate, control: &Control) -> Option<String> {
     let plan = &run.plan;
-    let streams = &run.streams;
-    let n = streams.len();
-    let counters = shared.counters;
-    let control = shared.control;
-    // The deadline the runner acts on (none on a side that samples until told to stop).
-    let (deadline, interval) = (plan.watched_deadline, plan.interval());
-    let (warmup, cooldown_mark) = plan.measure_window();
-    let max_samples = plan.max_samples;
-
-    let mut notes = Vec::new();
-    let mut intervals: Vec<IntervalSample> = Vec::with_capacity(
-        max_samples.min(
-            n * deadline
-                .zip(interval)
-                .map_or(64, |(d, i)| (d.as_secs_f64() / i.as_secs_f64()) as usize + 2),
-        ),
-    );
-    let mut last: Vec<(u64, u64)> = vec![(0, 0); n];
-    let mut last_tick_ns = 0u64;
-    let mut tick = 1u32;
-    // A stream's count at an edge: what its workers counted, and for a receiving TCP stream what
-    // its socket holds unread (Runner::queued), so intervals count bytes, not whole reads.
-    let read_counts = || -> Vec<(u64, u64)> {
-        counters
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let bytes = c.bytes.load(Relaxed);
-                let queued = match (run.queued, c.end_ns.load(Relaxed)) {
-                    (Some(q), 0) => q(i),
-                    _ => 0,
-                };
-                (bytes + queued, c.ops.load(Relaxed))
-            })
-            .collect()
-    };
-
-    let first = HostSnapshot::read();
-    let groups = IrqGroups::discover(first.interrupts.as_ref(), &first.interfaces);
-    // Time zero: workers are pinned, buffers touched, and waiting at the gate. A worker that
-    // never gets there (stuck in setup) must not hold the run, nor the others, for ever.
     let gate_given_up = Instant::now() + plan.gate_timeout;
     while gate.arrived.load(Relaxed) < run.workers {
         if Instant::now() >= gate_given_up {
-            notes.push(format!(
+            control.abort();
+            return Some(format!(
                 "{} of {} workers were not ready within {} s: the run was given up",
                 run.workers - gate.arrived.load(Relaxed).min(run.workers),
                 run.workers,
                 plan.gate_timeout.as_secs_f64()
             ));
-            control.abort();
-            break;
         }
         thread::park_timeout(Duration::from_millis(10));
     }
-    let first = HostSnapshot {
-        at: Instant::now(),
-        ..first
-    };
-    let start = first.at;
-    let _ = shared.t0.set(start);
-    let mut window_start = warmup.is_zero().then(|| Edge {
-        ns: 0,
-        counts: vec![(0, 0); n],
-        host: first.clone(),
-    });
-    // A receiving side's window follows its data (Plan::window_follows_data): the edges are
-    // looks at the counters with the host read beside them, so the interfaces and the streams
-    // are counted over the same stretch. Before the first byte, the start is the look before
-    // the latest look that found nothing read (the first: the host as read before the gate):
-    // the readers count a datagram only once they have read it, and datagrams that arrive
-    // before (the client sends once told `started`, while the workers are still starting) fill
-    // a small receive buffer and are dropped there, where the host's counters must see them
-    // (issue 37: a 4 KiB window's run of 75 ms lost 29 % of its receive-buffer drops from its
-    // counters to a start one look too late). After bytes stop, the first still look reads
-    // the host, dated to the last look that saw bytes move (nothing arrived between the two).
-    let follow = plan.window_follows_data
-        && warmup.is_zero()
-        && cooldown_mark.is_none()
-        && streams.iter().all(|s| s.role == Role::Receive);
-    let mut before_data: Option<Edge> = follow.then(|| Edge {
-        ns: 0,
-        counts: vec![(0, 0); n],
-        host: first.clone(),
-    });
-    let mut last_empty: Option<Edge> = None;
-    let mut timeline = HostTimeline::new(first, 0, groups.clone());
-    let mut after_data: Option<Edge> = None;
-    let (mut last_moving, mut moved_before) = (None::<Instant>, 0u64);
-    gate.open();
+    None
+}
 
-    let mut window_end: Option<Edge> = None;
-    // When the senders were seen stopped, and whether it was the runner's own deadline stop.
-    let mut stop_seen: Option<Instant> = None;
-    let mut stopped_by_runner = false;
-    let mut stopped_early = false;
-    let mut idle_since = (start, 0u64);
-    // The unblock rule's last movement (operations, when) and whether it has woken the workers.
-    let mut ops_since = (start, 0u64);
-    let mut woken = false;
-    let done = |c: &Counters| c.end_ns.load(Relaxed) != 0;
+/// A receiving side's window that follows its data (Plan::window_follows_data): the edges are
+/// looks at the counters with the host read beside them, so the interfaces and the streams are
+/// counted over the same stretch. Before the first byte, the start is the look before the latest
+/// look that found nothing read (the first: the host as read before the gate): the readers count
+/// a datagram only once they have read it, and datagrams that arrive before (the client sends
+/// once told `started`, while the workers are still starting) fill a small receive buffer and
+/// are dropped there, where the host's counters must see them (issue 37: a 4 KiB window's run
+/// of 75 ms lost 29 % of its receive-buffer drops from its counters to a start one look too
+/// late). After bytes stop, the first still look reads the host, dated to the last look that
+/// saw bytes move (nothing arrived between the two).
+struct Follow {
+    before_data: Edge,
+    last_empty: Option<Edge>,
+    after_data: Option<Edge>,
+    last_moving: Option<Instant>,
+    moved_before: u64,
+}
 
-    // What the kernel had received of each receiving TCP stream at the warm-up's and the
-    // cool-down's edges (none where those edges are the run's own start and end), for the
-    // window's exact counts at the end (`exact_window_bytes`).
-    let read_kernel = || -> Vec<Option<u64>> { (0..n).map(|i| run.received.and_then(|f| f(i))).collect() };
-    let (mut start_kernel, mut end_kernel) = (vec![None; n], vec![None; n]);
-    let mut tick_buf: Vec<IntervalSample> = Vec::with_capacity(n);
-    // Beside each sample kept, its stream's bytes as the kernel received them at its end edge
-    // (Runner::received), for the exact counts the report keeps (below).
-    let mut kernel_at: Vec<Option<u64>> = Vec::with_capacity(intervals.capacity());
-    let mut samples_dropped = false;
-    let mut emit = |now_ns: u64,
-                    counts: &[(u64, u64)],
-                    last: &mut Vec<(u64, u64)>,
-                    last_tick_ns: &mut u64,
-                    intervals: &mut Vec<IntervalSample>| {
-        tick_buf.clear();
-        for (i, s) in streams.iter().enumerate() {
-            tick_buf.push(IntervalSample {
-                stream: s.id,
-                start_ns: *last_tick_ns,
-                end_ns: now_ns,
-                // An edge's count is read and queued bytes read one after the other: a read
-                // finishing between the two may put one edge a read behind the next.
-                bytes: counts[i].0.saturating_sub(last[i].0),
-                ops: counts[i].1 - last[i].1,
-                tcp: run.tcp_info.and_then(|f| f(i)),
+impl Follow {
+    /// One look at `moved`, the bytes every stream has counted, at `now`.
+    fn look(
+        &mut self,
+        now: Instant,
+        start: Instant,
+        moved: u64,
+        n: usize,
+        read_counts: impl FnOnce() -> Vec<(u64, u64)>,
+    ) {
+        if moved == 0 {
+            let look = Edge {
+                ns: (now - start).as_nanos() as u64,
+                counts: vec![(0, 0); n],
+                host: HostSnapshot {
+                    at: now,
+                    ..HostSnapshot::read()
+                },
+            };
+            if let Some(earlier) = self.last_empty.replace(look) {
+                self.before_data = earlier;
+            }
+        } else if moved != self.moved_before {
+            self.last_moving = Some(now);
+            self.after_data = None;
+        } else if let (None, Some(at)) = (&self.after_data, self.last_moving) {
+            self.after_data = Some(Edge {
+                ns: (at - start).as_nanos() as u64,
+                counts: read_counts(),
+                host: HostSnapshot {
+                    at,
+                    ..HostSnapshot::read()
+                },
             });
         }
-        sink.interval(&tick_buf);
-        timeline.tick(now_ns);
-        if intervals.len() + tick_buf.len() <= max_samples {
-            intervals.extend_from_slice(&tick_buf);
-            kernel_at.extend((0..n).map(|i| run.received.and_then(|f| f(i))));
-        } else {
-            samples_dropped = true;
-        }
-        *last = counts.to_vec();
-        *last_tick_ns = now_ns;
-    };
+        self.moved_before = moved;
+    }
+}
 
-    loop {
-        let now = Instant::now();
-        let el = now - start;
-        if counters.iter().all(done) {
-            break;
+/// The sampling thread's state over one run: the samples taken, the window's edges, and what
+/// the stop rules have seen.
+struct Sampler<'r, 's> {
+    run: &'r Runner<'r>,
+    shared: &'r Shared<'r>,
+    sink: &'s mut dyn Sink,
+    /// Time zero.
+    start: Instant,
+    groups: IrqGroups,
+    notes: Vec<String>,
+    // The plan's times, as the runner acts on them: the deadline (none on a side that samples
+    // until told to stop), the interval, the warm-up and the cool-down's mark.
+    deadline: Option<Duration>,
+    interval: Option<Duration>,
+    warmup: Duration,
+    cooldown_mark: Option<Duration>,
+
+    /// The samples the report keeps, and beside each its stream's bytes as the kernel received
+    /// them at its end edge (Runner::received), for the exact counts at the end.
+    intervals: Vec<IntervalSample>,
+    kernel_at: Vec<Option<u64>>,
+    samples_dropped: bool,
+    /// One tick's samples, as the sink is given them.
+    tick_buf: Vec<IntervalSample>,
+    /// The counts read at a tick (kept for the next, so a tick allocates nothing).
+    counts: Vec<(u64, u64)>,
+    /// Every stream's counts at the last tick, and when it was.
+    last: Vec<(u64, u64)>,
+    last_tick_ns: u64,
+    /// The number of the next interval boundary.
+    tick: u32,
+    timeline: HostTimeline,
+
+    window_start: Option<Edge>,
+    window_end: Option<Edge>,
+    /// What the kernel had received of each receiving TCP stream at the warm-up's and the
+    /// cool-down's edges (none where those edges are the run's own start and end), for the
+    /// window's exact counts at the end (`exact_window_bytes`).
+    start_kernel: Vec<Option<u64>>,
+    end_kernel: Vec<Option<u64>>,
+    follow: Option<Follow>,
+
+    /// When the senders were seen stopped, and whether it was the runner's own deadline stop.
+    stop_seen: Option<Instant>,
+    stopped_by_runner: bool,
+    stopped_early: bool,
+    /// The last movement of bytes (when, total), for the idle rule.
+    idle_since: (Instant, u64),
+    /// The unblock rule's last movement (operations, when) and whether it has woken the workers.
+    ops_since: (Instant, u64),
+    woken: bool,
+}
+
+impl<'r, 's> Sampler<'r, 's> {
+    /// Reads the host, waits for the workers at the gate, starts the clock (time zero: workers
+    /// are pinned, buffers touched, and waiting at the gate) and opens the gate.
+    fn start(run: &'r Runner<'r>, shared: &'r Shared<'r>, gate: &Gate, sink: &'s mut dyn Sink) -> Self {
+        let plan = &run.plan;
+        let n = run.streams.len();
+        let (deadline, interval) = (plan.watched_deadline, plan.interval());
+        let (warmup, cooldown_mark) = plan.measure_window();
+        let expected = n * deadline
+            .zip(interval)
+            .map_or(64, |(d, i)| (d.as_secs_f64() / i.as_secs_f64()) as usize + 2);
+        let intervals = Vec::with_capacity(plan.max_samples.min(expected));
+
+        let first = HostSnapshot::read();
+        let groups = IrqGroups::discover(first.interrupts.as_ref(), &first.interfaces);
+        let notes: Vec<String> = wait_at_gate(run, gate, shared.control).into_iter().collect();
+        let first = HostSnapshot {
+            at: Instant::now(),
+            ..first
+        };
+        let start = first.at;
+        let _ = shared.t0.set(start);
+        let at_zero = |host: &HostSnapshot| Edge {
+            ns: 0,
+            counts: vec![(0, 0); n],
+            host: host.clone(),
+        };
+        let window_start = warmup.is_zero().then(|| at_zero(&first));
+        let follows = plan.window_follows_data
+            && warmup.is_zero()
+            && cooldown_mark.is_none()
+            && run.streams.iter().all(|s| s.role == Role::Receive);
+        let follow = follows.then(|| Follow {
+            before_data: at_zero(&first),
+            last_empty: None,
+            after_data: None,
+            last_moving: None,
+            moved_before: 0,
+        });
+        let timeline = HostTimeline::new(first, 0, groups.clone());
+        gate.open();
+
+        Sampler {
+            run,
+            shared,
+            sink,
+            start,
+            groups,
+            notes,
+            deadline,
+            interval,
+            warmup,
+            cooldown_mark,
+            kernel_at: Vec::with_capacity(intervals.capacity()),
+            intervals,
+            samples_dropped: false,
+            tick_buf: Vec::with_capacity(n),
+            counts: Vec::with_capacity(n),
+            last: vec![(0, 0); n],
+            last_tick_ns: 0,
+            tick: 1,
+            timeline,
+            window_start,
+            window_end: None,
+            start_kernel: vec![None; n],
+            end_kernel: vec![None; n],
+            follow,
+            stop_seen: None,
+            stopped_by_runner: false,
+            stopped_early: false,
+            idle_since: (start, 0),
+            ops_since: (start, 0),
+            woken: false,
         }
-        if window_start.is_none() && el >= warmup {
-            window_start = Some(Edge::now(el.as_nanos() as u64, read_counts()));
-            start_kernel = read_kernel();
+    }
+
+    /// Every stream's count now, as an edge keeps it.
+    fn read_counts(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::with_capacity(self.shared.counters.len());
+        read_counts_into(self.run, self.shared.counters, &mut out);
+        out
+    }
+
+    /// What the kernel has received of each stream now (Runner::received).
+    fn read_kernel(&self) -> Vec<Option<u64>> {
+        (0..self.run.streams.len())
+            .map(|i| self.run.received.and_then(|f| f(i)))
+            .collect()
+    }
+
+    /// One look, at `now`: the window's edges as they fall due, the deadline and the stop rules,
+    /// the data's edges where the window follows them, and an interval sample when one is due.
+    fn look(&mut self, now: Instant) {
+        let el = now - self.start;
+        self.take_window_edges(el);
+        self.watch_deadline_and_stop(now, el);
+        // A peer that neither reads nor sends (gone without closing, or stopped reading) would
+        // hold this run for ever: a count-limited run has no deadline to end it.
+        let moved: u64 = self.shared.counters.iter().map(|c| c.bytes.load(Relaxed)).sum();
+        if let Some(follow) = &mut self.follow {
+            let (run, counters) = (self.run, self.shared.counters);
+            follow.look(now, self.start, moved, run.streams.len(), || {
+                let mut out = Vec::with_capacity(counters.len());
+                read_counts_into(run, counters, &mut out);
+                out
+            });
         }
-        if let Some(mark) = cooldown_mark
-            && window_end.is_none()
+        self.watch_idle(now, moved);
+        self.unblock(now, el);
+        self.sample_if_due(el);
+    }
+
+    /// The warm-up's edge once it is past, and the cool-down's (unless the run was aborted).
+    fn take_window_edges(&mut self, el: Duration) {
+        if self.window_start.is_none() && el >= self.warmup {
+            self.window_start = Some(Edge::now(el.as_nanos() as u64, self.read_counts()));
+            self.start_kernel = self.read_kernel();
+        }
+        if let Some(mark) = self.cooldown_mark
+            && self.window_end.is_none()
             && el >= mark
-            && !control.aborted()
+            && !self.shared.control.aborted()
         {
-            window_end = Some(Edge::now(el.as_nanos() as u64, read_counts()));
-            end_kernel = read_kernel();
+            self.window_end = Some(Edge::now(el.as_nanos() as u64, self.read_counts()));
+            self.end_kernel = self.read_kernel();
         }
-        if let Some(d) = deadline
+    }
+
+    /// The deadline (marked hit; the senders told to stop where the plan says so), the senders'
+    /// stop as it is first seen, and the drain rule: streams that do not end within the plan's
+    /// drain of the stop abort the run.
+    fn watch_deadline_and_stop(&mut self, now: Instant, el: Duration) {
+        let (plan, control) = (&self.run.plan, self.shared.control);
+        if let Some(d) = self.deadline
             && el >= d
-            && !shared.deadline_hit.load(Relaxed)
+            && !self.shared.deadline_hit.load(Relaxed)
         {
-            shared.deadline_hit.store(true, Relaxed);
+            self.shared.deadline_hit.store(true, Relaxed);
             if plan.deadline_stops_senders {
-                stopped_by_runner = !control.sending_stopped();
+                self.stopped_by_runner = !control.sending_stopped();
                 control.stop_send();
             }
         }
-        if stop_seen.is_none() && control.sending_stopped() {
-            stop_seen = Some(now);
-            if !stopped_by_runner {
-                stopped_early = true;
+        if self.stop_seen.is_none() && control.sending_stopped() {
+            self.stop_seen = Some(now);
+            if !self.stopped_by_runner {
+                self.stopped_early = true;
             }
         }
-        if let Some(at) = stop_seen
+        if let Some(at) = self.stop_seen
             && now - at >= plan.drain
             && !control.aborted()
         {
-            notes.push(format!(
+            self.notes.push(format!(
                 "receivers saw no end of stream within {} s of the senders stopping",
                 plan.drain.as_secs_f64()
             ));
             control.abort();
         }
-        // A peer that neither reads nor sends (gone without closing, or stopped reading) would
-        // hold this run for ever: a count-limited run has no deadline to end it.
-        let moved: u64 = counters.iter().map(|c| c.bytes.load(Relaxed)).sum();
-        if follow {
-            let el_ns = el.as_nanos() as u64;
-            if moved == 0 {
-                let look = Edge {
-                    ns: el_ns,
-                    counts: vec![(0, 0); n],
-                    host: HostSnapshot {
-                        at: now,
-                        ..HostSnapshot::read()
-                    },
-                };
-                if let Some(earlier) = last_empty.replace(look) {
-                    before_data = Some(earlier);
-                }
-            } else if moved != moved_before {
-                last_moving = Some(now);
-                after_data = None;
-            } else if let (None, Some(at)) = (&after_data, last_moving) {
-                after_data = Some(Edge {
-                    ns: (at - start).as_nanos() as u64,
-                    counts: read_counts(),
-                    host: HostSnapshot {
-                        at,
-                        ..HostSnapshot::read()
-                    },
-                });
-            }
-            moved_before = moved;
-        }
-        if moved != idle_since.1 {
-            idle_since = (now, moved);
-        } else if let Some(idle) = plan.idle.map(|own| control.idle.unwrap_or(own))
-            && now - idle_since.0 >= idle
+    }
+
+    /// The idle rule: no byte moved for the plan's idle time (or the agent's own) aborts the run.
+    fn watch_idle(&mut self, now: Instant, moved: u64) {
+        let control = self.shared.control;
+        if moved != self.idle_since.1 {
+            self.idle_since = (now, moved);
+        } else if let Some(idle) = self.run.plan.idle.map(|own| control.idle.unwrap_or(own))
+            && now - self.idle_since.0 >= idle
             && !control.aborted()
         {
-            notes.push(format!(
+            self.notes.push(format!(
                 "no data moved for {} s: the run was given up",
                 idle.as_secs_f64()
             ));
             control.abort();
         }
-        if let Some(unblock) = &plan.unblock
-            && !woken
-        {
-            let ops: u64 = counters.iter().map(|c| c.ops.load(Relaxed)).sum();
-            if ops != ops_since.1 {
-                ops_since = (now, ops);
-            }
-            let stopped = stop_seen.is_some_and(|at| plan.ends_on_stop || now - at >= STOP_GRACE);
-            let quiet = deadline.is_some_and(|d| el >= d) && now - ops_since.0 >= unblock.quiet;
-            if control.aborted() || stopped || quiet {
-                (unblock.wake)();
-                woken = true;
-            }
+    }
+
+    /// The unblock rule, where the plan has one: wakes workers blocked in reads, once.
+    fn unblock(&mut self, now: Instant, el: Duration) {
+        let plan = &self.run.plan;
+        let Some(unblock) = &plan.unblock else { return };
+        if self.woken {
+            return;
         }
-        if let Some(iv) = interval {
-            let due = iv * tick;
-            if el >= due {
-                emit(
-                    el.as_nanos() as u64,
-                    &read_counts(),
-                    &mut last,
-                    &mut last_tick_ns,
-                    &mut intervals,
-                );
-                // Behind by several intervals (a stalled machine): one longer sample covers
-                // them, and the next boundary is the next one still ahead.
-                tick = (el.as_secs_f64() / iv.as_secs_f64()) as u32 + 1;
-            }
+        let ops: u64 = self.shared.counters.iter().map(|c| c.ops.load(Relaxed)).sum();
+        if ops != self.ops_since.1 {
+            self.ops_since = (now, ops);
         }
-        // Sleep to the next event; workers unpark us when a stream ends.
+        let stopped = self
+            .stop_seen
+            .is_some_and(|at| plan.ends_on_stop || now - at >= STOP_GRACE);
+        let quiet = self.deadline.is_some_and(|d| el >= d) && now - self.ops_since.0 >= unblock.quiet;
+        if self.shared.control.aborted() || stopped || quiet {
+            (unblock.wake)();
+            self.woken = true;
+        }
+    }
+
+    /// An interval sample when a boundary has passed. Behind by several intervals (a stalled
+    /// machine): one longer sample covers them, and the next boundary is the next one still
+    /// ahead.
+    fn sample_if_due(&mut self, el: Duration) {
+        let Some(iv) = self.interval else { return };
+        if el < iv * self.tick {
+            return;
+        }
+        let mut counts = std::mem::take(&mut self.counts);
+        read_counts_into(self.run, self.shared.counters, &mut counts);
+        self.emit(el.as_nanos() as u64, &counts);
+        self.counts = counts;
+        self.tick = (el.as_secs_f64() / iv.as_secs_f64()) as u32 + 1;
+    }
+
+    /// One sample per stream from the last tick to `now_ns`: to the sink, to the host's
+    /// timeline, and to the report while it has room for them.
+    fn emit(&mut self, now_ns: u64, counts: &[(u64, u64)]) {
+        let run = self.run;
+        self.tick_buf.clear();
+        for (i, s) in run.streams.iter().enumerate() {
+            self.tick_buf.push(IntervalSample {
+                stream: s.id,
+                start_ns: self.last_tick_ns,
+                end_ns: now_ns,
+                // An edge's count is read and queued bytes read one after the other: a read
+                // finishing between the two may put one edge a read behind the next.
+                bytes: counts[i].0.saturating_sub(self.last[i].0),
+                ops: counts[i].1 - self.last[i].1,
+                tcp: run.tcp_info.and_then(|f| f(i)),
+            });
+        }
+        self.sink.interval(&self.tick_buf);
+        self.timeline.tick(now_ns);
+        if self.intervals.len() + self.tick_buf.len() <= run.plan.max_samples {
+            self.intervals.extend_from_slice(&self.tick_buf);
+            self.kernel_at
+                .extend((0..run.streams.len()).map(|i| run.received.and_then(|f| f(i))));
+        } else {
+            self.samples_dropped = true;
+        }
+        self.last.clear();
+        self.last.extend_from_slice(counts);
+        self.last_tick_ns = now_ns;
+    }
+
+    /// Sleeps to the next event (an interval boundary, a window edge, the deadline, at most a
+    /// second; shorter where a rule polls); workers unpark the sampler when a stream ends.
+    fn sleep(&self, now: Instant) {
+        let el = now - self.start;
         let mut next = el + Duration::from_secs(1);
-        if let Some(iv) = interval {
-            next = next.min(iv * tick);
+        if let Some(iv) = self.interval {
+            next = next.min(iv * self.tick);
         }
-        if window_start.is_none() {
-            next = next.min(warmup);
+        if self.window_start.is_none() {
+            next = next.min(self.warmup);
         }
-        if let (Some(m), None) = (cooldown_mark, &window_end) {
+        if let (Some(m), None) = (self.cooldown_mark, &self.window_end) {
             next = next.min(m);
         }
-        if let Some(d) = deadline.filter(|_| !shared.deadline_hit.load(Relaxed)) {
+        if let Some(d) = self.deadline.filter(|_| !self.shared.deadline_hit.load(Relaxed)) {
             next = next.min(d);
         }
-        let mut wait = next.saturating_sub(start.elapsed()).min(POLL_SLICE);
-        if plan.unblock.is_some() && !woken {
+        let mut wait = next.saturating_sub(self.start.elapsed()).min(POLL_SLICE);
+        if self.run.plan.unblock.is_some() && !self.woken {
             wait = wait.min(UNBLOCK_POLL);
         }
-        if follow {
+        if self.follow.is_some() {
             wait = wait.min(DATA_EDGE_POLL);
         }
         if !wait.is_zero() {
@@ -424,81 +580,114 @@ pub(super) fn sample_until_done(run: &Runner<'_>, shared: &Shared<'_>, gate: &Ga
         }
     }
 
-    let end_ns = start.elapsed().as_nanos() as u64;
-    let final_counts = read_counts();
-    if interval.is_none() || final_counts != last {
-        emit(end_ns, &final_counts, &mut last, &mut last_tick_ns, &mut intervals);
+    /// Every stream has ended: the last sample, the exact counts, the window, the CPU over it and
+    /// the report.
+    fn report(mut self) -> SideReport {
+        let (run, control) = (self.run, self.shared.control);
+        let end_ns = self.start.elapsed().as_nanos() as u64;
+        let final_counts = self.read_counts();
+        if self.interval.is_none() || final_counts != self.last {
+            self.emit(end_ns, &final_counts);
+        }
+        let n = run.streams.len();
+        exact_receive_counts(
+            &mut self.intervals,
+            &self.kernel_at,
+            &final_counts,
+            n,
+            run,
+            self.samples_dropped,
+        );
+        if self.samples_dropped {
+            self.notes.push(format!(
+                "only the first {} interval samples were kept; raise -i for longer runs",
+                run.plan.max_samples
+            ));
+        }
+        // Workers can end on an outside stop before the loop saw the flag.
+        if control.sending_stopped() && !self.stopped_by_runner {
+            self.stopped_early = true;
+        }
+        let partial = control.aborted() || (self.stopped_early && !run.plan.ends_on_stop && !control.peer_ends);
+        let (ws, we) = self.window(end_ns, &final_counts);
+        let (cpu, host) = cpu_over(
+            &ws.host,
+            &we.host,
+            &self.groups,
+            we.ns.saturating_sub(ws.ns) as f64 / 1e9,
+        );
+        let streams = self.stream_reports(&ws, &we, &final_counts);
+        SideReport {
+            window_start_ns: ws.ns,
+            window_end_ns: we.ns,
+            streams,
+            intervals: self.intervals,
+            cpu,
+            host: Some(host),
+            timeline: self.timeline.into_entries(),
+            config: None,
+            profile: None,
+            http_server: None,
+            io: String::new(),
+            partial,
+            notes: self.notes,
+        }
     }
-    exact_receive_counts(&mut intervals, &kernel_at, &final_counts, n, run, samples_dropped);
-    if samples_dropped {
-        notes.push(format!(
-            "only the first {max_samples} interval samples were kept; raise -i for longer runs"
-        ));
+
+    /// The window's edges: the warm-up's and the cool-down's, or the run's own start and end.
+    /// Following the data: its edges, once some arrived (with none, the run's own window). Bytes
+    /// that came after the last still look (the streams ended before another look) end the
+    /// window at the streams' end.
+    fn window(&mut self, end_ns: u64, final_counts: &[(u64, u64)]) -> (Edge, Edge) {
+        let (mut window_start, mut window_end) = (self.window_start.take(), self.window_end.take());
+        if let Some(follow) = self.follow.take()
+            && final_counts.iter().any(|c| c.0 > 0)
+        {
+            window_start = Some(follow.before_data);
+            window_end = follow.after_data.filter(|e| e.counts == final_counts);
+        }
+        let ws = window_start.unwrap_or_else(|| {
+            self.notes.push("stopped during warm-up: nothing was measured".into());
+            Edge::now(end_ns, final_counts.to_vec())
+        });
+        let we = window_end.unwrap_or_else(|| Edge::now(end_ns, final_counts.to_vec()));
+        (ws, we)
     }
-    // Workers can end on an outside stop before the loop saw the flag.
-    if control.sending_stopped() && !stopped_by_runner {
-        stopped_early = true;
-    }
-    let partial = control.aborted() || (stopped_early && !plan.ends_on_stop && !control.peer_ends);
-    // Following the data: its edges, once some arrived (with none, the run's own window). Bytes
-    // that came after the last still look (the streams ended before another look) end the
-    // window at the streams' end.
-    if follow && final_counts.iter().any(|c| c.0 > 0) {
-        window_start = before_data.or(window_start);
-        window_end = after_data.filter(|e| e.counts == final_counts);
-    }
-    let ws = window_start.unwrap_or_else(|| {
-        notes.push("stopped during warm-up: nothing was measured".into());
-        Edge::now(end_ns, final_counts.clone())
-    });
-    let we = window_end.unwrap_or_else(|| Edge::now(end_ns, final_counts.clone()));
-    let (ws_ns, we_ns) = (ws.ns, we.ns);
-    let (cpu, host) = cpu_over(&ws.host, &we.host, &groups, we_ns.saturating_sub(ws_ns) as f64 / 1e9);
-    let stream_reports = streams
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let c = &counters[i];
-            let stream_end = c.end_ns.load(Relaxed).min(we_ns);
-            StreamReport {
-                stream: s.id,
-                role: s.role,
-                bytes: exact_window_bytes(
-                    run,
-                    i,
-                    final_counts[i].0,
-                    (ws.counts[i].0, start_kernel[i]),
-                    (we.counts[i].0, end_kernel[i]),
-                ),
-                ops: we.counts[i].1.saturating_sub(ws.counts[i].1),
-                seconds: stream_end.saturating_sub(ws_ns) as f64 / 1e9,
-                total_bytes: final_counts[i].0,
-                socket: s.grant.clone(),
-                tcp: run.tcp_info.and_then(|f| f(i)),
-                errors: ErrorCounts {
-                    resets: c.resets.load(Relaxed),
-                    other: c.other_errors.load(Relaxed),
-                },
-                end: end_from(c.end.load(Relaxed)),
-                udp_send: None,
-                udp_receive: None,
-                rr: None,
-            }
-        })
-        .collect();
-    SideReport {
-        window_start_ns: ws_ns,
-        window_end_ns: we_ns,
-        streams: stream_reports,
-        intervals,
-        cpu,
-        host: Some(host),
-        timeline: timeline.into_entries(),
-        config: None,
-        profile: None,
-        http_server: None,
-        io: String::new(),
-        partial,
-        notes,
+
+    /// Each stream's report over the window from `ws` to `we`.
+    fn stream_reports(&self, ws: &Edge, we: &Edge, final_counts: &[(u64, u64)]) -> Vec<StreamReport> {
+        let run = self.run;
+        run.streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let c = &self.shared.counters[i];
+                let stream_end = c.end_ns.load(Relaxed).min(we.ns);
+                StreamReport {
+                    stream: s.id,
+                    role: s.role,
+                    bytes: exact_window_bytes(
+                        run,
+                        i,
+                        final_counts[i].0,
+                        (ws.counts[i].0, self.start_kernel[i]),
+                        (we.counts[i].0, self.end_kernel[i]),
+                    ),
+                    ops: we.counts[i].1.saturating_sub(ws.counts[i].1),
+                    seconds: stream_end.saturating_sub(ws.ns) as f64 / 1e9,
+                    total_bytes: final_counts[i].0,
+                    socket: s.grant.clone(),
+                    tcp: run.tcp_info.and_then(|f| f(i)),
+                    errors: ErrorCounts {
+                        resets: c.resets.load(Relaxed),
+                        other: c.other_errors.load(Relaxed),
+                    },
+                    end: end_from(c.end.load(Relaxed)),
+                    udp_send: None,
+                    udp_receive: None,
+                    rr: None,
+                }
+            })
+            .collect()
     }
 }

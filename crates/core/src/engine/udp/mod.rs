@@ -14,9 +14,11 @@
 //! or when nothing arrives for a while after the sender's time was up.
 //!
 //! Here: the stream type, socket setup and the run (on the one runner, `engine::run`); the
-//! datagram header in `header`, the sender in `send`, the receiver in `receive`.
+//! datagram header in `header`, one call's messages in `batch`, the sender in `send`, the
+//! receiver in `receive`.
 
 mod along;
+mod batch;
 mod header;
 
 pub use header::Framing;

@@ -8,6 +8,7 @@
 //! sender's time was up. Out: a [`UdpReceiveReport`].
 
 use super::along::AlongSequence;
+use super::batch::Batch;
 use super::header::{Framing, HEADER_BYTES, Header, KIND_END, realtime_ns};
 use super::{BATCH, StreamRun, UdpStream};
 use crate::engine::sequence::{SequenceTracker, tracked_datagrams, tracked_from_iperf3};
@@ -27,6 +28,8 @@ const IDLE_AFTER_END: Duration = Duration::from_secs(2);
 const IDLE_ABORT: Duration = Duration::from_secs(30);
 /// Linear arrival-spacing bins kept; longer spacings go to one overflow count.
 pub(crate) const MAX_BINS: usize = 100_000;
+/// Room for one datagram's control messages (its kernel timestamp, its GRO segment size).
+const CONTROL_BYTES: usize = 64;
 /// Histograms hold 1 ns to 60 s at 3 significant digits (0.1 %).
 const HIST_MAX_NS: u64 = 60_000_000_000;
 
@@ -212,6 +215,63 @@ fn stamps(hdr: &libc::msghdr) -> (Option<u64>, Option<usize>) {
 }
 
 /// One receiving stream, until its end.
+/// What a receiver's stop rules look at after each call.
+#[derive(Clone, Copy, Debug)]
+struct Watch {
+    now: Instant,
+    last_arrival: Instant,
+    /// When the first end marker came.
+    end_seen: Option<Instant>,
+    /// The sender's count: from its end markers, else the test's (`-n`).
+    count: Option<u64>,
+    received: u64,
+    /// A datagram of the test has arrived.
+    arrived: bool,
+    /// The test is a count (`-n`): the sender's end is its count, not a time.
+    counted: bool,
+    /// The sender's time is up, or it was told to stop.
+    sender_done: bool,
+    /// The sender was told to stop.
+    stopped: bool,
+    /// iperf3's framing: no end markers.
+    iperf3: bool,
+}
+
+impl Watch {
+    /// Whether the stream has ended, and how: all the sender's datagrams are here; the end
+    /// markers came and a moment for stragglers has passed; nothing arrived for a while after
+    /// the sender was done; or nothing for [`IDLE_ABORT`], whatever the sender's plan.
+    fn end(&self) -> Option<StreamEnd> {
+        if let Some(n) = self.count
+            && self.received >= n
+        {
+            return Some(StreamEnd::Eof);
+        }
+        if self.end_seen.is_some_and(|t| self.now - t >= END_GRACE) {
+            return Some(StreamEnd::Eof);
+        }
+        let idle = self.now - self.last_arrival;
+        // iperf3's sender sends no end marker: once its control connection says the test is
+        // over (the stop), stragglers get the markers' grace.
+        let after_end = if self.iperf3 && self.stopped {
+            END_GRACE
+        } else {
+            IDLE_AFTER_END
+        };
+        if (self.sender_done || self.counted) && idle >= after_end && self.arrived {
+            return Some(StreamEnd::Eof);
+        }
+        if idle >= IDLE_ABORT {
+            return Some(StreamEnd::Stopped);
+        }
+        None
+    }
+}
+
+/// One receiving stream. Its setup (the batch of messages, `Batch::new`) and its stop rules
+/// ([`Watch::end`]) are apart; the receive loop stays whole here: it is the per-datagram hot
+/// path (each message split into its GRO segments, each datagram parsed and placed), and its
+/// counts are locals stored to the shared counters once per call.
 pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> UdpReceiveReport {
     let (spec, plan, shared, gate) = (run.spec, run.plan, run.shared, run.gate);
     // As fast as possible, UDP GRO hands up trains of datagrams in one message (each segment
@@ -222,26 +282,8 @@ pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) 
     } else {
         (spec.payload_bytes as usize).max(HEADER_BYTES) + 1
     };
-    const CONTROL_BYTES: usize = 64;
     let mut rx = Receiver::new(spec, s.framing);
-    let mut buf = vec![0u8; size * BATCH];
-    let mut control = vec![0u8; CONTROL_BYTES * BATCH];
-    let mut iov: Vec<libc::iovec> = (0..BATCH)
-        .map(|i| libc::iovec {
-            iov_base: buf[i * size..].as_mut_ptr().cast(),
-            iov_len: size,
-        })
-        .collect();
-    let mut msgs: Vec<libc::mmsghdr> = (0..BATCH)
-        .map(|i| {
-            // SAFETY: plain data, zeroed is a valid empty header.
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_iov = &mut iov[i];
-            m.msg_hdr.msg_iovlen = 1;
-            m.msg_hdr.msg_control = control[i * CONTROL_BYTES..].as_mut_ptr().cast();
-            m
-        })
-        .collect();
+    let mut batch = Batch::new(size, BATCH, CONTROL_BYTES);
     let fd = s.socket.as_raw_fd();
     let counter = &shared.counters[idx];
     let (deadline, expected) = (plan.deadline(), plan.count());
@@ -253,14 +295,14 @@ pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) 
         if shared.control.aborted() {
             break StreamEnd::Stopped;
         }
-        for m in msgs.iter_mut() {
+        for m in batch.msgs.iter_mut() {
             m.msg_hdr.msg_controllen = CONTROL_BYTES as _;
         }
-        // SAFETY: every header points into buffers owned above, sized as declared.
+        // SAFETY: every header points into the batch's buffers, sized as declared.
         let got = unsafe {
             libc::recvmmsg(
                 fd,
-                msgs.as_mut_ptr(),
+                batch.msgs.as_mut_ptr(),
                 BATCH as libc::c_uint,
                 libc::MSG_WAITFORONE,
                 std::ptr::null_mut(),
@@ -271,7 +313,7 @@ pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) 
             last_arrival = now;
             let mut user_ns = None;
             let (mut bytes, mut data) = (0u64, 0u64);
-            for (i, m) in msgs.iter().take(got as usize).enumerate() {
+            for (i, m) in batch.msgs.iter().take(got as usize).enumerate() {
                 let len = (m.msg_len as usize).min(size);
                 let (stamp, segment) = stamps(&m.msg_hdr);
                 let at = match stamp {
@@ -280,7 +322,7 @@ pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) 
                 };
                 // Without GRO (or for a lone datagram) the message is one datagram.
                 let seg = segment.filter(|g| *g > 0 && *g < len).unwrap_or(len);
-                let message = &buf[i * size..i * size + len];
+                let message = &batch.buf[i * size..i * size + len];
                 for d in message.chunks(seg) {
                     let Some(h) = s.framing.parse(d, s.wire_id, s.test_id) else {
                         shared.stray.fetch_add(1, Relaxed);
@@ -319,30 +361,21 @@ pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) 
                 break StreamEnd::Error;
             }
         }
-        // All the sender's datagrams are here.
-        if let Some(n) = rx.end_count.or(expected)
-            && rx.tracker.received() >= n
-        {
-            break StreamEnd::Eof;
-        }
-        // The end markers came: a moment for stragglers.
-        if end_seen.is_some_and(|t| now - t >= END_GRACE) {
-            break StreamEnd::Eof;
-        }
-        let idle = now - last_arrival;
-        let sender_done = deadline.is_some_and(|d| now - start >= d) || shared.control.sending_stopped();
-        // iperf3's sender sends no end marker: once its control connection says the test is
-        // over (the stop), stragglers get the markers' grace.
-        let after_end = match s.framing {
-            Framing::Linerate => IDLE_AFTER_END,
-            Framing::Iperf3 { .. } if shared.control.sending_stopped() => END_GRACE,
-            Framing::Iperf3 { .. } => IDLE_AFTER_END,
+        let stopped = shared.control.sending_stopped();
+        let watch = Watch {
+            now,
+            last_arrival,
+            end_seen,
+            count: rx.end_count.or(expected),
+            received: rx.tracker.received(),
+            arrived: rx.first_ns.is_some(),
+            counted: expected.is_some(),
+            sender_done: deadline.is_some_and(|d| now - start >= d) || stopped,
+            stopped,
+            iperf3: matches!(s.framing, Framing::Iperf3 { .. }),
         };
-        if (sender_done || expected.is_some()) && idle >= after_end && rx.first_ns.is_some() {
-            break StreamEnd::Eof;
-        }
-        if idle >= IDLE_ABORT {
-            break StreamEnd::Stopped;
+        if let Some(end) = watch.end() {
+            break end;
         }
     };
     shared.finish(idx, end);
@@ -355,6 +388,90 @@ mod tests {
     use super::*;
     use crate::engine::sequence::MAX_DATAGRAMS_PER_SECOND;
     use crate::spec::Limit;
+
+    #[test]
+    fn a_receiver_ends_on_its_count_the_markers_grace_or_silence() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let quiet = Watch {
+            now: at(0),
+            last_arrival: at(0),
+            end_seen: None,
+            count: None,
+            received: 10,
+            arrived: true,
+            counted: false,
+            sender_done: false,
+            stopped: false,
+            iperf3: false,
+        };
+        assert_eq!(quiet.end(), None);
+        assert_eq!(
+            Watch {
+                count: Some(10),
+                ..quiet
+            }
+            .end(),
+            Some(StreamEnd::Eof)
+        );
+        assert_eq!(
+            Watch {
+                count: Some(11),
+                ..quiet
+            }
+            .end(),
+            None
+        );
+        let marked = Watch {
+            end_seen: Some(at(0)),
+            count: Some(11),
+            ..quiet
+        };
+        assert_eq!(Watch { now: at(299), ..marked }.end(), None);
+        assert_eq!(Watch { now: at(300), ..marked }.end(), Some(StreamEnd::Eof));
+        // After the sender is done: two seconds of nothing, once something came.
+        let done = Watch {
+            sender_done: true,
+            now: at(2_000),
+            ..quiet
+        };
+        assert_eq!(done.end(), Some(StreamEnd::Eof));
+        assert_eq!(Watch { now: at(1_999), ..done }.end(), None);
+        assert_eq!(Watch { arrived: false, ..done }.end(), None);
+        assert_eq!(
+            Watch {
+                sender_done: false,
+                counted: true,
+                ..done
+            }
+            .end(),
+            Some(StreamEnd::Eof)
+        );
+        // iperf3 has no markers: its stop gives the markers' grace.
+        let iperf3 = Watch {
+            now: at(300),
+            sender_done: true,
+            stopped: true,
+            iperf3: true,
+            ..quiet
+        };
+        assert_eq!(iperf3.end(), Some(StreamEnd::Eof));
+        assert_eq!(
+            Watch {
+                iperf3: false,
+                ..iperf3
+            }
+            .end(),
+            None
+        );
+        // Nothing at all for 30 s: given up, arrived or not.
+        let silent = Watch {
+            now: at(30_000),
+            arrived: false,
+            ..quiet
+        };
+        assert_eq!(silent.end(), Some(StreamEnd::Stopped));
+    }
 
     #[test]
     fn issue_22_a_receiver_tracks_what_its_test_can_send_and_no_more() {

@@ -4,6 +4,7 @@
 //! In: a configured socket, the spec, the run's shared counters. Out: a [`UdpSendReport`], and
 //! whether GSO had to be turned off at send time (the run notes it once for all streams).
 
+use super::batch::Batch;
 use super::header::{HEADER_BYTES, Header, KIND_DATA, KIND_END, realtime_ns, write_header};
 use super::{BATCH, GSO_MAX_BYTES, StreamRun, UdpStream};
 use crate::engine::pacing::{self, Pacer};
@@ -50,41 +51,58 @@ pub(super) struct Sent {
     pub gso_dropped: Option<i32>,
 }
 
-/// One sending stream: paced or as fast as possible, then the end markers.
+/// Datagrams one send call carries: a GSO train's worth (at most [`BATCH`]) or a sendmmsg batch
+/// as fast as possible; a batch where the gap is too short to keep one call per datagram on
+/// time; otherwise one.
+fn per_call(gap_ns: u64, gso: bool, size: usize) -> usize {
+    if gap_ns == 0 {
+        if gso {
+            (GSO_MAX_BYTES / size).clamp(1, BATCH)
+        } else {
+            BATCH
+        }
+    } else if gap_ns < pacing::MIN_UNBATCHED_GAP_NS {
+        BATCH
+    } else {
+        1
+    }
+}
+
+/// End markers: the count, three times, a millisecond apart (one survives 1 % loss 10^6 times
+/// out of 10^6). iperf3's framing has none: its control connection ends the test.
+fn send_end_markers(s: &UdpStream, seq: u64) {
+    let mut marker = [0u8; HEADER_BYTES];
+    let markers = if s.framing == super::Framing::Linerate { 3 } else { 0 };
+    for _ in 0..markers {
+        write_header(
+            &mut marker,
+            &Header {
+                stream: s.wire_id,
+                kind: KIND_END,
+                seq,
+                send_ns: realtime_ns(),
+                test_id: s.test_id,
+            },
+        );
+        let _ = s.socket.send(&marker);
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// One sending stream: paced or as fast as possible, then the end markers. Its setup
+/// ([`per_call`], `Batch::new`) and its end ([`send_end_markers`]) are apart; the send loop
+/// stays whole here: it is the per-datagram hot path (a header written per datagram, one
+/// syscall per batch), its error rules leave it by `continue` or by `break` with the stream's
+/// end, and it keeps its counts in locals, stored to the shared counters once per batch.
 pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> Sent {
     let (spec, plan, shared, gate) = (run.spec, run.plan, run.shared, run.gate);
     let size = spec.payload_bytes as usize;
     let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
     // A GSO train as fast as possible; one datagram at a time when paced.
     let mut gso = spec.gap_ns == 0 && size <= usize::from(u16::MAX) && enable_gso(&s.socket, size as u16);
-    let per_call = if spec.gap_ns == 0 {
-        if gso {
-            (GSO_MAX_BYTES / size).clamp(1, BATCH)
-        } else {
-            BATCH
-        }
-    } else if spec.gap_ns < pacing::MIN_UNBATCHED_GAP_NS {
-        BATCH
-    } else {
-        1
-    };
+    let per_call = per_call(spec.gap_ns, gso, size);
     // Touched before the clock starts: a byte pattern, headers written per send.
-    let mut buf = vec![0x5a_u8; size * per_call];
-    let mut iov: Vec<libc::iovec> = Vec::with_capacity(per_call);
-    let mut msgs: Vec<libc::mmsghdr> = Vec::with_capacity(per_call);
-    for i in 0..per_call {
-        iov.push(libc::iovec {
-            iov_base: buf[i * size..].as_mut_ptr().cast(),
-            iov_len: size,
-        });
-    }
-    for v in iov.iter_mut() {
-        // SAFETY: mmsghdr is plain data; zeroed is a valid empty header.
-        let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-        m.msg_hdr.msg_iov = v;
-        m.msg_hdr.msg_iovlen = 1;
-        msgs.push(m);
-    }
+    let mut batch = Batch::new(size, per_call, 0);
     let fd = s.socket.as_raw_fd();
     let counter = &shared.counters[idx];
     gate.arrive_and_wait(&shared.sampler);
@@ -123,19 +141,20 @@ pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> 
                 send_ns,
                 test_id: s.test_id,
             };
-            s.framing.write(&mut buf[i * size..(i + 1) * size], &h);
+            s.framing.write(&mut batch.buf[i * size..(i + 1) * size], &h);
         }
-        // Buffers, iovecs and headers were set up above and outlive the calls; k <= per_call
+        // Buffers, iovecs and headers were set up in `batch` and outlive the calls; k <= per_call
         // (the pacer hands out at most `per_call`, and the header loop above slices `buf` for
         // k datagrams, bounds-checked), so the lengths are within them.
         let sent = if k == 1 || gso {
             // SAFETY: `buf` holds per_call * size >= k * size bytes; `fd` is our open socket.
-            let rc = unsafe { libc::send(fd, buf.as_ptr().cast(), k * size, 0) };
+            let rc = unsafe { libc::send(fd, batch.buf.as_ptr().cast(), k * size, 0) };
             if rc < 0 { -1 } else { k as isize }
         } else {
             // SAFETY: `msgs` holds per_call >= k headers, each pointing at one `iov` entry that
-            // points at `size` bytes of `buf`; none of the three is resized or moved after setup.
-            let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), k as libc::c_uint, 0) };
+            // points at `size` bytes of `buf`; none of the three is resized after setup
+            // (`Batch::new`), and moving the batch moves no element.
+            let rc = unsafe { libc::sendmmsg(fd, batch.msgs.as_mut_ptr(), k as libc::c_uint, 0) };
             rc as isize
         };
         if sent <= 0 {
@@ -176,24 +195,7 @@ pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> 
     if end == StreamEnd::Deadline {
         shared.deadline_hit.store(true, Relaxed);
     }
-    // End markers: the count, three times, a millisecond apart (one survives 1 % loss 10^6 times
-    // out of 10^6). iperf3's framing has none: its control connection ends the test.
-    let mut marker = [0u8; HEADER_BYTES];
-    let markers = if s.framing == super::Framing::Linerate { 3 } else { 0 };
-    for _ in 0..markers {
-        write_header(
-            &mut marker,
-            &Header {
-                stream: s.wire_id,
-                kind: KIND_END,
-                seq,
-                send_ns: realtime_ns(),
-                test_id: s.test_id,
-            },
-        );
-        let _ = s.socket.send(&marker);
-        thread::sleep(Duration::from_millis(1));
-    }
+    send_end_markers(s, seq);
     counter.other_errors.store(errors, Relaxed);
     shared.finish(idx, end);
     Sent {
@@ -213,6 +215,21 @@ pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_carries_a_train_a_batch_or_one_datagram() {
+        assert_eq!(per_call(0, false, 1400), BATCH);
+        assert_eq!(per_call(0, true, 1400), (GSO_MAX_BYTES / 1400).clamp(1, BATCH));
+        assert_eq!(
+            per_call(0, true, GSO_MAX_BYTES * 2),
+            1,
+            "a datagram past a train is a train"
+        );
+        assert_eq!(per_call(0, true, 1), BATCH, "a train is at most a batch");
+        assert_eq!(per_call(pacing::MIN_UNBATCHED_GAP_NS - 1, false, 1400), BATCH);
+        assert_eq!(per_call(pacing::MIN_UNBATCHED_GAP_NS, false, 1400), 1);
+        assert_eq!(per_call(1_000_000, true, 1400), 1, "paced: GSO plays no part");
+    }
 
     #[test]
     fn a_gso_train_refused_at_send_time_falls_back() {
