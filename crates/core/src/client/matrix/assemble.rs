@@ -468,10 +468,7 @@ mod tests {
             let mut a = Assembly::new(&plan, &clocks);
             a.ran(
                 &[0, 1],
-                vec![
-                    Ok((run(10.0), started(apart_ns, 0))),
-                    Ok((run(10.0), started(0, 0))),
-                ],
+                vec![Ok((run(10.0), started(apart_ns, 0))), Ok((run(10.0), started(0, 0)))],
                 &[],
             );
             a.finish(0, None)
@@ -548,15 +545,23 @@ mod tests {
             need: Duration::from_millis(8600),
         };
         let mut a = Assembly::new(&plan, &[clock(400 * MS), clock(0)]);
-        a.ran(&[0], vec![Ok((run(10.0), started(250 * MS as i64, 400 * MS)))], &[far(0)]);
+        a.ran(
+            &[0],
+            vec![Ok((run(10.0), started(250 * MS as i64, 400 * MS)))],
+            &[far(0)],
+        );
         a.ran(&[1], vec![Ok((run(10.0), None))], &[far(1)]);
         let m = a.finish(0, None);
         let said = "its clock's round trip of 800 ms would have set round";
         assert_eq!(
             m.notes[..2],
             [
-                format!("h0: {said} 1's start 8.6 s ahead, past the 6 s a start may be; the start was set for the round's other agents, and its test started 0.250 s after it"),
-                format!("h1: {said} 2's start 8.6 s ahead, past the 6 s a start may be; the start was set for the round's other agents"),
+                format!(
+                    "h0: {said} 1's start 8.6 s ahead, past the 6 s a start may be; the start was set for the round's other agents, and its test started 0.250 s after it"
+                ),
+                format!(
+                    "h1: {said} 2's start 8.6 s ahead, past the 6 s a start may be; the start was set for the round's other agents"
+                ),
             ]
         );
     }
