@@ -424,33 +424,27 @@ mod tests {
         assert_eq!(m.outcome(), Outcome::Failed);
     }
 
-    #[test]
-    fn jain_is_one_for_equal_shares_and_one_over_n_for_one_share() {
+    /// An incast of h1 and h2 into h0, its one round's outcomes as given.
+    fn incast(outcomes: [CellOutcome; 2]) -> Matrix {
         let spec = TestSpec::Tcp(TcpSpec::new());
         let hosts = hosts(3);
         let (cells, rounds) = ([(1, 0), (2, 0)], [vec![0, 1]]);
         let plan = plan(&spec, Pattern::Incast, &hosts, &cells, &rounds);
-        let clocks = [clock(0), clock(0), clock(0)];
-        let mut equal = Assembly::new(&plan, &clocks);
-        equal.ran(
-            &[0, 1],
-            vec![Ok((run(40.0), started(0, 0))), Ok((run(40.0), started(0, 0)))],
-            &[],
-        );
-        let m = equal.finish(0, None);
+        let mut a = Assembly::new(&plan, &[clock(0), clock(0), clock(0)]);
+        a.ran(&[0, 1], outcomes.into(), &[]);
+        a.finish(0, None)
+    }
+
+    #[test]
+    fn jain_is_one_for_equal_shares_and_one_over_n_for_one_share() {
+        let m = incast([Ok((run(40.0), started(0, 0))), Ok((run(40.0), started(0, 0)))]);
         assert_eq!(m.rounds[0].jain, Some(1.0));
         assert_eq!(m.jain, Some(1.0));
         // A concurrent group's sum is over its common window: both ran the same 10 s.
         assert_eq!(m.sum_window_seconds, Some(10.0));
         assert!((m.sum.expect("a sum") - 80.0).abs() < 1e-9, "{:?}", m.sum);
 
-        let mut one = Assembly::new(&plan, &clocks);
-        one.ran(
-            &[0, 1],
-            vec![Ok((run(80.0), started(0, 0))), Ok((run(0.0), started(0, 0)))],
-            &[],
-        );
-        let m = one.finish(0, None);
+        let m = incast([Ok((run(80.0), started(0, 0))), Ok((run(0.0), started(0, 0)))]);
         assert_eq!(m.cells[1].value, Some(0.0), "a measured 0 is a value");
         assert_eq!(m.rounds[0].jain, Some(0.5));
         assert_eq!(m.jain, Some(0.5));
@@ -459,20 +453,7 @@ mod tests {
 
     #[test]
     fn a_round_s_skew_is_noted_only_past_the_bound() {
-        let spec = TestSpec::Tcp(TcpSpec::new());
-        let hosts = hosts(3);
-        let (cells, rounds) = ([(1, 0), (2, 0)], [vec![0, 1]]);
-        let plan = plan(&spec, Pattern::Incast, &hosts, &cells, &rounds);
-        let clocks = [clock(0), clock(0), clock(0)];
-        let skewed = |apart_ns: i64| {
-            let mut a = Assembly::new(&plan, &clocks);
-            a.ran(
-                &[0, 1],
-                vec![Ok((run(10.0), started(apart_ns, 0))), Ok((run(10.0), started(0, 0)))],
-                &[],
-            );
-            a.finish(0, None)
-        };
+        let skewed = |apart_ns: i64| incast([Ok((run(10.0), started(apart_ns, 0))), Ok((run(10.0), started(0, 0)))]);
         let at = skewed(MS as i64);
         assert_eq!(at.rounds[0].start_skew_ns, Some(MS));
         assert!(at.notes.is_empty(), "{:?}", at.notes);
