@@ -5,9 +5,9 @@
 //! any of that fails; the connection's own reading and the data connections are `connection`'s.
 
 use super::admit::OpeningSlot;
-use super::budget::spec_bytes;
+use super::budget::{Reservation, spec_bytes};
 use super::config::{AgentEvent, HANDSHAKE_TIMEOUT};
-use super::profile;
+use super::profile::{self, Applied};
 use super::refusal::{Refusal, proto_refusal};
 use super::session::Test;
 use super::state::{Slot, State};
@@ -59,121 +59,162 @@ pub(super) fn control_session(
     requested: &mut bool,
 ) -> Result<(), Refusal> {
     let secret = state.config.secret.as_deref();
+    authenticate(conn, secret, deadline, opening)?;
+    let Some((spec, asked)) = read_request(state, conn, secret, deadline, opening)? else {
+        return Ok(());
+    };
+    *requested = true;
+    let admitted = admit(state, &spec, &asked, opening).inspect_err(|r| state.metrics.refused(r.0))?;
+    run(state, events, conn, spec, asked, admitted)
+}
+
+/// The hello (with a challenge when this agent has a secret), then the client's proof checked
+/// and this agent's own sent back.
+fn authenticate(
+    conn: &mut Conn,
+    secret: Option<&[u8]>,
+    deadline: Instant,
+    opening: &mut OpeningSlot<'_>,
+) -> Result<(), Refusal> {
     let nonce = secret.map(|_| auth::nonce());
     let hello = Message::Hello {
         software: format!("linerate {}", crate::VERSION),
         challenge: nonce.map(|n| proto::to_hex(&n)),
     };
     conn.send(&hello).map_err(proto_refusal)?;
-    if let (Some(secret), Some(agent_nonce)) = (secret, nonce) {
-        conn.set_max_message(frame::MAX_AUTH_BYTES);
-        let answer = conn.recv(left(deadline), "waiting for authentication");
-        conn.set_max_message(frame::MAX_REQUEST_BYTES);
-        match answer.map_err(|e| handshake_refusal(e, deadline))? {
-            Message::Auth { client_nonce, mac } => {
-                let (Some(cn), Some(mac)) = (proto::from_hex(&client_nonce), proto::from_hex(&mac)) else {
-                    return Err((ErrorKind::Auth, "malformed authentication".into()));
-                };
-                if !auth::verify_client(secret, &agent_nonce, &cn, &mac) {
-                    return Err((ErrorKind::Auth, "wrong secret".into()));
-                }
-                // It knows the secret: no flood connection may close it to make room.
-                if !opening.authenticated() {
+    let (Some(secret), Some(agent_nonce)) = (secret, nonce) else {
+        return Ok(());
+    };
+    conn.set_max_message(frame::MAX_AUTH_BYTES);
+    let answer = conn.recv(left(deadline), "waiting for authentication");
+    conn.set_max_message(frame::MAX_REQUEST_BYTES);
+    match answer.map_err(|e| handshake_refusal(e, deadline))? {
+        Message::Auth { client_nonce, mac } => {
+            let (Some(cn), Some(mac)) = (proto::from_hex(&client_nonce), proto::from_hex(&mac)) else {
+                return Err((ErrorKind::Auth, "malformed authentication".into()));
+            };
+            if !auth::verify_client(secret, &agent_nonce, &cn, &mac) {
+                return Err((ErrorKind::Auth, "wrong secret".into()));
+            }
+            // It knows the secret: no flood connection may close it to make room.
+            if !opening.authenticated() {
+                return Err((ErrorKind::Busy, "closed to make room for a newer connection".into()));
+            }
+            let proof = auth::agent_proof(secret, &agent_nonce, &cn);
+            conn.send(&Message::AuthOk {
+                mac: proto::to_hex(&proof),
+            })
+            .map_err(proto_refusal)
+        }
+        other => Err((
+            ErrorKind::Auth,
+            format!("this agent requires a secret; got '{}'", other.name()),
+        )),
+    }
+}
+
+/// The client's request: a test or a third-party test to run, or None once a request that runs
+/// nothing (its profiles, its clock) was answered.
+fn read_request(
+    state: &State,
+    conn: &mut Conn,
+    secret: Option<&[u8]>,
+    deadline: Instant,
+    opening: &mut OpeningSlot<'_>,
+) -> Result<Option<(TestSpec, Asked)>, Refusal> {
+    Ok(Some(
+        match conn
+            .recv(left(deadline), "waiting for a test request")
+            .map_err(|e| handshake_refusal(e, deadline))?
+        {
+            Message::Request { spec, profile } => (spec, Asked::Test { profile }),
+            // Which profiles it has (`plan check`): the names the refusal of an unknown one would
+            // list, to a client that passed the same authentication. Nothing runs.
+            Message::Profiles => {
+                let names = state.config.profiles.names().iter().map(|n| n.to_string()).collect();
+                conn.send(&Message::ProfileList { names }).map_err(proto_refusal)?;
+                return Ok(None);
+            }
+            // Its clock, for a controller's estimate of its offset. Nothing runs.
+            Message::Clock => {
+                if !opening.settle() {
                     return Err((ErrorKind::Busy, "closed to make room for a newer connection".into()));
                 }
-                let proof = auth::agent_proof(secret, &agent_nonce, &cn);
-                conn.send(&Message::AuthOk {
-                    mac: proto::to_hex(&proof),
-                })
-                .map_err(proto_refusal)?;
+                super::clock::answer(state, conn)?;
+                return Ok(None);
+            }
+            // A third-party test: only among agents that share a secret, so that one cannot be
+            // made to send traffic for anyone who reaches it.
+            Message::Relay {
+                spec,
+                to,
+                start_at_unix_ns,
+            } => {
+                if secret.is_none() {
+                    return Err((
+                        ErrorKind::Auth,
+                        "this agent has no secret, so it runs no third-party tests (serve --secret-file)".into(),
+                    ));
+                }
+                (spec, Asked::Relay { to, start_at_unix_ns })
             }
             other => {
                 return Err((
-                    ErrorKind::Auth,
-                    format!("this agent requires a secret; got '{}'", other.name()),
+                    ErrorKind::Protocol,
+                    format!("expected 'request', got '{}'", other.name()),
                 ));
             }
-        }
-    }
-    let (spec, asked) = match conn
-        .recv(left(deadline), "waiting for a test request")
-        .map_err(|e| handshake_refusal(e, deadline))?
-    {
-        Message::Request { spec, profile } => (spec, Asked::Test { profile }),
-        // Which profiles it has (`plan check`): the names the refusal of an unknown one would
-        // list, to a client that passed the same authentication. Nothing runs.
-        Message::Profiles => {
-            let names = state.config.profiles.names().iter().map(|n| n.to_string()).collect();
-            return conn.send(&Message::ProfileList { names }).map_err(proto_refusal);
-        }
-        // Its clock, for a controller's estimate of its offset (issue 24). Nothing runs.
-        Message::Clock => {
-            if !opening.settle() {
-                return Err((ErrorKind::Busy, "closed to make room for a newer connection".into()));
-            }
-            return super::clock::answer(state, conn);
-        }
-        // A third-party test (issue 24): only among agents that share a secret, so that one
-        // cannot be made to send traffic for anyone who reaches it.
-        Message::Relay {
-            spec,
-            to,
-            start_at_unix_ns,
-        } => {
-            if secret.is_none() {
-                return Err((
-                    ErrorKind::Auth,
-                    "this agent has no secret, so it runs no third-party tests (serve --secret-file)".into(),
-                ));
-            }
-            (spec, Asked::Relay { to, start_at_unix_ns })
-        }
-        other => {
-            return Err((
-                ErrorKind::Protocol,
-                format!("expected 'request', got '{}'", other.name()),
-            ));
-        }
-    };
-    let profile = match &asked {
-        Asked::Test { profile } => profile.clone(),
+        },
+    ))
+}
+
+/// What a test admitted holds while it runs. The fields drop in this order: the memory, then
+/// the test slot.
+struct Admitted<'s> {
+    _memory: Reservation<'s>,
+    _test: Slot<'s>,
+    /// The profile applied (its undo runs when this drops).
+    applied: Option<Applied<'s>>,
+}
+
+/// The request admitted: the connection settled, the spec valid, its profile known, a test slot
+/// and its memory taken, then the profile's command run (before the test is accepted, outside
+/// any measurement). Each refusal is the client's answer.
+fn admit<'s>(
+    state: &'s State,
+    spec: &TestSpec,
+    asked: &Asked,
+    opening: &mut OpeningSlot<'_>,
+) -> Result<Admitted<'s>, Refusal> {
+    let profile = match asked {
+        Asked::Test { profile } => profile.as_deref(),
         Asked::Relay { .. } => None,
-    };
-    *requested = true;
-    let refused = |r: Refusal| {
-        state.metrics.refused(r.0);
-        r
     };
     // The handshake is over: this connection no longer counts as opening (unless it was closed
     // to make room for a newer one just before).
     if !opening.settle() {
-        return Err(refused((
-            ErrorKind::Busy,
-            "closed to make room for a newer connection".into(),
-        )));
+        return Err((ErrorKind::Busy, "closed to make room for a newer connection".into()));
     }
-    spec.validate()
-        .map_err(|e| refused((ErrorKind::BadSpec, e.to_string())))?;
-    if let Some(name) = &profile {
-        state.config.profiles.find(name).map_err(refused)?;
+    spec.validate().map_err(|e| (ErrorKind::BadSpec, e.to_string()))?;
+    if let Some(name) = profile {
+        state.config.profiles.find(name)?;
     }
-    let Some(_test) = Slot::take(&state.tests, state.config.max_tests) else {
-        return Err(refused((
+    let Some(test) = Slot::take(&state.tests, state.config.max_tests) else {
+        return Err((
             ErrorKind::Busy,
             format!("this agent is running {} test(s), its limit", state.config.max_tests),
-        )));
+        ));
     };
-    let _memory = state.budget.reserve(spec_bytes(&spec)).map_err(|over| {
+    let memory = state.budget.reserve(spec_bytes(spec)).map_err(|over| {
         let kind = if over.never_fits() {
             ErrorKind::BadSpec
         } else {
             ErrorKind::Busy
         };
-        refused((kind, over.to_string()))
+        (kind, over.to_string())
     })?;
-    // The profile's command runs before the test is accepted, outside any measurement; its undo
-    // runs when the report is made or, however the test ends, when `applied` drops.
-    let mut applied = match &profile {
+    // Its undo runs when the report is made or, however the test ends, when `applied` drops.
+    let applied = match profile {
         Some(name) => {
             let outcome = profile::apply(&state.config.profiles, &state.profile_running, name);
             match &outcome {
@@ -182,10 +223,27 @@ pub(super) fn control_session(
                 Err((ErrorKind::Failed, m)) if m != profile::STOPPING => state.metrics.profile_run(false),
                 Err(_) => {}
             }
-            Some(outcome.map_err(refused)?)
+            Some(outcome?)
         }
         None => None,
     };
+    Ok(Admitted {
+        _memory: memory,
+        _test: test,
+        applied,
+    })
+}
+
+/// The admitted test run to its end: a third-party test through `relay`, else its kind's
+/// file with the toolkit; its events and duration counted.
+fn run(
+    state: &State,
+    events: &dyn Fn(&AgentEvent),
+    conn: &mut Conn,
+    spec: TestSpec,
+    asked: Asked,
+    mut admitted: Admitted<'_>,
+) -> Result<(), Refusal> {
     let (peer, test) = (conn.peer(), spec.kind());
     let began = Instant::now();
     if let Asked::Relay { to, start_at_unix_ns } = asked {
@@ -203,7 +261,7 @@ pub(super) fn control_session(
     let mut test_session = Test {
         state,
         conn,
-        profile: &mut applied,
+        profile: &mut admitted.applied,
         kind: test,
     };
     let t = &mut test_session;
@@ -213,7 +271,7 @@ pub(super) fn control_session(
         TestSpec::Rr(rr) => super::rr::run(t, &rr),
         TestSpec::Http(http) => super::http::run(t, &http),
     };
-    drop(applied);
+    drop(admitted.applied.take());
     state.metrics.duration(test, began.elapsed());
     events(&AgentEvent::TestEnded {
         peer,

@@ -3,6 +3,8 @@
 //! and a third-party test ([`run_from`]: the agent runs the client's half against another agent
 //! and sends the whole run back). `matrix` builds patterns out of them.
 
+mod estimate;
+
 use super::handshake::{answer_challenge, authenticated, authenticated_by};
 use super::session::{ClientError, ClientOptions, Target, connect};
 use crate::proto::Message;
@@ -13,6 +15,7 @@ use crate::result::{ClockEstimate, TestResult};
 use crate::spec::TestSpec;
 use crate::summary::relayed::{Asked, check_relayed, relayed_limit_bytes};
 use crate::unixtime::unix_ns;
+use estimate::{Exchange, Next};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -43,12 +46,10 @@ pub struct AgentClock {
 }
 
 /// Reads `target`'s clock up to `exchanges` times (at least once), all within
-/// `CLOCK_READING_MAX`, and keeps the exchange with the shortest round trip: offset = far time −
-/// (sent + round trip / 2), within ± half that round trip. A far clock read at the midpoint of
-/// its exchange is the assumption; a path slower one way than the other shifts the estimate by
-/// up to the uncertainty, never more. Another exchange is begun only while one as fast as the
-/// fastest so far still fits before the deadline; an exchange that fails after the first (the
-/// agent ended its session) ends the reading with what it has.
+/// `CLOCK_READING_MAX`, and keeps the exchange with the shortest round trip (`estimate`: the
+/// far clock read at its midpoint, within ± half that round trip). Another exchange is begun
+/// only while one as fast as the fastest so far still fits before the deadline; an exchange
+/// that fails after the first (the agent ended its session) ends the reading with what it has.
 pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Result<AgentClock, ClientError> {
     let peer = target.addr;
     let deadline = Instant::now() + CLOCK_READING_MAX;
@@ -58,16 +59,14 @@ pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Resu
     };
     let past = |e: ClientError| if Instant::now() >= deadline { too_far() } else { e };
     let mut conn = authenticated_by(target, opts, Some(deadline)).map_err(past)?;
-    let mut best: Option<(Duration, i64)> = None;
+    let mut made: Vec<Exchange> = Vec::with_capacity(exchanges.max(1) as usize);
     let mut about = None;
-    let mut made = 0;
-    while made < exchanges.max(1) {
+    loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        if best.is_some_and(|(fastest, _)| left < fastest) {
-            break;
-        }
-        if left.is_zero() {
-            return Err(too_far());
+        match estimate::next(&made, exchanges, left) {
+            Next::Exchange => {}
+            Next::Enough => break,
+            Next::TooFar => return Err(too_far()),
         }
         let sent = SystemTime::now();
         let t0 = Instant::now();
@@ -76,10 +75,10 @@ pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Resu
             .and_then(|()| conn.recv(CLOCK_REPLY_TIMEOUT.min(left), "waiting for the agent's clock"));
         let reply = match reply {
             Ok(r) => r,
-            Err(_) if best.is_some() => break,
+            Err(_) if !made.is_empty() => break,
             Err(e) => return Err(past(e.into())),
         };
-        let rtt = t0.elapsed();
+        let round_trip = t0.elapsed();
         let Message::ClockReading {
             unix_ns: far,
             host_name,
@@ -88,23 +87,18 @@ pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Resu
         else {
             return Err(conn.unexpected("clock_reading", &reply).into());
         };
-        let midpoint = unix_ns(sent).saturating_add((rtt.as_nanos() / 2) as i64);
-        let offset = far.saturating_sub(midpoint);
-        if best.is_none_or(|(r, _)| rtt < r) {
-            best = Some((rtt, offset));
-        }
+        made.push(Exchange {
+            sent_unix_ns: unix_ns(sent),
+            far_unix_ns: far,
+            round_trip,
+        });
         about.get_or_insert((host_name, node));
-        made += 1;
     }
-    let (rtt, offset_ns) = best.ok_or(ClientError::Malformed { peer, what: "clock" })?;
+    let estimate = estimate::estimate(&made).ok_or(ClientError::Malformed { peer, what: "clock" })?;
     let (host_name, node) = about.ok_or(ClientError::Malformed { peer, what: "clock" })?;
     let clean = |s: String| crate::proto::peer_text_cut(&s, 64);
     Ok(AgentClock {
-        estimate: ClockEstimate {
-            offset_ns,
-            uncertainty_ns: (rtt.as_nanos() / 2) as u64,
-            exchanges: made,
-        },
+        estimate,
         host_name: clean(host_name),
         node: node.map(clean),
     })
