@@ -9,7 +9,7 @@
 //! `Test` (its route made once by `HostArgs::route`, its spec once by `into_spec`) and
 //! implements `Kind`; a new kind is one more such file and one arm in `main.rs`.
 
-mod fleet;
+mod pattern;
 pub mod http;
 pub mod rr;
 pub mod tcp;
@@ -147,7 +147,7 @@ pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
     let produced = match (kind.route(), mode) {
         (Some(Route::Fleet(f)), Mode::Once) => {
             let opts = with_lab(kind.options(), lab);
-            Produced::Matrix(fleet::matrix(f, &K::test_spec(&spec), &opts, quiet)?)
+            Produced::Matrix(pattern::matrix(f, &K::test_spec(&spec), &opts, quiet)?)
         }
         (Some(Route::Fleet(_)), _) => {
             return Err(usage!(

@@ -8,7 +8,7 @@
 //! them `busy` at its request), [`MAX_READINGS`] readings, each next query within
 //! [`CLOCK_IDLE`] of the last reading, and [`CLOCK_SESSION_MAX`] in all from its request. A
 //! controller needs 32 readings within its own deadline for the whole reading
-//! (`client::fleet::CLOCK_READING_MAX`, 5 s), so none of these touches an honest one.
+//! (`client::controller::CLOCK_READING_MAX`, 5 s), so none of these touches an honest one.
 
 use super::refusal::{Refusal, proto_refusal};
 use super::state::{Slot, State};

@@ -9,7 +9,7 @@
 mod assemble;
 mod start;
 
-use super::fleet::{AgentClock, read_clock, run_from};
+use super::controller::{AgentClock, read_clock, run_from};
 use super::session::{ClientOptions, Target};
 use crate::result::{Cell, CellStart, ClockEstimate, Matrix};
 use crate::unixtime::unix_ns;
@@ -23,7 +23,7 @@ use std::time::SystemTime;
 /// Exchanges per clock estimate.
 pub const CLOCK_EXCHANGES: u32 = 32;
 /// Clock readings made at once; the rest wait for one of them to end (each ends within
-/// `fleet::CLOCK_READING_MAX`).
+/// `controller::CLOCK_READING_MAX`).
 const CLOCK_READERS: usize = 32;
 
 /// Every host's clock, read at once (at most `CLOCK_READERS` at a time): what a controller
@@ -33,7 +33,7 @@ pub fn read_clocks(hosts: &[Target], opts: &ClientOptions) -> Vec<Result<AgentCl
     read_each(&all, opts)
 }
 
-/// `targets`' clocks, each read within `fleet::CLOCK_READING_MAX`, by at most [`CLOCK_READERS`]
+/// `targets`' clocks, each read within `controller::CLOCK_READING_MAX`, by at most [`CLOCK_READERS`]
 /// threads: so reading any number of agents takes that bound per [`CLOCK_READERS`] agents.
 fn read_each(targets: &[&Target], opts: &ClientOptions) -> Vec<Result<AgentClock, String>> {
     let next = AtomicUsize::new(0);

@@ -8,7 +8,7 @@
 //!
 //! [`TestResult`]: crate::result::TestResult
 
-mod fleet;
+mod controller;
 mod handshake;
 mod http;
 mod iperf3;
@@ -29,8 +29,8 @@ pub use crate::engine::http::{HttpTarget, HttpUrl, TlsSetupError, tls_client_con
 pub use crate::engine::pin::check_cpus as check_local_cpus;
 pub use crate::proto::DEFAULT_PORT;
 pub use crate::proto::auth::Secret;
-pub(crate) use fleet::proves_itself;
-pub use fleet::{AgentClock, Relayed, read_clock, run_from};
+pub(crate) use controller::proves_itself;
+pub use controller::{AgentClock, Relayed, read_clock, run_from};
 pub use http::{HttpAgent, http_targets, run_http};
 #[cfg(feature = "fuzzing")]
 pub(crate) use iperf3::fuzz::check as iperf3_fuzz_check;

@@ -2,7 +2,7 @@
 //! incast, an outcast or named pairs), every cell a full third-party run (`linerate tcp --from
 //! A B`) with its headline figure, the rounds they ran in, the clock each agent was started by,
 //! and the matrix's own figures (the sum, Jain's fairness index of flows that ran together, the
-//! failed cells by name). Types only: `crate::client::fleet` fills it, the results side stores,
+//! failed cells by name). Types only: `crate::client::matrix` fills it, the results side stores,
 //! compares and prints it, and the report draws it as a heat map.
 
 use super::TestResult;

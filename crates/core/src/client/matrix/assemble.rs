@@ -6,7 +6,7 @@
 //! its round ends; nothing here reads a clock or a socket.
 
 use super::start::{Far, HORIZON_MAX};
-use crate::client::fleet::AgentClock;
+use crate::client::controller::AgentClock;
 use crate::client::reach::Target;
 use crate::result::lab::LabRecord;
 use crate::result::{
