@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The endpoint's deadline for one request (`agent::metrics::REQUEST_TIMEOUT`): a scrape that
+/// The endpoint's deadline for one request (`agent::exporter::REQUEST_TIMEOUT`): a scrape that
 /// waits for nobody else takes milliseconds, so this bound holds on a loaded machine and a
 /// scrape queued behind even one idle connection (2 s each) misses it.
 const DEADLINE: Duration = Duration::from_secs(2);

@@ -44,7 +44,7 @@ mod connection;
 mod handshake;
 mod http;
 mod iperf3;
-mod metrics;
+mod exporter;
 mod pending;
 mod profile;
 mod refusal;
@@ -61,7 +61,7 @@ pub use budget::default_budget_bytes;
 pub use config::{
     AgentConfig, AgentError, AgentEvent, Cidr, EVICTION_GRACE, HANDSHAKE_TIMEOUT, MAX_OPENING_PER_SOURCE, STOP_GRACE,
 };
-pub use metrics::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
+pub use exporter::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 pub use profile::{Profile, ProfileError, Profiles};
 pub use serve::{Agent, Stopper};
 

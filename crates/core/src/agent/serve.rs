@@ -124,7 +124,7 @@ impl Agent {
             let state = Arc::clone(&self.state);
             let _ = std::thread::Builder::new()
                 .name("linerate-metrics".into())
-                .spawn(move || super::metrics::serve(&listener, &state.metrics, &state.stopping));
+                .spawn(move || super::exporter::serve(&listener, &state.metrics, &state.stopping));
         }
         // `--iperf3-port`: its accept loop on its own thread, which ends when the agent stops.
         if let Some(listeners) = self.iperf3.take() {

@@ -6,7 +6,7 @@
 use super::admit::Opening;
 use super::budget::Budget;
 use super::config::AgentConfig;
-use super::metrics::Metrics;
+use super::exporter::Exporter;
 use super::pending::Pending;
 use super::profile::Running;
 use crate::metrics::host::HostInfo;
@@ -29,7 +29,7 @@ pub(super) struct State {
     /// The owner stopped the agent (issue 22): running tests end, set-up refuses.
     pub(super) stopping: AtomicBool,
     /// The counters `serve --metrics` exposes (issue 25), updated on events and at a test's end.
-    pub(super) metrics: Metrics,
+    pub(super) metrics: Exporter,
 }
 
 /// Gives a counted slot back when dropped, however the holder ends.

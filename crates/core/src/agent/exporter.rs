@@ -3,7 +3,7 @@
 //! `GET /metrics` by one small thread of its own.
 //!
 //! Nothing here runs per packet: a test's bytes and datagrams are added once, from this end's
-//! report when the test ends ([`Metrics::test_report`]); everything else counts events
+//! report when the test ends ([`Exporter::test_report`]); everything else counts events
 //! (accepted, refused, ended, a profile run). docs/metrics.md lists every metric.
 //!
 //! The endpoint serves its connections at once from one `poll(2)` loop (issue 39), each within
@@ -52,7 +52,7 @@ fn duration_buckets() -> Histogram {
 }
 
 /// The agent's counters and the registry that names them.
-pub(super) struct Metrics {
+pub(super) struct Exporter {
     registry: Registry,
     accepted: Family<Kind, Counter>,
     refused: Family<Reason, Counter>,
@@ -78,9 +78,9 @@ fn reason(kind: ErrorKind) -> &'static str {
     }
 }
 
-impl Default for Metrics {
-    fn default() -> Metrics {
-        let mut m = Metrics {
+impl Default for Exporter {
+    fn default() -> Exporter {
+        let mut m = Exporter {
             registry: Registry::with_prefix("linerate"),
             accepted: Family::default(),
             refused: Family::default(),
@@ -146,7 +146,7 @@ impl Default for Metrics {
     }
 }
 
-impl Metrics {
+impl Exporter {
     /// Counts what an event tells: a test accepted, a test ended (and its duration), and
     /// refusals that are not the handshake's or a request's (those are counted where they happen).
     pub(super) fn event(&self, event: &AgentEvent) {
@@ -276,7 +276,7 @@ fn wants_text(accept: Option<&str>) -> bool {
 /// until its head is whole, then its answer written as the client takes it, all within
 /// [`REQUEST_TIMEOUT`] of its accept; past [`MAX_CONNECTIONS`] a new connection closes the
 /// oldest one still waiting for its request (else the oldest). No client waits for another.
-pub(super) fn serve(listener: &TcpListener, metrics: &Metrics, stopping: &AtomicBool) {
+pub(super) fn serve(listener: &TcpListener, metrics: &Exporter, stopping: &AtomicBool) {
     if listener.set_nonblocking(true).is_err() {
         return;
     }
@@ -376,7 +376,7 @@ struct Client {
 impl Client {
     /// Reads or writes what the socket allows now; true when the connection is done with
     /// (answered, closed by the client, a head too large, an error).
-    fn step(&mut self, metrics: &Metrics) -> bool {
+    fn step(&mut self, metrics: &Exporter) -> bool {
         if self.answer.is_empty() {
             let mut buf = [0u8; 2048];
             loop {
@@ -413,7 +413,7 @@ impl Client {
 }
 
 /// The answer to one request head (its blank line included): status, headers and body.
-fn answer(head: &[u8], metrics: &Metrics) -> Vec<u8> {
+fn answer(head: &[u8], metrics: &Exporter) -> Vec<u8> {
     let mut headers = [httparse::EMPTY_HEADER; 32];
     let mut req = httparse::Request::new(&mut headers);
     let (status, content_type, body) = match req.parse(head) {
@@ -465,7 +465,7 @@ mod tests {
     /// in `_total` (from the encoder), no `_bps` or other scaled units.
     #[test]
     fn issue_25_every_metric_name_follows_prometheus_rules() {
-        let m = Metrics::default();
+        let m = Exporter::default();
         // Every family with a sample, so that every name shows.
         m.event(&AgentEvent::TestStarted {
             peer: "127.0.0.1:1".parse().expect("addr"),
