@@ -9,8 +9,8 @@
 //! `Test` (its route made once by `HostArgs::route`, its spec once by `into_spec`) and
 //! implements `Kind`; a new kind is one more such file and one arm in `main.rs`.
 
-mod pattern;
 pub mod http;
+mod pattern;
 pub mod rr;
 pub mod tcp;
 pub mod udp;

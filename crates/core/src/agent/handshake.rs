@@ -9,7 +9,7 @@ use super::budget::{Reservation, spec_bytes};
 use super::config::{AgentEvent, HANDSHAKE_TIMEOUT};
 use super::profile::{self, Applied};
 use super::refusal::{Refusal, proto_refusal};
-use super::session::Test;
+use super::session::Accepted;
 use super::state::{Slot, State};
 use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame;
@@ -39,7 +39,7 @@ fn handshake_refusal(e: ProtoError, deadline: Instant) -> Refusal {
 /// What a client asked for after authenticating.
 enum Asked {
     /// A test with this agent as one end, under the profile named.
-    Test { profile: Option<String> },
+    Accepted { profile: Option<String> },
     /// A third-party test from this agent to `to`.
     Relay {
         to: std::net::SocketAddr,
@@ -127,7 +127,7 @@ fn read_request(
             .recv(left(deadline), "waiting for a test request")
             .map_err(|e| handshake_refusal(e, deadline))?
         {
-            Message::Request { spec, profile } => (spec, Asked::Test { profile }),
+            Message::Request { spec, profile } => (spec, Asked::Accepted { profile }),
             // Which profiles it has (`plan check`): the names the refusal of an unknown one would
             // list, to a client that passed the same authentication. Nothing runs.
             Message::Profiles => {
@@ -187,7 +187,7 @@ fn admit<'s>(
     opening: &mut OpeningSlot<'_>,
 ) -> Result<Admitted<'s>, Refusal> {
     let profile = match asked {
-        Asked::Test { profile } => profile.as_deref(),
+        Asked::Accepted { profile } => profile.as_deref(),
         Asked::Relay { .. } => None,
     };
     // The handshake is over: this connection no longer counts as opening (unless it was closed
@@ -258,7 +258,7 @@ fn run(
         return outcome;
     }
     events(&AgentEvent::TestStarted { peer, test });
-    let mut test_session = Test {
+    let mut test_session = Accepted {
         state,
         conn,
         profile: &mut admitted.applied,

@@ -4,14 +4,14 @@
 //! port of the HTTP server running beside the agent (`serve --http-port`, `--https-port`), the
 //! agent also reports that server's counts over the test (issue 27).
 
-use super::session::{Quiet, Refusal, Test, new_cookie};
+use super::session::{Accepted, Quiet, Refusal, new_cookie};
 use crate::engine::http::HttpUrl;
 use crate::httpd::{HttpdCounters, HttpdStats};
 use crate::result::{HttpServerCounts, SideReport};
 use crate::spec::HttpSpec;
 use std::time::Duration;
 
-pub(super) fn run(t: &mut Test<'_, '_>, spec: &HttpSpec) -> Result<(), Refusal> {
+pub(super) fn run(t: &mut Accepted<'_, '_>, spec: &HttpSpec) -> Result<(), Refusal> {
     let cookie = new_cookie();
     t.accepted(&cookie, Vec::new())?;
     t.await_start()?;

@@ -3,14 +3,14 @@
 //! on the control connection's address, connected to the client's once it names its ports.
 
 use super::session::{
-    Expecting, Quiet, Refusal, Test, check_peer_cpus, collect_streams, engine_refusal, io_refusal, new_cookie,
+    Accepted, Expecting, Quiet, Refusal, check_peer_cpus, collect_streams, engine_refusal, io_refusal, new_cookie,
 };
 use crate::engine::rr;
 use crate::result::Role;
 use crate::spec::{RrProto, RrSpec};
 use std::net::UdpSocket;
 
-pub(super) fn run(t: &mut Test<'_, '_>, spec: &RrSpec) -> Result<(), Refusal> {
+pub(super) fn run(t: &mut Accepted<'_, '_>, spec: &RrSpec) -> Result<(), Refusal> {
     check_peer_cpus(&spec.peer_cpus)?;
     let cookie = new_cookie();
     let per_agent = usize::from(spec.streams);

@@ -84,7 +84,7 @@ pub(super) fn check_peer_cpus(cpus: &[usize]) -> Result<(), Refusal> {
 
 /// An accepted test: its control connection, the agent it runs on and the profile it runs
 /// under. Each kind drives one through `accepted`, `start` and `run_and_report`.
-pub(super) struct Test<'a, 'p> {
+pub(super) struct Accepted<'a, 'p> {
     pub state: &'a State,
     pub conn: &'a mut Conn,
     pub profile: &'a mut Option<Applied<'p>>,
@@ -92,7 +92,7 @@ pub(super) struct Test<'a, 'p> {
     pub kind: &'static str,
 }
 
-impl<'a> Test<'a, '_> {
+impl<'a> Accepted<'a, '_> {
     /// Data connections that arrive with `cookie` go to the test's queue, as far as `expecting`
     /// allows, until the registration drops.
     pub(super) fn expect_streams(&self, cookie: [u8; COOKIE_LEN], expecting: Expecting) -> Registration<'a> {

@@ -1,12 +1,14 @@
 //! A TCP test, this end's half: the data connections arrive with the test's cookie, each is
 //! configured for its role, and the engine runs until done, stopped or abandoned.
 
-use super::session::{Expecting, Quiet, Refusal, Test, check_peer_cpus, collect_streams, engine_refusal, new_cookie};
+use super::session::{
+    Accepted, Expecting, Quiet, Refusal, check_peer_cpus, collect_streams, engine_refusal, new_cookie,
+};
 use crate::engine::{sockopt, tcp};
 use crate::result::Role;
 use crate::spec::TcpSpec;
 
-pub(super) fn run(t: &mut Test<'_, '_>, spec: &TcpSpec) -> Result<(), Refusal> {
+pub(super) fn run(t: &mut Accepted<'_, '_>, spec: &TcpSpec) -> Result<(), Refusal> {
     check_peer_cpus(&spec.peer_cpus)?;
     let cookie = new_cookie();
     let (expecting, rx) = Expecting::per_stream(spec.streams_per_agent(), t.source());

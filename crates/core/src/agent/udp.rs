@@ -2,7 +2,7 @@
 //! joined to the multicast group), connected to the client's socket for that stream once the
 //! client says which.
 
-use super::session::{Quiet, Refusal, Test, check_peer_cpus, engine_refusal, io_refusal, new_cookie};
+use super::session::{Accepted, Quiet, Refusal, check_peer_cpus, engine_refusal, io_refusal, new_cookie};
 use crate::engine::{sockopt, udp};
 use crate::proto::ErrorKind;
 use crate::proto::frame::udp_test_id;
@@ -10,7 +10,7 @@ use crate::result::Role;
 use crate::spec::UdpSpec;
 use std::net::UdpSocket;
 
-pub(super) fn run(t: &mut Test<'_, '_>, spec: &UdpSpec) -> Result<(), Refusal> {
+pub(super) fn run(t: &mut Accepted<'_, '_>, spec: &UdpSpec) -> Result<(), Refusal> {
     check_peer_cpus(&spec.peer_cpus)?;
     let cookie = new_cookie();
     let local_ip = t.local_ip()?;
