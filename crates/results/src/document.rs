@@ -1,11 +1,21 @@
 //! Any document linerate writes with `--json` or keeps in its store, read back as typed data:
 //! one run (`"test": "tcp"`), a repeated test (`"tcp repeat"`), a sweep (`"rr sweep"`) or a
 //! comparison (`"compare"`). Told apart by [`DocumentKind::of`], the one rule every reader uses;
-//! `compare`, `report` and the store's readers all start here.
+//! `compare`, `report` and the store's readers all start here. [`to_json`] is the one writer:
+//! `--json`, the store and the report's JSON all write a document's text through it.
 
 use linerate_core::result::{Comparison, DocumentKind, Matrix, Repeated, TestResult};
 use linerate_core::summary::escape_controls;
 use linerate_core::sweep::{Sweep, SweepKind};
+
+/// A document as `--json` prints it and the store keeps it: pretty-printed, with a trailing
+/// newline. Every document and headed `--json` body is written by this one function, so that
+/// what is printed and what is stored read the same byte for byte.
+pub fn to_json<T: serde::Serialize + ?Sized>(document: &T) -> String {
+    let mut s = serde_json::to_string_pretty(document).expect("a document is plain data and always serialises");
+    s.push('\n');
+    s
+}
 
 /// A result document of any kind.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,6 +74,17 @@ impl Document {
         })
     }
 
+    /// The document as [`to_json`] writes it: the same text as its typed value's.
+    pub fn to_json(&self) -> String {
+        match self {
+            Document::Run(r) => to_json(r),
+            Document::Repeated(r) => to_json(r),
+            Document::Sweep(s) => to_json(s),
+            Document::Comparison(c) => to_json(c),
+            Document::Matrix(m) => to_json(m),
+        }
+    }
+
     /// The test kind as the document names it: `tcp`, `udp sweep`, `rr repeat`, `compare`.
     pub fn test(&self) -> &str {
         match self {
@@ -88,12 +109,28 @@ mod tests {
     use linerate_core::spec::{TcpSpec, TestSpec};
 
     #[test]
+    fn the_one_writer_indents_and_ends_in_one_newline() {
+        #[derive(serde::Serialize)]
+        struct Body<'a> {
+            test: &'a str,
+            rows: [u32; 2],
+        }
+        let text = to_json(&Body {
+            test: "tcp",
+            rows: [1, 2],
+        });
+        assert_eq!(text, "{\n  \"test\": \"tcp\",\n  \"rows\": [\n    1,\n    2\n  ]\n}\n");
+        assert_eq!(to_json(&Vec::<u8>::new()), "[]\n");
+    }
+
+    #[test]
     fn each_kind_reads_back_as_itself_and_bad_text_says_why() {
         let run = linerate_core::sweep::stub_result(TestSpec::Tcp(TcpSpec::new()), Summary::default());
         let text = serde_json::to_string(&run).expect("serialize");
         let doc = Document::from_json(&text).expect("a run");
         assert_eq!(doc, Document::Run(Box::new(run.clone())));
         assert_eq!(doc.test(), run.test);
+        assert_eq!(Document::from_json(&doc.to_json()).expect("written back"), doc);
 
         let not_json = Document::from_json("{").expect_err("not JSON");
         assert!(matches!(not_json, DocumentError::Json(_)));
