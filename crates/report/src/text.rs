@@ -379,19 +379,7 @@ fn render_http(r: &TestResult) -> String {
     row(
         &mut out,
         "Failed requests (errors)",
-        format!(
-            "{}{share}{budget} (refused {}, reset {}, timeout {}, bad status {}, short body {}, bad response {}, local limit {}, other {}{})",
-            h.errors.total,
-            e.refused,
-            e.reset,
-            e.timeout,
-            e.bad_status,
-            e.short_body,
-            e.bad_response,
-            e.local_limit,
-            e.other,
-            e.tls_failures() + &e.h2_failures()
-        ),
+        format!("{}{share}{budget} ({})", h.errors.total, e.breakdown()),
     );
     if e.local_limit > 0 {
         let _ = writeln!(
