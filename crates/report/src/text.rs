@@ -280,6 +280,31 @@ pub fn render(r: &TestResult) -> String {
 fn render_streams(r: &TestResult) -> String {
     let mut out = title(r);
     out.push('\n');
+    sides_blocks(&mut out, r);
+    if r.summary.rr.is_none() {
+        stream_table(&mut out, r);
+    }
+    udp_block(&mut out, r);
+    rr_block(&mut out, r);
+    mix_block(&mut out, r);
+    iperf3_block(&mut out, r);
+    interfaces_block(&mut out, r);
+    footnotes(&mut out, r);
+    window_advice(&mut out, r);
+    profile_lines(&mut out, r);
+    lab_line(&mut out, r);
+    if r.partial {
+        out.push_str("PARTIAL: the run was cut short; the figures cover what was measured until then.\n");
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// The SEND SIDE and RECEIVE SIDE blocks: a column per agent and their total, or with both
+/// directions, a pair of blocks per direction and their total.
+fn sides_blocks(out: &mut String, r: &TestResult) {
     let multi = r.summary.agents.len() > 1;
     let transactions = r.summary.rr.as_ref().map(|x| x.transactions);
     // Each column and the streams it covers. With several agents, an agent's column the client
@@ -322,9 +347,9 @@ fn render_streams(r: &TestResult) -> String {
                         agent: None,
                         direction: Some(name),
                     };
-                    send_block(&mut out, r, &[(side_name(r, &d.sent), &d.sent)], &[only], transactions);
+                    send_block(out, r, &[(side_name(r, &d.sent), &d.sent)], &[only], transactions);
                     side_block(
-                        &mut out,
+                        out,
                         "RECEIVE SIDE",
                         &[(side_name(r, &d.received), &d.received)],
                         false,
@@ -335,14 +360,14 @@ fn render_streams(r: &TestResult) -> String {
             }
             let _ = writeln!(out, "BOTH DIRECTIONS");
             send_block(
-                &mut out,
+                out,
                 r,
                 &[("total".into(), &r.summary.sent)],
                 &[Streams::default()],
                 transactions,
             );
             side_block(
-                &mut out,
+                out,
                 "RECEIVE SIDE",
                 &[("total".into(), &r.summary.received)],
                 false,
@@ -351,18 +376,14 @@ fn render_streams(r: &TestResult) -> String {
         }
         None => {
             let (cols, covers) = columns(true);
-            send_block(&mut out, r, &cols, &covers, transactions);
-            side_block(&mut out, "RECEIVE SIDE", &columns(false).0, false, transactions);
+            send_block(out, r, &cols, &covers, transactions);
+            side_block(out, "RECEIVE SIDE", &columns(false).0, false, transactions);
         }
     }
-    if r.summary.rr.is_none() {
-        stream_table(&mut out, r);
-    }
-    udp_block(&mut out, r);
-    rr_block(&mut out, r);
-    mix_block(&mut out, r);
-    iperf3_block(&mut out, r);
-    interfaces_block(&mut out, r);
+}
+
+/// What the units mean, how CPU is counted, and each side's line rate, under the tables.
+fn footnotes(out: &mut String, r: &TestResult) {
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
     out.push_str("Efficiency counts the counting hosts' busy CPU (all of it, not only linerate's); on one host both ends share it.\n");
     if r.summary.udp.is_some() {
@@ -400,6 +421,10 @@ fn render_streams(r: &TestResult) -> String {
             );
         }
     }
+}
+
+/// Which window limited a TCP run and what to raise, when it did.
+fn window_advice(out: &mut String, r: &TestResult) {
     // Advice never claims a ceiling below what was measured (issue 13; older documents may).
     if let Some(t) = r.summary.sent.tcp.as_ref()
         && let Some(by) = &t.limited_by
@@ -420,7 +445,10 @@ fn render_streams(r: &TestResult) -> String {
             if by == "receive window" { "--window" } else { "--sndbuf" },
         );
     }
-    profile_lines(&mut out, r);
+}
+
+/// The lab the run was measured in: each host's link and what emulates each property.
+fn lab_line(out: &mut String, r: &TestResult) {
     if let Some(lab) = &r.lab {
         let links: Vec<String> = lab
             .hosts
@@ -432,13 +460,6 @@ fn render_streams(r: &TestResult) -> String {
             .collect();
         let _ = writeln!(out, "lab {}: {}", lab.name, links.join("; "));
     }
-    if r.partial {
-        out.push_str("PARTIAL: the run was cut short; the figures cover what was measured until then.\n");
-    }
-    for n in &r.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    out
 }
 
 /// One line per agent that ran a profile around the test: its command and undo, how each ended.
