@@ -7,7 +7,7 @@ use linerate_core::result::{SideSummary, TestResult};
 use linerate_core::spec::{Direction, Limit, TestSpec};
 use std::fmt::Write;
 
-mod http;
+pub(crate) mod http;
 mod iperf3;
 mod mix;
 mod rr;

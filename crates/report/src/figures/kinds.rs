@@ -3,7 +3,7 @@
 
 use super::{mbit, middle, seconds};
 use crate::plot::{Axis, Figure, Mark, Point, Series, Style};
-use linerate_core::result::{Bin, HttpIntervalRecord, HttpSummary, IntervalRecord, TestResult};
+use linerate_core::result::{Bin, HttpIntervalRecord, HttpSummary, TestResult};
 
 /// Columns of the loss pattern along the sequence.
 const LOSS_COLUMNS: u64 = 64;
@@ -307,14 +307,7 @@ struct Timeline<'a> {
 impl<'a> Timeline<'a> {
     /// The run's HTTP intervals; None when it has none.
     fn of(r: &'a TestResult) -> Option<Timeline<'a>> {
-        let records: Vec<_> = r
-            .intervals
-            .iter()
-            .filter_map(|i| match i {
-                IntervalRecord::Http(h) => Some(h),
-                _ => None,
-            })
-            .collect();
+        let records = crate::text::http::http_intervals(r);
         if records.is_empty() {
             return None;
         }

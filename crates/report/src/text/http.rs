@@ -6,6 +6,18 @@ use super::{grouped, side_block};
 use linerate_core::result::{
     Http2Summary, HttpIntervalRecord, HttpSummary, IntervalRecord, LatencyFigures, SideSummary, TestResult, TlsSummary,
 };
+
+/// An HTTP run's intervals, the ramp's included, in order: what its timeline table and its
+/// figures over time are drawn from.
+pub(crate) fn http_intervals(r: &TestResult) -> Vec<&HttpIntervalRecord> {
+    r.intervals
+        .iter()
+        .filter_map(|i| match i {
+            IntervalRecord::Http(h) => Some(h),
+            _ => None,
+        })
+        .collect()
+}
 use std::fmt::Write;
 
 /// What each server of an HTTP run cost its host and carried: a COST column per server (its
@@ -286,14 +298,7 @@ fn failure_rows(out: &mut String, h: &HttpSummary) {
 /// The run's intervals as a table (users, responses, throughput, connections, errors, response
 /// time; the ramp's marked), when there are two or more.
 pub(super) fn timeline_table(out: &mut String, r: &TestResult) {
-    let timeline: Vec<&HttpIntervalRecord> = r
-        .intervals
-        .iter()
-        .filter_map(|i| match i {
-            IntervalRecord::Http(h) => Some(h),
-            _ => None,
-        })
-        .collect();
+    let timeline = http_intervals(r);
     if timeline.len() < 2 {
         return;
     }
