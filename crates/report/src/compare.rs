@@ -6,11 +6,9 @@ use crate::repeat::num;
 use linerate_core::result::{Comparison, FigureComparison, IntervalMethod, PointComparison, Verdict};
 use std::fmt::Write;
 
-/// The document, pretty-printed, with a trailing newline.
+/// The document, pretty-printed, with a trailing newline ([`linerate_results::document::to_json`]).
 pub fn json(c: &Comparison) -> String {
-    let mut s = serde_json::to_string_pretty(c).expect("a comparison is plain data and always serialises");
-    s.push('\n');
-    s
+    linerate_results::document::to_json(c)
 }
 
 /// A point by its test and varied values: `tcp from=h1 to=h2` (a matrix's cell), `udp gap_us=10`.

@@ -141,18 +141,8 @@ pub fn repeat_line(rep: &Repeated) -> String {
     fields.join("; ")
 }
 
-/// How a sweep ended, as its exit status says: failed when no point measured anything, partial
-/// when cut short, else complete (a point that failed is a row of the table, its error beside it).
-pub fn sweep_outcome(s: &Sweep) -> Outcome {
-    // A sweep none of whose points measured anything measured nothing: failed (exit 4).
-    if s.points.iter().all(|p| p.result.is_none()) {
-        Outcome::Failed
-    } else if s.partial {
-        Outcome::Partial
-    } else {
-        Outcome::Complete
-    }
-}
+/// How a sweep ended, as its exit status says ([`linerate_results::document::sweep_outcome`]).
+pub use linerate_results::document::sweep_outcome;
 
 /// Where a sweep's point ran, in words.
 fn at_text(at: &At) -> String {

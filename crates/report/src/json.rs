@@ -3,11 +3,9 @@
 use linerate_core::result::{SCHEMA, TestResult};
 use serde::Serialize;
 
-/// The document, pretty-printed, with a trailing newline.
+/// The document, pretty-printed, with a trailing newline ([`linerate_results::document::to_json`]).
 pub fn render(result: &TestResult) -> String {
-    let mut s = serde_json::to_string_pretty(result).expect("a result is plain data and always serialises");
-    s.push('\n');
-    s
+    linerate_results::document::to_json(result)
 }
 
 /// Any other document linerate prints (`sys`, `sys --config`, `doctor`, `calc`): the same
@@ -30,9 +28,7 @@ pub fn headed<T: Serialize>(body: &T, pretty: bool) -> String {
         body,
     };
     if pretty {
-        let mut s = serde_json::to_string_pretty(&doc).expect("plain data always serialises");
-        s.push('\n');
-        s
+        linerate_results::document::to_json(&doc)
     } else {
         serde_json::to_string(&doc).expect("plain data always serialises")
     }

@@ -14,11 +14,9 @@ use crate::repeat::num;
 use linerate_core::result::{Cell, CellFigure, Matrix, Outcome};
 use std::fmt::Write;
 
-/// The document, pretty-printed, with a trailing newline.
+/// The document, pretty-printed, with a trailing newline ([`linerate_results::document::to_json`]).
 pub fn json(m: &Matrix) -> String {
-    let mut s = serde_json::to_string_pretty(m).expect("a matrix is plain data and always serialises");
-    s.push('\n');
-    s
+    linerate_results::document::to_json(m)
 }
 
 /// The most characters a host name takes in the table.

@@ -12,11 +12,9 @@ use linerate_results::headline::headline;
 use linerate_results::stats::NOISY_CV_PERCENT;
 use std::fmt::Write;
 
-/// The document, pretty-printed, with a trailing newline.
+/// The document, pretty-printed, with a trailing newline ([`linerate_results::document::to_json`]).
 pub fn json(rep: &Repeated) -> String {
-    let mut s = serde_json::to_string_pretty(rep).expect("a repeated document is plain data and always serialises");
-    s.push('\n');
-    s
+    linerate_results::document::to_json(rep)
 }
 
 /// The whole text of a repeated test: the title, every run's line, the tail.

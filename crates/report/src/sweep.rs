@@ -11,11 +11,9 @@ use linerate_core::sweep::http::HttpBaseline;
 use linerate_core::sweep::tcp::TcpSizeFigures;
 use linerate_core::sweep::{At, RrSweep, RrVaries, Sweep, SweepKind, SweepPoint};
 
-/// The document, pretty-printed, with a trailing newline.
+/// The document, pretty-printed, with a trailing newline ([`linerate_results::document::to_json`]).
 pub fn json(sweep: &Sweep) -> String {
-    let mut s = serde_json::to_string_pretty(sweep).expect("a sweep is plain data and always serialises");
-    s.push('\n');
-    s
+    linerate_results::document::to_json(sweep)
 }
 
 /// The whole table of a sweep: [`head`], every [`after_point`], [`tail`].

@@ -7,13 +7,13 @@ use linerate_core::result::{SideSummary, TestResult};
 use linerate_core::spec::{Direction, Limit, TestSpec};
 use std::fmt::Write;
 
-mod http;
+pub(crate) mod http;
 mod iperf3;
 mod mix;
 mod rr;
 mod sides;
 mod udp;
-use http::cost_block;
+use http::{cost_block, timeline_table, users_block};
 use iperf3::iperf3_block;
 use mix::mix_block;
 use rr::rr_block;
@@ -249,212 +249,10 @@ fn render_http(r: &TestResult) -> String {
     let Some(h) = &r.summary.http else { return out };
     profile_lines(&mut out, r);
     out.push('\n');
-    let row = |out: &mut String, label: &str, value: String| {
-        let _ = writeln!(out, "  {label:<38}{value}");
-    };
-    let _ = writeln!(
-        out,
-        "HTTP (steady state, {:.3} s; the ramp is left out)",
-        h.steady_seconds
-    );
-    // Failed responses are not throughput: the successful ones lead (issue 23).
-    let per_s = |n: u64| {
-        if h.steady_seconds > 0.0 {
-            n as f64 / h.steady_seconds
-        } else {
-            0.0
-        }
-    };
-    let ok = h.successful_responses();
-    row(
-        &mut out,
-        "Successful responses (2xx)",
-        format!(
-            "{} ({} per second)",
-            grouped(ok as f64, 0),
-            grouped(h.successful_responses_per_second.unwrap_or_else(|| per_s(ok)), 1)
-        ),
-    );
-    row(
-        &mut out,
-        "All responses (any status)",
-        format!(
-            "{} ({} per second)",
-            grouped(h.responses as f64, 0),
-            grouped(h.responses_per_second, 1)
-        ),
-    );
-    row(
-        &mut out,
-        "Throughput in / out (Mbit/s)",
-        format!(
-            "{} / {}",
-            grouped(h.bits_per_second_in / 1e6, 3),
-            grouped(h.bits_per_second_out / 1e6, 3)
-        ),
-    );
-    let lat = |l: &Option<linerate_core::result::LatencyFigures>| match l {
-        Some(l) => format!(
-            "mean {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
-            l.mean, l.p50, l.p90, l.p99, l.max
-        ),
-        None => "n/a".into(),
-    };
-    row(&mut out, "Response time (us)", lat(&h.response_time_us));
-    row(&mut out, "Time to first byte (us)", lat(&h.ttfb_us));
-    if h.connect_us.is_some() {
-        row(&mut out, "Connect (us)", lat(&h.connect_us));
-    }
-    if let Some(t) = &h.tls {
-        let cpu = |c: Option<f64>| c.map_or("n/a".into(), |c| format!("{c:.1}"));
-        row(
-            &mut out,
-            "TLS handshakes full/resumed/failed",
-            format!(
-                "{} / {} / {} ({} / {} per second; CPU us each {} / {})",
-                t.full,
-                t.resumed,
-                t.failed,
-                grouped(t.full_per_second, 1),
-                grouped(t.resumed_per_second, 1),
-                cpu(t.cpu_us_per_full_handshake),
-                cpu(t.cpu_us_per_resumed_handshake)
-            ),
-        );
-        if let Some(server) = t.server_cpu_us_per_handshake {
-            // Beside the client's: the server's own CPU over its handshakes (issue 27).
-            row(
-                &mut out,
-                "TLS CPU us per handshake",
-                format!(
-                    "client {} full / {} resumed; server {server:.1} (full and resumed)",
-                    cpu(t.cpu_us_per_full_handshake),
-                    cpu(t.cpu_us_per_resumed_handshake)
-                ),
-            );
-        }
-        if t.full_time_us.is_some() {
-            row(&mut out, "TLS full handshake (us)", lat(&t.full_time_us));
-        }
-        if t.resumed_time_us.is_some() {
-            row(&mut out, "TLS resumed handshake (us)", lat(&t.resumed_time_us));
-        }
-    }
-    if let Some(h2) = &h.http2 {
-        let limit = h2.peer_max_concurrent_streams.map_or("none".into(), |m| {
-            format!("{m}{}", if h2.capped { ", capped" } else { "" })
-        });
-        row(
-            &mut out,
-            "HTTP/2 streams asked/most in flight",
-            format!(
-                "{} / {} per connection (server's limit {limit})",
-                h2.streams, h2.max_streams_in_flight
-            ),
-        );
-        if let Some(why) = h2.protocol_errors_text() {
-            row(&mut out, "HTTP/2 protocol errors", why);
-        }
-    }
-    let c = &h.connections;
-    row(
-        &mut out,
-        "Connections attempted/ok/failed/open",
-        format!(
-            "{} / {} / {} / {} ({} / {} / {} per second)",
-            c.attempted,
-            c.successful,
-            c.unsuccessful,
-            c.in_flight_at_end,
-            grouped(c.per_second.attempted, 1),
-            grouped(c.per_second.successful, 1),
-            grouped(c.per_second.unsuccessful, 1)
-        ),
-    );
-    let e = &h.errors.by_class;
-    let share = h
-        .failed_percent
-        .map_or(String::new(), |p| format!(", {p:.2}% of the requests that ended"));
-    let budget = h.max_errors.map_or(String::new(), |b| format!(", --max-errors {b}"));
-    row(
-        &mut out,
-        "Failed requests (errors)",
-        format!(
-            "{}{share}{budget} (refused {}, reset {}, timeout {}, bad status {}, short body {}, bad response {}, local limit {}, other {}{})",
-            h.errors.total,
-            e.refused,
-            e.reset,
-            e.timeout,
-            e.bad_status,
-            e.short_body,
-            e.bad_response,
-            e.local_limit,
-            e.other,
-            e.tls_failures() + &e.h2_failures()
-        ),
-    );
-    if e.local_limit > 0 {
-        let _ = writeln!(
-            out,
-            "  WARNING: the load generator ran out of file descriptors or local ports ({} failures here, not at \
-             the server): raise `ulimit -n`, use fewer users, or widen net.ipv4.ip_local_port_range",
-            e.local_limit
-        );
-    }
-    if let Some(why) = h.failure() {
-        let _ = writeln!(out, "  FAILED: {why}");
-    }
-    let status: Vec<String> = h.status.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    row(&mut out, "Responses by status", status.join(", "));
-    if let Some(rate) = &h.rate {
-        row(
-            &mut out,
-            "Rate (requests/s)",
-            format!(
-                "asked {}, achieved {}; {} started late for want of a connection",
-                grouped(rate.requested_per_second, 1),
-                grouped(rate.achieved_per_second, 1),
-                h.queued_late
-            ),
-        );
-    }
-    row(
-        &mut out,
-        "In flight at the end (not counted)",
-        h.in_flight_at_end.to_string(),
-    );
+    users_block(&mut out, h);
     out.push('\n');
     cost_block(&mut out, r, h);
-    let timeline: Vec<&linerate_core::result::HttpIntervalRecord> = r
-        .intervals
-        .iter()
-        .filter_map(|i| match i {
-            linerate_core::result::IntervalRecord::Http(h) => Some(h),
-            _ => None,
-        })
-        .collect();
-    if timeline.len() > 1 {
-        let _ = writeln!(
-            out,
-            "\n{:>17} {:>6} {:>12} {:>14} {:>10} {:>8} {:>12}",
-            "interval s", "users", "responses/s", "Mbit/s in", "conn/s", "errors", "mean rt us"
-        );
-        for t in timeline {
-            let _ = writeln!(
-                out,
-                "{:>8.2}-{:>8.2} {:>6} {:>12} {:>14} {:>10} {:>8} {:>12}{}",
-                t.start_ns as f64 / 1e9,
-                t.end_ns as f64 / 1e9,
-                t.users,
-                grouped(t.responses_per_second, 1),
-                grouped(t.bits_per_second_in / 1e6, 3),
-                grouped(t.connections_per_second, 1),
-                t.errors,
-                t.response_time_mean_us.map_or("-".into(), |v| format!("{v:.1}")),
-                if t.ramp { "  ramp" } else { "" }
-            );
-        }
-    }
+    timeline_table(&mut out, r);
     out.push_str("\nMbit/s = 10^6 bits per second of HTTP bytes (heads and bodies) read by the client; response time from each request's intended start to its last byte.\n");
     for n in &r.notes {
         let _ = writeln!(out, "Note: {n}");
@@ -482,6 +280,31 @@ pub fn render(r: &TestResult) -> String {
 fn render_streams(r: &TestResult) -> String {
     let mut out = title(r);
     out.push('\n');
+    sides_blocks(&mut out, r);
+    if r.summary.rr.is_none() {
+        stream_table(&mut out, r);
+    }
+    udp_block(&mut out, r);
+    rr_block(&mut out, r);
+    mix_block(&mut out, r);
+    iperf3_block(&mut out, r);
+    interfaces_block(&mut out, r);
+    footnotes(&mut out, r);
+    window_advice(&mut out, r);
+    profile_lines(&mut out, r);
+    lab_line(&mut out, r);
+    if r.partial {
+        out.push_str("PARTIAL: the run was cut short; the figures cover what was measured until then.\n");
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// The SEND SIDE and RECEIVE SIDE blocks: a column per agent and their total, or with both
+/// directions, a pair of blocks per direction and their total.
+fn sides_blocks(out: &mut String, r: &TestResult) {
     let multi = r.summary.agents.len() > 1;
     let transactions = r.summary.rr.as_ref().map(|x| x.transactions);
     // Each column and the streams it covers. With several agents, an agent's column the client
@@ -524,9 +347,9 @@ fn render_streams(r: &TestResult) -> String {
                         agent: None,
                         direction: Some(name),
                     };
-                    send_block(&mut out, r, &[(side_name(r, &d.sent), &d.sent)], &[only], transactions);
+                    send_block(out, r, &[(side_name(r, &d.sent), &d.sent)], &[only], transactions);
                     side_block(
-                        &mut out,
+                        out,
                         "RECEIVE SIDE",
                         &[(side_name(r, &d.received), &d.received)],
                         false,
@@ -537,14 +360,14 @@ fn render_streams(r: &TestResult) -> String {
             }
             let _ = writeln!(out, "BOTH DIRECTIONS");
             send_block(
-                &mut out,
+                out,
                 r,
                 &[("total".into(), &r.summary.sent)],
                 &[Streams::default()],
                 transactions,
             );
             side_block(
-                &mut out,
+                out,
                 "RECEIVE SIDE",
                 &[("total".into(), &r.summary.received)],
                 false,
@@ -553,18 +376,14 @@ fn render_streams(r: &TestResult) -> String {
         }
         None => {
             let (cols, covers) = columns(true);
-            send_block(&mut out, r, &cols, &covers, transactions);
-            side_block(&mut out, "RECEIVE SIDE", &columns(false).0, false, transactions);
+            send_block(out, r, &cols, &covers, transactions);
+            side_block(out, "RECEIVE SIDE", &columns(false).0, false, transactions);
         }
     }
-    if r.summary.rr.is_none() {
-        stream_table(&mut out, r);
-    }
-    udp_block(&mut out, r);
-    rr_block(&mut out, r);
-    mix_block(&mut out, r);
-    iperf3_block(&mut out, r);
-    interfaces_block(&mut out, r);
+}
+
+/// What the units mean, how CPU is counted, and each side's line rate, under the tables.
+fn footnotes(out: &mut String, r: &TestResult) {
     out.push_str("\nMBytes = 10^6 bytes, Mbit/s = 10^6 bits per second; the receive side's count is the throughput.\n");
     out.push_str("Efficiency counts the counting hosts' busy CPU (all of it, not only linerate's); on one host both ends share it.\n");
     if r.summary.udp.is_some() {
@@ -602,6 +421,10 @@ fn render_streams(r: &TestResult) -> String {
             );
         }
     }
+}
+
+/// Which window limited a TCP run and what to raise, when it did.
+fn window_advice(out: &mut String, r: &TestResult) {
     // Advice never claims a ceiling below what was measured (issue 13; older documents may).
     if let Some(t) = r.summary.sent.tcp.as_ref()
         && let Some(by) = &t.limited_by
@@ -622,7 +445,10 @@ fn render_streams(r: &TestResult) -> String {
             if by == "receive window" { "--window" } else { "--sndbuf" },
         );
     }
-    profile_lines(&mut out, r);
+}
+
+/// The lab the run was measured in: each host's link and what emulates each property.
+fn lab_line(out: &mut String, r: &TestResult) {
     if let Some(lab) = &r.lab {
         let links: Vec<String> = lab
             .hosts
@@ -634,13 +460,6 @@ fn render_streams(r: &TestResult) -> String {
             .collect();
         let _ = writeln!(out, "lab {}: {}", lab.name, links.join("; "));
     }
-    if r.partial {
-        out.push_str("PARTIAL: the run was cut short; the figures cover what was measured until then.\n");
-    }
-    for n in &r.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    out
 }
 
 /// One line per agent that ran a profile around the test: its command and undo, how each ended.

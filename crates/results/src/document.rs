@@ -1,11 +1,34 @@
 //! Any document linerate writes with `--json` or keeps in its store, read back as typed data:
 //! one run (`"test": "tcp"`), a repeated test (`"tcp repeat"`), a sweep (`"rr sweep"`) or a
 //! comparison (`"compare"`). Told apart by [`DocumentKind::of`], the one rule every reader uses;
-//! `compare`, `report` and the store's readers all start here.
+//! `compare`, `report` and the store's readers all start here. [`to_json`] is the one writer:
+//! `--json`, the store and the report's JSON all write a document's text through it.
 
-use linerate_core::result::{Comparison, DocumentKind, Matrix, Repeated, TestResult};
+use linerate_core::result::{Comparison, DocumentKind, Matrix, Outcome, Repeated, TestResult};
 use linerate_core::summary::escape_controls;
 use linerate_core::sweep::{Sweep, SweepKind};
+
+/// A document as `--json` prints it and the store keeps it: pretty-printed, with a trailing
+/// newline. Every document and headed `--json` body is written by this one function, so that
+/// what is printed and what is stored read the same byte for byte.
+pub fn to_json<T: serde::Serialize + ?Sized>(document: &T) -> String {
+    let mut s = serde_json::to_string_pretty(document).expect("a document is plain data and always serialises");
+    s.push('\n');
+    s
+}
+
+/// How a sweep ended, as its exit status says: failed when no point measured anything, partial
+/// when cut short, else complete (a point that failed is a row of the table, its error beside it).
+pub fn sweep_outcome(s: &Sweep) -> Outcome {
+    // A sweep none of whose points measured anything measured nothing: failed (exit 4).
+    if s.points.iter().all(|p| p.result.is_none()) {
+        Outcome::Failed
+    } else if s.partial {
+        Outcome::Partial
+    } else {
+        Outcome::Complete
+    }
+}
 
 /// A result document of any kind.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,6 +87,29 @@ impl Document {
         })
     }
 
+    /// The document as [`to_json`] writes it: the same text as its typed value's.
+    pub fn to_json(&self) -> String {
+        match self {
+            Document::Run(r) => to_json(r),
+            Document::Repeated(r) => to_json(r),
+            Document::Sweep(s) => to_json(s),
+            Document::Comparison(c) => to_json(c),
+            Document::Matrix(m) => to_json(m),
+        }
+    }
+
+    /// How the run, repeated test, sweep or matrix ended, the one rule its exit status and its
+    /// stored record follow; None for a comparison, which measured nothing of its own.
+    pub fn outcome(&self) -> Option<Outcome> {
+        match self {
+            Document::Run(r) => Some(r.outcome()),
+            Document::Repeated(r) => Some(r.outcome()),
+            Document::Sweep(s) => Some(sweep_outcome(s)),
+            Document::Comparison(_) => None,
+            Document::Matrix(m) => Some(m.outcome()),
+        }
+    }
+
     /// The test kind as the document names it: `tcp`, `udp sweep`, `rr repeat`, `compare`.
     pub fn test(&self) -> &str {
         match self {
@@ -88,12 +134,61 @@ mod tests {
     use linerate_core::spec::{TcpSpec, TestSpec};
 
     #[test]
+    fn a_sweep_is_failed_with_no_point_measured_else_partial_or_complete() {
+        use linerate_core::sweep::{At, SweepPoint};
+        let point = |result: Option<TestResult>| SweepPoint {
+            at: At::Udp {
+                payload_bytes: 1000,
+                gap_us: 10.0,
+            },
+            note: String::new(),
+            error: result.is_none().then(|| "refused".into()),
+            result,
+        };
+        let run = linerate_core::sweep::stub_result(TestSpec::Tcp(TcpSpec::new()), Summary::default());
+        let mut s = Sweep {
+            linerate: "test".into(),
+            schema: 1,
+            kind: SweepKind::Udp,
+            partial: false,
+            parameters: Vec::new(),
+            points: Vec::new(),
+        };
+        assert_eq!(sweep_outcome(&s), Outcome::Failed, "no point at all");
+        s.points = vec![point(None), point(Some(run))];
+        assert_eq!(sweep_outcome(&s), Outcome::Complete, "one failed point is a row");
+        s.partial = true;
+        assert_eq!(sweep_outcome(&s), Outcome::Partial);
+        s.points.remove(1);
+        assert_eq!(sweep_outcome(&s), Outcome::Failed, "cut short with nothing measured");
+        let doc = Document::Sweep(Box::new(s));
+        assert_eq!(doc.outcome(), Some(Outcome::Failed));
+    }
+
+    #[test]
+    fn the_one_writer_indents_and_ends_in_one_newline() {
+        #[derive(serde::Serialize)]
+        struct Body<'a> {
+            test: &'a str,
+            rows: [u32; 2],
+        }
+        let text = to_json(&Body {
+            test: "tcp",
+            rows: [1, 2],
+        });
+        assert_eq!(text, "{\n  \"test\": \"tcp\",\n  \"rows\": [\n    1,\n    2\n  ]\n}\n");
+        assert_eq!(to_json(&Vec::<u8>::new()), "[]\n");
+    }
+
+    #[test]
     fn each_kind_reads_back_as_itself_and_bad_text_says_why() {
         let run = linerate_core::sweep::stub_result(TestSpec::Tcp(TcpSpec::new()), Summary::default());
         let text = serde_json::to_string(&run).expect("serialize");
         let doc = Document::from_json(&text).expect("a run");
         assert_eq!(doc, Document::Run(Box::new(run.clone())));
         assert_eq!(doc.test(), run.test);
+        assert_eq!(Document::from_json(&doc.to_json()).expect("written back"), doc);
+        assert_eq!(doc.outcome(), Some(run.outcome()));
 
         let not_json = Document::from_json("{").expect_err("not JSON");
         assert!(matches!(not_json, DocumentError::Json(_)));

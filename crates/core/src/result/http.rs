@@ -314,6 +314,25 @@ impl HttpErrors {
             + self.goaway
     }
 
+    /// Every class of failure in the one order the text report and the notes list them:
+    /// `refused N, reset N, timeout N, bad status N, short body N, bad response N, local limit
+    /// N, other N`, then the TLS and HTTP/2 classes when any of those failed.
+    pub fn breakdown(&self) -> String {
+        format!(
+            "refused {}, reset {}, timeout {}, bad status {}, short body {}, bad response {}, local limit {}, other {}{}{}",
+            self.refused,
+            self.reset,
+            self.timeout,
+            self.bad_status,
+            self.short_body,
+            self.bad_response,
+            self.local_limit,
+            self.other,
+            self.tls_failures(),
+            self.h2_failures()
+        )
+    }
+
     /// The failed TLS handshakes by class, as `, TLS certificate N, ...` for the lines that
     /// list the classes; empty when none failed (a cleartext run's lines read as before).
     pub fn tls_failures(&self) -> String {
@@ -543,6 +562,35 @@ mod tests {
             Some("10 requests failed (10.00 %), over --max-errors 5%")
         );
         assert_eq!(run(100, 0, Some(ErrorBudget::Count(0))).failure(), None);
+    }
+
+    #[test]
+    fn the_error_breakdown_lists_every_class_and_tls_and_h2_only_when_they_failed() {
+        let plain = HttpErrors {
+            refused: 1,
+            reset: 2,
+            timeout: 3,
+            bad_status: 4,
+            short_body: 5,
+            bad_response: 6,
+            local_limit: 7,
+            other: 8,
+            ..HttpErrors::default()
+        };
+        assert_eq!(
+            plain.breakdown(),
+            "refused 1, reset 2, timeout 3, bad status 4, short body 5, bad response 6, local limit 7, other 8"
+        );
+        let both = HttpErrors {
+            tls_protocol: 9,
+            goaway: 10,
+            ..HttpErrors::default()
+        };
+        assert_eq!(
+            both.breakdown(),
+            "refused 0, reset 0, timeout 0, bad status 0, short body 0, bad response 0, local limit 0, other 0, \
+             TLS certificate 0, TLS protocol 9, TLS timeout 0, TLS other 0, RST_STREAM 0, GOAWAY 10"
+        );
     }
 
     #[test]

@@ -252,18 +252,9 @@ fn run_notes(spec: &HttpSpec, run: &HttpRun) -> Vec<String> {
     let ok = run.status[2];
     if ok == 0 && (run.requests_started > 0 || e.total() > 0) {
         notes.push(format!(
-            "every request failed: no 2xx response in the window, {} errors (refused {}, reset {}, timeout {}, \
-             bad status {}, short body {}, bad response {}, local limit {}, other {}{}), {} unanswered at the end",
+            "every request failed: no 2xx response in the window, {} errors ({}), {} unanswered at the end",
             e.total(),
-            e.refused,
-            e.reset,
-            e.timeout,
-            e.bad_status,
-            e.short_body,
-            e.bad_response,
-            e.local_limit,
-            e.other,
-            e.tls_failures() + &e.h2_failures(),
+            e.breakdown(),
             run.in_flight_at_end
         ));
     }

@@ -3,7 +3,7 @@
 
 use super::{mbit, middle, seconds};
 use crate::plot::{Axis, Figure, Mark, Point, Series, Style};
-use linerate_core::result::{Bin, IntervalRecord, TestResult};
+use linerate_core::result::{Bin, HttpIntervalRecord, HttpSummary, TestResult};
 
 /// Columns of the loss pattern along the sequence.
 const LOSS_COLUMNS: u64 = 64;
@@ -283,209 +283,265 @@ pub fn rr(r: &TestResult) -> Vec<Figure> {
 /// server's NIC, `fig-http-nic`.
 pub fn http(r: &TestResult) -> Vec<Figure> {
     let Some(h) = &r.summary.http else { return Vec::new() };
-    let records: Vec<_> = r
-        .intervals
-        .iter()
-        .filter_map(|i| match i {
-            IntervalRecord::Http(h) => Some(h),
-            _ => None,
-        })
-        .collect();
     let mut out = Vec::new();
-    if !records.is_empty() {
+    if let Some(t) = Timeline::of(r) {
+        out.extend([
+            http_rate(&t, h),
+            http_throughput(&t, h),
+            http_response_time(&t, h),
+            http_connections(&t, h),
+        ]);
+    }
+    out.extend(http_nic(r));
+    out
+}
+
+/// An HTTP run's intervals, ramp included, and where its ramp ends: what every figure over
+/// time draws from.
+struct Timeline<'a> {
+    records: Vec<&'a HttpIntervalRecord>,
+    /// Seconds since the start; 0 with no ramp.
+    ramp_end: f64,
+}
+
+impl<'a> Timeline<'a> {
+    /// The run's HTTP intervals; None when it has none.
+    fn of(r: &'a TestResult) -> Option<Timeline<'a>> {
+        let records = crate::text::http::http_intervals(r);
+        if records.is_empty() {
+            return None;
+        }
         let ramp_end = records
             .iter()
             .filter(|i| i.ramp)
             .map(|i| seconds(i.end_ns))
             .fold(0.0, f64::max);
-        let x = || Axis::linear("time since start", "s");
-        let line = |name: &str, f: &dyn Fn(&linerate_core::result::HttpIntervalRecord) -> Option<f64>| {
-            Series::new(
-                name,
-                Style::Line,
-                records
-                    .iter()
-                    .filter_map(|i| f(i).map(|y| Point::xy(middle(i.start_ns, i.end_ns), y)))
-                    .collect(),
-            )
-        };
-        let ramp = |f: &mut Figure| {
-            if ramp_end > 0.0 {
-                f.marks.push(Mark::Band {
-                    from: 0.0,
-                    to: ramp_end,
-                    label: "ramp".to_string(),
-                });
-            }
-        };
-        let ramp_note = if ramp_end > 0.0 {
-            format!(" The ramp (first {ramp_end:.1} s, shaded) is left out of the summary.")
-        } else {
-            String::new()
-        };
+        Some(Timeline { records, ramp_end })
+    }
 
-        let mut f = Figure::new(
-            "fig-http-rate",
-            "Responses and users over time",
-            x(),
-            Axis::linear("responses", "1/s"),
-        );
-        f.y2 = Some(Axis::linear("users started", "").with_min(0.0));
-        f.series.push(line("responses/s", &|i| Some(i.responses_per_second)));
-        f.series.push(line("users", &|i| Some(i.users as f64)).on_right());
-        ramp(&mut f);
-        f.description = format!(
-            "Responses per second at each interval, with the users started (right axis); steady state {:.1} responses/s with {} users.{ramp_note}",
-            h.responses_per_second, h.users
-        );
-        out.push(f);
+    /// A figure of this timeline: time along x, the ramp shaded once its series are in.
+    fn figure(&self, id: &str, title: &str, y: Axis) -> Figure {
+        Figure::new(id, title, Axis::linear("time since start", "s"), y)
+    }
 
-        let mut f = Figure::new(
-            "fig-http-throughput",
-            "HTTP throughput over time",
-            x(),
-            Axis::linear("throughput", "Mbit/s"),
-        );
-        f.series
-            .push(line("in (responses)", &|i| Some(mbit(i.bits_per_second_in))));
-        f.series
-            .push(line("out (requests)", &|i| Some(mbit(i.bits_per_second_out))));
-        ramp(&mut f);
-        f.description = format!(
-            "Bits read (responses) and written (requests) per interval, Mbit/s (10^6 bits/s); steady state {:.1} Mbit/s in.{ramp_note}",
-            mbit(h.bits_per_second_in)
-        );
-        out.push(f);
+    /// A line of `f` at each interval's middle, leaving out the intervals it has no value for.
+    fn line(&self, name: &str, f: &dyn Fn(&HttpIntervalRecord) -> Option<f64>) -> Series {
+        Series::new(
+            name,
+            Style::Line,
+            self.records
+                .iter()
+                .filter_map(|i| f(i).map(|y| Point::xy(middle(i.start_ns, i.end_ns), y)))
+                .collect(),
+        )
+    }
 
-        // Log when the longest responses dwarf the typical ones by two decades or more.
-        let times: Vec<f64> = records
-            .iter()
-            .flat_map(|i| {
-                [
-                    i.response_time_mean_us,
-                    i.response_time_max_us,
-                    i.response_time_p50_us,
-                    i.response_time_p99_us,
-                ]
-            })
-            .flatten()
-            .chain(h.response_time_us.iter().flat_map(|t| [t.p50, t.p99]))
-            .map(|v| v / 1e3)
-            .collect();
-        let mut f = Figure::new(
-            "fig-http-response-time",
-            "Response time over time",
-            x(),
-            Axis::fitting("response time", "ms", &times),
-        );
-        f.series
-            .push(line("mean", &|i| i.response_time_mean_us.map(|v| v / 1e3)));
-        f.series.push(line("max", &|i| i.response_time_max_us.map(|v| v / 1e3)));
-        f.series.push(line("p50", &|i| i.response_time_p50_us.map(|v| v / 1e3)));
-        f.series.push(line("p99", &|i| i.response_time_p99_us.map(|v| v / 1e3)));
-        if let Some(t) = &h.response_time_us {
-            f.marks.push(Mark::HLine {
-                y: t.p50 / 1e3,
-                label: format!("steady p50 {:.2} ms", t.p50 / 1e3),
-            });
-            f.marks.push(Mark::HLine {
-                y: t.p99 / 1e3,
-                label: format!("steady p99 {:.2} ms", t.p99 / 1e3),
+    /// Shades the ramp on `f`.
+    fn shade(&self, f: &mut Figure) {
+        if self.ramp_end > 0.0 {
+            f.marks.push(Mark::Band {
+                from: 0.0,
+                to: self.ramp_end,
+                label: "ramp".to_string(),
             });
         }
-        ramp(&mut f);
-        f.description = format!(
-            "Mean, longest, median and 99th-percentile response time per interval (percentiles within 12.5 %), ms, from each request's intended start to its last byte{}.{ramp_note}",
-            h.response_time_us.map_or(String::new(), |t| format!(
-                "; over the steady state p50 {:.2} ms and p99 {:.2} ms (dashed lines)",
-                t.p50 / 1e3,
-                t.p99 / 1e3
-            ))
-        );
-        out.push(f);
+    }
 
-        let mut f = Figure::new(
-            "fig-http-connections",
-            "Connections over time",
-            x(),
-            Axis::linear("rate", "1/s"),
-        );
-        f.series.push(line("attempted/s", &|i| Some(i.connections_per_second)));
-        f.series
-            .push(line("successful/s", &|i| i.connections_successful_per_second));
-        f.series
-            .push(line("unsuccessful/s", &|i| i.connections_unsuccessful_per_second));
-        f.series.push(line("errors/s", &|i| {
-            let secs = seconds(i.end_ns.saturating_sub(i.start_ns));
-            (secs > 0.0).then(|| i.errors as f64 / secs)
-        }));
-        let c = &h.connections.per_second;
-        f.marks.push(Mark::Note {
-            text: format!(
-                "steady state: attempted {:.1}/s, successful {:.1}/s, unsuccessful {:.1}/s",
-                c.attempted, c.successful, c.unsuccessful
-            ),
+    /// The sentence every description ends with when there was a ramp.
+    fn ramp_note(&self) -> String {
+        if self.ramp_end > 0.0 {
+            format!(
+                " The ramp (first {:.1} s, shaded) is left out of the summary.",
+                self.ramp_end
+            )
+        } else {
+            String::new()
+        }
+    }
+}
+
+/// `fig-http-rate`: responses per second, with the users started on the right axis.
+fn http_rate(t: &Timeline<'_>, h: &HttpSummary) -> Figure {
+    let mut f = t.figure(
+        "fig-http-rate",
+        "Responses and users over time",
+        Axis::linear("responses", "1/s"),
+    );
+    f.y2 = Some(Axis::linear("users started", "").with_min(0.0));
+    f.series.push(t.line("responses/s", &|i| Some(i.responses_per_second)));
+    f.series.push(t.line("users", &|i| Some(i.users as f64)).on_right());
+    t.shade(&mut f);
+    f.description = format!(
+        "Responses per second at each interval, with the users started (right axis); steady state {:.1} responses/s with {} users.{}",
+        h.responses_per_second,
+        h.users,
+        t.ramp_note()
+    );
+    f
+}
+
+/// `fig-http-throughput`: bits read and written per interval.
+fn http_throughput(t: &Timeline<'_>, h: &HttpSummary) -> Figure {
+    let mut f = t.figure(
+        "fig-http-throughput",
+        "HTTP throughput over time",
+        Axis::linear("throughput", "Mbit/s"),
+    );
+    f.series
+        .push(t.line("in (responses)", &|i| Some(mbit(i.bits_per_second_in))));
+    f.series
+        .push(t.line("out (requests)", &|i| Some(mbit(i.bits_per_second_out))));
+    t.shade(&mut f);
+    f.description = format!(
+        "Bits read (responses) and written (requests) per interval, Mbit/s (10^6 bits/s); steady state {:.1} Mbit/s in.{}",
+        mbit(h.bits_per_second_in),
+        t.ramp_note()
+    );
+    f
+}
+
+/// `fig-http-response-time`: mean, longest, median and 99th percentile per interval, with the
+/// steady state's median and 99th percentile as dashed lines.
+fn http_response_time(t: &Timeline<'_>, h: &HttpSummary) -> Figure {
+    // Log when the longest responses dwarf the typical ones by two decades or more.
+    let times: Vec<f64> = t
+        .records
+        .iter()
+        .flat_map(|i| {
+            [
+                i.response_time_mean_us,
+                i.response_time_max_us,
+                i.response_time_p50_us,
+                i.response_time_p99_us,
+            ]
+        })
+        .flatten()
+        .chain(h.response_time_us.iter().flat_map(|t| [t.p50, t.p99]))
+        .map(|v| v / 1e3)
+        .collect();
+    let mut f = t.figure(
+        "fig-http-response-time",
+        "Response time over time",
+        Axis::fitting("response time", "ms", &times),
+    );
+    f.series
+        .push(t.line("mean", &|i| i.response_time_mean_us.map(|v| v / 1e3)));
+    f.series
+        .push(t.line("max", &|i| i.response_time_max_us.map(|v| v / 1e3)));
+    f.series
+        .push(t.line("p50", &|i| i.response_time_p50_us.map(|v| v / 1e3)));
+    f.series
+        .push(t.line("p99", &|i| i.response_time_p99_us.map(|v| v / 1e3)));
+    if let Some(steady) = &h.response_time_us {
+        f.marks.push(Mark::HLine {
+            y: steady.p50 / 1e3,
+            label: format!("steady p50 {:.2} ms", steady.p50 / 1e3),
         });
-        ramp(&mut f);
-        f.description = format!(
-            "Connections attempted, successful and unsuccessful (by when each attempt began) and failed requests per second at each interval; over the steady state {:.1} connections/s attempted, {:.1} successful, {:.1} unsuccessful.{ramp_note}",
+        f.marks.push(Mark::HLine {
+            y: steady.p99 / 1e3,
+            label: format!("steady p99 {:.2} ms", steady.p99 / 1e3),
+        });
+    }
+    t.shade(&mut f);
+    f.description = format!(
+        "Mean, longest, median and 99th-percentile response time per interval (percentiles within 12.5 %), ms, from each request's intended start to its last byte{}.{}",
+        h.response_time_us.map_or(String::new(), |t| format!(
+            "; over the steady state p50 {:.2} ms and p99 {:.2} ms (dashed lines)",
+            t.p50 / 1e3,
+            t.p99 / 1e3
+        )),
+        t.ramp_note()
+    );
+    f
+}
+
+/// `fig-http-connections`: connections attempted, successful and unsuccessful, and failed
+/// requests, per second.
+fn http_connections(t: &Timeline<'_>, h: &HttpSummary) -> Figure {
+    let mut f = t.figure(
+        "fig-http-connections",
+        "Connections over time",
+        Axis::linear("rate", "1/s"),
+    );
+    f.series
+        .push(t.line("attempted/s", &|i| Some(i.connections_per_second)));
+    f.series
+        .push(t.line("successful/s", &|i| i.connections_successful_per_second));
+    f.series
+        .push(t.line("unsuccessful/s", &|i| i.connections_unsuccessful_per_second));
+    f.series.push(t.line("errors/s", &|i| {
+        let secs = seconds(i.end_ns.saturating_sub(i.start_ns));
+        (secs > 0.0).then(|| i.errors as f64 / secs)
+    }));
+    let c = &h.connections.per_second;
+    f.marks.push(Mark::Note {
+        text: format!(
+            "steady state: attempted {:.1}/s, successful {:.1}/s, unsuccessful {:.1}/s",
             c.attempted, c.successful, c.unsuccessful
-        );
-        out.push(f);
-    }
-    if let Some(server) = &r.summary.server
-        && !server.interfaces.is_empty()
-    {
-        let names: Vec<String> = server.interfaces.iter().map(|i| i.name.clone()).collect();
-        let bar = |k: usize, v: &dyn Fn(&linerate_core::metrics::sample::InterfaceUsage) -> f64| {
-            server
-                .interfaces
-                .iter()
-                .enumerate()
-                .map(|(i, n)| {
-                    let from = i as f64 - 0.4 + k as f64 * 0.2;
-                    Point::bar(from, from + 0.2, v(n))
-                })
-                .collect::<Vec<_>>()
-        };
-        let mut f = Figure::new(
-            "fig-http-nic",
-            "Server's interfaces over the steady state",
-            Axis::categories("interface", names),
-            Axis::linear("rate", "Mbit/s").with_min(0.0),
-        );
-        f.y2 = Some(Axis::linear("packets", "1/s").with_min(0.0));
-        f.series.push(Series::new(
-            "received Mbit/s",
-            Style::Bars,
-            bar(0, &|n| mbit(n.rx_bits_per_second)),
-        ));
-        f.series.push(Series::new(
-            "sent Mbit/s",
-            Style::Bars,
-            bar(1, &|n| mbit(n.tx_bits_per_second)),
-        ));
-        f.series
-            .push(Series::new("received packets/s", Style::Bars, bar(2, &|n| n.rx_packets_per_second)).on_right());
-        f.series
-            .push(Series::new("sent packets/s", Style::Bars, bar(3, &|n| n.tx_packets_per_second)).on_right());
-        f.description = format!(
-            "The server host's interfaces over the window: {}.",
-            server
-                .interfaces
-                .iter()
-                .map(|n| format!(
-                    "{} received {:.1} Mbit/s in {:.0} packets/s, sent {:.1} Mbit/s in {:.0} packets/s",
-                    n.name,
-                    mbit(n.rx_bits_per_second),
-                    n.rx_packets_per_second,
-                    mbit(n.tx_bits_per_second),
-                    n.tx_packets_per_second
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-        out.push(f);
-    }
-    out
+        ),
+    });
+    t.shade(&mut f);
+    f.description = format!(
+        "Connections attempted, successful and unsuccessful (by when each attempt began) and failed requests per second at each interval; over the steady state {:.1} connections/s attempted, {:.1} successful, {:.1} unsuccessful.{}",
+        c.attempted,
+        c.successful,
+        c.unsuccessful,
+        t.ramp_note()
+    );
+    f
+}
+
+/// `fig-http-nic`: the server host's interfaces over the steady state, when an agent sampled them.
+fn http_nic(r: &TestResult) -> Option<Figure> {
+    let server = r.summary.server.as_ref().filter(|s| !s.interfaces.is_empty())?;
+    let names: Vec<String> = server.interfaces.iter().map(|i| i.name.clone()).collect();
+    let bar = |k: usize, v: &dyn Fn(&linerate_core::metrics::sample::InterfaceUsage) -> f64| {
+        server
+            .interfaces
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let from = i as f64 - 0.4 + k as f64 * 0.2;
+                Point::bar(from, from + 0.2, v(n))
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut f = Figure::new(
+        "fig-http-nic",
+        "Server's interfaces over the steady state",
+        Axis::categories("interface", names),
+        Axis::linear("rate", "Mbit/s").with_min(0.0),
+    );
+    f.y2 = Some(Axis::linear("packets", "1/s").with_min(0.0));
+    f.series.push(Series::new(
+        "received Mbit/s",
+        Style::Bars,
+        bar(0, &|n| mbit(n.rx_bits_per_second)),
+    ));
+    f.series.push(Series::new(
+        "sent Mbit/s",
+        Style::Bars,
+        bar(1, &|n| mbit(n.tx_bits_per_second)),
+    ));
+    f.series
+        .push(Series::new("received packets/s", Style::Bars, bar(2, &|n| n.rx_packets_per_second)).on_right());
+    f.series
+        .push(Series::new("sent packets/s", Style::Bars, bar(3, &|n| n.tx_packets_per_second)).on_right());
+    f.description = format!(
+        "The server host's interfaces over the window: {}.",
+        server
+            .interfaces
+            .iter()
+            .map(|n| format!(
+                "{} received {:.1} Mbit/s in {:.0} packets/s, sent {:.1} Mbit/s in {:.0} packets/s",
+                n.name,
+                mbit(n.rx_bits_per_second),
+                n.rx_packets_per_second,
+                mbit(n.tx_bits_per_second),
+                n.tx_packets_per_second
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    Some(f)
 }
