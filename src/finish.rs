@@ -9,8 +9,7 @@
 //! as failed because its record could not be written.
 
 use crate::cli::common::StoreArgs;
-use linerate_core::result::{Matrix, Repeated, TestResult};
-use linerate_core::sweep::Sweep;
+use linerate_results::document::Document;
 use linerate_results::store::{Id, Outcome, Record, Store};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,48 +20,21 @@ pub const EXIT_PARTIAL: u8 = 3;
 /// A run that measured nothing.
 pub const EXIT_FAILED: u8 = 4;
 
-/// What a test command produced: one document of one kind. A new document kind (a repeated
-/// test) adds a variant and an arm in each method.
-// Made once per process, at the end: the size difference costs nothing.
-#[allow(clippy::large_enum_variant)]
-pub enum Produced {
-    Test(TestResult),
-    Sweep(Sweep),
-    /// `--repeat`: every run and the aggregate.
-    Repeated(Repeated),
-    /// `--pattern`: every cell's run and the matrix's figures (issue 24).
-    Matrix(Matrix),
+/// What a test command prints last as text (a sweep printed its rows as they came).
+fn text(document: &Document) -> String {
+    match document {
+        Document::Run(r) => format!("\n{}", linerate_report::text::render(r)),
+        Document::Sweep(s) => linerate_report::sweep::tail(s),
+        Document::Repeated(r) => linerate_report::repeat::tail(r),
+        Document::Matrix(m) => format!("\n{}", linerate_report::matrix::text(m)),
+        Document::Comparison(c) => linerate_report::compare::text(c),
+    }
 }
 
-impl Produced {
-    /// The document as `--json` prints it and as the store keeps it.
-    pub fn json(&self) -> String {
-        match self {
-            Produced::Test(r) => linerate_report::json::render(r),
-            Produced::Sweep(s) => linerate_report::sweep::json(s),
-            Produced::Repeated(r) => linerate_report::repeat::json(r),
-            Produced::Matrix(m) => linerate_report::matrix::json(m),
-        }
-    }
-
-    /// What the run prints last as text (a sweep printed its rows as they came).
-    fn text(&self) -> String {
-        match self {
-            Produced::Test(r) => format!("\n{}", linerate_report::text::render(r)),
-            Produced::Sweep(s) => linerate_report::sweep::tail(s),
-            Produced::Repeated(r) => linerate_report::repeat::tail(r),
-            Produced::Matrix(m) => format!("\n{}", linerate_report::matrix::text(m)),
-        }
-    }
-
-    pub fn outcome(&self) -> Outcome {
-        match self {
-            Produced::Test(r) => r.outcome().into(),
-            Produced::Sweep(s) => linerate_report::headline::sweep_outcome(s).into(),
-            Produced::Repeated(r) => r.outcome().into(),
-            Produced::Matrix(m) => m.outcome().into(),
-        }
-    }
+/// How the command's document ended: a comparison, which measured nothing of its own, is
+/// complete.
+fn outcome(document: &Document) -> Outcome {
+    document.outcome().map_or(Outcome::Complete, Into::into)
 }
 
 /// The exit status of a run that produced a document.
@@ -90,9 +62,9 @@ pub struct Keep<'a> {
 /// status. The text ends with its headline line, printed last, after the id (`tail -1` finds
 /// it); `--brief` prints that line alone. The id goes to stderr when the JSON or the brief line
 /// owns stdout.
-pub fn finish(produced: &Produced, keep: &Keep<'_>) -> anyhow::Result<ExitCode> {
-    let document = produced.json();
-    let text = produced.text();
+pub fn finish(produced: &Document, keep: &Keep<'_>) -> anyhow::Result<ExitCode> {
+    let document = produced.to_json();
+    let text = text(produced);
     // Every text ends with its headline line (linerate_report::headline).
     let (body, headline) = text
         .trim_end_matches('\n')
@@ -119,12 +91,12 @@ pub fn finish(produced: &Produced, keep: &Keep<'_>) -> anyhow::Result<ExitCode> 
     if !keep.json {
         print_text(&format!("{headline}\n"))?;
     }
-    Ok(exit_code(produced.outcome()))
+    Ok(exit_code(outcome(produced)))
 }
 
 /// One write to the database; the error comes with the database's path where it is known.
 fn store(
-    produced: &Produced,
+    produced: &Document,
     document: &str,
     keep: &Keep<'_>,
 ) -> Result<(Id, PathBuf), (Option<PathBuf>, anyhow::Error)> {
@@ -133,7 +105,7 @@ fn store(
     let mut store = Store::open(&path).map_err(failed)?;
     let record = Record {
         document: document.to_string(),
-        outcome: produced.outcome(),
+        outcome: outcome(produced),
         targets: keep.targets.clone(),
         labels: keep.store.labels.iter().chain(&keep.labels).cloned().collect(),
         command: command_line(),

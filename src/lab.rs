@@ -54,7 +54,7 @@ pub fn command(cmd: LabCommand) -> anyhow::Result<ExitCode> {
 /// A lab's state as text, or as JSON with `--json`.
 fn show(record: &lab::LabRecord, json: bool) -> anyhow::Result<()> {
     print_text(&if json {
-        format!("{}\n", serde_json::to_string_pretty(record)?)
+        linerate_results::document::to_json(record)
     } else {
         linerate_report::lab::status_text(record, lab::SUBNET)
     })

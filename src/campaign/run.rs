@@ -160,7 +160,7 @@ pub fn show(id: &str, json: bool, db: &DbArgs) -> anyhow::Result<ExitCode> {
             "campaign": id,
             "tables": campaign_tables(id, db)?,
         });
-        crate::finish::print_text(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
+        crate::finish::print_text(&linerate_results::document::to_json(&doc))?;
         return Ok(ExitCode::SUCCESS);
     }
     show_tables(db, id)?;

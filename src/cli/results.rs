@@ -4,7 +4,6 @@
 use super::common::DbArgs;
 use anyhow::Context;
 use linerate_core::result::TestResult;
-use linerate_core::sweep::Sweep;
 use linerate_report::results::Exported;
 use linerate_results::store::{Filter, Id, Store, parse_label};
 use std::io::Write;
@@ -311,34 +310,21 @@ pub fn run(args: &ResultsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The text report a stored document's run printed, from the document alone: a single run's
-/// report block, a sweep's whole table, a repeated test's runs and aggregate, a matrix's table; an http test's
+/// report block, a sweep's whole table, a repeated test's runs and aggregate, a matrix's or a comparison's table; an http test's
 /// `--baseline` line first, as the run printed it (a sweep's is in its table's head). Every
 /// string of the document has its control characters escaped first: a shared database may hold
 /// a document written by anyone.
 fn show_text(kind: &str, document: &str) -> anyhow::Result<String> {
-    use linerate_core::result::DocumentKind;
-    use linerate_core::summary::escape_controls;
-    let reading = || format!("reading the stored {kind} document");
-    match DocumentKind::of(kind) {
-        DocumentKind::Sweep => {
-            let sweep: Sweep = escape_controls(serde_json::from_str(document).with_context(reading)?);
-            return Ok(linerate_report::sweep::text(&sweep));
-        }
-        DocumentKind::Repeated => {
-            let rep: linerate_core::result::Repeated =
-                escape_controls(serde_json::from_str(document).with_context(reading)?);
+    use linerate_results::document::Document;
+    match Document::from_json(document) {
+        Ok(Document::Run(r)) => Ok(baseline_line(&r) + &linerate_report::text::render(&r)),
+        Ok(Document::Sweep(s)) => Ok(linerate_report::sweep::text(&s)),
+        Ok(Document::Repeated(rep)) => {
             let first = rep.runs.first().map(baseline_line).unwrap_or_default();
-            return Ok(first + &linerate_report::repeat::text(&rep));
+            Ok(first + &linerate_report::repeat::text(&rep))
         }
-        DocumentKind::Matrix => {
-            let m: linerate_core::result::Matrix =
-                escape_controls(serde_json::from_str(document).with_context(reading)?);
-            return Ok(linerate_report::matrix::text(&m));
-        }
-        DocumentKind::Run | DocumentKind::Comparison => {}
-    }
-    match serde_json::from_str::<TestResult>(document).map(escape_controls) {
-        Ok(r) => Ok(baseline_line(&r) + &linerate_report::text::render(&r)),
+        Ok(Document::Matrix(m)) => Ok(linerate_report::matrix::text(&m)),
+        Ok(Document::Comparison(c)) => Ok(linerate_report::compare::text(&c)),
         Err(e) => anyhow::bail!(
             "no text report for a '{kind}' document in this build ({e}); `results show ID --json` prints it"
         ),

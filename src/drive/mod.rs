@@ -17,7 +17,7 @@ pub mod udp;
 
 use crate::cli::common::{OutputArgs, Route};
 use crate::cli::usage::usage;
-use crate::finish::{Keep, Produced, finish, print_text};
+use crate::finish::{Keep, finish, print_text};
 use crate::interrupt::interrupt_flag;
 use crate::live::LiveLines;
 use anyhow::Context;
@@ -26,6 +26,7 @@ use linerate_core::result::lab::LabRecord;
 use linerate_core::result::{RepeatPolicy, TestResult};
 use linerate_core::spec::TestSpec;
 use linerate_core::sweep::Sweep;
+use linerate_results::document::Document;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -147,7 +148,7 @@ pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
     let produced = match (kind.route(), mode) {
         (Some(Route::Fleet(f)), Mode::Once) => {
             let opts = with_lab(kind.options(), lab);
-            Produced::Matrix(pattern::matrix(f, &K::test_spec(&spec), &opts, quiet)?)
+            Document::Matrix(Box::new(pattern::matrix(f, &K::test_spec(&spec), &opts, quiet)?))
         }
         (Some(Route::Fleet(_)), _) => {
             return Err(usage!(
@@ -155,10 +156,12 @@ pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
             )
             .into());
         }
-        (_, Mode::Once) => Produced::Test(measure(&kind, &spec, !output.interval_lines(), lab)?),
-        (_, Mode::Repeat(policy)) => Produced::Repeated(crate::repeat::repeat_test(K::NAME, &policy, quiet, |_| {
-            measure(&kind, &spec, true, lab)
-        })?),
+        (_, Mode::Once) => Document::Run(Box::new(measure(&kind, &spec, !output.interval_lines(), lab)?)),
+        (_, Mode::Repeat(policy)) => {
+            Document::Repeated(Box::new(crate::repeat::repeat_test(K::NAME, &policy, quiet, |_| {
+                measure(&kind, &spec, true, lab)
+            })?))
+        }
         (_, Mode::Sweep(plan)) => {
             let run = |spec: &K::Spec| {
                 K::validate(spec)?;
@@ -168,7 +171,7 @@ pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
                     None => result,
                 }
             };
-            Produced::Sweep(kind.sweep(&spec, &plan, run, |s| show_sweep(s, quiet))?)
+            Document::Sweep(Box::new(kind.sweep(&spec, &plan, run, |s| show_sweep(s, quiet))?))
         }
     };
     let keep = Keep {
