@@ -5,7 +5,7 @@
 //! the text here and the page's tables.
 
 use crate::repeat::num;
-use linerate_results::plan::campaign::{CampaignTable, Cell};
+use linerate_results::plan::campaign::{CampaignTable, TableCell};
 use linerate_results::store::Outcome;
 use std::fmt::Write;
 
@@ -105,7 +105,7 @@ pub fn grid(t: &CampaignTable) -> Grid {
     Grid { head, keys, rows }
 }
 
-fn cell(c: &Cell) -> String {
+fn cell(c: &TableCell) -> String {
     let mut s = c.value.map_or("n/a".to_string(), num);
     if let (Some(_), Some(h)) = (c.value, c.ci95_half_width) {
         s += &format!(" ± {}", num(h));
@@ -162,7 +162,7 @@ mod tests {
 
     fn table(half: Option<f64>) -> CampaignTable {
         let cell = |id: i64, value: f64| {
-            Some(Cell {
+            Some(TableCell {
                 id: Id(id),
                 value: Some(value),
                 cost: vec![Some(12.5)],

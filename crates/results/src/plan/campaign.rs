@@ -18,7 +18,7 @@ pub const COORDINATE_PREFIX: &str = "point.";
 
 /// One cell: a point's run as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Cell {
+pub struct TableCell {
     pub id: Id,
     /// The headline figure (a repeated point's mean), in the table's unit; null when unmeasured.
     pub value: Option<f64>,
@@ -36,7 +36,7 @@ pub struct Cell {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TableRow {
     pub values: Vec<String>,
-    pub cells: Vec<Option<Cell>>,
+    pub cells: Vec<Option<TableCell>>,
 }
 
 /// One test of a campaign as a table.
@@ -140,7 +140,7 @@ pub fn add(out: &mut Vec<CampaignTable>, p: TablePoint) {
     };
     let figure = |name: &str| p.figures.iter().find(|f| f.name == name);
     let head = figure(&table.figure);
-    let cell = Cell {
+    let cell = TableCell {
         id: p.id,
         value: head.and_then(|f| f.value),
         cost: table
