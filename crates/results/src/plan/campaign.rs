@@ -16,7 +16,7 @@ pub const PLAN_LABEL: &str = "campaign.plan";
 /// A varied option's value at the point: `point.length` = `64K`.
 pub const COORDINATE_PREFIX: &str = "point.";
 
-/// One cell: a point's run as stored.
+/// One table entry: a point's run as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TableCell {
     pub id: Id,
