@@ -13,6 +13,12 @@ mod mix;
 mod rr;
 mod sides;
 mod udp;
+/// One row of a kind's block (UDP, REQUEST-RESPONSE, HTTP, IPERF3, MIX): its label in a column
+/// of 38, then the value.
+fn row(out: &mut String, label: &str, value: String) {
+    let _ = writeln!(out, "  {label:<38}{value}");
+}
+
 use http::{cost_block, timeline_table, users_block};
 use iperf3::iperf3_block;
 use mix::mix_block;

@@ -2,6 +2,7 @@
 //! failures), the COST block with a column per server and their total, each server's share of
 //! the load (issue 23), and the timeline. In: the document alone; out: text lines.
 
+use super::row;
 use super::{grouped, side_block};
 use linerate_core::result::{
     Http2Summary, HttpIntervalRecord, HttpSummary, IntervalRecord, LatencyFigures, SideSummary, TestResult, TlsSummary,
@@ -98,11 +99,6 @@ pub(super) fn cost_block(out: &mut String, r: &TestResult, h: &HttpSummary) {
         }
         let _ = writeln!(out, "{:>col_w$}", total_row[i]);
     }
-}
-
-/// One row of the HTTP block: its label in a column of 38, then the value.
-fn row(out: &mut String, label: &str, value: String) {
-    let _ = writeln!(out, "  {label:<38}{value}");
 }
 
 /// A latency distribution in microseconds, `n/a` when none was measured.

@@ -4,6 +4,7 @@
 //! jitter and loss. In: the `TestResult`'s `iperf3` record; out: text appended to the summary.
 
 use super::grouped;
+use super::row;
 use linerate_core::result::{Iperf3Stream, Role, TestResult};
 use std::fmt::Write;
 
@@ -15,11 +16,9 @@ pub(super) fn iperf3_block(out: &mut String, r: &TestResult) {
         (None, None) => "version not told".into(),
     };
     let _ = writeln!(out, "\nIPERF3 {} at {} ({version})", p.role.to_uppercase(), p.address);
-    let mut row = |label: &str, value: String| {
-        let _ = writeln!(out, "  {label:<38}{value}");
-    };
     let percent = |v: Option<f64>| v.map_or("n/a".to_string(), |x| format!("{x:.2}"));
     row(
+        out,
         "CPU (iperf3's count, % of one CPU)",
         format!(
             "{} (user {}, system {})",
@@ -29,7 +28,7 @@ pub(super) fn iperf3_block(out: &mut String, r: &TestResult) {
         ),
     );
     if let Some(c) = &p.congestion_used {
-        row("Congestion control it used", c.clone());
+        row(out, "Congestion control it used", c.clone());
     }
     // What the iperf3 end sent runs from it: toward the client when it is the server.
     let away = if p.role == "server" { "reverse" } else { "forward" };
@@ -67,7 +66,7 @@ pub(super) fn iperf3_block(out: &mut String, r: &TestResult) {
         } else if role == Role::Send && streams.iter().any(|s| s.packets.is_some()) {
             let _ = write!(line, ", {} datagrams", grouped(packets as f64, 0));
         }
-        row(&format!("{} ({dir}), its count", capitalised(verb)), line);
+        row(out, &format!("{} ({dir}), its count", capitalised(verb)), line);
     }
 }
 

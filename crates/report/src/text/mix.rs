@@ -3,6 +3,7 @@
 //! efficiency the offload reports plotted (Mbit/s per CPU %). In: the `TestResult`; out: text
 //! appended to the summary that `super` builds.
 
+use super::row;
 use super::{grouped, pct};
 use linerate_core::result::{MixDirection, TestResult};
 use std::fmt::Write;
@@ -16,9 +17,6 @@ pub(super) fn mix_block(out: &mut String, r: &TestResult) {
         m.write_percent,
         grouped(m.transfer_bytes as f64, 0)
     );
-    let mut row = |label: &str, value: String| {
-        let _ = writeln!(out, "  {label:<38}{value}");
-    };
     let dir = |d: &MixDirection| {
         format!(
             "{} MBytes  {} Mbit/s  {} transfers",
@@ -27,9 +25,10 @@ pub(super) fn mix_block(out: &mut String, r: &TestResult) {
             grouped(d.transfers as f64, 0)
         )
     };
-    row("Reads (agent -> client)", dir(&m.read));
-    row("Writes (client -> agent)", dir(&m.write));
+    row(out, "Reads (agent -> client)", dir(&m.read));
+    row(out, "Writes (client -> agent)", dir(&m.write));
     row(
+        out,
         "Both directions",
         format!(
             "{} MBytes  {} Mbit/s  {} transfers over {:.3} s",
@@ -39,17 +38,20 @@ pub(super) fn mix_block(out: &mut String, r: &TestResult) {
             m.seconds
         ),
     );
-    row("Transfers per second", grouped(m.transfers_per_second, 1));
+    row(out, "Transfers per second", grouped(m.transfers_per_second, 1));
     row(
+        out,
         "Read share of bytes (%)",
         m.read_share_percent.map_or("n/a".into(), |p| format!("{p:.2}")),
     );
     row(
+        out,
         "CPU, client host / agent hosts",
         format!("{} / {}", pct(m.client_cpu_percent), pct(m.agent_cpu_percent)),
     );
     let eff = |e: Option<f64>| e.map_or("n/a".into(), |e| grouped(e, 3));
     row(
+        out,
         "Efficiency (Mbit/s per CPU %)",
         format!(
             "client {} / agents {}",

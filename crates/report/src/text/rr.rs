@@ -4,6 +4,7 @@
 //! appended to the summary that `super` builds.
 
 use super::grouped;
+use super::row;
 use linerate_core::result::{Bin, LatencyFigures, TestResult};
 use std::fmt::Write;
 
@@ -72,10 +73,8 @@ fn latency_text(l: &LatencyFigures) -> String {
 pub(super) fn rr_block(out: &mut String, r: &TestResult) {
     let Some(x) = &r.summary.rr else { return };
     let _ = writeln!(out, "\nREQUEST-RESPONSE (round trips timed by the client)");
-    let mut row = |label: &str, value: String| {
-        let _ = writeln!(out, "  {label:<38}{value}");
-    };
     row(
+        out,
         "Transactions",
         format!(
             "{} ({} per second)",
@@ -89,19 +88,21 @@ pub(super) fn rr_block(out: &mut String, r: &TestResult) {
         } else {
             "Round trip (us)"
         };
-        row(label, latency_text(l));
+        row(out, label, latency_text(l));
     }
     if let Some(l) = x.open_loop.as_ref().and_then(|o| o.latency_from_send_us.as_ref()) {
-        row("Round trip from send (us)", latency_text(l));
+        row(out, "Round trip from send (us)", latency_text(l));
     }
     if x.lost + x.stale + x.errors > 0 {
         row(
+            out,
             "Lost / late answers / errors",
             format!("{} / {} / {}", x.lost, x.stale, x.errors),
         );
     }
     if let Some(rate) = &x.rate {
         row(
+            out,
             "Rate (transactions/s)",
             format!(
                 "asked {}, achieved {}",
@@ -112,6 +113,7 @@ pub(super) fn rr_block(out: &mut String, r: &TestResult) {
     }
     if let Some(o) = &x.open_loop {
         row(
+            out,
             "Requests (open loop)",
             format!(
                 "{} sent ({} per second), {} not sent (at most {} in flight per stream)",
@@ -124,6 +126,7 @@ pub(super) fn rr_block(out: &mut String, r: &TestResult) {
     }
     if let Some(c) = &x.connect {
         row(
+            out,
             "Connect (us)",
             format!(
                 "p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}; {} connections/s",
@@ -143,7 +146,7 @@ pub(super) fn rr_block(out: &mut String, r: &TestResult) {
         } else {
             format!(" (apart {})", sep.join(", "))
         };
-        row("Histogram peaks (us)", format!("{}{tail}", at.join(", ")));
+        row(out, "Histogram peaks (us)", format!("{}{tail}", at.join(", ")));
     }
     let rows = histogram_rows(&x.histogram);
     let top = rows

@@ -3,6 +3,7 @@
 //! `TestResult`; out: text appended to the summary that `super` builds.
 
 use super::grouped;
+use super::row;
 use linerate_core::result::{LossCauses, MAX_LOSS_RANGES, RATE_SHORT_PERCENT, RateAchieved, TestResult, UdpSummary};
 use std::fmt::Write;
 
@@ -129,13 +130,11 @@ fn rate_text(r: &RateAchieved) -> String {
 pub(super) fn udp_block(out: &mut String, r: &TestResult) {
     let Some(u) = &r.summary.udp else { return };
     let _ = writeln!(out, "\nUDP (received by {})", r.summary.received.counted_by.join(", "));
-    let mut row = |label: &str, value: String| {
-        let _ = writeln!(out, "  {label:<38}{value}");
-    };
     match u.received_per_receiver_mean_datagrams {
         // Multicast or several agents: each receiver was sent the datagrams on its own.
         Some(mean) if u.receivers.len() > 1 => {
             row(
+                out,
                 "Datagrams sent / received per receiver",
                 format!(
                     "{} / mean {} over {} receivers",
@@ -146,6 +145,7 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             );
             for rc in &u.receivers {
                 row(
+                    out,
                     &format!("  received by {}", rc.counted_by),
                     format!(
                         "{} ({} lost, {:.3} %)",
@@ -157,6 +157,7 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             }
         }
         _ => row(
+            out,
             "Datagrams sent / received",
             format!(
                 "{} / {}",
@@ -165,36 +166,44 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             ),
         ),
     }
-    row("Lost", lost_text(u));
+    row(out, "Lost", lost_text(u));
     if let Some(c) = &u.loss_causes_datagrams
         && u.lost > 0
     {
         for line in loss_cause_lines(c) {
-            row("  of which", line);
+            row(out, "  of which", line);
         }
     }
     row(
+        out,
         "Out of order / duplicates",
         format!("{} / {}", u.out_of_order, u.duplicates),
     );
     if let (Some(secs), Some(bps)) = (u.send_window_seconds, u.sent_bits_per_second) {
         row(
+            out,
             "Sent (first to last send)",
             format!("{} Mbit/s over {secs:.6} s", grouped(bps / 1e6, 3)),
         );
     }
     if let Some(rate) = &u.send_rate {
-        row("Sent of the rate asked", rate_text(rate));
+        row(out, "Sent of the rate asked", rate_text(rate));
     }
     if let (Some(secs), Some(bps)) = (u.arrival_window_seconds, u.received_bits_per_second) {
         row(
+            out,
             "Throughput (first to last arrival)",
             format!("{} Mbit/s over {secs:.6} s", grouped(bps / 1e6, 3)),
         );
     }
-    row("Received (datagrams/s of arrival)", grouped(u.packets_per_second, 0));
+    row(
+        out,
+        "Received (datagrams/s of arrival)",
+        grouped(u.packets_per_second, 0),
+    );
     if let Some(sp) = &u.arrival_spacing_us {
         row(
+            out,
             "Arrival spacing (us)",
             format!(
                 "mean {:.2}  stddev {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}",
@@ -202,7 +211,7 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             ),
         );
     }
-    row("Jitter, RFC 3550 (us)", format!("{:.2}", u.jitter_us));
+    row(out, "Jitter, RFC 3550 (us)", format!("{:.2}", u.jitter_us));
     if let Some(d) = &u.one_way_delay_us {
         let what = if d.relative {
             "One-way delay (us, above its minimum)"
@@ -210,6 +219,7 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             "One-way delay (us, synchronised clocks)"
         };
         row(
+            out,
             what,
             format!(
                 "min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
@@ -224,6 +234,7 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             "as fast as possible, ".into()
         };
         row(
+            out,
             "Send spacing (us)",
             format!(
                 "{asked}achieved mean {:.2} stddev {:.2}, {:.2} % sent late",
@@ -231,9 +242,10 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
             ),
         );
     }
-    row("Arrival times from", u.timestamps.clone());
+    row(out, "Arrival times from", u.timestamps.clone());
     for l in u.loss_ranges.iter().take(8) {
         row(
+            out,
             &format!("Loss pattern, {} stream {}", l.agent, l.stream),
             format!("|{}|", l.picture),
         );
