@@ -18,33 +18,24 @@ use crate::engine::{self, sockopt, tcp, udp};
 use crate::metrics::host::{self, HostInfo};
 use crate::proto::ErrorKind;
 use crate::proto::iperf3::{
-    Checked, Control, End, IEAUTHTEST, IENEWTEST, IERECVPARAMS, IERECVRESULTS, IESTREAMACCEPT, Iperf3Error,
-    MAX_PARAMS_BYTES, Params, Results, STEP_TIMEOUT, State as Step, UDP_REPLY, results_limit,
+    Checked, Control, IEAUTHTEST, IENEWTEST, IERECVPARAMS, IERECVRESULTS, IESTREAMACCEPT, Iperf3Error,
+    MAX_PARAMS_BYTES, Params, Results, STEP_TIMEOUT, State as Step, UDP_REPLY, results_limit, spec_of,
 };
 use crate::result::{Role, SideReport};
-use crate::spec::{Direction, Limit, MAX_INTERVAL_SAMPLES, TcpSpec, TestSpec, Timing, UdpSpec};
+use crate::spec::TestSpec;
 use crate::summary::iperf3::{peer_of, results_of, side_of};
 use crate::summary::{self, AgentOutcome};
-use crate::units::ByteSize;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-/// A time-limited test runs this long past its omit and time on this end, so that the client's
-/// TEST_END, not this end's clock, ends it.
-const END_SLACK_SECONDS: f64 = 10.0;
-/// A test ended by a byte or block count runs on this end at most this long.
-const UNTIMED_SECONDS: f64 = 3600.0;
 /// After TEST_END, how long the engine may take to end (its receivers to drain) before it is
 /// aborted.
 const END_WAIT: Duration = Duration::from_secs(5);
 /// How often the watcher looks whether the agent is stopping.
 const STOP_POLL: Duration = Duration::from_millis(100);
-/// iperf3's default TCP block (`-l`) and UDP datagram payload when the client names none.
-const DEFAULT_TCP_LEN: u64 = 128 << 10;
-const DEFAULT_UDP_LEN: u64 = 1460;
 
 /// The UDP sockets of the iperf3 port, one per address it listens on: they take UDP streams'
 /// hellos.
@@ -192,62 +183,6 @@ fn session<'a>(
         result: Box::new(result),
     });
     Ok(())
-}
-
-/// The linerate spec of an iperf3 test: its streams, lengths and socket options; a timing whose
-/// limit outlasts the client's (the client ends the test), with `-O` as the warm-up.
-fn spec_of(c: &Checked) -> TestSpec {
-    let direction = if c.bidirectional {
-        Direction::Bidir
-    } else if c.reverse {
-        Direction::Reverse
-    } else {
-        Direction::Send
-    };
-    let streams = u16::try_from(c.parallel).unwrap_or(u16::MAX);
-    let each_way = usize::from(streams) * if c.bidirectional { 2 } else { 1 };
-    let seconds = match c.end {
-        End::Seconds(t) => c.omit_seconds + t + END_SLACK_SECONDS,
-        End::Bytes(_) | End::Blocks(_) => UNTIMED_SECONDS,
-    };
-    // An interval sample a second, fewer for many streams over a long limit (the kept samples
-    // are capped).
-    let per_sample = (each_way as f64 * seconds / (MAX_INTERVAL_SAMPLES / 2) as f64).ceil();
-    let mut timing = Timing::new(Limit::Seconds(seconds));
-    timing.warmup_seconds = c.omit_seconds;
-    timing.interval_seconds = per_sample.max(1.0);
-    if c.udp {
-        let len = c.len.unwrap_or(DEFAULT_UDP_LEN);
-        // A count of bytes or blocks bounds each stream's datagrams (iperf3 counts them over
-        // every stream together; the client still says when it is over).
-        match c.end {
-            End::Bytes(b) => timing.limit = Limit::Buffers(b.div_ceil(len.max(1))),
-            End::Blocks(k) => timing.limit = Limit::Buffers(k),
-            End::Seconds(_) => {}
-        }
-        let mut u = UdpSpec::new();
-        u.streams = streams;
-        u.payload_bytes = u32::try_from(len).unwrap_or(u32::MAX);
-        u.timing = timing;
-        // `-b`: payload bits a second per stream, as iperf3 paces them.
-        u.gap_ns = c.bandwidth.map_or(0, |b| (len as f64 * 8.0 * 1e9 / b as f64) as u64);
-        u.window_bytes = c.window.map(ByteSize);
-        u.direction = direction;
-        TestSpec::Udp(u)
-    } else {
-        let mut t = TcpSpec::new();
-        t.streams = streams;
-        t.buffer_bytes = ByteSize(c.len.unwrap_or(DEFAULT_TCP_LEN));
-        t.timing = timing;
-        // iperf3's -w sets both buffers on both ends.
-        t.window_bytes = c.window.map(ByteSize);
-        t.sndbuf_bytes = c.window.map(ByteSize);
-        t.mss_bytes = c.mss;
-        t.congestion = c.congestion.clone();
-        t.nodelay = c.nodelay;
-        t.direction = direction;
-        TestSpec::Tcp(t)
-    }
 }
 
 /// This end's streams, ready for the engine.
@@ -616,66 +551,4 @@ fn watch(
         std::thread::sleep(Duration::from_millis(10));
     }
     Watched::Ended
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::net::SocketAddr;
-
-    fn checked(text: &str) -> Checked {
-        let peer: SocketAddr = "127.0.0.1:1".parse().expect("addr");
-        Params::parse(text.as_bytes(), peer)
-            .expect("parses")
-            .check()
-            .expect("checks")
-    }
-
-    #[test]
-    fn issue_26_iperf3_parameters_become_a_linerate_spec_that_outlasts_the_client() {
-        let TestSpec::Tcp(t) = spec_of(&checked(
-            r#"{"tcp":true,"omit":1,"time":2,"parallel":2,"bidirectional":true,"len":65536,"window":262144,"nodelay":true}"#,
-        )) else {
-            panic!("a TCP spec");
-        };
-        assert_eq!(
-            (t.streams, t.direction, t.buffer_bytes.0),
-            (2, Direction::Bidir, 65_536)
-        );
-        assert_eq!(
-            (t.window_bytes, t.sndbuf_bytes),
-            (Some(ByteSize(262_144)), Some(ByteSize(262_144)))
-        );
-        assert!(t.nodelay);
-        assert_eq!(t.timing.warmup_seconds, 1.0, "-O is the warm-up");
-        assert_eq!(
-            t.timing.limit,
-            Limit::Seconds(1.0 + 2.0 + END_SLACK_SECONDS),
-            "the client ends it"
-        );
-        assert!(t.validate().is_ok());
-        let TestSpec::Tcp(n) = spec_of(&checked(r#"{"tcp":true,"num":1048576,"reverse":true,"parallel":128}"#)) else {
-            panic!("a TCP spec");
-        };
-        assert_eq!(
-            (n.direction, n.timing.limit),
-            (Direction::Reverse, Limit::Seconds(UNTIMED_SECONDS))
-        );
-        assert!(
-            n.validate().is_ok(),
-            "128 streams over the untimed limit keep within the sample cap"
-        );
-        let TestSpec::Udp(u) = spec_of(&checked(r#"{"udp":true,"time":1,"len":1000,"bandwidth":8000000}"#)) else {
-            panic!("a UDP spec");
-        };
-        assert_eq!(
-            (u.payload_bytes, u.gap_ns),
-            (1000, 1_000_000),
-            "8 Mbit/s of 1000-byte datagrams"
-        );
-        let TestSpec::Udp(k) = spec_of(&checked(r#"{"udp":true,"num":10000,"len":1000,"bandwidth":0}"#)) else {
-            panic!("a UDP spec");
-        };
-        assert_eq!((k.timing.limit, k.gap_ns), (Limit::Buffers(10), 0), "-b 0: unpaced");
-    }
 }

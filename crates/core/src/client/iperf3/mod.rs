@@ -13,12 +13,11 @@
 //! server's), DISPLAY_RESULTS, IPERF_DONE. Every wait has a deadline; a server that closes,
 //! terminates or fails during the run stops the engine at once (the result is partial, or
 //! failed when nothing was counted).//!
-//! Here: the run and the document; `params` what iperf3 is asked, `server` the control
+//! Here: the run and the document (what iperf3 is asked: `proto::iperf3::params_of`); `server` the control
 //! connection's waits and refusals, `streams` the data streams, `watch` the run's end.
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod fuzz;
-mod params;
 mod server;
 mod streams;
 mod watch;
@@ -30,7 +29,6 @@ use crate::proto::iperf3::{self as wire, Control as Wire, Iperf3Error, Results, 
 use crate::result::{Role, SideReport, TestResult};
 use crate::spec::TestSpec;
 use crate::summary::{self, AgentOutcome};
-use params::{tcp_params, udp_params};
 use server::Server;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,10 +58,11 @@ pub fn run_iperf3(
     sink: &mut dyn Sink,
     interrupt: &AtomicBool,
 ) -> Result<TestResult, ClientError> {
-    let (params, streams, udp, cpus) = match test {
-        TestSpec::Tcp(s) => (tcp_params(s), test.streams_per_agent(), false, &s.cpus),
-        TestSpec::Udp(s) => (udp_params(s), test.streams_per_agent(), true, &s.cpus),
-        _ => unreachable!("the callers run only tcp and udp against iperf3"),
+    let params = wire::params_of(test).expect("the callers run only tcp and udp against iperf3");
+    let (streams, udp, cpus) = match test {
+        TestSpec::Tcp(s) => (test.streams_per_agent(), false, &s.cpus),
+        TestSpec::Udp(s) => (test.streams_per_agent(), true, &s.cpus),
+        _ => unreachable!("as above"),
     };
     crate::engine::pin::check_cpus(cpus)?;
     let peer = server.addr;

@@ -240,7 +240,7 @@ pub(super) fn ask_open(
         max_outstanding = max_outstanding.min(1 << (8 * tag_bytes - 1));
     }
     let mut book = InFlight::new(max_outstanding, u64::from(spec.timeout_ms) * 1_000_000);
-    let gap_ns = spec.rate.map_or(1, |r| ((1e9 / r) as u64).max(1));
+    let gap_ns = spec.gap_ns().unwrap_or(1);
     let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
     let warmup_ns = plan.measure_window().0.as_nanos() as u64;
     let counter = &shared.counters[idx];
