@@ -9,6 +9,7 @@
 //! [`AgentEvent::Iperf3Result`]; a refusal is answered as iperf3 answers one (SERVER_ERROR and
 //! its `i_errno`, or ACCESS_DENIED) and told as [`AgentEvent::Refused`].
 
+use super::sequence::{Action, Event, Failure, Sequence, failure, gone};
 use super::turn::{Accepted, Turn};
 use crate::agent::budget::{Reservation, spec_bytes};
 use crate::agent::config::{AgentEvent, DATA_TIMEOUT};
@@ -18,14 +19,15 @@ use crate::engine::{self, sockopt, tcp, udp};
 use crate::metrics::host::{self, HostInfo};
 use crate::proto::ErrorKind;
 use crate::proto::iperf3::{
-    Checked, Control, IEAUTHTEST, IENEWTEST, IERECVPARAMS, IERECVRESULTS, IESTREAMACCEPT, Iperf3Error,
-    MAX_PARAMS_BYTES, Params, Results, STEP_TIMEOUT, State as Step, UDP_REPLY, results_limit, spec_of,
+    Checked, Control, IENEWTEST, IESTREAMACCEPT, MAX_PARAMS_BYTES, Results, STEP_TIMEOUT, State as Step, UDP_REPLY,
+    results_limit,
 };
 use crate::result::{Role, SideReport};
 use crate::spec::TestSpec;
 use crate::summary::iperf3::{peer_of, results_of, side_of};
 use crate::summary::{self, AgentOutcome};
 use socket2::{Domain, Protocol, Socket, Type};
+use std::collections::VecDeque;
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
@@ -51,29 +53,6 @@ pub(super) fn reusable_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
     Ok(socket.into())
-}
-
-/// Why a test ended early: what the client is told (`i_errno` and `errno` after SERVER_ERROR; 0:
-/// nothing, the connection just closes) and what the agent's owner hears.
-struct Failure {
-    i_errno: i32,
-    errno: i32,
-    kind: ErrorKind,
-    message: String,
-}
-
-fn failure(i_errno: i32, errno: i32, kind: ErrorKind, message: impl Into<String>) -> Failure {
-    Failure {
-        i_errno,
-        errno,
-        kind,
-        message: message.into(),
-    }
-}
-
-/// The control connection failed: nothing more is sent.
-fn gone(e: Iperf3Error) -> Failure {
-    failure(0, 0, ErrorKind::Protocol, e.to_string())
 }
 
 /// What a test holds until its client says IPERF_DONE: the port, one of the agent's test slots
@@ -141,36 +120,12 @@ fn session<'a>(
     control: &mut Control,
 ) -> Result<(), Failure> {
     let peer = control.peer();
-    control.send_state(Step::ParamExchange).map_err(gone)?;
-    let refuse = |i_errno: i32, errno: i32, kind: ErrorKind, message: String| {
-        state.metrics.refused(kind);
-        failure(i_errno, errno, kind, message)
-    };
-    let bytes = control
-        .recv_json(MAX_PARAMS_BYTES, STEP_TIMEOUT, "sending its parameters")
-        .map_err(|e| refuse(IERECVPARAMS, libc::EINVAL, ErrorKind::Protocol, e.to_string()))?;
-    let params = Params::parse(&bytes, peer)
-        .map_err(|e| refuse(IERECVPARAMS, libc::EINVAL, ErrorKind::BadSpec, e.to_string()))?;
-    let checked = params.check().map_err(|m| match params.authtoken {
-        Some(_) => refuse(IEAUTHTEST, 0, ErrorKind::Auth, m),
-        None => refuse(IERECVPARAMS, libc::EINVAL, ErrorKind::BadSpec, m),
-    })?;
-    let spec = spec_of(&checked);
-    spec.validate()
-        .map_err(|e| refuse(IENEWTEST, libc::EINVAL, ErrorKind::BadSpec, e.to_string()))?;
-    let memory = state.budget.reserve(spec_bytes(&spec)).map_err(|over| {
-        let kind = if over.never_fits() {
-            ErrorKind::BadSpec
-        } else {
-            ErrorKind::Busy
-        };
-        refuse(IENEWTEST, libc::ENOMEM, kind, over.to_string())
-    })?;
-    hold._memory = Some(memory);
+    let (mut seq, first) = Sequence::start(peer);
+    let (checked, spec) = admit(state, &mut seq, &mut hold, control, first)?;
     let test = spec.kind();
     events(&AgentEvent::TestStarted { peer, test });
     let began = Instant::now();
-    let outcome = run_test(state, sockets, hold, control, &checked, &spec);
+    let outcome = run_test(state, sockets, hold, control, &mut seq, &checked, &spec);
     state.metrics.duration(test, began.elapsed());
     events(&AgentEvent::TestEnded {
         peer,
@@ -185,22 +140,66 @@ fn session<'a>(
     Ok(())
 }
 
-/// This end's streams, ready for the engine.
-enum Streams {
-    Tcp(Vec<tcp::DataStream>),
-    Udp(Vec<udp::UdpStream>),
+/// PARAM_EXCHANGE, the parameters and the agent's limits (its memory budget), as the sequence
+/// says: the test admitted, or refused and counted so.
+fn admit<'a>(
+    state: &'a State,
+    seq: &mut Sequence,
+    hold: &mut Hold<'a>,
+    control: &mut Control,
+    first: Vec<Action>,
+) -> Result<(Checked, TestSpec), Failure> {
+    let mut queue = VecDeque::from(first);
+    while let Some(action) = queue.pop_front() {
+        match action {
+            Action::Send(step) => control.send_state(step).map_err(gone)?,
+            Action::ReadParams => {
+                let bytes;
+                let message = match control.recv_json(MAX_PARAMS_BYTES, STEP_TIMEOUT, "sending its parameters") {
+                    Ok(b) => {
+                        bytes = b;
+                        Ok(&bytes[..])
+                    }
+                    Err(e) => Err(e),
+                };
+                queue.extend(seq.handle(Event::Params(message)));
+            }
+            Action::Refuse(f) => {
+                state.metrics.refused(f.kind);
+                return Err(f);
+            }
+            Action::Admit(admitted) => {
+                let (checked, spec) = *admitted;
+                let memory = state.budget.reserve(spec_bytes(&spec)).map_err(|over| {
+                    let kind = if over.never_fits() {
+                        ErrorKind::BadSpec
+                    } else {
+                        ErrorKind::Busy
+                    };
+                    state.metrics.refused(kind);
+                    failure(IENEWTEST, libc::ENOMEM, kind, over.to_string())
+                })?;
+                hold._memory = Some(memory);
+                return Ok((checked, spec));
+            }
+            other => unreachable!("the sequence says {other:?} before a test is admitted"),
+        }
+    }
+    unreachable!("the sequence admits or refuses the parameters")
 }
 
-/// From CREATE_STREAMS to the results and the document.
+/// From CREATE_STREAMS to the results and the document, as the sequence says: the streams, the
+/// engine with the control connection watched, the results both ways (the client's first),
+/// IPERF_DONE.
 fn run_test(
     state: &State,
     sockets: &Sockets,
     hold: Hold<'_>,
     control: &mut Control,
+    seq: &mut Sequence,
     checked: &Checked,
     spec: &TestSpec,
 ) -> Result<crate::result::TestResult, Failure> {
-    let peer = control.peer();
     let n = spec.streams_per_agent();
     let roles: Vec<Role> = (0..n)
         .map(|i| {
@@ -211,7 +210,94 @@ fn run_test(
             })
         })
         .collect();
-    let streams = match spec {
+    let mut notes = Vec::new();
+    let (mut streams, mut engine, mut local, mut results) = (None, None, None, None);
+    let mut started_unix_ms = 0;
+    let mut queue = VecDeque::from(seq.handle(Event::Admitted));
+    loop {
+        let Some(action) = queue.pop_front() else {
+            // The run's own steps are done (only the run leaves nothing queued): the engine's
+            // report, then the results.
+            let report: Result<SideReport, engine::EngineError> =
+                engine.take().expect("the queue empties only after the run");
+            let mut report = report.map_err(|e| failure(IENEWTEST, libc::EIO, ErrorKind::Failed, e.to_string()))?;
+            state.metrics.test_report(spec.kind(), &report);
+            let used: Vec<String> = host::interface_towards(control.peer().ip()).into_iter().collect();
+            report.config = Some(host::read_config(&used));
+            local = Some(report);
+            queue.extend(seq.handle(Event::Reported));
+            continue;
+        };
+        match action {
+            Action::Send(step) => control.send_state(step).map_err(gone)?,
+            Action::Note(note) => notes.push(note),
+            Action::Fail(f) | Action::Refuse(f) => return Err(f),
+            Action::OpenStreams => {
+                streams = Some(open_streams(&hold, sockets, control, checked, spec, &roles)?);
+                started_unix_ms = crate::unixtime::now_unix_ms();
+                queue.extend(seq.handle(Event::StreamsOpen));
+            }
+            Action::Run => {
+                let opened = streams.take().expect("the sequence opens the streams before the run");
+                let (report, rest) = run_engine(state, control, seq, spec, opened);
+                engine = Some(report);
+                queue.extend(rest);
+            }
+            Action::ReadEnd => queue.extend(seq.handle(read_state(control, "ending its test"))),
+            Action::ReadResults => {
+                let ours: &SideReport = local.as_ref().expect("the report comes before the results");
+                let seconds = ours.window_end_ns.saturating_sub(ours.window_start_ns) as f64 / 1e9;
+                let bytes;
+                let message = match control.recv_json(results_limit(n, seconds), STEP_TIMEOUT, "sending its results") {
+                    Ok(b) => {
+                        bytes = b;
+                        Ok(&bytes[..])
+                    }
+                    Err(e) => Err(e),
+                };
+                queue.extend(seq.handle(Event::Results(message)));
+            }
+            Action::SendResults(theirs) => {
+                let ours = local.as_ref().expect("the report comes before the results");
+                control.send_json(&results_of(ours, checked.udp)).map_err(gone)?;
+                results = Some(*theirs);
+            }
+            Action::ReadDone => queue.extend(seq.handle(read_state(control, "closing its test"))),
+            Action::Finish => break,
+            other => unreachable!("the sequence says {other:?} once the test is admitted"),
+        }
+    }
+    drop(hold);
+    let ran = Ran {
+        report: local.expect("the report comes before the results"),
+        results: results.expect("the client's results come before IPERF_DONE"),
+        roles,
+        notes,
+        started_unix_ms,
+    };
+    Ok(document(state, control, checked, spec, ran))
+}
+
+/// A state the client sent, or why none came, as the sequence is fed it.
+fn read_state(control: &mut Control, what: &'static str) -> Event<'static> {
+    match control.recv_state(STEP_TIMEOUT, what) {
+        Ok(step) => Event::Received(step),
+        Err(e) => Event::Lost(e),
+    }
+}
+
+/// CREATE_STREAMS and the data streams: UDP, a socket of its own for each hello on the port's
+/// UDP socket; TCP, the port's data connections with the cookie, in the order iperf3 made them.
+fn open_streams(
+    hold: &Hold<'_>,
+    sockets: &Sockets,
+    control: &mut Control,
+    checked: &Checked,
+    spec: &TestSpec,
+    roles: &[Role],
+) -> Result<Streams, Failure> {
+    let (peer, n) = (control.peer(), roles.len());
+    Ok(match spec {
         TestSpec::Udp(u) => {
             let hello = hello_socket(sockets, control)?;
             control.send_state(Step::CreateStreams).map_err(gone)?;
@@ -251,31 +337,43 @@ fn run_test(
             Streams::Tcp(streams)
         }
         _ => unreachable!("spec_of makes TCP and UDP specs only"),
-    };
-    let started_unix_ms = crate::unixtime::now_unix_ms();
-    control.send_state(Step::TestStart).map_err(gone)?;
-    control.send_state(Step::TestRunning).map_err(gone)?;
-    let (mut report, mut notes) = run_engine(state, control, spec, streams)?;
-    state.metrics.test_report(spec.kind(), &report);
-    let used: Vec<String> = host::interface_towards(peer.ip()).into_iter().collect();
-    report.config = Some(host::read_config(&used));
-    // The results, as iperf3's server exchanges them: the client's first, then this end's.
+    })
+}
+
+/// This end's streams, ready for the engine.
+enum Streams {
+    Tcp(Vec<tcp::DataStream>),
+    Udp(Vec<udp::UdpStream>),
+}
+
+/// What the test left for its document: this end's report, the client's results, each stream's
+/// role here, the notes, and when the streams were made.
+struct Ran {
+    report: SideReport,
+    results: Results,
+    roles: Vec<Role>,
+    notes: Vec<String>,
+    started_unix_ms: u64,
+}
+
+/// The document: this end's report joined with the client's results as its far end, and the
+/// client as iperf3 said it.
+fn document(
+    state: &State,
+    control: &Control,
+    checked: &Checked,
+    spec: &TestSpec,
+    ran: Ran,
+) -> crate::result::TestResult {
+    let Ran {
+        report,
+        results,
+        roles,
+        mut notes,
+        started_unix_ms,
+    } = ran;
+    let peer = control.peer();
     let udp = checked.udp;
-    control.send_state(Step::ExchangeResults).map_err(gone)?;
-    let seconds = report.window_end_ns.saturating_sub(report.window_start_ns) as f64 / 1e9;
-    let theirs = control
-        .recv_json(results_limit(n, seconds), STEP_TIMEOUT, "sending its results")
-        .map_err(|e| failure(IERECVRESULTS, libc::EINVAL, ErrorKind::Protocol, e.to_string()))?;
-    let results = Results::parse(&theirs, peer, n)
-        .map_err(|e| failure(IERECVRESULTS, libc::EINVAL, ErrorKind::Protocol, e.to_string()))?;
-    control.send_json(&results_of(&report, udp)).map_err(gone)?;
-    control.send_state(Step::DisplayResults).map_err(gone)?;
-    match control.recv_state(STEP_TIMEOUT, "closing its test") {
-        Ok(Step::IperfDone) => {}
-        Ok(other) => notes.push(format!("the iperf3 client ended with state {other:?}, not IPERF_DONE")),
-        Err(e) => notes.push(format!("the iperf3 client did not say IPERF_DONE: {e}")),
-    }
-    drop(hold);
     if !udp && checked.bandwidth.is_some() && roles.contains(&Role::Send) {
         notes.push("iperf3's -b on TCP was not applied: this end sent unpaced".into());
     }
@@ -303,7 +401,7 @@ fn run_test(
         checked.client_version.clone(),
         None,
     ));
-    Ok(result)
+    result
 }
 
 /// A data socket that could not be set up.
@@ -427,27 +525,18 @@ fn udp_streams(hello: &UdpSocket, peer: SocketAddr, wanted: usize) -> Result<Vec
     Ok(got)
 }
 
-/// How the watcher saw the test end.
-enum Watched {
-    /// The client said TEST_END.
-    Ended,
-    /// The engine ended before the client said so.
-    EngineFirst,
-    /// The client went away or spoke out of turn; the engine was aborted.
-    Gone(String),
-    /// The agent is stopping; the engine was aborted.
-    Stopping,
-}
-
-/// Runs the engine while a thread watches the control connection: TEST_END stops the senders
-/// and wakes the TCP receivers (iperf3's client keeps its data sockets open until the end, so
-/// they are shut for reading here: what is in their buffers is still read, then the end).
+/// Runs the engine while a thread watches the control connection and feeds the sequence what
+/// it reads: TEST_END stops the senders and wakes the TCP receivers (iperf3's client keeps its
+/// data sockets open until the end, so they are shut for reading here: what is in their
+/// buffers is still read, then the end). The engine's report, and the sequence's steps left
+/// for after the run.
 fn run_engine(
     state: &State,
     control: &mut Control,
+    seq: &mut Sequence,
     spec: &TestSpec,
     streams: Streams,
-) -> Result<(SideReport, Vec<String>), Failure> {
+) -> (Result<SideReport, engine::EngineError>, Vec<Action>) {
     let flags = engine::Control {
         idle: state.config.idle,
         peer_ends: true,
@@ -462,82 +551,58 @@ fn run_engine(
         Streams::Udp(_) => Vec::new(),
     };
     let engine_done = AtomicBool::new(false);
-    let (report, watched) = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| watch(control, &flags, &engine_done, &state.stopping, &unblock));
+    std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch(control, seq, &flags, &engine_done, &state.stopping, &unblock));
         let report = match (streams, spec) {
             (Streams::Tcp(s), TestSpec::Tcp(t)) => tcp::run(t, &[], s, &mut Quiet, &flags),
             (Streams::Udp(s), TestSpec::Udp(u)) => udp::run(u, &[], s, &mut Quiet, &flags),
             _ => unreachable!("the streams are made from the spec"),
         };
         engine_done.store(true, Ordering::SeqCst);
-        (
-            report,
-            watcher.join().unwrap_or(Watched::Gone("its watcher failed".into())),
-        )
-    });
-    let mut notes = Vec::new();
-    match watched {
-        Watched::Ended => {}
-        Watched::EngineFirst => {
-            // Its idle rule, or every stream ended on its own: the client still says when.
-            match control.recv_state(STEP_TIMEOUT, "ending its test") {
-                Ok(Step::TestEnd) => {}
-                Ok(other) => {
-                    return Err(failure(
-                        0,
-                        0,
-                        ErrorKind::Protocol,
-                        format!("sent {other:?} while its test ran"),
-                    ));
-                }
-                Err(e) => return Err(gone(e)),
-            }
-            notes.push("this end's streams ended before the iperf3 client said the test was over".into());
-        }
-        Watched::Gone(why) => return Err(failure(0, 0, ErrorKind::Failed, why)),
-        Watched::Stopping => {
-            let _ = control.send_state(Step::ServerTerminate);
-            return Err(failure(
-                0,
-                0,
-                ErrorKind::Failed,
-                "the agent is stopping: the test was ended early",
-            ));
-        }
-    }
-    let report = report.map_err(|e| failure(IENEWTEST, libc::EIO, ErrorKind::Failed, e.to_string()))?;
-    Ok((report, notes))
+        let rest = watcher
+            .join()
+            .unwrap_or_else(|_| vec![Action::Fail(failure(0, 0, ErrorKind::Failed, "its watcher failed"))]);
+        (report, rest)
+    })
 }
 
-/// Reads the control connection while the engine runs (see [`run_engine`]).
+/// Reads the control connection while the engine runs (see [`run_engine`]) until the sequence
+/// has its end: does what it says of the engine (stop sending, abort) and returns the rest.
 fn watch(
     control: &mut Control,
+    seq: &mut Sequence,
     flags: &engine::Control,
     engine_done: &AtomicBool,
     stopping: &AtomicBool,
     unblock: &[TcpStream],
-) -> Watched {
-    loop {
+) -> Vec<Action> {
+    let event = loop {
         if engine_done.load(Ordering::SeqCst) {
-            return Watched::EngineFirst;
+            break Event::EngineDone;
         }
         if stopping.load(Ordering::SeqCst) {
-            flags.abort();
-            return Watched::Stopping;
+            break Event::Stopping;
         }
         match control.poll_state(STOP_POLL, "running its test") {
             Ok(None) => continue,
-            Ok(Some(Step::TestEnd)) => break,
-            Ok(Some(other)) => {
-                flags.abort();
-                return Watched::Gone(format!("sent {other:?} while its test ran"));
-            }
-            Err(e) => {
-                flags.abort();
-                return Watched::Gone(e.to_string());
-            }
+            Ok(Some(step)) => break Event::Received(step),
+            Err(e) => break Event::Lost(e),
+        }
+    };
+    let mut rest = Vec::new();
+    for action in seq.handle(event) {
+        match action {
+            Action::Abort => flags.abort(),
+            Action::StopSending => stop_sending(flags, engine_done, unblock),
+            other => rest.push(other),
         }
     }
+    rest
+}
+
+/// TEST_END: the senders stop, the TCP receivers are woken, and the engine has [`END_WAIT`] to
+/// end (its receivers to drain) before it is aborted.
+fn stop_sending(flags: &engine::Control, engine_done: &AtomicBool, unblock: &[TcpStream]) {
     flags.stop_send();
     for s in unblock {
         let _ = s.shutdown(Shutdown::Read);
@@ -550,5 +615,4 @@ fn watch(
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    Watched::Ended
 }
