@@ -19,8 +19,8 @@ use crate::engine::{self, sockopt, tcp, udp};
 use crate::metrics::host::{self, HostInfo};
 use crate::proto::ErrorKind;
 use crate::proto::iperf3::{
-    Checked, Control, IENEWTEST, IESTREAMACCEPT, MAX_PARAMS_BYTES, Results, STEP_TIMEOUT, State as Step, UDP_REPLY,
-    results_limit,
+    Checked, Control, IENEWTEST, IESTREAMACCEPT, Iperf3Error, MAX_PARAMS_BYTES, Results, STEP_TIMEOUT, State as Step,
+    UDP_REPLY, results_limit,
 };
 use crate::result::{Role, SideReport};
 use crate::spec::TestSpec;
@@ -154,14 +154,8 @@ fn admit<'a>(
         match action {
             Action::Send(step) => control.send_state(step).map_err(gone)?,
             Action::ReadParams => {
-                let bytes;
-                let message = match control.recv_json(MAX_PARAMS_BYTES, STEP_TIMEOUT, "sending its parameters") {
-                    Ok(b) => {
-                        bytes = b;
-                        Ok(&bytes[..])
-                    }
-                    Err(e) => Err(e),
-                };
+                let mut bytes = Vec::new();
+                let message = read_json(control, MAX_PARAMS_BYTES, "sending its parameters", &mut bytes);
                 queue.extend(seq.handle(Event::Params(message)));
             }
             Action::Refuse(f) => {
@@ -247,14 +241,8 @@ fn run_test(
             Action::ReadResults => {
                 let ours: &SideReport = local.as_ref().expect("the report comes before the results");
                 let seconds = ours.window_end_ns.saturating_sub(ours.window_start_ns) as f64 / 1e9;
-                let bytes;
-                let message = match control.recv_json(results_limit(n, seconds), STEP_TIMEOUT, "sending its results") {
-                    Ok(b) => {
-                        bytes = b;
-                        Ok(&bytes[..])
-                    }
-                    Err(e) => Err(e),
-                };
+                let mut bytes = Vec::new();
+                let message = read_json(control, results_limit(n, seconds), "sending its results", &mut bytes);
                 queue.extend(seq.handle(Event::Results(message)));
             }
             Action::SendResults(theirs) => {
@@ -276,6 +264,18 @@ fn run_test(
         started_unix_ms,
     };
     Ok(document(state, control, checked, spec, ran))
+}
+
+/// A JSON message the client sent (at most `max` bytes, kept in `into`), or why none came, as
+/// the sequence is fed it.
+fn read_json<'b>(
+    control: &mut Control,
+    max: usize,
+    what: &'static str,
+    into: &'b mut Vec<u8>,
+) -> Result<&'b [u8], Iperf3Error> {
+    *into = control.recv_json(max, STEP_TIMEOUT, what)?;
+    Ok(into)
 }
 
 /// A state the client sent, or why none came, as the sequence is fed it.
