@@ -72,7 +72,7 @@ pub fn run_iperf3(
     let mut s = Server {
         ctl: Wire::new(connect(peer, opts, |_| Ok(()))?, peer),
         peer,
-        seq: Sequence::new(),
+        seq: Sequence::new(peer, streams),
     };
     let cookie = wire::new_cookie();
     s.ctl.send_bytes(&cookie, "sending the cookie")?;
@@ -164,10 +164,11 @@ fn exchange(
         match s.next(STEP_TIMEOUT)? {
             Action::ExchangeResults => {
                 s.ctl.send_json(&summary::iperf3::results_of(local, udp))?;
-                let limit = wire::results_limit(streams, seconds);
-                let bytes = s.ctl.recv_json(limit, STEP_TIMEOUT, s.seq.waiting())?;
-                results = Some(Results::parse(&bytes, s.peer, streams)?);
-                s.seq.handle(Event::ResultsRead);
+                let (limit, what) = (wire::results_limit(streams, seconds), s.seq.waiting());
+                let bytes = s.ctl.recv_json(limit, STEP_TIMEOUT, what)?;
+                if let Action::Keep(r) = s.feed(Event::ServerResults(&bytes), what)? {
+                    results = Some(*r);
+                }
             }
             Action::SendDone => break,
             Action::Wait => {}

@@ -25,7 +25,12 @@ impl Server {
 
     /// What to do on `state`, read while `what`; a refusal is the error it stands for.
     pub(super) fn received(&mut self, state: State, what: &'static str) -> Result<Action, Iperf3Error> {
-        match self.seq.handle(Event::Received(state)) {
+        self.feed(Event::Received(state), what)
+    }
+
+    /// What to do on `event`, while `what`; a refusal is the error it stands for.
+    pub(super) fn feed(&mut self, event: Event<'_>, what: &'static str) -> Result<Action, Iperf3Error> {
+        match self.seq.handle(event) {
             Action::Refused(r) => Err(self.refusal(r, what)),
             action => Ok(action),
         }
@@ -58,6 +63,7 @@ impl Server {
                 peer,
                 what: format!("the server ended the test (SERVER_TERMINATE) while {what}"),
             },
+            Refusal::Malformed(what) => Iperf3Error::Bad { peer, what },
             Refusal::Unexpected(other) => Iperf3Error::Bad {
                 peer,
                 what: format!("sent {other:?} while {what}"),
