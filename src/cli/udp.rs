@@ -101,7 +101,7 @@ impl UdpArgs {
                 }
                 (g * 1e3).round() as u64
             }
-            (None, Some(r)) if r.0 > 0.0 => (f64::from(payload) * 8.0 * 1e9 / r.0).round().max(1.0) as u64,
+            (None, Some(r)) => UdpSpec::gap_ns_at(payload, r.0),
             _ => 0,
         };
         let spec = UdpSpec {

@@ -266,3 +266,21 @@ fn issue_26_the_agents_memory_budget_refuses_an_iperf3_test_that_does_not_fit() 
     let v = iperf3(&server, &["-t", "1"]);
     agree(&server, 1, &["-t", "1"], &v);
 }
+
+/// The same rate asked two ways paces alike: `linerate udp --rate` and an `iperf3 -c -u -b`
+/// against linerate's iperf3 server come to the same gap, by the one rule (rounded: 1000-byte
+/// datagrams at 3 Mbit/s are 2,666,666.67 ns apart, which truncating made ...666).
+#[test]
+fn the_cli_and_the_iperf3_server_pace_a_rate_alike() {
+    if !have_iperf3() {
+        return;
+    }
+    let agent = Agent::start(&[]);
+    let cli = crate::kinds::udp_json(&[&agent.addr, "-n", "50", "-l", "1000", "--rate", "3m"]);
+    let server = Server::local();
+    let v = iperf3(&server, &["-u", "-b", "3M", "-l", "1000", "-k", "50"]);
+    let stored = server.stored(1);
+    assert_eq!(u(&v, "/start/test_start/blksize"), 1000, "{}", v["start"]);
+    assert_eq!(u(&cli, "/options/gap_ns"), 2_666_667);
+    assert_eq!(u(&stored, "/options/gap_ns"), 2_666_667);
+}

@@ -210,6 +210,20 @@ pub(crate) fn parse_cpu_list(s: &str) -> Result<Vec<usize>, UnitError> {
     Ok(cpus)
 }
 
+/// The spacing, in nanoseconds, that paces events of `each` units at `per_second` units a second:
+/// `each` / `per_second` seconds, rounded to the nearest nanosecond and at least 1. The one rule
+/// every rate-to-gap conversion takes (a UDP stream's `--rate` or iperf3's `-b`, rr's `--tps`),
+/// so that the same rate asked two ways paces the same. At least 1 because a gap of 0 means "as
+/// fast as possible": a rate asked for stays paced however high it is. A rate of 0 or less (or
+/// not a number) asks for no pacing: 0. Too slow a rate saturates at `u64::MAX` (the specs'
+/// checks refuse it).
+pub fn spacing_ns(each: f64, per_second: f64) -> u64 {
+    if per_second.is_nan() || per_second <= 0.0 {
+        return 0;
+    }
+    (each * 1e9 / per_second).round().max(1.0) as u64
+}
+
 /// 1,234,567.891 style: thousands separated, fixed decimals.
 pub fn grouped(v: f64, decimals: usize) -> String {
     let s = format!("{:.*}", decimals, v.abs());
@@ -231,6 +245,31 @@ pub fn grouped(v: f64, decimals: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spacing_rounds_to_the_nearest_ns_and_stays_paced() {
+        // 1000-byte datagrams at 8 Mbit/s: exactly 1 ms.
+        assert_eq!(spacing_ns(8000.0, 8e6), 1_000_000);
+        // 8000 bits at 3 Mbit/s is 2,666,666.67 ns: rounded up, where truncating gave ...666.
+        assert_eq!(spacing_ns(8000.0, 3e6), 2_666_667);
+        // Exactly half a nanosecond rounds away from zero: 1 unit at 4e8/s is 2.5 ns.
+        assert_eq!(spacing_ns(1.0, 4e8), 3);
+        assert_eq!(spacing_ns(1.0, 1e9 / 2.4), 2, "2.4 ns rounds down");
+        // So high a rate that the spacing would round (or truncate) to 0: still paced, 1 ns.
+        assert_eq!(spacing_ns(8.0, 1e13), 1, "0.0008 ns");
+        assert_eq!(spacing_ns(8.0, f64::MAX), 1);
+        assert_eq!(spacing_ns(8.0, f64::INFINITY), 1);
+        // No rate: no pacing.
+        assert_eq!(spacing_ns(8000.0, 0.0), 0);
+        assert_eq!(spacing_ns(8000.0, -1.0), 0);
+        assert_eq!(spacing_ns(8000.0, f64::NAN), 0);
+        // So slow a rate that the spacing passes u64: saturates (a spec's check refuses it).
+        assert_eq!(spacing_ns(8.0 * f64::from(1u32 << 30), 1e-9), u64::MAX);
+        // rr's transactions a second: one each.
+        assert_eq!(spacing_ns(1.0, 1000.0), 1_000_000);
+        assert_eq!(spacing_ns(1.0, 7.0), 142_857_143, "142,857,142.86 ns, rounded");
+        assert_eq!(spacing_ns(1.0, 10e6), 100);
+    }
 
     #[test]
     fn sizes_parse_with_binary_prefixes() {

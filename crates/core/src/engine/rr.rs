@@ -155,7 +155,7 @@ fn ask(spec: &RrSpec, plan: &Plan, idx: usize, s: &RrStream, shared: &Shared<'_>
     let counter = &shared.counters[idx];
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
-    let gap_ns = spec.rate.map_or(0, |r| (1e9 / r) as u64);
+    let gap_ns = spec.gap_ns().unwrap_or(0);
     let mut pacer = Pacer::new(start, gap_ns);
     let mut seq = 0u64;
     let end = loop {

@@ -14,7 +14,10 @@
 //! Numbers in the JSON are doubles (cJSON): -1 ("none", as retransmits on a receiver) arrives
 //! as 18446744073709551615. Every read here has a deadline and a size bound.
 
+mod params;
+
 use crate::proto::peer_text;
+pub use params::{END_SLACK_SECONDS, UNTIMED_SECONDS, params_of, spec_of};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -68,6 +68,12 @@ impl RrSpec {
         }
     }
 
+    /// The open loop's spacing of requests on a stream, ns ([`crate::units::spacing_ns`]'s
+    /// rule, at least 1); None in the closed loop.
+    pub fn gap_ns(&self) -> Option<u64> {
+        self.rate.map(|r| crate::units::spacing_ns(1.0, r))
+    }
+
     pub fn validate(&self) -> Result<(), SpecError> {
         check("streams (-P)", f64::from(self.streams), 1.0, f64::from(MAX_STREAMS))?;
         let max = match self.proto {

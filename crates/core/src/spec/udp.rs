@@ -139,6 +139,13 @@ impl UdpSpec {
         }
     }
 
+    /// The gap, ns, that sends `payload_bytes` datagrams at `bits_per_second` of payload per
+    /// stream ([`crate::units::spacing_ns`]'s rule: rounded, at least 1; 0 for a rate of 0, as
+    /// fast as possible). The CLI's `--rate` and iperf3's `-b` both come here.
+    pub fn gap_ns_at(payload_bytes: u32, bits_per_second: f64) -> u64 {
+        crate::units::spacing_ns(f64::from(payload_bytes) * 8.0, bits_per_second)
+    }
+
     /// The send rate this spacing makes, per stream, in payload bits/s (None: as fast as possible).
     pub fn stream_bits_per_second(&self) -> Option<f64> {
         (self.gap_ns > 0).then(|| f64::from(self.payload_bytes) * 8.0 * 1e9 / self.gap_ns as f64)

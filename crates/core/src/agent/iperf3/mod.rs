@@ -6,9 +6,11 @@
 //! names who may use it (docs/security.md).
 //!
 //! `listen` binds the port and accepts, `turn` keeps the port's one test and routes its data
-//! connections to it, `test` runs one test; docs/iperf3.md says what maps to what.
+//! connections to it, `test` runs one test, driving `sequence` (the server's control sequence as a
+//! state machine, tested without a socket); docs/iperf3.md says what maps to what.
 
 mod listen;
+mod sequence;
 mod test;
 mod turn;
 

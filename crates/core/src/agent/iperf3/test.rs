@@ -9,6 +9,7 @@
 //! [`AgentEvent::Iperf3Result`]; a refusal is answered as iperf3 answers one (SERVER_ERROR and
 //! its `i_errno`, or ACCESS_DENIED) and told as [`AgentEvent::Refused`].
 
+use super::sequence::{Action, Event, Failure, Sequence, failure, gone};
 use super::turn::{Accepted, Turn};
 use crate::agent::budget::{Reservation, spec_bytes};
 use crate::agent::config::{AgentEvent, DATA_TIMEOUT};
@@ -18,33 +19,25 @@ use crate::engine::{self, sockopt, tcp, udp};
 use crate::metrics::host::{self, HostInfo};
 use crate::proto::ErrorKind;
 use crate::proto::iperf3::{
-    Checked, Control, End, IEAUTHTEST, IENEWTEST, IERECVPARAMS, IERECVRESULTS, IESTREAMACCEPT, Iperf3Error,
-    MAX_PARAMS_BYTES, Params, Results, STEP_TIMEOUT, State as Step, UDP_REPLY, results_limit,
+    Checked, Control, IENEWTEST, IESTREAMACCEPT, Iperf3Error, MAX_PARAMS_BYTES, Results, STEP_TIMEOUT, State as Step,
+    UDP_REPLY, results_limit,
 };
 use crate::result::{Role, SideReport};
-use crate::spec::{Direction, Limit, MAX_INTERVAL_SAMPLES, TcpSpec, TestSpec, Timing, UdpSpec};
+use crate::spec::TestSpec;
 use crate::summary::iperf3::{peer_of, results_of, side_of};
 use crate::summary::{self, AgentOutcome};
-use crate::units::ByteSize;
 use socket2::{Domain, Protocol, Socket, Type};
+use std::collections::VecDeque;
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-/// A time-limited test runs this long past its omit and time on this end, so that the client's
-/// TEST_END, not this end's clock, ends it.
-const END_SLACK_SECONDS: f64 = 10.0;
-/// A test ended by a byte or block count runs on this end at most this long.
-const UNTIMED_SECONDS: f64 = 3600.0;
 /// After TEST_END, how long the engine may take to end (its receivers to drain) before it is
 /// aborted.
 const END_WAIT: Duration = Duration::from_secs(5);
 /// How often the watcher looks whether the agent is stopping.
 const STOP_POLL: Duration = Duration::from_millis(100);
-/// iperf3's default TCP block (`-l`) and UDP datagram payload when the client names none.
-const DEFAULT_TCP_LEN: u64 = 128 << 10;
-const DEFAULT_UDP_LEN: u64 = 1460;
 
 /// The UDP sockets of the iperf3 port, one per address it listens on: they take UDP streams'
 /// hellos.
@@ -60,29 +53,6 @@ pub(super) fn reusable_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
     Ok(socket.into())
-}
-
-/// Why a test ended early: what the client is told (`i_errno` and `errno` after SERVER_ERROR; 0:
-/// nothing, the connection just closes) and what the agent's owner hears.
-struct Failure {
-    i_errno: i32,
-    errno: i32,
-    kind: ErrorKind,
-    message: String,
-}
-
-fn failure(i_errno: i32, errno: i32, kind: ErrorKind, message: impl Into<String>) -> Failure {
-    Failure {
-        i_errno,
-        errno,
-        kind,
-        message: message.into(),
-    }
-}
-
-/// The control connection failed: nothing more is sent.
-fn gone(e: Iperf3Error) -> Failure {
-    failure(0, 0, ErrorKind::Protocol, e.to_string())
 }
 
 /// What a test holds until its client says IPERF_DONE: the port, one of the agent's test slots
@@ -150,36 +120,12 @@ fn session<'a>(
     control: &mut Control,
 ) -> Result<(), Failure> {
     let peer = control.peer();
-    control.send_state(Step::ParamExchange).map_err(gone)?;
-    let refuse = |i_errno: i32, errno: i32, kind: ErrorKind, message: String| {
-        state.metrics.refused(kind);
-        failure(i_errno, errno, kind, message)
-    };
-    let bytes = control
-        .recv_json(MAX_PARAMS_BYTES, STEP_TIMEOUT, "sending its parameters")
-        .map_err(|e| refuse(IERECVPARAMS, libc::EINVAL, ErrorKind::Protocol, e.to_string()))?;
-    let params = Params::parse(&bytes, peer)
-        .map_err(|e| refuse(IERECVPARAMS, libc::EINVAL, ErrorKind::BadSpec, e.to_string()))?;
-    let checked = params.check().map_err(|m| match params.authtoken {
-        Some(_) => refuse(IEAUTHTEST, 0, ErrorKind::Auth, m),
-        None => refuse(IERECVPARAMS, libc::EINVAL, ErrorKind::BadSpec, m),
-    })?;
-    let spec = spec_of(&checked);
-    spec.validate()
-        .map_err(|e| refuse(IENEWTEST, libc::EINVAL, ErrorKind::BadSpec, e.to_string()))?;
-    let memory = state.budget.reserve(spec_bytes(&spec)).map_err(|over| {
-        let kind = if over.never_fits() {
-            ErrorKind::BadSpec
-        } else {
-            ErrorKind::Busy
-        };
-        refuse(IENEWTEST, libc::ENOMEM, kind, over.to_string())
-    })?;
-    hold._memory = Some(memory);
+    let (mut seq, first) = Sequence::start(peer);
+    let (checked, spec) = admit(state, &mut seq, &mut hold, control, first)?;
     let test = spec.kind();
     events(&AgentEvent::TestStarted { peer, test });
     let began = Instant::now();
-    let outcome = run_test(state, sockets, hold, control, &checked, &spec);
+    let outcome = run_test(state, sockets, hold, control, &mut seq, &checked, &spec);
     state.metrics.duration(test, began.elapsed());
     events(&AgentEvent::TestEnded {
         peer,
@@ -194,78 +140,60 @@ fn session<'a>(
     Ok(())
 }
 
-/// The linerate spec of an iperf3 test: its streams, lengths and socket options; a timing whose
-/// limit outlasts the client's (the client ends the test), with `-O` as the warm-up.
-fn spec_of(c: &Checked) -> TestSpec {
-    let direction = if c.bidirectional {
-        Direction::Bidir
-    } else if c.reverse {
-        Direction::Reverse
-    } else {
-        Direction::Send
-    };
-    let streams = u16::try_from(c.parallel).unwrap_or(u16::MAX);
-    let each_way = usize::from(streams) * if c.bidirectional { 2 } else { 1 };
-    let seconds = match c.end {
-        End::Seconds(t) => c.omit_seconds + t + END_SLACK_SECONDS,
-        End::Bytes(_) | End::Blocks(_) => UNTIMED_SECONDS,
-    };
-    // An interval sample a second, fewer for many streams over a long limit (the kept samples
-    // are capped).
-    let per_sample = (each_way as f64 * seconds / (MAX_INTERVAL_SAMPLES / 2) as f64).ceil();
-    let mut timing = Timing::new(Limit::Seconds(seconds));
-    timing.warmup_seconds = c.omit_seconds;
-    timing.interval_seconds = per_sample.max(1.0);
-    if c.udp {
-        let len = c.len.unwrap_or(DEFAULT_UDP_LEN);
-        // A count of bytes or blocks bounds each stream's datagrams (iperf3 counts them over
-        // every stream together; the client still says when it is over).
-        match c.end {
-            End::Bytes(b) => timing.limit = Limit::Buffers(b.div_ceil(len.max(1))),
-            End::Blocks(k) => timing.limit = Limit::Buffers(k),
-            End::Seconds(_) => {}
+/// PARAM_EXCHANGE, the parameters and the agent's limits (its memory budget), as the sequence
+/// says: the test admitted, or refused and counted so.
+fn admit<'a>(
+    state: &'a State,
+    seq: &mut Sequence,
+    hold: &mut Hold<'a>,
+    control: &mut Control,
+    first: Vec<Action>,
+) -> Result<(Checked, TestSpec), Failure> {
+    let mut queue = VecDeque::from(first);
+    while let Some(action) = queue.pop_front() {
+        match action {
+            Action::Send(step) => control.send_state(step).map_err(gone)?,
+            Action::ReadParams => {
+                let mut bytes = Vec::new();
+                let message = read_json(control, MAX_PARAMS_BYTES, "sending its parameters", &mut bytes);
+                queue.extend(seq.handle(Event::Params(message)));
+            }
+            Action::Refuse(f) => {
+                state.metrics.refused(f.kind);
+                return Err(f);
+            }
+            Action::Admit(admitted) => {
+                let (checked, spec) = *admitted;
+                let memory = state.budget.reserve(spec_bytes(&spec)).map_err(|over| {
+                    let kind = if over.never_fits() {
+                        ErrorKind::BadSpec
+                    } else {
+                        ErrorKind::Busy
+                    };
+                    state.metrics.refused(kind);
+                    failure(IENEWTEST, libc::ENOMEM, kind, over.to_string())
+                })?;
+                hold._memory = Some(memory);
+                return Ok((checked, spec));
+            }
+            other => unreachable!("the sequence says {other:?} before a test is admitted"),
         }
-        let mut u = UdpSpec::new();
-        u.streams = streams;
-        u.payload_bytes = u32::try_from(len).unwrap_or(u32::MAX);
-        u.timing = timing;
-        // `-b`: payload bits a second per stream, as iperf3 paces them.
-        u.gap_ns = c.bandwidth.map_or(0, |b| (len as f64 * 8.0 * 1e9 / b as f64) as u64);
-        u.window_bytes = c.window.map(ByteSize);
-        u.direction = direction;
-        TestSpec::Udp(u)
-    } else {
-        let mut t = TcpSpec::new();
-        t.streams = streams;
-        t.buffer_bytes = ByteSize(c.len.unwrap_or(DEFAULT_TCP_LEN));
-        t.timing = timing;
-        // iperf3's -w sets both buffers on both ends.
-        t.window_bytes = c.window.map(ByteSize);
-        t.sndbuf_bytes = c.window.map(ByteSize);
-        t.mss_bytes = c.mss;
-        t.congestion = c.congestion.clone();
-        t.nodelay = c.nodelay;
-        t.direction = direction;
-        TestSpec::Tcp(t)
     }
+    unreachable!("the sequence admits or refuses the parameters")
 }
 
-/// This end's streams, ready for the engine.
-enum Streams {
-    Tcp(Vec<tcp::DataStream>),
-    Udp(Vec<udp::UdpStream>),
-}
-
-/// From CREATE_STREAMS to the results and the document.
+/// From CREATE_STREAMS to the results and the document, as the sequence says: the streams, the
+/// engine with the control connection watched, the results both ways (the client's first),
+/// IPERF_DONE.
 fn run_test(
     state: &State,
     sockets: &Sockets,
     hold: Hold<'_>,
     control: &mut Control,
+    seq: &mut Sequence,
     checked: &Checked,
     spec: &TestSpec,
 ) -> Result<crate::result::TestResult, Failure> {
-    let peer = control.peer();
     let n = spec.streams_per_agent();
     let roles: Vec<Role> = (0..n)
         .map(|i| {
@@ -276,7 +204,100 @@ fn run_test(
             })
         })
         .collect();
-    let streams = match spec {
+    let mut notes = Vec::new();
+    let (mut streams, mut engine, mut local, mut results) = (None, None, None, None);
+    let mut started_unix_ms = 0;
+    let mut queue = VecDeque::from(seq.handle(Event::Admitted));
+    loop {
+        let Some(action) = queue.pop_front() else {
+            // The run's own steps are done (only the run leaves nothing queued): the engine's
+            // report, then the results.
+            let report: Result<SideReport, engine::EngineError> =
+                engine.take().expect("the queue empties only after the run");
+            let mut report = report.map_err(|e| failure(IENEWTEST, libc::EIO, ErrorKind::Failed, e.to_string()))?;
+            state.metrics.test_report(spec.kind(), &report);
+            let used: Vec<String> = host::interface_towards(control.peer().ip()).into_iter().collect();
+            report.config = Some(host::read_config(&used));
+            local = Some(report);
+            queue.extend(seq.handle(Event::Reported));
+            continue;
+        };
+        match action {
+            Action::Send(step) => control.send_state(step).map_err(gone)?,
+            Action::Note(note) => notes.push(note),
+            Action::Fail(f) | Action::Refuse(f) => return Err(f),
+            Action::OpenStreams => {
+                streams = Some(open_streams(&hold, sockets, control, checked, spec, &roles)?);
+                started_unix_ms = crate::unixtime::now_unix_ms();
+                queue.extend(seq.handle(Event::StreamsOpen));
+            }
+            Action::Run => {
+                let opened = streams.take().expect("the sequence opens the streams before the run");
+                let (report, rest) = run_engine(state, control, seq, spec, opened);
+                engine = Some(report);
+                queue.extend(rest);
+            }
+            Action::ReadEnd => queue.extend(seq.handle(read_state(control, "ending its test"))),
+            Action::ReadResults => {
+                let ours: &SideReport = local.as_ref().expect("the report comes before the results");
+                let seconds = ours.window_end_ns.saturating_sub(ours.window_start_ns) as f64 / 1e9;
+                let mut bytes = Vec::new();
+                let message = read_json(control, results_limit(n, seconds), "sending its results", &mut bytes);
+                queue.extend(seq.handle(Event::Results(message)));
+            }
+            Action::SendResults(theirs) => {
+                let ours = local.as_ref().expect("the report comes before the results");
+                control.send_json(&results_of(ours, checked.udp)).map_err(gone)?;
+                results = Some(*theirs);
+            }
+            Action::ReadDone => queue.extend(seq.handle(read_state(control, "closing its test"))),
+            Action::Finish => break,
+            other => unreachable!("the sequence says {other:?} once the test is admitted"),
+        }
+    }
+    drop(hold);
+    let ran = Ran {
+        report: local.expect("the report comes before the results"),
+        results: results.expect("the client's results come before IPERF_DONE"),
+        roles,
+        notes,
+        started_unix_ms,
+    };
+    Ok(document(state, control, checked, spec, ran))
+}
+
+/// A JSON message the client sent (at most `max` bytes, kept in `into`), or why none came, as
+/// the sequence is fed it.
+fn read_json<'b>(
+    control: &mut Control,
+    max: usize,
+    what: &'static str,
+    into: &'b mut Vec<u8>,
+) -> Result<&'b [u8], Iperf3Error> {
+    *into = control.recv_json(max, STEP_TIMEOUT, what)?;
+    Ok(into)
+}
+
+/// A state the client sent, or why none came, as the sequence is fed it.
+fn read_state(control: &mut Control, what: &'static str) -> Event<'static> {
+    match control.recv_state(STEP_TIMEOUT, what) {
+        Ok(step) => Event::Received(step),
+        Err(e) => Event::Lost(e),
+    }
+}
+
+/// CREATE_STREAMS and the data streams: UDP, a socket of its own for each hello on the port's
+/// UDP socket; TCP, the port's data connections with the cookie, in the order iperf3 made them.
+fn open_streams(
+    hold: &Hold<'_>,
+    sockets: &Sockets,
+    control: &mut Control,
+    checked: &Checked,
+    spec: &TestSpec,
+    roles: &[Role],
+) -> Result<Streams, Failure> {
+    let (peer, n) = (control.peer(), roles.len());
+    Ok(match spec {
         TestSpec::Udp(u) => {
             let hello = hello_socket(sockets, control)?;
             control.send_state(Step::CreateStreams).map_err(gone)?;
@@ -316,31 +337,43 @@ fn run_test(
             Streams::Tcp(streams)
         }
         _ => unreachable!("spec_of makes TCP and UDP specs only"),
-    };
-    let started_unix_ms = crate::unixtime::now_unix_ms();
-    control.send_state(Step::TestStart).map_err(gone)?;
-    control.send_state(Step::TestRunning).map_err(gone)?;
-    let (mut report, mut notes) = run_engine(state, control, spec, streams)?;
-    state.metrics.test_report(spec.kind(), &report);
-    let used: Vec<String> = host::interface_towards(peer.ip()).into_iter().collect();
-    report.config = Some(host::read_config(&used));
-    // The results, as iperf3's server exchanges them: the client's first, then this end's.
+    })
+}
+
+/// This end's streams, ready for the engine.
+enum Streams {
+    Tcp(Vec<tcp::DataStream>),
+    Udp(Vec<udp::UdpStream>),
+}
+
+/// What the test left for its document: this end's report, the client's results, each stream's
+/// role here, the notes, and when the streams were made.
+struct Ran {
+    report: SideReport,
+    results: Results,
+    roles: Vec<Role>,
+    notes: Vec<String>,
+    started_unix_ms: u64,
+}
+
+/// The document: this end's report joined with the client's results as its far end, and the
+/// client as iperf3 said it.
+fn document(
+    state: &State,
+    control: &Control,
+    checked: &Checked,
+    spec: &TestSpec,
+    ran: Ran,
+) -> crate::result::TestResult {
+    let Ran {
+        report,
+        results,
+        roles,
+        mut notes,
+        started_unix_ms,
+    } = ran;
+    let peer = control.peer();
     let udp = checked.udp;
-    control.send_state(Step::ExchangeResults).map_err(gone)?;
-    let seconds = report.window_end_ns.saturating_sub(report.window_start_ns) as f64 / 1e9;
-    let theirs = control
-        .recv_json(results_limit(n, seconds), STEP_TIMEOUT, "sending its results")
-        .map_err(|e| failure(IERECVRESULTS, libc::EINVAL, ErrorKind::Protocol, e.to_string()))?;
-    let results = Results::parse(&theirs, peer, n)
-        .map_err(|e| failure(IERECVRESULTS, libc::EINVAL, ErrorKind::Protocol, e.to_string()))?;
-    control.send_json(&results_of(&report, udp)).map_err(gone)?;
-    control.send_state(Step::DisplayResults).map_err(gone)?;
-    match control.recv_state(STEP_TIMEOUT, "closing its test") {
-        Ok(Step::IperfDone) => {}
-        Ok(other) => notes.push(format!("the iperf3 client ended with state {other:?}, not IPERF_DONE")),
-        Err(e) => notes.push(format!("the iperf3 client did not say IPERF_DONE: {e}")),
-    }
-    drop(hold);
     if !udp && checked.bandwidth.is_some() && roles.contains(&Role::Send) {
         notes.push("iperf3's -b on TCP was not applied: this end sent unpaced".into());
     }
@@ -368,7 +401,7 @@ fn run_test(
         checked.client_version.clone(),
         None,
     ));
-    Ok(result)
+    result
 }
 
 /// A data socket that could not be set up.
@@ -492,27 +525,18 @@ fn udp_streams(hello: &UdpSocket, peer: SocketAddr, wanted: usize) -> Result<Vec
     Ok(got)
 }
 
-/// How the watcher saw the test end.
-enum Watched {
-    /// The client said TEST_END.
-    Ended,
-    /// The engine ended before the client said so.
-    EngineFirst,
-    /// The client went away or spoke out of turn; the engine was aborted.
-    Gone(String),
-    /// The agent is stopping; the engine was aborted.
-    Stopping,
-}
-
-/// Runs the engine while a thread watches the control connection: TEST_END stops the senders
-/// and wakes the TCP receivers (iperf3's client keeps its data sockets open until the end, so
-/// they are shut for reading here: what is in their buffers is still read, then the end).
+/// Runs the engine while a thread watches the control connection and feeds the sequence what
+/// it reads: TEST_END stops the senders and wakes the TCP receivers (iperf3's client keeps its
+/// data sockets open until the end, so they are shut for reading here: what is in their
+/// buffers is still read, then the end). The engine's report, and the sequence's steps left
+/// for after the run.
 fn run_engine(
     state: &State,
     control: &mut Control,
+    seq: &mut Sequence,
     spec: &TestSpec,
     streams: Streams,
-) -> Result<(SideReport, Vec<String>), Failure> {
+) -> (Result<SideReport, engine::EngineError>, Vec<Action>) {
     let flags = engine::Control {
         idle: state.config.idle,
         peer_ends: true,
@@ -527,82 +551,58 @@ fn run_engine(
         Streams::Udp(_) => Vec::new(),
     };
     let engine_done = AtomicBool::new(false);
-    let (report, watched) = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| watch(control, &flags, &engine_done, &state.stopping, &unblock));
+    std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch(control, seq, &flags, &engine_done, &state.stopping, &unblock));
         let report = match (streams, spec) {
             (Streams::Tcp(s), TestSpec::Tcp(t)) => tcp::run(t, &[], s, &mut Quiet, &flags),
             (Streams::Udp(s), TestSpec::Udp(u)) => udp::run(u, &[], s, &mut Quiet, &flags),
             _ => unreachable!("the streams are made from the spec"),
         };
         engine_done.store(true, Ordering::SeqCst);
-        (
-            report,
-            watcher.join().unwrap_or(Watched::Gone("its watcher failed".into())),
-        )
-    });
-    let mut notes = Vec::new();
-    match watched {
-        Watched::Ended => {}
-        Watched::EngineFirst => {
-            // Its idle rule, or every stream ended on its own: the client still says when.
-            match control.recv_state(STEP_TIMEOUT, "ending its test") {
-                Ok(Step::TestEnd) => {}
-                Ok(other) => {
-                    return Err(failure(
-                        0,
-                        0,
-                        ErrorKind::Protocol,
-                        format!("sent {other:?} while its test ran"),
-                    ));
-                }
-                Err(e) => return Err(gone(e)),
-            }
-            notes.push("this end's streams ended before the iperf3 client said the test was over".into());
-        }
-        Watched::Gone(why) => return Err(failure(0, 0, ErrorKind::Failed, why)),
-        Watched::Stopping => {
-            let _ = control.send_state(Step::ServerTerminate);
-            return Err(failure(
-                0,
-                0,
-                ErrorKind::Failed,
-                "the agent is stopping: the test was ended early",
-            ));
-        }
-    }
-    let report = report.map_err(|e| failure(IENEWTEST, libc::EIO, ErrorKind::Failed, e.to_string()))?;
-    Ok((report, notes))
+        let rest = watcher
+            .join()
+            .unwrap_or_else(|_| vec![Action::Fail(failure(0, 0, ErrorKind::Failed, "its watcher failed"))]);
+        (report, rest)
+    })
 }
 
-/// Reads the control connection while the engine runs (see [`run_engine`]).
+/// Reads the control connection while the engine runs (see [`run_engine`]) until the sequence
+/// has its end: does what it says of the engine (stop sending, abort) and returns the rest.
 fn watch(
     control: &mut Control,
+    seq: &mut Sequence,
     flags: &engine::Control,
     engine_done: &AtomicBool,
     stopping: &AtomicBool,
     unblock: &[TcpStream],
-) -> Watched {
-    loop {
+) -> Vec<Action> {
+    let event = loop {
         if engine_done.load(Ordering::SeqCst) {
-            return Watched::EngineFirst;
+            break Event::EngineDone;
         }
         if stopping.load(Ordering::SeqCst) {
-            flags.abort();
-            return Watched::Stopping;
+            break Event::Stopping;
         }
         match control.poll_state(STOP_POLL, "running its test") {
             Ok(None) => continue,
-            Ok(Some(Step::TestEnd)) => break,
-            Ok(Some(other)) => {
-                flags.abort();
-                return Watched::Gone(format!("sent {other:?} while its test ran"));
-            }
-            Err(e) => {
-                flags.abort();
-                return Watched::Gone(e.to_string());
-            }
+            Ok(Some(step)) => break Event::Received(step),
+            Err(e) => break Event::Lost(e),
+        }
+    };
+    let mut rest = Vec::new();
+    for action in seq.handle(event) {
+        match action {
+            Action::Abort => flags.abort(),
+            Action::StopSending => stop_sending(flags, engine_done, unblock),
+            other => rest.push(other),
         }
     }
+    rest
+}
+
+/// TEST_END: the senders stop, the TCP receivers are woken, and the engine has [`END_WAIT`] to
+/// end (its receivers to drain) before it is aborted.
+fn stop_sending(flags: &engine::Control, engine_done: &AtomicBool, unblock: &[TcpStream]) {
     flags.stop_send();
     for s in unblock {
         let _ = s.shutdown(Shutdown::Read);
@@ -614,68 +614,5 @@ fn watch(
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
-    Watched::Ended
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::net::SocketAddr;
-
-    fn checked(text: &str) -> Checked {
-        let peer: SocketAddr = "127.0.0.1:1".parse().expect("addr");
-        Params::parse(text.as_bytes(), peer)
-            .expect("parses")
-            .check()
-            .expect("checks")
-    }
-
-    #[test]
-    fn issue_26_iperf3_parameters_become_a_linerate_spec_that_outlasts_the_client() {
-        let TestSpec::Tcp(t) = spec_of(&checked(
-            r#"{"tcp":true,"omit":1,"time":2,"parallel":2,"bidirectional":true,"len":65536,"window":262144,"nodelay":true}"#,
-        )) else {
-            panic!("a TCP spec");
-        };
-        assert_eq!(
-            (t.streams, t.direction, t.buffer_bytes.0),
-            (2, Direction::Bidir, 65_536)
-        );
-        assert_eq!(
-            (t.window_bytes, t.sndbuf_bytes),
-            (Some(ByteSize(262_144)), Some(ByteSize(262_144)))
-        );
-        assert!(t.nodelay);
-        assert_eq!(t.timing.warmup_seconds, 1.0, "-O is the warm-up");
-        assert_eq!(
-            t.timing.limit,
-            Limit::Seconds(1.0 + 2.0 + END_SLACK_SECONDS),
-            "the client ends it"
-        );
-        assert!(t.validate().is_ok());
-        let TestSpec::Tcp(n) = spec_of(&checked(r#"{"tcp":true,"num":1048576,"reverse":true,"parallel":128}"#)) else {
-            panic!("a TCP spec");
-        };
-        assert_eq!(
-            (n.direction, n.timing.limit),
-            (Direction::Reverse, Limit::Seconds(UNTIMED_SECONDS))
-        );
-        assert!(
-            n.validate().is_ok(),
-            "128 streams over the untimed limit keep within the sample cap"
-        );
-        let TestSpec::Udp(u) = spec_of(&checked(r#"{"udp":true,"time":1,"len":1000,"bandwidth":8000000}"#)) else {
-            panic!("a UDP spec");
-        };
-        assert_eq!(
-            (u.payload_bytes, u.gap_ns),
-            (1000, 1_000_000),
-            "8 Mbit/s of 1000-byte datagrams"
-        );
-        let TestSpec::Udp(k) = spec_of(&checked(r#"{"udp":true,"num":10000,"len":1000,"bandwidth":0}"#)) else {
-            panic!("a UDP spec");
-        };
-        assert_eq!((k.timing.limit, k.gap_ns), (Limit::Buffers(10), 0), "-b 0: unpaced");
     }
 }

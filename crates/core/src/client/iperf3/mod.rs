@@ -13,12 +13,12 @@
 //! server's), DISPLAY_RESULTS, IPERF_DONE. Every wait has a deadline; a server that closes,
 //! terminates or fails during the run stops the engine at once (the result is partial, or
 //! failed when nothing was counted).//!
-//! Here: the run and the document; `params` what iperf3 is asked, `server` the control
+//! Here: the run and the document (what iperf3 is asked: `proto::iperf3::params_of`); `server` the control
 //! connection's waits and refusals, `streams` the data streams, `watch` the run's end.
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod fuzz;
-mod params;
+mod sequence;
 mod server;
 mod streams;
 mod watch;
@@ -30,7 +30,7 @@ use crate::proto::iperf3::{self as wire, Control as Wire, Iperf3Error, Results, 
 use crate::result::{Role, SideReport, TestResult};
 use crate::spec::TestSpec;
 use crate::summary::{self, AgentOutcome};
-use params::{tcp_params, udp_params};
+use sequence::{Action, Event, Sequence};
 use server::Server;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,10 +60,11 @@ pub fn run_iperf3(
     sink: &mut dyn Sink,
     interrupt: &AtomicBool,
 ) -> Result<TestResult, ClientError> {
-    let (params, streams, udp, cpus) = match test {
-        TestSpec::Tcp(s) => (tcp_params(s), test.streams_per_agent(), false, &s.cpus),
-        TestSpec::Udp(s) => (udp_params(s), test.streams_per_agent(), true, &s.cpus),
-        _ => unreachable!("the callers run only tcp and udp against iperf3"),
+    let params = wire::params_of(test).expect("the callers run only tcp and udp against iperf3");
+    let (streams, udp, cpus) = match test {
+        TestSpec::Tcp(s) => (test.streams_per_agent(), false, &s.cpus),
+        TestSpec::Udp(s) => (test.streams_per_agent(), true, &s.cpus),
+        _ => unreachable!("as above"),
     };
     crate::engine::pin::check_cpus(cpus)?;
     let peer = server.addr;
@@ -71,61 +72,16 @@ pub fn run_iperf3(
     let mut s = Server {
         ctl: Wire::new(connect(peer, opts, |_| Ok(()))?, peer),
         peer,
+        seq: Sequence::new(peer, streams),
     };
     let cookie = wire::new_cookie();
     s.ctl.send_bytes(&cookie, "sending the cookie")?;
-    // A free server answers at once; the connect timeout bounds its first answer.
-    s.expect(
-        State::ParamExchange,
-        opts.connect_timeout,
-        "waiting for the parameter exchange",
-    )?;
-    s.ctl.send_json(&params)?;
-    s.expect(State::CreateStreams, STEP_TIMEOUT, "waiting to create the streams")?;
-    let mut old_udp_reply = false;
-    // The TCP streams as the kernel counts them: sending queues acknowledged before TEST_END,
-    // bytes received for a count's end.
-    let mut sockets = TcpSockets::default();
-    let mut udp_held = Vec::new();
-    let data = match test {
-        TestSpec::Tcp(spec) => {
-            let (spec, streams) = tcp_streams(spec, &ours, peer, opts, &cookie)?;
-            for s in &streams {
-                let second = s
-                    .socket
-                    .try_clone()
-                    .map_err(|source| ClientError::Data { peer, source })?;
-                match s.role {
-                    Role::Send => sockets.senders.push(second),
-                    Role::Receive => sockets.receivers.push(second),
-                }
-            }
-            Data::Tcp((spec, streams))
-        }
-        TestSpec::Udp(spec) => {
-            let local_ip = s
-                .ctl
-                .stream()
-                .local_addr()
-                .map_err(|source| ClientError::Data { peer, source })?
-                .ip();
-            let (streams, old) = udp_streams(spec, &ours, peer, local_ip, opts)?;
-            old_udp_reply = old;
-            // Open until the results are in: a socket closed while the server still sends
-            // would answer with an ICMP error, and iperf3 ends the test on it.
-            for s in &streams.1 {
-                udp_held.push(
-                    s.socket
-                        .try_clone()
-                        .map_err(|source| ClientError::Data { peer, source })?,
-                );
-            }
-            Data::Udp(streams)
-        }
-        _ => unreachable!("tcp or udp, as above"),
-    };
-    s.expect(State::TestStart, STEP_TIMEOUT, "waiting for the test to start")?;
-    s.expect(State::TestRunning, STEP_TIMEOUT, "waiting for the test to run")?;
+    let Opened {
+        data,
+        sockets,
+        udp_held,
+        old_udp_reply,
+    } = set_up(&mut s, test, &params, &ours, opts, &cookie)?;
 
     let end = EndRule::of(test, &ours);
     let run = Run {
@@ -195,7 +151,7 @@ fn test_seconds(test: &TestSpec) -> f64 {
 }
 
 /// After TEST_END: EXCHANGE_RESULTS (this end's results sent first, the server's read, bounded
-/// by the test's streams and length), DISPLAY_RESULTS, IPERF_DONE.
+/// by the test's streams and length), DISPLAY_RESULTS, IPERF_DONE, as the sequence says.
 fn exchange(
     s: &mut Server,
     local: &SideReport,
@@ -203,26 +159,122 @@ fn exchange(
     streams: usize,
     seconds: f64,
 ) -> Result<Results, Iperf3Error> {
-    s.expect(State::ExchangeResults, STEP_TIMEOUT, "waiting to exchange the results")?;
-    s.ctl.send_json(&summary::iperf3::results_of(local, udp))?;
-    let bytes = s.ctl.recv_json(
-        wire::results_limit(streams, seconds),
-        STEP_TIMEOUT,
-        "reading the server's results",
-    )?;
-    let results = Results::parse(&bytes, s.peer, streams)?;
-    s.expect(
-        State::DisplayResults,
-        STEP_TIMEOUT,
-        "waiting for the results to be displayed",
-    )?;
+    let mut results = None;
+    loop {
+        match s.next(STEP_TIMEOUT)? {
+            Action::ExchangeResults => {
+                s.ctl.send_json(&summary::iperf3::results_of(local, udp))?;
+                let (limit, what) = (wire::results_limit(streams, seconds), s.seq.waiting());
+                let bytes = s.ctl.recv_json(limit, STEP_TIMEOUT, what)?;
+                if let Action::Keep(r) = s.feed(Event::ServerResults(&bytes), what)? {
+                    results = Some(*r);
+                }
+            }
+            Action::SendDone => break,
+            Action::Wait => {}
+            other => unreachable!("the sequence says {other:?} after TEST_END"),
+        }
+    }
     s.ctl.send_state(State::IperfDone)?;
     // iperf3 closes its end after IPERF_DONE; a short wait lets it read the byte first.
     let _ = s.ctl.stream().shutdown(std::net::Shutdown::Write);
     let _ = s.ctl.stream().set_read_timeout(Some(Duration::from_millis(200)));
     let mut rest = s.ctl.stream();
     let _ = rest.read(&mut [0u8; 1]);
-    Ok(results)
+    Ok(results.expect("the sequence has the server's results read before DISPLAY_RESULTS"))
+}
+
+/// What the set-up opened: the data streams for the engine, second handles on them, and how
+/// the server answered the UDP hello.
+struct Opened<'s> {
+    data: Data<'s>,
+    /// The TCP streams as the kernel counts them: sending queues acknowledged before TEST_END,
+    /// bytes received for a count's end.
+    sockets: TcpSockets,
+    /// UDP sockets kept open until the results are in: a socket closed while the server still
+    /// sends would answer with an ICMP error, and iperf3 ends the test on it.
+    udp_held: Vec<std::net::UdpSocket>,
+    old_udp_reply: bool,
+}
+
+/// Up to TEST_RUNNING, as the sequence says: the parameters, then the data streams.
+fn set_up<'s>(
+    s: &mut Server,
+    test: &'s TestSpec,
+    params: &wire::Params,
+    ours: &[Role],
+    opts: &ClientOptions,
+    cookie: &[u8; wire::COOKIE_LEN],
+) -> Result<Opened<'s>, ClientError> {
+    // A free server answers at once; the connect timeout bounds its first answer.
+    let mut timeout = opts.connect_timeout;
+    let mut opened = None;
+    loop {
+        match s.next(timeout)? {
+            Action::SendParams => s.ctl.send_json(params)?,
+            Action::CreateStreams => opened = Some(open_streams(s, test, ours, opts, cookie)?),
+            Action::Wait => {}
+            Action::Run => return Ok(opened.expect("the sequence has CREATE_STREAMS before TEST_RUNNING")),
+            other => unreachable!("the sequence says {other:?} before the test runs"),
+        }
+        timeout = STEP_TIMEOUT;
+    }
+}
+
+/// CREATE_STREAMS: the data streams (TCP: connect and the cookie; UDP: a connected socket, the
+/// hello answered).
+fn open_streams<'s>(
+    s: &Server,
+    test: &'s TestSpec,
+    ours: &[Role],
+    opts: &ClientOptions,
+    cookie: &[u8; wire::COOKIE_LEN],
+) -> Result<Opened<'s>, ClientError> {
+    let peer = s.peer;
+    let mut sockets = TcpSockets::default();
+    let mut udp_held = Vec::new();
+    let mut old_udp_reply = false;
+    let data = match test {
+        TestSpec::Tcp(spec) => {
+            let (spec, streams) = tcp_streams(spec, ours, peer, opts, cookie)?;
+            for s in &streams {
+                let second = s
+                    .socket
+                    .try_clone()
+                    .map_err(|source| ClientError::Data { peer, source })?;
+                match s.role {
+                    Role::Send => sockets.senders.push(second),
+                    Role::Receive => sockets.receivers.push(second),
+                }
+            }
+            Data::Tcp((spec, streams))
+        }
+        TestSpec::Udp(spec) => {
+            let local_ip = s
+                .ctl
+                .stream()
+                .local_addr()
+                .map_err(|source| ClientError::Data { peer, source })?
+                .ip();
+            let (streams, old) = udp_streams(spec, ours, peer, local_ip, opts)?;
+            old_udp_reply = old;
+            for s in &streams.1 {
+                udp_held.push(
+                    s.socket
+                        .try_clone()
+                        .map_err(|source| ClientError::Data { peer, source })?,
+                );
+            }
+            Data::Udp(streams)
+        }
+        _ => unreachable!("tcp or udp, as run_iperf3 checked"),
+    };
+    Ok(Opened {
+        data,
+        sockets,
+        udp_held,
+        old_udp_reply,
+    })
 }
 
 /// The server as the run knows it: its target, this end's role on each stream, the protocol,

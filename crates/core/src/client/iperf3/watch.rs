@@ -3,6 +3,7 @@
 //! watch over the control connection that sends TEST_END, or aborts the engine when the server
 //! closes, terminates or fails.
 
+use super::sequence::{Action, Event};
 use super::server::Server;
 use crate::engine::{Control, Sink, sockopt};
 use crate::proto::iperf3::{Iperf3Error, State};
@@ -130,7 +131,10 @@ pub(super) fn watch(
     loop {
         match s.ctl.poll_state(WATCH_SLICE, what) {
             Ok(None) => {}
-            Ok(Some(state)) => return Err(fail(s.refusal(state, what))),
+            // Every state is out of turn while the test runs: the sequence says which error.
+            Ok(Some(state)) => {
+                s.received(state, what).map_err(fail)?;
+            }
             Err(e) => return Err(fail(e)),
         }
         let done = engine_done.load(Ordering::Relaxed);
@@ -143,7 +147,9 @@ pub(super) fn watch(
             };
         if due {
             drain(&sockets.senders, control);
-            s.ctl.send_state(State::TestEnd).map_err(fail)?;
+            if s.seq.handle(Event::EndDue) == Action::SendTestEnd {
+                s.ctl.send_state(State::TestEnd).map_err(fail)?;
+            }
             // A UDP receiver in iperf3's framing ends once it hears the test is over; the
             // server closes its TCP streams on TEST_END, so TCP receivers see their end.
             if !matches!(end, EndRule::Stopped) {

@@ -10,7 +10,8 @@ use crate::result::{OpenLoopReport, RrStreamReport, StreamEnd};
 use crate::spec::RrSpec;
 use hdrhistogram::Histogram;
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// The most requests sent in a row before the stream reads what has come.
@@ -223,24 +224,11 @@ pub(super) fn ask_open(
     let resp = spec.response_bytes as usize;
     let mut request = vec![0x5a_u8; req];
     let mut buf = vec![0u8; resp.max(65_536)];
-    let (tcp, udp) = match &s.socket {
-        RrSocket::Tcp(t) => (Some(t), None),
-        RrSocket::Udp(u) => (None, Some(u)),
-        _ => (None, None),
-    };
-    let fd = raw_fd(&s.socket).map(|f| f.as_raw_fd());
-    let nonblocking = tcp
-        .map(|t| t.set_nonblocking(true))
-        .or(udp.map(|u| u.set_nonblocking(true)));
-    // UDP answers echo the request's first bytes, at most 8: with fewer, the number is told from
-    // its low bytes, so no more than half their range may be in flight.
+    let (tcp, udp, fd) = nonblocking(&s.socket);
     let tag_bytes = req.min(resp).min(8);
-    let mut max_outstanding = u64::from(spec.max_outstanding);
-    if udp.is_some() && tag_bytes < 8 {
-        max_outstanding = max_outstanding.min(1 << (8 * tag_bytes - 1));
-    }
+    let max_outstanding = outstanding_cap(spec.max_outstanding, udp.is_some(), tag_bytes);
     let mut book = InFlight::new(max_outstanding, u64::from(spec.timeout_ms) * 1_000_000);
-    let gap_ns = spec.rate.map_or(1, |r| ((1e9 / r) as u64).max(1));
+    let gap_ns = spec.gap_ns().unwrap_or(1);
     let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
     let warmup_ns = plan.measure_window().0.as_nanos() as u64;
     let counter = &shared.counters[idx];
@@ -252,8 +240,10 @@ pub(super) fn ask_open(
     let (mut place, mut written, mut got) = (0u64, None::<usize>, 0usize);
     let (mut requests, mut bytes, mut errors) = (0u64, 0u64, 0u64);
     let (mut sending, mut why) = (true, StreamEnd::Deadline);
-    // A socket that cannot be made non-blocking ends the stream at once, as an error.
-    let fd = fd.filter(|_| matches!(nonblocking, Some(Ok(()))));
+    // The per-request loop: long because it is the hot path. Sending a burst, finishing a
+    // partial TCP write, reading every answer that came and sleeping to the next moment share
+    // a dozen counters and leave the loop from inside each other (`break 'run`); split into
+    // functions they would pass them all back and forth on every request.
     let end = 'run: loop {
         let Some(fd) = fd else {
             errors += 1;
@@ -397,6 +387,41 @@ pub(super) fn ask_open(
         let _ = t.shutdown(std::net::Shutdown::Write);
     }
     shared.finish(idx, end);
+    open_report(spec, &book, errors, &pacer, max_outstanding)
+}
+
+/// The stream's socket as the open loop uses it: TCP or UDP, non-blocking, and its descriptor
+/// for ppoll(2). No descriptor when it could not be made non-blocking: the stream then ends at
+/// once, as an error.
+fn nonblocking(socket: &RrSocket) -> (Option<&TcpStream>, Option<&UdpSocket>, Option<RawFd>) {
+    let (tcp, udp) = match socket {
+        RrSocket::Tcp(t) => (Some(t), None),
+        RrSocket::Udp(u) => (None, Some(u)),
+        _ => (None, None),
+    };
+    let made = tcp
+        .map(|t| t.set_nonblocking(true))
+        .or(udp.map(|u| u.set_nonblocking(true)));
+    let fd = raw_fd(socket)
+        .map(|f| f.as_raw_fd())
+        .filter(|_| matches!(made, Some(Ok(()))));
+    (tcp, udp, fd)
+}
+
+/// The most requests one stream keeps in flight: the spec's bound, and for UDP with fewer than
+/// 8 tag bytes at most half their range (answers echo the request's first bytes, at most 8: with
+/// fewer, the number is told from its low bytes).
+fn outstanding_cap(max_outstanding: u32, udp: bool, tag_bytes: usize) -> u64 {
+    let max = u64::from(max_outstanding);
+    if udp && tag_bytes < 8 {
+        max.min(1 << (8 * tag_bytes - 1))
+    } else {
+        max
+    }
+}
+
+/// The stream's report from its book, its errors and its pacing.
+fn open_report(spec: &RrSpec, book: &InFlight, errors: u64, pacer: &Pacer, max_outstanding: u64) -> RrStreamReport {
     RrStreamReport {
         transactions: book.rtt.len(),
         lost: book.lost,
@@ -418,6 +443,15 @@ pub(super) fn ask_open(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn udp_with_short_tags_keeps_at_most_half_their_range_in_flight() {
+        assert_eq!(outstanding_cap(1024, true, 1), 128, "one tag byte: 2^7");
+        assert_eq!(outstanding_cap(1024, true, 2), 1024, "2^15 is over the bound");
+        assert_eq!(outstanding_cap(100_000, true, 2), 32_768);
+        assert_eq!(outstanding_cap(1024, true, 8), 1024, "a whole number: the bound");
+        assert_eq!(outstanding_cap(1024, false, 1), 1024, "TCP answers in order");
+    }
 
     /// Issue 23: open-loop answers find their requests by number whatever order they come in;
     /// a request unanswered past its timeout is lost and its later answer stale; numbers carried
