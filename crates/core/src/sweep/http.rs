@@ -289,7 +289,7 @@ pub fn sweep<E>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::result::Summary;
     use crate::result::{HttpSummary, Optimum};
@@ -309,7 +309,8 @@ mod tests {
         stub_result(TestSpec::Http(spec.clone()), summary)
     }
 
-    fn spec() -> HttpSpec {
+    /// A one-user load of one URL for 1 s, no interval samples.
+    pub(crate) fn spec() -> HttpSpec {
         HttpSpec {
             urls: vec!["http://127.0.0.1:1/".into()],
             users: 1,
