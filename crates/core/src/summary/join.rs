@@ -382,3 +382,97 @@ fn tcp_line_rates(
         Err(note) => Some(note),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::sample::HostInterval;
+    use crate::result::{IntervalSample, StreamReport};
+    use crate::spec::TcpSpec;
+
+    /// One end's report of stream 0 in `role`, 1000 bytes in one sample, one host sample.
+    fn side(role: Role) -> SideReport {
+        SideReport {
+            streams: vec![StreamReport {
+                stream: 0,
+                role,
+                bytes: 1000,
+                ops: 1,
+                seconds: 1.0,
+                total_bytes: 1000,
+                socket: Default::default(),
+                tcp: None,
+                errors: ErrorCounts::default(),
+                end: crate::result::StreamEnd::Eof,
+                udp_send: None,
+                udp_receive: None,
+                rr: None,
+            }],
+            intervals: vec![IntervalSample {
+                stream: 0,
+                start_ns: 0,
+                end_ns: 1_000_000_000,
+                bytes: 1000,
+                ops: 1,
+                tcp: None,
+            }],
+            timeline: vec![HostInterval::default()],
+            ..SideReport::default()
+        }
+    }
+
+    #[test]
+    fn gathering_keeps_the_clients_timeline_once_and_notes_a_missing_report() {
+        let spec = TestSpec::Tcp(TcpSpec::new());
+        let (client, agent) = (side(Role::Send), side(Role::Receive));
+        let host = HostInfo::default();
+        let agents = [
+            AgentOutcome {
+                name: "a:1",
+                host: None,
+                report: Some(&agent),
+                client: &client,
+            },
+            AgentOutcome {
+                name: "b:1",
+                host: None,
+                report: None,
+                client: &client,
+            },
+        ];
+        let mut notes = Vec::new();
+        let g = gather(&spec, &host, &agents, &mut notes);
+        assert!(g.partial, "b's report never came");
+        assert_eq!(notes, ["agent b:1: no report received; its counts are missing"]);
+        let hosts: Vec<&str> = g
+            .intervals
+            .iter()
+            .filter_map(|r| match r {
+                IntervalRecord::Host(h) => Some(h.host.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(hosts, ["client", "a:1"], "the client's timeline once, then a's");
+        let samples: Vec<(&str, &str, &str)> = g
+            .intervals
+            .iter()
+            .filter_map(|r| match r {
+                IntervalRecord::Stream(s) => Some((s.agent.as_str(), s.counted_by.as_str(), s.side.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            samples,
+            [
+                ("a:1", "client", "sent"),
+                ("a:1", "agent", "received"),
+                ("b:1", "client", "sent")
+            ]
+        );
+        assert_eq!(g.counted.len(), 3);
+        assert_eq!(g.streams.len(), 2, "one stream per agent, reported or not");
+        let s = sides(&spec, &agents, &g.counted);
+        assert_eq!((s.sent.bytes, s.received.bytes), (2000, 1000));
+        assert_eq!(s.per_agent[1].received.bytes, 0, "nothing counted for b's receiver");
+    }
+}
