@@ -2,6 +2,8 @@
 //! the servers' hosts, when there are some), a sweep varies the user count or finds the optimum,
 //! and `--baseline` first measures this client against linerate's own server on this host.
 
+mod baseline;
+
 use super::{Kind, Mode, Test, drive, run_one};
 use crate::cli::http::HttpArgs;
 use crate::cli::usage::usage;
@@ -12,7 +14,7 @@ use linerate_core::result::{ErrorBudget, TestResult};
 use linerate_core::spec::{HttpSpec, TestSpec};
 use linerate_core::summary::http::apply_max_errors;
 use linerate_core::sweep::Sweep;
-use linerate_core::sweep::http::{HttpBaseline, HttpPlan, Users, baseline};
+use linerate_core::sweep::http::{HttpBaseline, HttpPlan, Users};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -59,7 +61,7 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         max_errors: args.max_errors,
     };
     if args.baseline {
-        let b = baseline(&base, &http.targets, |spec, local| {
+        let b = baseline::baseline(&base, &http.targets, |spec, local| {
             run_one(&http.on(local), spec, &http.opts, true)
         })
         .context("--baseline")?;

@@ -4,7 +4,7 @@
 
 use super::session::{ClientError, ClientOptions, Ended, Run, Target, drive, open_each, start_all};
 use crate::engine::Sink;
-use crate::engine::http::{HttpRun, HttpTarget, HttpUrl};
+use crate::engine::http::{HttpReport, HttpTarget, HttpUrl};
 use crate::metrics::host::HostInfo;
 use crate::result::TestResult;
 use crate::spec::{HttpSpec, TestSpec};
@@ -74,7 +74,7 @@ pub fn run_http(
 
 /// The document of an HTTP load: the users' counts, and each server host's side when its agent's
 /// report came.
-fn assemble(spec: &HttpSpec, ended: Ended<'_>, users: &HttpRun, ips: &[IpAddr]) -> TestResult {
+fn assemble(spec: &HttpSpec, ended: Ended<'_>, users: &HttpReport, ips: &[IpAddr]) -> TestResult {
     let Ended {
         local,
         agents,

@@ -136,6 +136,21 @@ fn intervals_in(spec: &TestSpec, seconds: f64) -> u64 {
     }
 }
 
+/// The most records one end's report holds for a run of `seconds`: interval samples (one per
+/// stream per interval, within the cap on kept samples) and host timeline entries.
+pub(super) fn max_records(spec: &TestSpec, seconds: f64) -> (u64, u64) {
+    let intervals = intervals_in(spec, seconds);
+    let samples = (spec.streams_per_agent() as u64 * intervals).min(crate::spec::MAX_INTERVAL_SAMPLES as u64);
+    (samples, intervals.min(crate::metrics::sample::MAX_TIMELINE as u64))
+}
+
+/// A figure a run can have made: a number (not NaN, not infinite), not negative, at most `max`.
+/// Every check of a peer's figures (an agent's report, a relayed document, an iperf3 peer's
+/// results) asks this first, with its own bound.
+pub(crate) fn possible_figure(value: f64, max: f64) -> bool {
+    value.is_finite() && (0.0..=max).contains(&value)
+}
+
 /// The largest result message, bytes, the client reads from an agent with `cores` CPUs for
 /// `spec` after `elapsed` of the run: what the test's streams, samples and host timeline can
 /// fill, never more than the protocol's [`crate::proto::frame::MAX_MESSAGE_BYTES`].
@@ -148,9 +163,7 @@ pub(crate) fn result_limit_bytes(spec: &TestSpec, cores: usize, elapsed: Duratio
         TestSpec::Rr(_) => PER_RR_STREAM_BYTES,
         TestSpec::Http(_) => 0,
     };
-    let intervals = intervals_in(spec, run_seconds(spec, elapsed));
-    let samples = (streams * intervals).min(crate::spec::MAX_INTERVAL_SAMPLES as u64);
-    let timeline = intervals.min(crate::metrics::sample::MAX_TIMELINE as u64);
+    let (samples, timeline) = max_records(spec, run_seconds(spec, elapsed));
     let bytes = BASE_BYTES
         + cores * PER_CORE_BYTES
         + streams * per_stream
@@ -234,7 +247,7 @@ pub(crate) fn check_report(
                 kind: spec.kind(),
             });
         }
-        if !(st.seconds >= 0.0 && st.seconds <= seconds) {
+        if !possible_figure(st.seconds, seconds) {
             return Err(ReportError::BadSeconds {
                 stream: st.stream,
                 seconds: st.seconds,
@@ -242,8 +255,7 @@ pub(crate) fn check_report(
         }
         check_counts(spec, st, mine)?;
     }
-    let intervals = intervals_in(spec, seconds);
-    let max_samples = (per_agent as u64 * intervals).min(crate::spec::MAX_INTERVAL_SAMPLES as u64);
+    let (max_samples, max_timeline) = max_records(spec, seconds);
     let too_many = |what, got: usize, max: u64| {
         (got as u64 > max).then_some(ReportError::TooMany {
             what,
@@ -265,7 +277,6 @@ pub(crate) fn check_report(
     if let Some(s) = report.intervals.iter().find(|s| !seen[usize::from(s.stream)]) {
         return Err(ReportError::Unlisted { stream: s.stream });
     }
-    let max_timeline = intervals.min(crate::metrics::sample::MAX_TIMELINE as u64);
     if let Some(e) = too_many("host samples", report.timeline.len(), max_timeline) {
         return Err(e);
     }
@@ -452,6 +463,32 @@ mod tests {
     use super::*;
     use crate::result::{ErrorCounts, SocketGrant, StreamEnd, StreamReport};
     use crate::spec::TcpSpec;
+
+    #[test]
+    fn a_possible_figure_is_a_number_from_zero_to_its_bound() {
+        assert!(possible_figure(0.0, 1.0) && possible_figure(1.0, 1.0));
+        assert!(!possible_figure(1.0 + 1e-9, 1.0), "past the bound");
+        assert!(!possible_figure(-1e-9, 1.0), "negative");
+        for v in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert!(!possible_figure(v, f64::MAX), "{v}");
+        }
+        assert!(possible_figure(f64::MAX, f64::MAX), "the largest number when unbounded");
+    }
+
+    #[test]
+    fn the_records_bound_counts_each_stream_per_interval_and_the_host_once() {
+        let mut t = TcpSpec::new();
+        t.streams = 4;
+        t.timing.interval_seconds = 1.0;
+        // 10 s at 1 s intervals: 10 intervals, and 2 for the ends' offsets.
+        assert_eq!(max_records(&TestSpec::Tcp(t.clone()), 10.0), (4 * 12, 12));
+        t.timing.interval_seconds = 0.0;
+        assert_eq!(
+            max_records(&TestSpec::Tcp(t), 10.0),
+            (8, 2),
+            "no intervals: two samples a stream"
+        );
+    }
 
     fn stream(stream: u16, role: Role, total_bytes: u64) -> StreamReport {
         StreamReport {

@@ -1,9 +1,12 @@
 //! An HTTP load run's document: what the users counted over the steady state (the ramp left
 //! out), the client's samplers, and the server host's samplers when an agent ran there.
+//!
+//! In: the client's two side reports, its host's ([`SideReport`]) and the users' (the engine's
+//! [`HttpReport`]), and each server agent's report. Out: the [`TestResult`].
 
 use super::rr::figures;
 use super::{host_side_summary, hosts_side_summary};
-use crate::engine::http::{HttpRun, ServerCounts};
+use crate::engine::http::{HttpReport, ServerCounts};
 use crate::engine::run::Plan;
 use crate::metrics::host::HostInfo;
 use crate::result::{
@@ -25,7 +28,11 @@ pub(crate) struct ServerSide<'a> {
 
 /// The agent that sampled `server`'s host: the one at its address; else, when there is one
 /// agent and one server address, that agent (an `--agent` reached on another address).
-fn agent_of<'s, 'a>(server: &ServerCounts, agents: &'s [ServerSide<'a>], run: &HttpRun) -> Option<&'s ServerSide<'a>> {
+fn agent_of<'s, 'a>(
+    server: &ServerCounts,
+    agents: &'s [ServerSide<'a>],
+    run: &HttpReport,
+) -> Option<&'s ServerSide<'a>> {
     let ip = server.addr.ip();
     agents.iter().find(|a| a.ip == ip).or_else(|| match agents {
         [lone] if run.per_server.iter().all(|s| s.addr.ip() == ip) => Some(lone),
@@ -34,7 +41,7 @@ fn agent_of<'s, 'a>(server: &ServerCounts, agents: &'s [ServerSide<'a>], run: &H
 }
 
 /// Each server's share of the load, with its host's samplers when its agent reported.
-fn servers(run: &HttpRun, agents: &[ServerSide<'_>]) -> Vec<HttpServerSummary> {
+fn servers(run: &HttpReport, agents: &[ServerSide<'_>]) -> Vec<HttpServerSummary> {
     let secs = run.window_seconds;
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     run.per_server
@@ -90,7 +97,7 @@ fn server_cpu_us_per_handshake(agents: &[ServerSide<'_>]) -> Option<f64> {
 }
 
 /// The users' figures over the window.
-pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
+pub(crate) fn summarise(spec: &HttpSpec, run: &HttpReport) -> HttpSummary {
     let secs = run.window_seconds;
     let per_s = |n: f64| if secs > 0.0 { n / secs } else { 0.0 };
     let lat = |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| figures(h));
@@ -180,7 +187,7 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpRun) -> HttpSummary {
 }
 
 /// The timeline of the run in intervals, ramp included.
-pub(crate) fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpIntervalRecord> {
+pub(crate) fn timeline(spec: &HttpSpec, run: &HttpReport, end_ns: u64) -> Vec<HttpIntervalRecord> {
     let ramp_ns = Plan::new(&spec.timing).measure_window().0.as_nanos() as u64;
     let iv = run.interval_ns.max(1);
     let mut out = Vec::new();
@@ -215,8 +222,8 @@ pub(crate) fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpI
             errors: b.errors,
             response_time_mean_us: (b.responses > 0).then(|| b.response_time_sum_ns as f64 / b.responses as f64 / 1e3),
             response_time_max_us: (b.responses > 0).then(|| b.response_time_max_ns as f64 / 1e3),
-            response_time_p50_us: run.timeline_response_time.get(i).and_then(|t| t.quantile(0.5)),
-            response_time_p99_us: run.timeline_response_time.get(i).and_then(|t| t.quantile(0.99)),
+            response_time_p50_us: run.timeline_percentiles_us.get(i).and_then(|p| p[0]),
+            response_time_p99_us: run.timeline_percentiles_us.get(i).and_then(|p| p[1]),
         });
     }
     out
@@ -224,7 +231,7 @@ pub(crate) fn timeline(spec: &HttpSpec, run: &HttpRun, end_ns: u64) -> Vec<HttpI
 
 /// What the reader must know of the run itself: the client's own limits, and a run in which
 /// no request succeeded.
-fn run_notes(spec: &HttpSpec, run: &HttpRun) -> Vec<String> {
+fn run_notes(spec: &HttpSpec, run: &HttpReport) -> Vec<String> {
     let mut notes = Vec::new();
     let e = &run.errors;
     if e.local_limit > 0 {
@@ -277,7 +284,7 @@ pub(crate) fn assemble(
     spec: &HttpSpec,
     client_host: HostInfo,
     client: &SideReport,
-    run: &HttpRun,
+    run: &HttpReport,
     agents: &[ServerSide<'_>],
     started_unix_ms: u64,
     mut notes: Vec<String>,
@@ -381,5 +388,90 @@ pub(crate) fn assemble(
         lab: None,
         from: None,
         iperf3: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::http::{ServerCounts, TargetCounts};
+    use crate::sweep::http::tests::spec;
+
+    /// Two seconds of users' counts: 10 responses (8 of them 2xx, 2 4xx), 12 requests started,
+    /// 2000 bytes in, on one server, in two 1 s intervals.
+    fn report() -> HttpReport {
+        let mut r = HttpReport::empty(2, 1_000_000_000);
+        r.window_seconds = 2.0;
+        r.responses = 10;
+        r.status[2] = 8;
+        r.status[4] = 2;
+        r.errors.bad_status = 2;
+        r.requests_started = 12;
+        r.bytes_in = 2000;
+        r.connections_attempted = 3;
+        r.connections_successful = 3;
+        r.in_flight_at_end = 2;
+        r.timeline[0].responses = 4;
+        r.timeline[1].responses = 6;
+        r.timeline_percentiles_us = vec![[Some(100.0), Some(200.0)]];
+        r.per_server = vec![ServerCounts {
+            server: "127.0.0.1:1".into(),
+            addr: ([127, 0, 0, 1], 1).into(),
+            counts: TargetCounts {
+                responses: 10,
+                successful_responses: 8,
+                bytes_in: 2000,
+                ..TargetCounts::default()
+            },
+        }];
+        r
+    }
+
+    #[test]
+    fn the_summary_reads_the_users_side_report() {
+        let mut s = spec();
+        s.timing = crate::spec::Timing::ramp(0.0, 2.0);
+        let h = summarise(&s, &report());
+        assert_eq!((h.responses, h.requests_started), (10, 12));
+        assert_eq!(h.responses_per_second, 5.0);
+        assert_eq!(h.successful_responses_per_second, Some(4.0));
+        assert_eq!(h.bits_per_second_in, 8000.0);
+        assert_eq!(h.failed_percent, Some(20.0), "2 failed of the 10 that ended");
+        assert_eq!(
+            h.status.into_iter().collect::<Vec<_>>(),
+            [("2xx".to_string(), 8), ("4xx".to_string(), 2)]
+        );
+        assert_eq!((h.connections.attempted, h.connections.per_second.attempted), (3, 1.5));
+        assert!(h.tls.is_none() && h.http2.is_none(), "an http:// URL, HTTP/1.1");
+        let servers = servers(&report(), &[]);
+        assert_eq!(servers.len(), 1);
+        assert_eq!(
+            (servers[0].responses_per_second, servers[0].host.is_none()),
+            (5.0, true)
+        );
+    }
+
+    #[test]
+    fn the_timeline_takes_each_intervals_percentiles_and_stops_at_the_end() {
+        let mut s = spec();
+        s.timing = crate::spec::Timing::ramp(0.0, 2.0);
+        let t = timeline(&s, &report(), 1_500_000_000);
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            (t[0].responses_per_second, t[0].response_time_p50_us),
+            (4.0, Some(100.0))
+        );
+        assert_eq!(t[0].response_time_p99_us, Some(200.0));
+        assert_eq!(t[1].end_ns, 1_500_000_000, "cut at the end");
+        assert_eq!((t[1].responses_per_second, t[1].response_time_p50_us), (12.0, None));
+    }
+
+    #[test]
+    fn a_run_without_a_2xx_says_every_request_failed() {
+        let mut r = report();
+        r.status[2] = 0;
+        let notes = run_notes(&spec(), &r);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].starts_with("every request failed: no 2xx response in the window, 2 errors"));
     }
 }

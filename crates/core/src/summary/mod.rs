@@ -3,32 +3,29 @@
 //! = the sender's figure, `received` = the receiver's).
 //!
 //! Sits above the engines (it reads their reports and constants) and below the client, which
-//! calls it once a run is over. `assemble` joins a TCP, UDP or request-response run; each kind
-//! adds its own figures from its module (`tcp`, `udp`, `rr`); an HTTP run has its own
-//! `http::assemble`. The types they fill in are in `crate::result`.
+//! calls it once a run is over. `assemble` (in `join`, by phase) joins a TCP, UDP or
+//! request-response run; each kind adds its own figures from its module (`tcp`, `udp`, `rr`);
+//! an HTTP run has its own `http::assemble`. The types they fill in are in `crate::result`.
 
 pub(crate) mod check;
 pub use check::escape_controls;
 pub mod http;
 pub mod iperf3;
+mod join;
 pub mod relayed;
 pub mod rr;
 mod tcp;
 mod udp;
 
+pub(crate) use join::assemble;
 pub use tcp::assemble_tcp;
 
 use crate::goodput::Goodput;
 use crate::metrics::cpu::CpuSplit;
 use crate::metrics::host::HostInfo;
 use crate::metrics::sample::{HostUsage, InterfaceUsage, InterruptRates, ProcessUsage, StackUsage};
-use crate::result::{
-    AgentSummary, Counted, DirectionSummary, Efficiency, ErrorCounts, HostIntervalRecord, HostRecord, IntervalRecord,
-    LineRate, Role, SCHEMA, SideReport, SideSummary, StreamInterval, StreamReport, StreamSummary, Summary, TestResult,
-};
-use crate::spec::TestSpec;
+use crate::result::{Counted, Efficiency, LineRate, SideReport, SideSummary, StreamReport, TestResult};
 use hdrhistogram::Histogram;
-use std::collections::BTreeMap;
 
 /// What the client knows of one agent after a run.
 pub struct AgentOutcome<'a> {
@@ -70,6 +67,7 @@ impl<'a> Ends<'a> {
 }
 
 /// A stream's count within a report, with the report's owner, its host and CPU.
+#[derive(Clone, Copy)]
 struct Entry<'a> {
     owner: &'a str,
     /// The owner's host identity (boot id, network namespace); None when unknown.
@@ -424,277 +422,6 @@ fn tcp_line_rate(
     }
 }
 
-/// Joins the client's and the agents' reports of one run of any kind into the result document;
-/// a UDP run's summary also gets its datagram figures ([`crate::result::UdpSummary`]).
-pub(crate) fn assemble(
-    spec: &TestSpec,
-    client_host: HostInfo,
-    agents: &[AgentOutcome<'_>],
-    started_unix_ms: u64,
-    mut notes: Vec<String>,
-    ipv6: bool,
-) -> TestResult {
-    let mut hosts = BTreeMap::new();
-    let client_info = &client_host;
-    hosts.insert(
-        "client".to_string(),
-        HostRecord {
-            role: "client".into(),
-            info: client_host.clone(),
-            config: agents.first().and_then(|a| a.client.config.clone()),
-            profile: None,
-        },
-    );
-    let mut intervals = Vec::new();
-    let mut streams = Vec::new();
-    let mut partial = false;
-    // (forward?, sending?) -> entries, overall and per agent
-    let mut all: Vec<(bool, bool, usize, Entry<'_>)> = Vec::new();
-    for (ai, a) in agents.iter().enumerate() {
-        if let Some(h) = a.host {
-            hosts.insert(
-                a.name.to_string(),
-                HostRecord {
-                    role: "agent".into(),
-                    info: h.clone(),
-                    config: a.report.and_then(|r| r.config.clone()),
-                    profile: a.report.and_then(|r| r.profile.clone()),
-                },
-            );
-        }
-        partial |= a.client.partial;
-        match a.report {
-            Some(r) => partial |= r.partial,
-            None => {
-                partial = true;
-                notes.push(format!("agent {}: no report received; its counts are missing", a.name));
-            }
-        }
-        let sides: [(&str, Option<&SideReport>); 2] = [("client", Some(a.client)), ("agent", a.report)];
-        for (counted_by, report) in sides {
-            let Some(report) = report else { continue };
-            let (owner, host) = if counted_by == "client" {
-                ("client", Some(client_info))
-            } else {
-                (a.name, a.host)
-            };
-            let by_client = counted_by == "client";
-            for st in &report.streams {
-                let forward = st.role.flows_forward(by_client);
-                let sending = st.role == Role::Send;
-                all.push((
-                    forward,
-                    sending,
-                    ai,
-                    Entry {
-                        owner,
-                        host,
-                        report,
-                        stream: st,
-                    },
-                ));
-            }
-            // Each sample in the role its stream was counted in (a report's samples are of its
-            // own streams: `check` refuses an agent's report that samples others).
-            let roles = report.roles();
-            for smp in &report.intervals {
-                let Some(role) = roles.get(usize::from(smp.stream)).copied().flatten() else {
-                    continue;
-                };
-                let forward = role.flows_forward(by_client);
-                let sending = role == Role::Send;
-                let secs = smp.end_ns.saturating_sub(smp.start_ns) as f64 / 1e9;
-                intervals.push(IntervalRecord::Stream(StreamInterval {
-                    agent: a.name.to_string(),
-                    counted_by: counted_by.to_string(),
-                    direction: direction_name(forward).to_string(),
-                    side: if sending { "sent" } else { "received" }.to_string(),
-                    sample: *smp,
-                    bits_per_second: Counted::new(smp.bytes, secs).bits_per_second,
-                }));
-            }
-            // The client's part for each agent carries the client's one timeline: keep it once.
-            let timeline = if counted_by == "client" && ai > 0 {
-                &[][..]
-            } else {
-                &report.timeline[..]
-            };
-            intervals.extend(timeline.iter().map(|t| {
-                IntervalRecord::Host(HostIntervalRecord {
-                    host: owner.to_string(),
-                    sample: t.clone(),
-                })
-            }));
-        }
-        for index in 0..spec.streams_per_agent() {
-            let Ends { snd, rcv, forward } = Ends::of(a, index);
-            // A stream neither end reported keeps the direction the test asked for.
-            let forward = forward.unwrap_or_else(|| spec.stream_flows_forward(index));
-            let mut errors = ErrorCounts::default();
-            for s in [snd, rcv].into_iter().flatten() {
-                errors.add(&s.errors);
-            }
-            streams.push(StreamSummary {
-                agent: a.name.to_string(),
-                stream: index as u16,
-                direction: direction_name(forward).to_string(),
-                sent: snd.map(|s| Counted::new(s.bytes, s.seconds)),
-                received: rcv.map(|s| Counted::new(s.bytes, s.seconds)),
-                tcp: snd.and_then(|s| s.tcp),
-                sender_socket: snd.map(|s| s.socket.clone()),
-                receiver_socket: rcv.map(|s| s.socket.clone()),
-                errors,
-            });
-        }
-    }
-    let pick = |f: &dyn Fn(bool, bool, usize) -> bool| -> Vec<Entry<'_>> {
-        all.iter()
-            .filter(|(fw, snd, ai, _)| f(*fw, *snd, *ai))
-            .map(|(_, _, _, e)| Entry {
-                owner: e.owner,
-                host: e.host,
-                report: e.report,
-                stream: e.stream,
-            })
-            .collect()
-    };
-    let sent = summarise(&pick(&|_, snd, _| snd), true);
-    let received = summarise(&pick(&|_, snd, _| !snd), false);
-    let directions = (spec.direction() == crate::spec::Direction::Bidir).then(|| {
-        let mut m = BTreeMap::new();
-        for forward in [true, false] {
-            m.insert(
-                direction_name(forward).to_string(),
-                DirectionSummary {
-                    sent: summarise(&pick(&|fw, snd, _| fw == forward && snd), true),
-                    received: summarise(&pick(&|fw, snd, _| fw == forward && !snd), false),
-                },
-            );
-        }
-        m
-    });
-    let per_agent: Vec<AgentSummary> = agents
-        .iter()
-        .enumerate()
-        .map(|(i, a)| AgentSummary {
-            agent: a.name.to_string(),
-            sent: summarise(&pick(&|_, snd, ai| ai == i && snd), true),
-            received: summarise(&pick(&|_, snd, ai| ai == i && !snd), false),
-        })
-        .collect();
-    let (mut sent, mut received, mut directions, mut per_agent) = (sent, received, directions, per_agent);
-    // The senders' limit is judged against the receivers' count, the throughput's truth: a
-    // sender's count also holds what still sat in its socket buffer.
-    let rejudge = |snd: &mut SideSummary, rcv: &SideSummary| {
-        if let Some(t) = snd.tcp.as_mut()
-            && rcv.bytes > 0
-        {
-            tcp::judge(t, rcv.bits_per_second);
-        }
-    };
-    rejudge(&mut sent, &received);
-    for a in per_agent.iter_mut() {
-        rejudge(&mut a.sent, &a.received);
-    }
-    if let Some(d) = directions.as_mut() {
-        for side in d.values_mut() {
-            rejudge(&mut side.sent, &side.received);
-        }
-    }
-    let udp = match spec {
-        TestSpec::Udp(us) => {
-            let (mut u, split) = udp::summarise(us, agents, &received);
-            // With a warm-up or a cool-down the figures are the measurement window's (what the
-            // user cut out stays out); without, each side is rated over its own window.
-            if us.own_windows() {
-                udp_windows(&u, &mut sent, &mut received);
-                for (a, [snd, rcv]) in per_agent.iter_mut().zip(&split.agents) {
-                    snd.rate(&mut a.sent, us.payload_bytes);
-                    rcv.rate(&mut a.received, us.payload_bytes);
-                }
-                if let Some(d) = directions.as_mut() {
-                    for (name, [snd, rcv]) in ["forward", "reverse"].iter().zip(&split.directions) {
-                        if let Some(d) = d.get_mut(*name) {
-                            snd.rate(&mut d.sent, us.payload_bytes);
-                            rcv.rate(&mut d.received, us.payload_bytes);
-                        }
-                    }
-                }
-            }
-            notes.extend(udp::note_rate(us, &mut u, &sent));
-            let trains = udp::train_datagrams(us, agents);
-            u.loss_causes_datagrams = Some(udp::loss_causes(u.lost, trains, &sent, &received));
-            Some(u)
-        }
-        _ => None,
-    };
-    let rr = match spec {
-        TestSpec::Rr(r) => Some(rr::summarise(r, agents, &sent, &received)),
-        _ => None,
-    };
-    // TCP's line rate, with the streams' path MTU and the client's interfaces in hand.
-    let mut line_rate_note = None;
-    if let TestSpec::Tcp(t) = spec {
-        let path_mtu = streams
-            .iter()
-            .find_map(|s| s.tcp.map(|t| t.pmtu_bytes))
-            .filter(|m| *m > 0);
-        let client_config = agents.first().and_then(|a| a.client.config.as_ref());
-        match tcp_line_rate(t, client_config, path_mtu, ipv6) {
-            Ok(Some((g, source))) => {
-                let mut sides: Vec<&mut SideSummary> = vec![&mut sent, &mut received];
-                for d in directions.iter_mut().flat_map(|d| d.values_mut()) {
-                    sides.extend([&mut d.sent, &mut d.received]);
-                }
-                for a in &mut per_agent {
-                    sides.extend([&mut a.sent, &mut a.received]);
-                }
-                for s in sides.into_iter().filter(|s| s.bytes > 0) {
-                    s.line_rate = Some(line_rate(s, &g, &source));
-                }
-            }
-            Ok(None) => {}
-            Err(note) => line_rate_note = Some(note),
-        }
-    }
-    let mut result = TestResult {
-        linerate: crate::VERSION.to_string(),
-        schema: SCHEMA,
-        test: spec.kind().into(),
-        started_unix_ms,
-        partial,
-        error: None,
-        options: spec.clone(),
-        hosts,
-        intervals,
-        summary: Summary {
-            sent,
-            received,
-            directions,
-            agents: per_agent,
-            streams,
-            udp,
-            rr,
-            http: None,
-            server: None,
-            mix: None,
-        },
-        notes,
-        lab: None,
-        from: None,
-        iperf3: None,
-    };
-    if let TestSpec::Tcp(t) = spec
-        && let Some(m) = t.mix
-    {
-        result.summary.mix = tcp::mix_summary(m, t.buffer_bytes.0, &result.summary);
-    }
-    result.notes.extend(line_rate_note);
-    let bound = cpu_bound_notes(agents, &result.summary.received);
-    result.notes.extend(bound);
-    result
-}
-
 /// A host whose CPUs were at least this busy over the window, all of them together, percent,
 /// was CPU-bound (issue 38): its figures may be the host's limit, not the link's.
 pub const CPU_BOUND_PERCENT: f64 = 95.0;
@@ -725,20 +452,6 @@ fn cpu_bound_notes(agents: &[AgentOutcome<'_>], received: &SideSummary) -> Vec<S
             )
         })
         .collect()
-}
-
-/// A UDP run's send and receive sides over their own windows: the senders' first to last send
-/// and the receivers' first to last arrival (UDPmon), not the measurement window, which holds
-/// the wait before the first datagram and for the end markers.
-fn udp_windows(u: &crate::result::UdpSummary, sent: &mut SideSummary, received: &mut SideSummary) {
-    if let (Some(s), Some(bps)) = (u.send_window_seconds, u.sent_bits_per_second) {
-        sent.seconds = s;
-        sent.bits_per_second = bps;
-    }
-    if let (Some(s), Some(bps)) = (u.arrival_window_seconds, u.received_bits_per_second) {
-        received.seconds = s;
-        received.bits_per_second = bps;
-    }
 }
 
 /// A histogram from hex of its HdrHistogram V2 encoding, as reports carry them.

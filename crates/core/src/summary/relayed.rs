@@ -16,7 +16,7 @@
 //! still forge a document that passes all this; what the checks stop is an absurd, replayed or
 //! mismatched document (a bug, a stale copy, a careless forgery) becoming a cell.
 
-use super::check::result_limit_bytes;
+use super::check::{max_records, possible_figure, result_limit_bytes};
 use crate::result::{Counted, SideSummary, TestResult};
 use crate::spec::{Direction, TestSpec};
 use std::time::Duration;
@@ -37,10 +37,6 @@ const FRESH_SLACK: Duration = Duration::from_secs(2);
 /// Bytes a stream may have in flight between the sender's window and the receiver's: the
 /// largest socket buffers a tuned host grants, each way.
 const IN_FLIGHT_PER_STREAM: u64 = 64 << 20;
-/// Seconds a run's counting windows may pass the time asked (the ends' clocks start apart; a
-/// count-limited run has no asked time: the time the controller waited counts).
-const SLACK_SECONDS: f64 = 30.0;
-
 /// The largest `relay_result` message, bytes, a controller reads for `spec` after `elapsed` of
 /// the run: what the two ends' reports can fill, each as a direct client bounds its agent's
 /// ([`result_limit_bytes`], with [`RELAY_HOST_CORES`]), the document's summary and timeline being
@@ -107,13 +103,12 @@ pub enum RelayedError {
     TooManyStreams { got: usize, max: usize },
 }
 
-/// How long the document may say the run counted, seconds.
+/// How long the document may say the run counted, seconds: as long as an agent's report may
+/// ([`super::check::run_seconds`]), the time the controller waited taken as the time elapsed (a
+/// count-limited run has no asked time).
 fn run_seconds(asked: &Asked<'_>) -> f64 {
-    let length = crate::engine::run::Plan::new(asked.spec.timing())
-        .deadline()
-        .map_or(0.0, |d| d.as_secs_f64());
-    let waited = (asked.answered_unix_ms - asked.sent_unix_ms).max(0) as f64 / 1e3;
-    length.max(waited) + SLACK_SECONDS
+    let waited_ms = (asked.answered_unix_ms - asked.sent_unix_ms).max(0) as u64;
+    super::check::run_seconds(asked.spec, Duration::from_millis(waited_ms))
 }
 
 /// Checks a relayed document against the test asked (see the module's text).
@@ -172,12 +167,7 @@ pub fn check_relayed(result: &TestResult, asked: &Asked<'_>) -> Result<(), Relay
 /// per interval from each end, a host sample per interval from each (as a direct client bounds
 /// one agent's).
 fn records(result: &TestResult, spec: &TestSpec, seconds: f64) -> Result<(), RelayedError> {
-    let intervals = crate::engine::run::Plan::new(spec.timing())
-        .interval()
-        .map_or(2, |i| (seconds / i.as_secs_f64()).ceil() as u64 + 2);
-    let streams = spec.streams_per_agent() as u64;
-    let samples = (streams * intervals).min(crate::spec::MAX_INTERVAL_SAMPLES as u64);
-    let timeline = intervals.min(crate::metrics::sample::MAX_TIMELINE as u64);
+    let (samples, timeline) = max_records(spec, seconds);
     let max = 2 * (samples + timeline);
     let got = result.intervals.len();
     if got as u64 > max {
@@ -200,8 +190,7 @@ fn side(s: &SideSummary, what: &'static str, seconds: f64) -> Result<(), Relayed
 }
 
 fn counted(c: &Counted, what: &'static str, run_seconds: f64) -> Result<(), RelayedError> {
-    let possible = |v: f64| v.is_finite() && v >= 0.0;
-    if !possible(c.seconds) {
+    if !possible_figure(c.seconds, f64::MAX) {
         return Err(RelayedError::Absurd {
             what,
             unit: "s",
@@ -214,7 +203,7 @@ fn counted(c: &Counted, what: &'static str, run_seconds: f64) -> Result<(), Rela
             seconds: c.seconds,
         });
     }
-    if !possible(c.bits_per_second) || c.bits_per_second > MAX_BITS_PER_SECOND {
+    if !possible_figure(c.bits_per_second, MAX_BITS_PER_SECOND) {
         return Err(RelayedError::Absurd {
             what,
             unit: "bit/s",
@@ -316,7 +305,7 @@ fn kind_figures(result: &TestResult, seconds: f64) -> Result<(), RelayedError> {
             ("round-trip mean", l.mean),
             ("round-trip max", l.max),
         ] {
-            if !(v.is_finite() && (0.0..=seconds * 1e6).contains(&v)) {
+            if !possible_figure(v, seconds * 1e6) {
                 return Err(RelayedError::Absurd {
                     what,
                     unit: "µs",
@@ -326,7 +315,7 @@ fn kind_figures(result: &TestResult, seconds: f64) -> Result<(), RelayedError> {
         }
     }
     if let Some(rr) = &result.summary.rr
-        && !(rr.transactions_per_second.is_finite() && rr.transactions_per_second >= 0.0)
+        && !possible_figure(rr.transactions_per_second, f64::MAX)
     {
         return Err(RelayedError::Absurd {
             what: "transaction rate",
@@ -335,7 +324,7 @@ fn kind_figures(result: &TestResult, seconds: f64) -> Result<(), RelayedError> {
         });
     }
     if let Some(u) = &result.summary.udp
-        && !(u.loss_percent.is_finite() && (0.0..=100.0).contains(&u.loss_percent))
+        && !possible_figure(u.loss_percent, 100.0)
     {
         return Err(RelayedError::Absurd {
             what: "loss",

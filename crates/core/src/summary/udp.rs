@@ -9,6 +9,7 @@ use crate::result::{
 };
 use crate::spec::UdpSpec;
 use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
 
 /// Each agent's and each direction's send and arrival windows, `[send, arrival]`, to rate the
 /// agents' and directions' sides as the totals are.
@@ -25,28 +26,70 @@ pub(crate) fn summarise<'a>(
     agents: &[AgentOutcome<'a>],
     received: &SideSummary,
 ) -> (UdpSummary, SplitWindows<'a>) {
-    let mut split = SplitWindows::default();
-    let mut u = UdpSummary::default();
-    let mut spacing: Option<Histogram<u64>> = None;
-    let mut delay: Option<Histogram<u64>> = None;
-    let mut delays_relative = !spec.synced_clocks;
-    let mut bins: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
-    let mut overflow = 0u64;
-    let mut jitter = Vec::new();
-    let mut stamps: Vec<String> = Vec::new();
-    let mut sends: Vec<&UdpSendReport> = Vec::new();
+    let mut j = Joined::new(spec);
+    for (ai, a) in agents.iter().enumerate() {
+        j.add_agent(ai, a);
+    }
+    j.finish(received)
+}
+
+/// The streams' reports as they are joined, before the figures are made of them.
+struct Joined<'s, 'a> {
+    spec: &'s UdpSpec,
+    u: UdpSummary,
+    split: SplitWindows<'a>,
+    spacing: Option<Histogram<u64>>,
+    delay: Option<Histogram<u64>>,
+    delays_relative: bool,
+    bins: BTreeMap<u64, u64>,
+    overflow: u64,
+    jitter: Vec<f64>,
+    stamps: Vec<String>,
+    sends: Vec<&'a UdpSendReport>,
     // Each end's first and last send or arrival, on that end's own clock: windows are taken per
     // clock, since two hosts' realtime clocks may differ by any offset.
-    let mut send_windows = Windows::default();
-    let mut arrival_windows = Windows::default();
-    // Datagrams the receivers were sent: with multicast each receiver is sent the same ones.
-    let mut expected = 0u64;
-    for (ai, a) in agents.iter().enumerate() {
-        let mut mine = ReceiverFigures {
-            agent: a.name.to_string(),
-            ..Default::default()
+    send_windows: Windows<'a>,
+    arrival_windows: Windows<'a>,
+    /// Datagrams the receivers were sent: with multicast each receiver is sent the same ones.
+    expected: u64,
+}
+
+/// One agent's receiving figures as they are joined: the datagrams its receivers were sent.
+struct Receiver {
+    figures: ReceiverFigures,
+    expected: u64,
+}
+
+impl<'s, 'a> Joined<'s, 'a> {
+    fn new(spec: &'s UdpSpec) -> Self {
+        Joined {
+            spec,
+            u: UdpSummary::default(),
+            split: SplitWindows::default(),
+            spacing: None,
+            delay: None,
+            delays_relative: !spec.synced_clocks,
+            bins: BTreeMap::new(),
+            overflow: 0,
+            jitter: Vec::new(),
+            stamps: Vec::new(),
+            sends: Vec::new(),
+            send_windows: Windows::default(),
+            arrival_windows: Windows::default(),
+            expected: 0,
+        }
+    }
+
+    /// Agent `ai`'s streams: each one's windows, its sender's count, its receiver's figures.
+    fn add_agent(&mut self, ai: usize, a: &AgentOutcome<'a>) {
+        let spec = self.spec;
+        let mut mine = Receiver {
+            figures: ReceiverFigures {
+                agent: a.name.to_string(),
+                ..Default::default()
+            },
+            expected: 0,
         };
-        let mut mine_expected = 0u64;
         let mut agent_windows: [Windows<'a>; 2] = Default::default();
         for index in 0..spec.streams_per_agent() {
             let ends = Ends::of(a, index);
@@ -62,143 +105,185 @@ pub(crate) fn summarise<'a>(
             if let Some(s) = snd {
                 let w = (s.first_send_unix_ns, s.last_send_unix_ns, s.datagrams);
                 agent_windows[0].add(snd_owner, w.0, w.1, w.2);
-                split.directions[dir][0].add(snd_owner, w.0, w.1, w.2);
+                self.split.directions[dir][0].add(snd_owner, w.0, w.1, w.2);
             }
             if let Some(r) = rcv {
                 let w = (r.first_arrival_unix_ns, r.last_arrival_unix_ns, r.datagrams);
                 agent_windows[1].add(rcv_owner, w.0, w.1, w.2);
-                split.directions[dir][1].add(rcv_owner, w.0, w.1, w.2);
+                self.split.directions[dir][1].add(rcv_owner, w.0, w.1, w.2);
             }
             if let Some(s) = snd
                 && (spec.multicast.is_none() || ai == 0)
             {
+                let u = &mut self.u;
                 u.datagrams_sent += s.datagrams;
                 u.first_send_unix_ns = earliest(u.first_send_unix_ns, s.first_send_unix_ns);
                 u.last_send_unix_ns = u.last_send_unix_ns.max(s.last_send_unix_ns);
-                send_windows.add(snd_owner, s.first_send_unix_ns, s.last_send_unix_ns, s.datagrams);
-                sends.push(s);
+                self.send_windows
+                    .add(snd_owner, s.first_send_unix_ns, s.last_send_unix_ns, s.datagrams);
+                self.sends.push(s);
             }
             let Some(r) = rcv else { continue };
-            mine.counted_by = if forward { a.name.to_string() } else { "client".into() };
-            u.datagrams_received += r.datagrams;
-            // The sender's own count is the truth for what was sent.
-            let lost = match snd {
-                Some(s) => s.datagrams.saturating_sub(r.datagrams),
-                None => r.lost,
-            };
-            mine_expected += snd.map_or(r.datagrams + r.lost, |s| s.datagrams);
-            mine.datagrams_received += r.datagrams;
-            mine.lost += lost;
-            mine.out_of_order += r.out_of_order;
-            mine.duplicates += r.duplicates;
-            u.lost += lost;
-            u.out_of_order += r.out_of_order;
-            u.duplicates += r.duplicates;
-            u.out_of_range += r.out_of_range;
-            jitter.push(r.jitter_us);
-            if !stamps.contains(&r.timestamps) {
-                stamps.push(r.timestamps.clone());
-            }
-            u.first_arrival_unix_ns = earliest(u.first_arrival_unix_ns, r.first_arrival_unix_ns);
-            u.last_arrival_unix_ns = u.last_arrival_unix_ns.max(r.last_arrival_unix_ns);
-            arrival_windows.add(rcv_owner, r.first_arrival_unix_ns, r.last_arrival_unix_ns, r.datagrams);
-            if let Some(p) = &r.along_sequence {
-                u.along_sequence.push(StreamProfile {
-                    agent: a.name.to_string(),
-                    stream: index as u16,
-                    profile: p.clone(),
-                });
-            }
-            if lost > 0 {
-                u.loss_ranges.push(StreamLoss {
-                    agent: a.name.to_string(),
-                    stream: index as u16,
-                    lost,
-                    ranges: r.loss_ranges.clone(),
-                    range_count: r.loss_range_count,
-                    picture: r.loss_picture.clone(),
-                });
-            }
-            if let Some(h) = decode(&r.spacing_histogram) {
-                match &mut spacing {
-                    Some(all) => {
-                        let _ = all.add(&h);
-                    }
-                    None => spacing = Some(h),
-                }
-            }
-            if let Some(h) = decode(&r.delay_histogram)
-                && !h.is_empty()
-            {
-                // Relative: each stream above its own minimum (the ends' clocks may differ by
-                // any offset). Synchronised: the absolute delay.
-                let shift = if spec.synced_clocks && r.delay_min_ns >= 0 {
-                    r.delay_min_ns
-                } else {
-                    0
-                };
-                if spec.synced_clocks && r.delay_min_ns < 0 {
-                    delays_relative = true;
-                }
-                let mut shifted = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
-                for v in h.iter_recorded() {
-                    let x = (v.value_iterated_to() as i64 + shift).clamp(1, 60_000_000_000) as u64;
-                    let _ = shifted.record_n(x, v.count_at_value());
-                }
-                match &mut delay {
-                    Some(all) => {
-                        let _ = all.add(&shifted);
-                    }
-                    None => delay = Some(shifted),
-                }
-            }
-            for [from, count] in &r.bins {
-                *bins.entry(*from).or_default() += count;
-            }
-            overflow += r.bin_overflow;
+            mine.figures.counted_by = if forward { a.name.to_string() } else { "client".into() };
+            self.add_receive(a.name, index, snd, r, rcv_owner, &mut mine);
         }
-        split.agents.push(agent_windows);
-        if mine_expected > 0 {
-            mine.loss_percent = 100.0 * mine.lost as f64 / mine_expected as f64;
-            expected += mine_expected;
-            u.receivers.push(mine);
+        self.split.agents.push(agent_windows);
+        if mine.expected > 0 {
+            mine.figures.loss_percent = 100.0 * mine.figures.lost as f64 / mine.expected as f64;
+            self.expected += mine.expected;
+            self.u.receivers.push(mine.figures);
         }
     }
-    if expected > 0 {
-        u.loss_percent = 100.0 * u.lost as f64 / expected as f64;
+
+    /// Stream `index` of agent `agent` as its receiver (counted by `rcv_owner`) saw it, against
+    /// its sender's count when that came.
+    fn add_receive(
+        &mut self,
+        agent: &str,
+        index: usize,
+        snd: Option<&UdpSendReport>,
+        r: &UdpReceiveReport,
+        rcv_owner: &'a str,
+        mine: &mut Receiver,
+    ) {
+        let u = &mut self.u;
+        u.datagrams_received += r.datagrams;
+        // The sender's own count is the truth for what was sent.
+        let lost = match snd {
+            Some(s) => s.datagrams.saturating_sub(r.datagrams),
+            None => r.lost,
+        };
+        mine.expected += snd.map_or(r.datagrams + r.lost, |s| s.datagrams);
+        let m = &mut mine.figures;
+        m.datagrams_received += r.datagrams;
+        m.lost += lost;
+        m.out_of_order += r.out_of_order;
+        m.duplicates += r.duplicates;
+        u.lost += lost;
+        u.out_of_order += r.out_of_order;
+        u.duplicates += r.duplicates;
+        u.out_of_range += r.out_of_range;
+        self.jitter.push(r.jitter_us);
+        if !self.stamps.contains(&r.timestamps) {
+            self.stamps.push(r.timestamps.clone());
+        }
+        u.first_arrival_unix_ns = earliest(u.first_arrival_unix_ns, r.first_arrival_unix_ns);
+        u.last_arrival_unix_ns = u.last_arrival_unix_ns.max(r.last_arrival_unix_ns);
+        self.arrival_windows
+            .add(rcv_owner, r.first_arrival_unix_ns, r.last_arrival_unix_ns, r.datagrams);
+        if let Some(p) = &r.along_sequence {
+            u.along_sequence.push(StreamProfile {
+                agent: agent.to_string(),
+                stream: index as u16,
+                profile: p.clone(),
+            });
+        }
+        if lost > 0 {
+            u.loss_ranges.push(StreamLoss {
+                agent: agent.to_string(),
+                stream: index as u16,
+                lost,
+                ranges: r.loss_ranges.clone(),
+                range_count: r.loss_range_count,
+                picture: r.loss_picture.clone(),
+            });
+        }
+        if let Some(h) = decode(&r.spacing_histogram) {
+            match &mut self.spacing {
+                Some(all) => {
+                    let _ = all.add(&h);
+                }
+                None => self.spacing = Some(h),
+            }
+        }
+        self.add_delay(r);
+        for [from, count] in &r.bins {
+            *self.bins.entry(*from).or_default() += count;
+        }
+        self.overflow += r.bin_overflow;
     }
-    // Each end's rate over its own window (UDPmon): the sender's from its first to its last
-    // send, the receiver's from its first to its last arrival. The measurement window would
-    // include the wait for the end markers and the time before the first datagram arrived.
-    let size = u64::from(spec.payload_bytes);
-    u.send_window_seconds = send_windows.longest_seconds();
-    u.sent_bits_per_second = u.send_window_seconds.map(|s| (u.datagrams_sent * size * 8) as f64 / s);
-    u.arrival_window_seconds = arrival_windows.longest_seconds();
-    u.received_bits_per_second = u
-        .arrival_window_seconds
-        .map(|s| (u.datagrams_received * size * 8) as f64 / s);
-    match u.arrival_window_seconds {
-        Some(s) => u.packets_per_second = u.datagrams_received as f64 / s,
-        None if received.seconds > 0.0 => u.packets_per_second = received.ops as f64 / received.seconds,
-        None => {}
+
+    /// A receiver's one-way delays. Relative: each stream above its own minimum (the ends'
+    /// clocks may differ by any offset). Synchronised: the absolute delay.
+    fn add_delay(&mut self, r: &UdpReceiveReport) {
+        let Some(h) = decode(&r.delay_histogram).filter(|h| !h.is_empty()) else {
+            return;
+        };
+        let synced = self.spec.synced_clocks;
+        let shift = if synced && r.delay_min_ns >= 0 {
+            r.delay_min_ns
+        } else {
+            0
+        };
+        if synced && r.delay_min_ns < 0 {
+            self.delays_relative = true;
+        }
+        let mut shifted = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
+        for v in h.iter_recorded() {
+            let x = (v.value_iterated_to() as i64 + shift).clamp(1, 60_000_000_000) as u64;
+            let _ = shifted.record_n(x, v.count_at_value());
+        }
+        match &mut self.delay {
+            Some(all) => {
+                let _ = all.add(&shifted);
+            }
+            None => self.delay = Some(shifted),
+        }
     }
-    if !u.receivers.is_empty() {
-        u.received_per_receiver_mean_datagrams = Some(u.datagrams_received as f64 / u.receivers.len() as f64);
+
+    /// The figures of every stream joined: loss, each end's window and rate, spacing, delay and
+    /// the send rate.
+    fn finish(self, received: &SideSummary) -> (UdpSummary, SplitWindows<'a>) {
+        let spec = self.spec;
+        let mut u = self.u;
+        if self.expected > 0 {
+            u.loss_percent = 100.0 * u.lost as f64 / self.expected as f64;
+        }
+        // Each end's rate over its own window (UDPmon): the sender's from its first to its last
+        // send, the receiver's from its first to its last arrival. The measurement window would
+        // include the wait for the end markers and the time before the first datagram arrived.
+        let size = u64::from(spec.payload_bytes);
+        u.send_window_seconds = self.send_windows.longest_seconds();
+        u.sent_bits_per_second = u.send_window_seconds.map(|s| (u.datagrams_sent * size * 8) as f64 / s);
+        u.arrival_window_seconds = self.arrival_windows.longest_seconds();
+        u.received_bits_per_second = u
+            .arrival_window_seconds
+            .map(|s| (u.datagrams_received * size * 8) as f64 / s);
+        match u.arrival_window_seconds {
+            Some(s) => u.packets_per_second = u.datagrams_received as f64 / s,
+            None if received.seconds > 0.0 => u.packets_per_second = received.ops as f64 / received.seconds,
+            None => {}
+        }
+        if !u.receivers.is_empty() {
+            u.received_per_receiver_mean_datagrams = Some(u.datagrams_received as f64 / u.receivers.len() as f64);
+        }
+        if !self.jitter.is_empty() {
+            u.jitter_us = self.jitter.iter().sum::<f64>() / self.jitter.len() as f64;
+        }
+        u.timestamps = self.stamps.join(", ");
+        u.arrival_spacing_us = self.spacing.filter(|h| !h.is_empty()).map(|h| SpacingFigures {
+            mean: h.mean() / 1e3,
+            stddev: h.stdev() / 1e3,
+            p50: h.value_at_quantile(0.5) as f64 / 1e3,
+            p99: h.value_at_quantile(0.99) as f64 / 1e3,
+            min: h.min() as f64 / 1e3,
+            max: h.max() as f64 / 1e3,
+        });
+        u.arrival_spacing_histogram = spacing_bins(self.bins, self.overflow, f64::from(spec.bin_us));
+        if let Some(h) = self.delay.filter(|h| !h.is_empty()) {
+            let (figures, bins) = delay_figures(&h, self.delays_relative);
+            u.one_way_delay_us = Some(figures);
+            u.one_way_delay_histogram = bins;
+        }
+        u.send_spacing_us = send_spacing(spec, &self.sends);
+        u.send_rate = rate_achieved(spec, &u, &self.sends);
+        (u, self.split)
     }
-    if !jitter.is_empty() {
-        u.jitter_us = jitter.iter().sum::<f64>() / jitter.len() as f64;
-    }
-    u.timestamps = stamps.join(", ");
-    u.arrival_spacing_us = spacing.filter(|h| !h.is_empty()).map(|h| SpacingFigures {
-        mean: h.mean() / 1e3,
-        stddev: h.stdev() / 1e3,
-        p50: h.value_at_quantile(0.5) as f64 / 1e3,
-        p99: h.value_at_quantile(0.99) as f64 / 1e3,
-        min: h.min() as f64 / 1e3,
-        max: h.max() as f64 / 1e3,
-    });
-    let bin = f64::from(spec.bin_us);
-    u.arrival_spacing_histogram = bins
+}
+
+/// The receivers' arrival spacing bins (`bin` µs wide), those past the last bin in one open bin.
+fn spacing_bins(bins: BTreeMap<u64, u64>, overflow: u64, bin: f64) -> Vec<Bin> {
+    let mut out: Vec<Bin> = bins
         .into_iter()
         .map(|(from, count)| Bin {
             from_us: from as f64,
@@ -208,57 +293,63 @@ pub(crate) fn summarise<'a>(
         .collect();
     if overflow > 0 {
         let from = crate::engine::udp::MAX_BINS as f64 * bin;
-        u.arrival_spacing_histogram.push(Bin {
+        out.push(Bin {
             from_us: from,
             to_us: f64::INFINITY,
             count: overflow,
         });
     }
-    if let Some(h) = delay.filter(|h| !h.is_empty()) {
-        // Relative delays were shifted to start at 1 ns: the minimum is 0.
-        let off = if delays_relative { 1.0 } else { 0.0 };
-        let us = |v: u64| (v as f64 - off) / 1e3;
-        u.one_way_delay_us = Some(DelayFigures {
-            min: us(h.min()),
-            mean: (h.mean() - off) / 1e3,
-            p50: us(h.value_at_quantile(0.5)),
-            p90: us(h.value_at_quantile(0.9)),
-            p99: us(h.value_at_quantile(0.99)),
-            max: us(h.max()),
-            relative: delays_relative,
-        });
-        let (lo, hi) = (h.min(), h.max());
-        let width = ((hi - lo) / 50).max(1);
-        let mut counts = vec![0u64; 51];
-        for v in h.iter_recorded() {
-            let i = ((v.value_iterated_to().clamp(lo, hi) - lo) / width) as usize;
-            counts[i.min(50)] += v.count_at_value();
-        }
-        u.one_way_delay_histogram = counts
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c > 0)
-            .map(|(i, c)| Bin {
-                from_us: us(lo + i as u64 * width),
-                to_us: us(lo + (i as u64 + 1) * width),
-                count: *c,
-            })
-            .collect();
+    out
+}
+
+/// The one-way delay's figures and a 51-bin histogram of it, µs, from the joined delays (ns;
+/// `relative` ones were shifted to start at 1 ns, so their minimum is 0).
+fn delay_figures(h: &Histogram<u64>, relative: bool) -> (DelayFigures, Vec<Bin>) {
+    let off = if relative { 1.0 } else { 0.0 };
+    let us = |v: u64| (v as f64 - off) / 1e3;
+    let figures = DelayFigures {
+        min: us(h.min()),
+        mean: (h.mean() - off) / 1e3,
+        p50: us(h.value_at_quantile(0.5)),
+        p90: us(h.value_at_quantile(0.9)),
+        p99: us(h.value_at_quantile(0.99)),
+        max: us(h.max()),
+        relative,
+    };
+    let (lo, hi) = (h.min(), h.max());
+    let width = ((hi - lo) / 50).max(1);
+    let mut counts = vec![0u64; 51];
+    for v in h.iter_recorded() {
+        let i = ((v.value_iterated_to().clamp(lo, hi) - lo) / width) as usize;
+        counts[i.min(50)] += v.count_at_value();
     }
-    // Spacing as the senders timed it: a sender whose report has no send times (an iperf3
-    // peer's, made from its results, issue 26) timed nothing, so it adds no zeros.
+    let bins = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(i, c)| Bin {
+            from_us: us(lo + i as u64 * width),
+            to_us: us(lo + (i as u64 + 1) * width),
+            count: *c,
+        })
+        .collect();
+    (figures, bins)
+}
+
+/// Spacing as the senders timed it: a sender whose report has no send times (an iperf3
+/// peer's, made from its results) timed nothing, so it adds no zeros.
+fn send_spacing(spec: &UdpSpec, sends: &[&UdpSendReport]) -> Option<SendSpacingFigures> {
     let timed: Vec<_> = sends.iter().filter(|s| s.first_send_unix_ns.is_some()).collect();
-    if !timed.is_empty() {
-        let n = timed.len() as f64;
-        u.send_spacing_us = Some(SendSpacingFigures {
-            requested: spec.gap_ns as f64 / 1e3,
-            mean: timed.iter().map(|s| s.spacing.mean_us).sum::<f64>() / n,
-            stddev: timed.iter().map(|s| s.spacing.stddev_us).sum::<f64>() / n,
-            late_percent: timed.iter().map(|s| s.spacing.late_percent).sum::<f64>() / n,
-        });
+    if timed.is_empty() {
+        return None;
     }
-    u.send_rate = rate_achieved(spec, &u, &sends);
-    (u, split)
+    let n = timed.len() as f64;
+    Some(SendSpacingFigures {
+        requested: spec.gap_ns as f64 / 1e3,
+        mean: timed.iter().map(|s| s.spacing.mean_us).sum::<f64>() / n,
+        stddev: timed.iter().map(|s| s.spacing.stddev_us).sum::<f64>() / n,
+        late_percent: timed.iter().map(|s| s.spacing.late_percent).sum::<f64>() / n,
+    })
 }
 
 /// A paced run's send rate against the rate asked: the senders' rate over their window, the
@@ -443,6 +534,57 @@ pub(crate) fn train_datagrams(spec: &UdpSpec, agents: &[AgentOutcome<'_>]) -> Op
 mod tests {
     use super::*;
     use crate::metrics::sample::{InterfaceUsage, StackUsage};
+
+    #[test]
+    fn relative_delays_start_at_zero_and_bin_in_fifty_one() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
+        // Shifted to start at 1 ns: 1 ns is a delay of 0, 5001 ns one of 5 µs.
+        h.record_n(1, 3).expect("records");
+        h.record_n(5001, 1).expect("records");
+        let (f, bins) = delay_figures(&h, true);
+        assert_eq!((f.min, f.relative), (0.0, true));
+        assert!((f.max - 5.0).abs() < 0.01, "{}", f.max);
+        assert_eq!(
+            bins.iter().map(|b| b.count).collect::<Vec<_>>(),
+            [3, 1],
+            "empty bins left out"
+        );
+        assert_eq!(bins[0].from_us, 0.0);
+        let (absolute, _) = delay_figures(&h, false);
+        assert_eq!(absolute.min, 0.001, "an absolute delay keeps its nanosecond");
+    }
+
+    #[test]
+    fn spacing_bins_end_in_one_open_bin_for_the_overflow() {
+        let bins = spacing_bins(BTreeMap::from([(0, 2), (20, 5)]), 0, 10.0);
+        let edges: Vec<(f64, f64, u64)> = bins.iter().map(|b| (b.from_us, b.to_us, b.count)).collect();
+        assert_eq!(edges, [(0.0, 10.0, 2), (20.0, 30.0, 5)]);
+        let over = spacing_bins(BTreeMap::new(), 4, 10.0);
+        assert_eq!(over.len(), 1);
+        let last = &over[0];
+        let from = crate::engine::udp::MAX_BINS as f64 * 10.0;
+        assert_eq!((last.from_us, last.to_us, last.count), (from, f64::INFINITY, 4));
+    }
+
+    #[test]
+    fn send_spacing_averages_only_the_senders_that_timed_their_sends() {
+        let spec = UdpSpec::new();
+        let timed = UdpSendReport {
+            first_send_unix_ns: Some(1),
+            spacing: crate::result::SendSpacing {
+                mean_us: 10.0,
+                stddev_us: 2.0,
+                late_percent: 50.0,
+                ..Default::default()
+            },
+            ..UdpSendReport::default()
+        };
+        let untimed = UdpSendReport::default();
+        let s = send_spacing(&spec, &[&timed, &untimed]).expect("one timed sender");
+        assert_eq!((s.mean, s.stddev, s.late_percent), (10.0, 2.0, 50.0));
+        assert_eq!(s.requested, spec.gap_ns as f64 / 1e3);
+        assert!(send_spacing(&spec, &[&untimed]).is_none(), "no sender timed anything");
+    }
 
     fn side(stack: StackUsage, rx_dropped: u64) -> SideSummary {
         SideSummary {

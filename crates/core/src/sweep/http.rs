@@ -4,19 +4,20 @@
 //!
 //! In: a base [`HttpSpec`], an [`HttpPlan`] and a closure that runs one spec. Out: a [`Sweep`]
 //! of kind [`SweepKind::Http`]; an [`HttpBaseline`] that [`HttpBaseline::apply`] writes into a
-//! result. The one-shot probe for the object size parses the response head with httparse, as
-//! the engine does; the engine's own parser is private to `engine::http`.
+//! result. The baseline's fetches and its server are the driver's (the binary's
+//! `drive/http/baseline.rs`): here are what they read and run, no socket. The one-shot probe for
+//! the object size parses the response head with httparse ([`probed_body_bytes`]), as the engine
+//! does; the engine's own parser is private to `engine::http`.
 
 use super::{At, HttpSweep, HttpSweepSummary, Parameter, Sweep, SweepKind, SweepPoint, UserLoad, optimum, push};
 use crate::engine::http::{HttpTarget, HttpUrl};
-use crate::httpd::{Httpd, HttpdConfig, HttpdError};
+use crate::httpd::HttpdError;
 use crate::result::Baseline;
 use crate::result::TestResult;
 use crate::spec::{HttpSpec, Timing};
 use serde::{Deserialize, Serialize};
-use std::io::{self, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
-use std::time::Duration;
+use std::io;
+use std::net::SocketAddr;
 
 /// The user counts a sweep runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,27 +120,17 @@ pub enum ProbeError {
 /// The longest response head the probe reads.
 const PROBE_HEAD_MAX: usize = 65536;
 
-/// Fetches a target once (5 s at most per step) and returns its body's length, from the
-/// response's Content-Length.
-fn probe_body_bytes(target: &HttpTarget) -> Result<u64, ProbeError> {
-    let mut s = TcpStream::connect_timeout(&target.addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.write_all(&target.request)?;
-    let mut head = Vec::new();
-    let mut buf = [0u8; 16384];
-    loop {
-        let n = s.read(&mut buf)?;
-        if n == 0 {
-            return Err(ProbeError::Closed);
-        }
-        head.extend_from_slice(&buf[..n]);
-        if let Some(len) = content_length(&head)? {
-            return len.ok_or(ProbeError::NoLength);
-        }
-        if head.len() >= PROBE_HEAD_MAX {
-            return Err(ProbeError::HeadTooLarge);
-        }
+/// What the probe has read of a response so far (`head`, from its first byte): the body's
+/// length once the head is whole, None while it is not (read on), an error for a head past
+/// 64 KiB or one without a Content-Length.
+pub fn probed_body_bytes(head: &[u8]) -> Result<Option<u64>, ProbeError> {
+    if let Some(len) = content_length(head)? {
+        return len.ok_or(ProbeError::NoLength).map(Some);
     }
+    if head.len() >= PROBE_HEAD_MAX {
+        return Err(ProbeError::HeadTooLarge);
+    }
+    Ok(None)
 }
 
 /// The Content-Length of a complete response head at the start of `bytes`: None while the head
@@ -159,49 +150,39 @@ fn content_length(bytes: &[u8]) -> Result<Option<Option<u64>>, ProbeError> {
     }
 }
 
-/// `--baseline`: fetches each target once for its size, starts linerate's own server on
-/// loopback serving that many bytes, and runs `run` against it with the same users (5 s at
-/// most, no ramp).
-pub fn baseline<E: From<BaselineError>>(
-    spec: &HttpSpec,
-    targets: &[HttpTarget],
-    run: impl FnOnce(&HttpSpec, &[HttpTarget]) -> Result<TestResult, E>,
-) -> Result<HttpBaseline, E> {
-    let mut sizes = Vec::with_capacity(targets.len());
-    for t in targets {
-        let bytes = probe_body_bytes(t).map_err(|source| BaselineError::Probe { addr: t.addr, source })?;
-        sizes.push(bytes);
-    }
+/// The baseline's load, once the targets' sizes are known (`sizes`, one per URL) and linerate's
+/// own server listens at `server`: the same users against the server's `/bytes/N` of the mean
+/// size, cleartext, without a ramp, at most 5 s of load and no interval samples (the cool-down
+/// as asked). Returns the spec, its one target and the object size.
+pub fn baseline_load(spec: &HttpSpec, sizes: &[u64], server: SocketAddr) -> (HttpSpec, HttpTarget, u64) {
     let object_bytes = sizes.iter().sum::<u64>() / sizes.len().max(1) as u64;
-    let server = Httpd::bind(
-        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
-        HttpdConfig::default(),
-    )
-    .and_then(Httpd::spawn)
-    .map_err(BaselineError::Server)?;
-    let text = format!("http://{}/bytes/{object_bytes}", server.local_addr());
-    let url = HttpUrl::parse(&text).expect("an IPv4 address and a path make a URL");
+    let text = format!("http://{server}/bytes/{object_bytes}");
+    let url = HttpUrl::parse(&text).expect("an address and a path make a URL");
     let mut b = spec.clone();
     b.urls = vec![text];
     // The baseline is cleartext: linerate's own server on its http port.
     b.tls = None;
-    // No ramp, at most 5 s of load, no interval samples; the cool-down as asked.
     let seconds = spec.timing.limit.seconds().unwrap_or(5.0).min(5.0);
     b.timing = Timing {
         cooldown_seconds: spec.timing.cooldown_seconds,
         interval_seconds: 0.0,
         ..Timing::ramp(0.0, seconds)
     };
-    let local = [HttpTarget::new(&url, server.local_addr(), spec.keepalive).expect("an http URL names no TLS server")];
-    let r = run(&b, &local)?;
-    drop(server);
-    let h = r.summary.http.unwrap_or_default();
-    Ok(HttpBaseline {
-        responses_per_second: h.responses_per_second,
-        bits_per_second_in: h.bits_per_second_in,
-        object_bytes,
-        users: spec.users,
-    })
+    let target = HttpTarget::new(&url, server, spec.keepalive).expect("an http URL names no TLS server");
+    (b, target, object_bytes)
+}
+
+impl HttpBaseline {
+    /// The baseline a run of [`baseline_load`] measured, `users` as the test asked.
+    pub fn measured(result: &TestResult, object_bytes: u64, users: u32) -> HttpBaseline {
+        let h = result.summary.http.clone().unwrap_or_default();
+        HttpBaseline {
+            responses_per_second: h.responses_per_second,
+            bits_per_second_in: h.bits_per_second_in,
+            object_bytes,
+            users,
+        }
+    }
 }
 
 /// The most users `--find-optimum` tries.
@@ -289,7 +270,7 @@ pub fn sweep<E>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::result::Summary;
     use crate::result::{HttpSummary, Optimum};
@@ -309,7 +290,8 @@ mod tests {
         stub_result(TestSpec::Http(spec.clone()), summary)
     }
 
-    fn spec() -> HttpSpec {
+    /// A one-user load of one URL for 1 s, no interval samples.
+    pub(crate) fn spec() -> HttpSpec {
         HttpSpec {
             urls: vec!["http://127.0.0.1:1/".into()],
             users: 1,
@@ -512,5 +494,66 @@ mod tests {
         let none = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
         assert_eq!(content_length(none).ok(), Some(Some(None)));
         assert!(content_length(b"NOT HTTP\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn the_probe_reads_on_until_the_head_is_whole() {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
+        assert_eq!(probed_body_bytes(&head[..10]).ok(), Some(None), "read on");
+        assert_eq!(probed_body_bytes(head).ok(), Some(Some(1000)));
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert!(matches!(probed_body_bytes(chunked), Err(ProbeError::NoLength)));
+        let mut long = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+        long.resize(PROBE_HEAD_MAX, b'a');
+        assert!(matches!(probed_body_bytes(&long), Err(ProbeError::HeadTooLarge)));
+        long.truncate(PROBE_HEAD_MAX - 1);
+        assert_eq!(probed_body_bytes(&long).ok(), Some(None), "one byte short of the limit");
+    }
+
+    #[test]
+    fn the_baseline_loads_the_mean_size_for_at_most_5_s_in_cleartext() {
+        let mut asked = spec();
+        asked.urls = vec!["https://example.com/a".into(), "https://example.com/b".into()];
+        asked.tls = Some(Default::default());
+        asked.users = 12;
+        asked.timing = Timing {
+            cooldown_seconds: 1.0,
+            interval_seconds: 1.0,
+            ..Timing::ramp(10.0, 60.0)
+        };
+        let server: SocketAddr = ([127, 0, 0, 1], 8080).into();
+        let (b, target, object_bytes) = baseline_load(&asked, &[1000, 2001], server);
+        assert_eq!(object_bytes, 1500, "the mean, rounded down");
+        assert_eq!(b.urls, ["http://127.0.0.1:8080/bytes/1500"]);
+        assert_eq!((b.tls.is_none(), b.users), (true, 12));
+        assert_eq!(b.timing.limit.seconds(), Some(5.0));
+        assert_eq!((b.timing.warmup_seconds, b.timing.interval_seconds), (0.0, 0.0));
+        assert_eq!(b.timing.cooldown_seconds, 1.0);
+        assert_eq!((target.addr, target.tls.is_none()), (server, true));
+        asked.timing = Timing::ramp(0.0, 2.0);
+        let (short, _, none) = baseline_load(&asked, &[], server);
+        assert_eq!(
+            (short.timing.limit.seconds(), none),
+            (Some(2.0), 0),
+            "a shorter test, no sizes"
+        );
+    }
+
+    #[test]
+    fn the_baseline_is_what_its_run_measured() {
+        let mut r = saturating(&HttpSpec { users: 4, ..spec() });
+        if let Some(h) = r.summary.http.as_mut() {
+            h.bits_per_second_in = 8e6;
+        }
+        let b = HttpBaseline::measured(&r, 1000, 16);
+        assert_eq!(
+            b,
+            HttpBaseline {
+                responses_per_second: 400.0,
+                bits_per_second_in: 8e6,
+                object_bytes: 1000,
+                users: 16,
+            }
+        );
     }
 }

@@ -21,7 +21,7 @@ use super::h2frame;
 use super::tls::{self, Failure};
 use super::worker::Load;
 use super::worker::classify::{classify, failure_of_io, tls_class};
-use super::{HIST_MAX_NS, HttpErrors, HttpRun, HttpTarget, Times, empty_run};
+use super::{HIST_MAX_NS, HttpErrors, HttpRun, HttpTarget, Times};
 use crate::engine::run::{Gate, Shared};
 use crate::engine::sockopt;
 use crate::result::StreamEnd;
@@ -131,11 +131,11 @@ impl Ctx {
         let now = self.now();
         let mut out = self.out.borrow_mut();
         if counted {
-            *class(&mut out.errors) += 1;
+            *class(&mut out.report.errors) += 1;
             out.per_target[target].errors += 1;
         }
-        let i = (now / out.interval_ns) as usize;
-        if let Some(b) = out.timeline.get_mut(i) {
+        let i = (now / out.report.interval_ns) as usize;
+        if let Some(b) = out.report.timeline.get_mut(i) {
             b.errors += 1;
         }
     }
@@ -144,21 +144,21 @@ impl Ctx {
     fn count_bytes(&self, target: usize, n: usize, inbound: bool, now: u64) {
         let in_window = self.in_window(now);
         let mut out = self.out.borrow_mut();
-        let i = (now / out.interval_ns) as usize;
+        let i = (now / out.report.interval_ns) as usize;
         if inbound {
             self.total_in.set(self.total_in.get() + n as u64);
             if in_window {
-                out.bytes_in += n as u64;
+                out.report.bytes_in += n as u64;
                 out.per_target[target].bytes_in += n as u64;
             }
-            if let Some(b) = out.timeline.get_mut(i) {
+            if let Some(b) = out.report.timeline.get_mut(i) {
                 b.bytes_in += n as u64;
             }
         } else {
             if in_window {
-                out.bytes_out += n as u64;
+                out.report.bytes_out += n as u64;
             }
-            if let Some(b) = out.timeline.get_mut(i) {
+            if let Some(b) = out.report.timeline.get_mut(i) {
                 b.bytes_out += n as u64;
             }
         }
@@ -202,7 +202,7 @@ pub(super) fn work(
     }
     let mine: Vec<usize> = (w..spec.users as usize).step_by(threads).collect();
     let buckets = (times.end_ns / times.interval_ns) as usize + 2;
-    let out = empty_run(buckets, times.interval_ns, targets.len());
+    let out = HttpRun::empty(buckets, times.interval_ns, targets.len());
     gate.arrive_and_wait(&shared.sampler);
     let ctx = Rc::new(Ctx {
         spec: spec.clone(),
@@ -255,10 +255,10 @@ pub(super) fn work(
     // The users' tasks end here, their connections closed; what was in flight is counted so.
     drop(local);
     drop(runtime);
-    let mut out = std::mem::replace(&mut *ctx.out.borrow_mut(), empty_run(0, times.interval_ns, 0));
-    out.in_flight_at_end += ctx.in_flight.get();
+    let mut out = std::mem::replace(&mut *ctx.out.borrow_mut(), HttpRun::empty(0, times.interval_ns, 0));
+    out.report.in_flight_at_end += ctx.in_flight.get();
     for (t, c) in ctx.connecting.iter().enumerate() {
-        out.connections_in_flight_at_end += c.get();
+        out.report.connections_in_flight_at_end += c.get();
         out.per_target[t].connections_in_flight_at_end += c.get();
     }
     counter.bytes.store(ctx.total_in.get(), Relaxed);
@@ -307,11 +307,11 @@ async fn connect(ctx: &Rc<Ctx>, target: usize, config: Option<&Arc<ClientConfig>
     {
         let mut out = ctx.out.borrow_mut();
         if counted {
-            out.connections_attempted += 1;
+            out.report.connections_attempted += 1;
             out.per_target[target].connections_attempted += 1;
         }
-        let i = (began / out.interval_ns) as usize;
-        if let Some(b) = out.timeline.get_mut(i) {
+        let i = (began / out.report.interval_ns) as usize;
+        if let Some(b) = out.report.timeline.get_mut(i) {
             b.connections += 1;
         }
     }
@@ -327,9 +327,9 @@ async fn connect(ctx: &Rc<Ctx>, target: usize, config: Option<&Arc<ClientConfig>
     // The outcome counted with the attempt, by when it began.
     {
         let mut out = ctx.out.borrow_mut();
-        let i = (began / out.interval_ns) as usize;
+        let i = (began / out.report.interval_ns) as usize;
         let ok = outcome.is_ok();
-        if let Some(b) = out.timeline.get_mut(i) {
+        if let Some(b) = out.report.timeline.get_mut(i) {
             *if ok {
                 &mut b.connections_successful
             } else {
@@ -344,9 +344,9 @@ async fn connect(ctx: &Rc<Ctx>, target: usize, config: Option<&Arc<ClientConfig>
                 &mut t.connections_unsuccessful
             } += 1;
             *if ok {
-                &mut out.connections_successful
+                &mut out.report.connections_successful
             } else {
-                &mut out.connections_unsuccessful
+                &mut out.report.connections_unsuccessful
             } += 1;
         }
     }
@@ -381,6 +381,7 @@ async fn establish(
         let _ = ctx
             .out
             .borrow_mut()
+            .report
             .connect
             .record(connected.saturating_sub(began).clamp(1, HIST_MAX_NS));
     }
@@ -419,7 +420,7 @@ async fn establish(
     if counted {
         let resumed = session.handshake_kind() == Some(HandshakeKind::Resumed);
         let took = ctx.now().saturating_sub(connected);
-        ctx.out.borrow_mut().tls.count(resumed, took, cpu_ns);
+        ctx.out.borrow_mut().report.tls.count(resumed, took, cpu_ns);
     }
     Ok(io)
 }

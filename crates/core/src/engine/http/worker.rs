@@ -7,7 +7,7 @@
 //! The TLS steps (handshake, writing through rustls, reading through it) are in `tls_steps`.
 
 use super::head::parse_head;
-use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, TargetCounts, Times, empty_run};
+use super::{HIST_MAX_NS, HttpBucket, HttpErrors, HttpRun, HttpTarget, TargetCounts, Times};
 use crate::engine::run::{Gate, Shared};
 use crate::engine::sockopt;
 use crate::result::StreamEnd;
@@ -121,7 +121,7 @@ impl Worker<'_> {
 
     fn bucket(&mut self, t: u64) -> Option<&mut HttpBucket> {
         let i = (t / self.interval_ns) as usize;
-        self.out.timeline.get_mut(i)
+        self.out.report.timeline.get_mut(i)
     }
 
     /// The counts of the URL user `u` fetches now (one add beside each total: no lookup).
@@ -159,7 +159,7 @@ impl Worker<'_> {
             user.close_after = !self.spec.keepalive;
         }
         if self.in_window(now) {
-            self.out.requests_started += 1;
+            self.out.report.requests_started += 1;
             self.out.per_target[target].requests_started += 1;
         }
         // Timeouts are found by a scan every few ms, not by timers: a timer per request would
@@ -172,7 +172,7 @@ impl Worker<'_> {
         }
         let counted = self.in_window(now);
         if counted {
-            self.out.connections_attempted += 1;
+            self.out.report.connections_attempted += 1;
             self.out.per_target[target].connections_attempted += 1;
         }
         if let Some(b) = self.bucket(now) {
@@ -219,6 +219,7 @@ impl Worker<'_> {
                 if self.users[u].connect_counted {
                     let _ = self
                         .out
+                        .report
                         .connect
                         .record(now.saturating_sub(self.users[u].connect_ns).clamp(1, HIST_MAX_NS));
                 }
@@ -259,7 +260,7 @@ impl Worker<'_> {
             b.connections_successful += 1;
         }
         if self.users[u].connect_counted {
-            self.out.connections_successful += 1;
+            self.out.report.connections_successful += 1;
             self.target_of(u).connections_successful += 1;
         }
     }
@@ -301,7 +302,7 @@ impl Worker<'_> {
     fn wrote(&mut self, n: usize) {
         let now = self.tick;
         if self.in_window(now) {
-            self.out.bytes_out += n as u64;
+            self.out.report.bytes_out += n as u64;
         }
         if let Some(b) = self.bucket(now) {
             b.bytes_out += n as u64;
@@ -334,7 +335,7 @@ impl Worker<'_> {
                     let now = self.tick;
                     self.total_in += n as u64;
                     if self.in_window(now) {
-                        self.out.bytes_in += n as u64;
+                        self.out.report.bytes_in += n as u64;
                         self.target_of(u).bytes_in += n as u64;
                     }
                     if let Some(b) = self.bucket(now) {
@@ -441,7 +442,7 @@ impl Worker<'_> {
             }
             let counted = self.users[u].connect_counted;
             if counted {
-                self.out.connections_unsuccessful += 1;
+                self.out.report.connections_unsuccessful += 1;
                 self.target_of(u).connections_unsuccessful += 1;
             }
             counted
@@ -451,7 +452,7 @@ impl Worker<'_> {
         if now > self.end_ns {
             // Done (or failed) after the time was up, in the last batch of events: it was in
             // flight at the end.
-            self.out.in_flight_at_end += 1;
+            self.out.report.in_flight_at_end += 1;
         }
         let mut failed = false;
         match end {
@@ -469,7 +470,7 @@ impl Worker<'_> {
             End::Failed(class) => {
                 failed = true;
                 if count_error {
-                    *class(&mut self.out.errors) += 1;
+                    *class(&mut self.out.report.errors) += 1;
                     self.target_of(u).errors += 1;
                 }
                 if let Some(b) = self.bucket(now) {
@@ -499,7 +500,7 @@ impl Worker<'_> {
             Some(_) => match self.queue.pop_front() {
                 Some(at) => {
                     if at + 1_000_000 < now {
-                        self.out.queued_late += 1;
+                        self.out.report.queued_late += 1;
                     }
                     self.begin(u, at)
                 }
@@ -604,7 +605,7 @@ impl<'a> Worker<'a> {
             think_ns: (spec.think_ms * 1e6) as u64,
             interval_ns,
             next_target: w % targets.len().max(1),
-            out: empty_run(buckets, interval_ns, targets.len()),
+            out: HttpRun::empty(buckets, interval_ns, targets.len()),
             total_in: 0,
             total_responses: 0,
             tick: 0,
@@ -635,10 +636,10 @@ impl<'a> Worker<'a> {
 
     /// What was in flight when the run ended: requests, and connections being made that count.
     fn count_in_flight_at_end(&mut self) {
-        self.out.in_flight_at_end += self.users.iter().filter(|u| u.state != State::Waiting).count() as u64;
+        self.out.report.in_flight_at_end += self.users.iter().filter(|u| u.state != State::Waiting).count() as u64;
         for u in 0..self.users.len() {
             if matches!(self.users[u].state, State::Connecting | State::Handshaking) && self.users[u].connect_counted {
-                self.out.connections_in_flight_at_end += 1;
+                self.out.report.connections_in_flight_at_end += 1;
                 self.target_of(u).connections_in_flight_at_end += 1;
             }
         }

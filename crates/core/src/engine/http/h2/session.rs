@@ -166,7 +166,14 @@ impl<'a> Session<'a> {
             (End::Protocol(_), None) => |x| &mut x.bad_response,
         };
         if let End::Protocol(v) = end {
-            *self.ctx.out.borrow_mut().h2_protocol_errors.entry(v.key()).or_default() += 1;
+            *self
+                .ctx
+                .out
+                .borrow_mut()
+                .report
+                .h2_protocol_errors
+                .entry(v.key())
+                .or_default() += 1;
         }
         for i in 0..self.slots.len() {
             if self.slots[i].stream != 0 {
@@ -319,7 +326,7 @@ impl<'a> Session<'a> {
                 match next {
                     Some(at) => {
                         if at + 1_000_000 < now {
-                            self.ctx.out.borrow_mut().queued_late += 1;
+                            self.ctx.out.borrow_mut().report.queued_late += 1;
                         }
                         at
                     }
@@ -385,7 +392,7 @@ impl<'a> Session<'a> {
         self.in_flight += 1;
         self.ctx.in_flight.set(self.ctx.in_flight.get() + 1);
         let mut out = self.ctx.out.borrow_mut();
-        out.h2_max_in_flight = out.h2_max_in_flight.max(self.in_flight);
+        out.report.h2_max_in_flight = out.report.h2_max_in_flight.max(self.in_flight);
     }
 
     /// Slot `i`'s request ended: its slot free, its next start after the think time.
@@ -592,7 +599,7 @@ impl<'a> Session<'a> {
         self.cap = cap;
         let mut out = self.ctx.out.borrow_mut();
         let cap = cap as u64;
-        out.h2_peer_max_streams = Some(out.h2_peer_max_streams.map_or(cap, |m| m.min(cap)));
+        out.report.h2_peer_max_streams = Some(out.report.h2_peer_max_streams.map_or(cap, |m| m.min(cap)));
     }
 
     /// A head: the response's (its status; informational ones wait for the final) or trailers.
@@ -666,7 +673,7 @@ const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 fn started(ctx: &Ctx, target: usize, now: u64) {
     if ctx.in_window(now) {
         let mut out = ctx.out.borrow_mut();
-        out.requests_started += 1;
+        out.report.requests_started += 1;
         out.per_target[target].requests_started += 1;
     }
 }

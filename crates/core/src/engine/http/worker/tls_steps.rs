@@ -55,7 +55,7 @@ impl Worker<'_> {
                 let user = &self.users[u];
                 if user.connect_counted {
                     let took = now.saturating_sub(user.connected_ns);
-                    self.out.tls.count(resumed, took, user.handshake_cpu_ns);
+                    self.out.report.tls.count(resumed, took, user.handshake_cpu_ns);
                 }
                 self.established(u);
                 self.users[u].state = State::Writing;
