@@ -25,10 +25,11 @@ mod udp;
 /// builds, the agent's port, the shared secret's type, and the check of `--cpus` against this
 /// host (the engine and the protocol stay behind the client).
 pub use crate::engine::Sink;
-pub use crate::engine::http::{HttpTarget, HttpUrl, TlsSetupError, tls_client_config};
+pub use crate::engine::http::{HttpTarget, HttpUrl, tls_client_config};
 pub use crate::engine::pin::check_cpus as check_local_cpus;
 pub use crate::proto::DEFAULT_PORT;
 pub use crate::proto::auth::Secret;
+pub use crate::tls::TlsSetupError;
 pub(crate) use controller::proves_itself;
 pub use controller::{AgentClock, Relayed, read_clock, run_from};
 pub use http::{HttpAgent, http_targets, run_http};

@@ -28,10 +28,7 @@ pub use h2::connection_memory_bytes as h2_connection_memory_bytes;
 
 pub use report::{HttpBucket, HttpReport, ServerCounts, TargetCounts, TlsRun};
 pub use sampler::sample_host;
-pub use tls::{
-    Refusal as TlsRefusal, SYSTEM_ROOTS, TlsSetupError, client_config as tls_client_config, provider as tls_provider,
-    ticketer as tls_ticketer,
-};
+pub use tls::{Refusal as TlsRefusal, client_config as tls_client_config};
 pub use url::{HttpTarget, HttpUrl};
 
 use super::run::{Gate, Plan, RunState, Runner, StreamInfo};

@@ -9,7 +9,7 @@
 
 use crate::spec::{TlsSpec, TlsVersion};
 // The base's names, as `engine::http` has exported them to the client and the binary.
-pub use crate::tls::{SYSTEM_ROOTS, TlsSetupError, provider, ticketer};
+use crate::tls::{SYSTEM_ROOTS, TlsSetupError, provider};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ClientSessionMemoryCache, Resumption, WebPkiServerVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
