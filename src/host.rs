@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// `linerate sys`: a line (or a JSON document) per interval until Ctrl-C or `--count`.
 pub fn sys(args: &cli::sys::SysArgs) -> anyhow::Result<ExitCode> {
-    use linerate_core::metrics::sample::{HostInterval, HostSnapshot, HostUsage, IrqGroups};
+    use linerate_core::metrics::sample::{HostInterval, HostSnapshot, HostUsage, IrqGroups, UsageBetween};
     if args.config {
         return sys_config(args);
     }

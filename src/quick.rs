@@ -7,7 +7,7 @@ use crate::drive::tcp::Tcp;
 use crate::drive::{Mode, Test, drive};
 use linerate_core::agent::{Agent, AgentConfig};
 use linerate_core::client::{ClientOptions, Target};
-use linerate_core::spec::{Limit, TcpSpec};
+use linerate_core::spec::{Limit, TcpSpec, Validate};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 

@@ -3,7 +3,7 @@
 use super::common::{HostArgs, OutputArgs, StreamArgs};
 use super::timing::TimingArgs;
 use super::usage::Usage;
-use linerate_core::spec::{Mix, TcpSpec, ZeroCopy};
+use linerate_core::spec::{Mix, TcpSpec, Validate, ZeroCopy};
 use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]

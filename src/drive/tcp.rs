@@ -6,7 +6,7 @@ use crate::cli::common::{Iperf3, Route};
 use crate::cli::tcp::TcpArgs;
 use linerate_core::client::{ClientOptions, Sink, run_tcp};
 use linerate_core::result::TestResult;
-use linerate_core::spec::{TcpSpec, TestSpec};
+use linerate_core::spec::{TcpSpec, TestSpec, Validate};
 use linerate_core::sweep::Sweep;
 use linerate_core::units::ByteSize;
 use std::process::ExitCode;

@@ -3,7 +3,8 @@
 //! the binary holds no protocol or engine logic, no source file grows past 800 lines without
 //! saying why in its opening comment (issue 12), no two files of core or results import each
 //! other, even round a longer circle, and the crates keep their direction: the measuring core
-//! links nothing of the results side, and no library prints (issue 21). The tests keep their
+//! links nothing of the results side, no library prints (issue 21), the wire crate does no I/O,
+//! and the report and results crates link the wire crate, never core (outside their tests). The tests keep their
 //! split (issue 37): nothing under tests/it shapes a lab link or takes the timed target's lock,
 //! and every test under tests/timed is written `#[apply(timed!)]`, which runs it alone. The
 //! halves stay apart: the agent reaches the client only through the relay (the one allowed
@@ -156,9 +157,9 @@ fn socket_options_are_set_in_the_base_only() {
 
 #[test]
 fn the_result_types_import_nothing_above_them() {
-    let result = root().join("crates/core/src/result");
+    let result = root().join("crates/wire/src/result");
     let files = rust_files(&result);
-    assert!(!files.is_empty(), "crates/core/src/result/ holds the document's types");
+    assert!(!files.is_empty(), "crates/wire/src/result/ holds the document's types");
     let above = ["engine", "summary", "proto", "client", "agent", "sweep", "store"];
     let mut found = Vec::new();
     for f in files {
@@ -421,10 +422,122 @@ fn the_core_links_nothing_of_the_results_side() {
     );
 }
 
+/// What the wire crate must not link: sockets, event loops, TLS, system calls.
+const IO_CRATES: [&str; 7] = ["mio", "rustls", "tokio", "io-uring", "socket2", "nix", "libc"];
+
+/// The dependency names of a manifest's sections, as (section, name): `[dependencies]`,
+/// `[dev-dependencies]`, `[target.'cfg(..)'.dependencies]`, and `[dependencies.NAME]` tables.
+fn dependencies(manifest: &str) -> Vec<(String, String)> {
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for line in manifest.lines().map(|l| l.split('#').next().unwrap_or("").trim()) {
+        if let Some(head) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = head.to_string();
+            if let Some((table, name)) = head.rsplit_once('.')
+                && table.ends_with("dependencies")
+            {
+                out.push((table.to_string(), name.to_string()));
+            }
+            continue;
+        }
+        if section.ends_with("dependencies") && !line.is_empty() {
+            let name = line.split(['=', '.']).next().unwrap_or("").trim();
+            out.push((section.clone(), name.to_string()));
+        }
+    }
+    out
+}
+
+/// What the wire crate does that is I/O: an I/O crate in its manifest, `std::net`, `std::fs` or
+/// `std::process` in its sources (`core::net::IpAddr`, the address type alone, is data).
+fn wire_io(manifest: &str, sources: &[(String, String)]) -> Vec<String> {
+    let mut found: Vec<String> = dependencies(manifest)
+        .into_iter()
+        .filter(|(_, name)| IO_CRATES.contains(&name.as_str()))
+        .map(|(section, name)| format!("crates/wire/Cargo.toml [{section}] names {name}"))
+        .collect();
+    for (file, text) in sources {
+        for name in names_after(&code_of_text(text), "std") {
+            if ["net", "fs", "process"].contains(&name.as_str()) {
+                found.push(format!("{file} names std::{name}"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_wire_crate_does_no_io() {
+    let manifest = fs::read_to_string(root().join("crates/wire/Cargo.toml")).expect("readable");
+    let files: Vec<(String, String)> = rust_files(&root().join("crates/wire/src"))
+        .into_iter()
+        .map(|f| (rel(&f), fs::read_to_string(&f).expect("readable")))
+        .collect();
+    assert!(files.len() > 5, "crates/wire/src holds the crate");
+    let found = wire_io(&manifest, &files);
+    assert!(
+        found.is_empty(),
+        "the wire crate is types only: the reading, the sockets and the processes are core's:\n{}",
+        found.join("\n")
+    );
+}
+
+/// `crate`'s manifest naming linerate-core where it is linked (anywhere but dev-dependencies).
+fn core_linked(krate: &str, manifest: &str) -> Vec<String> {
+    dependencies(manifest)
+        .into_iter()
+        .filter(|(section, name)| name == "linerate-core" && !section.ends_with("dev-dependencies"))
+        .map(|(section, _)| format!("{krate}/Cargo.toml [{section}] names linerate-core"))
+        .collect()
+}
+
+#[test]
+fn the_report_and_results_crates_compile_no_engine() {
+    let mut found = Vec::new();
+    for krate in ["crates/report", "crates/results"] {
+        let manifest = fs::read_to_string(root().join(krate).join("Cargo.toml")).expect("readable");
+        found.extend(core_linked(krate, &manifest));
+    }
+    assert!(
+        found.is_empty(),
+        "the report and results crates read documents through linerate-wire; core only for their tests:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_crate_checks_find_io_and_a_linked_core() {
+    let manifest =
+        "[dependencies]\nserde = \"1\"\nlibc.workspace = true # a comment\n[dependencies.tokio]\nversion = \"1\"\n";
+    let sources = [(
+        "a.rs".to_string(),
+        "use std::{fs, io};\n// std::net in a comment\nfn f() { std::process::exit(0) }".to_string(),
+    )];
+    assert_eq!(
+        wire_io(manifest, &sources),
+        [
+            "crates/wire/Cargo.toml [dependencies] names libc",
+            "crates/wire/Cargo.toml [dependencies] names tokio",
+            "a.rs names std::fs",
+            "a.rs names std::process",
+        ]
+    );
+    let manifest = "[dependencies]\nlinerate-wire = { path = \"../wire\" }\n[dev-dependencies]\nlinerate-core = { path = \"../core\" }\n";
+    assert!(
+        core_linked("crates/report", manifest).is_empty(),
+        "a dev-dependency is the tests'"
+    );
+    let manifest = format!("{manifest}[target.'cfg(unix)'.dependencies]\nlinerate-core = {{ path = \"../core\" }}\n");
+    assert_eq!(
+        core_linked("crates/report", &manifest),
+        ["crates/report/Cargo.toml [target.'cfg(unix)'.dependencies] names linerate-core"]
+    );
+}
+
 #[test]
 fn no_library_prints() {
     let mut found = Vec::new();
-    for lib in ["core", "lab", "report", "results"] {
+    for lib in ["core", "lab", "report", "results", "wire"] {
         let src = root().join("crates").join(lib).join("src");
         let top = fs::read_to_string(src.join("lib.rs")).expect("every library has a lib.rs");
         if !top.contains("#![deny(clippy::print_stdout, clippy::print_stderr)]") {
@@ -738,7 +851,13 @@ fn sources(src: &Path) -> Vec<(String, String)> {
 #[test]
 fn no_two_files_of_a_library_import_each_other() {
     let mut found = Vec::new();
-    for krate in ["crates/core", "crates/results", "crates/report", "crates/lab"] {
+    for krate in [
+        "crates/core",
+        "crates/results",
+        "crates/report",
+        "crates/lab",
+        "crates/wire",
+    ] {
         let src = root().join(krate).join("src");
         let files = sources(&src);
         assert!(files.len() > 5, "{krate}/src holds the crate");

@@ -17,18 +17,16 @@ pub mod fuzz;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod goodput;
 pub mod httpd;
 pub mod metrics;
 pub mod proto;
-pub mod result;
 pub mod spec;
 pub mod summary;
 pub mod sweep;
 pub mod tls;
 pub(crate) mod tlsio;
-pub mod units;
 pub mod unixtime;
 
-/// The version of this build, as written into every result document.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+// What crosses the wire and the store, typed and I/O-free, is the wire crate's; under its old
+// paths here so that core's code and the binary read it as before.
+pub use linerate_wire::{VERSION, goodput, result, units};

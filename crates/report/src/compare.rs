@@ -1,9 +1,9 @@
-//! A comparison document ([`linerate_core::result::Comparison`]) as text and JSON: per point a
+//! A comparison document ([`linerate_wire::result::Comparison`]) as text and JSON: per point a
 //! table of each headline figure on both sides, the change, the 95 % interval of the
 //! difference and the verdict; then what differs between the configurations.
 
 use crate::repeat::num;
-use linerate_core::result::{Comparison, FigureComparison, IntervalMethod, PointComparison, Verdict};
+use linerate_wire::result::{Comparison, FigureComparison, IntervalMethod, PointComparison, Verdict};
 use std::fmt::Write;
 
 /// The document, pretty-printed, with a trailing newline ([`linerate_results::document::to_json`]).
@@ -77,7 +77,7 @@ pub fn text(c: &Comparison) -> String {
 }
 
 fn row(out: &mut String, f: &FigureComparison) {
-    let side = |s: &Option<linerate_core::result::SideFigure>| s.as_ref().map_or("-".to_string(), |s| num(s.value));
+    let side = |s: &Option<linerate_wire::result::SideFigure>| s.as_ref().map_or("-".to_string(), |s| num(s.value));
     let change = f.change_percent.map_or("-".to_string(), |c| format!("{c:+.1} %"));
     let interval = match (f.difference_ci95_low, f.difference_ci95_high) {
         (Some(lo), Some(hi)) => format!(

@@ -8,10 +8,10 @@
 //! point for decimals) or `n/a` when the run did not measure it. Which of the kind's figures the
 //! line shows is chosen here ([`LINE_FIGURES`]); what they are and how they are counted is not.
 
-use linerate_core::result::{CellFigure, Matrix, Outcome, Repeated, TestResult};
-use linerate_core::spec::Direction;
-use linerate_core::sweep::{At, Sweep, SweepKind};
 use linerate_results::headline::{Figure, headline};
+use linerate_wire::result::{CellFigure, Matrix, Outcome, Repeated, TestResult};
+use linerate_wire::spec::Direction;
+use linerate_wire::sweep::{At, Sweep, SweepKind};
 
 /// The figures each kind's line shows, by their headline names, in order: tcp the receivers'
 /// throughput, both ends' host CPU and retransmits; udp throughput, loss and jitter; rr the rate
@@ -182,8 +182,8 @@ pub fn sweep_line(s: &Sweep) -> String {
         })
         .max_by(|a, b| {
             let (x, y) = match a.1.better {
-                linerate_core::result::Better::Up => (a.2, b.2),
-                linerate_core::result::Better::Down => (b.2, a.2),
+                linerate_wire::result::Better::Up => (a.2, b.2),
+                linerate_wire::result::Better::Down => (b.2, a.2),
             };
             x.total_cmp(&y)
         });
@@ -244,8 +244,8 @@ mod tests {
 
     #[test]
     fn issue_23_a_sweep_whose_every_point_failed_is_failed() {
-        use linerate_core::result::Outcome;
-        use linerate_core::sweep::{At, Sweep, SweepKind, SweepPoint};
+        use linerate_wire::result::Outcome;
+        use linerate_wire::sweep::{At, Sweep, SweepKind, SweepPoint};
         let failed = |users| SweepPoint {
             at: At::Http { users },
             note: "failed: refused".into(),

@@ -1,6 +1,6 @@
 //! The result document as JSON, the form docs/results.md describes.
 
-use linerate_core::result::{SCHEMA, TestResult};
+use linerate_wire::result::{SCHEMA, TestResult};
 use serde::Serialize;
 
 /// The document, pretty-printed, with a trailing newline ([`linerate_results::document::to_json`]).
@@ -23,7 +23,7 @@ struct Headed<'a, T: Serialize> {
 /// on one line (`pretty`: indented, with a trailing newline).
 pub fn headed<T: Serialize>(body: &T, pretty: bool) -> String {
     let doc = Headed {
-        linerate: linerate_core::VERSION,
+        linerate: linerate_wire::VERSION,
         schema: SCHEMA,
         body,
     };

@@ -1,7 +1,7 @@
 //! `linerate lab status` (and `lab up`) as text: a [`LabRecord`] in, one line for the lab, one
 //! per host, and the relay's counters out.
 
-use linerate_core::result::lab::LabRecord;
+use linerate_wire::result::lab::LabRecord;
 use std::fmt::Write;
 
 /// The lab's hosts, links, what emulates them and its agents; `subnet` is the lab's /24
@@ -77,7 +77,7 @@ fn http_port(http: Option<&str>) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::result::lab::{Backends, LabHostRecord, LinkSpec, PortStats, RelayRecord};
+    use linerate_wire::result::lab::{Backends, LabHostRecord, LinkSpec, PortStats, RelayRecord};
 
     fn host(name: &str, x: u8, link: LinkSpec, backends: Backends, loss_drops: Option<u64>) -> LabHostRecord {
         LabHostRecord {

@@ -1,6 +1,6 @@
 //! linerate-report: result documents in, text out. Every renderer is a function of a
-//! [`linerate_core::result::TestResult`] (or a [`linerate_core::sweep::Sweep`], a
-//! [`linerate_core::result::Repeated`]) alone, so a stored document renders again without the
+//! [`linerate_wire::result::TestResult`] (or a [`linerate_wire::sweep::Sweep`], a
+//! [`linerate_wire::result::Repeated`]) alone, so a stored document renders again without the
 //! network.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 

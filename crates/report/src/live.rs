@@ -1,6 +1,6 @@
 //! One line per interval while a test runs, summed over streams by role.
 
-use linerate_core::result::{IntervalSample, Role};
+use linerate_wire::result::{IntervalSample, Role};
 
 /// Formats one interval's samples: time span, then sent and received throughput over all
 /// streams, with retransmits in the interval and mean RTT and cwnd of the sending streams.
@@ -84,7 +84,7 @@ pub fn completed_line(samples: &[IntervalSample], roles: &[Role], what: &str) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::result::TcpSnapshot;
+    use linerate_wire::result::TcpSnapshot;
 
     #[test]
     fn sums_streams_by_role() {

@@ -1,4 +1,4 @@
-//! A matrix document ([`linerate_core::result::Matrix`], issue 24) as text and JSON, from the
+//! A matrix document ([`linerate_wire::result::Matrix`], issue 24) as text and JSON, from the
 //! document alone: a stored matrix renders again without the network.
 //!
 //! [`text`] is what a pattern run prints and `linerate results show` prints again: a title, the
@@ -11,7 +11,7 @@
 //! the document holds them: a stored document's are escaped when it is read.
 
 use crate::repeat::num;
-use linerate_core::result::{Cell, CellFigure, Matrix, Outcome};
+use linerate_wire::result::{Cell, CellFigure, Matrix, Outcome};
 use std::fmt::Write;
 
 /// The document, pretty-printed, with a trailing newline ([`linerate_results::document::to_json`]).
@@ -197,7 +197,7 @@ fn figures(out: &mut String, m: &Matrix) {
         && let Some(sum) = m.sum.filter(|s| *s > 0.0)
     {
         // Each flow's share of the bytes received (of the values, where a cell has no run).
-        let bytes = |c: &linerate_core::result::Cell| {
+        let bytes = |c: &linerate_wire::result::Cell| {
             c.value?;
             Some(c.result.as_ref()?.summary.received.bytes as f64)
         };
@@ -298,8 +298,8 @@ pub fn text(m: &Matrix) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::result::Pattern;
     use linerate_core::sweep::stub_matrix;
+    use linerate_wire::result::Pattern;
 
     /// Issue 38: a cell whose run names a CPU-bound host is marked `!`, with a legend; an
     /// incast's sum is its bytes over the group's window, each flow's share of those bytes.

@@ -1,4 +1,4 @@
-//! A repeated test's document ([`linerate_core::result::Repeated`]) as text and JSON, as
+//! A repeated test's document ([`linerate_wire::result::Repeated`]) as text and JSON, as
 //! functions of the document alone: a stored one renders again without the network.
 //!
 //! The text comes in parts so that a running test can show each run as it ends: [`progress`]
@@ -7,9 +7,9 @@
 //! document.
 
 use crate::text::grouped;
-use linerate_core::result::{Repeated, Runs, Stats, TestResult};
 use linerate_results::headline::headline;
 use linerate_results::stats::NOISY_CV_PERCENT;
+use linerate_wire::result::{Repeated, Runs, Stats, TestResult};
 use std::fmt::Write;
 
 /// The document, pretty-printed, with a trailing newline ([`linerate_results::document::to_json`]).
@@ -108,7 +108,7 @@ fn run_figures(run: &TestResult) -> String {
 }
 
 fn run_state(run: &TestResult) -> &'static str {
-    use linerate_core::result::Outcome;
+    use linerate_wire::result::Outcome;
     match run.outcome() {
         Outcome::Complete => "",
         Outcome::Partial => " (PARTIAL: cut short, left out of the aggregate)",
@@ -219,7 +219,7 @@ pub fn tail(rep: &Repeated) -> String {
 /// One line per agent that ran a `--profile` (issue 23): which profile, in which runs. The runs
 /// of one repeated test ask the same profile; a run whose agent ran none, or another, says so.
 fn profiles(out: &mut String, rep: &Repeated) {
-    use linerate_core::proto::peer_text;
+    use linerate_wire::text::peer_text;
     // Per agent, per profile name ("" for none): the runs (from 1).
     let mut agents: std::collections::BTreeMap<&str, Vec<(&str, Vec<usize>)>> = Default::default();
     for (k, run) in rep.runs.iter().enumerate() {

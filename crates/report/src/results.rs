@@ -7,8 +7,8 @@
 //! ([`crate::plot::csv`]).
 
 use crate::text::grouped;
-use linerate_core::summary::escape_controls;
 use linerate_results::store::{Figure, Row};
+use linerate_wire::text::escape_controls;
 use serde::Serialize;
 
 /// Milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC).

@@ -1,4 +1,4 @@
-//! A sweep document ([`linerate_core::sweep::Sweep`]) as text tables and JSON, as functions of
+//! A sweep document ([`linerate_wire::sweep::Sweep`]) as text tables and JSON, as functions of
 //! the document alone: a stored sweep renders again without the network.
 //!
 //! The text comes in three parts so that a running sweep can show each point as it lands:
@@ -6,10 +6,10 @@
 //! [`text`] is the three together for a whole document.
 
 use crate::text::grouped;
-use linerate_core::result::TestResult;
-use linerate_core::sweep::http::HttpBaseline;
-use linerate_core::sweep::tcp::TcpSizeFigures;
-use linerate_core::sweep::{At, RrSweep, RrVaries, Sweep, SweepKind, SweepPoint};
+use linerate_wire::result::TestResult;
+use linerate_wire::sweep::http::HttpBaseline;
+use linerate_wire::sweep::tcp::TcpSizeFigures;
+use linerate_wire::sweep::{At, RrSweep, RrVaries, Sweep, SweepKind, SweepPoint};
 
 /// The document, pretty-printed, with a trailing newline ([`linerate_results::document::to_json`]).
 pub fn json(sweep: &Sweep) -> String {
@@ -47,8 +47,8 @@ pub fn head(sweep: &Sweep) -> String {
         SweepKind::Rr(rr) => format!(
             "{} request-response against size ({}), {}\n{:>9} {:>9} {:>12} {:>10} {:>10} {:>10} {:>10} {:>8}  note\n",
             match rr.proto {
-                linerate_core::spec::RrProto::Tcp => "tcp",
-                linerate_core::spec::RrProto::Udp => "udp",
+                linerate_wire::spec::RrProto::Tcp => "tcp",
+                linerate_wire::spec::RrProto::Udp => "udp",
             },
             match rr.sweep {
                 RrVaries::Request => "request",
@@ -242,7 +242,7 @@ fn rr_row(point: &SweepPoint) -> String {
     format!("{request:>9} {response:>9} {figures}  {}\n", point.note)
 }
 
-fn rr_summary(r: &TestResult) -> linerate_core::result::RrSummary {
+fn rr_summary(r: &TestResult) -> linerate_wire::result::RrSummary {
     r.summary.rr.clone().unwrap_or_default()
 }
 

@@ -2,9 +2,9 @@
 //! arithmetic for `linerate calc goodput`.
 
 use crate::text::grouped;
-use linerate_core::goodput::{Goodput, Transport};
-use linerate_core::metrics::sample::{HostInterval, HostUsage, InterfaceUsage};
-use linerate_core::units::BitRate;
+use linerate_wire::goodput::{Goodput, Transport};
+use linerate_wire::metrics::sample::{HostInterval, HostUsage, InterfaceUsage};
+use linerate_wire::units::BitRate;
 use std::fmt::Write;
 
 /// The interfaces to show: those named (an idle one with zeros: the samplers keep only
@@ -113,7 +113,7 @@ pub fn goodput_text(rows: &[Goodput]) -> String {
 }
 
 /// `sys --config`: the configuration, a line per item.
-pub fn config_text(c: &linerate_core::metrics::host::HostConfig) -> String {
+pub fn config_text(c: &linerate_wire::metrics::host::HostConfig) -> String {
     let mut out = String::new();
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "n/a".into());
     let num = |v: Option<u32>| v.map_or("n/a".into(), |n| n.to_string());
@@ -209,8 +209,8 @@ pub fn config_text(c: &linerate_core::metrics::host::HostConfig) -> String {
 }
 
 /// `doctor`: one line per finding, its fix indented below it.
-pub fn doctor_text(findings: &[linerate_core::metrics::doctor::Finding]) -> String {
-    use linerate_core::metrics::doctor::Severity;
+pub fn doctor_text(findings: &[linerate_wire::metrics::doctor::Finding]) -> String {
+    use linerate_wire::metrics::doctor::Severity;
     let mut out = String::new();
     for f in findings {
         let tag = match f.severity {
@@ -231,7 +231,7 @@ pub fn doctor_text(findings: &[linerate_core::metrics::doctor::Finding]) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::goodput::goodput;
+    use linerate_wire::goodput::goodput;
 
     #[test]
     fn goodput_lines_carry_the_figures() {
@@ -240,14 +240,14 @@ mod tests {
             9000,
             Transport::Tcp,
             false,
-            linerate_core::goodput::LinkKind::Ethernet,
+            linerate_wire::goodput::LinkKind::Ethernet,
         )
         .expect("fits");
         let t = goodput_text(&[g]);
         assert!(t.starts_with("9.900 Gbit/s for TCP with timestamps"), "{t}");
         assert!(t.contains("(8948 payload bytes per 9038 on the wire: "), "{t}");
         // Issue 38: a link under a gigabit in the unit it was given, not "0.048 Gbit/s".
-        let g = goodput(50e6, 1500, Transport::Tcp, false, linerate_core::goodput::LinkKind::Tbf).expect("fits");
+        let g = goodput(50e6, 1500, Transport::Tcp, false, linerate_wire::goodput::LinkKind::Tbf).expect("fits");
         let t = goodput_text(&[g]);
         assert!(
             t.starts_with("47.820 Mbit/s for TCP with timestamps over IPv4 at 50.000 Mbit/s"),

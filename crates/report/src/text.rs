@@ -3,8 +3,8 @@
 //! and a total, then one row per stream; last, the run's headline line ([`crate::headline`]), so
 //! that `tail -1` finds the answer. A side nobody counted (a lost agent) shows n/a, never 0.
 
-use linerate_core::result::{SideSummary, TestResult};
-use linerate_core::spec::{Direction, Limit, TestSpec};
+use linerate_wire::result::{SideSummary, TestResult};
+use linerate_wire::spec::{Direction, Limit, TestSpec};
 use std::fmt::Write;
 
 pub(crate) mod http;
@@ -28,7 +28,7 @@ use udp::{tcp_loss_line, udp_block};
 
 /// 1,234,567.891 style: thousands separated, fixed decimals (in core: the protocol's errors
 /// use it too).
-pub use linerate_core::units::grouped;
+pub use linerate_wire::units::grouped;
 
 fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |p| format!("{p:.2}%"))
@@ -39,7 +39,7 @@ fn pct(v: Option<f64>) -> String {
 fn host_cpu(s: &SideSummary) -> String {
     let at_line_rate = s.line_rate.as_ref().is_some_and(|l| l.percent >= 90.0);
     match s.cpu.host_percent {
-        Some(p) if p >= linerate_core::summary::CPU_BOUND_PERCENT && !at_line_rate => format!("{}!", pct(Some(p))),
+        Some(p) if p >= linerate_wire::result::CPU_BOUND_PERCENT && !at_line_rate => format!("{}!", pct(Some(p))),
         other => pct(other),
     }
 }
@@ -193,9 +193,9 @@ fn first_line(r: &TestResult) -> String {
         TestSpec::Rr(spec) => {
             let limit = limit_text(spec.timing.limit, "transactions");
             let proto = match (spec.proto, spec.connect) {
-                (linerate_core::spec::RrProto::Tcp, true) => "tcp, a connection per transaction",
-                (linerate_core::spec::RrProto::Tcp, false) => "tcp",
-                (linerate_core::spec::RrProto::Udp, _) => "udp",
+                (linerate_wire::spec::RrProto::Tcp, true) => "tcp, a connection per transaction",
+                (linerate_wire::spec::RrProto::Tcp, false) => "tcp",
+                (linerate_wire::spec::RrProto::Udp, _) => "udp",
             };
             let lp = match spec.rate {
                 Some(r) => format!("open loop at {r} transactions/s per stream"),
@@ -434,7 +434,7 @@ fn window_advice(out: &mut String, r: &TestResult) {
     // Advice never claims a ceiling below what was measured (issue 13; older documents may).
     if let Some(t) = r.summary.sent.tcp.as_ref()
         && let Some(by) = &t.limited_by
-        && t.window_limit_bits_per_second * linerate_core::result::CEILING_SLACK >= r.summary.received.bits_per_second
+        && t.window_limit_bits_per_second * linerate_wire::result::CEILING_SLACK >= r.summary.received.bits_per_second
     {
         let _ = writeln!(
             out,
@@ -470,8 +470,8 @@ fn lab_line(out: &mut String, r: &TestResult) {
 
 /// One line per agent that ran a profile around the test: its command and undo, how each ended.
 fn profile_lines(out: &mut String, r: &TestResult) {
-    use linerate_core::proto::peer_text;
-    use linerate_core::result::CommandRecord;
+    use linerate_wire::result::CommandRecord;
+    use linerate_wire::text::peer_text;
     let ended = |c: &CommandRecord| {
         let how = match c.exit_status {
             Some(code) => format!("exit {code}"),
@@ -552,7 +552,7 @@ fn stream_table(out: &mut String, r: &TestResult) {
     );
     for s in &r.summary.streams {
         let mb =
-            |c: Option<linerate_core::result::Counted>| c.map_or("n/a".into(), |c| grouped(c.bytes as f64 / 1e6, 3));
+            |c: Option<linerate_wire::result::Counted>| c.map_or("n/a".into(), |c| grouped(c.bytes as f64 / 1e6, 3));
         let recv = s.received;
         let _ = writeln!(
             out,

@@ -4,9 +4,9 @@
 //! `compare`, `report` and the store's readers all start here. [`to_json`] is the one writer:
 //! `--json`, the store and the report's JSON all write a document's text through it.
 
-use linerate_core::result::{Comparison, DocumentKind, Matrix, Outcome, Repeated, TestResult};
-use linerate_core::summary::escape_controls;
-use linerate_core::sweep::{Sweep, SweepKind};
+use linerate_wire::result::{Comparison, DocumentKind, Matrix, Outcome, Repeated, TestResult};
+use linerate_wire::sweep::{Sweep, SweepKind};
+use linerate_wire::text::escape_controls;
 
 /// A document as `--json` prints it and the store keeps it: pretty-printed, with a trailing
 /// newline. Every document and headed `--json` body is written by this one function, so that
@@ -130,12 +130,12 @@ impl Document {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::result::Summary;
-    use linerate_core::spec::{TcpSpec, TestSpec};
+    use linerate_wire::result::Summary;
+    use linerate_wire::spec::{TcpSpec, TestSpec};
 
     #[test]
     fn a_sweep_is_failed_with_no_point_measured_else_partial_or_complete() {
-        use linerate_core::sweep::{At, SweepPoint};
+        use linerate_wire::sweep::{At, SweepPoint};
         let point = |result: Option<TestResult>| SweepPoint {
             at: At::Udp {
                 payload_bytes: 1000,

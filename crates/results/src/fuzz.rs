@@ -28,8 +28,8 @@ const LIMIT: usize = 1 << 20;
 const MAX_POINTS: usize = 10_000;
 
 fn documents() -> Vec<String> {
-    use linerate_core::result::Summary;
-    use linerate_core::spec::{RrSpec, TcpSpec, TestSpec, UdpSpec};
+    use linerate_wire::result::Summary;
+    use linerate_wire::spec::{RrSpec, TcpSpec, TestSpec, UdpSpec};
     let specs = [
         TestSpec::Tcp(TcpSpec::default()),
         TestSpec::Udp(UdpSpec::default()),

@@ -8,8 +8,8 @@
 //! run has depends on its spec alone (a bidir TCP run adds the two directions), so runs of one
 //! test line up; a figure the run did not measure has no value.
 
-use linerate_core::result::{Better, Matrix, SideSummary, TestResult};
-use linerate_core::spec::{Direction, TestSpec};
+use linerate_wire::result::{Better, Matrix, SideSummary, TestResult};
+use linerate_wire::spec::{Direction, TestSpec};
 
 /// One headline figure of one run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -217,9 +217,9 @@ pub fn headline(r: &TestResult) -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::result::{CpuUsage, DirectionSummary, LatencyFigures, RrSummary, Summary, UdpSummary};
-    use linerate_core::spec::{RrSpec, TcpSpec, UdpSpec};
     use linerate_core::sweep::stub_result;
+    use linerate_wire::result::{CpuUsage, DirectionSummary, LatencyFigures, RrSummary, Summary, UdpSummary};
+    use linerate_wire::spec::{RrSpec, TcpSpec, UdpSpec};
 
     fn side(mbit_per_second: f64, cpu: Option<f64>) -> SideSummary {
         SideSummary {

@@ -3,8 +3,8 @@
 //! ([`compare`]), repeated runs ([`repeat`]) and their statistics ([`stats`]), each over the
 //! headline figures of a run ([`headline`]).
 //!
-//! In: the result document's types from `linerate_core::result` (and sweeps from
-//! `linerate_core::sweep`). Out: plain data that `linerate-report` renders and the binary stores.
+//! In: the result document's types from `linerate_wire::result` (and sweeps from
+//! `linerate_wire::sweep`). Out: plain data that `linerate-report` renders and the binary stores.
 //! A crate of its own so that the agent, which links `linerate-core` alone, carries none of
 //! SQLite, TOML or the statistics (docs/architecture.md).
 #![deny(clippy::print_stdout, clippy::print_stderr)]

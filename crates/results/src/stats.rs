@@ -7,7 +7,7 @@
 //! 95 % confidence intervals are Student t intervals of the mean (the runs are few, the spread
 //! unknown), from statrs' t quantiles. Nothing here knows what a run is; `crate::repeat` feeds it.
 
-use linerate_core::result::Stats;
+use linerate_wire::result::Stats;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The confidence level of every interval here.

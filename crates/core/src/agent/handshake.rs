@@ -14,7 +14,7 @@ use super::state::{Slot, State};
 use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame;
 use crate::proto::{self, ErrorKind, Message, auth};
-use crate::spec::TestSpec;
+use crate::spec::{TestSpec, Validate};
 use std::time::{Duration, Instant};
 
 /// Time left of the handshake's one deadline (zero once it passed: the next read times out).

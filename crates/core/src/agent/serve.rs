@@ -9,7 +9,7 @@ use super::config::{AgentConfig, AgentError, AgentEvent, MAX_OPENING_PER_SOURCE,
 use super::connection;
 use super::pending::{Pending, expected_from, is_known_data};
 use super::state::State;
-use crate::metrics::host::HostInfo;
+use crate::metrics::host::{HostInfo, ReadHostInfo};
 use crate::proto::ErrorKind;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;

@@ -5,7 +5,7 @@
 use super::session::{ClientError, ClientOptions, Ended, Run, Target, drive, open_each, start_all};
 use crate::engine::Sink;
 use crate::engine::http::{HttpReport, HttpTarget, HttpUrl};
-use crate::metrics::host::HostInfo;
+use crate::metrics::host::{HostInfo, ReadHostInfo};
 use crate::result::TestResult;
 use crate::spec::{HttpSpec, TestSpec};
 use std::net::{IpAddr, ToSocketAddrs};

@@ -10,7 +10,7 @@ pub(crate) use super::reach::START_WAIT_MAX;
 pub use super::reach::{ClientError, ClientOptions, StartAt, Target};
 pub(super) use super::reach::{REPLY_TIMEOUT, connect, data_connection};
 use crate::engine::{Control, EngineError};
-use crate::metrics::host::HostInfo;
+use crate::metrics::host::{HostInfo, ReadHostInfo};
 use crate::proto::Message;
 use crate::proto::conn::{Conn, ProtoError};
 use crate::proto::frame::COOKIE_LEN;

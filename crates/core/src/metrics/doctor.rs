@@ -9,30 +9,9 @@
 
 use crate::metrics::host::{HostConfig, InterfaceConfig, offload_switch};
 use crate::units::{BitRate, ByteSize};
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Likely to hold results back.
-    Warn,
-    /// Worth knowing; may or may not matter for the test at hand.
-    Info,
-    /// Checked and fine.
-    Ok,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    pub severity: Severity,
-    /// Short id of the check: `mtu`, `offloads`, `irq_affinity`, `rmem_max`, `wmem_max`,
-    /// `tcp_rmem`, `tcp_wmem`, `buffers`, `governor`, `irqbalance`, `busy_poll`.
-    pub check: String,
-    pub message: String,
-    /// A shell command that applies the advice (root needed); absent when there is none.
-    pub fix: Option<String>,
-}
+pub use linerate_wire::metrics::doctor::{Finding, Severity};
 
 /// What the tested path needs, for the checks that depend on it.
 #[derive(Clone, Debug, Default, PartialEq)]

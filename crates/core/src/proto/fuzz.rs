@@ -104,7 +104,7 @@ mod tests {
     use super::super::frame::{self, MAX_MESSAGE_BYTES, decode};
     use super::super::{ErrorKind, Message, VERSION};
     use super::check;
-    use crate::metrics::host::HostInfo;
+    use crate::metrics::host::{HostInfo, ReadHostInfo};
     use crate::result::{
         ErrorCounts, IntervalSample, Role, RrStreamReport, SideReport, SocketGrant, StreamEnd, StreamReport,
         UdpReceiveReport, UdpSendReport,

@@ -36,32 +36,8 @@ pub const PROFILE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 /// The agent's default control (and data) port.
 pub const DEFAULT_PORT: u16 = 5301;
 
-/// The most characters of a peer's text (an error message, a quoted bad field) kept for a log
-/// line or a terminal.
-pub const PEER_TEXT_CHARS: usize = 160;
-
-/// Text a peer sent, made safe to print: at most [`PEER_TEXT_CHARS`] characters (then `...`),
-/// every control character (escape sequences, a forged newline) escaped as `\u{..}`.
-pub fn peer_text(text: &str) -> String {
-    peer_text_cut(text, PEER_TEXT_CHARS)
-}
-
-/// [`peer_text`] with another cut: at most `chars` characters (then `...`).
-pub fn peer_text_cut(text: &str, chars: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(chars + 8));
-    for (i, c) in text.chars().enumerate() {
-        if i == chars {
-            out.push_str("...");
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+// Peer text made safe to print is the wire crate's, for the report and results crates too.
+pub use linerate_wire::text::{PEER_TEXT_CHARS, peer_text, peer_text_cut};
 
 /// One control message. Serialised as JSON with a `type` tag in snake case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

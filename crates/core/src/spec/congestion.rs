@@ -1,14 +1,33 @@
 //! Whether this host can set a TCP congestion control by name, checked when a spec is
 //! validated (on the client and again on the agent) so that `-C NAME` is refused in one line
-//! instead of failing on every stream (issue 13).
+//! instead of failing on every stream.
 
-use super::SpecError;
+use super::{SpecError, TcpSpec, TestSpec};
+
+/// A spec's checks on this host: its own (the wire crate's `validate_with`) and whether this
+/// host can set its congestion control ([`usable`], read from /proc) at the point the spec
+/// checks it.
+pub trait Validate {
+    fn validate(&self) -> Result<(), SpecError>;
+}
+
+impl Validate for TcpSpec {
+    fn validate(&self) -> Result<(), SpecError> {
+        self.validate_with(usable)
+    }
+}
+
+impl Validate for TestSpec {
+    fn validate(&self) -> Result<(), SpecError> {
+        self.validate_with(usable)
+    }
+}
 
 /// Refuses a congestion control this host cannot set: one missing from
 /// `tcp_available_congestion_control` (root may still load it as a module, tcp(7), so a module
 /// file for it is enough there), or, without root, from `tcp_allowed_congestion_control`. Where
 /// /proc cannot be read the name passes and TCP_CONGESTION decides.
-pub(super) fn usable(name: &str) -> Result<(), SpecError> {
+pub fn usable(name: &str) -> Result<(), SpecError> {
     const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
     const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -73,7 +92,7 @@ mod tests {
             "unreadable: the kernel decides"
         );
         if std::path::Path::new(f).exists() {
-            let mut s = super::super::TcpSpec::new();
+            let mut s = TcpSpec::new();
             s.congestion = Some("nonexistent".into());
             assert!(matches!(s.validate(), Err(SpecError::CongestionUnavailable { .. })));
         }

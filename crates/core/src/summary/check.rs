@@ -18,8 +18,8 @@ use crate::engine::run::Plan;
 use crate::engine::sequence::tracked_datagrams;
 use crate::result::{Role, SideReport, StreamEnd, StreamReport, UdpReceiveReport};
 use crate::spec::TestSpec;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+// Made safe to print by the wire crate, for the results side too.
+pub use linerate_wire::text::escape_controls;
 use std::cmp::Ordering;
 use std::time::Duration;
 
@@ -400,62 +400,6 @@ fn udp_counts(
             },
         }
     })
-}
-
-/// `value` with every control character in its strings escaped as `\u{..}` (a peer's host
-/// name, interface names, notes; every string of a stored document or row that the results side
-/// prints, issue 22), so none reaches a terminal raw; the value itself when it has
-/// none, or when it does not survive the round trip through JSON unchanged in shape.
-pub fn escape_controls<T: Serialize + DeserializeOwned>(value: T) -> T {
-    // The JSON text first (about the size the report came in): only when it may hold a control
-    // character is the value rebuilt as a tree, which takes several times that.
-    match serde_json::to_vec(&value) {
-        Ok(text) if may_hold_control(&text) => {}
-        _ => return value,
-    }
-    let Ok(mut tree) = serde_json::to_value(&value) else {
-        return value;
-    };
-    if !escape_tree(&mut tree) {
-        return value;
-    }
-    serde_json::from_value(tree).unwrap_or(value)
-}
-
-/// Whether JSON text from serde_json may hold a control character in a string: it writes those
-/// below U+0020 as `\b \f \n \r \t \u00XX` and DEL and the C1 controls (U+007F to U+009F)
-/// raw. A false alarm (an escaped backslash before an `n`) only costs the closer look.
-fn may_hold_control(json: &[u8]) -> bool {
-    json.contains(&0x7f)
-        || json.windows(2).any(|w| {
-            (w[0] == b'\\' && matches!(w[1], b'b' | b'f' | b'n' | b'r' | b't' | b'u'))
-                || (w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]))
-        })
-}
-
-/// Escapes the control characters in every string of `v`, map keys too (a host's address
-/// names its record); true if any was found.
-fn escape_tree(v: &mut serde_json::Value) -> bool {
-    use serde_json::Value;
-    let has = |s: &str| s.chars().any(char::is_control);
-    match v {
-        Value::String(s) if has(s) => {
-            *s = crate::proto::peer_text_cut(s, s.len());
-            true
-        }
-        Value::Array(items) => items.iter_mut().fold(false, |any, x| escape_tree(x) | any),
-        Value::Object(map) => {
-            let keys = map.keys().any(|k| has(k));
-            if keys {
-                *map = std::mem::take(map)
-                    .into_iter()
-                    .map(|(k, x)| (crate::proto::peer_text_cut(&k, k.len()), x))
-                    .collect();
-            }
-            map.values_mut().fold(keys, |any, x| escape_tree(x) | any)
-        }
-        _ => false,
-    }
 }
 
 #[cfg(test)]

@@ -422,9 +422,7 @@ fn tcp_line_rate(
     }
 }
 
-/// A host whose CPUs were at least this busy over the window, all of them together, percent,
-/// was CPU-bound (issue 38): its figures may be the host's limit, not the link's.
-pub const CPU_BOUND_PERCENT: f64 = 95.0;
+pub use linerate_wire::result::CPU_BOUND_PERCENT;
 
 /// Names each host that was CPU-bound ([`CPU_BOUND_PERCENT`]) while the run stayed under its
 /// line rate (a run at 90 % of it or more was held by its link, whatever the CPU): the client

@@ -7,13 +7,13 @@
 //! `fig-campaign-writes-received-mbit-per-second`) and `fig-campaign-<test>-efficiency`.
 
 use crate::plot::{Axis, Figure, Point, Series, Style};
-use linerate_core::result::Outcome;
-use linerate_core::units::ByteSize;
 use linerate_results::compare::SideInput;
 use linerate_results::document::Document;
 use linerate_results::headline::headline;
 use linerate_results::plan::campaign::{CampaignTable, TableFigure, TablePoint, add};
 use linerate_results::store::Id;
+use linerate_wire::result::Outcome;
+use linerate_wire::units::ByteSize;
 
 /// The coordinate a campaign's entry carries its variant in (`linerate_results::compare`'s).
 const VARIANT: &str = "variant";

@@ -3,7 +3,7 @@
 
 use super::{mbit, middle};
 use crate::plot::{Axis, Figure, Point, Series, Style};
-use linerate_core::result::{IntervalRecord, SideSummary, StreamInterval, TestResult};
+use linerate_wire::result::{IntervalRecord, SideSummary, StreamInterval, TestResult};
 use std::collections::BTreeMap;
 
 /// More streams than this: the timeline shows the totals only.

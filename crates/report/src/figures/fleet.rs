@@ -5,7 +5,7 @@
 
 use crate::plot::scale::label;
 use crate::plot::{Axis, Figure, HeatCell, HeatMap, HeatState, Point, Series, Style};
-use linerate_core::result::{Cell, CellFigure, IntervalRecord, Matrix, StreamInterval, TestResult};
+use linerate_wire::result::{Cell, CellFigure, IntervalRecord, Matrix, StreamInterval, TestResult};
 use std::collections::BTreeMap;
 
 /// A cell's name: "h2 → h5".

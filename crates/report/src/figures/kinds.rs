@@ -3,7 +3,7 @@
 
 use super::{mbit, middle, seconds};
 use crate::plot::{Axis, Figure, Mark, Point, Series, Style};
-use linerate_core::result::{Bin, HttpIntervalRecord, HttpSummary, TestResult};
+use linerate_wire::result::{Bin, HttpIntervalRecord, HttpSummary, TestResult};
 
 /// Columns of the loss pattern along the sequence.
 const LOSS_COLUMNS: u64 = 64;
@@ -26,7 +26,7 @@ fn counts_axis(bins: &[Bin]) -> Axis {
 /// from h3` where the agent does (`--reverse`).
 fn stream_name(r: &TestResult, stream: u16, agent: &str) -> String {
     let toward = match r.options.direction() {
-        linerate_core::spec::Direction::Reverse => "from",
+        linerate_wire::spec::Direction::Reverse => "from",
         _ => "to",
     };
     format!("stream {stream} {toward} {agent}")
@@ -495,7 +495,7 @@ fn http_connections(t: &Timeline<'_>, h: &HttpSummary) -> Figure {
 fn http_nic(r: &TestResult) -> Option<Figure> {
     let server = r.summary.server.as_ref().filter(|s| !s.interfaces.is_empty())?;
     let names: Vec<String> = server.interfaces.iter().map(|i| i.name.clone()).collect();
-    let bar = |k: usize, v: &dyn Fn(&linerate_core::metrics::sample::InterfaceUsage) -> f64| {
+    let bar = |k: usize, v: &dyn Fn(&linerate_wire::metrics::sample::InterfaceUsage) -> f64| {
         server
             .interfaces
             .iter()

@@ -19,8 +19,8 @@ mod sweeps;
 pub use campaign::Campaign;
 
 use crate::plot::Figure;
-use linerate_core::result::{Outcome, Repeated, TestResult};
 use linerate_results::document::Document;
+use linerate_wire::result::{Outcome, Repeated, TestResult};
 
 /// What a report section is made from: a document linerate wrote (a run, a repeated test, a
 /// sweep, a comparison), or a campaign's stored runs.

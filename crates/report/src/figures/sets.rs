@@ -6,9 +6,9 @@
 use super::campaign::slug;
 use crate::plot::{Axis, Figure, Mark, Point, Series, Style};
 use crate::repeat::num;
-use linerate_core::result::{Comparison, PointComparison, Repeated, SideFigure};
-use linerate_core::units::ByteSize;
 use linerate_results::compare::side_interval;
+use linerate_wire::result::{Comparison, PointComparison, Repeated, SideFigure};
+use linerate_wire::units::ByteSize;
 
 /// `fig-repeat-runs`: the primary figure of each run, and beside them its mean with the 95 %
 /// confidence interval as an error bar and a line across the runs (NTttcp's repeated runs).
@@ -262,7 +262,7 @@ fn side_words(bar: Option<&Point>) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use linerate_core::result::{Better, ComparedSide, FigureComparison, Verdict};
+    use linerate_wire::result::{Better, ComparedSide, FigureComparison, Verdict};
 
     /// The comparison of [`tests::comparison`]'s figures for other modules' tests.
     pub fn fixture() -> Comparison {
@@ -411,7 +411,7 @@ pub(crate) mod tests {
         // A second point whose throughput is 2 Mbit/s against the first's hundreds: on one
         // linear axis its bars would be invisible.
         let mut small = c.points[0].clone();
-        small.coordinates.push(linerate_core::result::Coordinate {
+        small.coordinates.push(linerate_wire::result::Coordinate {
             name: "length".into(),
             value: "64".into(),
         });

@@ -4,8 +4,8 @@
 
 use super::mbit;
 use crate::plot::{Axis, Figure, Mark, Point, Scale, Series, Style};
-use linerate_core::result::{LatencyFigures, TestResult};
-use linerate_core::sweep::{At, RrSweep, Sweep, SweepKind};
+use linerate_wire::result::{LatencyFigures, TestResult};
+use linerate_wire::sweep::{At, RrSweep, Sweep, SweepKind};
 use std::collections::BTreeMap;
 
 /// Every figure of a sweep.
@@ -21,7 +21,7 @@ pub fn figures(s: &Sweep) -> Vec<Figure> {
 /// `fig-tcp-sweep` (throughput and both ends' CPU against the write size, CPU on the right axis)
 /// and `fig-tcp-sweep-efficiency` (Mbit/s per % of host CPU against size, each end): the
 /// offload report's throughput-and-CPU and efficiency charts.
-fn tcp(rows: &[linerate_core::sweep::tcp::TcpSizeFigures]) -> Vec<Figure> {
+fn tcp(rows: &[linerate_wire::sweep::tcp::TcpSizeFigures]) -> Vec<Figure> {
     if rows.is_empty() {
         return Vec::new();
     }
@@ -33,7 +33,7 @@ fn tcp(rows: &[linerate_core::sweep::tcp::TcpSizeFigures]) -> Vec<Figure> {
         "size of each write, -l"
     };
     let x = || Axis::fitting(what, "bytes", &sizes);
-    let line = |name: &str, get: &dyn Fn(&linerate_core::sweep::tcp::TcpSizeFigures) -> Option<f64>| {
+    let line = |name: &str, get: &dyn Fn(&linerate_wire::sweep::tcp::TcpSizeFigures) -> Option<f64>| {
         Series::new(
             name,
             Style::Line,
@@ -211,8 +211,8 @@ fn rr_sweep(s: &Sweep, rr: &RrSweep) -> Option<Figure> {
     let mut desc = format!(
         "Round-trip time ({fit_of}, µs) against the {} size in bytes",
         match rr.sweep {
-            linerate_core::sweep::RrVaries::Request => "request",
-            linerate_core::sweep::RrVaries::Both => "request and response",
+            linerate_wire::sweep::RrVaries::Request => "request",
+            linerate_wire::sweep::RrVaries::Both => "request and response",
         }
     );
     if let Some(fit) = &rr.summary.fit {
@@ -257,8 +257,8 @@ fn rr_sweep(s: &Sweep, rr: &RrSweep) -> Option<Figure> {
 
 /// `fig-http-sweep` (responses/s and Mbit/s against users) and `fig-http-sweep-response-time`,
 /// the optimum marked on both.
-fn http(s: &Sweep, optimum: Option<&linerate_core::result::Optimum>) -> Vec<Figure> {
-    let mut rows: Vec<(f64, &linerate_core::result::HttpSummary)> = s
+fn http(s: &Sweep, optimum: Option<&linerate_wire::result::Optimum>) -> Vec<Figure> {
+    let mut rows: Vec<(f64, &linerate_wire::result::HttpSummary)> = s
         .points
         .iter()
         .filter_map(|p| {

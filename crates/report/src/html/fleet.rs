@@ -9,8 +9,8 @@ use super::block::{Block, Table};
 use super::tables::utc;
 use crate::figures::fleet::{error, pair, quantity_and_unit, state, value_text};
 use crate::plot::HeatState;
-use linerate_core::result::{Cell, Matrix};
 use linerate_results::store::Outcome;
+use linerate_wire::result::{Cell, Matrix};
 
 /// Nanoseconds as milliseconds, to the microsecond.
 fn ms(ns: f64) -> String {
@@ -305,8 +305,8 @@ fn cells(m: &Matrix) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::result::{CellFigure, Pattern};
-    use linerate_core::spec::{TcpSpec, TestSpec};
+    use linerate_wire::result::{CellFigure, Pattern};
+    use linerate_wire::spec::{TcpSpec, TestSpec};
 
     fn cell(from: &str, to: &str, value: Option<f64>) -> Cell {
         Cell {
@@ -321,7 +321,7 @@ mod tests {
     }
 
     fn fixture() -> Matrix {
-        let host = |n: &str| linerate_core::result::FleetHost {
+        let host = |n: &str| linerate_wire::result::FleetHost {
             name: n.into(),
             address: format!("{n}:5301"),
             host_name: None,

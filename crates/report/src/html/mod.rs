@@ -189,7 +189,7 @@ pub fn page(title: &str, sections: &[Section]) -> String {
     }
     o.push_str(&format!(
         "<p><small>Made by linerate {} from the documents named above; 1 Mbit = 10<sup>6</sup> bits.</small></p>",
-        escape(linerate_core::VERSION)
+        escape(linerate_wire::VERSION)
     ));
     o.push_str(&format!("<script>{SCRIPT}</script></body></html>\n"));
     o

@@ -9,7 +9,7 @@ use super::tables::{config_table, sides_table, test_table};
 use crate::figures::campaign::slug;
 use crate::figures::sets::{ordered, point_name};
 use crate::figures::{Campaign, last_complete};
-use linerate_core::result::{Comparison, Repeated, TestResult, Verdict};
+use linerate_wire::result::{Comparison, Repeated, TestResult, Verdict};
 
 fn num(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.3}"))
@@ -220,7 +220,7 @@ pub fn campaign_summary(c: &Campaign) -> Block {
     let complete = c
         .points
         .iter()
-        .filter(|p| p.outcome == linerate_core::result::Outcome::Complete)
+        .filter(|p| p.outcome == linerate_wire::result::Outcome::Complete)
         .count();
     let mut tests: Vec<&str> = Vec::new();
     let mut variants: Vec<&str> = Vec::new();
@@ -334,7 +334,7 @@ pub fn run_summary(r: &TestResult) -> Block {
 /// A repeated test's summary: its runs, and each headline figure's mean with its 95 %
 /// confidence interval (the primary figure leading).
 pub fn repeat_summary(rep: &Repeated) -> Block {
-    let words = |f: &linerate_core::result::FigureStats| {
+    let words = |f: &linerate_wire::result::FigureStats| {
         format!(
             "{} {} {}{}",
             f.label,
@@ -429,7 +429,7 @@ pub fn comparison(c: &Comparison) -> Vec<Block> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::result::Verdict;
+    use linerate_wire::result::Verdict;
 
     #[test]
     fn issue_23_the_verdict_summary_counts_and_names_the_largest_changes() {

@@ -4,8 +4,8 @@
 
 use super::block::Table;
 use crate::text::{cpu_split, grouped, interrupts};
-use linerate_core::result::{Outcome, SideSummary, TestResult};
-use linerate_core::sweep::{At, Sweep, SweepKind};
+use linerate_wire::result::{Outcome, SideSummary, TestResult};
+use linerate_wire::sweep::{At, Sweep, SweepKind};
 
 /// `2025-11-25 01:28:05 UTC`.
 pub fn utc(unix_ms: u64) -> String {
@@ -122,7 +122,7 @@ pub(super) fn sides_table(r: &TestResult) -> Table {
 
 /// `tab-config`: each end's system configuration, one column per host.
 pub(super) fn config_table(r: &TestResult) -> Option<Table> {
-    let hosts: Vec<(&String, &linerate_core::metrics::host::HostConfig)> = r
+    let hosts: Vec<(&String, &linerate_wire::metrics::host::HostConfig)> = r
         .hosts
         .iter()
         .filter_map(|(n, h)| Some((n, h.config.as_ref()?)))
@@ -131,7 +131,7 @@ pub(super) fn config_table(r: &TestResult) -> Option<Table> {
         return None;
     }
     let opt = |v: Option<String>| v.unwrap_or_else(|| "n/a".to_string());
-    type Get = fn(&linerate_core::metrics::host::HostConfig) -> Option<String>;
+    type Get = fn(&linerate_wire::metrics::host::HostConfig) -> Option<String>;
     let fields: [(&str, Get); 10] = [
         ("hostname", |c| c.hostname.clone()),
         ("kernel", |c| c.kernel.clone()),

@@ -100,7 +100,7 @@ fn rows(out: &mut String, fig: &Figure, s: &Series, bins: bool, errors: bool) {
 /// stays a number.
 pub(crate) fn field(s: &str) -> String {
     let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
-    let mut s = linerate_core::summary::escape_controls(s.to_string());
+    let mut s = linerate_wire::text::escape_controls(s.to_string());
     if formula {
         s.insert(0, '\'');
     }

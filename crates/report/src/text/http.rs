@@ -4,7 +4,7 @@
 
 use super::row;
 use super::{grouped, side_block};
-use linerate_core::result::{
+use linerate_wire::result::{
     Http2Summary, HttpIntervalRecord, HttpSummary, IntervalRecord, LatencyFigures, SideSummary, TestResult, TlsSummary,
 };
 

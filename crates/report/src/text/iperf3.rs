@@ -5,7 +5,7 @@
 
 use super::grouped;
 use super::row;
-use linerate_core::result::{Iperf3Stream, Role, TestResult};
+use linerate_wire::result::{Iperf3Stream, Role, TestResult};
 use std::fmt::Write;
 
 pub(super) fn iperf3_block(out: &mut String, r: &TestResult) {

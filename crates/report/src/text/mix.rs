@@ -5,7 +5,7 @@
 
 use super::row;
 use super::{grouped, pct};
-use linerate_core::result::{MixDirection, TestResult};
+use linerate_wire::result::{MixDirection, TestResult};
 use std::fmt::Write;
 
 pub(super) fn mix_block(out: &mut String, r: &TestResult) {

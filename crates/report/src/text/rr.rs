@@ -5,7 +5,7 @@
 
 use super::grouped;
 use super::row;
-use linerate_core::result::{Bin, LatencyFigures, TestResult};
+use linerate_wire::result::{Bin, LatencyFigures, TestResult};
 use std::fmt::Write;
 
 /// The most rows of the histogram before its tail row: neighbouring bins are merged to fit.

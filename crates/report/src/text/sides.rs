@@ -3,7 +3,7 @@
 //! send side's TCP rows, whose "at end" figures come from each column's own streams (issue 23,
 //! items 6 and 11). In: the document and the columns `super` chose; out: text rows.
 
-use linerate_core::result::{SideSummary, TestResult};
+use linerate_wire::result::{SideSummary, TestResult};
 use std::fmt::Write;
 
 /// The label and value columns' widths of a block of `columns`.
@@ -59,7 +59,7 @@ pub(super) fn tcp_rows(out: &mut String, r: &TestResult, columns: &[(String, &Si
     if !columns.iter().any(|(_, s)| s.tcp.is_some()) {
         return;
     }
-    fn tcp(s: &SideSummary, f: impl Fn(&linerate_core::result::TcpTotals) -> String) -> String {
+    fn tcp(s: &SideSummary, f: impl Fn(&linerate_wire::result::TcpTotals) -> String) -> String {
         s.tcp.as_ref().map_or("n/a".into(), f)
     }
     table_row(out, "TCP retransmits (segments)", columns, &|s| {

@@ -4,7 +4,7 @@
 
 use super::grouped;
 use super::row;
-use linerate_core::result::{LossCauses, MAX_LOSS_RANGES, RATE_SHORT_PERCENT, RateAchieved, TestResult, UdpSummary};
+use linerate_wire::result::{LossCauses, MAX_LOSS_RANGES, RATE_SHORT_PERCENT, RateAchieved, TestResult, UdpSummary};
 use std::fmt::Write;
 
 /// Where a UDP run's lost datagrams went, one line per cause that took any, with its fix.
@@ -276,7 +276,7 @@ pub(super) fn udp_block(out: &mut String, r: &TestResult) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_core::result::{LossRange, StreamLoss};
+    use linerate_wire::result::{LossRange, StreamLoss};
 
     #[test]
     fn issue_23_lost_says_what_its_runs_are_and_when_their_list_is_cut() {

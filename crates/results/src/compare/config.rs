@@ -4,7 +4,7 @@
 //! that is the same.
 //! Read from the documents alone, so two results taken on different days compare.
 
-use linerate_core::result::{ConfigChange, TestResult};
+use linerate_wire::result::{ConfigChange, TestResult};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -243,10 +243,11 @@ mod tests {
 
     #[test]
     fn issue_16_an_agents_profile_is_part_of_its_configuration() {
-        use linerate_core::result::{CommandRecord, HostRecord, ProfileRecord};
+        use linerate_core::metrics::host::ReadHostInfo;
+        use linerate_wire::result::{CommandRecord, HostRecord, ProfileRecord};
         let with = |name: Option<&str>| {
             let mut r = linerate_core::sweep::stub_result(
-                linerate_core::spec::TestSpec::Tcp(linerate_core::spec::TcpSpec::new()),
+                linerate_wire::spec::TestSpec::Tcp(linerate_wire::spec::TcpSpec::new()),
                 Default::default(),
             );
             let profile = name.map(|n| ProfileRecord {

@@ -11,7 +11,7 @@ pub use config::config_difference;
 use crate::document::Document;
 use crate::headline::headline;
 use crate::stats;
-use linerate_core::result::{
+use linerate_wire::result::{
     Better, ComparedSide, Comparison, Coordinate, FigureComparison, IntervalMethod, Outcome, PointComparison, SCHEMA,
     SideFigure, TestResult, Verdict,
 };
@@ -114,7 +114,7 @@ fn value_order(a: &str, b: &str) -> std::cmp::Ordering {
     let number = |v: &str| {
         v.parse::<f64>()
             .ok()
-            .or_else(|| v.parse::<linerate_core::units::ByteSize>().ok().map(|s| s.0 as f64))
+            .or_else(|| v.parse::<linerate_wire::units::ByteSize>().ok().map(|s| s.0 as f64))
     };
     match (number(a), number(b)) {
         (Some(x), Some(y)) => x.total_cmp(&y),
@@ -184,7 +184,7 @@ pub fn compare(a: &SideInput, b: &SideInput, threshold_percent: f64) -> Comparis
         notes.push("the two sides share no point (same test and varied values) with a complete run".into());
     }
     Comparison {
-        linerate: linerate_core::VERSION.to_string(),
+        linerate: linerate_wire::VERSION.to_string(),
         schema: SCHEMA,
         test: "compare".into(),
         a: ComparedSide {

@@ -1,7 +1,7 @@
 use super::*;
-use linerate_core::result::{CpuUsage, SideSummary, Summary};
-use linerate_core::spec::{TcpSpec, TestSpec};
 use linerate_core::sweep::stub_result;
+use linerate_wire::result::{CpuUsage, SideSummary, Summary};
+use linerate_wire::spec::{TcpSpec, TestSpec};
 
 fn tcp(mbit_per_second: f64, cpu_percent: f64) -> TestResult {
     let side = |cpu: f64| SideSummary {

@@ -424,7 +424,7 @@ impl Reader<'_> {
         }
         if let Some(s) = settings.iter().find(|s| s.option == "pattern") {
             let known = match &s.value {
-                OptionValue::One(p) => p.parse::<linerate_core::result::Pattern>().map(|_| ()),
+                OptionValue::One(p) => p.parse::<linerate_wire::result::Pattern>().map(|_| ()),
                 other => Err(format!("`pattern` takes one name, not {other}")),
             };
             known.map_err(|message| PlanError { at: s.at, message })?;

@@ -9,7 +9,7 @@
 
 use crate::headline::headline;
 use crate::stats;
-use linerate_core::result::{Best, Better, FigureStats, Outcome, RepeatPolicy, Repeated, Runs, TestResult};
+use linerate_wire::result::{Best, Better, FigureStats, Outcome, RepeatPolicy, Repeated, Runs, TestResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 use super::*;
-use linerate_core::result::{RepeatError, SideSummary, Summary};
-use linerate_core::spec::{TcpSpec, TestSpec};
 use linerate_core::sweep::stub_result;
+use linerate_wire::result::{RepeatError, SideSummary, Summary};
+use linerate_wire::spec::{TcpSpec, TestSpec};
 
 /// A TCP run whose receivers counted `mbit` Mbit/s (and the senders the same).
 fn tcp_run(mbit: f64) -> TestResult {
@@ -102,7 +102,7 @@ fn the_document_names_its_parts() {
     let rep = run_over(&fixed(2, None), &[100.0, 110.0]);
     let v = serde_json::to_value(&rep).expect("serialises");
     assert_eq!(v["test"], "tcp repeat");
-    assert_eq!(v["schema"], linerate_core::result::SCHEMA);
+    assert_eq!(v["schema"], linerate_wire::result::SCHEMA);
     assert_eq!(v["policy"]["mode"], "fixed");
     assert_eq!(v["policy"]["runs"], 2);
     assert_eq!(v["aggregate"][0]["figure"], "received_mbit_per_second");

@@ -7,7 +7,7 @@
 
 use super::Figure;
 use crate::headline::headline;
-use linerate_core::result::{CellFigure, DocumentKind, Matrix, Repeated, TestResult};
+use linerate_wire::result::{CellFigure, DocumentKind, Matrix, Repeated, TestResult};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -110,8 +110,8 @@ mod tests {
 
     #[test]
     fn a_single_run_has_the_kinds_headline_and_a_missing_figure_is_null() {
-        let spec = linerate_core::spec::TestSpec::Tcp(linerate_core::spec::TcpSpec::new());
-        let mut summary = linerate_core::result::Summary::default();
+        let spec = linerate_wire::spec::TestSpec::Tcp(linerate_wire::spec::TcpSpec::new());
+        let mut summary = linerate_wire::result::Summary::default();
         summary.received.seconds = 2.0;
         summary.received.bits_per_second = 941.5e6;
         summary.sent.cpu.host_percent = None;
@@ -148,8 +148,8 @@ mod tests {
 
     #[test]
     fn issue_24_a_matrix_has_its_sum_or_median_cell_jain_s_index_and_failed_cells() {
-        use linerate_core::result::Pattern;
         use linerate_core::sweep::stub_matrix;
+        use linerate_wire::result::Pattern;
         let incast = stub_matrix(
             Pattern::Incast,
             &["h1", "h2", "h3"],

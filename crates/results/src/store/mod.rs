@@ -154,12 +154,12 @@ impl Outcome {
     }
 }
 
-impl From<linerate_core::result::Outcome> for Outcome {
-    fn from(o: linerate_core::result::Outcome) -> Outcome {
+impl From<linerate_wire::result::Outcome> for Outcome {
+    fn from(o: linerate_wire::result::Outcome) -> Outcome {
         match o {
-            linerate_core::result::Outcome::Complete => Outcome::Complete,
-            linerate_core::result::Outcome::Partial => Outcome::Partial,
-            linerate_core::result::Outcome::Failed => Outcome::Failed,
+            linerate_wire::result::Outcome::Complete => Outcome::Complete,
+            linerate_wire::result::Outcome::Partial => Outcome::Partial,
+            linerate_wire::result::Outcome::Failed => Outcome::Failed,
         }
     }
 }
@@ -443,7 +443,7 @@ impl Store {
                 targets,
                 record.command,
                 record.campaign,
-                linerate_core::VERSION,
+                linerate_wire::VERSION,
                 head.map(|f| &f.name),
                 head.map(|f| &f.unit),
                 head.and_then(|f| f.value),

@@ -20,12 +20,12 @@ impl Drop for TempDir {
 
 /// A stored run of `kind` (tcp or udp) whose both sides moved `mbit` Mbit/s over 2 s.
 fn record(kind: &str, started: u64, mbit: f64, labels: &[(&str, &str)]) -> Record {
-    use linerate_core::spec::{TcpSpec, TestSpec, UdpSpec};
+    use linerate_wire::spec::{TcpSpec, TestSpec, UdpSpec};
     let spec = match kind {
         "udp" => TestSpec::Udp(UdpSpec::new()),
         _ => TestSpec::Tcp(TcpSpec::new()),
     };
-    let mut summary = linerate_core::result::Summary::default();
+    let mut summary = linerate_wire::result::Summary::default();
     for side in [&mut summary.received, &mut summary.sent] {
         side.seconds = 2.0;
         side.bits_per_second = mbit * 1e6;

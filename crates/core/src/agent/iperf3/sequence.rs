@@ -8,7 +8,7 @@ use crate::proto::ErrorKind;
 use crate::proto::iperf3::{
     Checked, IEAUTHTEST, IENEWTEST, IERECVPARAMS, IERECVRESULTS, Iperf3Error, Params, Results, State, spec_of,
 };
-use crate::spec::TestSpec;
+use crate::spec::{TestSpec, Validate};
 use std::net::SocketAddr;
 
 /// Why a test ended early: what the client is told (`i_errno` and `errno` after SERVER_ERROR; 0:

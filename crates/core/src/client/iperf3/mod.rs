@@ -25,7 +25,7 @@ mod watch;
 
 use super::session::{ClientError, ClientOptions, Ended, Run, Target, connect, drive};
 use crate::engine::{Control, EngineError, Sink, tcp, udp};
-use crate::metrics::host::HostInfo;
+use crate::metrics::host::{HostInfo, ReadHostInfo};
 use crate::proto::iperf3::{self as wire, Control as Wire, Iperf3Error, Results, STEP_TIMEOUT, State};
 use crate::result::{Role, SideReport, TestResult};
 use crate::spec::TestSpec;

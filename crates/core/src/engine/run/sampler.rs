@@ -14,7 +14,7 @@ use crate::engine::sockopt::POLL_SLICE;
 use crate::engine::{Control, Sink};
 use crate::metrics::host::online_cpus;
 use crate::metrics::rusage::percent_of_host;
-use crate::metrics::sample::{HostSnapshot, HostTimeline, HostUsage, IrqGroups, read_clock_mhz};
+use crate::metrics::sample::{HostSnapshot, HostTimeline, HostUsage, IrqGroups, UsageBetween, read_clock_mhz};
 use crate::result::{CpuUsage, ErrorCounts, IntervalSample, Role, SideReport, StreamReport};
 use std::sync::atomic::Ordering::Relaxed;
 use std::thread;

@@ -2,32 +2,16 @@
 //! distribution, boot id and network namespace), and the online CPU count. In: uname,
 //! /proc/cpuinfo, /etc/os-release, /proc/sys/kernel/random/boot_id, /proc/self/ns/net.
 
-use serde::{Deserialize, Serialize};
+pub use linerate_wire::metrics::host::HostInfo;
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct HostInfo {
-    pub hostname: String,
-    /// `uname -r`.
-    pub kernel: String,
-    /// /etc/os-release PRETTY_NAME, when present.
-    pub os: Option<String>,
-    /// /proc/cpuinfo `model name` of the first CPU, when present.
-    pub cpu_model: Option<String>,
-    /// CPUs online (sysconf _SC_NPROCESSORS_ONLN).
-    pub cores: usize,
-    /// The kernel's boot id (/proc/sys/kernel/random/boot_id): two ends with the same one run on
-    /// one host (one kernel), so its host-wide counters (CPU, interrupts, softirqs, memory) are
-    /// summed once. Absent when unreadable or from an older linerate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub boot_id: Option<String>,
-    /// The network namespace (`net:[INODE]`, /proc/self/ns/net): ends sharing a boot id and a
-    /// namespace also share interface and stack counters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub net_namespace: Option<String>,
+/// [`HostInfo`] read from this host. A trait because the type is the wire crate's, where nothing
+/// reads a file; it is `HostInfo::read()` with the trait in scope.
+pub trait ReadHostInfo {
+    fn read() -> HostInfo;
 }
 
-impl HostInfo {
-    pub fn read() -> HostInfo {
+impl ReadHostInfo for HostInfo {
+    fn read() -> HostInfo {
         let uname = nix::sys::utsname::uname().ok();
         let field = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
             uname

@@ -17,13 +17,13 @@
 //! only when its `ifindex` and `address` match the interface this namespace has under that name.
 //! The `ethtool` program is run only when netlink fails.
 //!
-//! One file per job: `info` and `config` hold the types, `system` and `cpu` the /proc and /sys
+//! One file per job: the types are the wire crate's (`linerate_wire::metrics::host`), `info` reads
+//! [`HostInfo`], `system` and `cpu` the /proc and /sys
 //! parsers over `sysfs` (the readers they share), `offloads` the offload names; `interface`
 //! assembles one interface from `rtnl` (rtnetlink), `ethnl` (ethtool generic netlink), `ioctl`
 //! (SIOCETHTOOL), `ethtool_program` (the fallback), both answering in `pieces`, and `irq` (IRQs
 //! and their affinity).
 
-mod config;
 mod cpu;
 mod ethnl;
 mod ethtool_program;
@@ -37,8 +37,10 @@ mod rtnl;
 mod sysfs;
 mod system;
 
-pub use config::{ChannelCounts, CpuConfig, HostConfig, InterfaceConfig, IrqAffinity, RingSizes};
-pub use info::{HostInfo, online_cpus};
+// The types are the wire crate's (no I/O there); the readers beside this file fill them in.
+pub use info::{HostInfo, ReadHostInfo, online_cpus};
+use linerate_wire::metrics::host as config;
+pub use linerate_wire::metrics::host::{ChannelCounts, CpuConfig, HostConfig, InterfaceConfig, IrqAffinity, RingSizes};
 pub use offloads::{OFFLOADS, offload_switch};
 pub use system::SYSCTLS;
 

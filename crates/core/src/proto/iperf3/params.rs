@@ -136,6 +136,7 @@ pub fn spec_of(c: &Checked) -> TestSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Validate;
     use std::net::SocketAddr;
 
     fn checked(text: &str) -> Checked {

@@ -119,6 +119,7 @@ impl TcpSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::tests::Validate;
 
     fn reads(mix: &str, n: usize) -> String {
         let mut p = mix.parse::<Mix>().expect("valid").pattern();

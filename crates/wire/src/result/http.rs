@@ -297,7 +297,7 @@ pub struct HttpErrors {
 }
 
 impl HttpErrors {
-    pub(crate) fn total(&self) -> u64 {
+    pub fn total(&self) -> u64 {
         self.refused
             + self.reset
             + self.timeout
@@ -358,7 +358,7 @@ impl HttpErrors {
         self.tls_certificate + self.tls_protocol + self.tls_timeout + self.tls_other
     }
 
-    pub(crate) fn add(&mut self, o: &HttpErrors) {
+    pub fn add(&mut self, o: &HttpErrors) {
         self.refused += o.refused;
         self.reset += o.reset;
         self.timeout += o.timeout;

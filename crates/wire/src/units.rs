@@ -188,7 +188,7 @@ impl FromStr for CpuList {
 }
 
 /// Parses a CPU list as the kernel writes them: `0`, `0,2`, `1-3`, `0-1,4`.
-pub(crate) fn parse_cpu_list(s: &str) -> Result<Vec<usize>, UnitError> {
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, UnitError> {
     let err = || UnitError::CpuList(s.to_string());
     let mut cpus = Vec::new();
     for part in s.split(',') {

@@ -209,7 +209,7 @@ pub struct Counted {
 }
 
 impl Counted {
-    pub(crate) fn new(bytes: u64, seconds: f64) -> Counted {
+    pub fn new(bytes: u64, seconds: f64) -> Counted {
         let bits_per_second = if seconds > 0.0 {
             bytes as f64 * 8.0 / seconds
         } else {

@@ -1,5 +1,5 @@
 //! The types of [`HostConfig`]: CPU, interfaces, rings, channels, IRQ affinity. Data only; the
-//! readers beside this file fill them in.
+//! readers in core's `metrics::host` fill them in.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,7 +24,7 @@ pub struct HostConfig {
     /// holds its name only.
     pub interfaces: Vec<InterfaceConfig>,
     /// sysctl name (`net.core.rmem_max`) -> value as /proc/sys shows it, runs of whitespace
-    /// collapsed to one space (`4096 131072 6291456`). Those of [`SYSCTLS`](super::SYSCTLS) that could be read.
+    /// collapsed to one space (`4096 131072 6291456`). Those of core's `metrics::host::SYSCTLS` that could be read.
     pub sysctls: BTreeMap<String, String>,
     /// Whether a process named `irqbalance` runs. Only this PID namespace's processes are seen:
     /// in a container `false` may mean "not visible".
@@ -103,7 +103,7 @@ pub struct InterfaceConfig {
     pub qdiscs: Vec<String>,
     /// Transmit queue length, packets.
     pub tx_queue_len_packets: Option<u32>,
-    /// Offload -> active, for the offloads of [`OFFLOADS`](super::OFFLOADS) the device knows: `tso`, `gso`,
+    /// Offload -> active, for the offloads of core's `metrics::host::OFFLOADS` the device knows: `tso`, `gso`,
     /// `gro`, `lro`, `rx-checksum`, `tx-checksum`, `scatter-gather`, `rx-gro-hw`,
     /// `tx-udp-segmentation`, `rx-udp-gro-forwarding`, `rx-gro-list`.
     pub offloads: BTreeMap<String, bool>,

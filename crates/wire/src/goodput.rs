@@ -20,9 +20,9 @@ use serde::{Deserialize, Serialize};
 const ETHERNET_HEADER_BYTES: u32 = 14;
 /// Bytes each Ethernet frame costs on the wire beyond its IP packet: preamble and start
 /// delimiter 8, header 14, frame check 4, inter-frame gap 12.
-pub(crate) const ETHERNET_OVERHEAD_BYTES: u32 = 8 + ETHERNET_HEADER_BYTES + 4 + 12;
+pub const ETHERNET_OVERHEAD_BYTES: u32 = 8 + ETHERNET_HEADER_BYTES + 4 + 12;
 /// Ethernet's smallest frame carries 46 bytes of payload (shorter ones are padded).
-pub(crate) const ETHERNET_MIN_PAYLOAD_BYTES: u32 = 46;
+pub const ETHERNET_MIN_PAYLOAD_BYTES: u32 = 46;
 
 /// What a link counts of each packet against its rate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,7 +94,7 @@ pub struct Goodput {
 }
 
 /// Header bytes inside the MTU: IP plus transport.
-pub(crate) fn header_bytes(transport: Transport, ipv6: bool) -> u32 {
+pub fn header_bytes(transport: Transport, ipv6: bool) -> u32 {
     let ip = if ipv6 { 40 } else { 20 };
     ip + match transport {
         Transport::Tcp => 20 + 12,

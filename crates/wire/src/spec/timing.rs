@@ -93,7 +93,7 @@ impl Timing {
 
     /// Checks the values against what the test kind allows: each in range, a window left after
     /// the warm-up and cool-down, and interval samples within the cap on kept samples.
-    pub(crate) fn validate(&self, kind: &TimingRules) -> Result<(), SpecError> {
+    pub fn validate(&self, kind: &TimingRules) -> Result<(), SpecError> {
         if self.ramp != kind.ramp {
             return Err(SpecError::Conflict(if kind.ramp {
                 "an http test's timing is a ramp and a duration".into()
@@ -158,7 +158,7 @@ impl Timing {
 }
 
 /// What a test kind allows of its [`Timing`].
-pub(crate) struct TimingRules {
+pub struct TimingRules {
     /// The count limit's name in messages and its largest value; None: a time limit only.
     pub count: Option<(&'static str, f64)>,
     /// Streams per agent whose interval samples count against the cap on kept samples; 0: the

@@ -8,6 +8,11 @@ use crate::metrics::host::HostConfig;
 use crate::metrics::sample::{HostInterval, HostUsage};
 use serde::{Deserialize, Serialize};
 
+/// A host whose CPUs were at least this busy over the window, all of them together, percent,
+/// was CPU-bound: its figures may be the host's limit, not the link's (core's `summary` notes it,
+/// the report marks it).
+pub const CPU_BOUND_PERCENT: f64 = 95.0;
+
 /// Failures inside a run, counted by kind (they are measurements, not messages).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorCounts {
@@ -18,7 +23,7 @@ pub struct ErrorCounts {
 }
 
 impl ErrorCounts {
-    pub(crate) fn add(&mut self, o: &ErrorCounts) {
+    pub fn add(&mut self, o: &ErrorCounts) {
         self.resets += o.resets;
         self.other += o.other;
     }

@@ -1,5 +1,6 @@
 //! What a user asked for, validated once and carried unchanged to every agent and into the result
-//! document under `options`. Engines trust a spec that passed [`TestSpec::validate`]; the agent
+//! document under `options`. Engines trust a spec that passed [`TestSpec::validate_with`] (core's
+//! `spec::Validate::validate` with this host's check); the agent
 //! validates every spec it receives, because it comes from the network.
 
 /// An option spelled as one of a few words (`--sched batch`, `--zerocopy msg`): each variant's
@@ -38,7 +39,6 @@ macro_rules! words {
     (@list $first:literal $(, $rest:literal)*) => { concat!($first $(, " or ", $rest)*) };
 }
 
-mod congestion;
 mod mix;
 mod sched;
 mod timing;
@@ -68,8 +68,18 @@ mod udp;
 
 pub use http::{Http2Spec, HttpSpec, TlsSpec, TlsVersion};
 pub use rr::{RrProto, RrSpec};
-pub(crate) use udp::MAX_UDP_PAYLOAD_BYTES;
+pub use udp::MAX_UDP_PAYLOAD_BYTES;
 pub use udp::{Multicast, UdpSpec};
+
+/// Whether this host can set a TCP congestion control by name: core reads /proc for it; a spec
+/// read back from a document, or a test's, needs none ([`any_congestion`]).
+pub type CongestionCheck = fn(&str) -> Result<(), SpecError>;
+
+/// A [`CongestionCheck`] that takes every well-formed name: for the checks that do not ask the
+/// host.
+pub fn any_congestion(_: &str) -> Result<(), SpecError> {
+    Ok(())
+}
 
 /// One test of any kind. The tag (`"test": "tcp"`) is the same word as the result's `test` field.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -92,9 +102,12 @@ impl TestSpec {
         }
     }
 
-    pub fn validate(&self) -> Result<(), SpecError> {
+    /// Validates the spec, asking `congestion_usable` whether this host can set a named TCP
+    /// congestion control (core's `spec::Validate::validate` passes its /proc check: nothing
+    /// here reads the host).
+    pub fn validate_with(&self, congestion_usable: CongestionCheck) -> Result<(), SpecError> {
         match self {
-            TestSpec::Tcp(t) => t.validate(),
+            TestSpec::Tcp(t) => t.validate_with(congestion_usable),
             TestSpec::Udp(u) => u.validate(),
             TestSpec::Rr(r) => r.validate(),
             TestSpec::Http(h) => h.validate(),
@@ -102,7 +115,7 @@ impl TestSpec {
     }
 
     /// Streams per agent, both directions counted.
-    pub(crate) fn streams_per_agent(&self) -> usize {
+    pub fn streams_per_agent(&self) -> usize {
         match self {
             TestSpec::Tcp(t) => t.streams_per_agent(),
             TestSpec::Udp(u) => u.streams_per_agent(),
@@ -113,7 +126,7 @@ impl TestSpec {
     }
 
     /// Whether stream `index` (per agent) carries data from the client to the agent.
-    pub(crate) fn stream_flows_forward(&self, index: usize) -> bool {
+    pub fn stream_flows_forward(&self, index: usize) -> bool {
         match self {
             TestSpec::Tcp(t) => t.stream_flows_forward(index),
             TestSpec::Udp(u) => u.stream_flows_forward(index),
@@ -124,7 +137,7 @@ impl TestSpec {
 
     /// Whether the agent keeps going until the client says the run is over (it answers or
     /// samples, and cannot tell when the asking ends), so the client sends `stop` when done.
-    pub(crate) fn agent_waits_for_stop(&self) -> bool {
+    pub fn agent_waits_for_stop(&self) -> bool {
         matches!(self, TestSpec::Rr(_) | TestSpec::Http(_))
     }
 
@@ -216,13 +229,13 @@ pub const MAX_STREAMS: u16 = 1024;
 /// loop, so more threads than CPUs only adds switching.
 pub const MAX_THREADS: u16 = 128;
 /// The largest buffer: larger writes gain nothing and memory is depth x streams x buffer.
-pub(crate) const MAX_BUFFER_BYTES: u64 = 1 << 30;
+pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
 /// The most buffer memory one end allocates for a test.
-pub(crate) const MAX_BUFFER_MEMORY: u64 = 4 << 30;
-pub(crate) const MAX_DEPTH: u32 = 1024;
-pub(crate) const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+pub const MAX_BUFFER_MEMORY: u64 = 4 << 30;
+pub const MAX_DEPTH: u32 = 1024;
+pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
 /// The most interval samples one end keeps (each stream each interval is one).
-pub(crate) const MAX_INTERVAL_SAMPLES: usize = 200_000;
+pub const MAX_INTERVAL_SAMPLES: usize = 200_000;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SpecError {
@@ -302,7 +315,9 @@ impl TcpSpec {
         }
     }
 
-    pub fn validate(&self) -> Result<(), SpecError> {
+    /// Validates the spec; a `congestion` name is well formed and `congestion_usable` on this
+    /// host (core's `spec::Validate::validate` passes its /proc check).
+    pub fn validate_with(&self, congestion_usable: CongestionCheck) -> Result<(), SpecError> {
         check("streams (-P)", f64::from(self.streams), 1.0, f64::from(MAX_STREAMS))?;
         check("threads", f64::from(self.threads), 0.0, f64::from(MAX_THREADS))?;
         check(
@@ -334,7 +349,7 @@ impl TcpSpec {
             if !ok {
                 return Err(SpecError::Congestion(c.clone()));
             }
-            congestion::usable(c)?;
+            congestion_usable(c)?;
         }
         self.validate_mix()?;
         if let (Some(z), Some(m)) = (self.zerocopy, self.mix) {
@@ -433,6 +448,23 @@ impl Default for TcpSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The checks without the host's: the wire crate reads none (core's `spec::Validate` adds it).
+    pub(in crate::spec) trait Validate {
+        fn validate(&self) -> Result<(), SpecError>;
+    }
+
+    impl Validate for TcpSpec {
+        fn validate(&self) -> Result<(), SpecError> {
+            self.validate_with(any_congestion)
+        }
+    }
+
+    impl Validate for TestSpec {
+        fn validate(&self) -> Result<(), SpecError> {
+            self.validate_with(any_congestion)
+        }
+    }
 
     #[test]
     fn defaults_validate() {

@@ -5,9 +5,9 @@ use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 
 /// The smallest UDP payload: linerate's datagram header (docs/protocol.md).
-pub(crate) const UDP_HEADER_BYTES: u32 = 32;
+pub const UDP_HEADER_BYTES: u32 = 32;
 /// The largest UDP payload over IPv4.
-pub(crate) const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
+pub const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
 
 /// A UDP stream test, as UDPmon ran them: datagrams of one size at a regular spacing.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -40,7 +40,8 @@ pub struct UdpSpec {
 /// A multicast UDP test's group: stream i goes to `group:port+i`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Multicast {
-    pub group: std::net::IpAddr,
+    // `core::net`: the address type alone, no socket (std re-exports this very type).
+    pub group: core::net::IpAddr,
     pub port: u16,
     /// Carried in every datagram in place of an agent's cookie (one sender, many receivers).
     pub test_id: u64,
