@@ -87,3 +87,37 @@ fn escape_tree(v: &mut serde_json::Value) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn issue_14_a_peers_text_is_cut_and_its_control_characters_escaped() {
+        assert_eq!(peer_text("plain words"), "plain words");
+        let forged = "bad\nlinerate serve: 10.9.9.9:1: test by admin accepted\u{1b}[2J";
+        let safe = peer_text(forged);
+        assert!(!safe.contains('\n') && !safe.contains('\u{1b}'), "{safe}");
+        assert!(safe.contains("\\u{a}") && safe.contains("\\u{1b}"), "{safe}");
+        let long = "x".repeat(1 << 20);
+        assert_eq!(peer_text(&long).chars().count(), PEER_TEXT_CHARS + 3);
+    }
+
+    #[test]
+    fn escape_controls_reaches_every_string_and_map_key() {
+        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        m.insert("host\u{7}".into(), vec!["ok".into(), "bad\u{9b}".into()]);
+        let safe = escape_controls(m);
+        assert_eq!(
+            safe.get("host\\u{7}"),
+            Some(&vec!["ok".to_string(), "bad\\u{9b}".to_string()])
+        );
+        let plain: BTreeMap<String, u32> = [("a".to_string(), 1)].into();
+        assert_eq!(
+            escape_controls(plain.clone()),
+            plain,
+            "nothing to escape: the value itself"
+        );
+    }
+}

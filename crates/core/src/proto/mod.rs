@@ -204,19 +204,3 @@ mod tests {
         assert_eq!(back.name(), "request");
     }
 }
-
-#[cfg(test)]
-mod peer_text_tests {
-    use super::*;
-
-    #[test]
-    fn issue_14_a_peers_text_is_cut_and_its_control_characters_escaped() {
-        assert_eq!(peer_text("plain words"), "plain words");
-        let forged = "bad\nlinerate serve: 10.9.9.9:1: test by admin accepted\u{1b}[2J";
-        let safe = peer_text(forged);
-        assert!(!safe.contains('\n') && !safe.contains('\u{1b}'), "{safe}");
-        assert!(safe.contains("\\u{a}") && safe.contains("\\u{1b}"), "{safe}");
-        let long = "x".repeat(1 << 20);
-        assert_eq!(peer_text(&long).chars().count(), PEER_TEXT_CHARS + 3);
-    }
-}

@@ -466,6 +466,50 @@ mod tests {
         }
     }
 
+    fn refuse(name: &str) -> Result<(), SpecError> {
+        Err(SpecError::CongestionUnavailable {
+            name: name.into(),
+            file: "the host's list",
+            listed: "reno cubic".into(),
+        })
+    }
+
+    #[test]
+    fn the_hosts_congestion_check_is_asked_for_a_well_formed_name_only() {
+        let mut s = TcpSpec::new();
+        assert_eq!(
+            s.validate_with(refuse),
+            Ok(()),
+            "no congestion control named: nothing asked"
+        );
+        s.congestion = Some("bbr".into());
+        assert_eq!(s.validate_with(any_congestion), Ok(()));
+        let refused = s.validate_with(refuse);
+        assert!(
+            matches!(&refused, Err(SpecError::CongestionUnavailable { name, .. }) if name == "bbr"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            TestSpec::Tcp(s.clone()).validate_with(refuse),
+            refused,
+            "through the test's spec too"
+        );
+        s.congestion = Some("no spaces".into());
+        assert_eq!(
+            s.validate_with(refuse),
+            Err(SpecError::Congestion("no spaces".into())),
+            "the name's form first"
+        );
+        // A field checked before the congestion control is named before the host is asked.
+        s.congestion = Some("bbr".into());
+        s.streams = 0;
+        assert!(
+            matches!(s.validate_with(refuse), Err(SpecError::OutOfRange { .. })),
+            "{:?}",
+            s.validate_with(refuse)
+        );
+    }
+
     #[test]
     fn defaults_validate() {
         assert_eq!(TcpSpec::new().validate(), Ok(()));

@@ -242,3 +242,71 @@ pub fn optimum(points: &[UserLoad]) -> Option<Optimum> {
             ),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_is_exact_on_a_line() {
+        let pts: Vec<SizeLatency> = (0..10)
+            .map(|i| {
+                let bytes = 64.0 + 256.0 * f64::from(i);
+                SizeLatency {
+                    bytes,
+                    latency_us: 12.5 + 0.00268 * bytes,
+                }
+            })
+            .collect();
+        let f = fit(&pts).expect("fits");
+        assert!((f.slope_us_per_byte - 0.00268).abs() < 1e-12, "{f:?}");
+        assert!((f.intercept_us - 12.5).abs() < 1e-9, "{f:?}");
+        assert!((f.r2 - 1.0).abs() < 1e-12);
+        assert_eq!(f.points, 10);
+        let at = |bytes, latency_us| SizeLatency { bytes, latency_us };
+        assert_eq!(fit(&[at(1.0, 2.0)]), None);
+        assert_eq!(fit(&[at(1.0, 2.0), at(1.0, 3.0)]), None, "one size: no line");
+    }
+
+    #[test]
+    fn r2_falls_with_scatter() {
+        let pts = [(0.0, 0.0), (1.0, 3.0), (2.0, 1.0), (3.0, 4.0)]
+            .map(|(bytes, latency_us)| SizeLatency { bytes, latency_us });
+        let f = fit(&pts).expect("fits");
+        assert!(f.r2 > 0.0 && f.r2 < 1.0, "{f:?}");
+    }
+
+    #[test]
+    fn expected_slope_sums_the_stages() {
+        // 8 bits per byte over 10 Gbit/s is 0.0008 us/byte; two stages add up.
+        assert!((expected_slope(&[10e9]) - 0.0008).abs() < 1e-12);
+        assert!((expected_slope(&[10e9, 8.5e9]) - (0.0008 + 8.0 / 8.5e3)).abs() < 1e-12);
+    }
+
+    fn load(users: u32, responses_per_second: f64, response_time_mean_us: f64) -> UserLoad {
+        UserLoad {
+            users,
+            responses_per_second,
+            bits_per_second_in: 0.0,
+            response_time_mean_us,
+        }
+    }
+
+    #[test]
+    fn the_knee_is_where_throughput_stops_growing() {
+        // Throughput flattens at 240 users while the response time keeps growing.
+        let pts = [
+            load(16, 1000.0, 16_000.0),
+            load(64, 3900.0, 16_400.0),
+            load(240, 9000.0, 26_000.0),
+            load(480, 9100.0, 52_000.0),
+        ];
+        let o = optimum(&pts).expect("an optimum");
+        assert_eq!(o.users, 240);
+        assert_eq!(o.response_time_mean_us, 26_000.0);
+        assert_eq!(optimum(&[load(8, 0.0, 0.0)]), None);
+        // Flat from the start: the fewest users, whatever the order given.
+        let flat = [load(16, 101.0, 20.0), load(8, 100.0, 10.0)];
+        assert_eq!(optimum(&flat).map(|o| o.users), Some(8));
+    }
+}
