@@ -4,7 +4,7 @@
 
 mod baseline;
 
-use super::{Kind, Mode, Test, drive, run_one};
+use super::{Kind, Mode, TestCommand, drive, run_one};
 use crate::cli::http::HttpArgs;
 use crate::cli::usage::usage;
 use crate::finish::print_text;
@@ -71,7 +71,7 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         }
         http.baseline = Some(b);
     }
-    drive(Test::new(http, base, mode, args.output.clone()))
+    drive(TestCommand::new(http, base, mode, args.output.clone()))
 }
 
 impl Http {
@@ -90,7 +90,7 @@ impl Http {
 
 impl Kind for Http {
     type Spec = HttpSpec;
-    type Plan = Users;
+    type Points = Users;
     const NAME: &'static str = "http";
     const PER_SECOND: Option<&'static str> = Some("responses");
 

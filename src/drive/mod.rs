@@ -35,7 +35,7 @@ pub trait Kind {
     /// The validated spec of one run.
     type Spec;
     /// What a sweep of this kind varies (sizes, gaps, user counts).
-    type Plan;
+    type Points;
     /// The kind's name in a repeat's document and in errors (`tcp test against ...`).
     const NAME: &'static str;
     /// What the live lines count per second instead of Mbit/s (`transactions`, `responses`).
@@ -75,7 +75,7 @@ pub trait Kind {
     fn sweep(
         &self,
         base: &Self::Spec,
-        plan: &Self::Plan,
+        plan: &Self::Points,
         run: impl FnMut(&Self::Spec) -> anyhow::Result<TestResult>,
         progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
     ) -> anyhow::Result<Sweep>;
@@ -105,10 +105,10 @@ impl<P> Mode<P> {
 }
 
 /// One test command, ready to run.
-pub struct Test<K: Kind> {
+pub struct TestCommand<K: Kind> {
     pub kind: K,
     pub spec: K::Spec,
-    pub mode: Mode<K::Plan>,
+    pub mode: Mode<K::Points>,
     pub output: OutputArgs,
     /// Labels the command adds to the user's (`quick=yes`).
     pub labels: Vec<(String, String)>,
@@ -117,10 +117,10 @@ pub struct Test<K: Kind> {
     pub lab: bool,
 }
 
-impl<K: Kind> Test<K> {
+impl<K: Kind> TestCommand<K> {
     /// A test command's test: no labels of its own, its lab recorded.
-    pub fn new(kind: K, spec: K::Spec, mode: Mode<K::Plan>, output: OutputArgs) -> Test<K> {
-        Test {
+    pub fn new(kind: K, spec: K::Spec, mode: Mode<K::Points>, output: OutputArgs) -> TestCommand<K> {
+        TestCommand {
             kind,
             spec,
             mode,
@@ -132,8 +132,8 @@ impl<K: Kind> Test<K> {
 }
 
 /// Runs the test as its mode says, then prints, stores and returns the exit status.
-pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
-    let Test {
+pub fn drive<K: Kind>(test: TestCommand<K>) -> anyhow::Result<ExitCode> {
+    let TestCommand {
         kind,
         spec,
         mode,

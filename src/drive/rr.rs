@@ -1,7 +1,7 @@
 //! `linerate rr` in the driver: one run is [`run_rr`], a sweep grows the requests (or both
 //! frames) over `--sizes` and fits the latency line.
 
-use super::{Kind, Mode, Test, drive, run_routed};
+use super::{Kind, Mode, TestCommand, drive, run_routed};
 use crate::cli::common::{Iperf3, Route};
 use crate::cli::rr::{RrArgs, SweepWhat};
 use anyhow::Context;
@@ -36,7 +36,7 @@ pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
     } else {
         RrVaries::Request
     };
-    drive(Test::new(
+    drive(TestCommand::new(
         Rr {
             route,
             opts,
@@ -52,7 +52,7 @@ pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
 impl Kind for Rr {
     type Spec = RrSpec;
     /// The request (or frame) sizes, bytes.
-    type Plan = Vec<u32>;
+    type Points = Vec<u32>;
     const NAME: &'static str = "rr";
     const PER_SECOND: Option<&'static str> = Some("transactions");
 

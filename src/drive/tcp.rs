@@ -1,7 +1,7 @@
 //! `linerate tcp` in the driver: one run is [`run_tcp`], a sweep varies the transfer size
 //! (`--sizes`).
 
-use super::{Kind, Mode, Test, drive, run_routed};
+use super::{Kind, Mode, TestCommand, drive, run_routed};
 use crate::cli::common::{Iperf3, Route};
 use crate::cli::tcp::TcpArgs;
 use linerate_core::client::{ClientOptions, Sink, run_tcp};
@@ -29,12 +29,12 @@ pub fn command(args: TcpArgs) -> anyhow::Result<ExitCode> {
     if matches!(route, Route::Iperf3(_)) {
         crate::cli::iperf3::check_tcp(&spec, &reach)?;
     }
-    drive(Test::new(Tcp { route, opts }, spec, mode, output))
+    drive(TestCommand::new(Tcp { route, opts }, spec, mode, output))
 }
 
 impl Kind for Tcp {
     type Spec = TcpSpec;
-    type Plan = Vec<ByteSize>;
+    type Points = Vec<ByteSize>;
     const NAME: &'static str = "tcp";
 
     fn options(&self) -> &ClientOptions {

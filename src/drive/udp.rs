@@ -1,7 +1,7 @@
 //! `linerate udp` in the driver: one run is [`run_udp`], a sweep varies sizes and gaps
 //! (`--sizes`, `--gaps`).
 
-use super::{Kind, Mode, Test, drive, run_routed};
+use super::{Kind, Mode, TestCommand, drive, run_routed};
 use crate::cli::common::{Iperf3, Route};
 use crate::cli::udp::UdpArgs;
 use linerate_core::client::{ClientOptions, Sink, run_udp};
@@ -29,12 +29,12 @@ pub fn command(args: UdpArgs) -> anyhow::Result<ExitCode> {
     if matches!(route, Route::Iperf3(_)) {
         crate::cli::iperf3::check_udp(&spec, &reach)?;
     }
-    drive(Test::new(Udp { route, opts }, spec, mode, output))
+    drive(TestCommand::new(Udp { route, opts }, spec, mode, output))
 }
 
 impl Kind for Udp {
     type Spec = UdpSpec;
-    type Plan = UdpPlan;
+    type Points = UdpPlan;
     const NAME: &'static str = "udp";
 
     fn options(&self) -> &ClientOptions {
