@@ -142,7 +142,7 @@ impl UdpArgs {
         u32::try_from(self.length.0).map_err(|_| usage!("-l {} is too large", self.length))
     }
 
-    pub fn sweep(&self) -> Result<Option<linerate_core::sweep::udp::UdpPlan>, Usage> {
+    pub fn sweep(&self) -> Result<Option<linerate_core::sweep::udp::UdpPoints>, Usage> {
         if self.sizes.is_none() && self.gaps.is_none() {
             return Ok(None);
         }
@@ -167,7 +167,7 @@ impl UdpArgs {
                 sizes.len() * gaps.len()
             ));
         }
-        Ok(Some(linerate_core::sweep::udp::UdpPlan::new(&sizes, &gaps)))
+        Ok(Some(linerate_core::sweep::udp::UdpPoints::new(&sizes, &gaps)))
     }
 }
 

@@ -14,7 +14,7 @@ use linerate_core::result::{ErrorBudget, TestResult};
 use linerate_core::spec::{HttpSpec, TestSpec};
 use linerate_core::summary::http::apply_max_errors;
 use linerate_core::sweep::Sweep;
-use linerate_core::sweep::http::{HttpBaseline, HttpPlan, Users};
+use linerate_core::sweep::http::{HttpBaseline, HttpPoints, Users};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -148,7 +148,7 @@ impl Kind for Http {
         run: impl FnMut(&HttpSpec) -> anyhow::Result<TestResult>,
         progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
     ) -> anyhow::Result<Sweep> {
-        let plan = HttpPlan {
+        let plan = HttpPoints {
             users: users.clone(),
             baseline: self.baseline,
         };

@@ -8,7 +8,7 @@ use anyhow::Context;
 use linerate_core::client::{ClientOptions, Sink, run_rr};
 use linerate_core::result::TestResult;
 use linerate_core::spec::{RrSpec, TestSpec};
-use linerate_core::sweep::rr::{PathToward, RrPlan};
+use linerate_core::sweep::rr::{PathToward, RrPoints};
 use linerate_core::sweep::{RrVaries, Sweep};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -110,7 +110,7 @@ impl Kind for Rr {
         progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
     ) -> anyhow::Result<Sweep> {
         let first = self.route.agents().first().context("no agent named")?;
-        let plan = RrPlan {
+        let plan = RrPoints {
             sizes_bytes: sizes.clone(),
             varies: self.varies,
             expect_bits_per_second: self.expect.clone(),

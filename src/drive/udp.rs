@@ -8,7 +8,7 @@ use linerate_core::client::{ClientOptions, Sink, run_udp};
 use linerate_core::result::TestResult;
 use linerate_core::spec::{TestSpec, UdpSpec};
 use linerate_core::sweep::Sweep;
-use linerate_core::sweep::udp::UdpPlan;
+use linerate_core::sweep::udp::UdpPoints;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -34,7 +34,7 @@ pub fn command(args: UdpArgs) -> anyhow::Result<ExitCode> {
 
 impl Kind for Udp {
     type Spec = UdpSpec;
-    type Points = UdpPlan;
+    type Points = UdpPoints;
     const NAME: &'static str = "udp";
 
     fn options(&self) -> &ClientOptions {
@@ -89,7 +89,7 @@ impl Kind for Udp {
     fn sweep(
         &self,
         base: &UdpSpec,
-        plan: &UdpPlan,
+        plan: &UdpPoints,
         run: impl FnMut(&UdpSpec) -> anyhow::Result<TestResult>,
         progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
     ) -> anyhow::Result<Sweep> {
