@@ -11,7 +11,7 @@
 //! request unanswered within the timeout counts as lost and the stream goes on.
 
 use super::pacing::Pacer;
-use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo, Unblock};
+use super::run::{Deadlines, Gate, RunState, Runner, Shared, StreamInfo, Unblock};
 use super::sockopt::{self, Proto, Tuning};
 use super::{Control, EngineError, Sink, pin};
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
@@ -74,12 +74,12 @@ pub fn run(
     let shared = state.shared(control);
     let accept = accept.map(Mutex::new);
     let answering = streams.iter().all(|s| s.role == Role::Receive);
-    let mut plan = Plan::new(&spec.timing);
+    let mut deadlines = Deadlines::new(&spec.timing);
     // An answering side ends when told the asking is over: that is the normal end, not a cut.
-    plan.ends_on_stop = answering;
-    plan.unblock = unblock_tcp(&streams);
+    deadlines.ends_on_stop = answering;
+    deadlines.unblock = unblock_tcp(&streams);
     let runner = Runner {
-        plan,
+        deadlines,
         streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         // One worker per stream.
         workers: n,
@@ -94,14 +94,14 @@ pub fn run(
         let fd = streams.iter().find_map(|s| raw_fd(&s.socket))?;
         Some(sockopt::busy_poll_note(us, sockopt::busy_poll_us(&fd)))
     });
-    let plan = &runner.plan;
+    let deadlines = &runner.deadlines;
     let (mut report, outcomes) = runner.drive(&shared, &gate, sink, |idx| {
         let s = &streams[idx];
         let open = spec.rate.is_some() && matches!(s.socket, RrSocket::Tcp(_) | RrSocket::Udp(_));
         match s.role {
-            Role::Send if open => open::ask_open(spec, plan, idx, s, &shared, &gate),
-            Role::Send => ask(spec, plan, idx, s, &shared, &gate),
-            Role::Receive => answer(spec, plan, idx, s, accept.as_ref(), &shared, &gate),
+            Role::Send if open => open::ask_open(spec, deadlines, idx, s, &shared, &gate),
+            Role::Send => ask(spec, deadlines, idx, s, &shared, &gate),
+            Role::Receive => answer(spec, deadlines, idx, s, accept.as_ref(), &shared, &gate),
         }
     })?;
     for (r, o) in report.streams.iter_mut().zip(outcomes) {
@@ -140,7 +140,14 @@ fn unblock_tcp(streams: &[RrStream]) -> Option<Unblock> {
 }
 
 /// One asking stream.
-fn ask(spec: &RrSpec, plan: &Plan, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate) -> RrStreamReport {
+fn ask(
+    spec: &RrSpec,
+    deadlines: &Deadlines,
+    idx: usize,
+    s: &RrStream,
+    shared: &Shared<'_>,
+    gate: &Gate,
+) -> RrStreamReport {
     let req = spec.request_bytes as usize;
     let resp = spec.response_bytes as usize;
     let mut request = vec![0x5a_u8; req];
@@ -148,10 +155,10 @@ fn ask(spec: &RrSpec, plan: &Plan, idx: usize, s: &RrStream, shared: &Shared<'_>
     let mut rtt = histogram();
     let mut connect_hist = histogram();
     let (mut lost, mut stale, mut errors) = (0u64, 0u64, 0u64);
-    let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
+    let (limit, deadline_ns) = (deadlines.count(), deadlines.deadline_ns());
     let timeout = Duration::from_millis(u64::from(spec.timeout_ms));
     // Transactions begun in the warm-up are done but not timed into the figures.
-    let warmup_ns = plan.measure_window().0.as_nanos() as u64;
+    let warmup_ns = deadlines.measure_window().0.as_nanos() as u64;
     let counter = &shared.counters[idx];
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
@@ -313,7 +320,7 @@ fn transact_udp(
 /// One answering stream (or, for TCP_CRR, one of the threads answering new connections).
 fn answer(
     spec: &RrSpec,
-    plan: &Plan,
+    deadlines: &Deadlines,
     idx: usize,
     s: &RrStream,
     accept: Option<&Mutex<mpsc::Receiver<(u16, TcpStream)>>>,
@@ -325,7 +332,7 @@ fn answer(
     let mut request = vec![0u8; req.max(65_536)];
     let mut response = vec![0xa5_u8; resp];
     let counter = &shared.counters[idx];
-    let deadline = plan.deadline();
+    let deadline = deadlines.deadline();
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
     let (mut served, mut errors) = (0u64, 0u64);

@@ -5,7 +5,7 @@
 
 use super::stream::{HIST_MAX_NS, POLL, RrSocket, RrStream, hex, histogram, raw_fd, tag};
 use crate::engine::pacing::{Pacer, SPIN};
-use crate::engine::run::{Gate, Plan, Shared};
+use crate::engine::run::{Deadlines, Gate, Shared};
 use crate::result::{OpenLoopReport, RrStreamReport, StreamEnd};
 use crate::spec::RrSpec;
 use hdrhistogram::Histogram;
@@ -214,7 +214,7 @@ fn wait_for(fd: std::os::fd::RawFd, write: bool, ns: u64) {
 /// for the last [`SPIN`].
 pub(super) fn ask_open(
     spec: &RrSpec,
-    plan: &Plan,
+    deadlines: &Deadlines,
     idx: usize,
     s: &RrStream,
     shared: &Shared<'_>,
@@ -229,8 +229,8 @@ pub(super) fn ask_open(
     let max_outstanding = outstanding_cap(spec.max_outstanding, udp.is_some(), tag_bytes);
     let mut book = InFlight::new(max_outstanding, u64::from(spec.timeout_ms) * 1_000_000);
     let gap_ns = spec.gap_ns().unwrap_or(1);
-    let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
-    let warmup_ns = plan.measure_window().0.as_nanos() as u64;
+    let (limit, deadline_ns) = (deadlines.count(), deadlines.deadline_ns());
+    let warmup_ns = deadlines.measure_window().0.as_nanos() as u64;
     let counter = &shared.counters[idx];
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");

@@ -27,7 +27,7 @@ mod send;
 
 pub(crate) use receive::MAX_BINS;
 
-use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
+use super::run::{Deadlines, Gate, RunState, Runner, Shared, StreamInfo};
 use super::sockopt::{self, Proto, Tuning};
 use super::{Control, EngineError, Sink, pin};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd, UdpReceiveReport};
@@ -83,12 +83,12 @@ enum Outcome {
     Received(Box<UdpReceiveReport>),
 }
 
-/// What each stream's worker of a UDP run is handed: the spec, the runner's plan (limit,
+/// What each stream's worker of a UDP run is handed: the spec, the runner's deadlines (limit,
 /// deadline), the counters the workers share and the start gate.
 #[derive(Clone, Copy)]
 pub(super) struct StreamRun<'r, 's> {
     pub spec: &'r UdpSpec,
-    pub plan: &'r Plan,
+    pub deadlines: &'r Deadlines,
     pub shared: &'r Shared<'s>,
     pub gate: &'r Gate,
 }
@@ -108,10 +108,10 @@ pub fn run(
     let gate = Gate::new();
     let shared = state.shared(control);
     // A receiver's samplers cover its data, not its wait for the sender and for stragglers.
-    let mut plan = Plan::new(&spec.timing);
-    plan.window_follows_data = true;
+    let mut deadlines = Deadlines::new(&spec.timing);
+    deadlines.window_follows_data = true;
     let runner = Runner {
-        plan,
+        deadlines,
         streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
         // One worker per stream.
         workers: n,
@@ -124,7 +124,7 @@ pub fn run(
     };
     let run = StreamRun {
         spec,
-        plan: &runner.plan,
+        deadlines: &runner.deadlines,
         shared: &shared,
         gate: &gate,
     };
