@@ -212,6 +212,10 @@ fn wait_for(fd: std::os::fd::RawFd, write: bool, ns: u64) {
 /// stream waits for the answers still out, at most the timeout. One thread: the socket is
 /// non-blocking, the wait a ppoll(2) until the next request is due or an answer comes, spun
 /// for the last [`SPIN`].
+///
+/// Long on purpose: what remains is the per-request loop (send on schedule, read, match, time,
+/// wait) as one body, so that nothing on a request's path is a call the compiler may not inline
+/// and each step sees the loop's state without passing it; its setup and its report are apart.
 pub(super) fn ask_open(
     spec: &RrSpec,
     deadlines: &Deadlines,
