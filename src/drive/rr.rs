@@ -25,8 +25,10 @@ pub struct Rr {
 /// `linerate rr`.
 pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
     let sizes = args.sizes()?;
-    let mode = Mode::of(args.repeat.policy()?, sizes, "--sizes")?;
-    let at = args.hosts.route(Iperf3::Refuses, &args.streams.cpus, &args.reach)?;
+    let mode = Mode::of(args.common.repeat.policy()?, sizes, "--sizes")?;
+    let at = args
+        .hosts
+        .route(Iperf3::Refuses, &args.streams.cpus, &args.common.reach)?;
     let expect: Vec<f64> = args.expect.iter().map(|r| r.0).collect();
     anyhow::ensure!(expect.iter().all(|b| *b > 0.0), "--expect bandwidths must be above 0");
     let varies = if args.sweep == SweepWhat::Both {
@@ -34,7 +36,7 @@ pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
     } else {
         RrVaries::Request
     };
-    let (reach, output) = (args.reach.clone(), args.output.clone());
+    let (reach, output) = (args.common.reach.clone(), args.common.output.clone());
     routed::command(Rr { varies, expect }, mode, at, &reach, args.into_spec()?, output)
 }
 

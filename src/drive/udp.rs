@@ -21,9 +21,11 @@ pub struct Udp;
 /// `linerate udp`.
 pub fn command(args: UdpArgs) -> anyhow::Result<ExitCode> {
     let sweep = args.sweep()?;
-    let mode = Mode::of(args.repeat.policy()?, sweep, "--sizes, --gaps")?;
-    let at = args.hosts.route(Iperf3::Takes, &args.streams.cpus, &args.reach)?;
-    let (reach, output) = (args.reach.clone(), args.output.clone());
+    let mode = Mode::of(args.common.repeat.policy()?, sweep, "--sizes, --gaps")?;
+    let at = args
+        .hosts
+        .route(Iperf3::Takes, &args.streams.cpus, &args.common.reach)?;
+    let (reach, output) = (args.common.reach.clone(), args.common.output.clone());
     routed::command(Udp, mode, at, &reach, args.into_spec()?, output)
 }
 
