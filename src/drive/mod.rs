@@ -1,12 +1,12 @@
 //! The one test driver: every test command (`tcp`, `udp`, `rr`, `http`, `quick`) runs through
-//! [`drive`]. A kind hands it a [`Test`]: its [`Kind`] (what differs: how one run goes, its
+//! [`drive`]. A kind hands it a [`TestCommand`]: its [`Kind`] (what differs: how one run goes, its
 //! sweep, its words, the [`Route`] it was given), the spec and the [`Mode`] (once, `--repeat`,
 //! or a sweep). The driver owns what every kind shares: the Ctrl-C flag, the live lines, the
-//! lab record, the progress of a sweep or repeat, a pattern's matrix (`fleet.rs`: a route to a
+//! lab record, the progress of a sweep or repeat, a pattern's matrix (`pattern.rs`: a route to a
 //! fleet runs there, once), and the end ([`crate::finish`]: print, store, exit status).
 //!
 //! Each kind's file (`tcp.rs`, `udp.rs`, `rr.rs`, `http.rs`) turns its parsed arguments into a
-//! `Test` (its route made once by `HostArgs::route`, its spec once by `into_spec`) and
+//! `TestCommand` (its route made once by `HostArgs::route`, its spec once by `into_spec`) and
 //! implements `Kind` (tcp, udp and rr through `routed.rs`: the part of a `Kind` that runs
 //! along a `Route` is written once there); a new kind is one more such file and one arm in
 //! `main.rs`.
