@@ -161,3 +161,68 @@ fn run_routed(
         Route::Fleet(_) => anyhow::bail!("a pattern runs as a matrix of tests, not as one test"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drive::rr::Rr;
+    use crate::drive::tcp::Tcp;
+    use crate::drive::udp::Udp;
+    use linerate_core::spec::{RrSpec, TcpSpec, UdpSpec};
+
+    /// `Routed` reads each kind's spec through the kind's `test_spec`, so what the driver sees
+    /// (interval, validation, name) is what that kind's own spec says.
+    #[test]
+    fn routed_kinds_read_their_specs_interval_validation_and_name() {
+        let mut tcp = TcpSpec::new();
+        tcp.timing.interval_seconds = 0.25;
+        assert_eq!(<Routed<Tcp> as Kind>::interval_seconds(&tcp), 0.25);
+        assert!(<Routed<Tcp> as Kind>::validate(&tcp).is_ok());
+        tcp.streams = 0;
+        let e = <Routed<Tcp> as Kind>::validate(&tcp).expect_err("no streams");
+        assert_eq!(e.to_string(), tcp.validate().expect_err("the same").to_string());
+
+        let mut udp = UdpSpec::new();
+        udp.timing.interval_seconds = 0.0;
+        assert_eq!(<Routed<Udp> as Kind>::interval_seconds(&udp), 0.0, "0: no live lines");
+        assert!(matches!(<Routed<Udp> as Kind>::test_spec(&udp), TestSpec::Udp(_)));
+
+        let rr = RrSpec::new();
+        assert!(matches!(<Routed<Rr> as Kind>::test_spec(&rr), TestSpec::Rr(_)));
+        assert_eq!(
+            (
+                <Routed<Tcp> as Kind>::NAME,
+                <Routed<Udp> as Kind>::NAME,
+                <Routed<Rr> as Kind>::NAME
+            ),
+            ("tcp", "udp", "rr")
+        );
+        assert_eq!(<Routed<Rr> as Kind>::PER_SECOND, Some("transactions"));
+        assert_eq!(<Routed<Tcp> as Kind>::PER_SECOND, None);
+    }
+
+    /// A kind whose route refuses iperf3 (rr) has nothing of its spec to check against one;
+    /// tcp and udp refuse what an iperf3 server cannot take.
+    #[test]
+    fn only_a_kind_that_takes_iperf3_checks_its_spec_against_it() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(["linerate", "tcp", "h"]).expect("parses");
+        let crate::cli::Command::Tcp(args) = cli.command else {
+            panic!("not tcp")
+        };
+        let reach = args.reach;
+        let mut tcp = TcpSpec::new();
+        assert!(Tcp::check_iperf3(&tcp, &reach).is_ok());
+        tcp.sndbuf_bytes = Some(linerate_core::units::ByteSize(1 << 20));
+        let e = Tcp::check_iperf3(&tcp, &reach).expect_err("no iperf3 parameter for --sndbuf");
+        assert!(e.to_string().contains("--sndbuf"), "{e}");
+        let mut udp = UdpSpec::new();
+        assert!(Udp::check_iperf3(&udp, &reach).is_ok());
+        udp.synced_clocks = true;
+        assert!(
+            Udp::check_iperf3(&udp, &reach).is_err(),
+            "iperf3's datagram times are its own"
+        );
+        assert!(Rr::check_iperf3(&RrSpec::new(), &reach).is_ok());
+    }
+}
