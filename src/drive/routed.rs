@@ -28,14 +28,8 @@ pub trait AgentKind {
 
     /// The spec as the agents (or a third-party run, or an iperf3 server) receive it.
     fn test_spec(spec: &Self::Spec) -> TestSpec;
-    /// One run from this host against `targets`.
-    fn here(
-        spec: &Self::Spec,
-        targets: &[Target],
-        opts: &ClientOptions,
-        sink: &mut dyn Sink,
-        interrupt: &AtomicBool,
-    ) -> Result<TestResult, ClientError>;
+    /// One run from this host against the targets: the client's `run_<kind>`.
+    const HERE: Here<Self::Spec>;
     /// What an iperf3 server cannot take of this spec (a kind whose route refuses iperf3 has
     /// nothing to check).
     fn check_iperf3(_spec: &Self::Spec, _reach: &ConnectArgs) -> Result<(), Usage> {
@@ -53,6 +47,10 @@ pub trait AgentKind {
         progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
     ) -> anyhow::Result<Sweep>;
 }
+
+/// One run of a kind from this host: its spec, the agents, how to reach them, where its samples
+/// go, and the Ctrl-C flag (the signature of `client::run_tcp`, `run_udp`, `run_rr`).
+pub type Here<S> = fn(&S, &[Target], &ClientOptions, &mut dyn Sink, &AtomicBool) -> Result<TestResult, ClientError>;
 
 /// A test of kind `A` along its route.
 pub struct Routed<A> {
@@ -112,7 +110,7 @@ impl<A: AgentKind> Kind for Routed<A> {
             opts,
             sink,
             interrupt,
-            |targets, sink| A::here(spec, targets, opts, sink, interrupt),
+            |targets, sink| A::HERE(spec, targets, opts, sink, interrupt),
         )
     }
 

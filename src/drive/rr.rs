@@ -2,17 +2,16 @@
 //! frames) over `--sizes` and fits the latency line.
 
 use super::Mode;
-use super::routed::{self, AgentKind};
+use super::routed::{self, AgentKind, Here};
 use crate::cli::common::{Iperf3, Route};
 use crate::cli::rr::{RrArgs, SweepWhat};
 use anyhow::Context;
-use linerate_core::client::{ClientError, ClientOptions, Sink, Target, run_rr};
+use linerate_core::client::run_rr;
 use linerate_core::result::TestResult;
 use linerate_core::spec::{RrSpec, TestSpec};
 use linerate_core::sweep::rr::{PathToward, RrPoints};
 use linerate_core::sweep::{RrVaries, Sweep};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 
 /// A request-response test (along the route [`routed::Routed`] holds: linerate agents or a
 /// fleet's pattern), and what a size sweep grows and expects.
@@ -46,19 +45,10 @@ impl AgentKind for Rr {
     type Points = Vec<u32>;
     const NAME: &'static str = "rr";
     const PER_SECOND: Option<&'static str> = Some("transactions");
+    const HERE: Here<RrSpec> = run_rr;
 
     fn test_spec(spec: &RrSpec) -> TestSpec {
         TestSpec::Rr(spec.clone())
-    }
-
-    fn here(
-        spec: &RrSpec,
-        targets: &[Target],
-        opts: &ClientOptions,
-        sink: &mut dyn Sink,
-        interrupt: &AtomicBool,
-    ) -> Result<TestResult, ClientError> {
-        run_rr(spec, targets, opts, sink, interrupt)
     }
 
     /// A failed point becomes a note at that point in the sweep, which names it.

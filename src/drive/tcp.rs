@@ -2,18 +2,17 @@
 //! (`--sizes`).
 
 use super::Mode;
-use super::routed::{self, AgentKind};
+use super::routed::{self, AgentKind, Here};
 use crate::cli::ConnectArgs;
 use crate::cli::common::{Iperf3, Route};
 use crate::cli::tcp::TcpArgs;
 use crate::cli::usage::Usage;
-use linerate_core::client::{ClientError, ClientOptions, Sink, Target, run_tcp};
+use linerate_core::client::run_tcp;
 use linerate_core::result::TestResult;
 use linerate_core::spec::{TcpSpec, TestSpec};
 use linerate_core::sweep::Sweep;
 use linerate_core::units::ByteSize;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 
 /// A TCP test (along the route [`routed::Routed`] holds).
 pub struct Tcp;
@@ -30,19 +29,10 @@ impl AgentKind for Tcp {
     type Spec = TcpSpec;
     type Points = Vec<ByteSize>;
     const NAME: &'static str = "tcp";
+    const HERE: Here<TcpSpec> = run_tcp;
 
     fn test_spec(spec: &TcpSpec) -> TestSpec {
         TestSpec::Tcp(spec.clone())
-    }
-
-    fn here(
-        spec: &TcpSpec,
-        targets: &[Target],
-        opts: &ClientOptions,
-        sink: &mut dyn Sink,
-        interrupt: &AtomicBool,
-    ) -> Result<TestResult, ClientError> {
-        run_tcp(spec, targets, opts, sink, interrupt)
     }
 
     fn check_iperf3(spec: &TcpSpec, reach: &ConnectArgs) -> Result<(), Usage> {

@@ -2,18 +2,17 @@
 //! (`--sizes`, `--gaps`).
 
 use super::Mode;
-use super::routed::{self, AgentKind};
+use super::routed::{self, AgentKind, Here};
 use crate::cli::ConnectArgs;
 use crate::cli::common::{Iperf3, Route};
 use crate::cli::udp::UdpArgs;
 use crate::cli::usage::Usage;
-use linerate_core::client::{ClientError, ClientOptions, Sink, Target, run_udp};
+use linerate_core::client::run_udp;
 use linerate_core::result::TestResult;
 use linerate_core::spec::{TestSpec, UdpSpec};
 use linerate_core::sweep::Sweep;
 use linerate_core::sweep::udp::UdpPoints;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 
 /// A UDP test (along the route [`routed::Routed`] holds).
 pub struct Udp;
@@ -33,19 +32,10 @@ impl AgentKind for Udp {
     type Spec = UdpSpec;
     type Points = UdpPoints;
     const NAME: &'static str = "udp";
+    const HERE: Here<UdpSpec> = run_udp;
 
     fn test_spec(spec: &UdpSpec) -> TestSpec {
         TestSpec::Udp(spec.clone())
-    }
-
-    fn here(
-        spec: &UdpSpec,
-        targets: &[Target],
-        opts: &ClientOptions,
-        sink: &mut dyn Sink,
-        interrupt: &AtomicBool,
-    ) -> Result<TestResult, ClientError> {
-        run_udp(spec, targets, opts, sink, interrupt)
     }
 
     fn check_iperf3(spec: &UdpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
