@@ -3,6 +3,7 @@
 
 use crate::cli::common::Route;
 use crate::cli::quick::QuickArgs;
+use crate::drive::routed::Routed;
 use crate::drive::tcp::Tcp;
 use crate::drive::{Mode, TestCommand, drive};
 use linerate_core::agent::{Agent, AgentConfig};
@@ -41,9 +42,10 @@ pub fn quick(args: &QuickArgs) -> anyhow::Result<ExitCode> {
         labels: vec![("quick".to_string(), "yes".to_string())],
         lab: false,
         ..TestCommand::new(
-            Tcp {
+            Routed {
                 route,
                 opts: ClientOptions::default(),
+                kind: Tcp,
             },
             spec,
             Mode::Once,

@@ -34,7 +34,7 @@ pub struct Http {
 
 /// `linerate http`: one run, repeated runs, or a sweep over user counts with the optimum.
 pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
-    if args.reach.profile.is_some() && args.agent.is_empty() {
+    if args.common.reach.profile.is_some() && args.agent.is_empty() {
         return Err(usage!("--profile needs --agent: the agent on the server's host that runs the profile").into());
     }
     let urls = args.parsed_urls()?;
@@ -47,14 +47,14 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         Users::List(counts.clone())
     };
     let mode = Mode::of(
-        args.repeat.policy()?,
+        args.common.repeat.policy()?,
         sweeps.then_some(users),
         "--users with several counts, --find-optimum",
     )?;
     let base = args.spec_for(counts[0])?;
     let mut http = Http {
         urls: args.urls.clone(),
-        opts: args.reach.options()?,
+        opts: args.common.reach.options()?,
         targets: http_targets(&urls, args.keepalive)?,
         agents: args.agents(&urls)?,
         baseline: None,
@@ -66,12 +66,12 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         })
         .context("--baseline")?;
         // A sweep prints it at the head of its table (its document keeps it).
-        if !args.output.json && !args.output.brief && !sweeps {
+        if !args.common.output.json && !args.common.output.brief && !sweeps {
             print_text(&linerate_report::sweep::baseline_line(&b))?;
         }
         http.baseline = Some(b);
     }
-    drive(TestCommand::new(http, base, mode, args.output.clone()))
+    drive(TestCommand::new(http, base, mode, args.common.output.clone()))
 }
 
 impl Http {
