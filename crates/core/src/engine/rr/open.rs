@@ -4,8 +4,8 @@
 //! lost and stale, and the round trips from the scheduled moment and from the send.
 
 use super::stream::{HIST_MAX_NS, POLL, RrSocket, RrStream, hex, histogram, raw_fd, tag};
+use super::{StreamRun, ask_buffers};
 use crate::engine::pacing::{Pacer, SPIN};
-use crate::engine::run::{Deadlines, Gate, Shared};
 use crate::result::{OpenLoopReport, RrStreamReport, StreamEnd};
 use crate::spec::RrSpec;
 use hdrhistogram::Histogram;
@@ -212,18 +212,14 @@ fn wait_for(fd: std::os::fd::RawFd, write: bool, ns: u64) {
 /// stream waits for the answers still out, at most the timeout. One thread: the socket is
 /// non-blocking, the wait a ppoll(2) until the next request is due or an answer comes, spun
 /// for the last [`SPIN`].
-pub(super) fn ask_open(
-    spec: &RrSpec,
-    deadlines: &Deadlines,
-    idx: usize,
-    s: &RrStream,
-    shared: &Shared<'_>,
-    gate: &Gate,
-) -> RrStreamReport {
-    let req = spec.request_bytes as usize;
-    let resp = spec.response_bytes as usize;
-    let mut request = vec![0x5a_u8; req];
-    let mut buf = vec![0u8; resp.max(65_536)];
+pub(super) fn ask_open(run: StreamRun<'_, '_>, idx: usize, s: &RrStream) -> RrStreamReport {
+    let StreamRun {
+        spec,
+        deadlines,
+        shared,
+        gate,
+    } = run;
+    let (req, resp, mut request, mut buf) = ask_buffers(spec);
     let (tcp, udp, fd) = nonblocking(&s.socket);
     let tag_bytes = req.min(resp).min(8);
     let max_outstanding = outstanding_cap(spec.max_outstanding, udp.is_some(), tag_bytes);

@@ -367,6 +367,32 @@ pub(crate) struct Runner<'a> {
     pub received: Option<ReceivedHook<'a>>,
 }
 
+impl<'a> Runner<'a> {
+    /// A run of one worker per stream at normal priority, without the TCP engine's hooks: how
+    /// the kinds that count their own operations (udp, rr) run. Fails on a CPU this machine
+    /// lacks.
+    pub fn one_worker_per_stream<'g>(
+        deadlines: Deadlines,
+        streams: impl Iterator<Item = (u16, Role, &'g SocketGrant)>,
+        name: &'static str,
+        cpus: &'a [usize],
+    ) -> Result<Runner<'a>, EngineError> {
+        pin::check_cpus(cpus)?;
+        let streams = StreamInfo::all(streams);
+        Ok(Runner {
+            deadlines,
+            workers: streams.len(),
+            streams,
+            name,
+            cpus,
+            sched: Sched::Normal,
+            tcp_info: None,
+            queued: None,
+            received: None,
+        })
+    }
+}
+
 impl Runner<'_> {
     /// Starts the workers (`work(w)` on worker `w`), samples until every stream has ended, and
     /// returns this end's report and each worker's return value (None where it panicked). A
