@@ -11,7 +11,7 @@
 //! request unanswered within the timeout counts as lost and the stream goes on.
 
 use super::pacing::Pacer;
-use super::run::{Deadlines, Gate, RunState, Runner, Shared, Unblock};
+use super::run::{self, Deadlines, Gate, RunState, Runner, Shared, Unblock};
 use super::sockopt::{self, Proto, Tuning};
 use super::{Control, EngineError, Sink};
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
@@ -82,12 +82,7 @@ pub fn run(
         let fd = streams.iter().find_map(|s| raw_fd(&s.socket))?;
         Some(sockopt::busy_poll_note(us, sockopt::busy_poll_us(&fd)))
     });
-    let run = StreamRun {
-        spec,
-        deadlines: &runner.deadlines,
-        shared: &shared,
-        gate: &gate,
-    };
+    let run = StreamRun::new(spec, &runner, &shared, &gate);
     let (mut report, outcomes) = runner.drive(&shared, &gate, sink, |idx| {
         let s = &streams[idx];
         let open = spec.rate.is_some() && matches!(s.socket, RrSocket::Tcp(_) | RrSocket::Udp(_));
@@ -132,17 +127,11 @@ fn unblock_tcp(streams: &[RrStream]) -> Option<Unblock> {
     })
 }
 
-/// What every stream's worker reads: the spec, the run's deadlines, and what the runner shares.
-#[derive(Clone, Copy)]
-struct StreamRun<'r, 's> {
-    spec: &'r RrSpec,
-    deadlines: &'r Deadlines,
-    shared: &'r Shared<'s>,
-    gate: &'r Gate,
-}
+/// What each stream's worker of an rr run is handed.
+type StreamRun<'r, 's> = run::StreamRun<'r, 's, RrSpec>;
 
 /// An asking stream's sizes (request, response) and buffers: the request it writes and where it
-/// reads an answer (at least 64 KiB, so a UDP answer longer than asked is read whole).
+/// reads an answer (at least 64 KiB).
 fn ask_buffers(spec: &RrSpec) -> (usize, usize, Vec<u8>, Vec<u8>) {
     let req = spec.request_bytes as usize;
     let resp = spec.response_bytes as usize;
@@ -151,12 +140,7 @@ fn ask_buffers(spec: &RrSpec) -> (usize, usize, Vec<u8>, Vec<u8>) {
 
 /// One asking stream.
 fn ask(run: StreamRun<'_, '_>, idx: usize, s: &RrStream) -> RrStreamReport {
-    let StreamRun {
-        spec,
-        deadlines,
-        shared,
-        gate,
-    } = run;
+    let (spec, deadlines, shared, gate) = (run.spec, run.deadlines, run.shared, run.gate);
     let (req, resp, mut request, mut response) = ask_buffers(spec);
     let mut rtt = histogram();
     let mut connect_hist = histogram();
@@ -330,12 +314,7 @@ fn answer(
     s: &RrStream,
     accept: Option<&Mutex<mpsc::Receiver<(u16, TcpStream)>>>,
 ) -> RrStreamReport {
-    let StreamRun {
-        spec,
-        deadlines,
-        shared,
-        gate,
-    } = run;
+    let (spec, deadlines, shared, gate) = (run.spec, run.deadlines, run.shared, run.gate);
     let req = spec.request_bytes as usize;
     let resp = spec.response_bytes as usize;
     let mut request = vec![0u8; req.max(65_536)];

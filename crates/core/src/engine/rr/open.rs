@@ -213,12 +213,7 @@ fn wait_for(fd: std::os::fd::RawFd, write: bool, ns: u64) {
 /// non-blocking, the wait a ppoll(2) until the next request is due or an answer comes, spun
 /// for the last [`SPIN`].
 pub(super) fn ask_open(run: StreamRun<'_, '_>, idx: usize, s: &RrStream) -> RrStreamReport {
-    let StreamRun {
-        spec,
-        deadlines,
-        shared,
-        gate,
-    } = run;
+    let (spec, deadlines, shared, gate) = (run.spec, run.deadlines, run.shared, run.gate);
     let (req, resp, mut request, mut buf) = ask_buffers(spec);
     let (tcp, udp, fd) = nonblocking(&s.socket);
     let tag_bytes = req.min(resp).min(8);

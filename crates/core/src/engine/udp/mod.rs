@@ -27,7 +27,7 @@ mod send;
 
 pub(crate) use receive::MAX_BINS;
 
-use super::run::{Deadlines, Gate, RunState, Runner, Shared};
+use super::run::{self, Deadlines, Gate, RunState, Runner};
 use super::sockopt::{self, Proto, Tuning};
 use super::{Control, EngineError, Sink};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd, UdpReceiveReport};
@@ -83,15 +83,8 @@ enum Outcome {
     Received(Box<UdpReceiveReport>),
 }
 
-/// What each stream's worker of a UDP run is handed: the spec, the runner's deadlines (limit,
-/// deadline), the counters the workers share and the start gate.
-#[derive(Clone, Copy)]
-pub(super) struct StreamRun<'r, 's> {
-    pub spec: &'r UdpSpec,
-    pub deadlines: &'r Deadlines,
-    pub shared: &'r Shared<'s>,
-    pub gate: &'r Gate,
-}
+/// What each stream's worker of a UDP run is handed.
+pub(super) type StreamRun<'r, 's> = run::StreamRun<'r, 's, UdpSpec>;
 
 /// Runs the streams until senders reach their limit and receivers their end, and returns what
 /// this end counted.
@@ -110,12 +103,7 @@ pub fn run(
     let state = RunState::new(streams.len());
     let gate = Gate::new();
     let shared = state.shared(control);
-    let run = StreamRun {
-        spec,
-        deadlines: &runner.deadlines,
-        shared: &shared,
-        gate: &gate,
-    };
+    let run = StreamRun::new(spec, &runner, &shared, &gate);
     let (mut report, outcomes) = runner.drive(&shared, &gate, sink, |idx| {
         let s = &streams[idx];
         match s.role {
