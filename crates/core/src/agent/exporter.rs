@@ -114,62 +114,20 @@ impl Default for Exporter {
             profile_runs: Counter::default(),
             profile_failures: Counter::default(),
         };
+        // One row a metric: name, unit, help, the metric (on one line each, so that the table
+        // reads as one).
+        #[rustfmt::skip]
         let table: [(&str, Option<Unit>, &str, Box<dyn Metric>); 10] = [
-            (
-                "tests_accepted",
-                None,
-                "Tests this agent accepted, by kind (a third-party test counts as its kind)",
-                Box::new(m.accepted.clone()),
-            ),
-            (
-                "tests_refused",
-                None,
-                "Test requests refused before they began, by reason (the protocol's error kind)",
-                Box::new(m.refused.clone()),
-            ),
-            (
-                "tests_failed",
-                None,
-                "Accepted tests that ended without this end's report, by kind",
-                Box::new(m.failed.clone()),
-            ),
+            ("tests_accepted", None, "Tests this agent accepted, by kind (a third-party test counts as its kind)", Box::new(m.accepted.clone())),
+            ("tests_refused", None, "Test requests refused before they began, by reason (the protocol's error kind)", Box::new(m.refused.clone())),
+            ("tests_failed", None, "Accepted tests that ended without this end's report, by kind", Box::new(m.failed.clone())),
             ("tests_running", None, "Tests running now", Box::new(m.running.clone())),
-            (
-                "test",
-                Some(Unit::Bytes),
-                "Bytes this agent's end of tests moved, by kind and direction (sent, received), added when each test ends",
-                Box::new(m.bytes.clone()),
-            ),
-            (
-                "test_datagrams",
-                None,
-                "UDP datagrams this agent's end of tests sent or received, by kind and direction, added when each test ends",
-                Box::new(m.datagrams.clone()),
-            ),
-            (
-                "test_duration",
-                Some(Unit::Seconds),
-                "How long accepted tests ran, from acceptance to their end, by kind",
-                Box::new(m.duration.clone()),
-            ),
-            (
-                "handshake_failures",
-                None,
-                "Connections refused before a test request was read (version, auth, busy, protocol), by reason",
-                Box::new(m.handshake_failures.clone()),
-            ),
-            (
-                "profile_runs",
-                None,
-                "Profile commands run before a test (--profile)",
-                Box::new(m.profile_runs.clone()),
-            ),
-            (
-                "profile_failures",
-                None,
-                "Profile commands that failed, refusing their test",
-                Box::new(m.profile_failures.clone()),
-            ),
+            ("test", Some(Unit::Bytes), "Bytes this agent's end of tests moved, by kind and direction (sent, received), added when each test ends", Box::new(m.bytes.clone())),
+            ("test_datagrams", None, "UDP datagrams this agent's end of tests sent or received, by kind and direction, added when each test ends", Box::new(m.datagrams.clone())),
+            ("test_duration", Some(Unit::Seconds), "How long accepted tests ran, from acceptance to their end, by kind", Box::new(m.duration.clone())),
+            ("handshake_failures", None, "Connections refused before a test request was read (version, auth, busy, protocol), by reason", Box::new(m.handshake_failures.clone())),
+            ("profile_runs", None, "Profile commands run before a test (--profile)", Box::new(m.profile_runs.clone())),
+            ("profile_failures", None, "Profile commands that failed, refusing their test", Box::new(m.profile_failures.clone())),
         ];
         for (name, unit, help, metric) in table {
             match unit {
@@ -496,12 +454,8 @@ fn answer(head: &[u8], metrics: &Exporter) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    /// Prometheus' rules for names: the data model's characters, base units, counters ending
-    /// in `_total` (from the encoder), no `_bps` or other scaled units.
-    #[test]
-    fn issue_25_every_metric_name_follows_prometheus_rules() {
-        let m = Exporter::default();
-        // Every family with a sample, so that every name shows.
+    /// Gives every family a sample, so that every name shows.
+    fn sample_every_family(m: &Exporter) {
         m.event(&AgentEvent::TestStarted {
             peer: "127.0.0.1:1".parse().expect("addr"),
             test: "udp",
@@ -517,6 +471,14 @@ mod tests {
             test: "udp",
             completed: false,
         });
+    }
+
+    /// Prometheus' rules for names: the data model's characters, base units, counters ending
+    /// in `_total` (from the encoder), no `_bps` or other scaled units.
+    #[test]
+    fn issue_25_every_metric_name_follows_prometheus_rules() {
+        let m = Exporter::default();
+        sample_every_family(&m);
         let text = m.openmetrics();
         assert!(text.ends_with("# EOF\n"), "{text}");
         let mut types = std::collections::BTreeMap::new();
@@ -609,19 +571,7 @@ mod tests {
                 "# TYPE linerate_profile_failures counter",
             ]
         );
-        m.event(&AgentEvent::TestStarted {
-            peer: "127.0.0.1:1".parse().expect("addr"),
-            test: "udp",
-        });
-        m.refused(ErrorKind::Busy);
-        m.handshake_failed(ErrorKind::Auth);
-        m.duration("udp", Duration::from_millis(1500));
-        m.test_report("udp", &SideReport::default());
-        m.event(&AgentEvent::TestEnded {
-            peer: "127.0.0.1:1".parse().expect("addr"),
-            test: "udp",
-            completed: false,
-        });
+        sample_every_family(&m);
         assert_eq!(
             descriptors(&m.openmetrics()),
             [
