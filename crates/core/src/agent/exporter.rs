@@ -53,6 +53,9 @@ fn duration_buckets() -> Histogram {
     Histogram::new([0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0])
 }
 
+/// One metric of the registration table: its name, unit, help and the metric.
+type Row = (&'static str, Option<Unit>, &'static str, Box<dyn Metric>);
+
 /// A metric of any type as the registry takes one (`impl Metric`), so that one table can list
 /// them all; it forwards every call, `is_empty` too (an empty family prints no descriptor).
 #[derive(Debug)]
@@ -117,7 +120,7 @@ impl Default for Exporter {
         // One row a metric: name, unit, help, the metric (on one line each, so that the table
         // reads as one).
         #[rustfmt::skip]
-        let table: [(&str, Option<Unit>, &str, Box<dyn Metric>); 10] = [
+        let table: [Row; 10] = [
             ("tests_accepted", None, "Tests this agent accepted, by kind (a third-party test counts as its kind)", Box::new(m.accepted.clone())),
             ("tests_refused", None, "Test requests refused before they began, by reason (the protocol's error kind)", Box::new(m.refused.clone())),
             ("tests_failed", None, "Accepted tests that ended without this end's report, by kind", Box::new(m.failed.clone())),
