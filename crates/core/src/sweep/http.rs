@@ -311,6 +311,19 @@ pub(crate) mod tests {
         }
     }
 
+    /// Points of `users` with a baseline of 1000 responses/s (8 Mbit/s in) at 4 users.
+    fn with_baseline(users: Vec<u32>) -> HttpPoints {
+        HttpPoints {
+            users: Users::List(users),
+            baseline: Some(HttpBaseline {
+                responses_per_second: 1000.0,
+                bits_per_second_in: 8e6,
+                object_bytes: 1000,
+                users: 4,
+            }),
+        }
+    }
+
     fn optimum_of(s: &Sweep) -> Option<&Optimum> {
         match &s.kind {
             SweepKind::Http(h) => h.summary.optimum.as_ref(),
@@ -409,15 +422,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_baseline_goes_into_each_point_with_a_note_near_it() {
-        let plan = HttpPoints {
-            users: Users::List(vec![4, 16]),
-            baseline: Some(HttpBaseline {
-                responses_per_second: 1000.0,
-                bits_per_second_in: 8e6,
-                object_bytes: 1000,
-                users: 4,
-            }),
-        };
+        let plan = with_baseline(vec![4, 16]);
         let s = sweep(&spec(), &plan, |s| Ok::<_, String>(saturating(s)), |_| Ok(())).expect("runs");
         let result = |i: usize| s.points[i].result.as_ref().expect("ran");
         let share = |i: usize| {
@@ -455,15 +460,7 @@ pub(crate) mod tests {
 
     #[test]
     fn documents_from_before_the_baseline_was_kept_still_read() {
-        let plan = HttpPoints {
-            users: Users::List(vec![4]),
-            baseline: Some(HttpBaseline {
-                responses_per_second: 1000.0,
-                bits_per_second_in: 8e6,
-                object_bytes: 1000,
-                users: 4,
-            }),
-        };
+        let plan = with_baseline(vec![4]);
         let s = sweep(&spec(), &plan, |s| Ok::<_, String>(saturating(s)), |_| Ok(())).expect("runs");
         let mut v = serde_json::to_value(&s).expect("serialises");
         v.as_object_mut().expect("an object").remove("baseline");

@@ -4,8 +4,8 @@
 //! lost and stale, and the round trips from the scheduled moment and from the send.
 
 use super::stream::{HIST_MAX_NS, POLL, RrSocket, RrStream, hex, histogram, raw_fd, tag};
+use super::{StreamRun, ask_buffers};
 use crate::engine::pacing::{Pacer, SPIN};
-use crate::engine::run::{Deadlines, Gate, Shared};
 use crate::result::{OpenLoopReport, RrStreamReport, StreamEnd};
 use crate::spec::RrSpec;
 use hdrhistogram::Histogram;
@@ -216,18 +216,9 @@ fn wait_for(fd: std::os::fd::RawFd, write: bool, ns: u64) {
 /// Long on purpose: what remains is the per-request loop (send on schedule, read, match, time,
 /// wait) as one body, so that nothing on a request's path is a call the compiler may not inline
 /// and each step sees the loop's state without passing it; its setup and its report are apart.
-pub(super) fn ask_open(
-    spec: &RrSpec,
-    deadlines: &Deadlines,
-    idx: usize,
-    s: &RrStream,
-    shared: &Shared<'_>,
-    gate: &Gate,
-) -> RrStreamReport {
-    let req = spec.request_bytes as usize;
-    let resp = spec.response_bytes as usize;
-    let mut request = vec![0x5a_u8; req];
-    let mut buf = vec![0u8; resp.max(65_536)];
+pub(super) fn ask_open(run: StreamRun<'_, '_>, idx: usize, s: &RrStream) -> RrStreamReport {
+    let (spec, deadlines, shared, gate) = (run.spec, run.deadlines, run.shared, run.gate);
+    let (req, resp, mut request, mut buf) = ask_buffers(spec);
     let (tcp, udp, fd) = nonblocking(&s.socket);
     let tag_bytes = req.min(resp).min(8);
     let max_outstanding = outstanding_cap(spec.max_outstanding, udp.is_some(), tag_bytes);

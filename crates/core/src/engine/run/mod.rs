@@ -367,6 +367,61 @@ pub(crate) struct Runner<'a> {
     pub received: Option<ReceivedHook<'a>>,
 }
 
+/// What each stream's worker of a run is handed: its kind's spec `S`, the runner's deadlines
+/// (limit, deadline), the counters the workers share and the start gate.
+pub(crate) struct StreamRun<'r, 's, S> {
+    pub spec: &'r S,
+    pub deadlines: &'r Deadlines,
+    pub shared: &'r Shared<'s>,
+    pub gate: &'r Gate,
+}
+
+impl<S> Clone for StreamRun<'_, '_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for StreamRun<'_, '_, S> {}
+
+impl<'r, 's, S> StreamRun<'r, 's, S> {
+    /// What `runner`'s workers are handed, for a run of `spec`.
+    pub fn new(spec: &'r S, runner: &'r Runner<'_>, shared: &'r Shared<'s>, gate: &'r Gate) -> Self {
+        StreamRun {
+            spec,
+            deadlines: &runner.deadlines,
+            shared,
+            gate,
+        }
+    }
+}
+
+impl<'a> Runner<'a> {
+    /// A run of one worker per stream at normal priority, without the TCP engine's hooks: how
+    /// the kinds that count their own operations (udp, rr) run. Fails on a CPU this machine
+    /// lacks.
+    pub fn one_worker_per_stream<'g>(
+        deadlines: Deadlines,
+        streams: impl Iterator<Item = (u16, Role, &'g SocketGrant)>,
+        name: &'static str,
+        cpus: &'a [usize],
+    ) -> Result<Runner<'a>, EngineError> {
+        pin::check_cpus(cpus)?;
+        let streams = StreamInfo::all(streams);
+        Ok(Runner {
+            deadlines,
+            workers: streams.len(),
+            streams,
+            name,
+            cpus,
+            sched: Sched::Normal,
+            tcp_info: None,
+            queued: None,
+            received: None,
+        })
+    }
+}
+
 impl Runner<'_> {
     /// Starts the workers (`work(w)` on worker `w`), samples until every stream has ended, and
     /// returns this end's report and each worker's return value (None where it panicked). A
