@@ -107,6 +107,22 @@ def rounds(args, run_round, ctx):
         yield from run_round(args, rnd, ctx)
 
 
+def collect(args, setup, run_round, teardown, pick=lambda values: values, then=None):
+    """Every counted round's values, `pick`ed, by (key, tool) in round order: the context from
+    `setup(args)`, the rounds (`rounds`), then `then(ctx)` while the context still stands (a
+    bench's extra runs); `teardown(ctx)` whatever happens."""
+    res = {}
+    ctx = setup(args)
+    try:
+        for key, tool, values in rounds(args, run_round, ctx):
+            res.setdefault((key, tool), []).append(pick(values))
+        if then:
+            then(ctx)
+    finally:
+        teardown(ctx)
+    return res
+
+
 def prepare(args, commands, packages):
     """Enters the bench's own session, installs the peer tools when missing and builds linerate."""
     own_session()

@@ -137,6 +137,21 @@ def pairs(rows):
                           got[(case, "linerate")][1], got[(case, "h2load")][1]) for case in CASES]
 
 
+def streams_sweep(args, ctx):
+    """One round of requests/s as streams per connection grow, over TLS, each tool in turn."""
+    print()
+    print("# requests/s as streams per connection grow (TLS, 16 connections, one round)")
+    sweep = {}
+    for streams in SWEEP:
+        for tool, binary in tools(args):
+            rps, _, err = one(args, tool, binary, ctx["servers"]["tls"].url("1k.bin"), streams)
+            sweep[(streams, tool)] = rps
+            time.sleep(0.5)
+        row = "  ".join(f"{tool} {sweep[(streams, tool)]:>10,.0f}" for tool, _ in tools(args))
+        print(f"streams {streams:>3}  {row}  ratio {sweep[(streams, 'linerate')] / sweep[(streams, 'h2load')]:.3f}",
+              flush=True)
+
+
 def main():
     args = benchlib.arguments(__doc__, DEFAULT_SECONDS)
     benchlib.prepare(args, *NEEDS)
@@ -144,24 +159,7 @@ def main():
     print(f"# {versions[0].stderr.strip()}; {versions[1].stdout.strip()}; -c {CONNECTIONS} -m {STREAMS} -D {args.seconds}, one client thread; "
           f"{args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
     benchlib.print_builds(args)
-    res = {}
-    ctx = setup(args)
-    try:
-        for case, tool, values in benchlib.rounds(args, run_round, ctx):
-            res.setdefault((case, tool), []).append(values)
-        print()
-        print("# requests/s as streams per connection grow (TLS, 16 connections, one round)")
-        sweep = {}
-        for streams in SWEEP:
-            for tool, binary in tools(args):
-                rps, _, err = one(args, tool, binary, ctx["servers"]["tls"].url("1k.bin"), streams)
-                sweep[(streams, tool)] = rps
-                time.sleep(0.5)
-            row = "  ".join(f"{tool} {sweep[(streams, tool)]:>10,.0f}" for tool, _ in tools(args))
-            print(f"streams {streams:>3}  {row}  ratio {sweep[(streams, 'linerate')] / sweep[(streams, 'h2load')]:.3f}",
-                  flush=True)
-    finally:
-        teardown(ctx)
+    res = benchlib.collect(args, setup, run_round, teardown, then=lambda ctx: streams_sweep(args, ctx))
     print()
     print("# medians, -c 16 -m 10; ratio linerate/h2load")
     for case in CASES:

@@ -119,13 +119,7 @@ def main():
     print(f"# {nginx_version}; {wrk_version}; {h2_version}; {args.seconds} s per run, {args.rounds} interleaved rounds, "
           f"{os.cpu_count()} CPUs")
     benchlib.print_builds(args)
-    res = {}
-    ctx = setup(args)
-    try:
-        for case, tool, values in benchlib.rounds(args, run_round, ctx):
-            res.setdefault((case, tool), []).append(values[0])
-    finally:
-        teardown(ctx)
+    res = benchlib.collect(args, setup, run_round, teardown, pick=lambda values: values[0])
     print()
     for case, peer, unit in (("keepalive", "wrk", "responses/s"), ("handshakes", "h2load", "full handshakes/s")):
         lr, pr = statistics.median(res[(case, "linerate")]), statistics.median(res[(case, peer)])

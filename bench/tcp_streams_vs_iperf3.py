@@ -141,10 +141,7 @@ def main():
     print(f"# {version}; {mine}")
     print(f"# loopback, {args.seconds} s per run, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")
     print(f"{'round':>5} {'P':>3} {'tool':<9} {'Mbit/s':>10} {'client MiB':>10} {'server MiB':>10} {'CPU s/Gbit':>11}")
-    results = {}
-    ctx = setup(args)
-    for streams, name, values in benchlib.rounds(args, run_round, ctx):
-        results.setdefault((streams, name), []).append(values[:3])
+    results = benchlib.collect(args, setup, run_round, teardown, pick=lambda values: values[:3])
     print()
     print(
         f"{'P':>3} {'linerate Mbit/s':>16} {'iperf3 Mbit/s':>14} {'ratio':>6}   "

@@ -151,10 +151,7 @@ def main():
           f"{f', linerate --zerocopy={args.zerocopy} vs iperf3 -Z' if args.zerocopy else ''}")
     benchlib.print_builds(args)
     print(f"{'round':>5} {'P':>2} {'tool':<9} {'Mbit/s':>10} {'CPU s':>7} {'CPU s/Gbit':>11}")
-    results = {}
-    ctx = setup(args)
-    for streams, name, values in benchlib.rounds(args, run_round, ctx):
-        results.setdefault((streams, name), []).append(values)
+    results = benchlib.collect(args, setup, run_round, teardown)
     print()
     print(f"{'P':>2} {'linerate Mbit/s':>16} {'iperf3 Mbit/s':>14} {'ratio':>6}   {'linerate CPU s/Gbit':>19} {'iperf3':>8} {'ratio':>6}")
     for streams in counts(args):

@@ -3,8 +3,9 @@
 
 use crate::cli::common::Route;
 use crate::cli::quick::QuickArgs;
+use crate::drive::routed::Routed;
 use crate::drive::tcp::Tcp;
-use crate::drive::{Mode, Test, drive};
+use crate::drive::{Mode, TestCommand, drive};
 use linerate_core::agent::{Agent, AgentConfig};
 use linerate_core::client::{ClientOptions, Target};
 use linerate_core::spec::{Limit, TcpSpec, Validate};
@@ -36,14 +37,15 @@ pub fn quick(args: &QuickArgs) -> anyhow::Result<ExitCode> {
         }],
         from: None,
     };
-    drive(Test {
+    drive(TestCommand {
         // Told apart from a `tcp` run in `linerate results --label quick=yes`.
         labels: vec![("quick".to_string(), "yes".to_string())],
         lab: false,
-        ..Test::new(
-            Tcp {
+        ..TestCommand::new(
+            Routed {
                 route,
                 opts: ClientOptions::default(),
+                kind: Tcp,
             },
             spec,
             Mode::Once,

@@ -313,9 +313,9 @@ pub fn say_missing(missing: &str) -> String {
 fn profile_ask(command: &Command) -> Option<profiles::ProfileAsk> {
     let (agents, port, reach) = match command {
         Command::Tcp(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.reach),
-        Command::Udp(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.reach),
-        Command::Rr(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.reach),
-        Command::Http(a) => (a.agent.to_vec(), linerate_core::client::DEFAULT_PORT, &a.reach),
+        Command::Udp(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.common.reach),
+        Command::Rr(a) => (a.hosts.hosts.clone(), a.hosts.port, &a.common.reach),
+        Command::Http(a) => (a.agent.to_vec(), linerate_core::client::DEFAULT_PORT, &a.common.reach),
         _ => return None,
     };
     Some(profiles::ProfileAsk {

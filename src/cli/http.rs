@@ -1,7 +1,7 @@
 //! `linerate http URL...`: simulated users (closed loop) or a request rate (open loop) against
 //! any HTTP/1.1 or HTTP/2 server, Avalanche's method.
 
-use super::common::{CpuArgs, OutputArgs};
+use super::common::CpuArgs;
 use super::timing::RampArgs;
 use super::usage::{Usage, usage};
 use anyhow::Context;
@@ -148,13 +148,7 @@ the two are the same. normal (SCHED_OTHER) is the kernel's default."
     pub baseline: bool,
 
     #[command(flatten)]
-    pub output: OutputArgs,
-
-    #[command(flatten)]
-    pub repeat: super::common::RepeatArgs,
-
-    #[command(flatten)]
-    pub reach: super::ConnectArgs,
+    pub common: super::common::CommonArgs,
 }
 
 impl HttpArgs {

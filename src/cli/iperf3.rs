@@ -87,7 +87,7 @@ mod tests {
                 Ok(super::check_tcp(&a.into_spec()?, &reach)?)
             }),
             Command::Udp(a) => a.hosts.iperf3_server().and_then(|_| {
-                let reach = a.reach.clone();
+                let reach = a.common.reach.clone();
                 Ok(super::check_udp(&a.into_spec()?, &reach)?)
             }),
             _ => unreachable!("tcp or udp"),

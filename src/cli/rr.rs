@@ -1,7 +1,7 @@
 //! `linerate rr HOST[:PORT]`: request-response round trips (netperf's TCP_RR, UDP_RR, TCP_CRR;
 //! UDPmon's latency against frame size).
 
-use super::common::{HostArgs, OutputArgs, StreamArgs};
+use super::common::{HostArgs, StreamArgs};
 use super::timing::TimingArgs;
 use super::usage::{Usage, usage};
 use linerate_core::spec::{RrProto, RrSpec};
@@ -96,13 +96,7 @@ once took, is --timeout-ms 200. Example: --timeout 50ms"
     pub expect: Vec<BitRate>,
 
     #[command(flatten)]
-    pub output: OutputArgs,
-
-    #[command(flatten)]
-    pub repeat: super::common::RepeatArgs,
-
-    #[command(flatten)]
-    pub reach: super::ConnectArgs,
+    pub common: super::common::CommonArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -1,6 +1,6 @@
 //! `linerate udp`: paced UDP streams, UDPmon's method.
 
-use super::common::{HostArgs, MAX_SWEEP_POINTS, OutputArgs, StreamArgs, parse_list, parse_sizes};
+use super::common::{HostArgs, MAX_SWEEP_POINTS, StreamArgs, parse_list, parse_sizes};
 use super::timing::TimingArgs;
 use super::usage::{Usage, usage};
 use linerate_core::spec::UdpSpec;
@@ -78,13 +78,7 @@ Sets the gap between datagrams from -l. 0: as fast as possible. Example: --rate 
     pub gaps: Option<String>,
 
     #[command(flatten)]
-    pub output: OutputArgs,
-
-    #[command(flatten)]
-    pub repeat: super::common::RepeatArgs,
-
-    #[command(flatten)]
-    pub reach: super::ConnectArgs,
+    pub common: super::common::CommonArgs,
 }
 
 impl UdpArgs {
@@ -142,7 +136,7 @@ impl UdpArgs {
         u32::try_from(self.length.0).map_err(|_| usage!("-l {} is too large", self.length))
     }
 
-    pub fn sweep(&self) -> Result<Option<linerate_core::sweep::udp::UdpPlan>, Usage> {
+    pub fn sweep(&self) -> Result<Option<linerate_core::sweep::udp::UdpPoints>, Usage> {
         if self.sizes.is_none() && self.gaps.is_none() {
             return Ok(None);
         }
@@ -167,7 +161,7 @@ impl UdpArgs {
                 sizes.len() * gaps.len()
             ));
         }
-        Ok(Some(linerate_core::sweep::udp::UdpPlan::new(&sizes, &gaps)))
+        Ok(Some(linerate_core::sweep::udp::UdpPoints::new(&sizes, &gaps)))
     }
 }
 

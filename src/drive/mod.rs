@@ -1,16 +1,19 @@
 //! The one test driver: every test command (`tcp`, `udp`, `rr`, `http`, `quick`) runs through
-//! [`drive`]. A kind hands it a [`Test`]: its [`Kind`] (what differs: how one run goes, its
+//! [`drive`]. A kind hands it a [`TestCommand`]: its [`Kind`] (what differs: how one run goes, its
 //! sweep, its words, the [`Route`] it was given), the spec and the [`Mode`] (once, `--repeat`,
 //! or a sweep). The driver owns what every kind shares: the Ctrl-C flag, the live lines, the
-//! lab record, the progress of a sweep or repeat, a pattern's matrix (`fleet.rs`: a route to a
+//! lab record, the progress of a sweep or repeat, a pattern's matrix (`pattern.rs`: a route to a
 //! fleet runs there, once), and the end ([`crate::finish`]: print, store, exit status).
 //!
 //! Each kind's file (`tcp.rs`, `udp.rs`, `rr.rs`, `http.rs`) turns its parsed arguments into a
-//! `Test` (its route made once by `HostArgs::route`, its spec once by `into_spec`) and
-//! implements `Kind`; a new kind is one more such file and one arm in `main.rs`.
+//! `TestCommand` (its route made once by `HostArgs::route`, its spec once by `into_spec`) and
+//! implements `Kind` (tcp, udp and rr through `routed.rs`: the part of a `Kind` that runs
+//! along a `Route` is written once there); a new kind is one more such file and one arm in
+//! `main.rs`.
 
 pub mod http;
 mod pattern;
+pub mod routed;
 pub mod rr;
 pub mod tcp;
 pub mod udp;
@@ -21,7 +24,7 @@ use crate::finish::{Keep, finish, print_text};
 use crate::interrupt::interrupt_flag;
 use crate::live::LiveLines;
 use anyhow::Context;
-use linerate_core::client::{ClientError, ClientOptions, Sink, Target, run_from, run_iperf3};
+use linerate_core::client::{ClientOptions, Sink};
 use linerate_core::result::lab::LabRecord;
 use linerate_core::result::{RepeatPolicy, TestResult};
 use linerate_core::spec::TestSpec;
@@ -35,7 +38,7 @@ pub trait Kind {
     /// The validated spec of one run.
     type Spec;
     /// What a sweep of this kind varies (sizes, gaps, user counts).
-    type Plan;
+    type Points;
     /// The kind's name in a repeat's document and in errors (`tcp test against ...`).
     const NAME: &'static str;
     /// What the live lines count per second instead of Mbit/s (`transactions`, `responses`).
@@ -75,7 +78,7 @@ pub trait Kind {
     fn sweep(
         &self,
         base: &Self::Spec,
-        plan: &Self::Plan,
+        plan: &Self::Points,
         run: impl FnMut(&Self::Spec) -> anyhow::Result<TestResult>,
         progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
     ) -> anyhow::Result<Sweep>;
@@ -105,10 +108,10 @@ impl<P> Mode<P> {
 }
 
 /// One test command, ready to run.
-pub struct Test<K: Kind> {
+pub struct TestCommand<K: Kind> {
     pub kind: K,
     pub spec: K::Spec,
-    pub mode: Mode<K::Plan>,
+    pub mode: Mode<K::Points>,
     pub output: OutputArgs,
     /// Labels the command adds to the user's (`quick=yes`).
     pub labels: Vec<(String, String)>,
@@ -117,10 +120,10 @@ pub struct Test<K: Kind> {
     pub lab: bool,
 }
 
-impl<K: Kind> Test<K> {
+impl<K: Kind> TestCommand<K> {
     /// A test command's test: no labels of its own, its lab recorded.
-    pub fn new(kind: K, spec: K::Spec, mode: Mode<K::Plan>, output: OutputArgs) -> Test<K> {
-        Test {
+    pub fn new(kind: K, spec: K::Spec, mode: Mode<K::Points>, output: OutputArgs) -> TestCommand<K> {
+        TestCommand {
             kind,
             spec,
             mode,
@@ -132,8 +135,8 @@ impl<K: Kind> Test<K> {
 }
 
 /// Runs the test as its mode says, then prints, stores and returns the exit status.
-pub fn drive<K: Kind>(test: Test<K>) -> anyhow::Result<ExitCode> {
-    let Test {
+pub fn drive<K: Kind>(test: TestCommand<K>) -> anyhow::Result<ExitCode> {
+    let TestCommand {
         kind,
         spec,
         mode,
@@ -228,27 +231,4 @@ fn show_sweep(sweep: &Sweep, quiet: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     print_text(&linerate_report::sweep::progress(sweep))
-}
-
-/// One run of a kind that runs against linerate agents, along its route: `here` runs it from
-/// this host against the agents; with `--from` it is a third-party run of the same spec (no
-/// interval lines: the run comes back whole); an iperf3 server takes the spec as iperf3's
-/// parameters.
-pub fn run_routed(
-    route: &Route,
-    spec: TestSpec,
-    opts: &ClientOptions,
-    sink: &mut dyn Sink,
-    interrupt: &AtomicBool,
-    here: impl FnOnce(&[Target], &mut dyn Sink) -> Result<TestResult, ClientError>,
-) -> anyhow::Result<TestResult> {
-    match route {
-        Route::Agents { targets, from: None } => Ok(here(targets, sink)?),
-        Route::Agents {
-            targets,
-            from: Some(from),
-        } => Ok(run_from(from, targets[0].addr, &spec, opts, None, None, interrupt)?.result),
-        Route::Iperf3(server) => Ok(run_iperf3(&spec, server, opts, sink, interrupt)?),
-        Route::Fleet(_) => anyhow::bail!("a pattern runs as a matrix of tests, not as one test"),
-    }
 }

@@ -7,7 +7,7 @@
 use crate::cli::common::Fleet;
 use crate::cli::usage::usage;
 use crate::finish::print_text;
-use linerate_core::client::{ClientOptions, MatrixPlan, cell_figure, read_clocks, run_matrix};
+use linerate_core::client::{ClientOptions, MatrixLayout, cell_figure, read_clocks, run_matrix};
 use linerate_core::result::{Cell, CellFigure, Matrix};
 use linerate_core::spec::TestSpec;
 
@@ -51,7 +51,7 @@ pub(super) fn matrix(fleet: &Fleet, spec: &TestSpec, opts: &ClientOptions, quiet
             return Err(usage!("--different-nodes left no pair: every agent says it runs on one node").into());
         }
     }
-    let plan = MatrixPlan {
+    let plan = MatrixLayout {
         spec,
         pattern,
         hosts: &targets,

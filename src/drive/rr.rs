@@ -1,23 +1,21 @@
 //! `linerate rr` in the driver: one run is [`run_rr`], a sweep grows the requests (or both
 //! frames) over `--sizes` and fits the latency line.
 
-use super::{Kind, Mode, Test, drive, run_routed};
+use super::Mode;
+use super::routed::{self, AgentKind, Here};
 use crate::cli::common::{Iperf3, Route};
 use crate::cli::rr::{RrArgs, SweepWhat};
 use anyhow::Context;
-use linerate_core::client::{ClientOptions, Sink, run_rr};
+use linerate_core::client::run_rr;
 use linerate_core::result::TestResult;
 use linerate_core::spec::{RrSpec, TestSpec};
-use linerate_core::sweep::rr::{PathToward, RrPlan};
+use linerate_core::sweep::rr::{PathToward, RrPoints};
 use linerate_core::sweep::{RrVaries, Sweep};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 
-/// A request-response test along its route (linerate agents or a fleet's pattern), and what a
-/// size sweep grows and expects.
+/// A request-response test (along the route [`routed::Routed`] holds: linerate agents or a
+/// fleet's pattern), and what a size sweep grows and expects.
 pub struct Rr {
-    route: Route,
-    opts: ClientOptions,
     varies: RrVaries,
     /// `--expect`: the bandwidths a sweep's fit is compared with, bits per second.
     expect: Vec<f64>,
@@ -25,10 +23,11 @@ pub struct Rr {
 
 /// `linerate rr`.
 pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
-    let output = args.output.clone();
     let sizes = args.sizes()?;
-    let mode = Mode::of(args.repeat.policy()?, sizes, "--sizes")?;
-    let (route, opts) = args.hosts.route(Iperf3::Refuses, &args.streams.cpus, &args.reach)?;
+    let mode = Mode::of(args.common.repeat.policy()?, sizes, "--sizes")?;
+    let at = args
+        .hosts
+        .route(Iperf3::Refuses, &args.streams.cpus, &args.common.reach)?;
     let expect: Vec<f64> = args.expect.iter().map(|r| r.0).collect();
     anyhow::ensure!(expect.iter().all(|b| *b > 0.0), "--expect bandwidths must be above 0");
     let varies = if args.sweep == SweepWhat::Both {
@@ -36,65 +35,20 @@ pub fn command(args: RrArgs) -> anyhow::Result<ExitCode> {
     } else {
         RrVaries::Request
     };
-    drive(Test::new(
-        Rr {
-            route,
-            opts,
-            varies,
-            expect,
-        },
-        args.into_spec()?,
-        mode,
-        output,
-    ))
+    let (reach, output) = (args.common.reach.clone(), args.common.output.clone());
+    routed::command(Rr { varies, expect }, mode, at, &reach, args.into_spec()?, output)
 }
 
-impl Kind for Rr {
+impl AgentKind for Rr {
     type Spec = RrSpec;
     /// The request (or frame) sizes, bytes.
-    type Plan = Vec<u32>;
+    type Points = Vec<u32>;
     const NAME: &'static str = "rr";
     const PER_SECOND: Option<&'static str> = Some("transactions");
-
-    fn options(&self) -> &ClientOptions {
-        &self.opts
-    }
-
-    fn route(&self) -> Option<&Route> {
-        Some(&self.route)
-    }
+    const HERE: Here<RrSpec> = run_rr;
 
     fn test_spec(spec: &RrSpec) -> TestSpec {
         TestSpec::Rr(spec.clone())
-    }
-
-    fn interval_seconds(spec: &RrSpec) -> f64 {
-        spec.timing.interval_seconds
-    }
-
-    fn run(
-        &self,
-        spec: &RrSpec,
-        opts: &ClientOptions,
-        sink: &mut dyn Sink,
-        interrupt: &AtomicBool,
-    ) -> anyhow::Result<TestResult> {
-        run_routed(
-            &self.route,
-            Self::test_spec(spec),
-            opts,
-            sink,
-            interrupt,
-            |targets, sink| run_rr(spec, targets, opts, sink, interrupt),
-        )
-    }
-
-    fn targets(&self) -> Vec<String> {
-        self.route.names()
-    }
-
-    fn validate(spec: &RrSpec) -> anyhow::Result<()> {
-        Ok(spec.validate()?)
     }
 
     /// A failed point becomes a note at that point in the sweep, which names it.
@@ -104,13 +58,14 @@ impl Kind for Rr {
 
     fn sweep(
         &self,
+        route: &Route,
         base: &RrSpec,
         sizes: &Vec<u32>,
         run: impl FnMut(&RrSpec) -> anyhow::Result<TestResult>,
         progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
     ) -> anyhow::Result<Sweep> {
-        let first = self.route.agents().first().context("no agent named")?;
-        let plan = RrPlan {
+        let first = route.agents().first().context("no agent named")?;
+        let plan = RrPoints {
             sizes_bytes: sizes.clone(),
             varies: self.varies,
             expect_bits_per_second: self.expect.clone(),

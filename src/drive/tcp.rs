@@ -1,81 +1,42 @@
 //! `linerate tcp` in the driver: one run is [`run_tcp`], a sweep varies the transfer size
 //! (`--sizes`).
 
-use super::{Kind, Mode, Test, drive, run_routed};
+use super::Mode;
+use super::routed::{self, AgentKind, Here};
+use crate::cli::ConnectArgs;
 use crate::cli::common::{Iperf3, Route};
 use crate::cli::tcp::TcpArgs;
-use linerate_core::client::{ClientOptions, Sink, run_tcp};
+use crate::cli::usage::Usage;
+use linerate_core::client::run_tcp;
 use linerate_core::result::TestResult;
-use linerate_core::spec::{TcpSpec, TestSpec, Validate};
+use linerate_core::spec::{TcpSpec, TestSpec};
 use linerate_core::sweep::Sweep;
 use linerate_core::units::ByteSize;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 
-/// A TCP test along its route: linerate agents, an iperf3 server or a fleet's pattern.
-pub struct Tcp {
-    pub route: Route,
-    pub opts: ClientOptions,
-}
+/// A TCP test (along the route [`routed::Routed`] holds).
+pub struct Tcp;
 
 /// `linerate tcp`.
 pub fn command(args: TcpArgs) -> anyhow::Result<ExitCode> {
-    let output = args.output.clone();
-    let repeat = args.repeat.policy()?;
-    let mode = Mode::of(repeat, args.sizes()?, "--sizes")?;
-    let (route, opts) = args.hosts.route(Iperf3::Takes, &args.streams.cpus, &args.reach)?;
-    let reach = args.reach.clone();
-    let spec = args.into_spec()?;
-    if matches!(route, Route::Iperf3(_)) {
-        crate::cli::iperf3::check_tcp(&spec, &reach)?;
-    }
-    drive(Test::new(Tcp { route, opts }, spec, mode, output))
+    let mode = Mode::of(args.repeat.policy()?, args.sizes()?, "--sizes")?;
+    let at = args.hosts.route(Iperf3::Takes, &args.streams.cpus, &args.reach)?;
+    let (reach, output) = (args.reach.clone(), args.output.clone());
+    routed::command(Tcp, mode, at, &reach, args.into_spec()?, output)
 }
 
-impl Kind for Tcp {
+impl AgentKind for Tcp {
     type Spec = TcpSpec;
-    type Plan = Vec<ByteSize>;
+    type Points = Vec<ByteSize>;
     const NAME: &'static str = "tcp";
-
-    fn options(&self) -> &ClientOptions {
-        &self.opts
-    }
-
-    fn route(&self) -> Option<&Route> {
-        Some(&self.route)
-    }
+    const HERE: Here<TcpSpec> = run_tcp;
 
     fn test_spec(spec: &TcpSpec) -> TestSpec {
         TestSpec::Tcp(spec.clone())
     }
 
-    fn interval_seconds(spec: &TcpSpec) -> f64 {
-        spec.timing.interval_seconds
-    }
-
-    fn run(
-        &self,
-        spec: &TcpSpec,
-        opts: &ClientOptions,
-        sink: &mut dyn Sink,
-        interrupt: &AtomicBool,
-    ) -> anyhow::Result<TestResult> {
-        run_routed(
-            &self.route,
-            Self::test_spec(spec),
-            opts,
-            sink,
-            interrupt,
-            |targets, sink| run_tcp(spec, targets, opts, sink, interrupt),
-        )
-    }
-
-    fn targets(&self) -> Vec<String> {
-        self.route.names()
-    }
-
-    fn validate(spec: &TcpSpec) -> anyhow::Result<()> {
-        Ok(spec.validate()?)
+    fn check_iperf3(spec: &TcpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
+        crate::cli::iperf3::check_tcp(spec, reach)
     }
 
     fn point(spec: &TcpSpec) -> Option<String> {
@@ -84,6 +45,7 @@ impl Kind for Tcp {
 
     fn sweep(
         &self,
+        _route: &Route,
         base: &TcpSpec,
         sizes: &Vec<ByteSize>,
         run: impl FnMut(&TcpSpec) -> anyhow::Result<TestResult>,

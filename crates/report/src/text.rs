@@ -19,6 +19,11 @@ fn row(out: &mut String, label: &str, value: String) {
     let _ = writeln!(out, "  {label:<38}{value}");
 }
 
+/// A count with its rate: "1,234 (56.7 per second)".
+fn count_per_second(count: f64, per_second: f64) -> String {
+    format!("{} ({} per second)", grouped(count, 0), grouped(per_second, 1))
+}
+
 use http::{cost_block, timeline_table, users_block};
 use iperf3::iperf3_block;
 use mix::mix_block;

@@ -183,8 +183,8 @@ mod tests {
         let full = [&["linerate"][..], args].concat();
         let made = match Cli::try_parse_from(full).expect("parses").command {
             Command::Tcp(a) => a.hosts.route(Iperf3::Takes, &a.streams.cpus, &a.reach),
-            Command::Udp(a) => a.hosts.route(Iperf3::Takes, &a.streams.cpus, &a.reach),
-            Command::Rr(a) => a.hosts.route(Iperf3::Refuses, &a.streams.cpus, &a.reach),
+            Command::Udp(a) => a.hosts.route(Iperf3::Takes, &a.streams.cpus, &a.common.reach),
+            Command::Rr(a) => a.hosts.route(Iperf3::Refuses, &a.streams.cpus, &a.common.reach),
             _ => unreachable!("tcp, udp or rr"),
         };
         made.map(|(route, _)| route)

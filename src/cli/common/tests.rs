@@ -24,8 +24,8 @@ type Shared = (
 fn shared(cmd: Command) -> Shared {
     let (h, s, r, o) = match cmd {
         Command::Tcp(a) => (a.hosts, a.streams, a.timing, a.output),
-        Command::Udp(a) => (a.hosts, a.streams, a.timing, a.output),
-        Command::Rr(a) => (a.hosts, a.streams, a.timing, a.output),
+        Command::Udp(a) => (a.hosts, a.streams, a.timing, a.common.output),
+        Command::Rr(a) => (a.hosts, a.streams, a.timing, a.common.output),
         other => panic!("parsed as {other:?}"),
     };
     let targets = h
@@ -167,7 +167,11 @@ fn http_takes_cpus_interval_json_and_times() {
         panic!("not http")
     };
     assert_eq!(
-        (a.cpus.list(), a.timing.interval.interval.as_secs_f64(), a.output.json),
+        (
+            a.cpus.list(),
+            a.timing.interval.interval.as_secs_f64(),
+            a.common.output.json
+        ),
         (vec![1], 2.0, true)
     );
     let s = a.spec_for(1).expect("valid");
@@ -199,9 +203,9 @@ fn connect_timeout_and_doctor_rtt_are_times() {
 fn repeat_args(cmd: Command) -> super::RepeatArgs {
     match cmd {
         Command::Tcp(a) => a.repeat,
-        Command::Udp(a) => a.repeat,
-        Command::Rr(a) => a.repeat,
-        Command::Http(a) => a.repeat,
+        Command::Udp(a) => a.common.repeat,
+        Command::Rr(a) => a.common.repeat,
+        Command::Http(a) => a.common.repeat,
         other => panic!("parsed as {other:?}"),
     }
 }
@@ -291,9 +295,9 @@ const TEST_COMMANDS: [&[&str]; 5] = [
 fn output_of(cmd: Command) -> super::OutputArgs {
     match cmd {
         Command::Tcp(a) => a.output,
-        Command::Udp(a) => a.output,
-        Command::Rr(a) => a.output,
-        Command::Http(a) => a.output,
+        Command::Udp(a) => a.common.output,
+        Command::Rr(a) => a.common.output,
+        Command::Http(a) => a.common.output,
         Command::Quick(a) => a.output,
         other => panic!("parsed as {other:?}"),
     }
@@ -361,8 +365,8 @@ fn bind_sets_the_clients_source_address_in_every_test_command() {
         for args in [vec![cmd, "h", "-B", "127.0.0.2"], vec![cmd, "h", "--bind=127.0.0.2"]] {
             let opts = match parse(&args).expect("valid") {
                 Command::Tcp(a) => a.reach.options(),
-                Command::Udp(a) => a.reach.options(),
-                Command::Rr(a) => a.reach.options(),
+                Command::Udp(a) => a.common.reach.options(),
+                Command::Rr(a) => a.common.reach.options(),
                 _ => panic!("not a test command"),
             };
             assert_eq!(

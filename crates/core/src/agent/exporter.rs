@@ -18,11 +18,13 @@ use super::config::AgentEvent;
 use crate::proto::ErrorKind;
 use crate::result::{Role, SideReport};
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::{Metric, Registry, Unit};
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
@@ -49,6 +51,28 @@ type Reason = [(&'static str, &'static str); 1];
 /// Test durations' buckets, seconds: 0.1 s to about 30 min.
 fn duration_buckets() -> Histogram {
     Histogram::new([0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0])
+}
+
+/// One metric of the registration table: its name, unit, help and the metric.
+type Row = (&'static str, Option<Unit>, &'static str, Box<dyn Metric>);
+
+/// A metric of any type as the registry takes one (`impl Metric`), so that one table can list
+/// them all; it forwards every call, `is_empty` too (an empty family prints no descriptor).
+#[derive(Debug)]
+struct Registered(Box<dyn Metric>);
+
+impl EncodeMetric for Registered {
+    fn encode(&self, encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.0.metric_type()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// The agent's counters and the registry that names them.
@@ -93,55 +117,27 @@ impl Default for Exporter {
             profile_runs: Counter::default(),
             profile_failures: Counter::default(),
         };
-        let r = &mut m.registry;
-        r.register(
-            "tests_accepted",
-            "Tests this agent accepted, by kind (a third-party test counts as its kind)",
-            m.accepted.clone(),
-        );
-        r.register(
-            "tests_refused",
-            "Test requests refused before they began, by reason (the protocol's error kind)",
-            m.refused.clone(),
-        );
-        r.register(
-            "tests_failed",
-            "Accepted tests that ended without this end's report, by kind",
-            m.failed.clone(),
-        );
-        r.register("tests_running", "Tests running now", m.running.clone());
-        r.register_with_unit(
-            "test",
-            "Bytes this agent's end of tests moved, by kind and direction (sent, received), added when each test ends",
-            Unit::Bytes,
-            m.bytes.clone(),
-        );
-        r.register(
-            "test_datagrams",
-            "UDP datagrams this agent's end of tests sent or received, by kind and direction, added when each test ends",
-            m.datagrams.clone(),
-        );
-        r.register_with_unit(
-            "test_duration",
-            "How long accepted tests ran, from acceptance to their end, by kind",
-            Unit::Seconds,
-            m.duration.clone(),
-        );
-        r.register(
-            "handshake_failures",
-            "Connections refused before a test request was read (version, auth, busy, protocol), by reason",
-            m.handshake_failures.clone(),
-        );
-        r.register(
-            "profile_runs",
-            "Profile commands run before a test (--profile)",
-            m.profile_runs.clone(),
-        );
-        r.register(
-            "profile_failures",
-            "Profile commands that failed, refusing their test",
-            m.profile_failures.clone(),
-        );
+        // One row a metric: name, unit, help, the metric (on one line each, so that the table
+        // reads as one).
+        #[rustfmt::skip]
+        let table: [Row; 10] = [
+            ("tests_accepted", None, "Tests this agent accepted, by kind (a third-party test counts as its kind)", Box::new(m.accepted.clone())),
+            ("tests_refused", None, "Test requests refused before they began, by reason (the protocol's error kind)", Box::new(m.refused.clone())),
+            ("tests_failed", None, "Accepted tests that ended without this end's report, by kind", Box::new(m.failed.clone())),
+            ("tests_running", None, "Tests running now", Box::new(m.running.clone())),
+            ("test", Some(Unit::Bytes), "Bytes this agent's end of tests moved, by kind and direction (sent, received), added when each test ends", Box::new(m.bytes.clone())),
+            ("test_datagrams", None, "UDP datagrams this agent's end of tests sent or received, by kind and direction, added when each test ends", Box::new(m.datagrams.clone())),
+            ("test_duration", Some(Unit::Seconds), "How long accepted tests ran, from acceptance to their end, by kind", Box::new(m.duration.clone())),
+            ("handshake_failures", None, "Connections refused before a test request was read (version, auth, busy, protocol), by reason", Box::new(m.handshake_failures.clone())),
+            ("profile_runs", None, "Profile commands run before a test (--profile)", Box::new(m.profile_runs.clone())),
+            ("profile_failures", None, "Profile commands that failed, refusing their test", Box::new(m.profile_failures.clone())),
+        ];
+        for (name, unit, help, metric) in table {
+            match unit {
+                Some(unit) => m.registry.register_with_unit(name, help, unit, Registered(metric)),
+                None => m.registry.register(name, help, Registered(metric)),
+            }
+        }
         m
     }
 }
@@ -461,12 +457,8 @@ fn answer(head: &[u8], metrics: &Exporter) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    /// Prometheus' rules for names: the data model's characters, base units, counters ending
-    /// in `_total` (from the encoder), no `_bps` or other scaled units.
-    #[test]
-    fn issue_25_every_metric_name_follows_prometheus_rules() {
-        let m = Exporter::default();
-        // Every family with a sample, so that every name shows.
+    /// Gives every family a sample, so that every name shows.
+    fn sample_every_family(m: &Exporter) {
         m.event(&AgentEvent::TestStarted {
             peer: "127.0.0.1:1".parse().expect("addr"),
             test: "udp",
@@ -482,6 +474,14 @@ mod tests {
             test: "udp",
             completed: false,
         });
+    }
+
+    /// Prometheus' rules for names: the data model's characters, base units, counters ending
+    /// in `_total` (from the encoder), no `_bps` or other scaled units.
+    #[test]
+    fn issue_25_every_metric_name_follows_prometheus_rules() {
+        let m = Exporter::default();
+        sample_every_family(&m);
         let text = m.openmetrics();
         assert!(text.ends_with("# EOF\n"), "{text}");
         let mut types = std::collections::BTreeMap::new();
@@ -551,5 +551,56 @@ mod tests {
             "application/openmetrics-text;version=1.0.0,text/plain;q=0.5"
         )));
         assert!(!wants_text(None) && !wants_text(Some("*/*")));
+    }
+
+    /// The descriptor lines (`# HELP`, `# TYPE`, `# UNIT`) of an exposition, in order.
+    fn descriptors(text: &str) -> Vec<&str> {
+        text.lines().filter(|l| l.starts_with("# ") && *l != "# EOF").collect()
+    }
+
+    /// Every metric registered once, in the documented order, with its help and unit; a family
+    /// without a sample prints no descriptor until it has one.
+    #[test]
+    fn every_metric_is_registered_in_order_with_its_help_and_unit() {
+        let m = Exporter::default();
+        assert_eq!(
+            descriptors(&m.openmetrics()),
+            [
+                "# HELP linerate_tests_running Tests running now.",
+                "# TYPE linerate_tests_running gauge",
+                "# HELP linerate_profile_runs Profile commands run before a test (--profile).",
+                "# TYPE linerate_profile_runs counter",
+                "# HELP linerate_profile_failures Profile commands that failed, refusing their test.",
+                "# TYPE linerate_profile_failures counter",
+            ]
+        );
+        sample_every_family(&m);
+        assert_eq!(
+            descriptors(&m.openmetrics()),
+            [
+                "# HELP linerate_tests_accepted Tests this agent accepted, by kind (a third-party test counts as its kind).",
+                "# TYPE linerate_tests_accepted counter",
+                "# HELP linerate_tests_refused Test requests refused before they began, by reason (the protocol's error kind).",
+                "# TYPE linerate_tests_refused counter",
+                "# HELP linerate_tests_failed Accepted tests that ended without this end's report, by kind.",
+                "# TYPE linerate_tests_failed counter",
+                "# HELP linerate_tests_running Tests running now.",
+                "# TYPE linerate_tests_running gauge",
+                "# HELP linerate_test_bytes Bytes this agent's end of tests moved, by kind and direction (sent, received), added when each test ends.",
+                "# TYPE linerate_test_bytes counter",
+                "# UNIT linerate_test_bytes bytes",
+                "# HELP linerate_test_datagrams UDP datagrams this agent's end of tests sent or received, by kind and direction, added when each test ends.",
+                "# TYPE linerate_test_datagrams counter",
+                "# HELP linerate_test_duration_seconds How long accepted tests ran, from acceptance to their end, by kind.",
+                "# TYPE linerate_test_duration_seconds histogram",
+                "# UNIT linerate_test_duration_seconds seconds",
+                "# HELP linerate_handshake_failures Connections refused before a test request was read (version, auth, busy, protocol), by reason.",
+                "# TYPE linerate_handshake_failures counter",
+                "# HELP linerate_profile_runs Profile commands run before a test (--profile).",
+                "# TYPE linerate_profile_runs counter",
+                "# HELP linerate_profile_failures Profile commands that failed, refusing their test.",
+                "# TYPE linerate_profile_failures counter",
+            ]
+        );
     }
 }

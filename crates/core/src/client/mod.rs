@@ -37,7 +37,7 @@ pub use http::{HttpAgent, http_targets, run_http};
 pub(crate) use iperf3::fuzz::check as iperf3_fuzz_check;
 pub use iperf3::{SCHEME as IPERF3_SCHEME, iperf3_target, run_iperf3};
 pub(crate) use matrix::error_chain;
-pub use matrix::{CLOCK_EXCHANGES, MatrixPlan, cell_figure, cell_value, read_clocks, run_matrix};
+pub use matrix::{CLOCK_EXCHANGES, MatrixLayout, cell_figure, cell_value, read_clocks, run_matrix};
 pub use query::agent_profiles;
 pub use rr::run_rr;
 pub(crate) use session::START_WAIT_MAX;

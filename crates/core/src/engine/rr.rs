@@ -11,9 +11,9 @@
 //! request unanswered within the timeout counts as lost and the stream goes on.
 
 use super::pacing::Pacer;
-use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo, Unblock};
+use super::run::{self, Deadlines, Gate, RunState, Runner, Shared, Unblock};
 use super::sockopt::{self, Proto, Tuning};
-use super::{Control, EngineError, Sink, pin};
+use super::{Control, EngineError, Sink};
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
 use crate::spec::RrSpec;
 use std::io::{self, Read, Write};
@@ -67,41 +67,29 @@ pub fn run(
     sink: &mut dyn Sink,
     control: &Control,
 ) -> Result<SideReport, EngineError> {
-    pin::check_cpus(cpus)?;
-    let n = streams.len();
-    let state = RunState::new(n);
-    let gate = Gate::new();
-    let shared = state.shared(control);
     let accept = accept.map(Mutex::new);
     let answering = streams.iter().all(|s| s.role == Role::Receive);
-    let mut plan = Plan::new(&spec.timing);
+    let mut deadlines = Deadlines::new(&spec.timing);
     // An answering side ends when told the asking is over: that is the normal end, not a cut.
-    plan.ends_on_stop = answering;
-    plan.unblock = unblock_tcp(&streams);
-    let runner = Runner {
-        plan,
-        streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
-        // One worker per stream.
-        workers: n,
-        name: "linerate-r",
-        cpus,
-        sched: crate::spec::Sched::Normal,
-        tcp_info: None,
-        queued: None,
-        received: None,
-    };
+    deadlines.ends_on_stop = answering;
+    deadlines.unblock = unblock_tcp(&streams);
+    let each = streams.iter().map(|s| (s.id, s.role, &s.grant));
+    let runner = Runner::one_worker_per_stream(deadlines, each, "linerate-r", cpus)?;
+    let state = RunState::new(streams.len());
+    let gate = Gate::new();
+    let shared = state.shared(control);
     let busy_poll = spec.busy_poll_us.and_then(|us| {
         let fd = streams.iter().find_map(|s| raw_fd(&s.socket))?;
         Some(sockopt::busy_poll_note(us, sockopt::busy_poll_us(&fd)))
     });
-    let plan = &runner.plan;
+    let run = StreamRun::new(spec, &runner, &shared, &gate);
     let (mut report, outcomes) = runner.drive(&shared, &gate, sink, |idx| {
         let s = &streams[idx];
         let open = spec.rate.is_some() && matches!(s.socket, RrSocket::Tcp(_) | RrSocket::Udp(_));
         match s.role {
-            Role::Send if open => open::ask_open(spec, plan, idx, s, &shared, &gate),
-            Role::Send => ask(spec, plan, idx, s, &shared, &gate),
-            Role::Receive => answer(spec, plan, idx, s, accept.as_ref(), &shared, &gate),
+            Role::Send if open => open::ask_open(run, idx, s),
+            Role::Send => ask(run, idx, s),
+            Role::Receive => answer(run, idx, s, accept.as_ref()),
         }
     })?;
     for (r, o) in report.streams.iter_mut().zip(outcomes) {
@@ -139,19 +127,28 @@ fn unblock_tcp(streams: &[RrStream]) -> Option<Unblock> {
     })
 }
 
-/// One asking stream.
-fn ask(spec: &RrSpec, plan: &Plan, idx: usize, s: &RrStream, shared: &Shared<'_>, gate: &Gate) -> RrStreamReport {
+/// What each stream's worker of an rr run is handed.
+type StreamRun<'r, 's> = run::StreamRun<'r, 's, RrSpec>;
+
+/// An asking stream's sizes (request, response) and buffers: the request it writes and where it
+/// reads an answer (at least 64 KiB).
+fn ask_buffers(spec: &RrSpec) -> (usize, usize, Vec<u8>, Vec<u8>) {
     let req = spec.request_bytes as usize;
     let resp = spec.response_bytes as usize;
-    let mut request = vec![0x5a_u8; req];
-    let mut response = vec![0u8; resp.max(65_536)];
+    (req, resp, vec![0x5a_u8; req], vec![0u8; resp.max(65_536)])
+}
+
+/// One asking stream.
+fn ask(run: StreamRun<'_, '_>, idx: usize, s: &RrStream) -> RrStreamReport {
+    let (spec, deadlines, shared, gate) = (run.spec, run.deadlines, run.shared, run.gate);
+    let (req, resp, mut request, mut response) = ask_buffers(spec);
     let mut rtt = histogram();
     let mut connect_hist = histogram();
     let (mut lost, mut stale, mut errors) = (0u64, 0u64, 0u64);
-    let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
+    let (limit, deadline_ns) = (deadlines.count(), deadlines.deadline_ns());
     let timeout = Duration::from_millis(u64::from(spec.timeout_ms));
     // Transactions begun in the warm-up are done but not timed into the figures.
-    let warmup_ns = plan.measure_window().0.as_nanos() as u64;
+    let warmup_ns = deadlines.measure_window().0.as_nanos() as u64;
     let counter = &shared.counters[idx];
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
@@ -312,20 +309,18 @@ fn transact_udp(
 
 /// One answering stream (or, for TCP_CRR, one of the threads answering new connections).
 fn answer(
-    spec: &RrSpec,
-    plan: &Plan,
+    run: StreamRun<'_, '_>,
     idx: usize,
     s: &RrStream,
     accept: Option<&Mutex<mpsc::Receiver<(u16, TcpStream)>>>,
-    shared: &Shared<'_>,
-    gate: &Gate,
 ) -> RrStreamReport {
+    let (spec, deadlines, shared, gate) = (run.spec, run.deadlines, run.shared, run.gate);
     let req = spec.request_bytes as usize;
     let resp = spec.response_bytes as usize;
     let mut request = vec![0u8; req.max(65_536)];
     let mut response = vec![0xa5_u8; resp];
     let counter = &shared.counters[idx];
-    let deadline = plan.deadline();
+    let deadline = deadlines.deadline();
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
     let (mut served, mut errors) = (0u64, 0u64);

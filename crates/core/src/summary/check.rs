@@ -14,7 +14,7 @@
 //! flight (the client's own counts on the other end; issue 22: a clean TCP end reported with 0
 //! bytes received after 5.4 GB sent was taken as a complete run at 0 Mbit/s).
 
-use crate::engine::run::Plan;
+use crate::engine::run::Deadlines;
 use crate::engine::sequence::tracked_datagrams;
 use crate::result::{Role, SideReport, StreamEnd, StreamReport, UdpReceiveReport};
 use crate::spec::TestSpec;
@@ -123,13 +123,15 @@ pub enum ReportError {
 /// How long a report may say the run lasted, seconds: the longer of the time asked for and the
 /// time the client has seen pass, plus [`SLACK_SECONDS`].
 pub(super) fn run_seconds(spec: &TestSpec, elapsed: Duration) -> f64 {
-    let asked = Plan::new(spec.timing()).deadline().map_or(0.0, |d| d.as_secs_f64());
+    let asked = Deadlines::new(spec.timing())
+        .deadline()
+        .map_or(0.0, |d| d.as_secs_f64());
     asked.max(elapsed.as_secs_f64()) + SLACK_SECONDS
 }
 
 /// Intervals (per stream, and host timeline entries) a run of `seconds` makes at most.
 fn intervals_in(spec: &TestSpec, seconds: f64) -> u64 {
-    if let Some(interval) = Plan::new(spec.timing()).interval() {
+    if let Some(interval) = Deadlines::new(spec.timing()).interval() {
         (seconds / interval.as_secs_f64()).ceil() as u64 + 2
     } else {
         2

@@ -7,7 +7,7 @@
 use super::rr::figures;
 use super::{host_side_summary, hosts_side_summary};
 use crate::engine::http::{HttpReport, ServerCounts};
-use crate::engine::run::Plan;
+use crate::engine::run::Deadlines;
 use crate::metrics::host::HostInfo;
 use crate::result::{
     ConnectionCounts, ConnectionRates, ErrorBudget, ErrorSummary, HostIntervalRecord, HostRecord, HttpIntervalRecord,
@@ -188,7 +188,7 @@ pub(crate) fn summarise(spec: &HttpSpec, run: &HttpReport) -> HttpSummary {
 
 /// The timeline of the run in intervals, ramp included.
 pub(crate) fn timeline(spec: &HttpSpec, run: &HttpReport, end_ns: u64) -> Vec<HttpIntervalRecord> {
-    let ramp_ns = Plan::new(&spec.timing).measure_window().0.as_nanos() as u64;
+    let ramp_ns = Deadlines::new(&spec.timing).measure_window().0.as_nanos() as u64;
     let iv = run.interval_ns.max(1);
     let mut out = Vec::new();
     for (i, b) in run.timeline.iter().enumerate() {
@@ -309,7 +309,7 @@ pub(crate) fn assemble(
         secs,
     );
     let received = host_side_summary("client", client, run.bytes_in, run.responses, spec.users as usize, secs);
-    let planned_ns = Plan::new(&spec.timing).deadline_ns().unwrap_or_default();
+    let planned_ns = Deadlines::new(&spec.timing).deadline_ns().unwrap_or_default();
     let mut intervals: Vec<IntervalRecord> = timeline(spec, run, client.window_end_ns.min(planned_ns))
         .into_iter()
         .map(IntervalRecord::Http)

@@ -2,7 +2,7 @@
 //! `--baseline`: the same users against linerate's own server on this host, to tell a slow
 //! server from a load generator at its limit.
 //!
-//! In: a base [`HttpSpec`], an [`HttpPlan`] and a closure that runs one spec. Out: a [`Sweep`]
+//! In: a base [`HttpSpec`], an [`HttpPoints`] and a closure that runs one spec. Out: a [`Sweep`]
 //! of kind [`SweepKind::Http`]; an [`HttpBaseline`] that [`HttpBaseline::apply`] writes into a
 //! result. The baseline's fetches and its server are the driver's (the binary's
 //! `drive/http/baseline.rs`): here are what they read and run, no socket. The one-shot probe for
@@ -31,7 +31,7 @@ pub enum Users {
 
 /// What a user sweep runs and what it compares each point with.
 #[derive(Clone, Debug, PartialEq)]
-pub struct HttpPlan {
+pub struct HttpPoints {
     pub users: Users,
     /// `--baseline`, measured before the sweep: written into every point's result.
     pub baseline: Option<HttpBaseline>,
@@ -128,7 +128,7 @@ const FIND_OPTIMUM_MAX_USERS: u32 = 16_384;
 /// sweep with its error; one cut short ends it as partial, without an optimum.
 pub fn sweep<E>(
     base: &HttpSpec,
-    plan: &HttpPlan,
+    plan: &HttpPoints,
     mut run: impl FnMut(&HttpSpec) -> Result<TestResult, E>,
     mut progress: impl FnMut(&Sweep) -> Result<(), E>,
 ) -> Result<Sweep, E> {
@@ -246,6 +246,19 @@ pub(crate) mod tests {
         }
     }
 
+    /// Points of `users` with a baseline of 1000 responses/s (8 Mbit/s in) at 4 users.
+    fn with_baseline(users: Vec<u32>) -> HttpPoints {
+        HttpPoints {
+            users: Users::List(users),
+            baseline: Some(HttpBaseline {
+                responses_per_second: 1000.0,
+                bits_per_second_in: 8e6,
+                object_bytes: 1000,
+                users: 4,
+            }),
+        }
+    }
+
     fn optimum_of(s: &Sweep) -> Option<&Optimum> {
         match &s.kind {
             SweepKind::Http(h) => h.summary.optimum.as_ref(),
@@ -259,7 +272,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_list_runs_in_order_and_finds_the_knee() {
-        let plan = HttpPlan {
+        let plan = HttpPoints {
             users: Users::List(vec![16, 4, 8]),
             baseline: None,
         };
@@ -290,7 +303,7 @@ pub(crate) mod tests {
     /// users on: the optimum is where the successes stop growing, not where the failures peak.
     #[test]
     fn issue_23_the_optimum_counts_successful_responses() {
-        let plan = HttpPlan {
+        let plan = HttpPoints {
             users: Users::List(vec![4, 8, 16]),
             baseline: None,
         };
@@ -308,7 +321,7 @@ pub(crate) mod tests {
 
     #[test]
     fn find_optimum_doubles_until_flat() {
-        let plan = HttpPlan {
+        let plan = HttpPoints {
             users: Users::FindOptimum,
             baseline: None,
         };
@@ -322,7 +335,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_partial_sweep_has_no_optimum() {
-        let plan = HttpPlan {
+        let plan = HttpPoints {
             users: Users::List(vec![4, 8, 16]),
             baseline: None,
         };
@@ -344,15 +357,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_baseline_goes_into_each_point_with_a_note_near_it() {
-        let plan = HttpPlan {
-            users: Users::List(vec![4, 16]),
-            baseline: Some(HttpBaseline {
-                responses_per_second: 1000.0,
-                bits_per_second_in: 8e6,
-                object_bytes: 1000,
-                users: 4,
-            }),
-        };
+        let plan = with_baseline(vec![4, 16]);
         let s = sweep(&spec(), &plan, |s| Ok::<_, String>(saturating(s)), |_| Ok(())).expect("runs");
         let result = |i: usize| s.points[i].result.as_ref().expect("ran");
         let share = |i: usize| {
@@ -390,15 +395,7 @@ pub(crate) mod tests {
 
     #[test]
     fn documents_from_before_the_baseline_was_kept_still_read() {
-        let plan = HttpPlan {
-            users: Users::List(vec![4]),
-            baseline: Some(HttpBaseline {
-                responses_per_second: 1000.0,
-                bits_per_second_in: 8e6,
-                object_bytes: 1000,
-                users: 4,
-            }),
-        };
+        let plan = with_baseline(vec![4]);
         let s = sweep(&spec(), &plan, |s| Ok::<_, String>(saturating(s)), |_| Ok(())).expect("runs");
         let mut v = serde_json::to_value(&s).expect("serialises");
         v.as_object_mut().expect("an object").remove("baseline");

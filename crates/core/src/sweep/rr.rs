@@ -2,7 +2,7 @@
 //! its least-squares line (through each point's p50) and the slope the path should give. A point
 //! that fails is recorded with its error and the sweep goes on.
 //!
-//! In: a base [`RrSpec`], an [`RrPlan`] (with the [`PathToward`] the first agent, read by the
+//! In: a base [`RrSpec`], an [`RrPoints`] (with the [`PathToward`] the first agent, read by the
 //! caller) and a closure that runs one spec. Out: a [`Sweep`] of kind [`SweepKind::Rr`].
 
 use super::{
@@ -45,7 +45,7 @@ impl PathToward {
 
 /// What a size sweep varies and what it is compared with.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RrPlan {
+pub struct RrPoints {
     pub sizes_bytes: Vec<u32>,
     /// Which message grows.
     pub varies: RrVaries,
@@ -59,7 +59,7 @@ pub struct RrPlan {
 /// point cut short ends it as partial. Only `progress`'s own errors end it early.
 pub fn sweep<E: Display>(
     base: &RrSpec,
-    plan: &RrPlan,
+    plan: &RrPoints,
     mut run: impl FnMut(&RrSpec) -> Result<TestResult, E>,
     mut progress: impl FnMut(&Sweep) -> Result<(), E>,
 ) -> Result<Sweep, E> {
@@ -197,8 +197,8 @@ mod tests {
         stub_result(TestSpec::Rr(spec.clone()), summary)
     }
 
-    fn plan(sizes: &[u32]) -> RrPlan {
-        RrPlan {
+    fn plan(sizes: &[u32]) -> RrPoints {
+        RrPoints {
             sizes_bytes: sizes.to_vec(),
             varies: RrVaries::Both,
             expect_bits_per_second: vec![10e9],

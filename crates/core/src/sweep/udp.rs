@@ -1,7 +1,7 @@
 //! The UDP sweep (UDPmon's curves): one run per (gap, size), gaps outer, sizes inner; received
 //! throughput and loss against spacing come from each point's own result.
 //!
-//! In: a base [`UdpSpec`], a [`UdpPlan`] and a closure that runs one spec. Out: a [`Sweep`].
+//! In: a base [`UdpSpec`], a [`UdpPoints`] and a closure that runs one spec. Out: a [`Sweep`].
 
 use super::{At, Parameter, Sweep, SweepKind, SweepPoint, push};
 use crate::result::TestResult;
@@ -9,15 +9,15 @@ use crate::spec::UdpSpec;
 
 /// The sizes and gaps of a UDP sweep, each in the order given, without repeats.
 #[derive(Clone, Debug, PartialEq)]
-pub struct UdpPlan {
+pub struct UdpPoints {
     pub sizes_bytes: Vec<u32>,
     pub gaps_ns: Vec<u64>,
 }
 
-impl UdpPlan {
+impl UdpPoints {
     /// The plan over these sizes and gaps; a value given twice runs once.
-    pub fn new(sizes_bytes: &[u32], gaps_ns: &[u64]) -> UdpPlan {
-        let mut plan = UdpPlan {
+    pub fn new(sizes_bytes: &[u32], gaps_ns: &[u64]) -> UdpPoints {
+        let mut plan = UdpPoints {
             sizes_bytes: Vec::new(),
             gaps_ns: Vec::new(),
         };
@@ -45,7 +45,7 @@ impl UdpPlan {
 /// sweep with its error; one cut short ends it as partial.
 pub fn sweep<E>(
     base: &UdpSpec,
-    plan: &UdpPlan,
+    plan: &UdpPoints,
     mut run: impl FnMut(&UdpSpec) -> Result<TestResult, E>,
     mut progress: impl FnMut(&Sweep) -> Result<(), E>,
 ) -> Result<Sweep, E> {
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn gaps_run_outer_and_sizes_inner_once_each() {
-        let plan = UdpPlan::new(&[64, 1472, 64], &[0, 10_000]);
+        let plan = UdpPoints::new(&[64, 1472, 64], &[0, 10_000]);
         assert_eq!(plan.points(), 4);
         let mut shown = Vec::new();
         let s = sweep(
@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn a_failed_point_ends_the_sweep_with_its_error() {
-        let plan = UdpPlan::new(&[64], &[0, 1000]);
+        let plan = UdpPoints::new(&[64], &[0, 1000]);
         let got = sweep(&UdpSpec::new(), &plan, |_| Err("refused".to_string()), |_| Ok(()));
         assert_eq!(got, Err("refused".to_string()));
     }

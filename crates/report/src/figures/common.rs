@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 /// More streams than this: the timeline shows the totals only.
 const MAX_STREAM_SERIES: usize = 8;
 
-/// `fig-timeline`: Mbit/s per stream and in total at each interval, as the receivers counted
-/// (the senders when no receiver's intervals came).
-pub fn timeline(r: &TestResult) -> Option<Figure> {
+/// A run's stream intervals as its receivers counted them, or its senders' where no receiver's
+/// came: the one side every throughput-over-time figure draws.
+pub(super) fn counted_streams(r: &TestResult) -> Vec<&StreamInterval> {
     let records: Vec<&StreamInterval> = r
         .intervals
         .iter()
@@ -25,10 +25,14 @@ pub fn timeline(r: &TestResult) -> Option<Figure> {
     } else {
         "sent"
     };
-    let records: Vec<&StreamInterval> = records.into_iter().filter(|s| s.side == side).collect();
-    if records.is_empty() {
-        return None;
-    }
+    records.into_iter().filter(|s| s.side == side).collect()
+}
+
+/// `fig-timeline`: Mbit/s per stream and in total at each interval, as the receivers counted
+/// (the senders when no receiver's intervals came).
+pub fn timeline(r: &TestResult) -> Option<Figure> {
+    let records = counted_streams(r);
+    let side = records.first()?.side.as_str();
     let agents: std::collections::BTreeSet<&str> = records.iter().map(|s| s.agent.as_str()).collect();
     let directions: std::collections::BTreeSet<&str> = records.iter().map(|s| s.direction.as_str()).collect();
     let mut streams: BTreeMap<(&str, &str, u16), Vec<Point>> = BTreeMap::new();

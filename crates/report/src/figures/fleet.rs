@@ -5,7 +5,7 @@
 
 use crate::plot::scale::label;
 use crate::plot::{Axis, Figure, HeatCell, HeatMap, HeatState, Point, Series, Style};
-use linerate_wire::result::{Cell, CellFigure, IntervalRecord, Matrix, StreamInterval, TestResult};
+use linerate_wire::result::{Cell, CellFigure, Matrix, TestResult};
 use std::collections::BTreeMap;
 
 /// A cell's name: "h2 → h5".
@@ -178,21 +178,8 @@ type Sample = (f64, f64, f64);
 /// A run's received bytes as samples on its own clock, its streams summed, per direction (None
 /// for a one-way run); the senders' where no receiver's came.
 fn flow_samples(r: &TestResult) -> Vec<(Option<String>, Vec<Sample>)> {
-    let records: Vec<&StreamInterval> = r
-        .intervals
-        .iter()
-        .filter_map(|i| match i {
-            IntervalRecord::Stream(s) => Some(s),
-            _ => None,
-        })
-        .collect();
-    let side = if records.iter().any(|s| s.side == "received") {
-        "received"
-    } else {
-        "sent"
-    };
     let mut by: BTreeMap<&str, Vec<Sample>> = BTreeMap::new();
-    for s in records.into_iter().filter(|s| s.side == side) {
+    for s in super::common::counted_streams(r) {
         by.entry(s.direction.as_str()).or_default().push((
             s.sample.start_ns as f64 / 1e9,
             s.sample.end_ns as f64 / 1e9,

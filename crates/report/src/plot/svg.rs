@@ -636,6 +636,16 @@ fn style_name(s: Style) -> &'static str {
     }
 }
 
+/// A mark's label at `(x, y)` in `fill`, haloed in white so that it reads over the lines below.
+fn mark_label((x, y): (f64, f64), fill: &str, label: &str) -> String {
+    format!(
+        r##"<text x="{}" y="{}" fill="{fill}" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
+        f1(x),
+        f1(y),
+        escape(label)
+    )
+}
+
 /// Where a mark's text of width `w` goes: at (x, y) when that is clear of the texts already
 /// `placed`, else the first clear row below it within the plot (`down`), else nowhere (the
 /// figure's description and tooltips carry every number). Kept inside the plot's width.
@@ -681,14 +691,8 @@ fn marks(o: &mut String, fig: &Figure, xm: &Mapping, ym: &Mapping, placed: &mut 
                 let w = text_width(label, FONT);
                 // Right of the line, or left of it where the plot ends first.
                 let tx = if px + 4.0 + w > xm.to { px - 4.0 - w } else { px + 4.0 };
-                let text = place(placed, xm, tx, top + 24.0, w, Some(bottom)).map_or(String::new(), |(tx, ty)| {
-                    format!(
-                        r##"<text x="{}" y="{}" fill="#000" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
-                        f1(tx),
-                        f1(ty),
-                        escape(label)
-                    )
-                });
+                let text = place(placed, xm, tx, top + 24.0, w, Some(bottom))
+                    .map_or(String::new(), |at| mark_label(at, "#000", label));
                 let _ = write!(
                     o,
                     r##"<g class="mark vline"><line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="#000" stroke-dasharray="4 3"/>{text}</g>"##,
@@ -710,14 +714,7 @@ fn marks(o: &mut String, fig: &Figure, xm: &Mapping, ym: &Mapping, placed: &mut 
                 let text = [py - 3.0, py + 3.0 + ASCENT]
                     .into_iter()
                     .find_map(|ty| place(placed, xm, tx, ty, w, None))
-                    .map_or(String::new(), |(tx, ty)| {
-                        format!(
-                            r##"<text x="{}" y="{}" fill="#333" paint-order="stroke" stroke="#fff" stroke-width="3">{}</text>"##,
-                            f1(tx),
-                            f1(ty),
-                            escape(label)
-                        )
-                    });
+                    .map_or(String::new(), |at| mark_label(at, "#333", label));
                 let _ = write!(
                     o,
                     r##"<g class="mark hline"><line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="#555" stroke-dasharray="3 3"/>{text}</g>"##,

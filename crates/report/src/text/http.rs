@@ -3,7 +3,7 @@
 //! the load (issue 23), and the timeline. In: the document alone; out: text lines.
 
 use super::row;
-use super::{grouped, side_block};
+use super::{count_per_second, grouped, side_block};
 use linerate_wire::result::{
     Http2Summary, HttpIntervalRecord, HttpSummary, IntervalRecord, LatencyFigures, SideSummary, TestResult, TlsSummary,
 };
@@ -126,23 +126,15 @@ pub(super) fn users_block(out: &mut String, h: &HttpSummary) {
     row(
         out,
         "Successful responses (2xx)",
-        format!(
-            "{} ({} per second)",
-            grouped(ok as f64, 0),
-            grouped(
-                h.successful_responses_per_second.unwrap_or_else(|| per_second(h, ok)),
-                1
-            )
+        count_per_second(
+            ok as f64,
+            h.successful_responses_per_second.unwrap_or_else(|| per_second(h, ok)),
         ),
     );
     row(
         out,
         "All responses (any status)",
-        format!(
-            "{} ({} per second)",
-            grouped(h.responses as f64, 0),
-            grouped(h.responses_per_second, 1)
-        ),
+        count_per_second(h.responses as f64, h.responses_per_second),
     );
     row(
         out,

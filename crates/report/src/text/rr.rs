@@ -3,8 +3,8 @@
 //! requests, connect times, peaks and the round-trip histogram. In: the `TestResult`; out: text
 //! appended to the summary that `super` builds.
 
-use super::grouped;
 use super::row;
+use super::{count_per_second, grouped};
 use linerate_wire::result::{Bin, LatencyFigures, TestResult};
 use std::fmt::Write;
 
@@ -76,11 +76,7 @@ pub(super) fn rr_block(out: &mut String, r: &TestResult) {
     row(
         out,
         "Transactions",
-        format!(
-            "{} ({} per second)",
-            grouped(x.transactions as f64, 0),
-            grouped(x.transactions_per_second, 1)
-        ),
+        count_per_second(x.transactions as f64, x.transactions_per_second),
     );
     if let Some(l) = &x.latency_us {
         let label = if x.open_loop.is_some() {

@@ -24,19 +24,8 @@ pub fn check(name: &str, text: &str) {
 pub fn result(options: TestSpec, summary: Summary) -> TestResult {
     TestResult {
         linerate: "0.1.0".into(),
-        schema: linerate_core::result::SCHEMA,
-        test: options.kind().into(),
         started_unix_ms: 1_700_000_000_000,
-        partial: false,
-        error: None,
-        options,
-        hosts: Default::default(),
-        intervals: Vec::new(),
-        summary,
-        notes: Vec::new(),
-        lab: None,
-        from: None,
-        iperf3: None,
+        ..linerate_core::sweep::stub_result(options, summary)
     }
 }
 

@@ -5,7 +5,7 @@
 //! and read back from the keys documents have always carried them under (`limit`,
 //! `warmup_seconds`, `cooldown_seconds`, `interval_seconds`; http: `ramp_seconds`,
 //! `duration_seconds`). Each spec writes those keys where its documents have them (see
-//! `spec.rs`). The runner (`engine::run::Plan`) is the only place they become deadlines and
+//! `spec.rs`). The runner (`engine::run::Deadlines`) is the only place they become deadlines and
 //! counts; engines and checks ask it.
 
 use super::{MAX_INTERVAL_SAMPLES, MAX_SECONDS, SpecError, check};

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// A pattern to run: the spec every cell runs, the hosts, the cells (from, to: indexes into
 /// `hosts`) and the rounds (indexes into `cells`).
-pub struct MatrixPlan<'a> {
+pub struct MatrixLayout<'a> {
     pub spec: &'a TestSpec,
     pub pattern: Pattern,
     pub hosts: &'a [Target],
@@ -55,7 +55,7 @@ pub(super) type CellOutcome = Result<(TestResult, Option<CellStart>), String>;
 /// A matrix being assembled, round by round: [`Assembly::not_run`] or [`Assembly::ran`] once
 /// per round of the plan, in order, then [`Assembly::finish`].
 pub(super) struct Assembly<'p> {
-    plan: &'p MatrixPlan<'p>,
+    plan: &'p MatrixLayout<'p>,
     figure: CellFigure,
     hosts: Vec<FleetHost>,
     cells: Vec<Cell>,
@@ -67,7 +67,7 @@ pub(super) struct Assembly<'p> {
 impl<'p> Assembly<'p> {
     /// The hosts as their first clock readings (`clocks`, one per host) describe them, every
     /// cell not yet run, and a note for each host that was not reached.
-    pub fn new(plan: &'p MatrixPlan<'p>, clocks: &[Result<AgentClock, String>]) -> Assembly<'p> {
+    pub fn new(plan: &'p MatrixLayout<'p>, clocks: &[Result<AgentClock, String>]) -> Assembly<'p> {
         let hosts = plan
             .hosts
             .iter()
@@ -363,8 +363,8 @@ mod tests {
         hosts: &'a [Target],
         cells: &'a [(usize, usize)],
         rounds: &'a [Vec<usize>],
-    ) -> MatrixPlan<'a> {
-        MatrixPlan {
+    ) -> MatrixLayout<'a> {
+        MatrixLayout {
             spec,
             pattern,
             hosts,

@@ -1,5 +1,5 @@
 //! One HTTP/2 worker (`--http2`, issue 27): its users on a current-thread tokio runtime, each
-//! user's connection driven by its own task ([`Session`]: the frames of [`h2frame`] over
+//! user's connection driven by its own task ([`Connection`]: the frames of [`h2frame`] over
 //! [`crate::tlsio::Io`], the adapter the server's lanes use), counted into the same [`HttpRun`]
 //! as the HTTP/1.1 worker's (the same `count_response`).
 //!
@@ -27,8 +27,8 @@ use crate::engine::sockopt;
 use crate::result::StreamEnd;
 use crate::spec::HttpSpec;
 use crate::tlsio::{HandshakeError, Io};
+use connection::Connection;
 use rustls::{ClientConfig, ClientConnection, HandshakeKind};
-use session::Session;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-mod session;
+mod connection;
 
 /// Each stream's receive window, and the connection's per stream asked for: large enough that a
 /// response of a few MiB is not held back by WINDOW_UPDATEs (h2load's default is 1 GiB).
@@ -76,8 +76,8 @@ const TLS_BUFFER_BYTES: usize = (64 << 10) + (16 << 10) + 16_384 + 2_048 + 5;
 /// slots, its task and, over TLS, rustls's buffers (about 98 KiB). A budget of the
 /// `--max-memory` kind counts a run's `users` x this; the kernel's socket buffers are not in it.
 pub fn connection_memory_bytes(streams: u32, tls: bool) -> u64 {
-    let fixed = std::mem::size_of::<Session<'static>>() + 1024;
-    let slots = streams as usize * session::SLOT_BYTES;
+    let fixed = std::mem::size_of::<Connection<'static>>() + 1024;
+    let slots = streams as usize * connection::SLOT_BYTES;
     let tls = if tls { TLS_BUFFER_BYTES } else { 0 };
     (READ_BUFFER_BYTES + WRITE_BUFFER_BYTES + h2frame::MAX_HEADER_BLOCK + slots + fixed + tls) as u64
 }
@@ -290,7 +290,7 @@ async fn user(ctx: Rc<Ctx>, global: usize, first: u64) {
     let config = ctx.tls.as_ref().map(|c| tls::for_user(c, resume));
     while !ctx.ended() {
         if let Some(io) = connect(&ctx, target, config.as_ref()).await {
-            Session::new(&ctx, target, io).run().await;
+            Connection::new(&ctx, target, io).run().await;
         }
         // A failed or ended connection: the next one a millisecond (or a think time) later, so
         // a refusing server is not hammered at the speed of the loop.
@@ -434,7 +434,7 @@ mod tests {
         let one = connection_memory_bytes(1, false);
         assert_eq!(
             connection_memory_bytes(11, false) - one,
-            10 * session::SLOT_BYTES as u64
+            10 * connection::SLOT_BYTES as u64
         );
         assert_eq!(connection_memory_bytes(1, true) - one, TLS_BUFFER_BYTES as u64);
         // The read, write and header block buffers are the bulk of it: docs/http.md says

@@ -1,6 +1,6 @@
 //! Fuzzing the HTTP/2 client's frame reader (issue 39): what a server sends (its SETTINGS,
 //! heads whole and cut into CONTINUATIONs, padded and with priority, bodies, PINGs, resets,
-//! GOAWAYs, pushes, floods of each) mutated by `crate::fuzz` and read as a session reads it:
+//! GOAWAYs, pushes, floods of each) mutated by `crate::fuzz` and read as a connection reads it:
 //! into a buffer of four frames, the frames taken by [`Reader`], each head's block
 //! decoded by [`h2frame::response_head`].
 //!
@@ -25,7 +25,7 @@ fn hash(b: &[u8]) -> u64 {
     })
 }
 
-/// Reads `data` in reads of at most `read` bytes into a session's buffer, as `Session::fill`
+/// Reads `data` in reads of at most `read` bytes into a connection's buffer, as `Connection::fill`
 /// and `frames_in` do: the frames taken (checked), and how the connection ended (None: the bytes
 /// ran out first).
 fn read_all(data: &[u8], read: usize) -> Result<(Vec<Taken>, Option<Violation>), String> {

@@ -2,7 +2,7 @@
 //! whole, a header block cut into CONTINUATIONs joined, and the bounds a hostile server meets
 //! (a header block's size and its CONTINUATIONs, SETTINGS per second, a PING's length); what
 //! breaks them is a [`Violation`], which ends the connection as the server's fault. The frames'
-//! wire is in [`super::h2frame`]; the session (`h2/session.rs`) acts on what this reads.
+//! wire is in [`super::h2frame`]; the connection (`h2/connection.rs`) acts on what this reads.
 
 use super::h2frame::{
     ACK, CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEAD, HEADERS, Head, MAX_FRAME, MAX_HEADER_BLOCK, PADDED,

@@ -31,7 +31,7 @@ pub use sampler::sample_host;
 pub use tls::{Refusal as TlsRefusal, client_config as tls_client_config};
 pub use url::{HttpTarget, HttpUrl};
 
-use super::run::{Gate, Plan, RunState, Runner, StreamInfo};
+use super::run::{Deadlines, Gate, RunState, Runner, StreamInfo};
 use super::{Control, EngineError, Sink, pin};
 use crate::result::{Role, SideReport};
 use crate::spec::HttpSpec;
@@ -126,7 +126,7 @@ fn online_cpus() -> usize {
 }
 
 /// The run's moments in nanoseconds since time zero, as the workers compare their clock with
-/// them: taken once from the runner's plan.
+/// them: taken once from the runner's deadlines.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Times {
     /// The end of the ramp: the window's start.
@@ -141,16 +141,16 @@ pub(super) struct Times {
 }
 
 impl Times {
-    fn of(plan: &Plan) -> Times {
+    fn of(deadlines: &Deadlines) -> Times {
         let ns = |d: Duration| d.as_nanos() as u64;
-        let (ramp, window_end) = plan.measure_window();
+        let (ramp, window_end) = deadlines.measure_window();
         // A validated http spec always has a time limit.
-        let end_ns = plan.deadline().map_or(ns(ramp), ns);
+        let end_ns = deadlines.deadline().map_or(ns(ramp), ns);
         Times {
             ramp_ns: ns(ramp),
             window_end_ns: window_end.map_or(end_ns, ns),
             end_ns,
-            interval_ns: plan.interval().map_or(end_ns.max(1), ns),
+            interval_ns: deadlines.interval().map_or(end_ns.max(1), ns),
         }
     }
 }
@@ -193,10 +193,10 @@ pub fn run(
     let state = RunState::new(threads);
     let gate = Gate::new();
     let shared = state.shared(control);
-    let plan = Plan::new(&spec.timing);
-    let times = Times::of(&plan);
+    let deadlines = Deadlines::new(&spec.timing);
+    let times = Times::of(&deadlines);
     let runner = Runner {
-        plan,
+        deadlines,
         // The runner samples workers: one "stream" each.
         streams: (0..threads)
             .map(|i| StreamInfo {

@@ -4,7 +4,7 @@
 //! toward the client: a client that holds the test with nothing moving lets it go at the idle
 //! limit, as with every other kind (issue 22).
 
-use crate::engine::run::{Gate, Plan, RunState, Runner, StreamInfo};
+use crate::engine::run::{Deadlines, Gate, RunState, Runner, StreamInfo};
 use crate::engine::{Control, Sink};
 use crate::result::{Role, SideReport, StreamEnd};
 use crate::spec::HttpSpec;
@@ -32,7 +32,7 @@ pub fn sample_host(spec: &HttpSpec, interface: Option<&str>, sink: &mut dyn Sink
     let shared = state.shared(control);
     let runner = Runner {
         // Nothing moves here by design: the client's users move the data.
-        plan: Plan::sampling(&spec.timing),
+        deadlines: Deadlines::sampling(&spec.timing),
         streams: vec![StreamInfo {
             id: 0,
             role: Role::Receive,
@@ -47,7 +47,7 @@ pub fn sample_host(spec: &HttpSpec, interface: Option<&str>, sink: &mut dyn Sink
         received: None,
     };
     // The whole run and a margin: a client that never says stop does not hold the agent.
-    let limit = runner.plan.deadline().unwrap_or_default() + Duration::from_secs(30);
+    let limit = runner.deadlines.deadline().unwrap_or_default() + Duration::from_secs(30);
     let ran = runner.drive(&shared, &gate, sink, |_| {
         gate.arrive_and_wait(&shared.sampler);
         let began = Instant::now();

@@ -4,8 +4,8 @@
 //! lost and stale, and the round trips from the scheduled moment and from the send.
 
 use super::stream::{HIST_MAX_NS, POLL, RrSocket, RrStream, hex, histogram, raw_fd, tag};
+use super::{StreamRun, ask_buffers};
 use crate::engine::pacing::{Pacer, SPIN};
-use crate::engine::run::{Gate, Plan, Shared};
 use crate::result::{OpenLoopReport, RrStreamReport, StreamEnd};
 use crate::spec::RrSpec;
 use hdrhistogram::Histogram;
@@ -212,25 +212,20 @@ fn wait_for(fd: std::os::fd::RawFd, write: bool, ns: u64) {
 /// stream waits for the answers still out, at most the timeout. One thread: the socket is
 /// non-blocking, the wait a ppoll(2) until the next request is due or an answer comes, spun
 /// for the last [`SPIN`].
-pub(super) fn ask_open(
-    spec: &RrSpec,
-    plan: &Plan,
-    idx: usize,
-    s: &RrStream,
-    shared: &Shared<'_>,
-    gate: &Gate,
-) -> RrStreamReport {
-    let req = spec.request_bytes as usize;
-    let resp = spec.response_bytes as usize;
-    let mut request = vec![0x5a_u8; req];
-    let mut buf = vec![0u8; resp.max(65_536)];
+///
+/// Long on purpose: what remains is the per-request loop (send on schedule, read, match, time,
+/// wait) as one body, so that nothing on a request's path is a call the compiler may not inline
+/// and each step sees the loop's state without passing it; its setup and its report are apart.
+pub(super) fn ask_open(run: StreamRun<'_, '_>, idx: usize, s: &RrStream) -> RrStreamReport {
+    let (spec, deadlines, shared, gate) = (run.spec, run.deadlines, run.shared, run.gate);
+    let (req, resp, mut request, mut buf) = ask_buffers(spec);
     let (tcp, udp, fd) = nonblocking(&s.socket);
     let tag_bytes = req.min(resp).min(8);
     let max_outstanding = outstanding_cap(spec.max_outstanding, udp.is_some(), tag_bytes);
     let mut book = InFlight::new(max_outstanding, u64::from(spec.timeout_ms) * 1_000_000);
     let gap_ns = spec.gap_ns().unwrap_or(1);
-    let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
-    let warmup_ns = plan.measure_window().0.as_nanos() as u64;
+    let (limit, deadline_ns) = (deadlines.count(), deadlines.deadline_ns());
+    let warmup_ns = deadlines.measure_window().0.as_nanos() as u64;
     let counter = &shared.counters[idx];
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");

@@ -1,7 +1,7 @@
-//! The one engine runner: every engine (tcp, udp, rr, http) hands it its streams, a [`Plan`] and
+//! The one engine runner: every engine (tcp, udp, rr, http) hands it its streams, a [`Deadlines`] and
 //! a worker function, and gets back this end's [`SideReport`] and what each worker returned.
 //!
-//! The [`Plan`] is made from the spec's [`Timing`] and is the only place it becomes durations,
+//! The [`Deadlines`] is made from the spec's [`Timing`] and is the only place it becomes durations,
 //! deadlines and counts: engines ask it for theirs. The runner owns what the engines share: the
 //! per-stream [`Counters`] workers write and the sampler reads, the start [`Gate`] where pinned
 //! workers wait for time zero, worker threads (named, pinned), and the sampling thread
@@ -185,10 +185,10 @@ impl Gate {
 
 /// When a run's window and intervals fall, and when the runner steps in: the one place a spec's
 /// [`Timing`] becomes deadlines, counts and durations. Engines and checks ask it
-/// ([`Plan::deadline`], [`Plan::count`], [`Plan::measure_window`], [`Plan::interval`]) rather
+/// ([`Deadlines::deadline`], [`Deadlines::count`], [`Deadlines::measure_window`], [`Deadlines::interval`]) rather
 /// than reading the spec's seconds.
 #[derive(Clone, Debug)]
-pub(crate) struct Plan {
+pub(crate) struct Deadlines {
     /// From time zero to the window's start (the warm-up, or http's ramp).
     warmup: Duration,
     /// How long the run lasts from time zero (ramp included); None for a count.
@@ -246,11 +246,11 @@ impl fmt::Debug for Unblock {
 /// How long an asking side's blocked workers get to finish their transaction after the stop.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(1);
 
-impl Plan {
+impl Deadlines {
     /// The plan of `timing`, the runner's rules at their defaults.
-    pub fn new(timing: &Timing) -> Plan {
+    pub fn new(timing: &Timing) -> Deadlines {
         let length = timing.length_seconds().map(Duration::from_secs_f64);
-        Plan {
+        Deadlines {
             warmup: Duration::from_secs_f64(timing.warmup_seconds),
             length,
             watched_deadline: length,
@@ -273,12 +273,12 @@ impl Plan {
     /// deadline, no cool-down (the host's samples cover it). The idle rule holds as for every
     /// kind (issue 22), over what its worker counts as moving (the agent: the bytes of its
     /// interface toward the client).
-    pub fn sampling(timing: &Timing) -> Plan {
-        Plan {
+    pub fn sampling(timing: &Timing) -> Deadlines {
+        Deadlines {
             watched_deadline: None,
             cooldown: Duration::ZERO,
             ends_on_stop: true,
-            ..Plan::new(timing)
+            ..Deadlines::new(timing)
         }
     }
 
@@ -287,7 +287,7 @@ impl Plan {
         self.length
     }
 
-    /// [`Plan::deadline`] in nanoseconds since time zero, as senders compare it.
+    /// [`Deadlines::deadline`] in nanoseconds since time zero, as senders compare it.
     pub fn deadline_ns(&self) -> Option<u64> {
         self.length.map(|d| d.as_nanos() as u64)
     }
@@ -352,7 +352,7 @@ pub(crate) type ReceivedHook<'a> = &'a (dyn Fn(usize) -> Option<u64> + Sync);
 
 /// One run as the runner drives it: the plan, the streams it reports, and the workers.
 pub(crate) struct Runner<'a> {
-    pub plan: Plan,
+    pub deadlines: Deadlines,
     pub streams: Vec<StreamInfo>,
     /// Worker threads; each arrives at the gate once.
     pub workers: usize,
@@ -365,6 +365,61 @@ pub(crate) struct Runner<'a> {
     pub tcp_info: Option<TcpInfoHook<'a>>,
     pub queued: Option<QueuedHook<'a>>,
     pub received: Option<ReceivedHook<'a>>,
+}
+
+/// What each stream's worker of a run is handed: its kind's spec `S`, the runner's deadlines
+/// (limit, deadline), the counters the workers share and the start gate.
+pub(crate) struct StreamRun<'r, 's, S> {
+    pub spec: &'r S,
+    pub deadlines: &'r Deadlines,
+    pub shared: &'r Shared<'s>,
+    pub gate: &'r Gate,
+}
+
+impl<S> Clone for StreamRun<'_, '_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for StreamRun<'_, '_, S> {}
+
+impl<'r, 's, S> StreamRun<'r, 's, S> {
+    /// What `runner`'s workers are handed, for a run of `spec`.
+    pub fn new(spec: &'r S, runner: &'r Runner<'_>, shared: &'r Shared<'s>, gate: &'r Gate) -> Self {
+        StreamRun {
+            spec,
+            deadlines: &runner.deadlines,
+            shared,
+            gate,
+        }
+    }
+}
+
+impl<'a> Runner<'a> {
+    /// A run of one worker per stream at normal priority, without the TCP engine's hooks: how
+    /// the kinds that count their own operations (udp, rr) run. Fails on a CPU this machine
+    /// lacks.
+    pub fn one_worker_per_stream<'g>(
+        deadlines: Deadlines,
+        streams: impl Iterator<Item = (u16, Role, &'g SocketGrant)>,
+        name: &'static str,
+        cpus: &'a [usize],
+    ) -> Result<Runner<'a>, EngineError> {
+        pin::check_cpus(cpus)?;
+        let streams = StreamInfo::all(streams);
+        Ok(Runner {
+            deadlines,
+            workers: streams.len(),
+            streams,
+            name,
+            cpus,
+            sched: Sched::Normal,
+            tcp_info: None,
+            queued: None,
+            received: None,
+        })
+    }
 }
 
 impl Runner<'_> {

@@ -1,7 +1,7 @@
 //! The sampling thread of a run, the same for every kind: waits for the workers at the gate and
 //! starts the clock, takes interval samples and the window's edges, stops the senders at the
 //! deadline where the plan says so, follows a receiving side's data with its window where the plan
-//! asks (`Plan::window_follows_data`), and steps in (with a note) when workers never get ready,
+//! asks (`Deadlines::window_follows_data`), and steps in (with a note) when workers never get ready,
 //! when the streams do not end after the senders stopped, or when no byte moves; where the plan
 //! has an [`Unblock`](super::Unblock) rule, it wakes workers blocked in reads. At the end it
 //! reads CPU over the window ([`cpu_over`]) and builds the report's streams.
@@ -179,8 +179,8 @@ fn read_counts_into(run: &Runner<'_>, counters: &[Counters], out: &mut Vec<(u64,
 /// there (stuck in setup) must not hold the run, nor the others, for ever: past the timeout the
 /// run is aborted and the note returned says why.
 fn wait_at_gate(run: &Runner<'_>, gate: &Gate, control: &Control) -> Option<String> {
-    let plan = &run.plan;
-    let gate_given_up = Instant::now() + plan.gate_timeout;
+    let deadlines = &run.deadlines;
+    let gate_given_up = Instant::now() + deadlines.gate_timeout;
     while gate.arrived.load(Relaxed) < run.workers {
         if Instant::now() >= gate_given_up {
             control.abort();
@@ -188,7 +188,7 @@ fn wait_at_gate(run: &Runner<'_>, gate: &Gate, control: &Control) -> Option<Stri
                 "{} of {} workers were not ready within {} s: the run was given up",
                 run.workers - gate.arrived.load(Relaxed).min(run.workers),
                 run.workers,
-                plan.gate_timeout.as_secs_f64()
+                deadlines.gate_timeout.as_secs_f64()
             ));
         }
         thread::park_timeout(Duration::from_millis(10));
@@ -196,7 +196,7 @@ fn wait_at_gate(run: &Runner<'_>, gate: &Gate, control: &Control) -> Option<Stri
     None
 }
 
-/// A receiving side's window that follows its data (Plan::window_follows_data): the edges are
+/// A receiving side's window that follows its data (Deadlines::window_follows_data): the edges are
 /// looks at the counters with the host read beside them, so the interfaces and the streams are
 /// counted over the same stretch. Before the first byte, the start is the look before the latest
 /// look that found nothing read (the first: the host as read before the gate): the readers count
@@ -310,14 +310,14 @@ impl<'r, 's> Sampler<'r, 's> {
     /// Reads the host, waits for the workers at the gate, starts the clock (time zero: workers
     /// are pinned, buffers touched, and waiting at the gate) and opens the gate.
     fn start(run: &'r Runner<'r>, shared: &'r Shared<'r>, gate: &Gate, sink: &'s mut dyn Sink) -> Self {
-        let plan = &run.plan;
+        let deadlines = &run.deadlines;
         let n = run.streams.len();
-        let (deadline, interval) = (plan.watched_deadline, plan.interval());
-        let (warmup, cooldown_mark) = plan.measure_window();
+        let (deadline, interval) = (deadlines.watched_deadline, deadlines.interval());
+        let (warmup, cooldown_mark) = deadlines.measure_window();
         let expected = n * deadline
             .zip(interval)
             .map_or(64, |(d, i)| (d.as_secs_f64() / i.as_secs_f64()) as usize + 2);
-        let intervals = Vec::with_capacity(plan.max_samples.min(expected));
+        let intervals = Vec::with_capacity(deadlines.max_samples.min(expected));
 
         let first = HostSnapshot::read();
         let groups = IrqGroups::discover(first.interrupts.as_ref(), &first.interfaces);
@@ -334,7 +334,7 @@ impl<'r, 's> Sampler<'r, 's> {
             host: host.clone(),
         };
         let window_start = warmup.is_zero().then(|| at_zero(&first));
-        let follows = plan.window_follows_data
+        let follows = deadlines.window_follows_data
             && warmup.is_zero()
             && cooldown_mark.is_none()
             && run.streams.iter().all(|s| s.role == Role::Receive);
@@ -438,13 +438,13 @@ impl<'r, 's> Sampler<'r, 's> {
     /// stop as it is first seen, and the drain rule: streams that do not end within the plan's
     /// drain of the stop abort the run.
     fn watch_deadline_and_stop(&mut self, now: Instant, el: Duration) {
-        let (plan, control) = (&self.run.plan, self.shared.control);
+        let (deadlines, control) = (&self.run.deadlines, self.shared.control);
         if let Some(d) = self.deadline
             && el >= d
             && !self.shared.deadline_hit.load(Relaxed)
         {
             self.shared.deadline_hit.store(true, Relaxed);
-            if plan.deadline_stops_senders {
+            if deadlines.deadline_stops_senders {
                 self.stopped_by_runner = !control.sending_stopped();
                 control.stop_send();
             }
@@ -456,12 +456,12 @@ impl<'r, 's> Sampler<'r, 's> {
             }
         }
         if let Some(at) = self.stop_seen
-            && now - at >= plan.drain
+            && now - at >= deadlines.drain
             && !control.aborted()
         {
             self.notes.push(format!(
                 "receivers saw no end of stream within {} s of the senders stopping",
-                plan.drain.as_secs_f64()
+                deadlines.drain.as_secs_f64()
             ));
             control.abort();
         }
@@ -472,7 +472,7 @@ impl<'r, 's> Sampler<'r, 's> {
         let control = self.shared.control;
         if moved != self.idle_since.1 {
             self.idle_since = (now, moved);
-        } else if let Some(idle) = self.run.plan.idle.map(|own| control.idle.unwrap_or(own))
+        } else if let Some(idle) = self.run.deadlines.idle.map(|own| control.idle.unwrap_or(own))
             && now - self.idle_since.0 >= idle
             && !control.aborted()
         {
@@ -486,8 +486,8 @@ impl<'r, 's> Sampler<'r, 's> {
 
     /// The unblock rule, where the plan has one: wakes workers blocked in reads, once.
     fn unblock(&mut self, now: Instant, el: Duration) {
-        let plan = &self.run.plan;
-        let Some(unblock) = &plan.unblock else { return };
+        let deadlines = &self.run.deadlines;
+        let Some(unblock) = &deadlines.unblock else { return };
         if self.woken {
             return;
         }
@@ -497,7 +497,7 @@ impl<'r, 's> Sampler<'r, 's> {
         }
         let stopped = self
             .stop_seen
-            .is_some_and(|at| plan.ends_on_stop || now - at >= STOP_GRACE);
+            .is_some_and(|at| deadlines.ends_on_stop || now - at >= STOP_GRACE);
         let quiet = self.deadline.is_some_and(|d| el >= d) && now - self.ops_since.0 >= unblock.quiet;
         if self.shared.control.aborted() || stopped || quiet {
             (unblock.wake)();
@@ -539,7 +539,7 @@ impl<'r, 's> Sampler<'r, 's> {
         }
         self.sink.interval(&self.tick_buf);
         self.timeline.tick(now_ns);
-        if self.intervals.len() + self.tick_buf.len() <= run.plan.max_samples {
+        if self.intervals.len() + self.tick_buf.len() <= run.deadlines.max_samples {
             self.intervals.extend_from_slice(&self.tick_buf);
             self.kernel_at
                 .extend((0..run.streams.len()).map(|i| run.received.and_then(|f| f(i))));
@@ -569,7 +569,7 @@ impl<'r, 's> Sampler<'r, 's> {
             next = next.min(d);
         }
         let mut wait = next.saturating_sub(self.start.elapsed()).min(POLL_SLICE);
-        if self.run.plan.unblock.is_some() && !self.woken {
+        if self.run.deadlines.unblock.is_some() && !self.woken {
             wait = wait.min(UNBLOCK_POLL);
         }
         if self.follow.is_some() {
@@ -601,14 +601,14 @@ impl<'r, 's> Sampler<'r, 's> {
         if self.samples_dropped {
             self.notes.push(format!(
                 "only the first {} interval samples were kept; raise -i for longer runs",
-                run.plan.max_samples
+                run.deadlines.max_samples
             ));
         }
         // Workers can end on an outside stop before the loop saw the flag.
         if control.sending_stopped() && !self.stopped_by_runner {
             self.stopped_early = true;
         }
-        let partial = control.aborted() || (self.stopped_early && !run.plan.ends_on_stop && !control.peer_ends);
+        let partial = control.aborted() || (self.stopped_early && !run.deadlines.ends_on_stop && !control.peer_ends);
         let (ws, we) = self.window(end_ns, &final_counts);
         let (cpu, host) = cpu_over(
             &ws.host,

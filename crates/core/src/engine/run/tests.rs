@@ -14,9 +14,9 @@ fn one_stream() -> Vec<StreamInfo> {
     }]
 }
 
-fn runner(plan: Plan, streams: Vec<StreamInfo>, workers: usize) -> Runner<'static> {
+fn runner(deadlines: Deadlines, streams: Vec<StreamInfo>, workers: usize) -> Runner<'static> {
     Runner {
-        plan,
+        deadlines,
         streams,
         workers,
         name: "linerate-test",
@@ -28,9 +28,9 @@ fn runner(plan: Plan, streams: Vec<StreamInfo>, workers: usize) -> Runner<'stati
     }
 }
 
-/// One receiving stream's run under `plan`, its worker `work(shared, gate, worker)`.
-fn drive_one(plan: Plan, work: impl Fn(&Shared<'_>, &Gate, usize) + Sync) -> SideReport {
-    let r = runner(plan, one_stream(), 1);
+/// One receiving stream's run under `deadlines`, its worker `work(shared, gate, worker)`.
+fn drive_one(deadlines: Deadlines, work: impl Fn(&Shared<'_>, &Gate, usize) + Sync) -> SideReport {
+    let r = runner(deadlines, one_stream(), 1);
     let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
     let shared = state.shared(&control);
     r.drive(&shared, &gate, &mut NullSink, |w| work(&shared, &gate, w))
@@ -39,8 +39,8 @@ fn drive_one(plan: Plan, work: impl Fn(&Shared<'_>, &Gate, usize) + Sync) -> Sid
 }
 
 /// A count-limited plan (no deadline), as a `-n` run has.
-fn count_plan() -> Plan {
-    Plan::new(&timing(Limit::Buffers(10)))
+fn count_plan() -> Deadlines {
+    Deadlines::new(&timing(Limit::Buffers(10)))
 }
 
 /// `limit` with no interval samples.
@@ -53,7 +53,7 @@ fn timing(limit: Limit) -> Timing {
 
 #[test]
 fn a_gate_not_reached_in_time_gives_the_run_up_with_a_note() {
-    let plan = Plan {
+    let deadlines = Deadlines {
         gate_timeout: Duration::from_millis(200),
         ..count_plan()
     };
@@ -64,7 +64,7 @@ fn a_gate_not_reached_in_time_gives_the_run_up_with_a_note() {
             grant: SocketGrant::default(),
         })
         .collect();
-    let r = runner(plan, streams, 2);
+    let r = runner(deadlines, streams, 2);
     let (state, gate, control) = (RunState::new(2), Gate::new(), Control::default());
     let shared = state.shared(&control);
     let started = Instant::now();
@@ -95,12 +95,12 @@ fn a_gate_not_reached_in_time_gives_the_run_up_with_a_note() {
 
 #[test]
 fn samples_past_the_cap_are_dropped_with_a_note() {
-    let plan = Plan {
+    let deadlines = Deadlines {
         interval: Some(Duration::from_millis(10)),
         max_samples: 3,
         ..count_plan()
     };
-    let report = drive_one(plan, |shared, gate, w| {
+    let report = drive_one(deadlines, |shared, gate, w| {
         gate.arrive_and_wait(&shared.sampler);
         let c = &shared.counters[w];
         for i in 1..=30u64 {
@@ -135,11 +135,11 @@ fn a_count_limited_run_with_a_silent_peer_is_given_up() {
     // count and no deadline nothing else would end it.
     let (mine, _silent_peer) = pair();
     mine.set_read_timeout(Some(Duration::from_millis(20))).expect("timeout");
-    let plan = Plan {
+    let deadlines = Deadlines {
         idle: Some(Duration::from_millis(300)),
         ..count_plan()
     };
-    let r = runner(plan, one_stream(), 1);
+    let r = runner(deadlines, one_stream(), 1);
     let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
     let shared = state.shared(&control);
     let started = Instant::now();
@@ -177,12 +177,12 @@ fn a_count_limited_run_with_a_silent_peer_is_given_up() {
 
 #[test]
 fn streams_that_do_not_end_after_the_deadline_stop_are_aborted() {
-    let plan = Plan {
+    let deadlines = Deadlines {
         deadline_stops_senders: true,
         drain: Duration::from_millis(200),
-        ..Plan::new(&timing(Limit::Seconds(0.1)))
+        ..Deadlines::new(&timing(Limit::Seconds(0.1)))
     };
-    let r = runner(plan, one_stream(), 1);
+    let r = runner(deadlines, one_stream(), 1);
     let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
     let shared = state.shared(&control);
     let (report, _) = r
@@ -210,11 +210,11 @@ fn streams_that_do_not_end_after_the_deadline_stop_are_aborted() {
 
 #[test]
 fn a_side_that_ends_on_stop_is_not_partial_when_stopped() {
-    let plan = Plan {
+    let deadlines = Deadlines {
         ends_on_stop: true,
         ..count_plan()
     };
-    let r = runner(plan, one_stream(), 1);
+    let r = runner(deadlines, one_stream(), 1);
     let (state, gate, control) = (RunState::new(1), Gate::new(), Control::default());
     let shared = state.shared(&control);
     let (report, _) = thread::scope(|s| {
@@ -244,33 +244,33 @@ fn a_plan_turns_a_timing_into_deadlines_and_counts() {
         interval_seconds: 0.25,
         ..Timing::new(Limit::Seconds(4.0))
     };
-    let plan = Plan::new(&tcp);
-    assert_eq!(plan.deadline(), Some(Duration::from_secs(4)));
-    assert_eq!(plan.deadline_ns(), Some(4_000_000_000));
-    assert_eq!(plan.count(), None);
+    let deadlines = Deadlines::new(&tcp);
+    assert_eq!(deadlines.deadline(), Some(Duration::from_secs(4)));
+    assert_eq!(deadlines.deadline_ns(), Some(4_000_000_000));
+    assert_eq!(deadlines.count(), None);
     assert_eq!(
-        plan.measure_window(),
+        deadlines.measure_window(),
         (Duration::from_secs(1), Some(Duration::from_millis(3500)))
     );
-    assert_eq!(plan.interval(), Some(Duration::from_millis(250)));
+    assert_eq!(deadlines.interval(), Some(Duration::from_millis(250)));
     // http: the ramp comes before the duration.
     let http = Timing {
         cooldown_seconds: 1.0,
         ..Timing::ramp(2.0, 10.0)
     };
-    let plan = Plan::new(&http);
-    assert_eq!(plan.deadline(), Some(Duration::from_secs(12)));
+    let deadlines = Deadlines::new(&http);
+    assert_eq!(deadlines.deadline(), Some(Duration::from_secs(12)));
     assert_eq!(
-        plan.measure_window(),
+        deadlines.measure_window(),
         (Duration::from_secs(2), Some(Duration::from_secs(11)))
     );
     // Its host sampler keeps the ramp and the length but acts on no deadline nor cool-down.
-    let host = Plan::sampling(&http);
+    let host = Deadlines::sampling(&http);
     assert_eq!(host.deadline(), Some(Duration::from_secs(12)));
     assert_eq!(host.measure_window(), (Duration::from_secs(2), None));
     // The idle rule holds for it too (issue 22).
     assert!(host.ends_on_stop && host.idle == Some(IDLE));
-    let counted = Plan::new(&timing(Limit::Buffers(7)));
+    let counted = Deadlines::new(&timing(Limit::Buffers(7)));
     assert_eq!(
         (counted.count(), counted.deadline(), counted.interval()),
         (Some(7), None, None)
@@ -278,17 +278,21 @@ fn a_plan_turns_a_timing_into_deadlines_and_counts() {
 }
 
 /// A stand-in worker blocked "in a read" until the unblock rule wakes it.
-fn blocked_until_woken(plan: Plan, control: &Control, stop_after: Option<Duration>) -> (SideReport, Duration) {
+fn blocked_until_woken(
+    deadlines: Deadlines,
+    control: &Control,
+    stop_after: Option<Duration>,
+) -> (SideReport, Duration) {
     let woken = Arc::new(AtomicBool::new(false));
     let flag = woken.clone();
-    let plan = Plan {
+    let deadlines = Deadlines {
         unblock: Some(Unblock {
             wake: Arc::new(move || flag.store(true, Relaxed)),
             quiet: Duration::from_millis(100),
         }),
-        ..plan
+        ..deadlines
     };
-    let r = runner(plan, one_stream(), 1);
+    let r = runner(deadlines, one_stream(), 1);
     let (state, gate) = (RunState::new(1), Gate::new());
     let shared = state.shared(control);
     let started = Instant::now();
@@ -314,11 +318,11 @@ fn blocked_until_woken(plan: Plan, control: &Control, stop_after: Option<Duratio
 #[test]
 fn the_unblock_rule_wakes_blocked_workers_when_the_asking_is_over() {
     let control = Control::default();
-    let plan = Plan {
+    let deadlines = Deadlines {
         ends_on_stop: true,
         ..count_plan()
     };
-    let (report, took) = blocked_until_woken(plan, &control, Some(Duration::from_millis(50)));
+    let (report, took) = blocked_until_woken(deadlines, &control, Some(Duration::from_millis(50)));
     assert!(!report.partial, "{:?}", report.notes);
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
@@ -326,7 +330,7 @@ fn the_unblock_rule_wakes_blocked_workers_when_the_asking_is_over() {
 #[test]
 fn the_unblock_rule_wakes_blocked_workers_when_the_time_is_up_and_nothing_moves() {
     let control = Control::default();
-    let (report, took) = blocked_until_woken(Plan::new(&timing(Limit::Seconds(0.1))), &control, None);
+    let (report, took) = blocked_until_woken(Deadlines::new(&timing(Limit::Seconds(0.1))), &control, None);
     assert!(report.notes.is_empty(), "{:?}", report.notes);
     assert!(took >= Duration::from_millis(100), "not before the deadline: {took:?}");
     assert!(took < Duration::from_secs(5), "{took:?}");
@@ -364,9 +368,9 @@ fn issue_23_a_receiving_sides_window_follows_its_data() {
     // 400 ms for stragglers: its window is the 200 ms of data, give or take its looks, not the
     // 900 ms of the run. Bounds are loose: a loaded machine makes looks late, never early.
     let run = |follow: bool| {
-        let mut plan = count_plan();
-        plan.window_follows_data = follow;
-        drive_one(plan, |shared, gate, w| {
+        let mut deadlines = count_plan();
+        deadlines.window_follows_data = follow;
+        drive_one(deadlines, |shared, gate, w| {
             gate.arrive_and_wait(&shared.sampler);
             thread::sleep(Duration::from_millis(300));
             let data = Instant::now();

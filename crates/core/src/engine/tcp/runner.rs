@@ -6,7 +6,7 @@
 //! are the workload's; the runner (`engine::run`) samples and stops them.
 
 use super::stream::DataStream;
-use crate::engine::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
+use crate::engine::run::{Deadlines, Gate, RunState, Runner, Shared, StreamInfo};
 use crate::engine::{Control, EngineError, Sink, pin, sockopt};
 use crate::result::{Role, SideReport};
 use crate::spec::TcpSpec;
@@ -113,7 +113,7 @@ pub(super) fn run<W: Workload>(
             .flatten()
     };
     let runner = Runner {
-        plan: plan_for(spec),
+        deadlines: deadlines_for(spec),
         streams: StreamInfo::all(counted.iter().map(|&(id, role, k)| (id, role, &sockets[k].grant))),
         workers,
         name: W::NAME,
@@ -190,10 +190,10 @@ fn shared_for<'a>(spec: &TcpSpec, state: &'a RunState, control: &'a Control) -> 
 
 /// The runner's plan for a TCP run: the spec's windows; the deadline stops the senders (a
 /// mixed run's client checks it between transfers, its agent ends when the client closes).
-fn plan_for(spec: &TcpSpec) -> Plan {
-    let mut plan = Plan::new(&spec.timing);
-    plan.deadline_stops_senders = true;
-    plan
+fn deadlines_for(spec: &TcpSpec) -> Deadlines {
+    let mut deadlines = Deadlines::new(&spec.timing);
+    deadlines.deadline_stops_senders = true;
+    deadlines
 }
 
 /// Workers on this end: `threads` when the spec sets it, else one per CPU this end may use (the

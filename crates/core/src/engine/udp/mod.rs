@@ -27,9 +27,9 @@ mod send;
 
 pub(crate) use receive::MAX_BINS;
 
-use super::run::{Gate, Plan, RunState, Runner, Shared, StreamInfo};
+use super::run::{self, Deadlines, Gate, RunState, Runner};
 use super::sockopt::{self, Proto, Tuning};
-use super::{Control, EngineError, Sink, pin};
+use super::{Control, EngineError, Sink};
 use crate::result::{Role, SideReport, SocketGrant, StreamEnd, UdpReceiveReport};
 use crate::spec::UdpSpec;
 use std::net::UdpSocket;
@@ -83,15 +83,8 @@ enum Outcome {
     Received(Box<UdpReceiveReport>),
 }
 
-/// What each stream's worker of a UDP run is handed: the spec, the runner's plan (limit,
-/// deadline), the counters the workers share and the start gate.
-#[derive(Clone, Copy)]
-pub(super) struct StreamRun<'r, 's> {
-    pub spec: &'r UdpSpec,
-    pub plan: &'r Plan,
-    pub shared: &'r Shared<'s>,
-    pub gate: &'r Gate,
-}
+/// What each stream's worker of a UDP run is handed.
+pub(super) type StreamRun<'r, 's> = run::StreamRun<'r, 's, UdpSpec>;
 
 /// Runs the streams until senders reach their limit and receivers their end, and returns what
 /// this end counted.
@@ -102,32 +95,15 @@ pub fn run(
     sink: &mut dyn Sink,
     control: &Control,
 ) -> Result<SideReport, EngineError> {
-    pin::check_cpus(cpus)?;
-    let n = streams.len();
-    let state = RunState::new(n);
+    // A receiver's samplers cover its data, not its wait for the sender and for stragglers.
+    let mut deadlines = Deadlines::new(&spec.timing);
+    deadlines.window_follows_data = true;
+    let each = streams.iter().map(|s| (s.id, s.role, &s.grant));
+    let runner = Runner::one_worker_per_stream(deadlines, each, "linerate-u", cpus)?;
+    let state = RunState::new(streams.len());
     let gate = Gate::new();
     let shared = state.shared(control);
-    // A receiver's samplers cover its data, not its wait for the sender and for stragglers.
-    let mut plan = Plan::new(&spec.timing);
-    plan.window_follows_data = true;
-    let runner = Runner {
-        plan,
-        streams: StreamInfo::all(streams.iter().map(|s| (s.id, s.role, &s.grant))),
-        // One worker per stream.
-        workers: n,
-        name: "linerate-u",
-        cpus,
-        sched: crate::spec::Sched::Normal,
-        tcp_info: None,
-        queued: None,
-        received: None,
-    };
-    let run = StreamRun {
-        spec,
-        plan: &runner.plan,
-        shared: &shared,
-        gate: &gate,
-    };
+    let run = StreamRun::new(spec, &runner, &shared, &gate);
     let (mut report, outcomes) = runner.drive(&shared, &gate, sink, |idx| {
         let s = &streams[idx];
         match s.role {

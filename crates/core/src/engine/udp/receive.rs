@@ -273,7 +273,7 @@ impl Watch {
 /// path (each message split into its GRO segments, each datagram parsed and placed), and its
 /// counts are locals stored to the shared counters once per call.
 pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> UdpReceiveReport {
-    let (spec, plan, shared, gate) = (run.spec, run.plan, run.shared, run.gate);
+    let (spec, deadlines, shared, gate) = (run.spec, run.deadlines, run.shared, run.gate);
     // As fast as possible, UDP GRO hands up trains of datagrams in one message (each segment
     // keeps its own header; the train shares one arrival time).
     let gro = spec.gap_ns == 0 && enable_gro(&s.socket);
@@ -286,7 +286,7 @@ pub(super) fn receive_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) 
     let mut batch = Batch::new(size, BATCH, CONTROL_BYTES);
     let fd = s.socket.as_raw_fd();
     let counter = &shared.counters[idx];
-    let (deadline, expected) = (plan.deadline(), plan.count());
+    let (deadline, expected) = (deadlines.deadline(), deadlines.count());
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
     let mut last_arrival = Instant::now();

@@ -95,9 +95,9 @@ fn send_end_markers(s: &UdpStream, seq: u64) {
 /// syscall per batch), its error rules leave it by `continue` or by `break` with the stream's
 /// end, and it keeps its counts in locals, stored to the shared counters once per batch.
 pub(super) fn send_stream(run: StreamRun<'_, '_>, idx: usize, s: &UdpStream) -> Sent {
-    let (spec, plan, shared, gate) = (run.spec, run.plan, run.shared, run.gate);
+    let (spec, deadlines, shared, gate) = (run.spec, run.deadlines, run.shared, run.gate);
     let size = spec.payload_bytes as usize;
-    let (limit, deadline_ns) = (plan.count(), plan.deadline_ns());
+    let (limit, deadline_ns) = (deadlines.count(), deadlines.deadline_ns());
     // A GSO train as fast as possible; one datagram at a time when paced.
     let mut gso = spec.gap_ns == 0 && size <= usize::from(u16::MAX) && enable_gso(&s.socket, size as u16);
     let per_call = per_call(spec.gap_ns, gso, size);

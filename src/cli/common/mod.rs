@@ -141,6 +141,20 @@ pub fn positive_rate(text: &str) -> Result<BitRate, String> {
     }
 }
 
+/// The flag groups udp, rr and http end with, in this order (tcp's has its line-rate flags
+/// between `--repeat`'s and the connection's, so it flattens the three apart).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
+
+    #[command(flatten)]
+    pub reach: super::ConnectArgs,
+}
+
 /// What a test prints (`--json`, `--brief`) and where its result is kept (`--label`, `--db`,
 /// `--no-store`).
 #[derive(Debug, Clone, clap::Args)]

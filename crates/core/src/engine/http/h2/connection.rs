@@ -1,4 +1,4 @@
-//! One HTTP/2 connection of a user, driven by one task ([`Session`]): the server's frames read
+//! One HTTP/2 connection of a user, driven by one task ([`Connection`]): the server's frames read
 //! and answered, the stream slots' requests started and written, one timer for their deadlines
 //! and think times (the worker and its users are in `h2.rs`).
 
@@ -63,7 +63,7 @@ struct Slot {
 /// its requests written, each read's frames answered in one write. The requests wait on no
 /// timer of their own: one timer per connection wakes it at the earliest deadline or think
 /// time still ahead, and may wake it early (it is re-armed only to come sooner).
-pub(super) struct Session<'a> {
+pub(super) struct Connection<'a> {
     ctx: &'a Ctx,
     io: Io<ClientConnection>,
     target: usize,
@@ -115,12 +115,12 @@ pub(super) struct Session<'a> {
     queued: Option<Pin<Box<tokio::sync::futures::Notified<'a>>>>,
 }
 
-impl<'a> Session<'a> {
-    pub(super) fn new(ctx: &'a Ctx, target: usize, io: Io<ClientConnection>) -> Session<'a> {
+impl<'a> Connection<'a> {
+    pub(super) fn new(ctx: &'a Ctx, target: usize, io: Io<ClientConnection>) -> Connection<'a> {
         let connection_window = (STREAM_WINDOW as usize * ctx.streams).min(MAX_CONNECTION_WINDOW as usize) as u32;
         let mut wbuf = Vec::with_capacity(4096);
         h2frame::client_start(&mut wbuf, STREAM_WINDOW, connection_window);
-        Session {
+        Connection {
             ctx,
             target,
             io,

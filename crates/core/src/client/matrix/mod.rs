@@ -14,7 +14,7 @@ use super::session::{ClientOptions, Target};
 use crate::result::{Cell, CellStart, ClockEstimate, Matrix};
 use crate::unixtime::unix_ns;
 use assemble::{Assembly, CellOutcome};
-pub use assemble::{MatrixPlan, cell_figure, cell_value};
+pub use assemble::{MatrixLayout, cell_figure, cell_value};
 use start::{Far, schedule};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -57,7 +57,7 @@ fn read_each(targets: &[&Target], opts: &ClientOptions) -> Vec<Result<AgentClock
 /// Runs `plan` round by round. `clocks` are the hosts' first readings ([`read_clocks`]);
 /// `progress` hears of each cell as it ends.
 pub fn run_matrix(
-    plan: &MatrixPlan<'_>,
+    plan: &MatrixLayout<'_>,
     clocks: &[Result<AgentClock, String>],
     opts: &ClientOptions,
     interrupt: &AtomicBool,
@@ -85,7 +85,7 @@ pub fn run_matrix(
 /// far ahead as the agents that fit under `start::HORIZON_MAX` need; the cells of those that do
 /// not are returned beside the outcomes.
 fn run_round(
-    plan: &MatrixPlan<'_>,
+    plan: &MatrixLayout<'_>,
     members: &[usize],
     first: &[Result<AgentClock, String>],
     read_again: bool,
@@ -145,7 +145,7 @@ fn run_round(
 /// The `from` hosts of `members` that were reached at first (`first`), each once, in order:
 /// those whose clocks a round reads again. Hosts never reached fail their cells without
 /// another try.
-fn reached_froms(plan: &MatrixPlan<'_>, members: &[usize], first: &[Result<AgentClock, String>]) -> Vec<usize> {
+fn reached_froms(plan: &MatrixLayout<'_>, members: &[usize], first: &[Result<AgentClock, String>]) -> Vec<usize> {
     let mut froms: Vec<usize> = members
         .iter()
         .map(|&i| plan.cells[i].0)
@@ -160,7 +160,7 @@ fn reached_froms(plan: &MatrixPlan<'_>, members: &[usize], first: &[Result<Agent
 /// `froms[k]`, when the round read again), else its first one; an error naming the host when
 /// either end was never reached or the fresh reading failed.
 fn member_clocks(
-    plan: &MatrixPlan<'_>,
+    plan: &MatrixLayout<'_>,
     members: &[usize],
     first: &[Result<AgentClock, String>],
     froms: &[usize],
@@ -231,7 +231,7 @@ mod tests {
             })
             .collect();
         let cells = [(0, 1), (1, 2), (1, 0), (2, 0)];
-        let plan = MatrixPlan {
+        let plan = MatrixLayout {
             spec: &spec,
             pattern: crate::result::Pattern::Pairs,
             hosts: &hosts,

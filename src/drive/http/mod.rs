@@ -4,7 +4,7 @@
 
 mod baseline;
 
-use super::{Kind, Mode, Test, drive, run_one};
+use super::{Kind, Mode, TestCommand, drive, run_one};
 use crate::cli::http::HttpArgs;
 use crate::cli::usage::usage;
 use crate::finish::print_text;
@@ -14,7 +14,7 @@ use linerate_core::result::{ErrorBudget, TestResult};
 use linerate_core::spec::{HttpSpec, TestSpec};
 use linerate_core::summary::http::apply_max_errors;
 use linerate_core::sweep::Sweep;
-use linerate_core::sweep::http::{HttpBaseline, HttpPlan, Users};
+use linerate_core::sweep::http::{HttpBaseline, HttpPoints, Users};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -34,7 +34,7 @@ pub struct Http {
 
 /// `linerate http`: one run, repeated runs, or a sweep over user counts with the optimum.
 pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
-    if args.reach.profile.is_some() && args.agent.is_empty() {
+    if args.common.reach.profile.is_some() && args.agent.is_empty() {
         return Err(usage!("--profile needs --agent: the agent on the server's host that runs the profile").into());
     }
     let urls = args.parsed_urls()?;
@@ -47,14 +47,14 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         Users::List(counts.clone())
     };
     let mode = Mode::of(
-        args.repeat.policy()?,
+        args.common.repeat.policy()?,
         sweeps.then_some(users),
         "--users with several counts, --find-optimum",
     )?;
     let base = args.spec_for(counts[0])?;
     let mut http = Http {
         urls: args.urls.clone(),
-        opts: args.reach.options()?,
+        opts: args.common.reach.options()?,
         targets: http_targets(&urls, args.keepalive)?,
         agents: args.agents(&urls)?,
         baseline: None,
@@ -66,12 +66,12 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         })
         .context("--baseline")?;
         // A sweep prints it at the head of its table (its document keeps it).
-        if !args.output.json && !args.output.brief && !sweeps {
+        if !args.common.output.json && !args.common.output.brief && !sweeps {
             print_text(&linerate_report::sweep::baseline_line(&b))?;
         }
         http.baseline = Some(b);
     }
-    drive(Test::new(http, base, mode, args.output.clone()))
+    drive(TestCommand::new(http, base, mode, args.common.output.clone()))
 }
 
 impl Http {
@@ -90,7 +90,7 @@ impl Http {
 
 impl Kind for Http {
     type Spec = HttpSpec;
-    type Plan = Users;
+    type Points = Users;
     const NAME: &'static str = "http";
     const PER_SECOND: Option<&'static str> = Some("responses");
 
@@ -148,7 +148,7 @@ impl Kind for Http {
         run: impl FnMut(&HttpSpec) -> anyhow::Result<TestResult>,
         progress: impl FnMut(&Sweep) -> anyhow::Result<()>,
     ) -> anyhow::Result<Sweep> {
-        let plan = HttpPlan {
+        let plan = HttpPoints {
             users: users.clone(),
             baseline: self.baseline,
         };
