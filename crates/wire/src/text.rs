@@ -34,7 +34,7 @@ pub fn peer_text_cut(text: &str, chars: usize) -> String {
 
 /// `value` with every control character in its strings escaped as `\u{..}` (a peer's host
 /// name, interface names, notes; every string of a stored document or row that the results side
-/// prints, issue 22), so none reaches a terminal raw; the value itself when it has
+/// prints), so none reaches a terminal raw; the value itself when it has
 /// none, or when it does not survive the round trip through JSON unchanged in shape.
 pub fn escape_controls<T: Serialize + DeserializeOwned>(value: T) -> T {
     // The JSON text first (about the size the report came in): only when it may hold a control
