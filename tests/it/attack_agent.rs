@@ -115,23 +115,10 @@ fn issue_22_an_http_test_with_nothing_moving_ends_at_the_idle_limit_and_frees_it
     let addr: SocketAddr = agent.addr.parse().expect("the agent's address");
     // Seven days of load on a server no user will reach.
     let week = || {
-        TestSpec::Http(linerate_core::spec::HttpSpec {
-            urls: vec!["http://127.0.0.1:9/".into()],
-            users: 1,
-            think_ms: 0.0,
-            keepalive: true,
-            timing: linerate_core::spec::Timing {
-                interval_seconds: 0.0,
-                ..linerate_core::spec::Timing::ramp(0.0, 7.0 * 86_400.0)
-            },
-            rate: None,
-            timeout_ms: 1000,
-            threads: 0,
-            cpus: Vec::new(),
-            sched: Default::default(),
-            tls: None,
-            http2: None,
-        })
+        TestSpec::Http(linerate_core::spec::HttpSpec::one_user(
+            "http://127.0.0.1:9/",
+            7.0 * 86_400.0,
+        ))
     };
     in_netns(&ns, || {
         let mut ctl = Ctl::open(addr);

@@ -232,24 +232,23 @@ fn mixed_transfers_block() {
     s.buffer_bytes = ByteSize(65_536);
     s.timing.limit = Limit::Buffers(1_000);
     s.mix = Some("70:30".parse().expect("valid"));
-    let mut client = side(
-        vec![
-            stream(0, Role::Send, 300 * 65_536, 2.0),
-            stream(1, Role::Receive, 700 * 65_536, 2.0),
-        ],
-        40.0,
-        30.0,
-    );
-    client.streams[1].ops = 700;
-    let mut agent = side(
-        vec![
-            stream(0, Role::Receive, 300 * 65_536, 2.0),
-            stream(1, Role::Send, 700 * 65_536, 2.0),
-        ],
-        20.0,
-        15.0,
-    );
-    agent.streams[0].ops = 300;
+    // Each end: stream 0 as `writes`, stream 1 as `reads`, over 2 s, with its CPU; the reading
+    // stream counts its transfers.
+    let end = |writes: Role, reads: Role, host: f64, process: f64| {
+        let mut e = side(
+            vec![
+                stream(0, writes, 300 * 65_536, 2.0),
+                stream(1, reads, 700 * 65_536, 2.0),
+            ],
+            host,
+            process,
+        );
+        let (i, ops) = if writes == Role::Receive { (0, 300) } else { (1, 700) };
+        e.streams[i].ops = ops;
+        e
+    };
+    let client = end(Role::Send, Role::Receive, 40.0, 30.0);
+    let agent = end(Role::Receive, Role::Send, 20.0, 15.0);
     let r = assemble(&s, &[("h2", Some(&agent), &client)]);
     check("mix.txt", &linerate_report::text::render(&r));
 }

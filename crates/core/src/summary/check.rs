@@ -404,6 +404,19 @@ fn udp_counts(
     })
 }
 
+/// A sample of one byte in the first nanosecond of `stream`: what the checks' tests plant.
+#[cfg(test)]
+pub(crate) fn one_byte_sample(stream: u16) -> crate::result::IntervalSample {
+    crate::result::IntervalSample {
+        stream,
+        start_ns: 0,
+        end_ns: 1,
+        bytes: 1,
+        ops: 1,
+        tcp: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,14 +512,7 @@ mod tests {
             Err(ReportError::BadSeconds { .. })
         ));
         let mut unlisted = report(vec![]);
-        unlisted.intervals.push(crate::result::IntervalSample {
-            stream: 0,
-            start_ns: 0,
-            end_ns: 1,
-            bytes: 1,
-            ops: 1,
-            tcp: None,
-        });
+        unlisted.intervals.push(super::one_byte_sample(0));
         assert_eq!(
             check_report(&spec, &unlisted, &client, RUN),
             Err(ReportError::Unlisted { stream: 0 })

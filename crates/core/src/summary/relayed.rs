@@ -417,14 +417,7 @@ mod tests {
             counted_by: "client".into(),
             direction: "forward".into(),
             side: "sent".into(),
-            sample: crate::result::IntervalSample {
-                stream: 0,
-                start_ns: 0,
-                end_ns: 1,
-                bytes: 1,
-                ops: 1,
-                tcp: None,
-            },
+            sample: crate::summary::check::one_byte_sample(0),
             bits_per_second: 8e9,
         });
         crowded.intervals = vec![record; 10_000];

@@ -274,22 +274,17 @@ mod tests {
         spec.mix = Some("70:30".parse().expect("valid"));
         spec.buffer_bytes = crate::units::ByteSize(1_000);
         // Stream 0 carries the writes (client to agent), stream 1 the reads.
-        let mut client = report(
-            vec![
-                stream(0, Role::Send, 30_000, 1.0),
-                stream(1, Role::Receive, 70_000, 1.0),
-            ],
-            20.0,
-        );
-        client.streams[1].ops = 70;
-        let mut agent = report(
-            vec![
-                stream(0, Role::Receive, 30_000, 1.0),
-                stream(1, Role::Send, 70_000, 1.0),
-            ],
-            40.0,
-        );
-        agent.streams[0].ops = 30;
+        // Each end: stream 0 as `writes`, stream 1 as `reads`; its reading stream counts its
+        // transfers.
+        let end = |writes: Role, reads: Role, host_percent: f64| {
+            let streams = vec![stream(0, writes, 30_000, 1.0), stream(1, reads, 70_000, 1.0)];
+            let mut e = report(streams, host_percent);
+            let (i, ops) = if writes == Role::Receive { (0, 30) } else { (1, 70) };
+            e.streams[i].ops = ops;
+            e
+        };
+        let client = end(Role::Send, Role::Receive, 20.0);
+        let agent = end(Role::Receive, Role::Send, 40.0);
         let outcomes = [AgentOutcome {
             name: "a",
             host: None,

@@ -227,23 +227,7 @@ pub(crate) mod tests {
 
     /// A one-user load of one URL for 1 s, no interval samples.
     pub(crate) fn spec() -> HttpSpec {
-        HttpSpec {
-            urls: vec!["http://127.0.0.1:1/".into()],
-            users: 1,
-            think_ms: 0.0,
-            keepalive: true,
-            timing: Timing {
-                interval_seconds: 0.0,
-                ..Timing::ramp(0.0, 1.0)
-            },
-            rate: None,
-            timeout_ms: 1000,
-            threads: 0,
-            cpus: Vec::new(),
-            sched: Default::default(),
-            tls: None,
-            http2: None,
-        }
+        HttpSpec::one_user("http://127.0.0.1:1/", 1.0)
     }
 
     /// Points of `users` with a baseline of 1000 responses/s (8 Mbit/s in) at 4 users.

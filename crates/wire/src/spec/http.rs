@@ -86,6 +86,28 @@ pub enum TlsVersion {
 }
 
 impl HttpSpec {
+    /// One keep-alive user fetching `url` for `seconds`, no think time, a 1 s timeout, no
+    /// interval samples: the smallest load (a baseline's, a test's).
+    pub fn one_user(url: &str, seconds: f64) -> HttpSpec {
+        HttpSpec {
+            urls: vec![url.to_string()],
+            users: 1,
+            think_ms: 0.0,
+            keepalive: true,
+            timing: Timing {
+                interval_seconds: 0.0,
+                ..Timing::ramp(0.0, seconds)
+            },
+            rate: None,
+            timeout_ms: 1000,
+            threads: 0,
+            cpus: Vec::new(),
+            sched: Default::default(),
+            tls: None,
+            http2: None,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), SpecError> {
         check("URLs", self.urls.len() as f64, 1.0, 1024.0)?;
         check("users", f64::from(self.users), 1.0, 100_000.0)?;
