@@ -57,7 +57,7 @@ fn main() -> ExitCode {
                     Some(linerate_core::client::ClientError::RelayedRefused { .. })
                 )
             }) {
-                // A third-party run came back and could not be true (issue 39): the far end ran
+                // A third-party run came back and could not be true: the far end ran
                 // it, so this is a run whose figures are refused, as a matrix's cell would be.
                 ExitCode::from(finish::EXIT_PARTIAL)
             } else {

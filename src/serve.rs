@@ -1,7 +1,7 @@
 //! `linerate serve`: an agent (and the HTTP server beside it), and what it tells the user of
-//! refused clients: one short line per source per window, the rest counted (issue 14). SIGTERM,
+//! refused clients: one short line per source per window, the rest counted. SIGTERM,
 //! SIGINT and SIGHUP stop it: running tests end, the pending undo runs, and it exits 0; a second
-//! signal exits at once (128 + the signal), the undo still run (issue 22).
+//! signal exits at once (128 + the signal), the undo still run.
 
 use crate::cli;
 use crate::cli::usage::{Usage, usage};
@@ -55,7 +55,7 @@ pub fn serve(args: &cli::serve::ServeArgs) -> anyhow::Result<ExitCode> {
         None => None,
         Some(port) => Some(https_server(args, port)?),
     };
-    // The agent reports its servers' counts over an HTTP test against them (issue 27).
+    // The agent reports its servers' counts over an HTTP test against them.
     config.http_servers = http
         .iter()
         .chain(https.as_ref().map(|(h, _)| h))
@@ -257,7 +257,7 @@ fn refusal_source(ip: IpAddr) -> IpAddr {
 }
 
 /// One refusal line per source address per window; the rest are counted and summed up in one
-/// line when that address is next refused after the window (issue 14: a refusal flood must not
+/// line when that address is next refused after the window (a refusal flood must not
 /// grow the log).
 const REFUSAL_WINDOW: Duration = Duration::from_secs(10);
 /// Addresses remembered at most; past it, those whose window is over are forgotten.

@@ -1,4 +1,4 @@
-//! The agents' profiles a plan asks for, checked before its first point (issue 23): a lab started
+//! The agents' profiles a plan asks for, checked before its first point: a lab started
 //! without them passed `plan check`, and the run then had every profiled point refused. Each
 //! agent a profiled point names is asked once which profiles it has (`profiles` in
 //! docs/protocol.md: nothing runs on it); a profile one lacks fails the check with the agent, the

@@ -53,7 +53,7 @@ pub fn run(file: &Path, quick: bool, resume: Option<&str>, db: &DbArgs) -> anyho
     );
     run_commands(&plan.setup, "setup")?;
     // The agents' profiles, before the first point: a missing one would have every point that
-    // asks for it refused (issue 23).
+    // asks for it refused.
     let (_, missing) = super::check_profiles(todo.iter().map(|&i| &ready[i].1));
     if let Some(missing) = missing {
         eprint!("{}", super::say_missing(&missing));
@@ -182,8 +182,8 @@ fn campaign_tables(id: &str, db: &DbArgs) -> anyhow::Result<Vec<CampaignTable>> 
     Ok(linerate_report::figures::Campaign::from_side(&campaign_side(id, db)?).tables())
 }
 
-/// The campaign's tables and each pattern point's matrix as its own table (issue 24), in the
-/// plan's order (issue 38: the matrices came after every table): each by the first record it
+/// The campaign's tables and each pattern point's matrix as its own table, in the
+/// plan's order (the matrices came after every table): each by the first record it
 /// holds, since `plan run` stores its points in plan order.
 fn show_tables(db: &DbArgs, id: &str) -> anyhow::Result<()> {
     let side = campaign_side(id, db)?;
@@ -284,7 +284,7 @@ fn resume_command(file: &Path, id: &str, quick: bool, db: &DbArgs) -> String {
     words.join(" ")
 }
 
-/// Refuses a resume whose points would differ from those campaign `id` stored (issue 23): under
+/// Refuses a resume whose points would differ from those campaign `id` stored: under
 /// another `--quick` than the original, or from a plan changed since, a campaign would mix two
 /// sets of options. Each stored record's command line holds its point's options as `plan run`
 /// gave them, followed by the campaign's labels.

@@ -1,4 +1,4 @@
-//! The flags that take a test off this host (issue 24): `--from A` runs it from agent A (a
+//! The flags that take a test off this host: `--from A` runs it from agent A (a
 //! third-party test), `--pattern` over many agents (mesh, disjoint, incast, outcast, pairs).
 //! Part of [`super::common::HostArgs`], so tcp, udp and rr take them alike.
 

@@ -201,7 +201,7 @@ impl SecretArgs {
         // From here on a refused secret is zeroed too, when it is dropped.
         let secret = linerate_core::client::Secret::from(secret);
         anyhow::ensure!(!secret.is_empty(), "the shared secret is empty");
-        // Issue 38: a secret of a byte or two is guessed offline from one challenge and its
+        // A secret of a byte or two is guessed offline from one challenge and its
         // proof; refuse what is short, as a usage error naming the bound and the fix.
         if secret.len() < MIN_SECRET_BYTES {
             return Err(usage::usage!(

@@ -199,7 +199,7 @@ fn reader(path: &std::path::Path) -> anyhow::Result<Option<Store>> {
         return Ok(None);
     }
     // Read-only, always: a reader never migrates, creates or locks for writing, so a database on
-    // a read-only filesystem or in another user's directory still reads (issue 23).
+    // a read-only filesystem or in another user's directory still reads.
     Ok(Some(Store::open_read(path)?))
 }
 

@@ -107,7 +107,7 @@ pub struct ServeArgs {
 
     /// The node this agent runs on, for a fleet's --different-nodes (default: $LINERATE_NODE)
     ///
-    /// Told to a controller with the agent's clock (issue 24). In Kubernetes, set LINERATE_NODE
+    /// Told to a controller with the agent's clock. In Kubernetes, set LINERATE_NODE
     /// from the downward API (spec.nodeName). Example: --node-name rack3-n12
     #[arg(long, value_name = "NAME")]
     pub node_name: Option<String>,

@@ -1,4 +1,4 @@
-//! What the agent's attack tests share (issues 14 and 22), functional and timed: an agent whose
+//! What the agent's attack tests share, functional and timed: an agent whose
 //! stderr is kept in a file, a control connection spoken by hand, connections from a chosen
 //! loopback address.
 #![allow(dead_code)]
@@ -215,7 +215,7 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// A `clock` session opened by hand (issue 39): past the preambles and the hello (an agent
+/// A `clock` session opened by hand: past the preambles and the hello (an agent
 /// without a secret), `clock` sent; returns the stream and the agent's first answer (its
 /// `clock_reading`, or the error that refused it). None when the agent closed before answering.
 pub fn open_clock_session(to: SocketAddr) -> Option<(TcpStream, Value)> {

@@ -1,4 +1,4 @@
-//! A `from` agent that lies (issue 39): it speaks the control protocol by hand with the fleet's
+//! A `from` agent that lies: it speaks the control protocol by hand with the fleet's
 //! secret (its handshake, `clock` and `relay`) so that a controller takes it for an agent, and
 //! answers a `relay` as its test says: with a frame of any size, or by passing the request on
 //! to a real agent and changing the document that comes back. Listeners that are no agent (a

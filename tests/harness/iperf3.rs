@@ -1,4 +1,4 @@
-//! The iperf3 peers both test targets meet (issue 26): Debian's `iperf3 -s` on a free port for
+//! The iperf3 peers both test targets meet: Debian's `iperf3 -s` on a free port for
 //! linerate's client (`iperf3://`), and `linerate serve --iperf3-port 0` for iperf3's client;
 //! each end's counts against the other's. Every process is bounded and killed on drop.
 #![allow(dead_code)]

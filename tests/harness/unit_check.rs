@@ -1,4 +1,4 @@
-//! Every number in a result document names its unit (issue 13, item 8): the checker both test
+//! Every number in a result document names its unit: the checker both test
 //! targets walk documents with (tests/it/units.rs runs it over every kind, tests/timed/lab.rs over
 //! a delay lab's status).
 
@@ -27,7 +27,7 @@ const UNIT_SUFFIXES: &[&str] = &[
     "_cores",
     "_percent_of_host",
     "_per_transaction",
-    // the server's CPU per request or TLS handshake it served (issue 27)
+    // the server's CPU per request or TLS handshake it served
     "_per_request",
     "_per_handshake",
     // counts of packets or events the key names (an interface's or the stack's counters)
@@ -92,7 +92,7 @@ const COUNTS_AND_IDS: &[&str] = &[
     "unsuccessful",
     "in_flight_at_end",
     "queued_late",
-    // what an agent's own HTTP server counted over the window (issue 27)
+    // what an agent's own HTTP server counted over the window
     "connections_accepted",
     "tls_full",
     "tls_resumed",
@@ -104,7 +104,7 @@ const COUNTS_AND_IDS: &[&str] = &[
     "truncated",
     "out_of_order",
     "out_of_range",
-    // runs of consecutive lost datagrams; sends refused with a full queue and retried (issue 23)
+    // runs of consecutive lost datagrams; sends refused with a full queue and retried
     "range_count",
     "full_queue_retries",
     "duplicate",

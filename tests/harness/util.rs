@@ -18,7 +18,7 @@ pub struct Agent {
     pub addr: String,
     /// HOST:PORT of the HTTP server, when started with `--http-port`.
     pub http_addr: Option<String>,
-    /// HOST:PORT of the HTTPS server, when started with `--https-port` (issue 27).
+    /// HOST:PORT of the HTTPS server, when started with `--https-port`.
     pub https_addr: Option<String>,
 }
 
@@ -238,7 +238,7 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
 /// process and reads its ru_maxrss from wait4 when it exits: the figure is the command's. The test
 /// process cannot take it itself: a child it spawns (vfork, then exec) carries the test
 /// process's high-water mark into its ru_maxrss, and polling /proc/PID/status's VmHWM misses
-/// what the last milliseconds before exit add (issues 22 and 37). GNU time and the command are one
+/// what the last milliseconds before exit add. GNU time and the command are one
 /// process group, killed whole if the test fails. Needs [`PEAK_RSS`].
 pub fn run_with_peak_rss(cmd: &Command, limit: Duration) -> (Output, u64) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -610,7 +610,7 @@ impl Lab {
         let mut cmd = vec!["linerate", "udp", "--json", "--multicast", group];
         cmd.extend_from_slice(to);
         cmd.extend(["-n", datagrams, "--gap", "50", "-l", "200"]);
-        // `lab exec` gives the client the lab's secret; the agents joined run open (issue 14).
+        // `lab exec` gives the client the lab's secret; the agents joined run open.
         cmd.push("--allow-unauthenticated-agent");
         json_of(&self.exec("h1", &cmd, limit))
     }

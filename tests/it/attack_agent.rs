@@ -1,4 +1,4 @@
-//! The agent attacked as issue 14 found it open: log floods, connection and descriptor floods,
+//! The agent attacked where a review found it open: log floods, connection and descriptor floods,
 //! silent data connections, memory bombs, and (for the client) a result trickled byte by byte.
 //! Loopback only; every process and connection is bounded in time and ended by the test.
 
@@ -124,7 +124,7 @@ fn issue_22_an_http_test_with_nothing_moving_ends_at_the_idle_limit_and_frees_it
         let mut ctl = Ctl::open(addr);
         ctl.request(week());
         // The client says nothing more and moves nothing: the result comes at the idle limit
-        // (before issue 22 the agent sampled on for the spec's week; `Ctl` waits 10 s).
+        // (the agent once sampled on for the spec's week; `Ctl` waits 10 s).
         let result = ctl.start_until_idle();
         let report = &result["report"];
         assert_eq!(report["partial"], true, "{report}");
@@ -335,7 +335,7 @@ fn issue_22_a_datagram_numbered_2_pow_32_minus_64_leaves_the_agent_within_its_bu
             }
         }
     }
-    // The agent's memory while it takes them in and ends its test (before issue 22 it grew by
+    // The agent's memory while it takes them in and ends its test (it once grew by
     // 512 MiB a stream here, and took longer than the wait below to answer).
     let watch = Instant::now();
     while watch.elapsed() < Duration::from_secs(1) {

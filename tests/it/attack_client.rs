@@ -1,4 +1,4 @@
-//! Malicious agents against the client (issue 14, items 7, 8 and 9): a fake agent in the test
+//! Malicious agents against the client: a fake agent in the test
 //! speaks the real protocol (preambles, length-prefixed JSON written with serde_json) and lies:
 //! a result too large for the test, a forged one, a 100 MB error text full of escape
 //! sequences, no challenge to a client that holds a secret, a proof that is not one.

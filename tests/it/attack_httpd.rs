@@ -1,4 +1,4 @@
-//! The HTTP server of `serve --http-port` under attack (issue 14, item 10): thousands of
+//! The HTTP server of `serve --http-port` under attack: thousands of
 //! connections holding partial request heads from one address while another address is still
 //! answered, the same under a low descriptor limit, and a head trickled a byte a second.
 

@@ -1,4 +1,4 @@
-//! `--brief` and the headline line (issue 23, item 21): every test kind on loopback prints one
+//! `--brief` and the headline line: every test kind on loopback prints one
 //! line with `--brief` (and interval lines only with `-i`), its fields parse and equal the stored
 //! document's figures, and the full text ends with the same line.
 
@@ -112,7 +112,7 @@ fn issue_23_brief_prints_the_headline_line_of_every_kind() {
         &[&[("/summary/received/bits_per_second", 1e6)][..], &tcp_cost].concat(),
         &none,
     );
-    // Issue 38: a --bidir run's line gives each direction's throughput, not their sum.
+    // A --bidir run's line gives each direction's throughput, not their sum.
     brief_matches_document(
         &db,
         &["tcp", a, "-t", "1", "--bidir"],

@@ -1,4 +1,4 @@
-//! `linerate compare` (issue 16) on real runs across lab links of known rates: 200 Mbit/s
+//! `linerate compare` on real runs across lab links of known rates: 200 Mbit/s
 //! against 100 Mbit/s is better by about 100 % and significant, with the link's rate named in
 //! the configuration difference; the same link twice is no significant change; and
 //! `--fail-if-worse` gates on the worse direction only.

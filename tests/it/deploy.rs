@@ -1,4 +1,4 @@
-//! Issue 25: the container image (Containerfile, deploy/build-image.sh) run for real with podman,
+//! The container image (Containerfile, deploy/build-image.sh) run for real with podman,
 //! the pod manifest (deploy/podman/pod.yaml) played with `podman kube play`, and the systemd unit
 //! (deploy/systemd/) checked by `systemd-analyze verify`. Each skips, saying why, where the
 //! machine lacks the tool or cannot run containers.
@@ -98,7 +98,7 @@ impl Podman {
     }
 
     /// The image of the test's own binary, built with deploy/build-image.sh once for every
-    /// test of this process (issue 37: each test built its own) and removed when the process
+    /// test of this process (each test built its own) and removed when the process
     /// exits. False, after printing why, where this podman cannot run a container of it (the
     /// OCI runtime refuses).
     fn build_image(&mut self) -> bool {
@@ -134,7 +134,7 @@ impl Podman {
         true
     }
 
-    /// Issue 38: the image just built is the size deploy/image.md gives for an image of a
+    /// The image just built is the size deploy/image.md gives for an image of a
     /// debug binary, within 5 %, and what it adds to the binary (glibc, libgcc_s, /etc) is what
     /// the page gives for the release image beside its binary, within 5 %.
     fn check_size_against_the_docs(&self) {
@@ -527,7 +527,7 @@ fn base64(bytes: &[u8]) -> String {
 
 /// `systemd-analyze verify` of `unit` as deploy/systemd/README.md runs it, with the man pages
 /// its install step writes (`linerate man --dir`) on MANPATH: verify looks up the unit's
-/// `Documentation=man:` page (issue 38 found it failing where they were not installed). Ok, or
+/// `Documentation=man:` page (it failed where they were not installed). Ok, or
 /// the problems it printed. It exits 0 on an unknown key or a value it cannot parse (it ignores
 /// them, as systemd would), so any line naming the unit file is a problem too.
 fn verify_unit(unit: &Path, manpath: &Path) -> Result<(), String> {

@@ -1,4 +1,4 @@
-//! The shipped plans (examples/plans/, issue 16), each the campaign of one seed report, run in
+//! The shipped plans (examples/plans/), each the campaign of one seed report, run in
 //! quick mode against a three-host lab: every point runs and is stored complete, and the
 //! campaign's tables are printed. It loads the machine for a minute and asserts no figure of
 //! time: functional.

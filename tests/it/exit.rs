@@ -1,4 +1,4 @@
-//! The exit status contract (README, "Exit status"; issues 13, 23): 0 complete, 1 setup error,
+//! The exit status contract (README, "Exit status"): 0 complete, 1 setup error,
 //! 2 usage, 3 partial (Ctrl-C, an agent lost), 4 failed (nothing measured). A partial or failed
 //! run still prints its document with `--json`.
 
@@ -44,7 +44,7 @@ fn issue_13_a_usage_error_exits_2_and_a_setup_error_1() {
         .expect("addr")
         .port()
         .to_string();
-    // Issue 23: a runtime failure keeps its status in every kind, not the usage error's 2.
+    // A runtime failure keeps its status in every kind, not the usage error's 2.
     for kind in ["udp", "tcp", "rr"] {
         let out = linerate(&[kind, "127.0.0.1", "-p", &closed, "-n", "1", "--no-store"], LIMIT);
         assert_eq!(out.status.code(), Some(1), "{kind}: {}", stderr(&out));
@@ -151,7 +151,7 @@ fn usage_error(args: &[&str], needle: &str) {
     assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err:?}");
 }
 
-/// Issue 23: every range and combination error exits 2, whether clap or a check after it finds
+/// Every range and combination error exits 2, whether clap or a check after it finds
 /// it, in every command; each before any traffic: the port they name listens, and is never
 /// connected to.
 #[test]
@@ -273,7 +273,7 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
             "--link garbage",
         ),
         (vec!["lab", "status", "--name", "a b"], "lab name 'a b'"),
-        // Issue 38: a lab that does not exist, and a CPU this host does not have.
+        // A lab that does not exist, and a CPU this host does not have.
         (vec!["lab", "down", "--name", "lr-nosuch38"], "no lab 'lr-nosuch38'"),
         (vec!["lab", "status", "--name", "lr-nosuch38"], "no lab 'lr-nosuch38'"),
         (
@@ -305,7 +305,7 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
             vec!["serve", "-p", "0", "--http-port", "0", "--http-idle-timeout", "0"],
             "--http-idle-timeout",
         ),
-        // Issue 40, item 6: the sites that printed and returned a literal 2 outside `Usage`,
+        // The sites that printed and returned a literal 2 outside `Usage`,
         // and the range checks of `sys.rs`'s commands and of `rr --expect` past zero.
         (
             vec![
@@ -348,7 +348,7 @@ fn issue_23_every_usage_error_exits_2_before_any_traffic() {
     }
 }
 
-/// Issue 23: `compare` of a tcp run against an rr run compares nothing: status 2 with one line
+/// `compare` of a tcp run against an rr run compares nothing: status 2 with one line
 /// saying why, with `--fail-if-worse` or without; a run against itself still exits 0.
 #[test]
 fn issue_23_compare_of_sides_that_share_no_point_exits_2() {
@@ -380,7 +380,7 @@ fn issue_23_compare_of_sides_that_share_no_point_exits_2() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
-/// Issue 38: a secret of a byte (or anything under 16) is refused as a usage error naming the
+/// A secret of a byte (or anything under 16) is refused as a usage error naming the
 /// bound and the fix, by a client and by an agent, from a file or the environment; 16 bytes do.
 #[test]
 fn issue_38_a_short_secret_is_a_usage_error() {
@@ -417,7 +417,7 @@ fn issue_38_a_short_secret_is_a_usage_error() {
     }
 }
 
-/// Issue 40, item 6: status 2 is chosen in one place, `main`, for an error whose chain holds a
+/// Status 2 is chosen in one place, `main`, for an error whose chain holds a
 /// `Usage` (or core's typed spec errors); no command prints a refusal and returns a literal 2 of
 /// its own, which a new check could copy and get wrong (print twice, or return 1). Fails on a
 /// planted `return Ok(ExitCode::from(2))` anywhere under src/ but main.rs and cli/usage.rs.

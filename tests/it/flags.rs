@@ -1,4 +1,4 @@
-//! One language of flags (issue 13): bare `linerate` lists the subcommands, a typo names the
+//! One language of flags: bare `linerate` lists the subcommands, a typo names the
 //! flag meant, and the completion script and man page come from the same definitions.
 
 use crate::util::*;
@@ -91,7 +91,7 @@ fn issue_13_man_prints_one_roff_page_of_every_subcommand() {
     assert!(page.contains("cooldown") && page.contains("tps") && page.contains("rps"));
 }
 
-/// Issue 23: `man` is listed in `--help`; the one page names its sections for the commands (no
+/// `man` is listed in `--help`; the one page names its sections for the commands (no
 /// page it does not come with), and `man --dir` writes every page that any page refers to.
 #[test]
 fn issue_23_man_is_listed_and_refers_to_no_page_that_does_not_exist() {

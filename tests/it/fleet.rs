@@ -1,4 +1,4 @@
-//! Fleets (issue 24): third-party runs, patterns over agents with synchronised starts, the
+//! Fleets: third-party runs, patterns over agents with synchronised starts, the
 //! matrix document; on loopback with agents of their own, and in a lab whose one host has a
 //! slower link.
 

@@ -1,4 +1,4 @@
-//! HTTP/2 on linerate's server (issue 27): h2 by ALPN on `serve --https-port`, h2c by prior
+//! HTTP/2 on linerate's server: h2 by ALPN on `serve --https-port`, h2c by prior
 //! knowledge on `--http-port`, checked with curl and h2load on loopback, every run bounded.
 
 use crate::util::*;

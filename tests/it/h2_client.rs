@@ -1,4 +1,4 @@
-//! `linerate http --http2` (issue 27): HTTP/2 by ALPN on https and by prior knowledge on
+//! `linerate http --http2`: HTTP/2 by ALPN on https and by prior knowledge on
 //! cleartext, `--streams` per connection, against linerate's own server, nginx (TLS 1.2 and 1.3,
 //! h2c, a stream limit of 4) and tiny in-test h2 servers that reset every stream or send a
 //! GOAWAY. Every run is bounded; nothing here depends on the machine's speed.

@@ -1,4 +1,4 @@
-//! Issue 39, items 2 and 5 (functional half): clock sessions held to a cap of their own. The
+//! Clock sessions held to a cap of their own. The
 //! timed half (a session's idle and total deadlines, a fleet round beside an agent 800 ms away)
 //! is in tests/timed/harden3_fleetclock.rs.
 

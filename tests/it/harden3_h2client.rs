@@ -1,4 +1,4 @@
-//! Issue 39, item 1: a hostile HTTP/2 server against `linerate http --http2`. Each test's server
+//! A hostile HTTP/2 server against `linerate http --http2`. Each test's server
 //! (plain TCP, h2c by prior knowledge, written here) reads the client's preface and nothing
 //! after it, and floods one kind of frame: PINGs, SETTINGS, or CONTINUATION frames that never
 //! end the header block. The client's peak RSS must stay under 64 MiB and the run must fail

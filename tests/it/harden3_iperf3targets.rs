@@ -1,4 +1,4 @@
-//! Issue 39, items 8 and 9: a hostile iperf3 server's results are checked as an agent's report
+//! A hostile iperf3 server's results are checked as an agent's report
 //! is, and target lists (`@FILE`, `dns:`, meshes) are bounded, opened without a thread per
 //! target.
 //!
@@ -88,7 +88,7 @@ fn results_text(bytes: &str, end_time: &str, cpu: &str) -> String {
     )
 }
 
-/// Issue 39, item 8: a server claiming 2^64-1 bytes, an end time of 1e308 s and 1e308 % CPU.
+/// A server claiming 2^64-1 bytes, an end time of 1e308 s and 1e308 % CPU.
 /// On main: exit 0, a complete run "received 0 Mbit/s" (the count read as 0) and the CPU kept
 /// as 1e308. Now: the run is partial (exit 3), its notes say why, and nothing of the lie is in
 /// the document.
@@ -131,7 +131,7 @@ fn issue_39_a_lying_iperf3_servers_counts_make_the_run_partial() {
 }
 
 /// The same fake with a count a run can give (1,000 bytes received, fewer than sent: iperf3
-/// stops counting at TEST_END, issue 38) and 3.5 % CPU: a complete run, exit 0, its figures
+/// stops counting at TEST_END) and 3.5 % CPU: a complete run, exit 0, its figures
 /// kept (the check refuses lies, not iperf3).
 #[test]
 fn issue_39_an_honest_fake_iperf3_server_is_taken() {
@@ -151,7 +151,7 @@ fn linerate_under(prefix: &[&str], args: &[&str], limit: Duration) -> std::proce
     run_bounded(&mut cmd, limit)
 }
 
-/// Issue 39, item 9: `@/dev/zero` as a host file. On main it is read whole (2.1 GB when the
+/// `@/dev/zero` as a host file. On main it is read whole (2.1 GB when the
 /// attacker ran it); under a 1 GiB address-space cap here it aborts (exit 134, "memory
 /// allocation failed"). Now: refused at the file's byte bound, one line, exit 2. (How fast:
 /// tests/timed, harden3_iperf3targets.)
@@ -186,7 +186,7 @@ fn issue_39_a_host_file_is_read_to_its_bound() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 39, item 9: a mesh over more hosts than its cells' bound (3,000 hosts: 8,997,000
+/// A mesh over more hosts than its cells' bound (3,000 hosts: 8,997,000
 /// cells; on main the layout alone took the controller past 1.6 GB). Now: refused before the
 /// layout, one line, exit 2, naming the bound.
 #[test]
@@ -238,7 +238,7 @@ fn holding_listener(
     (port, held)
 }
 
-/// Issue 39, item 9: 1,000 targets, each an agent that answers nothing for 300 ms, from a
+/// 1,000 targets, each an agent that answers nothing for 300 ms, from a
 /// process that may have 256 threads (an unprivileged user under RLIMIT_NPROC: what a
 /// container's pids limit does to linerate in a pod). On main: a thread per target, "failed to
 /// spawn thread", a panic (exit 101). Now: at most 128 sessions open at once (about 8 × 300 ms);

@@ -1,4 +1,4 @@
-//! Issue 39, the relay (items 3, 4, 10, 11): a `from` agent's answer bounded by what its test
+//! A `from` agent's answer bounded by what its test
 //! can fill and checked as a direct client checks an agent's report; the far address judged in
 //! its canonical form; and a far end that is no agent given neither a proof nor a port probe.
 //! The lying `from` agents are fakes that speak the protocol by hand (tests/harness/fake_agent.rs).

@@ -1,4 +1,4 @@
-//! The HTTP server's HTTP/2 streams under attack (issue 39, item 6): connections that ask for
+//! The HTTP server's HTTP/2 streams under attack: connections that ask for
 //! a large body and grant no flow-control window are reset and closed at the idle limit, and
 //! the server's memory stays bounded while they are held; `serve --metrics` past its
 //! connection cap.
@@ -97,7 +97,7 @@ fn issue_39_http2_streams_with_a_zero_window_are_reset_and_closed_at_the_idle_li
     );
     assert!(peak > 0, "no VmHWM for the agent");
     // A connection's h2 state and its stream's queue: far under 64 MiB for 200 of them (the
-    // server took about 314 KB a connection before issue 39).
+    // server took about 314 KB a connection before its bounds).
     assert!(
         peak.saturating_sub(before) < 64 << 20,
         "the agent grew by {} KiB for {CONNECTIONS} connections",
@@ -113,7 +113,7 @@ fn issue_39_http2_streams_with_a_zero_window_are_reset_and_closed_at_the_idle_li
     assert!(got.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&got));
 }
 
-/// `serve --metrics` past its 64 connections (issue 39, item 7): the oldest waiting ones are
+/// `serve --metrics` past its 64 connections: the oldest waiting ones are
 /// closed to make room, the rest by their 2 s deadline, and a scrape is still answered.
 #[test]
 fn issue_39_metrics_closes_the_oldest_waiting_connection_past_its_cap() {

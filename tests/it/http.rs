@@ -421,7 +421,7 @@ fn http_status(args: &[&str]) -> (Option<i32>, Value) {
     (out.status.code(), v)
 }
 
-/// Issue 23, item 2: a response other than 2xx is a failed request, not throughput. A run of
+/// A response other than 2xx is a failed request, not throughput. A run of
 /// nothing but 404s fails (exit 4); one where half fail is complete by default and fails past
 /// the `--max-errors` the user gates on, by count or by share.
 #[test]
@@ -532,7 +532,7 @@ fn late_and_short_server(stop: Arc<AtomicBool>) -> (u16, std::thread::JoinHandle
     (port, h)
 }
 
-/// Issue 23, item 7: the time to first byte and the response time cover the same responses, so
+/// The time to first byte and the response time cover the same responses, so
 /// no TTFB percentile passes the response time's. The late answers that end short were counted
 /// in the first and not the second: TTFB p99 300 ms beside a response time max under 1 ms.
 #[test]
@@ -553,7 +553,7 @@ fn issue_23_ttfb_never_exceeds_the_response_time() {
     }
 }
 
-/// Issue 23, item 12: a load over two servers, each with its agent (on 127.0.0.1 and
+/// A load over two servers, each with its agent (on 127.0.0.1 and
 /// 127.0.0.2), reports each server's share and its host's cost, and their total: a COST
 /// column per server, as Avalanche's per-port figures.
 #[test]

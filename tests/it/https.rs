@@ -1,4 +1,4 @@
-//! `linerate http` over TLS (issue 27): against nginx with TLS 1.2 and 1.3 (its access log's
+//! `linerate http` over TLS: against nginx with TLS 1.2 and 1.3 (its access log's
 //! `$ssl_session_reused` is the referee for resumed handshakes), against linerate's own
 //! `serve --https-port`, curl against that server, and the handshakes that must fail: an
 //! untrusted issuer, a name the certificate is not for, an expired certificate, a server that
@@ -343,7 +343,7 @@ fn issue_27_serve_https_flags_are_checked() {
     );
 }
 
-/// Issue 38: the usual one-line self-signed certificate (`openssl req -x509`, which marks it
+/// The usual one-line self-signed certificate (`openssl req -x509`, which marks it
 /// CA:TRUE and gives it no subjectAltName) given with `--cacert` is trusted as curl trusts it:
 /// it is exactly the certificate given, its dates hold and the URL's host is its CN. Its name
 /// and dates are still checked (an IP URL, an expired one), and the first refusal's reason is

@@ -1,4 +1,4 @@
-//! linerate's client against Debian's `iperf3 -s` (issue 26, item 1): the target
+//! linerate's client against Debian's `iperf3 -s`: the target
 //! `iperf3://HOST:PORT` in `linerate tcp` and `linerate udp`. Each test starts its own
 //! `iperf3 -s -1 -J` on a free port (never 5201), reads linerate's document and iperf3's own JSON
 //! of the same run, and compares their counts; every process is bounded and killed on drop.

@@ -1,4 +1,4 @@
-//! `linerate serve --iperf3-port` against Debian's `iperf3 -c` (issue 26): TCP and UDP, -R,
+//! `linerate serve --iperf3-port` against Debian's `iperf3 -c`: TCP and UDP, -R,
 //! --bidir, -P, -n, -k, -w, -l, -O, -b; iperf3's own JSON against the document the agent stored;
 //! a busy port, malformed clients, RSA authentication refused; on a 200 Mbit/s lab link beside
 //! `iperf3 -s`, and the port loopback only without --iperf3-allow.
@@ -31,7 +31,7 @@ fn issue_26_iperf3_tcp_bidir_counts_and_socket_options_against_serve() {
             "-n" => {
                 assert!(f(&v, "/end/sum_sent/bytes") >= 64.0 * 1048576.0, "{v}");
                 // The server only received, and still says its sockets' algorithm, as iperf3's
-                // own server does (`iperf3 -V`'s rcv_tcp_congestion; issue 38).
+                // own server does (`iperf3 -V`'s rcv_tcp_congestion).
                 let (snd, rcv) = (&v["end"]["sender_tcp_congestion"], &v["end"]["receiver_tcp_congestion"]);
                 assert!(rcv.as_str().is_some_and(|c| !c.is_empty()), "{}", v["end"]);
                 assert_eq!(rcv, snd, "one host, one default algorithm");

@@ -1,7 +1,7 @@
 //! The Kubernetes manifests (deploy/kubernetes), checked offline: every file and every
 //! `kubectl kustomize` output validates against the API schemas of a pinned version, a planted
 //! mistake fails, the ConfigMap's plan passes `plan check`, and `linerate secret new` makes the
-//! Secret they mount (issue 25).
+//! Secret they mount.
 
 use crate::util::{Agent, linerate_command, on_path, run_bounded, stderr};
 use std::path::{Path, PathBuf};

@@ -58,7 +58,7 @@ fn bad_lab_input_is_one_line() {
     }
 }
 
-/// Issue 23: `lab status` for a lab that does not exist, while another is up, said `no lab
+/// `lab status` for a lab that does not exist, while another is up, said `no lab
 /// 'lab' (os error 2)`. It names the labs that are up and how to address one, and exits
 /// non-zero; `lab status` shows each host's HTTP server (`:8080`), which answers.
 #[test]

@@ -1,11 +1,11 @@
 //! The house rules of docs/architecture.md, checked on the source text so they stay true:
 //! engines never import each other, the result document's types import nothing above them,
 //! the binary holds no protocol or engine logic, no source file grows past 800 lines without
-//! saying why in its opening comment (issue 12), no two files of core or results import each
+//! saying why in its opening comment, no two files of core or results import each
 //! other, even round a longer circle, and the crates keep their direction: the measuring core
-//! links nothing of the results side, no library prints (issue 21), the wire crate does no I/O,
+//! links nothing of the results side, no library prints, the wire crate does no I/O,
 //! and the report and results crates link the wire crate, never core (outside their tests). The tests keep their
-//! split (issue 37): nothing under tests/it shapes a lab link or takes the timed target's lock,
+//! split: nothing under tests/it shapes a lab link or takes the timed target's lock,
 //! and every test under tests/timed is written `#[apply(timed!)]`, which runs it alone. The
 //! halves stay apart: the agent reaches the client only through the relay (the one allowed
 //! crossing), the server never imports the client's engine, and the runner and `EngineError`
@@ -114,7 +114,7 @@ fn no_engine_imports_another_engine() {
     assert!(found.is_empty(), "engines import each other:\n{}", found.join("\n"));
 }
 
-/// Socket options of data sockets are set in the base alone (issue 21): no engine, client or agent
+/// Socket options of data sockets are set in the base alone: no engine, client or agent
 /// file calls setsockopt, or the socket2/std setters of a data socket's options, itself.
 #[test]
 fn socket_options_are_set_in_the_base_only() {
@@ -200,7 +200,7 @@ fn the_binary_holds_no_protocol_or_engine_logic() {
 }
 
 /// Why `code` (one agent file, comments stripped) reaches into the client's half, if it does:
-/// the agent runs a client's half only as a relay (issue 40).
+/// the agent runs a client's half only as a relay.
 fn client_crossing(code: &str) -> Option<String> {
     let in_crate = names_after(code, "crate::client");
     let from_sibling = names_after(code, "super::super::client");
@@ -984,7 +984,7 @@ fn untimed_tests(code: &str, is_main: bool) -> Vec<String> {
     found
 }
 
-/// Issue 37: a test that asserts a rate, a delay or a ratio runs where nothing runs beside it.
+/// A test that asserts a rate, a delay or a ratio runs where nothing runs beside it.
 /// Cargo runs test binaries one after another, so the timed target holds them; inside it the
 /// `timed!` macro takes one lock for each test. Checked here: nothing under tests/it brings up a
 /// shaped lab link or names the lock, every test under tests/timed is written the timed way, and

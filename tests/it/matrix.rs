@@ -1,4 +1,4 @@
-//! Matrix documents (issue 24) as the results side reads them, through the binary: stored, a
+//! Matrix documents as the results side reads them, through the binary: stored, a
 //! matrix is listed with its figures, shown as its table, exported whole and shown in its
 //! campaign's `plan show`; two matrices compare cell by cell, and a matrix shares no point with
 //! a plain run. The matrices are built in code (`stub_matrix`): no fleet is needed to read one.
@@ -122,7 +122,7 @@ fn issue_24_a_stored_matrix_is_listed_shown_as_its_table_and_exported_whole() {
         listed.contains("tcp matrix") && listed.contains("94.00 Mbit/s median cell"),
         "{listed}"
     );
-    // `--kind` takes a matrix's kind (issue 38), and selects by it.
+    // `--kind` takes a matrix's kind, and selects by it.
     let only = json_of(&run(&db, &["results", "--json", "--kind", "tcp matrix"]));
     assert_eq!(only["results"].as_array().map(Vec::len), Some(1), "{only}");
     let none = json_of(&run(&db, &["results", "--json", "--kind", "udp matrix"]));
@@ -154,7 +154,7 @@ fn issue_24_plan_show_prints_a_pattern_point_s_matrix_as_its_table() {
     assert!(shown.contains("\nh1             -  94.00  94.00  failed\n"), "{shown}");
     assert!(shown.contains("tcp matrix: partial; cells 12 (1 failed)"), "{shown}");
 
-    // Issue 38: a plain test planned (and stored) after the pattern prints after its matrix,
+    // A plain test planned (and stored) after the pattern prints after its matrix,
     // in the plan's order; the matrices used to follow every table.
     let run_doc = linerate_core::sweep::stub_result(
         linerate_core::spec::TestSpec::Tcp(linerate_core::spec::TcpSpec::new()),

@@ -1,4 +1,4 @@
-//! The agent's counters for Prometheus (issue 25): `serve --metrics` counts a real test and a
+//! The agent's counters for Prometheus: `serve --metrics` counts a real test and a
 //! refused one, `promtool check metrics` finds no problem in the exposition, a real Prometheus
 //! scrapes it and gives the same bytes back through its query API, and `results export
 //! --format openmetrics` passes promtool too.

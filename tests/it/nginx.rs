@@ -100,7 +100,7 @@ impl Nginx {
 impl Drop for Nginx {
     fn drop(&mut self) {
         // SIGTERM is nginx's fast shutdown: the master stops its workers, waits for them and
-        // exits. A killed master would leave its workers running (issue 13).
+        // exits. A killed master would leave its workers running.
         // SAFETY: kill(2) on the process group this test made for nginx.
         unsafe { libc::kill(-self.group(), libc::SIGTERM) };
         let until = Instant::now() + Duration::from_secs(10);

@@ -1,4 +1,4 @@
-//! `linerate plan check` (issue 16): a plan is read, every point's options are checked by the
+//! `linerate plan check`: a plan is read, every point's options are checked by the
 //! test command's own definitions, and the runs and time are counted; a wrong plan names its
 //! line and column. Nothing here sends traffic.
 
@@ -333,7 +333,7 @@ fn profiled_plan(agent: &str, profiles: &[&str]) -> String {
     plan
 }
 
-/// Issue 23: `plan check` passed a plan whose profiles the agents did not have, and the run then
+/// `plan check` passed a plan whose profiles the agents did not have, and the run then
 /// had every point that asked for one refused. The check asks each agent which profiles it has
 /// (nothing runs there) and fails naming what is missing, with the lab's remedy in a lab; the
 /// run checks before its first point and stores nothing.
@@ -384,7 +384,7 @@ fn issue_23_plan_check_asks_the_agents_for_the_profiles_the_plan_names() {
     );
 }
 
-/// Issue 23: `plan run --resume ID` without the `--quick` the campaign ran with mixed
+/// `plan run --resume ID` without the `--quick` the campaign ran with mixed
 /// full-length and quick points in one campaign. It is refused (a bad combination of flags,
 /// status 2) with the command that resumes it as it ran.
 #[test]

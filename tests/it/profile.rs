@@ -1,6 +1,6 @@
-//! Agent profiles (issue 16): `linerate serve --profile NAME=COMMAND` (and `NAME.undo`), asked
-//! for by a client's `--profile NAME`; run around the test and recorded in the result. Issue 22:
-//! the undo runs when the agent is stopped by a signal, and a client does not take an agent's
+//! Agent profiles: `linerate serve --profile NAME=COMMAND` (and `NAME.undo`), asked
+//! for by a client's `--profile NAME`; run around the test and recorded in the result. The
+//! undo runs when the agent is stopped by a signal, and a client does not take an agent's
 //! word that it applied the profile.
 
 use crate::util::*;
@@ -318,7 +318,7 @@ fn issue_22_sigterm_during_a_profiled_test_runs_the_undo_and_the_result_is_parti
     let pid = i32::try_from(agent.child.id()).expect("a pid");
     // SAFETY: kill(2) on the agent this test started and has not reaped; it touches no memory.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    // It ends its test, runs the undo and exits 0 (before issue 22 it died at once, undo not run).
+    // It ends its test, runs the undo and exits 0 (it once died at once, undo not run).
     let stopped = Instant::now();
     let status = loop {
         if let Some(s) = agent.child.try_wait().expect("wait for the agent") {
@@ -440,7 +440,7 @@ fn issue_22_a_missing_or_wrong_profile_record_fails_the_run() {
     assert!(v["error"].is_null(), "{}", v["error"]);
 }
 
-/// Issue 22: profile commands inherited `LINERATE_SECRET`, so a profile that printed its
+/// Profile commands inherited `LINERATE_SECRET`, so a profile that printed its
 /// environment sent the secret to the client and into the store. The command now runs without
 /// it, and with no descriptor of the secret file (read whole and closed at start): an agent
 /// given both prints neither through a profile that lists its environment and descriptors.

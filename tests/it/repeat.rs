@@ -1,4 +1,4 @@
-//! `--repeat` (issue 15): every run's whole document and the statistics of each headline figure
+//! `--repeat`: every run's whole document and the statistics of each headline figure
 //! over them, checked against the runs in the same document; `--repeat auto` across a shaped lab
 //! link; Ctrl-C in the middle of a repeated test; every test kind once.
 

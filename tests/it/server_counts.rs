@@ -1,4 +1,4 @@
-//! A linerate HTTP server's own counts in an HTTP test's result (issue 27): the agent beside
+//! A linerate HTTP server's own counts in an HTTP test's result: the agent beside
 //! `serve --http-port`/`--https-port` reports them over the test, and the summary sets the
 //! server's CPU per TLS handshake beside the client's. Also the server's flags and caps.
 

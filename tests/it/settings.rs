@@ -1,4 +1,4 @@
-//! Issue 13, item 7: every requested setting is granted, granted differently with a note giving
+//! Every requested setting is granted, granted differently with a note giving
 //! the granted value, or refused with a one-line error and a non-zero exit.
 
 use crate::util::*;

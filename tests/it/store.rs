@@ -1,4 +1,4 @@
-//! The results store (issue 15): every run stored, complete or partial, in its own `--db` per
+//! The results store: every run stored, complete or partial, in its own `--db` per
 //! test; a database that cannot take it loses no result; clients killed mid-run leave it sound;
 //! `results show` prints what the run printed.
 
@@ -37,7 +37,7 @@ fn stored_id(text: &str) -> Option<i64> {
 }
 
 /// What a run printed with its `stored as #N` line taken out: that line comes just before the
-/// headline line, which is last (issue 23, item 21).
+/// headline line, which is last.
 fn without_id(text: &str, id: i64) -> String {
     let (before, after) = text
         .split_once(&format!("stored as #{id}\n"))
@@ -549,7 +549,7 @@ fn a_full_disk_loses_no_result() {
     assert!(stderr(&out).contains("disk"), "names the disk: {}", stderr(&out));
 }
 
-/// Issue 15's leftover: documents were stored pretty-printed (58 KB for a short tcp run). They
+/// Documents were stored pretty-printed (58 KB for a short tcp run). They
 /// are stored on one line, compressed; `results show --json` still prints them as the run did,
 /// and a database written by the build before (layout 1, pretty text) still reads.
 #[test]
@@ -615,7 +615,7 @@ fn issue_15_documents_are_stored_compressed_and_old_pretty_ones_still_read() {
     assert_eq!(integrity(&old), "ok");
 }
 
-/// Issue 15's leftover: an http `--baseline` line was not stored, so `results show` of an http
+/// An http `--baseline` line was not stored, so `results show` of an http
 /// sweep left it out. The sweep's document keeps the baseline (and each run's result all of
 /// it): `results show` prints the sweep as it ran, baseline line first, and a single run's
 /// report after the same line.
@@ -705,7 +705,7 @@ fn zlib_bomb(mib: usize) -> Vec<u8> {
     bomb
 }
 
-/// Issue 22: a 1 MB zlib bomb in a shared `--db` made `results show`, `report` and `export`
+/// A 1 MB zlib bomb in a shared `--db` made `results show`, `report` and `export`
 /// inflate 1 GB and peak at 1.1 GB RSS. A stored document that inflates past 256 MiB is now
 /// refused in one line, having inflated no more than that into nothing: it is counted before it
 /// is kept, so a refused bomb holds none of it in memory.
@@ -759,7 +759,7 @@ fn control_chars(text: &[u8]) -> Vec<char> {
         .collect()
 }
 
-/// Issue 22: hostile rows reached the terminal raw (`results` printed ESC and BEL bytes and a
+/// Hostile rows reached the terminal raw (`results` printed ESC and BEL bytes and a
 /// forged line; the CSV export 60 ESC bytes, and cells a spreadsheet runs as formulas). Every
 /// string of a row and of a shown document now has its control characters escaped, and CSV text
 /// cells that start like a formula are prefixed with `'`; a negative figure stays a number.
@@ -873,7 +873,7 @@ fn mode(path: &Path) -> u32 {
         & 0o7777
 }
 
-/// Issue 22: the database was created 0644 in a 0755 directory, fallback files 0644: anyone on
+/// The database was created 0644 in a 0755 directory, fallback files 0644: anyone on
 /// the host could read every result (hosts, addresses, commands). What linerate creates is now
 /// its user's alone: the directory 0700, the database and SQLite's -wal and -shm 0600, fallback
 /// files 0600.
@@ -912,7 +912,7 @@ fn issue_22_the_database_and_fallback_files_are_private() {
     assert_eq!(mode(Path::new(fallback)), 0o600, "{fallback}");
 }
 
-/// Issue 23: `results`, `results show`, `export` and `report` failed on a database on a
+/// `results`, `results show`, `export` and `report` failed on a database on a
 /// read-only filesystem with SQLite's "Error code 14": they opened it read-write, then read-only
 /// without the `-shm` index a WAL database needs. Readers open it read-only (immutable where
 /// nothing can be made beside it), and a write there names the read-only filesystem in words.

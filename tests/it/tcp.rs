@@ -192,7 +192,7 @@ fn text_summary_has_the_seed_report_rows() {
     );
 }
 
-/// `--zerocopy` (issue 28): every path, in every direction, moves exactly the bytes the receivers
+/// `--zerocopy`: every path, in every direction, moves exactly the bytes the receivers
 /// count, and the result says which path each sending socket took.
 #[test]
 fn issue_28_zerocopy_moves_every_byte_and_records_its_path() {
@@ -240,7 +240,7 @@ fn issue_28_zerocopy_moves_every_byte_and_records_its_path() {
 }
 
 /// Where zero-copy cannot apply (`--depth` above 1 runs io_uring), the writes copy, the grant
-/// says so (no path) and a note says why (issue 28).
+/// says so (no path) and a note says why.
 #[test]
 fn issue_28_zerocopy_under_io_uring_falls_back_with_a_note() {
     if !can_run(&[Need::IoUring]) {
@@ -261,7 +261,7 @@ fn issue_28_zerocopy_under_io_uring_falls_back_with_a_note() {
     );
 }
 
-/// A bad `--zerocopy` value, or one with --mix, is a usage error: exit 2, one line (issue 28).
+/// A bad `--zerocopy` value, or one with --mix, is a usage error: exit 2, one line.
 #[test]
 fn issue_28_bad_zerocopy_values_exit_2_with_one_line() {
     for (args, needle) in [

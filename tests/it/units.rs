@@ -1,4 +1,4 @@
-//! Every number in every kind's result document names its unit (issue 13, item 8), and every
+//! Every number in every kind's result document names its unit, and every
 //! document reads back into its type unchanged (a stored result renders from it alone): real
 //! short runs on loopback (tcp, udp, rr, http against `serve --http-port 0`, a sweep) whose JSON
 //! is walked key by key. Unknown figures are null, never 0 or "", and -0.0 never appears.
@@ -77,7 +77,7 @@ fn issue_13_every_number_in_every_kind_names_its_unit() {
             assert!(s[side]["congestion"].is_null(), "nor congestion control: {s}");
         }
     }
-    // A paced run adds the rate asked and sent (issue 23).
+    // A paced run adds the rate asked and sent.
     let paced = run(&["udp", "--json", &agent.addr, "-t", "0.5", "--rate", "50M"]);
     assert!(paced["summary"]["send_rate"].is_object(), "{}", paced["summary"]);
     check_units("paced udp", &paced);

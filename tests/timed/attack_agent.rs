@@ -1,4 +1,4 @@
-//! The agent under floods (issues 14 and 22) that load the whole machine and count what gets
+//! The agent under floods that load the whole machine and count what gets
 //! through in a time: a refusal flood, many-address floods, a CRR cookie flood. Loopback only;
 //! every process and connection is bounded in time and ended by the test.
 

@@ -1,4 +1,4 @@
-//! `linerate compare` (issue 16) on real runs across lab links of known rates: 200 Mbit/s
+//! `linerate compare` on real runs across lab links of known rates: 200 Mbit/s
 //! against 100 Mbit/s is better by about 100 % and significant, with the link's rate named in
 //! the configuration difference; two labs of one link list no qdisc handles as changes.
 
@@ -40,7 +40,7 @@ fn issue_16_compare_tells_a_faster_link_from_noise_and_names_its_rate() {
     assert!(rate["b"].as_str().is_some_and(|s| s.contains("rate=200")), "{rate}");
 
     // A/A: two batches on one link differ by a fraction of a percent, sometimes significantly
-    // (the machine shifts between them); under the 2 % threshold that is no change (issue 38).
+    // (the machine shifts between them); under the 2 % threshold that is no change.
     let (_, same) = compare(&a, &a2, &[]);
     assert_eq!(
         throughput(&same)["verdict"],
@@ -55,7 +55,7 @@ fn issue_16_compare_tells_a_faster_link_from_noise_and_names_its_rate() {
     assert_eq!(compare(&b, &a, &gate).0, Some(3), "A is worse than B by ~50 %");
 }
 
-/// Issue 23: `compare` of runs in two labs of the same link listed the kernel's qdisc handles
+/// `compare` of runs in two labs of the same link listed the kernel's qdisc handles
 /// (`tbf 802b:` against `tbf 802e:`) as configuration differences. Handles are identities the
 /// kernel hands out; the qdiscs compare by kind, position and parameters.
 #[apply(timed!)]

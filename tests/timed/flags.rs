@@ -1,4 +1,4 @@
-//! `--cooldown` (issue 13) shrinks the measured window in every kind: the window's seconds read.
+//! `--cooldown` shrinks the measured window in every kind: the window's seconds read.
 
 use crate::util::*;
 use macro_rules_attribute::apply;

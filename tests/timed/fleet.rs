@@ -1,4 +1,4 @@
-//! Fleets (issue 24) timed: an incast's synchronised start (its skew) and a lab mesh whose one
+//! Fleets timed: an incast's synchronised start (its skew) and a lab mesh whose one
 //! host has a slower link.
 
 use crate::kinds::*;
@@ -56,7 +56,7 @@ fn issue_24_an_incast_starts_together_through_an_agent_whose_clock_is_2_s_off() 
         );
         assert_eq!(c["result"]["from"], c["from"]);
     }
-    // The sum is every byte the flows' receivers counted over the group's window (issue 38),
+    // The sum is every byte the flows' receivers counted over the group's window,
     // never more than the cells' own rates added.
     let bytes: f64 = cells(&m).iter().map(|c| f(c, "/result/summary/received/bytes")).sum();
     let window = f(&m, "/sum_window_seconds");
@@ -139,7 +139,7 @@ fn issue_24_a_lab_mesh_reads_half_on_the_slow_hosts_row_and_column_and_its_incas
     );
     assert_eq!(cells(&m).len(), 4);
     let sum = f(&m, "/sum");
-    // Issue 38: the sum is every byte over the group's common window, so it can never pass what
+    // The sum is every byte over the group's common window, so it can never pass what
     // h5's link carries: TCP's goodput through tbf at 50 Mbit/s (1448 payload bytes of every
     // 1514 tbf counts), plus the one burst tbf lets through at its rate for 2 ms (lab/shape.rs)
     // over that window.
@@ -191,7 +191,7 @@ impl Drop for BusyLoops {
     }
 }
 
-/// Issue 38: a mesh whose hosts' CPUs are all busy, under a line rate it cannot reach
+/// A mesh whose hosts' CPUs are all busy, under a line rate it cannot reach
 /// (`--link-speed 100G`), says so: every cell's run names its CPU-bound hosts with the figure,
 /// and the matrix's text marks those cells `!`.
 #[apply(timed!)]

@@ -1,4 +1,4 @@
-//! `linerate http --http2` (issue 27) timed: an open loop holds its rate.
+//! `linerate http --http2` timed: an open loop holds its rate.
 
 use crate::kinds::*;
 use crate::util::*;

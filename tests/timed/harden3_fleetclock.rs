@@ -1,4 +1,4 @@
-//! Issue 39, items 2 and 5 (timed half): a clock session closed at its idle and total deadlines,
+//! A clock session closed at its idle and total deadlines,
 //! and a fleet round beside an agent 800 ms away (a test proxy that holds every byte 400 ms each
 //! way in front of it): its neighbours' cells are measured, its own is noted, and reading its
 //! clock takes bounded time.

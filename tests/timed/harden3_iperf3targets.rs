@@ -1,4 +1,4 @@
-//! Issue 39, item 9: a host file is refused at its bound at once, however much it could give.
+//! A host file is refused at its bound at once, however much it could give.
 
 use crate::util::*;
 use macro_rules_attribute::apply;

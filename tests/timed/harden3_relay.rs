@@ -1,4 +1,4 @@
-//! Issue 39, item 11, timed: a relay answers a closed port, a silent listener and a listener
+//! A relay answers a closed port, a silent listener and a listener
 //! that drips bytes alike, in words and in time, so that a secret holder cannot use a `from`
 //! agent to probe ports from where it stands.
 

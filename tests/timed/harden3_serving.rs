@@ -1,4 +1,4 @@
-//! `serve --metrics` under idle connections (issue 39, item 7): a scrape behind 20 idle
+//! `serve --metrics` under idle connections: a scrape behind 20 idle
 //! connections, and five scrapes in a row while one client keeps 10 open, each answered within
 //! the endpoint's 2 s deadline (docs/security.md), Prometheus' scrape timeout being 10 s.
 

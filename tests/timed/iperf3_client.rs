@@ -1,4 +1,4 @@
-//! linerate's client against Debian's `iperf3 -s` (issue 26), timed: counts that agree within a
+//! linerate's client against Debian's `iperf3 -s`, timed: counts that agree within a
 //! share, a UDP rate, and a 200 Mbit/s lab link both tools meet.
 
 use crate::iperf3::*;
@@ -45,7 +45,7 @@ fn issue_26_tcp_forward_reverse_bidir_and_four_streams_agree_with_iperf3s_own_js
         u(&theirs, "/end/sum_received/bytes"),
     );
     received_at_most_sent(sent, received, "bidir forward");
-    // Issue 38: equal to the byte, or a note naming the difference and its cause.
+    // Equal to the byte, or a note naming the difference and its cause.
     unread_is_noted(&doc, sent, received);
     received_at_most_sent(
         u(&theirs, "/end/sum_sent_bidir_reverse/bytes"),
@@ -245,7 +245,7 @@ fn received_at_most_sent(sent: u64, received: u64, what: &str) {
     );
 }
 
-/// Issue 38: where iperf3's server counted fewer bytes than linerate sent it, the document says
+/// Where iperf3's server counted fewer bytes than linerate sent it, the document says
 /// so in a note with the exact difference and its cause; where the two agree, it says nothing.
 fn unread_is_noted(doc: &serde_json::Value, sent: u64, received: u64) {
     let notes = doc["notes"].to_string();

@@ -1,4 +1,4 @@
-//! `linerate serve --iperf3-port` against Debian's `iperf3 -c` (issue 26), timed: what the
+//! `linerate serve --iperf3-port` against Debian's `iperf3 -c`, timed: what the
 //! receiver counted of what was sent on loopback (TCP and UDP), and beside `iperf3 -s` on a
 //! 200 Mbit/s lab link.
 

@@ -228,7 +228,7 @@ fn lab_down_leaves_nothing() {
         let running = state.rsplit(") ").next().is_some_and(|s| !s.starts_with('Z'));
         assert!(state.is_empty() || !running, "process {pid} still runs: {state}");
     }
-    // A second down finds nothing of that name: a usage error naming it (issue 38), as
+    // A second down finds nothing of that name: a usage error naming it, as
     // `status` and `exec` of a lab that does not exist are.
     let again = linerate(&["lab", "down", "--name", &lab.name], LIMIT);
     assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
@@ -245,7 +245,7 @@ fn received_mbps(lab: &Lab, from: &str, to: &str, seconds: &str) -> f64 {
     f(&v, "/summary/received/bits_per_second") / 1e6
 }
 
-/// Issue 24: a host's rate shaped only what it sent, so four hosts of 100 Mbit/s sent ~380
+/// A host's rate shaped only what it sent, so four hosts of 100 Mbit/s sent ~380
 /// Mbit/s into a host of 50. Its rate now limits what it receives too (tbf on the switch's port
 /// toward it), so an incast meets the receiver's link as its bottleneck: the four flows sum to
 /// 50 Mbit/s ± 10 % at h5, one flow into h5 reads about 50 and one between fast hosts about 100.
@@ -293,7 +293,7 @@ fn issue_24_an_incast_into_a_slow_host_sums_to_its_rate() {
     }
 }
 
-/// Issue 24: the receive side of a host's rate holds in every kind of lab: point to point (the
+/// The receive side of a host's rate holds in every kind of lab: point to point (the
 /// peer's egress carries no more than the slower end's rate) and through the relay (which
 /// writes to the switch port's qdisc, as the bridge does).
 #[apply(timed!)]
@@ -325,7 +325,7 @@ fn issue_24_every_kind_of_lab_limits_what_a_host_receives_to_its_rate() {
     assert_eq!(relay.status["hosts"][2]["backends"]["rate_in"], "tbf on switch port p3");
 }
 
-/// Issue 24: a fleet of 16 lab hosts comes up with every agent answering, and goes down
+/// A fleet of 16 lab hosts comes up with every agent answering, and goes down
 /// leaving nothing. `lab down` waited a second for each agent (an exited agent is a zombie until
 /// init reaps it, late or never on some machines): 16 s and more for 16 hosts.
 #[apply(timed!)]
@@ -356,7 +356,7 @@ fn issue_24_sixteen_hosts_come_up_answer_and_go_down() {
     assert!(!list.contains(&format!("{}-", lab.name)), "namespaces left: {list}");
 }
 
-/// Issue 38: a receiver's intervals count the bytes that arrived by each edge, not the whole
+/// A receiver's intervals count the bytes that arrived by each edge, not the whole
 /// 128 KiB reads its reader finished. Through tbf at 12.547 Mbit/s TCP carries 12.0 Mbit/s of
 /// payload (1448 bytes of every 1514 tbf counts); every whole interval of the steady state reads
 /// within 2 % of it, where whole reads moved in steps of 1.05 Mbit/s (11.53, 12.58, 13.63).

@@ -1,4 +1,4 @@
-//! Timed tests (issue 37): every test that asserts a rate, a delay, a spacing, a loss share, a
+//! Timed tests: every test that asserts a rate, a delay, a spacing, a loss share, a
 //! CPU or interface count, a start skew or a ratio to a peer tool, and every test across a lab
 //! link shaped in rate, delay, loss or order. Cargo runs test binaries one after another, so
 //! nothing of the suite's other targets (tests/it, the crates' unit tests) runs beside these;

@@ -1,4 +1,4 @@
-//! `--repeat auto` (issue 15) across a shaped lab link: it converges on the link's rate.
+//! `--repeat auto` across a shaped lab link: it converges on the link's rate.
 
 use crate::kinds::*;
 use crate::util::*;

@@ -89,7 +89,7 @@ fn a_lab_link_with_2ms_each_way_gives_a_4ms_round_trip() {
     }
 }
 
-/// Issue 23: `--tps` above one transaction per round trip is an open loop. Over a 4 ms round trip
+/// `--tps` above one transaction per round trip is an open loop. Over a 4 ms round trip
 /// 1000 requests a second per stream leave on schedule (four and more in flight; one at a time
 /// managed 240 a second and timed a growing queue, 0.79 s mean), every request is answered or
 /// lost, and the round trips stay near the link's, from the scheduled moment and from the send.

@@ -49,7 +49,7 @@ fn loss_of_1_percent_is_reported_and_matches_the_firewall_counter() {
         .expect("loss ranges");
     assert!(!ranges.is_empty());
     // The lab hosts' own counters (socket buffers and interfaces are per namespace) took
-    // hardly any: the split (issue 13) puts the firewall's drops in the network, and adds up.
+    // hardly any: the split puts the firewall's drops in the network, and adds up.
     assert!(
         in_hosts * 10 <= lost,
         "{in_hosts} of {lost} lost put in the hosts, want at most 10 %: {c}"

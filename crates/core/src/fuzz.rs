@@ -1,6 +1,6 @@
-//! The fuzz harness's engine (tests only; issue 14): mutations of real inputs, generated with
+//! The fuzz harness's engine (tests only): mutations of real inputs, generated with
 //! proptest, and a runner that counts inputs, the slowest one and the time spent. Crates above
-//! reach it with the feature `testing` (linerate-results' stored documents and plans, issue 22).
+//! reach it with the feature `testing` (linerate-results' stored documents and plans).
 //!
 //! In: seeds (whole control sessions and HTTP requests built from the real types by the
 //! callers in `proto::fuzz` and `httpd::fuzz`) and a function that feeds one input to the

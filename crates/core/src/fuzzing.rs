@@ -16,14 +16,14 @@ pub fn http(data: &[u8]) {
     }
 }
 
-/// The iperf3 client's reader of a server's results message, and its checks (issue 39).
+/// The iperf3 client's reader of a server's results message, and its checks.
 pub fn iperf3_results(data: &[u8]) {
     if let Err(e) = crate::client::iperf3_fuzz_check(data) {
         panic!("iperf3 results reader: {e}");
     }
 }
 
-/// The HTTP/2 client's frame reader (issue 39).
+/// The HTTP/2 client's frame reader.
 pub fn h2_client(data: &[u8]) {
     if let Err(e) = crate::engine::http::h2fuzz::check(data) {
         panic!("HTTP/2 client frame reader: {e}");

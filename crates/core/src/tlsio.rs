@@ -1,5 +1,5 @@
 //! A TCP connection as tokio I/O, through rustls when it is TLS: what the `h2` crate runs on at
-//! both ends of HTTP/2 (issue 27): the server's lanes (`httpd::http2`) and the client's workers
+//! both ends of HTTP/2: the server's lanes (`httpd::http2`) and the client's workers
 //! (`engine::http::h2`). Generic over rustls's connection (`ServerConnection` or
 //! `ClientConnection`, anything that derefs to its `ConnectionCommon`).
 //!

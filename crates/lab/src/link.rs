@@ -200,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_bare_delay_is_seconds() {
-        // Until issue 12 a bare number here meant milliseconds; now it is seconds, as everywhere.
+        // A bare number here once meant milliseconds; now it is seconds, as everywhere.
         assert_eq!(parse("delay=0.01").expect("ok").delay_us, Some(10_000));
         assert_eq!(parse("delay=2,jitter=0.5").expect("ok").jitter_us, Some(500_000));
         let e = parse("delay=61").expect_err("over 60 s").to_string();
@@ -244,7 +244,7 @@ mod tests {
         assert!(std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("jitter needs a delay")));
     }
 
-    /// Issue 24: `--link SPEC --link h5:SPEC` gives h5 the second spec merged over the first,
+    /// `--link SPEC --link h5:SPEC` gives h5 the second spec merged over the first,
     /// property by property, and leaves every other host with the first.
     #[test]
     fn issue_24_a_hosts_spec_merges_over_the_global_one_for_every_property() {

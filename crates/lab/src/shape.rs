@@ -142,7 +142,7 @@ mod tests {
         }
     }
 
-    /// Issue 24: point to point, each end sends no faster than the other end may receive.
+    /// Point to point, each end sends no faster than the other end may receive.
     #[test]
     fn issue_24_point_to_point_sends_at_the_slower_ends_rate() {
         let pair = |a, b| egress_rates(&[host(a), host(b)], "point-to-point");

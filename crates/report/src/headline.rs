@@ -1,5 +1,5 @@
 //! The headline line: one line that says what a run, a repeated test or a sweep came to, printed
-//! last (so `tail -1` finds it) and alone with `--brief` (issue 23, item 21: iperf3 prints two
+//! last (so `tail -1` finds it) and alone with `--brief` (iperf3 prints two
 //! summary lines where the full report prints up to a hundred).
 //!
 //! In: a document. Out: one line, `KIND: OUTCOME; LABEL VALUE UNIT; ...`, fields separated by
@@ -75,7 +75,7 @@ fn field(label: &str, value: Option<f64>, unit: &str) -> String {
 }
 
 /// The names of the figures a line shows for a `kind` run, `bidir` or not: a `--bidir` run's
-/// receiver throughput is each direction's, never their sum (issue 38: iperf3 too reports each
+/// receiver throughput is each direction's, never their sum (iperf3 too reports each
 /// direction of `--bidir` on its own).
 fn line_names_for(kind: &str, bidir: bool) -> Vec<&'static str> {
     line_names(kind)
@@ -211,7 +211,7 @@ pub fn sweep_line(s: &Sweep) -> String {
     fields.join("; ")
 }
 
-/// A matrix's line (issue 24): its outcome, the cells and how many measured nothing, the sum
+/// A matrix's line: its outcome, the cells and how many measured nothing, the sum
 /// (throughput), the median cell in the figure's unit and Jain's index over every cell.
 pub fn matrix_line(m: &Matrix) -> String {
     let measured = m.values().len();

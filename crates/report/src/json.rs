@@ -9,7 +9,7 @@ pub fn render(result: &TestResult) -> String {
 }
 
 /// Any other document linerate prints (`sys`, `sys --config`, `doctor`, `calc`): the same
-/// `linerate` and `schema` heading as a result, then the body's own fields (issue 13: every
+/// `linerate` and `schema` heading as a result, then the body's own fields (every
 /// document carries the schema version).
 #[derive(Serialize)]
 struct Headed<'a, T: Serialize> {

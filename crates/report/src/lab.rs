@@ -94,7 +94,7 @@ mod tests {
         }
     }
 
-    /// Issue 23: `lab status` did not show the agents' HTTP servers (`:8080`).
+    /// `lab status` did not show the agents' HTTP servers (`:8080`).
     #[test]
     fn status_renders_hosts_backends_and_relay() {
         let link = LinkSpec {

@@ -1,4 +1,4 @@
-//! A matrix document ([`linerate_wire::result::Matrix`], issue 24) as text and JSON, from the
+//! A matrix document ([`linerate_wire::result::Matrix`]) as text and JSON, from the
 //! document alone: a stored matrix renders again without the network.
 //!
 //! [`text`] is what a pattern run prints and `linerate results show` prints again: a title, the
@@ -75,7 +75,7 @@ fn cell_text(c: &Cell) -> String {
     }
 }
 
-/// Whether a cell's run names a CPU-bound host in its notes (issue 38): its figure may be the
+/// Whether a cell's run names a CPU-bound host in its notes: its figure may be the
 /// hosts' limit, not the link's.
 pub fn cpu_bound(c: &Cell) -> bool {
     c.result
@@ -184,7 +184,7 @@ fn figures(out: &mut String, m: &Matrix) {
     let median = linerate_results::headline::median_cell(m).map_or("n/a".into(), |v| format!("{} {unit}", num(v)));
     if m.figure == CellFigure::ThroughputMbps {
         let sum = m.sum.map_or("n/a".into(), |v| format!("{} {unit}", num(v)));
-        // A concurrent group's sum is every byte over its common window (issue 38).
+        // A concurrent group's sum is every byte over its common window.
         let window = m.sum_window_seconds.map_or(String::new(), |w| {
             format!(" (all their bytes over the group's window of {w:.3} s, first start to last end)")
         });
@@ -301,7 +301,7 @@ mod tests {
     use linerate_core::sweep::stub_matrix;
     use linerate_wire::result::Pattern;
 
-    /// Issue 38: a cell whose run names a CPU-bound host is marked `!`, with a legend; an
+    /// A cell whose run names a CPU-bound host is marked `!`, with a legend; an
     /// incast's sum is its bytes over the group's window, each flow's share of those bytes.
     #[test]
     fn issue_38_cpu_bound_cells_are_marked_and_an_incast_sums_its_bytes() {

@@ -216,7 +216,7 @@ pub fn tail(rep: &Repeated) -> String {
     out
 }
 
-/// One line per agent that ran a `--profile` (issue 23): which profile, in which runs. The runs
+/// One line per agent that ran a `--profile`: which profile, in which runs. The runs
 /// of one repeated test ask the same profile; a run whose agent ran none, or another, says so.
 fn profiles(out: &mut String, rep: &Repeated) {
     use linerate_wire::text::peer_text;

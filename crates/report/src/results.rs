@@ -74,7 +74,7 @@ fn labels_text(row: &Row) -> String {
 /// The options a record was run with, from its stored command line: the words after the
 /// program and its command, without the targets (their own column), the labels (theirs too)
 /// and the flags that only choose the output (`--json`, `--brief`): so a pinned run (`--cpus
-/// 0,1`) and an unpinned one do not look alike (issue 38). `-` when there are none.
+/// 0,1`) and an unpinned one do not look alike. `-` when there are none.
 fn options_text(row: &Row) -> String {
     let is_target = |w: &str| {
         row.targets.iter().any(|t| {
@@ -396,7 +396,7 @@ mod tests {
         assert_eq!(list(&[]), "no stored results match\n");
     }
 
-    /// Issue 23: a stored rr headline read "478.0 transactions/s transactions (mean)".
+    /// A stored rr headline read "478.0 transactions/s transactions (mean)".
     #[test]
     fn issue_23_a_headline_says_its_unit_once() {
         let text = |name: &str, unit: &str, v: f64| figure_text(&fig(name, unit, Some(v)));

@@ -246,7 +246,7 @@ mod tests {
         let t = goodput_text(&[g]);
         assert!(t.starts_with("9.900 Gbit/s for TCP with timestamps"), "{t}");
         assert!(t.contains("(8948 payload bytes per 9038 on the wire: "), "{t}");
-        // Issue 38: a link under a gigabit in the unit it was given, not "0.048 Gbit/s".
+        // A link under a gigabit in the unit it was given, not "0.048 Gbit/s".
         let g = goodput(50e6, 1500, Transport::Tcp, false, linerate_wire::goodput::LinkKind::Tbf).expect("fits");
         let t = goodput_text(&[g]);
         assert!(

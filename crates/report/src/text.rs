@@ -39,8 +39,8 @@ fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |p| format!("{p:.2}%"))
 }
 
-/// A side's host CPU, marked `!` where the host was CPU-bound under its line rate (issue 38;
-/// the run's notes name the host and say what it means).
+/// A side's host CPU, marked `!` where the host was CPU-bound under its line rate (the
+/// run's notes name the host and say what it means).
 fn host_cpu(s: &SideSummary) -> String {
     let at_line_rate = s.line_rate.as_ref().is_some_and(|l| l.percent >= 90.0);
     match s.cpu.host_percent {
@@ -97,7 +97,7 @@ fn side_block(
     row("Time (seconds)", &|s| format!("{:.3}", s.seconds));
     row("Throughput (Mbit/s)", &|s| grouped(s.bits_per_second / 1e6, 3));
     row("Average CPU utilisation, host", &host_cpu);
-    // Both CPU rows share one base: 100 % = every CPU of the host busy (issue 13).
+    // Both CPU rows share one base: 100 % = every CPU of the host busy.
     row("Average CPU utilisation, linerate", &|s| {
         pct(s.cpu.process_percent_of_host)
     });
@@ -159,7 +159,7 @@ fn limit_text(limit: Limit, unit: &str) -> String {
 }
 
 /// The run's first line: what was asked (kind, streams, direction, limit, sizes, agents); a
-/// third-party run (`--from A`, issue 24) says on a second line which agent was the client.
+/// third-party run (`--from A`) says on a second line which agent was the client.
 fn title(r: &TestResult) -> String {
     let mut line = first_line(r);
     if let Some(from) = &r.from {
@@ -320,7 +320,7 @@ fn sides_blocks(out: &mut String, r: &TestResult) {
     let transactions = r.summary.rr.as_ref().map(|x| x.transactions);
     // Each column and the streams it covers. With several agents, an agent's column the client
     // counted is named for where the data went: "to h2" (the client sent to h2), "from h2" (the
-    // client received from h2); one the agent counted bears its name (issue 23, item 11).
+    // client received from h2); one the agent counted bears its name.
     let columns = |sending: bool| -> (Vec<(String, &SideSummary)>, Vec<Streams<'_>>) {
         let mut cols: Vec<(String, &SideSummary)> = Vec::new();
         let mut covers = Vec::new();
@@ -436,7 +436,7 @@ fn footnotes(out: &mut String, r: &TestResult) {
 
 /// Which window limited a TCP run and what to raise, when it did.
 fn window_advice(out: &mut String, r: &TestResult) {
-    // Advice never claims a ceiling below what was measured (issue 13; older documents may).
+    // Advice never claims a ceiling below what was measured (older documents may).
     if let Some(t) = r.summary.sent.tcp.as_ref()
         && let Some(by) = &t.limited_by
         && t.window_limit_bits_per_second * linerate_wire::result::CEILING_SLACK >= r.summary.received.bits_per_second
@@ -576,7 +576,7 @@ fn stream_table(out: &mut String, r: &TestResult) {
             s.receiver_socket
                 .as_ref()
                 .map_or("n/a".into(), |g| g.rcvbuf_bytes.to_string()),
-            // UDP has no MSS: its sockets' grant says 0 (issue 23).
+            // UDP has no MSS: its sockets' grant says 0.
             s.sender_socket
                 .as_ref()
                 .filter(|g| g.mss_bytes > 0)

@@ -1,4 +1,4 @@
-//! The text of hand-built matrix documents (issue 24), compared with reviewed snapshot files in
+//! The text of hand-built matrix documents, compared with reviewed snapshot files in
 //! tests/snapshots/: a mesh of 5 hosts with one failed cell and a slow host, an incast of 4.
 //! After an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p linerate-report` rewrites them.
 

@@ -132,7 +132,7 @@ fn rr_auto_interrupted() {
     check("repeat_rr_auto_partial.txt", &text);
 }
 
-/// Issue 23: a `--repeat` run's text never named the `--profile` its agents ran.
+/// A `--repeat` run's text never named the `--profile` its agents ran.
 #[test]
 fn issue_23_a_repeated_tests_text_names_each_agents_profile() {
     use linerate_core::result::HostRecord;

@@ -391,7 +391,7 @@ fn issue_26_an_iperf3_server_as_the_far_end() {
     check("iperf3_server_bidir.txt", &linerate_report::text::render(&r));
 }
 
-/// Issue 27: an https run's text shows its handshakes (full, resumed, failed, per second, CPU),
+/// An https run's text shows its handshakes (full, resumed, failed, per second, CPU),
 /// their times, and the failed ones' classes; a cleartext run's shows none of it.
 #[test]
 fn issue_27_an_https_run_shows_its_handshakes_and_their_failures() {
@@ -467,7 +467,7 @@ fn issue_27_an_https_run_shows_its_handshakes_and_their_failures() {
         row, "4 / 96 / 2 (2.0 / 48.0 per second; CPU us each 812.4 / n/a)",
         "{text}"
     );
-    // The server's CPU per handshake beside the client's (issue 27).
+    // The server's CPU per handshake beside the client's.
     assert_eq!(
         row_of("TLS CPU us per handshake"),
         "client 812.4 full / n/a resumed; server 95.5 (full and resumed)",
@@ -484,7 +484,7 @@ fn issue_27_an_https_run_shows_its_handshakes_and_their_failures() {
     assert!(!clear.contains("TLS"), "{clear}");
 }
 
-/// Issue 38: retransmits on a run that crossed loopback only are not called loss in the
+/// Retransmits on a run that crossed loopback only are not called loss in the
 /// network; on a real interface with no drops they still are.
 #[test]
 fn retransmits_on_loopback_are_the_hosts_not_the_networks() {

@@ -41,7 +41,7 @@ pub enum Document {
     Sweep(Box<Sweep>),
     /// Two sets of results compared.
     Comparison(Box<Comparison>),
-    /// A pattern run over a fleet: every cell's run and the matrix's figures (issue 24).
+    /// A pattern run over a fleet: every cell's run and the matrix's figures.
     Matrix(Box<Matrix>),
 }
 

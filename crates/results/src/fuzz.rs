@@ -1,4 +1,4 @@
-//! Fuzz targets of the results side (tests only; issue 22), on the engine of
+//! Fuzz targets of the results side (tests only), on the engine of
 //! `linerate_core::fuzz` (mutations of real inputs, proptest; feature `testing`):
 //!
 //! - `stored document`: what a shared database may hold in `documents.json`, as text (layout 1)

@@ -106,7 +106,7 @@ fn stream_figures(r: &TestResult, out: &mut Vec<Figure>) {
     ));
 }
 
-/// A matrix's median cell (issue 24): the median of the measured cells' values, in the matrix's
+/// A matrix's median cell: the median of the measured cells' values, in the matrix's
 /// figure's unit (the mean of the middle two for an even count); None when no cell measured.
 pub fn median_cell(m: &Matrix) -> Option<f64> {
     crate::stats::median(&m.values())
@@ -167,7 +167,7 @@ pub fn headline(r: &TestResult) -> Vec<Figure> {
         TestSpec::Http(_) => {
             let h = s.http.as_ref();
             let rt = h.and_then(|h| h.response_time_us);
-            // First: the headline. Failed responses are not throughput (issue 23, item 2).
+            // First: the headline. Failed responses are not throughput.
             out.push(up(
                 "successful_responses_per_second",
                 "successful (2xx) responses",

@@ -3,7 +3,7 @@
 //! (20, or 40 for IPv6) and the transport header (TCP 20 plus 12 of timestamps option, as Linux
 //! sends by default; UDP 8).
 //!
-//! Two kinds of link count frames differently (issue 23: `calc` said 941 Mbit/s, the lab docs
+//! Two kinds of link count frames differently (`calc` said 941 Mbit/s, the lab docs
 //! 949, and linerate and iperf3 both measured 955 on a `rate=1gbit` lab link):
 //! - an Ethernet link on the wire carries per frame the preamble and start delimiter (8 bytes),
 //!   the header (14), the frame check (4) and the inter-frame gap (12), and pads short frames to

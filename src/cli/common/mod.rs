@@ -108,7 +108,7 @@ pub fn direction(reverse: bool, bidir: bool) -> Direction {
 }
 
 /// A value parser for a flag whose value has a sign that can be wrong (`-t -1`, `-P -3`, `--gap
-/// -5`): a negative value is refused as such, not taken for an unknown flag (issue 13). The flag
+/// -5`): a negative value is refused as such, not taken for an unknown flag. The flag
 /// must allow a leading hyphen (`allow_negative_numbers`, or `allow_hyphen_values` for values
 /// with a unit suffix).
 pub fn not_negative<T>(text: &str) -> Result<T, String>

@@ -379,7 +379,7 @@ fn bind_sets_the_clients_source_address_in_every_test_command() {
     assert!(parse(&["tcp", "h", "-B", "not-an-address"]).is_err());
 }
 
-/// Issue 13: a wrong-sign value says so, not `unexpected argument '-1' found`.
+/// A wrong-sign value says so, not `unexpected argument '-1' found`.
 fn refused_as_negative(args: &[&str], flag: &str, value: &str) {
     let err = parse(args).expect_err("a negative value is refused").to_string();
     assert!(err.contains(flag), "names {flag}: {err}");

@@ -1,4 +1,4 @@
-//! Issue 24: a matrix document's page. Fixture matrices built in code (no fleet is needed to draw
+//! A matrix document's page. Fixture matrices built in code (no fleet is needed to draw
 //! one): a mesh of 5 hosts (20 cells, the slow host's row and column at about half, one cell
 //! failed with an error full of markup) and an incast of 4 flows into one receiver, one of them
 //! starved. Each is written as JSON, made into a page by `linerate report`, and opened in headless

@@ -1,4 +1,4 @@
-//! Issue 23: every kind of page laid out as a browser lays it out. Each page (a tcp, udp, rr and
+//! Every kind of page laid out as a browser lays it out. Each page (a tcp, udp, rr and
 //! http run, a sweep, a repeated run, a campaign, an A..B comparison, all made by real runs on
 //! loopback) is opened in headless Chromium at 1280 x 900 with a few lines of script added to a
 //! copy of it, which measure every text element of every figure with the browser's own boxes
@@ -38,7 +38,7 @@ document.body.appendChild(pre);
 })();</script>"#;
 
 /// A copy of `page` with `script` (such as [`MEASURE`]) run at its end. The page's
-/// Content-Security-Policy lets only its own script run (issue 22), so the copy leaves the policy
+/// Content-Security-Policy lets only its own script run, so the copy leaves the policy
 /// out; nothing else changes.
 fn measurable(page: &Path, script: &str) -> PathBuf {
     let html = std::fs::read_to_string(page).expect("read the page");

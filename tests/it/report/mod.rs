@@ -234,7 +234,7 @@ fn a_tcp_report_opens_with_its_figures() {
     });
 }
 
-/// Issue 22: the page's CSP allowed `script-src 'unsafe-inline'`, so an injected script would
+/// The page's CSP allowed `script-src 'unsafe-inline'`, so an injected script would
 /// have run. Now it names the page's own script by hash: Chromium runs that one (it marks the
 /// page `class="js"`, and a blocked script would log a CSP error to the console, which
 /// [`check_in_browser`] refuses), and the policy allows no other.
@@ -533,7 +533,7 @@ fn bad_report_arguments_are_one_line_errors() {
         out_html.to_str().expect("utf-8"),
     );
     // A source that cannot be read is a runtime error (1); flags that ask for nothing or for a
-    // format linerate does not write are usage errors (2, issue 23).
+    // format linerate does not write are usage errors (2).
     for (args, says, code) in [
         (vec!["report", "/nonexistent/x.json", "-o", html], "cannot read", 1),
         (vec!["report", junk, "-o", html], "no \"test\" field", 1),

@@ -1,4 +1,4 @@
-//! `linerate report` on what the results store holds (issue 17): a campaign made by
+//! `linerate report` on what the results store holds: a campaign made by
 //! `linerate plan run` (its figures against the varied option, a line per variant, error bars
 //! from the repeats, each test's table as `plan show` prints it), a comparison `A..B` of two
 //! repeated runs (its A/B bars with each side's interval, its verdict table),

@@ -1,4 +1,4 @@
-//! Who gets a thread (issue 14, items 2 and 3). A connection is *opening* from its accept until
+//! Who gets a thread. A connection is *opening* from its accept until
 //! it is settled: a data connection handed to its test, a control connection past its request.
 //! Opening connections are capped per source (an IPv4 address, an IPv6 /64) and in total, so one
 //! address that floods the port with idle or drip-fed connections holds a few slots for at most
@@ -17,7 +17,7 @@
 //! An evicted connection leaves the count at once; its thread's own release finds it gone and
 //! does nothing, so a slot is given back exactly once.
 //!
-//! A client that holds the secret proves it in its first flight (issue 22, `auth::first_flight`):
+//! A client that holds the secret proves it in its first flight (`auth::first_flight`):
 //! if a reserved slot is free at its accept, the first bytes already in are read without taking
 //! them off the socket and checked, before any slot is spent. A valid proof takes one of
 //! [`RESERVED_SLOTS`], which nothing else can take, past both caps and never evicted; a wrong MAC

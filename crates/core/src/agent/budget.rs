@@ -1,4 +1,4 @@
-//! The agent's memory budget across all its tests (issue 14, item 5): what a spec makes this end
+//! The agent's memory budget across all its tests: what a spec makes this end
 //! allocate is counted before the test is accepted, and a test that does not fit beside those
 //! running is refused with the figures (`serve --max-memory`).
 
@@ -61,7 +61,7 @@ fn udp_stream_bytes(u: &UdpSpec) -> u64 {
 }
 
 /// The loss maps of the streams this end receives on (what flows forward): a bit per sequence
-/// number each tracks, every one of which a sender, or a forger, can make it touch (issue 22).
+/// number each tracks, every one of which a sender, or a forger, can make it touch.
 fn udp_loss_maps_bytes(u: &UdpSpec) -> u64 {
     let receiving = (0..u.streams_per_agent())
         .filter(|&i| u.stream_flows_forward(i))

@@ -1,10 +1,10 @@
-//! The agent's clock, read for a controller (issue 24): each `clock` is answered at once with a
+//! The agent's clock, read for a controller: each `clock` is answered at once with a
 //! `clock_reading` (its wall clock, Unix nanoseconds, plus the pretend offset of a test), its host
 //! name and node. The controller times every exchange and keeps the fastest; this end only
 //! answers.
 //!
 //! A clock session has left the opening caps (it settled at its request) and takes no test slot,
-//! so it is held to limits of its own (issue 39): at most [`MAX_CLOCK_SESSIONS`] at once (past
+//! so it is held to limits of its own: at most [`MAX_CLOCK_SESSIONS`] at once (past
 //! them `busy` at its request), [`MAX_READINGS`] readings, each next query within
 //! [`CLOCK_IDLE`] of the last reading, and [`CLOCK_SESSION_MAX`] in all from its request. A
 //! controller needs 32 readings within its own deadline for the whole reading

@@ -29,7 +29,7 @@ pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long after `start` the data connections may take to arrive.
 pub(super) const DATA_TIMEOUT: Duration = Duration::from_secs(5);
 /// When the agent is stopped, how long its running tests have to end and send their reports
-/// before the pending undo runs and [`super::Agent::serve`] returns (issue 22).
+/// before the pending undo runs and [`super::Agent::serve`] returns.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// How an agent serves: where, whom it lets in, and how much it takes on at once.
@@ -68,7 +68,7 @@ pub struct AgentConfig {
     /// Where to serve the agent's counters for Prometheus (`serve --metrics`, docs/metrics.md);
     /// None: nowhere. Unauthenticated: a private address.
     pub metrics: Option<SocketAddr>,
-    /// Answer iperf3 clients on this port too (`serve --iperf3-port`, issue 26; 0: any free
+    /// Answer iperf3 clients on this port too (`serve --iperf3-port`; 0: any free
     /// port, see [`super::Agent::iperf3_addr`]); None: not at all.
     pub iperf3_port: Option<u16>,
     /// Who may use the iperf3 port (`--iperf3-allow`): empty, it listens on loopback only;
@@ -76,7 +76,7 @@ pub struct AgentConfig {
     pub iperf3_allow: Vec<Cidr>,
     /// The HTTP servers running beside the agent (`serve --http-port`, `--https-port`): an HTTP
     /// test whose URLs name one of their ports gets that server's counts over its window in the
-    /// agent's report (issue 27). Empty: none.
+    /// agent's report. Empty: none.
     pub http_servers: Vec<crate::httpd::HttpdCounters>,
 }
 
@@ -208,7 +208,7 @@ pub enum AgentEvent {
     /// A profile's undo did not succeed (or could not run): the host may still be changed.
     /// `message` names its command and what happened, escaped.
     UndoFailed { profile: String, message: String },
-    /// An iperf3 client's test on the iperf3 port is over (issue 26): its document, this end as
+    /// An iperf3 client's test on the iperf3 port is over: its document, this end as
     /// the agent and the iperf3 client's figures as the client's (`result.iperf3` says what it
     /// said). Sent once the results were exchanged; a test that ended before that (the client
     /// gone, the agent stopping) has no document: it is `Refused` and `TestEnded`, not completed.

@@ -2,10 +2,10 @@
 //! test that waits for its cookie; a control connection gets the preamble, the version check and
 //! a control session, and any refusal is answered to the client and reported as an event. All of
 //! that, up to a control connection's request, must happen within one deadline
-//! ([`HANDSHAKE_TIMEOUT`]) however the bytes trickle (issue 14).
+//! ([`HANDSHAKE_TIMEOUT`]) however the bytes trickle.
 //!
 //! Before all that, at its accept, a connection whose first flight proves the secret takes a
-//! reserved slot ([`admit_proven`], issue 22); one the caps turned away before its first flight
+//! reserved slot ([`admit_proven`]); one the caps turned away before its first flight
 //! was in gets [`PROOF_WAIT`] more for it on one thread ([`ProofWait`]); one whose proof is
 //! checked later, by its own thread, is only protected from eviction by it.
 
@@ -241,7 +241,7 @@ pub(super) fn handle_connection(
     if magic != frame::CONTROL_MAGIC {
         return;
     }
-    // The preamble, and the proof after it when its flags say one follows (issue 22).
+    // The preamble, and the proof after it when its flags say one follows.
     let mut flight = [0u8; FIRST_FLIGHT_LEN];
     flight[..4].copy_from_slice(&magic);
     if read_exact_by(&mut stream, &mut flight[4..PREAMBLE_LEN], deadline).is_err() {
@@ -296,7 +296,7 @@ pub(super) fn handle_connection(
             state.metrics.handshake_failed(kind);
         }
         // The message may quote what the peer sent (a bad field, up to a frame's size): the
-        // event carries it cut and escaped (issue 14).
+        // event carries it cut and escaped.
         events(&AgentEvent::Refused {
             peer,
             kind,

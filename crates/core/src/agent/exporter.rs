@@ -1,4 +1,4 @@
-//! The agent's counters for Prometheus (`serve --metrics ADDR`, issue 25): what it accepted,
+//! The agent's counters for Prometheus (`serve --metrics ADDR`): what it accepted,
 //! refused and moved, kept by the official client library (`prometheus-client`) and served on
 //! `GET /metrics` by one small thread of its own.
 //!
@@ -6,7 +6,7 @@
 //! report when the test ends ([`Exporter::test_report`]); everything else counts events
 //! (accepted, refused, ended, a profile run). docs/metrics.md lists every metric.
 //!
-//! The endpoint serves its connections at once from one `poll(2)` loop (issue 39), each within
+//! The endpoint serves its connections at once from one `poll(2)` loop, each within
 //! [`REQUEST_TIMEOUT`] of its accept in all, at most [`MAX_CONNECTIONS`] of them (a new one past
 //! that closes the oldest still waiting for its request), and reads at most
 //! [`MAX_REQUEST_BYTES`] of a request: a slow or hostile peer holds its own connections only,
@@ -268,7 +268,7 @@ fn wants_text(accept: Option<&str>) -> bool {
 }
 
 /// Serves `GET /metrics` on `listener` until `stopping` is set: every connection at once on
-/// non-blocking sockets, one `poll(2)` loop on this thread (issue 39). A connection is read
+/// non-blocking sockets, one `poll(2)` loop on this thread. A connection is read
 /// until its head is whole, then its answer written as the client takes it, all within
 /// [`REQUEST_TIMEOUT`] of its accept; past [`MAX_CONNECTIONS`] a new connection closes the
 /// oldest one still waiting for its request (else the oldest). No client waits for another.

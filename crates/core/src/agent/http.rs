@@ -1,8 +1,8 @@
 //! An HTTP test, this end's half: the client loads an HTTP server on this host; the agent only
 //! samples the host from `started` until the client says the run is over, or until nothing has
-//! moved on its interface toward the client for the idle limit (issue 22). When the URLs name a
+//! moved on its interface toward the client for the idle limit. When the URLs name a
 //! port of the HTTP server running beside the agent (`serve --http-port`, `--https-port`), the
-//! agent also reports that server's counts over the test (issue 27).
+//! agent also reports that server's counts over the test.
 
 use super::session::{Accepted, Quiet, Refusal, new_cookie};
 use crate::engine::http::HttpUrl;

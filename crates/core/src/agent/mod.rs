@@ -9,7 +9,7 @@
 //! apart from the toolkit every test uses (`session`); each kind's half of a test is one file
 //! (`tcp`, `udp`, `rr`, `http`) that imports only the toolkit.
 //!
-//! What an unauthenticated peer can cost is bounded (issue 14, docs/security.md): connections
+//! What an unauthenticated peer can cost is bounded (docs/security.md): connections
 //! still opening are capped per source and in all and must finish their whole handshake within
 //! [`HANDSHAKE_TIMEOUT`] (`admit`); at the total cap a new connection closes the oldest one
 //! opening for at least [`EVICTION_GRACE`], so many addresses together cannot hold every slot
@@ -21,13 +21,13 @@
 //!
 //! Its owner stops it through a [`Stopper`] (`serve` does on SIGTERM, SIGINT and SIGHUP): it
 //! accepts no more, ends the running tests (their clients get a partial result saying the agent
-//! is stopping), runs the undo still pending and returns (issue 22).
+//! is stopping), runs the undo still pending and returns.
 //!
-//! Its counters (`metrics`, issue 25) change on events and once per test, from its report; with
+//! Its counters (`metrics`) change on events and once per test, from its report; with
 //! `AgentConfig::metrics` set, one thread of its own serves them on `GET /metrics` for Prometheus.
 //!
 //! With `AgentConfig::iperf3_port` set it also answers `iperf3 -c` clients on a port of their own
-//! (`iperf3`, issue 26), under the same limits, one test at a time; each test's document comes to
+//! (`iperf3`), under the same limits, one test at a time; each test's document comes to
 //! the owner as an [`AgentEvent::Iperf3Result`].
 //!
 //! This file only names the parts: the owner's settings and events are in `config`, what every

@@ -15,7 +15,7 @@ use std::time::Instant;
 /// Tests waiting for their data connections, by cookie.
 pub(super) type Pending = Mutex<HashMap<[u8; COOKIE_LEN], Expecting>>;
 
-/// A test waiting for data connections with its cookie, and how many it takes (issue 14: a
+/// A test waiting for data connections with its cookie, and how many it takes (a
 /// test's own cookie must not let its client queue connections without limit).
 pub(super) struct Expecting {
     tx: SyncSender<(u16, TcpStream)>,

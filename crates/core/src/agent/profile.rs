@@ -1,4 +1,4 @@
-//! Agent profiles (issue 16): commands the agent's owner names at start
+//! Agent profiles: commands the agent's owner names at start
 //! (`linerate serve --profile NAME=COMMAND`, and `NAME.undo=COMMAND`) for A/B tests of this
 //! host's configuration. A client may only choose among them by name; the agent runs no other
 //! command. Around a test asked for under a profile the agent runs its command (`sh -c`, killed
@@ -129,7 +129,7 @@ impl Profiles {
 
 /// The agent's one profile slot: which profile's test runs now, and its undo until that has run.
 /// Whoever runs the undo first takes it (the test when its report is made or it ends, the agent
-/// when it stops: issue 22), so it runs once; one that does not succeed goes to the owner's
+/// when it stops), so it runs once; one that does not succeed goes to the owner's
 /// callback with its command. Closed when the agent stops: no profile runs after that.
 #[derive(Default)]
 pub(super) struct Running {

@@ -1,4 +1,4 @@
-//! A third-party test (issue 24): a controller asks this agent to run a test against another
+//! A third-party test: a controller asks this agent to run a test against another
 //! agent and send back the whole run. This agent becomes the client's half ([`crate::client`]),
 //! proving the fleet's secret to the far agent and requiring its proof back, so it sends test
 //! traffic only to an agent that knows the secret and accepted the test: it cannot be made a
@@ -36,7 +36,7 @@ pub(super) fn run(
         ErrorKind::Auth,
         "this agent has no secret, so it runs no third-party tests".to_string(),
     ))?;
-    // The address as the kernel will use it: `::ffff:a.b.c.d` is a.b.c.d (issue 39, item 10).
+    // The address as the kernel will use it: `::ffff:a.b.c.d` is a.b.c.d.
     let to = SocketAddr::new(to.ip().to_canonical(), to.port());
     refuse_unsendable(spec, to)?;
     let offset = state.config.clock_offset_ns;
@@ -87,7 +87,7 @@ pub(super) fn run(
     match outcome {
         Ok(mut result) => {
             // The run's start as this agent tells time, like the instants below: the controller
-            // checks it came after its request (issue 39, item 4).
+            // checks it came after its request.
             let offset_ms = offset / 1_000_000;
             result.started_unix_ms = result.started_unix_ms.saturating_add_signed(offset_ms);
             // The agent's counters: what this end (the run's client) counted, in the window.
@@ -118,7 +118,7 @@ pub(super) fn run(
 }
 
 /// How long the far end has to show it is a linerate agent holding the fleet's secret before a
-/// relay sends it anything else, and how long every failure to do so takes (issue 39, item 11).
+/// relay sends it anything else, and how long every failure to do so takes.
 pub(crate) const REACH_TIME: Duration = Duration::from_secs(5);
 
 /// Whether `to` is a linerate agent of this fleet, asked before the test: the plain preamble

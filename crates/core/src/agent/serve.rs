@@ -1,7 +1,7 @@
 //! The listening socket and its accept loop: each connection past the caps on opening ones
 //! (`admit`) gets its own thread (`connection`); a data connection of a running test is let in
 //! past them. A [`Stopper`] ends the loop: the listener closes, running tests get
-//! [`STOP_GRACE`] to end and report, the pending undo runs, and `serve` returns (issue 22).
+//! [`STOP_GRACE`] to end and report, the pending undo runs, and `serve` returns.
 
 use super::admit;
 use super::budget::Budget;
@@ -41,7 +41,7 @@ fn is_loopback(addr: &SocketAddr) -> bool {
 /// A bound agent, ready to serve.
 pub struct Agent {
     listener: TcpListener,
-    /// `--iperf3-port`: the iperf3 port's sockets (issue 26).
+    /// `--iperf3-port`: the iperf3 port's sockets.
     iperf3: Option<super::iperf3::Listeners>,
     /// `--metrics`: the listener of the counters' endpoint.
     metrics: Option<TcpListener>,
@@ -142,7 +142,7 @@ impl Agent {
                 });
             });
         }
-        // Connections the caps turn away still get a moment for a proof (issue 22).
+        // Connections the caps turn away still get a moment for a proof.
         let proofs = connection::ProofWait::start(&self.state, &events);
         // Non-blocking, so that the loop sees a stop within `STOP_POLL`; an accepted stream is
         // made blocking again (Linux does not pass the flag on, but that is not promised).
@@ -166,7 +166,7 @@ impl Agent {
             }
             let Ok(peer) = stream.peer_addr() else { continue };
             // A first flight that proves the secret takes a reserved slot past the caps below; a
-            // wrong or copied one is refused before any slot is spent (issue 22).
+            // wrong or copied one is refused before any slot is spent.
             let Some(stream) = connection::admit_proven(&self.state, &events, stream, peer) else {
                 continue;
             };

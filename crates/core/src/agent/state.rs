@@ -17,7 +17,7 @@ pub(super) struct State {
     pub(super) config: AgentConfig,
     pub(super) host: HostInfo,
     pub(super) tests: AtomicUsize,
-    /// Clock sessions answered now (at most `clock::MAX_CLOCK_SESSIONS`, issue 39).
+    /// Clock sessions answered now (at most `clock::MAX_CLOCK_SESSIONS`).
     pub(super) clocks: AtomicUsize,
     pub(super) opening: Opening,
     pub(super) pending: Pending,
@@ -26,9 +26,9 @@ pub(super) struct State {
     pub(super) fd_limit: u64,
     /// The profile whose test runs now, if any, and its pending undo: one profiled test at a time.
     pub(super) profile_running: Running,
-    /// The owner stopped the agent (issue 22): running tests end, set-up refuses.
+    /// The owner stopped the agent: running tests end, set-up refuses.
     pub(super) stopping: AtomicBool,
-    /// The counters `serve --metrics` exposes (issue 25), updated on events and at a test's end.
+    /// The counters `serve --metrics` exposes, updated on events and at a test's end.
     pub(super) metrics: Exporter,
 }
 

@@ -1,6 +1,6 @@
 //! The handshake every control connection begins with (split from `session`): connect, the
 //! preambles (with a secret, the first-flight proof), the agent's hello and the
-//! challenge-response both ways; a clock reading cuts each wait at its own deadline (issue 39).
+//! challenge-response both ways; a clock reading cuts each wait at its own deadline.
 
 use super::reach::{ClientError, ClientOptions, MAX_SETUP_MESSAGE_BYTES, REPLY_TIMEOUT, Target, connect};
 use crate::proto::conn::Conn;
@@ -16,7 +16,7 @@ pub(super) fn authenticated(target: &Target, opts: &ClientOptions) -> Result<Con
 }
 
 /// [`authenticated`], each of its waits (connect, preamble, hello, proof) also cut at `deadline`
-/// when one is given: a clock reading's deadline for the whole reading (issue 39).
+/// when one is given: a clock reading's deadline for the whole reading.
 pub(super) fn authenticated_by(
     target: &Target,
     opts: &ClientOptions,
@@ -42,7 +42,7 @@ pub(super) fn authenticated_by(
     };
     let peer = target.addr;
     // With a secret, the first flight proves it (a fresh time and nonce under mac1), so that an
-    // agent under a flood gives this connection a reserved slot (issue 22). Made before the
+    // agent under a flood gives this connection a reserved slot. Made before the
     // connect: it goes out the moment the connection is up, to be in when the agent accepts.
     let first_flight = match opts.secret.as_deref() {
         Some(secret) => {

@@ -67,7 +67,7 @@ pub fn run_http(
         peer_ends: false,
     };
     // A lost agent stops the users (the watcher aborts the run): the server side can no longer
-    // be measured, and the run is reported as partial (issue 13).
+    // be measured, and the run is reported as partial.
     let local = |control: &_| crate::engine::http::run(spec, targets, sink, control);
     drive(run, local, |ended, users| assemble(spec, ended, &users, &ips))
 }

@@ -1,4 +1,4 @@
-//! Whether an agent applied the profile the client asked for (issue 22). The client does not take
+//! Whether an agent applied the profile the client asked for. The client does not take
 //! the agent's word: a result with no profile record, another profile's, or one whose command
 //! did not exit 0 would let an A/B campaign quietly measure the host unchanged, so `drive` ends
 //! such a run failed. In: what the client asked (`--profile`) and the record the agent sent

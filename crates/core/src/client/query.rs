@@ -1,4 +1,4 @@
-//! What a client asks an agent without running a test (issue 23): which profiles it has, so that
+//! What a client asks an agent without running a test: which profiles it has, so that
 //! `plan check` can find a campaign's missing profile before its first point rather than have the
 //! agent refuse every point that asks for it. In: an agent and how to reach it; out: its answer.
 //! The handshake is the test's own (`handshake::authenticated`); docs/protocol.md has the messages.

@@ -17,7 +17,7 @@ pub(super) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const START_WAIT_MAX: Duration = Duration::from_secs(8);
 /// The largest message read from an agent before its result (hello, auth_ok, accepted,
 /// started, an error): they are small, and a larger one is refused from its length prefix
-/// rather than parsed (issue 14). The result has its own bound, from the test.
+/// rather than parsed. The result has its own bound, from the test.
 pub(super) const MAX_SETUP_MESSAGE_BYTES: u32 = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
@@ -47,17 +47,17 @@ pub enum ClientError {
     #[error("{peer} could not prove it knows the secret: not the agent you meant")]
     AgentProof { peer: SocketAddr },
     /// The client holds a secret but the agent asked for none: it cannot prove who it is, so an
-    /// impostor would skip authentication this way (issue 14, item 9).
+    /// impostor would skip authentication this way.
     #[error(
         "{peer} asked for no secret, so it cannot prove it is the agent you meant; give --allow-unauthenticated-agent to run against it anyway"
     )]
     Unauthenticated { peer: SocketAddr },
-    /// An agent whose clock could not be read within the whole reading's deadline (issue 39).
+    /// An agent whose clock could not be read within the whole reading's deadline.
     #[error("{peer}: no clock reading within {seconds} s (connecting, authenticating and one exchange)")]
     ClockTooFar { peer: SocketAddr, seconds: f64 },
     #[error("a third-party test needs the fleet's secret: give --secret-file PATH or set LINERATE_SECRET")]
     NeedSecretForRelay,
-    /// A third-party run came back but cannot be the answer to the test asked (issue 39).
+    /// A third-party run came back but cannot be the answer to the test asked.
     #[error("the run {peer} sent back was refused: {why}")]
     RelayedRefused { peer: SocketAddr, why: String },
     #[error("{streams} streams in all is more than the 65535 one client can number")]
@@ -70,7 +70,7 @@ pub enum ClientError {
     },
     #[error(transparent)]
     Engine(#[from] EngineError),
-    /// An iperf3 server's refusal or failure (issue 26).
+    /// An iperf3 server's refusal or failure.
     #[error(transparent)]
     Iperf3(#[from] crate::proto::iperf3::Iperf3Error),
 }
@@ -136,11 +136,11 @@ pub struct ClientOptions {
     pub profile: Option<String>,
     /// The lab the run runs in (`linerate lab exec`), recorded in its result; None: no lab.
     pub lab: Option<LabRecord>,
-    /// A synchronised start (issue 24): the test is opened, then started at this instant.
+    /// A synchronised start: the test is opened, then started at this instant.
     pub start_at: Option<StartAt>,
 }
 
-/// When to start a test that has been opened, and where to say when it did (issue 24): a
+/// When to start a test that has been opened, and where to say when it did: a
 /// third-party test that runs beside others starts at one instant agreed through each agent's
 /// clock.
 #[derive(Clone, Debug)]

@@ -98,7 +98,7 @@ pub(super) fn open_sessions(
     open_each(test, targets, opts).into_iter().collect()
 }
 
-/// The most sessions opened at once, each on a thread of its own (issue 39: a thread per target
+/// The most sessions opened at once, each on a thread of its own (a thread per target
 /// failed to spawn at 3,000 targets, and the client panicked).
 const OPEN_THREADS: usize = 128;
 
@@ -204,7 +204,7 @@ pub(super) struct Run<'a> {
     pub towards: Vec<IpAddr>,
     /// Notes from setting the run up, before any of the run's own.
     pub notes: Vec<String>,
-    /// The peer decides when the run ends (an iperf3 server's TEST_END, issue 26): the
+    /// The peer decides when the run ends (an iperf3 server's TEST_END): the
     /// engine's [`Control::peer_ends`], so its stop is the normal end, not a cut.
     pub peer_ends: bool,
 }
@@ -237,7 +237,7 @@ pub(super) struct Ended<'a> {
     pub agents: &'a [AgentOutcome<'a>],
     /// Per agent: its control connection was lost while the local engine still ran.
     pub lost: Vec<bool>,
-    /// Some agent's report came but could not be the answer to this test (issue 14).
+    /// Some agent's report came but could not be the answer to this test.
     pub refused: bool,
     /// The first agent's failure, in the words of its note.
     pub first_error: Option<String>,
@@ -315,11 +315,11 @@ pub(super) fn drive<R>(
     let mut reports = Vec::with_capacity(sessions.len());
     let mut lost = Vec::with_capacity(sessions.len());
     let (mut refused, mut first_error) = (false, None);
-    // Agents that did not apply the profile asked for (issue 22).
+    // Agents that did not apply the profile asked for.
     let mut profile_faults = Vec::new();
     for ((s, (r, lost_mid_run)), mine) in sessions.iter().zip(watched).zip(&client_parts) {
         lost.push(lost_mid_run);
-        // A report that cannot be the answer to this test is dropped whole (issue 14).
+        // A report that cannot be the answer to this test is dropped whole.
         let r = r.map_err(|e| e.to_string()).and_then(|report| {
             summary::check::check_report(spec, &report, mine, started.elapsed())
                 .map(|()| report)
@@ -450,7 +450,7 @@ impl Watch<'_> {
     /// Watches one agent's control connection while the local engine runs: passes on a Ctrl-C
     /// as `stop`, and waits for the agent's result. A connection lost (or an agent's error)
     /// while the local engine still runs stops that engine at once, since a UDP sender or an
-    /// HTTP user has no reset to tell it (issue 13); the second value says that happened.
+    /// HTTP user has no reset to tell it; the second value says that happened.
     fn agent(&self, conn: &mut Conn) -> (Result<SideReport, ProtoError>, bool) {
         let result = self.await_result(conn);
         let lost_mid_run = result.is_err() && !self.engine_done.load(Ordering::Relaxed);

@@ -50,7 +50,7 @@ pub struct Control {
     /// How long no byte may move before the run is given up, for a run that has that rule;
     /// None: the runner's own (30 s). An agent sets it (`serve --idle`).
     pub idle: Option<std::time::Duration>,
-    /// The peer decides when the run ends (an iperf3 client, issue 26): its stop is the run's
+    /// The peer decides when the run ends (an iperf3 client): its stop is the run's
     /// normal end, not a cut, so only an abort makes the report partial.
     pub peer_ends: bool,
 }

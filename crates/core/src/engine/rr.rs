@@ -36,7 +36,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const IDLE_AFTER_END: Duration = Duration::from_secs(2);
 
 /// Sets TCP_NODELAY (TCP), SO_BUSY_POLL (when asked) and, for UDP, a short receive timeout;
-/// returns what the kernel granted (issue 13: rr streams once reported every figure as 0).
+/// returns what the kernel granted (rr streams once reported every figure as 0).
 pub fn configure_socket(fd: BorrowedFd<'_>, spec: &RrSpec, tcp: bool) -> Result<SocketGrant, EngineError> {
     let tuning = Tuning {
         nodelay: tcp,

@@ -5,7 +5,7 @@
 //! can send (`tracked_datagrams`) and never grown: recording a datagram is a few instructions
 //! and never allocates. A number past the map is not one the sender of this test can send (a
 //! stray, a forgery, or a sender faster than the ceiling below): it is counted *out of range*
-//! and otherwise left alone, so one datagram cannot make a receiver allocate (issue 22: a single
+//! and otherwise left alone, so one datagram cannot make a receiver allocate (a single
 //! datagram numbered 2^32 - 64 grew the map to 512 MiB). A datagram is *out of order* when it
 //! arrives after one with a higher number; it is *lost* only if it never arrives, so a late
 //! datagram is counted as out of order and not as lost.
@@ -45,7 +45,7 @@ pub(crate) fn tracked_datagrams(spec: &UdpSpec) -> u64 {
     n.min(MAX_TRACKED)
 }
 
-/// The sequence numbers a receiving stream tracks when its sender is iperf3 (issue 26): that
+/// The sequence numbers a receiving stream tracks when its sender is iperf3: that
 /// sender starts before this end's time zero, stops at TEST_END rather than at its own
 /// deadline, and spreads a block count over its streams as it likes; so a second more than
 /// the test's time, or the count of all its streams.

@@ -1,4 +1,4 @@
-//! Fleets (issue 24): which cells a pattern tests and in which rounds they run, and the targets
+//! Fleets: which cells a pattern tests and in which rounds they run, and the targets
 //! that name many agents (`dns:NAME`, `@FILE`). Pure logic: the only I/O is expanding targets
 //! (a DNS lookup, a file read). The controller (`crate::client`) runs the rounds; `plan check`
 //! says how many there are and how long they take.
@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 /// third-party handshakes and each cell's result coming back.
 pub const ROUND_SETUP_SECONDS: f64 = 1.0;
 
-/// The most cells a fleet may have (issue 39: a mesh of 3,000 hosts, 9 million cells, took the
+/// The most cells a fleet may have (a mesh of 3,000 hosts, 9 million cells, took the
 /// controller past 1.6 GB before a test ran): a mesh of 128 hosts (16,256 cells, 254 rounds,
 /// about 47 minutes of 10 s tests) fits.
 pub const MAX_CELLS: u64 = 16_384;

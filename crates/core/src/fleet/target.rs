@@ -1,6 +1,6 @@
 //! Targets that name many agents: `dns:NAME[:PORT]` (every address a name resolves to, as a
 //! headless Kubernetes Service gives one per pod) and `@FILE` (one host per line). Each is
-//! bounded (issue 39: `@/dev/zero` was read to 2.1 GB): a host file is read to
+//! bounded (`@/dev/zero` was read to 2.1 GB): a host file is read to
 //! [`MAX_HOST_FILE_BYTES`] and [`MAX_HOST_FILE_LINES`], a name's answer taken to
 //! [`MAX_TARGETS`] addresses, and the whole list to [`MAX_TARGETS`]; past a bound the list is
 //! refused, naming it.

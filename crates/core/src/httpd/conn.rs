@@ -50,7 +50,7 @@ pub(super) struct Conn {
     pub(super) peer: IpAddr,
     /// Since when a request head has been arriving (from accept for the first one, else from
     /// its first byte): the whole head must be in by this plus the head timeout, however its
-    /// bytes trickle (issue 14). None while no head is under way.
+    /// bytes trickle. None while no head is under way.
     pub(super) head_since: Option<Instant>,
     /// A request was answered on this connection: an empty buffer is a keep-alive wait.
     pub(super) served: bool,

@@ -1,4 +1,4 @@
-//! Fuzzing the HTTP request parser (issue 14): real request heads (methods, versions,
+//! Fuzzing the HTTP request parser: real request heads (methods, versions,
 //! keep-alive, lengths, files, pipelining, absolute targets) mutated by `crate::fuzz` and parsed
 //! as a connection's read buffer holds them.
 //!

@@ -1,4 +1,4 @@
-//! HTTP/2 on the server (issue 27): h2 by ALPN on the https port, h2c by prior knowledge on the
+//! HTTP/2 on the server: h2 by ALPN on the https port, h2c by prior knowledge on the
 //! cleartext port, the same routes as HTTP/1.1 ([`super::router`]).
 //!
 //! In: connections a worker has recognised as HTTP/2 (TLS handshake done with ALPN `h2`, or a
@@ -17,7 +17,7 @@
 //! is closed with a GOAWAY; header lists past [`MAX_HEAD_BYTES`] are refused as h2 refuses them.
 //! A stream that can send nothing of its body for the idle limit (a window kept at zero, a
 //! client that reads nothing) is reset, and its connection closed when no stream is left
-//! (issue 39). What a connection holds is bounded: h2 queues at most [`STREAM_BUFFER_BYTES`] of
+//!. What a connection holds is bounded: h2 queues at most [`STREAM_BUFFER_BYTES`] of
 //! a stream's DATA, `/bytes` bodies are slices of one shared buffer, and copied `/files` bodies
 //! take at most [`FILE_BUFFER_BYTES`] a connection. Each lane counts in plain integers and
 //! publishes to its slot every [`TICK`].
@@ -227,7 +227,7 @@ impl Drop for Held {
 }
 
 /// The most of `/files` bodies one connection holds copied and not yet written to its socket
-/// (issue 39): its streams share it, a stream waits for room while it is used up (that wait is
+///: its streams share it, a stream waits for room while it is used up (that wait is
 /// no progress, bounded by the idle limit). `/bytes` bodies are slices of the one pattern
 /// buffer and take none of it.
 pub(super) const FILE_BUFFER_BYTES: usize = 1 << 20;

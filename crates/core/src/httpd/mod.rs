@@ -25,7 +25,7 @@
 //! event loop, `conn` one connection's state machine, `parser` reads request heads, `router` maps
 //! a target to what answers it, `response` formats heads, `date` the Date header, `body` sends
 //! bodies (`sendmsg` from the pattern, `sendfile` from the memfd or a file), `tls` the https
-//! port's certificate, configuration and reads through rustls (issue 27).
+//! port's certificate, configuration and reads through rustls.
 //!
 //! HTTP/2 (`http2`): a TLS connection whose ALPN is `h2`, or a cleartext one that opens with the
 //! HTTP/2 preface, is handed before its first request to its worker's HTTP/2 lane (a thread of
@@ -119,7 +119,7 @@ pub struct HttpdConfig {
     /// A keep-alive connection with no request under way, or one whose client has read nothing
     /// of its response, is closed after this; an HTTP/2 stream that could send nothing of its
     /// response (a zero flow-control window, a client that stopped reading) is reset after this,
-    /// and its connection closed when no stream is left (issue 39).
+    /// and its connection closed when no stream is left.
     pub idle: Duration,
     /// Serve https with this configuration (`serve --https-port`); None: cleartext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
@@ -151,14 +151,14 @@ pub struct HttpdStats {
     pub responses_by_status: [u64; 6],
     /// Body bytes of 200 responses handed to the kernel (heads and error texts not included).
     pub body_bytes: u64,
-    /// https: TLS handshakes completed, full and resumed, and failed (issue 27).
+    /// https: TLS handshakes completed, full and resumed, and failed.
     #[serde(default)]
     pub tls_full: u64,
     #[serde(default)]
     pub tls_resumed: u64,
     #[serde(default)]
     pub tls_failed: u64,
-    /// HTTP/2 (issue 27): connections served as HTTP/2 (h2 by ALPN, h2c by prior knowledge),
+    /// HTTP/2: connections served as HTTP/2 (h2 by ALPN, h2c by prior knowledge),
     /// part of `connections_accepted`; their streams answered (each also one of `requests`);
     /// streams ended by a RST_STREAM (sent or received) and connections ended by a GOAWAY with
     /// an error (sent or received, a protocol error included).
@@ -564,7 +564,7 @@ impl HttpdHandle {
     }
 
     /// A reader of this server's counts for another thread: the agent keeps one to report
-    /// its server's counts over a test's window (issue 27).
+    /// its server's counts over a test's window.
     pub fn counters(&self) -> HttpdCounters {
         HttpdCounters {
             addr: self.addr,
@@ -722,7 +722,7 @@ mod tests {
     fn at_the_cap_a_burst_of_accepts_keeps_its_newest() {
         // 40 connections queued before the worker starts: one accept pass takes them all at
         // one clock reading, 10 may stay open, and the 30 closed to make room must be the
-        // first 30 accepted, not whichever slot was freed last (issue 14's CI failure).
+        // first 30 accepted, not whichever slot was freed last.
         let server = Httpd::bind(
             SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             HttpdConfig {

@@ -1,4 +1,4 @@
-//! The server's TLS for `serve --https-port` (issue 27): its certificate (generated at start with
+//! The server's TLS for `serve --https-port`: its certificate (generated at start with
 //! rcgen, or read from `--cert`/`--key`), the rustls configuration (TLS 1.2 and 1.3, ALPN
 //! `h2` and `http/1.1`, resumption by session ID and by tickets), and one connection's reads through
 //! rustls. A connection's writes are in `conn`, beside the cleartext ones they stand in for.

@@ -17,7 +17,7 @@ pub struct ProcessTimes {
 
 /// The shortest window a process's CPU share is given for: the kernel accounts a process's CPU
 /// time in clock ticks (10 ms at USER_HZ 100, proc(5)), so a share over fewer than ten ticks can
-/// read several hundred percent (issue 13: 431.84 % on a 2-CPU host for `tcp -n 1 -l 1`).
+/// read several hundred percent (431.84 % on a 2-CPU host for `tcp -n 1 -l 1`).
 pub(crate) const MIN_CPU_WINDOW_SECONDS: f64 = 0.1;
 
 /// `seconds` of CPU time over `window_seconds` on `cpus` CPUs, as a percent of the whole host
@@ -28,7 +28,7 @@ pub(crate) fn percent_of_host(seconds: f64, window_seconds: f64, cpus: usize) ->
         .then(|| (100.0 * seconds / (window_seconds * cpus as f64)).clamp(0.0, 100.0))
 }
 
-/// `a - b` for CPU seconds, never negative and never -0.0 (issue 13: `process_user_seconds: -0.0`).
+/// `a - b` for CPU seconds, never negative and never -0.0 (`process_user_seconds: -0.0`).
 fn seconds_since(a: f64, b: f64) -> f64 {
     let d = a - b;
     if d > 0.0 { d } else { 0.0 }

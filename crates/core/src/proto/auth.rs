@@ -2,7 +2,7 @@
 //! client answers with its own nonce and a MAC over both, and the agent answers with a MAC the
 //! other way round, so each end proves it knows the secret without sending it.
 //!
-//! Before all that, in its first flight (issue 22), a client that holds the secret proves it
+//! Before all that, in its first flight, a client that holds the secret proves it
 //! in one message, in the spirit of WireGuard's mac1: after its preamble, its clock, a fresh
 //! nonce, and `mac1 = HMAC-SHA256(K, "linerate mac1" | preamble | time | nonce)` where
 //! `K = HMAC-SHA256(secret, "linerate v4 mac1 key")`. The agent checks it from the bytes
@@ -122,7 +122,7 @@ pub(crate) fn agent_proof(secret: &[u8], agent_nonce: &[u8], client_nonce: &[u8]
 }
 
 /// The two proofs of the challenge-response, for a test's hand-made peer (a fake agent that
-/// speaks the protocol to a controller, issue 39); not an API.
+/// speaks the protocol to a controller); not an API.
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {

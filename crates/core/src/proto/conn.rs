@@ -1,7 +1,7 @@
 //! A control connection over a blocking TCP socket: preamble exchange, then whole messages in
 //! and out with a deadline on every read, so a silent peer can never hang either end.
 //!
-//! Deadlines cover whole messages (issue 14): once the first byte of a message is in, the rest
+//! Deadlines cover whole messages: once the first byte of a message is in, the rest
 //! must follow within [`Conn::set_message_timeout`] (plus a second per [`MESSAGE_RATE_BYTES`]
 //! received, so a large message on a slow link still arrives), however the bytes trickle; a byte
 //! every few seconds does not restart the clock. The error says what arrived.
@@ -344,7 +344,7 @@ impl Conn {
     /// [`ProtoError::Refused`].
     pub(crate) fn recv(&mut self, timeout: Duration, what: &'static str) -> Result<Message, ProtoError> {
         match self.try_recv(timeout)? {
-            // Part of a message came: say how much, not "nothing" (issue 14).
+            // Part of a message came: say how much, not "nothing".
             None if !self.buf.is_empty() => Err(self.partial()),
             None => Err(ProtoError::Timeout {
                 peer: self.peer,
@@ -401,7 +401,7 @@ mod tests {
         raw.write_all(b"SSH-2.0-").expect("write");
         let err = a.exchange_preambles(Duration::from_secs(1));
         assert!(matches!(err, Err(ProtoError::NotAnAgent { .. })), "{err:?}");
-        // Said as text (issue 38), escaped where it is not printable ASCII.
+        // Said as text, escaped where it is not printable ASCII.
         let text = err.expect_err("a stranger").to_string();
         assert!(
             text.ends_with("is not a linerate agent (first bytes \"SSH-2.0-\")"),

@@ -1,4 +1,4 @@
-//! Fuzzing the control protocol's decoders (issue 14): whole control sessions as a client and
+//! Fuzzing the control protocol's decoders: whole control sessions as a client and
 //! an agent send them, built from the real message types, mutated by `crate::fuzz`, and fed to
 //! the preamble, data-header, frame and message decoders the agent and the client run.
 //! [`check`] is also what the libFuzzer target `fuzz/fuzz_targets/control.rs` calls (feature
@@ -238,7 +238,7 @@ mod tests {
                 message: "the agent runs 4 tests, its most".into(),
             },
         ];
-        // One asks for an agent profile (issue 16), the others for none.
+        // One asks for an agent profile, the others for none.
         all.extend(specs.into_iter().enumerate().map(|(i, spec)| Message::Request {
             spec,
             profile: (i == 0).then(|| "toe-off".to_string()),

@@ -23,9 +23,9 @@ use serde::{Deserialize, Serialize};
 /// The protocol version this build speaks. Peers with another version are refused. 2: the TCP
 /// spec's `mix` (an agent of version 1 would ignore it and run one-way streams). 3: the
 /// request's `profile` (an agent of version 2 would ignore it and test the unchanged host). 4:
-/// the client's first flight may carry its proof of the secret after its preamble (issue 22;
-/// an agent of version 3 would read the proof as a message's length). 5: third-party tests and
-/// clock readings (`relay`, `clock`, issue 24; an agent of version 4 would refuse them as out of
+/// the client's first flight may carry its proof of the secret after its preamble (an
+/// agent of version 3 would read the proof as a message's length). 5: third-party tests and
+/// clock readings (`relay`, `clock`; an agent of version 4 would refuse them as out of
 /// order, but later in the handshake than a version check).
 pub(crate) const VERSION: u16 = 5;
 
@@ -64,7 +64,7 @@ pub(crate) enum Message {
     /// Agent -> client: the answer to `profiles`, the names in the order the owner gave them.
     ProfileList { names: Vec<String> },
     /// Client -> agent, instead of `request` and again after each `clock_reading`: the agent's
-    /// clock now (issue 24). The client times each exchange; the session ends when it closes.
+    /// clock now. The client times each exchange; the session ends when it closes.
     Clock,
     /// Agent -> client: its wall clock when it answered `clock`, Unix nanoseconds, with its host
     /// name and the node it says it runs on.
@@ -75,7 +75,7 @@ pub(crate) enum Message {
         node: Option<String>,
     },
     /// Client -> agent, instead of `request`: run `spec` from here against the agent at `to`
-    /// (`IP:PORT`) and send back the whole run (a third-party test, issue 24). The agent acts as
+    /// (`IP:PORT`) and send back the whole run (a third-party test). The agent acts as
     /// the client's half, proving the same secret to `to`; an agent without a secret refuses.
     /// With `start_at_unix_ns` (in the agent's own clock) it opens the test, then starts it at
     /// that instant.

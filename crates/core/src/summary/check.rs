@@ -1,4 +1,4 @@
-//! Whether an agent's report can be the answer to the test that was asked (issue 14, item 7).
+//! Whether an agent's report can be the answer to the test that was asked.
 //!
 //! In: the spec, the agent's [`SideReport`], the client's own report of the same streams, and
 //! how long the run has lasted on the client's clock. Out: the largest result message the
@@ -11,7 +11,7 @@
 //! sends on each (the other one than the client, whose own reports say what it did), that the
 //! samples are of those streams, the number of samples a run of that length makes, and, where
 //! both ends count the same bytes or datagrams, that the counts agree as far as nothing can be in
-//! flight (the client's own counts on the other end; issue 22: a clean TCP end reported with 0
+//! flight (the client's own counts on the other end: a clean TCP end reported with 0
 //! bytes received after 5.4 GB sent was taken as a complete run at 0 Mbit/s).
 
 use crate::engine::run::Deadlines;
@@ -110,7 +110,7 @@ pub enum ReportError {
     },
     #[error("it carries {got} notes, over the limit of {max}")]
     TooManyNotes { got: usize, max: usize },
-    /// An iperf3 peer's figure out of what any run can give (issue 39): shown as `1e308`,
+    /// An iperf3 peer's figure out of what any run can give: shown as `1e308`,
     /// never as 300 digits.
     #[error("it reports {what} as {value:e}, {why}")]
     Figure {
@@ -293,7 +293,7 @@ fn tcp_clean_end(snd: &StreamReport, rcv: &StreamReport) -> bool {
 }
 
 /// Where both ends count the same bytes or datagrams, the agent's counts against the client's
-/// own for the same stream (issue 14, item 7; issue 22, finding 5).
+/// own for the same stream.
 ///
 /// TCP: nobody receives more than was sent, and after a clean end ([`tcp_clean_end`]) the
 /// receiver's bytes are the sender's exactly. UDP (one sender per stream, so not multicast): no

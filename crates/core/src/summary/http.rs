@@ -74,7 +74,7 @@ fn servers(run: &HttpReport, agents: &[ServerSide<'_>]) -> Vec<HttpServerSummary
                     let r = a.report?;
                     Some(host_side_summary(a.name, r, c.bytes_in, c.responses, 0, secs))
                 }),
-                // The agent's server, when it serves this URL's port (issue 27).
+                // The agent's server, when it serves this URL's port.
                 counted_by_server: agent
                     .and_then(|a| a.report?.http_server.as_ref())
                     .filter(|h| h.ports.contains(&s.addr.port()))
@@ -85,7 +85,7 @@ fn servers(run: &HttpReport, agents: &[ServerSide<'_>]) -> Vec<HttpServerSummary
 }
 
 /// The servers' CPU per TLS handshake they completed, over every agent that reported its
-/// server's counts (issue 27): their CPU seconds over their handshakes, microseconds.
+/// server's counts: their CPU seconds over their handshakes, microseconds.
 fn server_cpu_us_per_handshake(agents: &[ServerSide<'_>]) -> Option<f64> {
     let (cpu, handshakes) = agents
         .iter()

@@ -1,4 +1,4 @@
-//! iperf3's results message and linerate's side report, each made from the other (issue 26):
+//! iperf3's results message and linerate's side report, each made from the other:
 //! both of linerate's ends that speak iperf3 (the client against `iperf3 -s`, the server behind
 //! `serve --iperf3-port`) send their own report as iperf3's [`Results`] and read the peer's
 //! into a [`SideReport`] (what `summary::assemble` joins) and an [`Iperf3Peer`] (kept as iperf3
@@ -31,7 +31,7 @@ pub fn results_of(side: &SideReport, udp: bool) -> Results {
     let sends = side.streams.iter().any(|s| s.role == Role::Send);
     // A sending stream's algorithm, else a receiving one's: iperf3 reads TCP_CONGESTION of its
     // data socket whichever way it carries, so `iperf3 -c -V` prints `rcv_tcp_congestion` from
-    // a server that only received (issue 38: linerate's said nothing there).
+    // a server that only received (linerate's said nothing there).
     let with_congestion = |role: Role| {
         side.streams
             .iter()
@@ -108,7 +108,7 @@ pub fn side_of(results: &Results, ours: &[Role], udp: bool) -> SideReport {
             tcp: None,
             errors: Default::default(),
             // iperf3 stops counting at TEST_END, with bytes it had not read yet in its sockets
-            // (issue 38): a receiver stopped, not one that read to the sender's end (whose
+            //: a receiver stopped, not one that read to the sender's end (whose
             // count would have to be the sender's exactly, `check::check_report`).
             end: StreamEnd::Stopped,
             udp_send: None,
@@ -226,7 +226,7 @@ const MAX_CPU_PERCENT: f64 = 100.0 * super::check::MAX_CORES as f64;
 const MAX_IPERF3_COUNT: f64 = 9.2e18;
 
 /// Checks an iperf3 peer's results against the test asked (`spec`) and the client's own report
-/// (`client`, this end of the same streams), after `elapsed` of the run (issue 39, item 8): its
+/// (`client`, this end of the same streams), after `elapsed` of the run: its
 /// figures as iperf3 sent them first (whole counts; times, jitter and CPU that a run of this
 /// length can make), then, read as a side report (`side`, [`side_of`]), the
 /// same checks as an agent's report ([`check_report`], whose errors it gives): no more bytes or datagrams received
@@ -372,7 +372,7 @@ mod tests {
         assert!((r.cpu_util_total - 40.0).abs() < 1e-9, "{r:?}");
         assert_eq!(r.sender_has_retransmits, 1.0);
         assert_eq!(r.congestion_used.as_deref(), Some("cubic"));
-        // A side that only received still says its sockets' algorithm (issue 38), not for UDP.
+        // A side that only received still says its sockets' algorithm, not for UDP.
         let receiver = SideReport {
             streams: vec![stream(1, Role::Receive, 500)],
             ..side.clone()
@@ -452,7 +452,7 @@ mod tests {
             let side = side_of(&r, &[Role::Send], false);
             check_iperf3(&spec, &r, &side, &client, Duration::from_secs(10)).map_err(|e| e.to_string())
         };
-        // True, and fewer bytes than sent (iperf3 stops counting at TEST_END, issue 38).
+        // True, and fewer bytes than sent (iperf3 stops counting at TEST_END).
         assert_eq!(check(results(1000.0, 10.0, 5.0)), Ok(()));
         assert_eq!(check(results(900.0, 10.0, 5.0)), Ok(()));
         assert_eq!(

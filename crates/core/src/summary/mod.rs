@@ -76,7 +76,7 @@ struct Entry<'a> {
     stream: &'a StreamReport,
 }
 
-/// One counting end's host samplers, with what identifies its host (issue 13: two agents on one
+/// One counting end's host samplers, with what identifies its host (two agents on one
 /// host summed the host's interrupts twice).
 #[derive(Clone, Copy)]
 struct Counter<'a> {
@@ -214,7 +214,7 @@ pub(crate) fn host_side_summary(
     s
 }
 
-/// The counting ends' samplers into a side's summary, each host counted once (issue 13):
+/// The counting ends' samplers into a side's summary, each host counted once:
 /// host-wide counters (CPU, interrupts, softirqs, softnet, memory) once per distinct machine
 /// (boot id), interface and stack counters once per distinct network namespace, linerate's own
 /// process figures once per process. One machine and namespace: copied; several: totals summed,
@@ -358,7 +358,7 @@ pub(crate) fn line_rate(s: &SideSummary, g: &Goodput, source: &str) -> LineRate 
 }
 
 /// In a lab whose rate tbf emulates, a given `--link-speed` is the shaped link's: each side's
-/// line rate is taken again as tbf counts packets (issue 23; [`crate::goodput::LinkKind`]).
+/// line rate is taken again as tbf counts packets ([`crate::goodput::LinkKind`]).
 pub(crate) fn line_rate_in_lab(result: &mut TestResult) {
     use crate::goodput::{LinkKind, rerate};
     let tbf = result
@@ -426,7 +426,7 @@ pub use linerate_wire::result::CPU_BOUND_PERCENT;
 
 /// Names each host that was CPU-bound ([`CPU_BOUND_PERCENT`]) while the run stayed under its
 /// line rate (a run at 90 % of it or more was held by its link, whatever the CPU): the client
-/// and each agent, by name, with the figure (issue 38: a mesh whose hosts sat at 99-100 % CPU
+/// and each agent, by name, with the figure (a mesh whose hosts sat at 99-100 % CPU
 /// read cells of 1.2-66 Mbit/s on 100 Mbit/s links, with no word of it).
 fn cpu_bound_notes(agents: &[AgentOutcome<'_>], received: &SideSummary) -> Vec<String> {
     if received.line_rate.as_ref().is_some_and(|l| l.percent >= 90.0) {

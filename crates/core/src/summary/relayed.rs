@@ -1,5 +1,5 @@
 //! Whether a third-party run's document can be the answer to the test a controller asked
-//! (issue 39, items 3 and 4): the same bounds and checks a direct client puts on an agent's
+//!: the same bounds and checks a direct client puts on an agent's
 //! report (`summary::check`), put on the whole document a `from` agent sends back.
 //!
 //! In: the spec asked, the far agent's address (`to`), when the request went out and the answer

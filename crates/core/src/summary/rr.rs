@@ -28,7 +28,7 @@ pub(crate) fn figures(h: &Histogram<u64>) -> LatencyFigures {
 
 /// Where the equal bins may end, tried in turn: the 99.9th percentile first, lower ones while the
 /// fullest bin holds more than [`MODE_SHARE`] of the round trips (a long tail widens equal bins
-/// until the mode fits in one: issue 23 saw 97 % in the first of 100 bins). At most a quarter
+/// until the mode fits in one: a run saw 97 % in the first of 100 bins). At most a quarter
 /// of the round trips go to the tail.
 const UPPER_QUANTILES: [f64; 9] = [0.999, 0.995, 0.99, 0.98, 0.95, 0.9, 0.85, 0.8, 0.75];
 /// A bin holding more than this share of the round trips leaves the mode unresolved (the text
@@ -295,7 +295,7 @@ mod tests {
         assert_eq!(bins_and_peaks(&h).1.len(), 1);
     }
 
-    /// Issue 23: 97 % of the round trips near 100 µs and a tail to 10 ms. Equal bins to the
+    /// 97 % of the round trips near 100 µs and a tail to 10 ms. Equal bins to the
     /// 99.9th percentile put the whole mode in the first of them (14 empty text rows after it);
     /// the bins now end where they resolve the mode, the tail in one open bin.
     #[test]

@@ -71,7 +71,7 @@ pub(super) fn mix_summary(mix: Mix, transfer_bytes: u64, s: &Summary) -> Option<
 /// senders' busy time from each stream's end; RTT and window the mean of every sample the stream
 /// took (its interval samples and its end), averaged over streams; and what limited the senders
 /// at `bits_per_second`. The window's ceiling comes from those run-long means, not one sample,
-/// and a limit below the measured rate is never claimed (issue 13: "a window of 101 KiB at RTT
+/// and a limit below the measured rate is never claimed ("a window of 101 KiB at RTT
 /// 0.1 ms allows 12,536 Mbit/s" under a measured 21,715 Mbit/s). None when no stream carried
 /// TCP_INFO.
 pub(super) fn totals<'a>(

@@ -376,7 +376,7 @@ const CPU_BOUND_CORES_PER_STREAM: f64 = 0.9;
 
 /// Adds the sending ends' SndbufErrors and CPU to the rate figure and, when the rate asked was
 /// not reached, returns a note saying by how much and what the counters say held it back. Not
-/// a failure: the run measured what the path and the senders allowed (issue 23).
+/// a failure: the run measured what the path and the senders allowed.
 pub(crate) fn note_rate(spec: &UdpSpec, u: &mut UdpSummary, sent: &SideSummary) -> Option<String> {
     let window = u.send_window_seconds.filter(|s| *s > 0.0);
     let r = u.send_rate.as_mut()?;

@@ -167,7 +167,7 @@ pub fn sweep<E>(
         let h = r.summary.http.clone().unwrap_or_default();
         loads.push(UserLoad {
             users,
-            // The throughput is what succeeded: fast 404s are no optimum (issue 23).
+            // The throughput is what succeeded: fast 404s are no optimum.
             responses_per_second: h.successful_responses_per_second.unwrap_or(h.responses_per_second),
             bits_per_second_in: h.bits_per_second_in,
             response_time_mean_us: h.response_time_us.unwrap_or_default().mean,
@@ -283,7 +283,7 @@ pub(crate) mod tests {
         assert_eq!(crate::sweep::read_back_without_results(v), bare);
     }
 
-    /// Issue 23: a server that answers more users with more 404s, its successes flat from 4
+    /// A server that answers more users with more 404s, its successes flat from 4
     /// users on: the optimum is where the successes stop growing, not where the failures peak.
     #[test]
     fn issue_23_the_optimum_counts_successful_responses() {

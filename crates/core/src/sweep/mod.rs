@@ -210,7 +210,7 @@ pub fn stub_matrix(
 mod tests {
     use super::*;
 
-    /// Issue 13: the one rule the exit status follows (here for `stub_result`).
+    /// The one rule the exit status follows (here for `stub_result`).
     #[test]
     fn issue_13_outcome_failed_wins_over_partial_over_complete() {
         use crate::result::{Outcome, RrSummary, SideSummary, Summary};

@@ -1,4 +1,4 @@
-//! A matrix's figures (issue 24): `fig-matrix-heatmap`, every cell's headline figure as a grid
+//! A matrix's figures: `fig-matrix-heatmap`, every cell's headline figure as a grid
 //! (rows from, columns to: perfSONAR MaDDash's view), and for a concurrent pattern (incast,
 //! outcast) `fig-matrix-flows`, every flow's throughput over time on one plot, so that a
 //! starved flow shows. In: a [`Matrix`] alone; out: [`Figure`]s.
@@ -118,7 +118,7 @@ fn heat_map(m: &Matrix) -> Figure {
 /// `fig-matrix-flows`: each flow's throughput over time as its receiver counted it (its streams
 /// summed, per direction), every flow on the same interval edges: its intervals are shifted by
 /// its start in the controller's clock and their bytes shared out over common bins of the run's
-/// interval from the group's earliest start, each bin's rate over the whole bin (issue 38: each
+/// interval from the group's earliest start, each bin's rate over the whole bin (each
 /// flow on its own edges, the incast's last interval added up to 54.8 Mbit/s on a 50 Mbit/s
 /// link). So the flows of one bin add up to what their receivers took in that bin.
 fn flows(m: &Matrix) -> Option<Figure> {
@@ -228,7 +228,7 @@ fn binned(samples: &[Sample], shift: f64, interval: f64) -> Vec<Point> {
 mod tests {
     use super::binned;
 
-    /// Issue 38: a flow's bytes go to the common bins by their overlap, each bin's rate over the
+    /// A flow's bytes go to the common bins by their overlap, each bin's rate over the
     /// whole bin: 1.5 MB a second shifted half a second fills half the first bin, and the short
     /// last sample's bytes are not rated over its own 0.25 s.
     #[test]

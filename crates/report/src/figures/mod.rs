@@ -70,7 +70,7 @@ pub fn figures(subject: &Subject) -> Vec<Figure> {
 }
 
 /// Time series of fewer intervals than this are left out: one or two points say nothing over
-/// time that the tables do not (issue 23).
+/// time that the tables do not.
 pub const TIME_SERIES_LEAST_POINTS: usize = 3;
 
 /// Whether `f` is drawn against time and has too few intervals to show a course.

@@ -1,4 +1,4 @@
-//! A matrix's section (issue 24): its summary (cells measured and failed, lowest and highest,
+//! A matrix's section: its summary (cells measured and failed, lowest and highest,
 //! the sum and Jain's index, the start skew), then, after the figures, `tab-matrix` (rows from,
 //! columns to, as the heat map), `tab-matrix-figures` (the matrix's own figures),
 //! `tab-matrix-rounds`, `tab-matrix-hosts` (each agent's clock estimate), `tab-matrix-cells` (each

@@ -82,7 +82,7 @@ pub fn section(subject: &Subject, name: &str, n: usize, of: usize) -> Section {
             f.id = format!("s{n}-{}", f.id);
         }
     }
-    // The answer first (issue 23): the summary, the figures (the headline one leading), then the
+    // The answer first: the summary, the figures (the headline one leading), then the
     // tables, long ones folded, then the text report.
     let (summary, rest): (Vec<Block>, Vec<Block>) = blocks(subject)
         .into_iter()
@@ -120,7 +120,7 @@ details.table::details-content{content-visibility:visible;display:contents}}
 const SCRIPT: &str = "document.documentElement.className='js';document.addEventListener('click',function(e){var g=e.target.closest&&e.target.closest('.legend-item');if(!g)return;var s=document.getElementById(g.getAttribute('data-series'));if(!s)return;var off=s.style.display==='none';s.style.display=off?'':'none';g.style.opacity=off?'1':'0.35';});";
 
 /// The Content-Security-Policy's hash of [`SCRIPT`] (SHA-256 of its exact text, base64): the one
-/// script the page may run. A script injected into the page would not match it (issue 22).
+/// script the page may run. A script injected into the page would not match it.
 const SCRIPT_HASH: &str = "sha256-ue8p+vhJrBS8Akhl0nk6Yetz+7EJs/pCve34/d5gAT0=";
 
 /// The whole page over `sections`.

@@ -196,7 +196,7 @@ pub struct Figure {
     pub y2: Option<Axis>,
     pub series: Vec<Series>,
     pub marks: Vec<Mark>,
-    /// A grid of coloured cells instead of axes and series (a matrix's heat map, issue 24);
+    /// A grid of coloured cells instead of axes and series (a matrix's heat map);
     /// None for every chart.
     pub heat: Option<HeatMap>,
 }

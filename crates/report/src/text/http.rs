@@ -1,6 +1,6 @@
 //! An HTTP run's blocks: the users' figures (responses, times, TLS, HTTP/2, connections and
 //! failures), the COST block with a column per server and their total, each server's share of
-//! the load (issue 23), and the timeline. In: the document alone; out: text lines.
+//! the load, and the timeline. In: the document alone; out: text lines.
 
 use super::row;
 use super::{count_per_second, grouped, side_block};
@@ -24,7 +24,7 @@ use std::fmt::Write;
 /// What each server of an HTTP run cost its host and carried: a COST column per server (its
 /// bytes, its host's CPU when an agent sampled it) and the servers' total, then, with several
 /// servers, each one's responses, failures and connections beside the totals (Avalanche's
-/// per-port figures; issue 23). Documents from before `servers` was kept show the one server.
+/// per-port figures). Documents from before `servers` was kept show the one server.
 pub(super) fn cost_block(out: &mut String, r: &TestResult, h: &HttpSummary) {
     // A server no agent sampled: the client's counts alone, its host's figures n/a.
     let bare = |bytes: u64, ops: u64| SideSummary {
@@ -121,7 +121,7 @@ pub(super) fn users_block(out: &mut String, h: &HttpSummary) {
         "HTTP (steady state, {:.3} s; the ramp is left out)",
         h.steady_seconds
     );
-    // Failed responses are not throughput: the successful ones lead (issue 23).
+    // Failed responses are not throughput: the successful ones lead.
     let ok = h.successful_responses();
     row(
         out,
@@ -220,7 +220,7 @@ fn tls_rows(out: &mut String, t: &TlsSummary) {
         ),
     );
     if let Some(server) = t.server_cpu_us_per_handshake {
-        // Beside the client's: the server's own CPU over its handshakes (issue 27).
+        // Beside the client's: the server's own CPU over its handshakes.
         row(
             out,
             "TLS CPU us per handshake",

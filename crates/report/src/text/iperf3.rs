@@ -1,4 +1,4 @@
-//! The block of a run whose far end was iperf3 (issue 26): where it was, its version (or, when
+//! The block of a run whose far end was iperf3: where it was, its version (or, when
 //! it did not say, what its messages hint), its CPU as iperf3 counts it (percent of one CPU
 //! over its own test time), and per direction its own counts: bytes, TCP retransmits, UDP
 //! jitter and loss. In: the `TestResult`'s `iperf3` record; out: text appended to the summary.

@@ -180,7 +180,7 @@ mod tests {
         Bin { from_us, to_us, count }
     }
 
-    /// Issue 23: a mode resolved over several rows, runs of empty rows elided into one, and the
+    /// A mode resolved over several rows, runs of empty rows elided into one, and the
     /// tail in one row of its own (the fixed bins printed the mode in one row and 14 empty
     /// ones after it).
     #[test]

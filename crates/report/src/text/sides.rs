@@ -1,7 +1,7 @@
 //! The columns of the SEND SIDE and RECEIVE SIDE blocks: each row over the columns, n/a for a
 //! side nobody counted (a lost agent: unknown is n/a, never 0), a one-column side's name, and the
-//! send side's TCP rows, whose "at end" figures come from each column's own streams (issue 23,
-//! items 6 and 11). In: the document and the columns `super` chose; out: text rows.
+//! send side's TCP rows, whose "at end" figures come from each column's own streams.
+//! In: the document and the columns `super` chose; out: text rows.
 
 use linerate_wire::result::{SideSummary, TestResult};
 use std::fmt::Write;
@@ -12,7 +12,7 @@ pub(super) fn widths(columns: &[(String, &SideSummary)]) -> (usize, usize) {
 }
 
 /// A side nobody counted (its agent's report never came): every figure of it is unknown, n/a,
-/// never 0 (issue 23, item 11).
+/// never 0.
 fn uncounted(s: &SideSummary) -> bool {
     s.counted_by.is_empty()
 }
@@ -54,7 +54,7 @@ pub(super) struct Streams<'a> {
 /// and at the end, the congestion window at the end. Each "at end" figure is the streams' last
 /// TCP_INFO (`summary.streams[].tcp`), averaged over the column's streams (`covers`, one per
 /// column); the run's RTT is the mean of every sample each stream took
-/// (`summary.sent.tcp.rtt_us`; issue 23, item 6). Nothing without TCP_INFO.
+/// (`summary.sent.tcp.rtt_us`). Nothing without TCP_INFO.
 pub(super) fn tcp_rows(out: &mut String, r: &TestResult, columns: &[(String, &SideSummary)], covers: &[Streams<'_>]) {
     if !columns.iter().any(|(_, s)| s.tcp.is_some()) {
         return;

@@ -63,7 +63,7 @@ pub(super) fn tcp_loss_line(r: &TestResult) -> Option<String> {
             t.retransmits
         )
     } else if loopback && rx + tx == 0 {
-        // Issue 38: `quick` said "loss was in the network" where no network was crossed.
+        // `quick` said "loss was in the network" where no network was crossed.
         format!(
             "TCP retransmits {}; loopback only, which dropped 0 packets: no network was crossed, so the \
              host itself lost or delayed them (a full receive queue or backlog, or a timer that fired early).",
@@ -83,7 +83,7 @@ pub(super) fn tcp_loss_line(r: &TestResult) -> Option<String> {
 }
 
 /// The lost datagrams, their share and the runs of consecutive sequence numbers they fell in;
-/// when a stream had more runs than its receiver lists, says the list is cut (issue 23).
+/// when a stream had more runs than its receiver lists, says the list is cut.
 fn lost_text(u: &UdpSummary) -> String {
     let head = format!("{} ({:.3} %)", grouped(u.lost as f64, 0), u.loss_percent);
     let listed: u64 = u.loss_ranges.iter().map(|l| l.ranges.len() as u64).sum();

@@ -62,7 +62,7 @@ fn pair_hosts(a: &TestResult, b: &TestResult) -> Vec<(String, Option<Value>, Opt
         let mut agents = Vec::new();
         for (name, h) in &r.hosts {
             let mut v = h.config.as_ref().and_then(|c| serde_json::to_value(c).ok());
-            // An agent's profile (issue 16) is part of its configuration: A/B by profile.
+            // An agent's profile is part of its configuration: A/B by profile.
             if let Some(p) = &h.profile
                 && let Value::Object(m) = v.get_or_insert_with(|| Value::Object(Default::default()))
             {
@@ -129,7 +129,7 @@ fn flatten_config(config: Option<&Value>) -> BTreeMap<String, String> {
 }
 
 /// `tc qdisc show`'s lines (`tbf 802b: root rate 1Gbit ...`, `netem 802c: parent 802b:1 ...`)
-/// without the handles the kernel assigned (issue 23): a handle is the qdisc's identity, a new
+/// without the handles the kernel assigned: a handle is the qdisc's identity, a new
 /// one each time the qdisc is made (`qdisc_alloc_handle` in net/sched/sch_api.c counts up from
 /// 8000: on one counter for the whole kernel), not its configuration. Each qdisc is its kind and parameters; a
 /// parent is named by its kind (`parent tbf:1`), `root`, `ingress` and `ffff:` as they are.
@@ -289,7 +289,7 @@ mod tests {
         assert!(keys(Some("on"), Some("on")).is_empty());
     }
 
-    /// Issue 23: two labs of the same link listed `tbf 802b:` against `tbf 802e:` as a change.
+    /// Two labs of the same link listed `tbf 802b:` against `tbf 802e:` as a change.
     #[test]
     fn issue_23_qdisc_handles_are_not_configuration() {
         let config = |tbf: &str, netem: &str, rate: &str| {

@@ -1,7 +1,7 @@
-//! Comparing two sets of results (issue 16): the points both sides measured, each headline
+//! Comparing two sets of results: the points both sides measured, each headline
 //! figure's change with the 95 % confidence interval of the difference and a verdict that knows
 //! which way is better and calls a change better or worse only when it is both significant and at
-//! least the threshold (issue 38), and what differs between the configurations ([`config`]).
+//! least the threshold, and what differs between the configurations ([`config`]).
 //! Typed data in, a [`Comparison`] document out; no printing.
 
 pub mod config;
@@ -82,7 +82,7 @@ fn points(side: &SideInput) -> BTreeMap<Key, Vec<&TestResult>> {
                 }
             }
             // A matrix: each cell is a point of its own, named by its row and column, so two
-            // matrices compare cell by cell (issue 24).
+            // matrices compare cell by cell.
             Document::Matrix(m) => {
                 let kind = m.test.trim_end_matches(" matrix");
                 for c in &m.cells {

@@ -71,7 +71,7 @@ fn double_the_throughput_at_the_same_cost_is_better_by_100_percent() {
     assert!(back.worse_by_more_than(60.0).is_empty());
 }
 
-/// Issue 38: two batches on one 100 Mbit/s link, each within 0.2 %, 0.6 % apart (p < 0.001): a
+/// Two batches on one 100 Mbit/s link, each within 0.2 %, 0.6 % apart (p < 0.001): a
 /// significant change smaller than the threshold is no change; the same batches past it are.
 #[test]
 fn a_significant_change_under_the_threshold_is_no_significant_change() {

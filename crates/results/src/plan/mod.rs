@@ -1,4 +1,4 @@
-//! Campaign plans (issue 16): a TOML file naming tests, their options, the options to vary and
+//! Campaign plans: a TOML file naming tests, their options, the options to vary and
 //! labelled variants, read into typed data and expanded into the points a campaign runs. No
 //! option is interpreted here: an option is a test command's long flag (`length = "64K"` is
 //! `--length 64K`), checked by the command line itself, so a plan accepts exactly what the

@@ -100,7 +100,7 @@ fn points_are_the_matrix_times_the_variants_with_layers_in_order() {
     };
     assert_eq!(window(&points[0]).as_deref(), Some("1M"));
     assert_eq!(window(&points[1]).as_deref(), Some("4194304"));
-    // Issue 16: a variant's agent profile is the test command's `--profile`.
+    // A variant's agent profile is the test command's `--profile`.
     let profile = |p: &Point| {
         p.settings
             .iter()

@@ -1,4 +1,4 @@
-//! Why the store failed, in words (issue 23): SQLite says "unable to open database file" with
+//! Why the store failed, in words: SQLite says "unable to open database file" with
 //! its code 14 whether the filesystem is read-only, the directory is not the user's or the file
 //! is missing; the user needs the cause to act on it.
 //!

@@ -84,7 +84,7 @@ fn sweep_figures(d: &Value) -> Vec<Figure> {
     out
 }
 
-/// Matrices (issue 24): first the sum of the flows of a concurrent throughput pattern (incast,
+/// Matrices: first the sum of the flows of a concurrent throughput pattern (incast,
 /// outcast), else the median cell, in the figure's unit; then Jain's index over every cell, the
 /// cells that measured nothing and those that measured.
 fn matrix_figures(m: &Matrix) -> Vec<Figure> {
@@ -156,7 +156,7 @@ mod tests {
             &[("h2", "h1", Ok(40.0)), ("h3", "h1", Ok(50.0))],
         );
         let f = figures("tcp matrix", &serde_json::to_value(&incast).expect("document"));
-        // Every byte over the group's window (issue 38): two 10 s flows started 0.4 ms apart.
+        // Every byte over the group's window: two 10 s flows started 0.4 ms apart.
         assert_eq!((f[0].name.as_str(), f[0].unit.as_str()), ("sum of flows", "Mbit/s"));
         let sum = f[0].value.expect("a sum");
         assert!((sum - 90.0 * 10.0 / 10.0004).abs() < 1e-9, "{sum}");

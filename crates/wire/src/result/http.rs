@@ -16,7 +16,7 @@ pub struct HttpSummary {
     /// All complete responses, failed ones (not 2xx) included, per second of the window.
     pub responses_per_second: f64,
     /// Successful responses (2xx) per second of the window: the run's throughput; null in
-    /// documents from before it was kept (issue 23).
+    /// documents from before it was kept.
     #[serde(default)]
     pub successful_responses_per_second: Option<f64>,
     /// Failed requests (`errors.total`: bad status and every other class) as a share of the
@@ -43,10 +43,10 @@ pub struct HttpSummary {
     pub ttfb_us: Option<LatencyFigures>,
     /// connect() to established, for new connections.
     pub connect_us: Option<LatencyFigures>,
-    /// https URLs: the TLS handshakes; absent for cleartext runs and older documents (issue 27).
+    /// https URLs: the TLS handshakes; absent for cleartext runs and older documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSummary>,
-    /// `--http2`: its streams; absent for HTTP/1.1 runs and older documents (issue 27).
+    /// `--http2`: its streams; absent for HTTP/1.1 runs and older documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<Http2Summary>,
     pub connections: ConnectionCounts,
@@ -65,7 +65,7 @@ pub struct HttpSummary {
     pub baseline: Option<Baseline>,
     /// Each server's share of the load (URLs of one `HOST[:PORT]` added up), in the order the
     /// URLs first name it, with its host's samplers when an agent ran there; empty in documents
-    /// from before it was kept (issue 23).
+    /// from before it was kept.
     #[serde(default)]
     pub servers: Vec<HttpServerSummary>,
 }
@@ -95,14 +95,14 @@ pub struct TlsSummary {
     pub cpu_us_per_resumed_handshake: Option<f64>,
     /// The server's CPU time per handshake it completed, full and resumed together,
     /// microseconds: `cpu_seconds` / (`tls_full` + `tls_resumed`) of the servers' own counts
-    /// (`servers[].counted_by_server`, issue 27); null when no server counted (not a linerate
+    /// (`servers[].counted_by_server`); null when no server counted (not a linerate
     /// server with its agent) or it completed none.
     #[serde(default)]
     pub server_cpu_us_per_handshake: Option<f64>,
 }
 
 /// What a linerate HTTP server (`serve --http-port`, `--https-port`) counted over an HTTP test,
-/// as the agent beside it read its counters at the test's start and end (issue 27): deltas,
+/// as the agent beside it read its counters at the test's start and end: deltas,
 /// each worker's counts published at most 100 ms late (the agent waits that long at the end).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HttpServerCounts {
@@ -129,7 +129,7 @@ pub struct HttpServerCounts {
     pub cpu_us_per_request: Option<f64>,
 }
 
-/// An HTTP/2 run's streams (issue 27): each user one connection, up to `streams` requests in
+/// An HTTP/2 run's streams: each user one connection, up to `streams` requests in
 /// flight on it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Http2Summary {
@@ -144,7 +144,7 @@ pub struct Http2Summary {
     /// included): at most `streams` and the server's limit.
     pub max_streams_in_flight: u64,
     /// Connections the client ended because the server broke HTTP/2 or went past one of the
-    /// client's bounds (issue 39), over the whole run; what was in flight on them is
+    /// client's bounds, over the whole run; what was in flight on them is
     /// `bad_response`. 0 in documents from before it was kept.
     #[serde(default)]
     pub protocol_errors: u64,
@@ -274,7 +274,7 @@ pub struct HttpErrors {
     pub local_limit: u64,
     /// Any other socket error.
     pub other: u64,
-    /// https (issue 27): TLS handshakes that failed on the server's certificate (untrusted
+    /// https: TLS handshakes that failed on the server's certificate (untrusted
     /// issuer, a name it is not valid for, expired), on the protocol (an alert, a peer that
     /// speaks no TLS or closed during the handshake, no common version; also a record that
     /// failed after the handshake), by the timeout, or otherwise. Each is also an unsuccessful
@@ -287,7 +287,7 @@ pub struct HttpErrors {
     pub tls_timeout: u64,
     #[serde(default)]
     pub tls_other: u64,
-    /// HTTP/2 (issue 27): streams the server reset (RST_STREAM) before their response was
+    /// HTTP/2: streams the server reset (RST_STREAM) before their response was
     /// whole, and requests ended by the server's GOAWAY (refused above its last stream, or cut
     /// by a GOAWAY with an error); not retried.
     #[serde(default)]
@@ -520,7 +520,7 @@ pub struct HttpIntervalRecord {
 mod tests {
     use super::*;
 
-    /// Issue 23: 404s are failed requests; `--max-errors` fails a run past its count or share.
+    /// 404s are failed requests; `--max-errors` fails a run past its count or share.
     #[test]
     fn issue_23_failure_reads_the_failed_requests_and_the_budget() {
         let run = |ok: u64, failed: u64, budget: Option<ErrorBudget>| HttpSummary {

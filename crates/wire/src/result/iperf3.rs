@@ -1,4 +1,4 @@
-//! The far end of a run that was not a linerate agent but iperf3 (issue 26): linerate's client
+//! The far end of a run that was not a linerate agent but iperf3: linerate's client
 //! against an `iperf3 -s`, or an `iperf3 -c` against `serve --iperf3-port`. What iperf3 said
 //! about itself and its streams in its results message is kept here as it said it, beside the
 //! side report linerate made of it.

@@ -102,7 +102,7 @@ pub struct Backends {
     pub rate: Option<String>,
     /// What holds what the host receives to its rate: `tbf on switch port pX` (bridge and relay
     /// labs), or point to point the peer's egress (`tbf on h1's eth0`). None in a record made
-    /// before issue 24, when a host's rate shaped its egress alone.
+    /// when a host's rate shaped its egress alone.
     #[serde(default)]
     pub rate_in: Option<String>,
     pub delay: Option<String>,

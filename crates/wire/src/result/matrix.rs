@@ -1,4 +1,4 @@
-//! The matrix document (issue 24): one pattern run over a fleet of agents (a mesh, A×B, an
+//! The matrix document: one pattern run over a fleet of agents (a mesh, A×B, an
 //! incast, an outcast or named pairs), every cell a full third-party run (`linerate tcp --from
 //! A B`) with its headline figure, the rounds they ran in, the clock each agent was started by,
 //! and the matrix's own figures (the sum, Jain's fairness index of flows that ran together, the
@@ -211,7 +211,7 @@ pub struct Matrix {
     pub rounds: Vec<Round>,
     /// Throughput only (null otherwise). A concurrent pattern's (incast, outcast): every byte
     /// its flows' receivers counted, over the group's common window ([`Self::sum_window_seconds`]),
-    /// so it never exceeds what the shared link carried (issue 38: adding rates each over its own
+    /// so it never exceeds what the shared link carried (adding rates each over its own
     /// window read 48.49 Mbit/s into a 50 Mbit/s host, above TCP's 47.82). A one-at-a-time
     /// pattern's: the cells' values added (they ran at different times).
     pub sum: Option<f64>,

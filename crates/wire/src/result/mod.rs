@@ -52,7 +52,7 @@ pub enum DocumentKind {
     Repeated,
     Sweep,
     Comparison,
-    /// A pattern run over a fleet (`tcp matrix`, issue 24): [`Matrix`].
+    /// A pattern run over a fleet (`tcp matrix`): [`Matrix`].
     Matrix,
 }
 
@@ -99,12 +99,12 @@ pub struct TestResult {
     /// When measured inside a `linerate lab`: its hosts, links and what emulates each property.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<lab::LabRecord>,
-    /// A third-party run (`linerate tcp --from A B`, issue 24): the agent that ran the client's
+    /// A third-party run (`linerate tcp --from A B`): the agent that ran the client's
     /// half, as the controller named it; its `hosts` entry is "client". Null for a run from
     /// this host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
-    /// The far end was iperf3, not a linerate agent (issue 26): what it is and its own figures.
+    /// The far end was iperf3, not a linerate agent: what it is and its own figures.
     /// Null for a run between linerate's ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iperf3: Option<Iperf3Peer>,
@@ -130,7 +130,7 @@ impl TestResult {
         let nothing = if self.error.is_some() {
             true
         } else if let Some(h) = &s.http {
-            // Every request failed (no 2xx), or more than `--max-errors` did (issue 23).
+            // Every request failed (no 2xx), or more than `--max-errors` did.
             h.failure().is_some()
         } else if let Some(rr) = &s.rr {
             rr.transactions == 0
@@ -458,7 +458,7 @@ fn null_is_infinite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Er
 mod tests {
     use super::*;
 
-    /// Issue 15: a stored document renders again, so it must read back; serde_json writes an
+    /// A stored document renders again, so it must read back; serde_json writes an
     /// infinite bound as null.
     #[test]
     fn an_open_last_bin_reads_back() {

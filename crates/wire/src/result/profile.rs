@@ -1,4 +1,4 @@
-//! An agent profile run around one test (`linerate serve --profile NAME=COMMAND`, issue 16): the
+//! An agent profile run around one test (`linerate serve --profile NAME=COMMAND`): the
 //! profile's command before the test, its undo after, as the agent recorded them. Plain data.
 
 use serde::{Deserialize, Serialize};

@@ -106,7 +106,7 @@ impl Role {
 }
 
 /// A figure the engines leave at zero (or empty) when they did not read it: written as null, so
-/// a placeholder never reads as data (issue 13: UDP `mss_bytes: 0`, `congestion: ""`, rr's
+/// a placeholder never reads as data (UDP `mss_bytes: 0`, `congestion: ""`, rr's
 /// buffers all 0); null reads back as zero.
 mod unknown_as_null {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -141,7 +141,7 @@ pub struct SocketGrant {
     #[serde(with = "unknown_as_null", default)]
     pub congestion: String,
     pub nodelay: bool,
-    /// `--zerocopy`: the zero-copy send path in use on a sending TCP socket (issue 28); absent
+    /// `--zerocopy`: the zero-copy send path in use on a sending TCP socket; absent
     /// when writes copy (receiving sockets, runs without it, or a path the kernel or the mode
     /// refused: the notes then say why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -255,7 +255,7 @@ pub struct SideReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<super::ProfileRecord>,
     /// An HTTP test's agent: its HTTP server's counts over the test, when the URLs named one of
-    /// its ports (issue 27); absent otherwise.
+    /// its ports; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_server: Option<super::HttpServerCounts>,
     /// Which I/O path drove the sockets: "syscall" (blocking read/write) or "io_uring".

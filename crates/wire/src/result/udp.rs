@@ -41,7 +41,7 @@ pub struct UdpReceiveReport {
     pub out_of_order: u64,
     pub duplicates: u64,
     /// Datagrams numbered at or past `tracked_datagrams` (numbers the sender of this test cannot
-    /// send): counted here and in the interval samples, in no other figure (issue 22; 0 from
+    /// send): counted here and in the interval samples, in no other figure (0 from
     /// older receivers).
     #[serde(default)]
     pub out_of_range: u64,
@@ -154,7 +154,7 @@ pub struct UdpSummary {
     /// Sent but never received (from each sender's count).
     pub lost: u64,
     /// Datagrams the receivers counted out of range (numbered past what the test's senders can
-    /// send), over all receiving streams; in no other figure here (issue 22).
+    /// send), over all receiving streams; in no other figure here.
     #[serde(default)]
     pub out_of_range: u64,
     pub out_of_order: u64,
@@ -186,7 +186,7 @@ pub struct UdpSummary {
     /// receiver sent one).
     #[serde(default)]
     pub along_sequence: Vec<StreamProfile>,
-    /// A paced run's send rate against the one asked (issue 23); None when sending as fast as
+    /// A paced run's send rate against the one asked; None when sending as fast as
     /// possible, or when no sender reported its send times.
     #[serde(default)]
     pub send_rate: Option<RateAchieved>,

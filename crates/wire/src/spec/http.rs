@@ -35,16 +35,16 @@ pub struct HttpSpec {
     #[serde(default)]
     pub sched: Sched,
     /// How `https://` URLs are fetched; absent when no URL is https (and from documents
-    /// before issue 27).
+    /// written before HTTPS was measured).
     #[serde(default)]
     pub tls: Option<TlsSpec>,
-    /// HTTP/2 (`--http2`, issue 27): ALPN `h2` on https URLs, h2c by prior knowledge on
+    /// HTTP/2 (`--http2`): ALPN `h2` on https URLs, h2c by prior knowledge on
     /// cleartext ones; absent: HTTP/1.1 (and in documents before it).
     #[serde(default)]
     pub http2: Option<Http2Spec>,
 }
 
-/// The client's HTTP/2 (issue 27): each user one connection with up to `streams` requests in
+/// The client's HTTP/2: each user one connection with up to `streams` requests in
 /// flight on it (fewer when the server's SETTINGS_MAX_CONCURRENT_STREAMS is lower).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Http2Spec {
@@ -52,7 +52,7 @@ pub struct Http2Spec {
     pub streams: u32,
 }
 
-/// The client's TLS for `https://` URLs (issue 27).
+/// The client's TLS for `https://` URLs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TlsSpec {
     /// Accept any certificate (`--insecure`).

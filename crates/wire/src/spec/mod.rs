@@ -216,7 +216,7 @@ pub struct TcpSpec {
     /// the next (see `spec::mix`); None = one-way streams as `direction` says.
     #[serde(default)]
     pub mix: Option<Mix>,
-    /// `--zerocopy`: the sending streams' zero-copy path (issue 28); None = copying writes.
+    /// `--zerocopy`: the sending streams' zero-copy path; None = copying writes.
     /// Absent from documents written before it (and when None).
     #[serde(default)]
     pub zerocopy: Option<ZeroCopy>,

@@ -1,4 +1,4 @@
-//! The iperf3 port's sockets and its accept loop (`serve --iperf3-port`, issue 26): a TCP
+//! The iperf3 port's sockets and its accept loop (`serve --iperf3-port`): a TCP
 //! listener and a UDP socket (for UDP streams' hellos) on each address it binds; loopback only
 //! unless `--iperf3-allow` names who may use it. Each accepted connection past the allow list and
 //! the agent's caps on opening connections gets a thread that reads its cookie within the

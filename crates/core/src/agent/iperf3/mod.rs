@@ -1,4 +1,4 @@
-//! The agent as iperf3's server (`serve --iperf3-port`, issue 26): `iperf3 -c` clients (3.7 and
+//! The agent as iperf3's server (`serve --iperf3-port`): `iperf3 -c` clients (3.7 and
 //! later) run their tests against linerate's engines, one at a time as iperf3's own server runs
 //! them, under the agent's limits (its test slots, memory budget, idle rule, handshake deadline,
 //! caps on opening connections), and each test's document goes to the agent's owner. iperf3's

@@ -1,4 +1,4 @@
-//! A controller's two requests of an agent that are not a test with this host (issue 24): its
+//! A controller's two requests of an agent that are not a test with this host: its
 //! clock ([`read_clock`]: timestamped exchanges over the control connection, the fastest kept)
 //! and a third-party test ([`run_from`]: the agent runs the client's half against another agent
 //! and sends the whole run back). `matrix` builds patterns out of them.
@@ -105,7 +105,7 @@ pub fn read_clock(target: &Target, opts: &ClientOptions, exchanges: u32) -> Resu
 }
 
 /// (For a relaying agent, `agent::relay`.) Whether the agent at `target` is a linerate agent that holds the secret, all within `within`
-/// (issue 39, item 11): the plain preamble (no first-flight proof: whoever listens there has not
+///: the plain preamble (no first-flight proof: whoever listens there has not
 /// shown it is an agent yet), its hello, its challenge answered and its proof checked, then
 /// `profiles`, so that the agent ends the session as a finished one.
 pub(crate) fn proves_itself(target: &Target, opts: &ClientOptions, within: Duration) -> Result<(), ClientError> {
@@ -156,7 +156,7 @@ const RELAY_CLOCK_EXCHANGES: u32 = 4;
 /// marked partial.
 ///
 /// The run comes back bounded and checked as a direct client bounds and checks an agent's
-/// report (issue 39): read only up to what its test can fill
+/// report: read only up to what its test can fill
 /// (`summary::relayed::relayed_limit_bytes`), then refused whole
 /// ([`ClientError::RelayedRefused`]) unless it is a run of `spec`, started after the request,
 /// with possible figures and the receiving end's counts
@@ -205,7 +205,7 @@ pub fn run_from(
             .into());
         }
         // The run's document is larger than a set-up message, but no larger than its test can
-        // fill: a larger one is refused at its length prefix, unread (issue 39, item 3).
+        // fill: a larger one is refused at its length prefix, unread.
         conn.set_max_message(relayed_limit_bytes(spec, asked.elapsed()));
         match conn.try_recv(POLL)? {
             None => {}
@@ -217,7 +217,7 @@ pub fn run_from(
                 let answered_unix_ms = unix_ns(SystemTime::now()) / 1_000_000;
                 let checked = Asked {
                     spec,
-                    // As the `from` agent names it: the canonical address (issue 39, item 10).
+                    // As the `from` agent names it: the canonical address.
                     to: SocketAddr::new(to.ip().to_canonical(), to.port()),
                     sent_unix_ms,
                     answered_unix_ms,

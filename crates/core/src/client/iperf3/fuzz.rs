@@ -1,4 +1,4 @@
-//! Fuzzing the iperf3 client's results reader (issue 39): an iperf3 server's results message,
+//! Fuzzing the iperf3 client's results reader: an iperf3 server's results message,
 //! mutated by `crate::fuzz` from real ones (iperf3 3.12's, and linerate's own as its iperf3 port
 //! writes them), fed to what the client does with it: [`Results::parse`], the server's side
 //! report ([`summary::iperf3::side_of`]), the checks ([`check_iperf3`]) and the document's copy

@@ -1,4 +1,4 @@
-//! A TCP or UDP test against an `iperf3 -s` (issue 26): the target `iperf3://HOST[:PORT]`.
+//! A TCP or UDP test against an `iperf3 -s`: the target `iperf3://HOST[:PORT]`.
 //! linerate's client speaks iperf3's control protocol (`proto::iperf3`) and moves the data with
 //! its own engines, so the run is linerate's document like any other: this end's samplers, the
 //! live lines, Ctrl-C and the lab through [`drive`], and the far end's figures from iperf3's
@@ -289,7 +289,7 @@ struct Far<'a> {
 
 /// The document: the local report joined with the server's side as its one far end, and the
 /// server as iperf3 said it. A server lost before its results came, or whose results cannot be
-/// the answer to this test (issue 39: checked as an agent's report is,
+/// the answer to this test (checked as an agent's report is,
 /// `summary::iperf3::check_iperf3`), leaves the run partial (or failed, when nothing was counted
 /// here either); results refused are dropped whole.
 fn assemble(e: Ended<'_>, exchanged: Result<Results, Iperf3Error>, f: &Far<'_>) -> TestResult {
@@ -350,7 +350,7 @@ fn assemble(e: Ended<'_>, exchanged: Result<Results, Iperf3Error>, f: &Far<'_>) 
     result
 }
 
-/// Where iperf3's server counted fewer bytes than this client sent it over TCP (issue 38: 1.4 to
+/// Where iperf3's server counted fewer bytes than this client sent it over TCP (1.4 to
 /// 1.7 % under `--bidir`, with no word): the difference and its cause. This client waits for
 /// the server's kernel to acknowledge every byte before TEST_END, but iperf3 stops counting at
 /// TEST_END, and what it had not yet read from its sockets (one thread reads and writes every

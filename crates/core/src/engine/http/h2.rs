@@ -1,4 +1,4 @@
-//! One HTTP/2 worker (`--http2`, issue 27): its users on a current-thread tokio runtime, each
+//! One HTTP/2 worker (`--http2`): its users on a current-thread tokio runtime, each
 //! user's connection driven by its own task ([`Connection`]: the frames of [`h2frame`] over
 //! [`crate::tlsio::Io`], the adapter the server's lanes use), counted into the same [`HttpRun`]
 //! as the HTTP/1.1 worker's (the same `count_response`).
@@ -49,7 +49,7 @@ const MAX_CONNECTION_WINDOW: u32 = 1 << 30;
 /// How often the running totals are published to the sampler, and the stop flags read.
 const TICK: Duration = Duration::from_millis(20);
 
-/// The most PING and SETTINGS acknowledgements a connection holds unsent (issue 39): the frames
+/// The most PING and SETTINGS acknowledgements a connection holds unsent: the frames
 /// after them wait unread until they are out, and a server that sends another while they
 /// cannot go (it does not read them) has the connection ended as a flood (`ping_flood`,
 /// `settings_flood`). 1,024 of them take 17 KiB.
@@ -71,7 +71,7 @@ const READ_BUFFER_BYTES: usize = 4 * (h2frame::MAX_FRAME + h2frame::HEAD);
 const TLS_BUFFER_BYTES: usize = (64 << 10) + (16 << 10) + 16_384 + 2_048 + 5;
 
 /// The most memory one HTTP/2 connection of the client holds, bytes, whatever its server sends
-/// (issue 39): its read buffer (64 KiB), its write buffer (at most 128 KiB: 64 KiB unsent,
+///: its read buffer (64 KiB), its write buffer (at most 128 KiB: 64 KiB unsent,
 /// 1,024 acknowledgements), a header block cut into CONTINUATIONs (at most 64 KiB), its stream
 /// slots, its task and, over TLS, rustls's buffers (about 98 KiB). A budget of the
 /// `--max-memory` kind counts a run's `users` x this; the kernel's socket buffers are not in it.

@@ -1,4 +1,4 @@
-//! Fuzzing the HTTP/2 client's frame reader (issue 39): what a server sends (its SETTINGS,
+//! Fuzzing the HTTP/2 client's frame reader: what a server sends (its SETTINGS,
 //! heads whole and cut into CONTINUATIONs, padded and with priority, bodies, PINGs, resets,
 //! GOAWAYs, pushes, floods of each) mutated by `crate::fuzz` and read as a connection reads it:
 //! into a buffer of four frames, the frames taken by [`Reader`], each head's block

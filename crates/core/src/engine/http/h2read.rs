@@ -1,4 +1,4 @@
-//! The HTTP/2 client's frame reader (issue 39): the server's frames out of the bytes read, each
+//! The HTTP/2 client's frame reader: the server's frames out of the bytes read, each
 //! whole, a header block cut into CONTINUATIONs joined, and the bounds a hostile server meets
 //! (a header block's size and its CONTINUATIONs, SETTINGS per second, a PING's length); what
 //! breaks them is a [`Violation`], which ends the connection as the server's fault. The frames'
@@ -18,7 +18,7 @@ pub(crate) const MAX_SETTINGS_PER_SECOND: u32 = 16;
 pub(super) const PING_LEN: usize = 8;
 
 /// How the server broke HTTP/2 on a connection, or went past one of the client's bounds
-/// (issue 39): the connection is ended as the server's fault, counted under [`Violation::key`].
+///: the connection is ended as the server's fault, counted under [`Violation::key`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Violation {
     /// PINGs faster than it reads their acknowledgements (over the session's

@@ -2,7 +2,7 @@
 //! interrupts) over the same window as the client's users, on the one runner, with no data of
 //! its own. What it counts as moving, for the runner's idle rule, is the bytes of its interface
 //! toward the client: a client that holds the test with nothing moving lets it go at the idle
-//! limit, as with every other kind (issue 22).
+//! limit, as with every other kind.
 
 use crate::engine::run::{Deadlines, Gate, RunState, Runner, StreamInfo};
 use crate::engine::{Control, Sink};

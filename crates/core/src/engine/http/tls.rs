@@ -1,4 +1,4 @@
-//! The client's TLS for `https://` URLs (issue 27): the rustls configuration made once from the
+//! The client's TLS for `https://` URLs: the rustls configuration made once from the
 //! spec's [`TlsSpec`] before the clock starts (roots, versions, resumption), one user's
 //! connection state, and how a failed handshake is classed (certificate, protocol, timeout,
 //! other). rustls is driven by the worker's own mio loop through `read_tls`,

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 /// A URL taken apart: what to connect to and what to ask.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpUrl {
-    /// `https://`: the request goes over TLS (issue 27).
+    /// `https://`: the request goes over TLS.
     pub tls: bool,
     pub host: String,
     pub port: u16,

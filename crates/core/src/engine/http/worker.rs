@@ -66,7 +66,7 @@ struct User {
     head_len: Option<usize>,
     got_first_byte: bool,
     /// When the response's first byte came (ns since time zero): recorded as its time to first
-    /// byte only once the response is complete, beside its response time (issue 23).
+    /// byte only once the response is complete, beside its response time.
     first_byte_ns: u64,
     content_length: Option<u64>,
     body: u64,
@@ -461,7 +461,7 @@ impl Worker<'_> {
                 let rt = now.saturating_sub(user.intended_ns).clamp(1, HIST_MAX_NS);
                 // The same request's first byte, never after its last: both histograms hold the
                 // same responses (a first byte counted for a request that then failed, or ended
-                // past the window, put TTFB percentiles above every response time: issue 23).
+                // past the window, put TTFB percentiles above every response time).
                 let ttfb = user.first_byte_ns.saturating_sub(user.intended_ns).clamp(1, rt);
                 let (target, status, body) = (user.target, user.status, user.body);
                 self.total_responses += 1;
@@ -559,7 +559,7 @@ impl User {
             connect_counted: false,
             written: 0,
             // Grown only for a head split over reads, then kept: 16 KiB for each of 100,000
-            // users would take seconds to allocate before the run (issue 13).
+            // users would take seconds to allocate before the run.
             head: Vec::new(),
             head_len: None,
             got_first_byte: false,
@@ -709,7 +709,7 @@ pub(super) fn work(
         }
         // Thousands of users can fall due at once, each a connect(): the clock is read before
         // each (a vDSO call, cheap beside the syscall) so that the run still ends on time
-        // (issue 13).
+        //.
         while let Some(Reverse((due, u, generation))) = wk.timers.peek().copied() {
             if due > now {
                 break;

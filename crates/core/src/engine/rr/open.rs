@@ -1,4 +1,4 @@
-//! The request-response engine's open loop (`--tps`, TCP or UDP without `--connect`, issue 23):
+//! The request-response engine's open loop (`--tps`, TCP or UDP without `--connect`):
 //! requests leave on a schedule whatever is outstanding, their answers found by number. In: one
 //! asking stream and the run's plan; out: the stream's report, with the requests sent, not sent,
 //! lost and stale, and the round trips from the scheduled moment and from the send.
@@ -448,7 +448,7 @@ mod tests {
         assert_eq!(outstanding_cap(1024, false, 1), 1024, "TCP answers in order");
     }
 
-    /// Issue 23: open-loop answers find their requests by number whatever order they come in;
+    /// Open-loop answers find their requests by number whatever order they come in;
     /// a request unanswered past its timeout is lost and its later answer stale; numbers carried
     /// in fewer than 8 bytes are read back as the newest request that ends in them.
     #[test]

@@ -220,7 +220,7 @@ pub(crate) struct Deadlines {
     pub unblock: Option<Unblock>,
     /// On a side whose streams all receive, with no warm-up or cool-down, the window is the
     /// data's: from the runner's last look before the first byte arrived to its last look at
-    /// which bytes were still arriving (issue 23: a UDP receiver starts before its sender and
+    /// which bytes were still arriving (a UDP receiver starts before its sender and
     /// waits for stragglers after it, and its interfaces were rated over that wait too).
     pub window_follows_data: bool,
 }
@@ -271,7 +271,7 @@ impl Deadlines {
     /// A side with no data of its own that samples its host until the client says the run is
     /// over (the agent beside an HTTP server): the warm-up and intervals of `timing`, no
     /// deadline, no cool-down (the host's samples cover it). The idle rule holds as for every
-    /// kind (issue 22), over what its worker counts as moving (the agent: the bytes of its
+    /// kind, over what its worker counts as moving (the agent: the bytes of its
     /// interface toward the client).
     pub fn sampling(timing: &Timing) -> Deadlines {
         Deadlines {
@@ -340,7 +340,7 @@ pub(crate) type TcpInfoHook<'a> = &'a (dyn Fn(usize) -> Option<TcpSnapshot> + Sy
 /// Bytes stream `idx`'s socket holds received and not yet read: the TCP engine's hook for
 /// receiving streams, added to the stream's count at every edge (interval and window), so a
 /// receiver counts what arrived by then rather than the whole reads its reader has finished
-/// (issue 38: a 12 Mbit/s flow read in 128 KiB reads read 11.53, 12.58 or 13.63 Mbit/s a
+/// (a 12 Mbit/s flow read in 128 KiB reads read 11.53, 12.58 or 13.63 Mbit/s a
 /// second). Over a stream's whole life the two counts agree: its queue is empty at its start
 /// and at its end.
 pub(crate) type QueuedHook<'a> = &'a (dyn Fn(usize) -> u64 + Sync);

@@ -75,7 +75,7 @@ pub(crate) fn cpu_over(
 /// A receiving TCP stream's kept interval samples, counted again from the bytes its kernel had
 /// received by each edge (TCP_INFO's tcpi_bytes_received), aligned so that the end is what its
 /// reader counted: a reader inside a read that waits for a whole buffer (SO_RCVLOWAT) holds
-/// bytes that are neither queued nor counted, up to a buffer of them at an edge (issue 38:
+/// bytes that are neither queued nor counted, up to a buffer of them at an edge (seen:
 /// 12.97 Mbit/s in one second of a steady 11.94 flow). The kernel's count and the reader's
 /// differ by a constant (bytes before the data: none, or a header), known once the stream has
 /// ended; each edge's count is the kernel's less that constant, kept between the edge before
@@ -119,7 +119,7 @@ fn exact_receive_counts(
 /// edge, each edge's count the kernel's received bytes there less the bytes before the data
 /// (as [`exact_receive_counts`] takes them) where the kernel's figure was read, else the
 /// sampled count. A reader inside a whole-buffer read at the warm-up's edge holds bytes that
-/// the sampled count misses and the window would then claim (issue 38: an incast of four flows
+/// the sampled count misses and the window would then claim (an incast of four flows
 /// into 50 Mbit/s summed 48.26 over its window, above TCP's 47.82 through that link).
 fn exact_window_bytes(
     run: &Runner<'_>,
@@ -202,7 +202,7 @@ fn wait_at_gate(run: &Runner<'_>, gate: &Gate, control: &Control) -> Option<Stri
 /// look that found nothing read (the first: the host as read before the gate): the readers count
 /// a datagram only once they have read it, and datagrams that arrive before (the client sends
 /// once told `started`, while the workers are still starting) fill a small receive buffer and
-/// are dropped there, where the host's counters must see them (issue 37: a 4 KiB window's run
+/// are dropped there, where the host's counters must see them (a 4 KiB window's run
 /// of 75 ms lost 29 % of its receive-buffer drops from its counters to a start one look too
 /// late). After bytes stop, the first still look reads the host, dated to the last look that
 /// saw bytes move (nothing arrived between the two).

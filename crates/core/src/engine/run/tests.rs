@@ -268,7 +268,7 @@ fn a_plan_turns_a_timing_into_deadlines_and_counts() {
     let host = Deadlines::sampling(&http);
     assert_eq!(host.deadline(), Some(Duration::from_secs(12)));
     assert_eq!(host.measure_window(), (Duration::from_secs(2), None));
-    // The idle rule holds for it too (issue 22).
+    // The idle rule holds for it too.
     assert!(host.ends_on_stop && host.idle == Some(IDLE));
     let counted = Deadlines::new(&timing(Limit::Buffers(7)));
     assert_eq!(
@@ -357,7 +357,7 @@ fn cpu_over_a_window_counts_this_process() {
         "{cpu:?}"
     );
     assert_eq!(cpu.host_percent, host.cpu.map(|c| c.busy));
-    // Too short a window gives no share at all (issue 13: 431.84 % over a few milliseconds).
+    // Too short a window gives no share at all (431.84 % over a few milliseconds).
     let (short, _) = sampler::cpu_over(&a, &b, &groups, 0.002);
     assert_eq!(short.process_percent_of_host, None);
 }

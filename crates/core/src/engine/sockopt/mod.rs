@@ -164,8 +164,8 @@ pub fn configure(stream: &TcpStream, spec: &TcpSpec, role: Role) -> Result<Socke
 /// (SO_RCVLOWAT, best effort; a read still returns what came within its timeout, and the
 /// kernel caps it at half a fixed receive buffer). A thread that owns one receiving stream then
 /// reads whole buffers rather than each 64 KiB segment as it lands: fewer wake-ups and ACKs
-/// per byte, which is what held one stream behind iperf3 on loopback (issue 28,
-/// docs/benchmarks.md).
+/// per byte, which is what held one stream behind iperf3 on loopback
+/// (docs/benchmarks.md).
 pub(crate) fn wake_for_whole_reads(socket: &impl AsFd, bytes: usize) {
     let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
     let _ = raw::set_int(socket.as_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes);

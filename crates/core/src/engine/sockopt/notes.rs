@@ -1,5 +1,5 @@
 //! What the result says about socket options: a note for every grant that differs from what was
-//! asked (issue 13), so that no cap passes silently. In: what was asked and the streams' read-back
+//! asked, so that no cap passes silently. In: what was asked and the streams' read-back
 //! grants; out: note lines. Setting options is left to `sockopt`.
 
 use crate::result::{Role, SocketGrant, StreamReport};
@@ -16,7 +16,7 @@ pub(crate) struct Asked {
 }
 
 /// A note for every setting the kernel granted differently from what was asked, with the
-/// granted value (issue 13). Buffers: the kernel reports double what it grants (socket(7)) and
+/// granted value. Buffers: the kernel reports double what it grants (socket(7)) and
 /// caps a plain SO_RCVBUF/SO_SNDBUF at net.core.rmem_max / wmem_max; the smallest grant over
 /// this end's streams of that role is the one named. MSS: the kernel's own figure leaves out TCP
 /// options (up to 40 bytes) and follows the path MTU and the peer's MSS, so only a larger
@@ -65,7 +65,7 @@ pub(crate) fn grant_notes(asked: Asked, streams: &[StreamReport]) -> Vec<String>
     notes
 }
 
-/// Says whether `--busy-poll` applied (issue 13): without CAP_NET_ADMIN the kernel refuses a
+/// Says whether `--busy-poll` applied: without CAP_NET_ADMIN the kernel refuses a
 /// value above net.core.busy_read (the run then fails with that error), so a run that got here
 /// has it; the note gives the value read back.
 pub(crate) fn busy_poll_note(asked_us: u32, granted_us: Option<u32>) -> String {
@@ -76,7 +76,7 @@ pub(crate) fn busy_poll_note(asked_us: u32, granted_us: Option<u32>) -> String {
     }
 }
 
-/// What one end saw of `--zerocopy` (issue 28), for [`zerocopy_notes`].
+/// What one end saw of `--zerocopy`, for [`zerocopy_notes`].
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ZeroCopySeen {
     /// The path asked for; None when writes copy.

@@ -123,7 +123,7 @@ mod tests {
         assert!(received.streams.iter().all(|s| s.end == StreamEnd::Eof));
     }
 
-    /// Issue 28: both zero-copy paths on one worker's epoll loop (two streams), every byte
+    /// Both zero-copy paths on one worker's epoll loop (two streams), every byte
     /// counted on both ends, the path in the grant and MSG_ZEROCOPY's completions noted.
     #[test]
     fn issue_28_zerocopy_on_an_event_loop_moves_exactly_the_buffers_asked_for() {

@@ -53,7 +53,7 @@ enum Style {
     /// `--depth` above 1: operations kept in flight through io_uring.
     Uring,
     /// One unit: plain blocking calls (an event loop adds an epoll_wait per call; at -P 1 on
-    /// loopback it measured 13.9 Gbit/s against 14.6 blocking, docs/benchmarks.md, issue 12).
+    /// loopback it measured 13.9 Gbit/s against 14.6 blocking, docs/benchmarks.md).
     Blocking,
     /// Several units: non-blocking calls from one epoll loop.
     Epoll,

@@ -1,4 +1,4 @@
-//! `--zerocopy` in a sending loop (issue 28): a [`Sender`] is how a worker hands its buffer to a
+//! `--zerocopy` in a sending loop: a [`Sender`] is how a worker hands its buffer to a
 //! sending socket, by copy (write(2)), by sendfile(2) from a memory file holding the same bytes
 //! (as `iperf3 -Z` does), or by send(2) with MSG_ZEROCOPY, whose completions it reads from the
 //! socket's error queue into a stack buffer (nothing allocated per write).

@@ -3,7 +3,7 @@
 //! CLOCK_REALTIME at sending (u64 ns), and the test's id (u64). The sender writes it, the
 //! receiver parses it and drops what is not this test's.
 
-/// What a stream's datagrams carry at their start: linerate's header, or iperf3's (issue 26).
+/// What a stream's datagrams carry at their start: linerate's header, or iperf3's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Framing {
     /// linerate's 32-byte header (below): stream, kind, sequence, send time, test id; the

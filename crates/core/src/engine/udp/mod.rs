@@ -141,7 +141,7 @@ pub fn run(
     Ok(report)
 }
 
-/// One note naming the datagrams the receiving streams counted out of range (issue 22), and
+/// One note naming the datagrams the receiving streams counted out of range, and
 /// how many numbers each tracked.
 fn out_of_range_note(streams: &[crate::result::StreamReport]) -> Option<String> {
     let (mut n, mut on, mut tracked) = (0u64, 0usize, 0u64);
@@ -238,7 +238,7 @@ mod tests {
         let s = sent.streams[0].udp_send.as_ref().expect("send report");
         assert_eq!(s.datagrams, 2000);
         // Counts and order only: how close the sends came to their moments depends on the
-        // machine's load (issue 13); pacing accuracy is a benchmark's and the lab tests' job.
+        // machine's load; pacing accuracy is a benchmark's and the lab tests' job.
         assert_eq!(s.spacing.requested_us, 20.0, "{:?}", s.spacing);
         let r = received.streams[0].udp_receive.as_ref().expect("receive report");
         assert_eq!((r.datagrams, r.lost, r.out_of_order, r.duplicates), (2000, 0, 0, 0));

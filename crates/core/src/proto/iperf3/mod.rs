@@ -1,6 +1,6 @@
 //! iperf3's control protocol (esnet/iperf `iperf_api.c`, `iperf.h`; the same from 3.7 to 3.18),
 //! spoken by linerate's client against an `iperf3 -s` and by `serve --iperf3-port` to an
-//! `iperf3 -c` (issue 26). docs/iperf3.md says what maps to what.
+//! `iperf3 -c`. docs/iperf3.md says what maps to what.
 //!
 //! A control TCP connection opens with the test's cookie: 36 characters of `a-z2-7`, then NUL.
 //! The server then drives the test with one-byte states ([`State`]); the parameters

@@ -1,4 +1,4 @@
-//! A [`HeatMap`] drawn as SVG (issue 24: perfSONAR MaDDash's grid). Rows down the left, columns
+//! A [`HeatMap`] drawn as SVG (perfSONAR MaDDash's grid). Rows down the left, columns
 //! across the top, one square per cell filled on viridis (matplotlib's colour-blind-safe
 //! sequential scale, monotonic in lightness, so it also reads in greyscale), its bright end the
 //! better one; its value written in black or white, whichever contrasts more with the fill (by

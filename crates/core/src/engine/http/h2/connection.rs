@@ -33,7 +33,7 @@ enum End {
     Closed,
     Io(io::Error),
     /// The server broke HTTP/2 (a frame too large, a head that does not decode, a push), or
-    /// went past one of the client's bounds (a flood: issue 39).
+    /// went past one of the client's bounds (a flood).
     Protocol(Violation),
 }
 
@@ -105,7 +105,7 @@ pub(super) struct Connection<'a> {
     /// PING and SETTINGS acknowledgements put in `wbuf` since it was last written out whole.
     acks_unsent: usize,
     /// A PING or SETTINGS left unread in `rbuf` until the acknowledgements before it are out:
-    /// the flood it is part of if they cannot go (issue 39).
+    /// the flood it is part of if they cannot go.
     held: Option<Violation>,
     connection_window: u32,
     connection_unacked: u32,

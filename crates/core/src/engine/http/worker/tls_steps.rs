@@ -1,4 +1,4 @@
-//! One worker's TLS steps for https users (issue 27): the handshake driven as far as the socket
+//! One worker's TLS steps for https users: the handshake driven as far as the socket
 //! lets it (then counted: full or resumed, its time, the thread's CPU in it), the request written
 //! through rustls, responses read through it, and a failed handshake's class.
 
