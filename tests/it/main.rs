@@ -1,7 +1,7 @@
 //! Functional tests: the built binary, real agents, real traffic on loopback and across network
 //! namespaces, run in parallel. They bound time only from above ("did not hang"): whatever
 //! asserts a rate, a delay, a spacing, a loss share, a CPU or interface count, a start skew or a
-//! ratio to a peer tool is in tests/timed, which runs alone (layout.rs holds the
+//! ratio to a peer tool is in tests/timed, which runs alone (layout/ holds the
 //! split). The harness both share is tests/harness/util.rs.
 
 mod agent;

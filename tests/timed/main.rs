@@ -4,7 +4,7 @@
 //! nothing of the suite's other targets (tests/it, the crates' unit tests) runs beside these;
 //! inside this one every test is written `#[apply(timed!)]`, which takes [`machine::alone`] for
 //! the test's length, so no two of them run at once either, whatever `--test-threads` says.
-//! `tests/it/layout.rs` holds the split: no shaped link and no lock under tests/it, no plain
+//! `tests/it/layout/` holds the split: no shaped link and no lock under tests/it, no plain
 //! `#[test]` here. A failure prints the machine's state beside its own figures.
 
 /// `#[apply(timed!)] fn name() { ... }`: a test that runs alone in this process and, when it

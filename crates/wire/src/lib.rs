@@ -5,7 +5,7 @@
 //! document ([`sweep`]), goodput arithmetic ([`goodput`]) and a peer's text made safe to print
 //! ([`text`]). `linerate-core` measures and fills these in; `linerate-results` and
 //! `linerate-report` read them without compiling the engines. Nothing here opens a socket, a
-//! file or a process (`tests/it/layout.rs` checks).
+//! file or a process (`tests/it/layout/` checks).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod goodput;
