@@ -11,6 +11,44 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 
+/// The binary at a path any user can execute, for tests that run it as an unprivileged user
+/// (`setpriv --reuid=65534`): a checkout may sit under a directory only its owner can enter
+/// (`mktemp -d` makes one 0700). A hard link (a copy across file systems) in a world-searchable
+/// directory under the system's temp dir, made once per binary and kept for the next run.
+pub fn bin_for_anyone() -> std::path::PathBuf {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let meta = std::fs::metadata(BIN).expect("the test binary");
+        let dir = std::path::PathBuf::from("/tmp").join(format!("linerate-anyone-{}", unsafe { libc::geteuid() }));
+        std::fs::create_dir_all(&dir).expect("the shared binary directory");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let path = dir.join(format!("linerate-{}-{}", meta.ino(), meta.mtime()));
+        if !path.exists() {
+            // Links of binaries built before, an hour old or more, go: each holds a whole binary.
+            for old in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let stale = old
+                    .metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.elapsed().ok());
+                if stale.is_some_and(|age| age > Duration::from_secs(3600)) {
+                    let _ = std::fs::remove_file(old.path());
+                }
+            }
+            let part = dir.join(format!(".part-{}", std::process::id()));
+            let _ = std::fs::remove_file(&part);
+            if std::fs::hard_link(BIN, &part).is_err() {
+                std::fs::copy(BIN, &part).expect("copy the binary");
+            }
+            std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            std::fs::rename(&part, &path).expect("rename the binary into place");
+        }
+        path
+    })
+    .clone()
+}
+
 /// A `linerate serve` process, killed on drop.
 pub struct Agent {
     pub child: Child,

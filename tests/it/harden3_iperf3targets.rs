@@ -147,7 +147,7 @@ fn issue_39_an_honest_fake_iperf3_server_is_taken() {
 /// `linerate ARGS` as `prefix` runs it (prlimit, setpriv), with no store.
 fn linerate_under(prefix: &[&str], args: &[&str], limit: Duration) -> std::process::Output {
     let mut cmd = Command::new(prefix[0]);
-    cmd.args(&prefix[1..]).arg(BIN).args(args);
+    cmd.args(&prefix[1..]).arg(bin_for_anyone()).args(args);
     run_bounded(&mut cmd, limit)
 }
 

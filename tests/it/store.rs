@@ -434,7 +434,8 @@ fn a_read_only_directory_loses_no_result() {
     // Root writes through any mode: the client runs as nobody, as a user would.
     let mut cmd = if is_root() {
         let mut c = std::process::Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", BIN]);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(bin_for_anyone());
         c
     } else {
         std::process::Command::new(BIN)
