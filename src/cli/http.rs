@@ -229,6 +229,7 @@ impl HttpArgs {
             http2: self.http2.then(|| linerate_core::spec::Http2Spec {
                 streams: self.streams.unwrap_or(1),
             }),
+            probe: None,
         };
         spec.validate()?;
         Ok(spec)

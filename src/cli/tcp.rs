@@ -137,6 +137,7 @@ impl TcpArgs {
             link_mtu_bytes: self.mtu,
             mix: self.mix,
             zerocopy: self.zerocopy,
+            probe: None,
         };
         spec.validate()?;
         // Every sweep point before the first runs, not when its turn comes.

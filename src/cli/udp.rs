@@ -115,6 +115,7 @@ impl UdpArgs {
                 test_id: rand_test_id(),
                 ttl: self.ttl,
             }),
+            probe: None,
         };
         spec.validate()?;
         // Every sweep point before the first runs, not when its turn comes.

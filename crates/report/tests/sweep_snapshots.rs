@@ -184,6 +184,7 @@ fn an_http_sweep_shows_a_row_per_user_count_and_the_optimum() {
             sched: Default::default(),
             tls: None,
             http2: None,
+            probe: None,
         };
         let mut http = HttpSummary {
             users,

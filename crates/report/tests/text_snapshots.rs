@@ -410,6 +410,7 @@ fn issue_27_an_https_run_shows_its_handshakes_and_their_failures() {
         sched: Default::default(),
         tls: Some(TlsSpec::default()),
         http2: None,
+        probe: None,
     };
     let lat = |p50: f64| LatencyFigures {
         p50,

@@ -188,6 +188,7 @@ mod tests {
                 sched: Default::default(),
                 tls: None,
                 http2: None,
+                probe: None,
             }),
         ];
         let mut all = vec![

@@ -388,6 +388,7 @@ pub(crate) fn assemble(
         lab: None,
         from: None,
         iperf3: None,
+        latency: None,
     }
 }
 

@@ -76,6 +76,7 @@ pub(crate) fn assemble(
         lab: None,
         from: None,
         iperf3: None,
+        latency: None,
     };
     if let TestSpec::Tcp(t) = spec
         && let Some(m) = t.mix

@@ -68,6 +68,7 @@ pub fn stub_result(spec: crate::spec::TestSpec, summary: crate::result::Summary)
         lab: None,
         from: None,
         iperf3: None,
+        latency: None,
     }
 }
 

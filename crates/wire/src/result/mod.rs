@@ -13,6 +13,7 @@ mod compare;
 mod http;
 mod iperf3;
 pub mod lab;
+mod latency;
 mod matrix;
 mod mix;
 mod profile;
@@ -24,6 +25,7 @@ mod udp;
 pub use compare::*;
 pub use http::*;
 pub use iperf3::*;
+pub use latency::*;
 pub use matrix::*;
 pub use mix::*;
 pub use profile::*;
@@ -108,6 +110,10 @@ pub struct TestResult {
     /// Null for a run between linerate's ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iperf3: Option<Iperf3Peer>,
+    /// Latency under working load: the probes beside the load (`--probe`), their grades, and
+    /// `linerate rpm`'s figures. Absent from a run without probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyUnderLoad>,
 }
 
 /// How a run ended, the one rule the exit status follows (README "Exit status").

@@ -42,6 +42,10 @@ pub struct HttpSpec {
     /// cleartext ones; absent: HTTP/1.1 (and in documents before it).
     #[serde(default)]
     pub http2: Option<Http2Spec>,
+    /// `--probe`: latency probes beside the load (idle, loaded, recovery); None = none. Absent
+    /// from documents written before it (and when None).
+    #[serde(default)]
+    pub probe: Option<ProbeSpec>,
 }
 
 /// The client's HTTP/2: each user one connection with up to `streams` requests in
@@ -105,6 +109,7 @@ impl HttpSpec {
             sched: Default::default(),
             tls: None,
             http2: None,
+            probe: None,
         }
     }
 
@@ -142,7 +147,8 @@ impl Serialize for HttpSpec {
             "HttpSpec",
             12 + usize::from(self.sched != Sched::Normal)
                 + usize::from(self.tls.is_some())
-                + usize::from(self.http2.is_some()),
+                + usize::from(self.http2.is_some())
+                + usize::from(self.probe.is_some()),
         )?;
         keys!(out, self, urls, users, think_ms, keepalive);
         out.serialize_field("ramp_seconds", &t.warmup_seconds)?;
@@ -161,6 +167,10 @@ impl Serialize for HttpSpec {
         // Only with --http2: an HTTP/1.1 test's options read as they always did.
         if let Some(h2) = &self.http2 {
             out.serialize_field("http2", h2)?;
+        }
+        // Only with probes.
+        if let Some(probe) = &self.probe {
+            out.serialize_field("probe", probe)?;
         }
         out.end()
     }

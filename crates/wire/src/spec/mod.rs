@@ -63,10 +63,12 @@ macro_rules! keys {
 }
 
 mod http;
+mod probe;
 mod rr;
 mod udp;
 
 pub use http::{Http2Spec, HttpSpec, TlsSpec, TlsVersion};
+pub use probe::{ProbeSpec, ProbeVia};
 pub use rr::{RrProto, RrSpec};
 pub use udp::MAX_UDP_PAYLOAD_BYTES;
 pub use udp::{Multicast, UdpSpec};
@@ -220,6 +222,10 @@ pub struct TcpSpec {
     /// Absent from documents written before it (and when None).
     #[serde(default)]
     pub zerocopy: Option<ZeroCopy>,
+    /// `--probe`: latency probes beside the load (idle, loaded, recovery); None = none. Absent
+    /// from documents written before it (and when None).
+    #[serde(default)]
+    pub probe: Option<ProbeSpec>,
 }
 
 /// The most streams per agent and direction: far past what a host sustains, short of exhausting
@@ -312,6 +318,7 @@ impl TcpSpec {
             link_mtu_bytes: None,
             mix: None,
             zerocopy: None,
+            probe: None,
         }
     }
 
@@ -405,7 +412,9 @@ impl Serialize for TcpSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut out = serializer.serialize_struct(
             "TcpSpec",
-            18 + usize::from(self.mix.is_some()) + usize::from(self.zerocopy.is_some()),
+            18 + usize::from(self.mix.is_some())
+                + usize::from(self.zerocopy.is_some())
+                + usize::from(self.probe.is_some()),
         )?;
         keys!(out, self, streams, threads, cpus, peer_cpus, buffer_bytes);
         keys!(
@@ -434,6 +443,10 @@ impl Serialize for TcpSpec {
         // Likewise absent when writes copy (documents before --zerocopy had no key).
         if self.zerocopy.is_some() {
             keys!(out, self, zerocopy);
+        }
+        // Likewise absent without probes.
+        if self.probe.is_some() {
+            keys!(out, self, probe);
         }
         out.end()
     }

@@ -35,6 +35,10 @@ pub struct UdpSpec {
     /// Send to a multicast group instead of each agent: every agent that joined it receives.
     #[serde(default)]
     pub multicast: Option<Multicast>,
+    /// `--probe`: latency probes beside the load (idle, loaded, recovery); None = none. Absent
+    /// from documents written before it (and when None).
+    #[serde(default)]
+    pub probe: Option<ProbeSpec>,
 }
 
 /// A multicast UDP test's group: stream i goes to `group:port+i`.
@@ -79,6 +83,7 @@ impl UdpSpec {
             synced_clocks: false,
             direction: Direction::Send,
             multicast: None,
+            probe: None,
         }
     }
 
@@ -156,12 +161,16 @@ impl UdpSpec {
 impl Serialize for UdpSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let t = &self.timing;
-        let mut out = serializer.serialize_struct("UdpSpec", 14)?;
+        let mut out = serializer.serialize_struct("UdpSpec", 14 + usize::from(self.probe.is_some()))?;
         keys!(out, self, streams, cpus, peer_cpus, payload_bytes);
         keys!(out, t, limit);
         keys!(out, self, gap_ns);
         keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
         keys!(out, self, window_bytes, bin_us, synced_clocks, direction, multicast);
+        // Absent without probes, so documents before them write again byte for byte.
+        if self.probe.is_some() {
+            keys!(out, self, probe);
+        }
         out.end()
     }
 }

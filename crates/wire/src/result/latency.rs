@@ -1,0 +1,121 @@
+//! Latency under working load (`latency` at the top level of a result): what the probes beside a
+//! test's load measured, before it (idle), during it (loaded) and after it (recovery), on the
+//! same time axis as the test's intervals; the grades made from them; and, for `linerate rpm`,
+//! the responsiveness figure. Absent from a run without probes (and from documents before them).
+
+use super::{Bin, LatencyFigures};
+use serde::{Deserialize, Serialize};
+
+/// Everything the probes of one run measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyUnderLoad {
+    /// When the load ran on the probes' time axis, seconds since the load's time zero (the zero
+    /// of the result's `intervals`): the load is `[0, load_end_s]`; idle probes have negative
+    /// times, recovery probes times past `load_end_s`.
+    pub load_end_s: f64,
+    /// Each probe series: on a connection of its own, and on the load's own connections.
+    pub series: Vec<ProbeSeries>,
+    /// The headline, from the first series on a connection of its own (else the first series):
+    /// its round trips' idle and loaded medians and their difference, ms; null where a phase
+    /// had no answered probe.
+    pub idle_ms: Option<f64>,
+    pub loaded_ms: Option<f64>,
+    pub added_ms: Option<f64>,
+    /// The same difference one way, client to far end (up) and back (down), ms; null without
+    /// a clock offset to split the round trip.
+    pub added_up_ms: Option<f64>,
+    pub added_down_ms: Option<f64>,
+    /// The far end's clock against this one, when the one-way figures used it.
+    pub clock: Option<ClockOffset>,
+    /// Grades made from these samples (bufferbloat, RPM band, Quality of Outcome), each with the
+    /// rule that made it.
+    pub grades: Vec<Grade>,
+}
+
+/// Where a probe series was timed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeOn {
+    /// On a connection of its own, beside the load.
+    #[default]
+    Separate,
+    /// On the load's own connections (TCP_INFO's RTT, a request on an HTTP/2 load connection).
+    Load,
+}
+
+/// One series of probes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSeries {
+    /// What it times, in words: `tcp round trip`, `udp round trip`, `http GET`, `tcp_info rtt`,
+    /// `http2 on a load connection`.
+    pub name: String,
+    pub on: ProbeOn,
+    /// Probes sent, answered and lost (unanswered within the timeout), over the whole series;
+    /// sent = answered + lost + in flight at the end. Null where the series counts no sends
+    /// (TCP_INFO's RTT is read, not sent).
+    pub sent: Option<u64>,
+    pub answered: u64,
+    pub lost: Option<u64>,
+    /// One-way figures the clock offset's bounds make impossible (a negative delay beyond the
+    /// offset's uncertainty): counted, and left out of the one-way figures, as iperf2 counts
+    /// clock-sync errors.
+    pub clock_errors: u64,
+    /// Every answered probe, in time order.
+    pub samples: Vec<ProbeSample>,
+    pub idle: Option<PhaseLatency>,
+    pub loaded: Option<PhaseLatency>,
+    pub recovery: Option<PhaseLatency>,
+}
+
+/// One answered probe.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSample {
+    /// When it was sent, seconds on the load's time axis ([`LatencyUnderLoad::load_end_s`]).
+    pub t_s: f64,
+    /// Its round trip, ms.
+    pub rtt_ms: f64,
+    /// One way, ms, from the far end's time stamp and the clock offset; null without them or
+    /// when impossible (a clock error).
+    pub up_ms: Option<f64>,
+    pub down_ms: Option<f64>,
+}
+
+/// One phase's probes (idle, loaded or recovery).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseLatency {
+    /// Answered probes sent in the phase.
+    pub answered: u64,
+    /// Lost probes sent in the phase; null where the series counts no sends.
+    pub lost: Option<u64>,
+    /// Round trips, ms.
+    pub rtt_ms: LatencyFigures,
+    /// One way, ms; null without a clock offset.
+    pub up_ms: Option<LatencyFigures>,
+    pub down_ms: Option<LatencyFigures>,
+    /// The round trips in up to 100 equal bins (µs, as rr's histogram).
+    pub histogram: Vec<Bin>,
+}
+
+/// The far end's clock against this host's, from the controller's clock estimate: the far end
+/// reads `offset_ms` more than this host at one instant, give or take `uncertainty_ms` (half the
+/// fastest exchange's round trip).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockOffset {
+    pub offset_ms: f64,
+    pub uncertainty_ms: f64,
+}
+
+/// A grade made from measured figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Grade {
+    /// The scale: `bufferbloat`, `rpm`, `qoo video call`.
+    pub scale: String,
+    /// Its mark on that scale: `A+`, `Medium`, `82 %`.
+    pub grade: String,
+    /// The figure it was made from, in `unit`; null where it takes several.
+    pub value: Option<f64>,
+    pub unit: String,
+    /// The rule that made it, in words: "added latency 212 ms (mean of up 210 and down 214):
+    /// 200 ms or more and under 400 ms is D".
+    pub rule: String,
+}
