@@ -12,6 +12,7 @@ pub use check::escape_controls;
 pub mod http;
 pub mod iperf3;
 mod join;
+pub mod latency;
 pub mod relayed;
 pub mod rr;
 mod tcp;
