@@ -304,3 +304,64 @@ fn an_upload_s_body_ends_where_its_framing_says_and_the_next_request_follows() {
     );
     assert!(got.ends_with("\r\n\r\n2\n"), "{got}");
 }
+
+#[test]
+fn an_upload_that_stalls_is_ended_at_the_idle_limit_and_others_are_served_meanwhile() {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    let agent = Agent::start(&["--http-port", "0", "--http-idle-timeout", "1"]);
+    let http = agent.http_addr.clone().expect("http");
+    // HTTP/1.1: 10 of 100 promised bytes, then nothing: closed by the idle limit, unanswered.
+    let mut s = std::net::TcpStream::connect(&http).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(b"POST /rpm/upload HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n0123456789")
+        .expect("send");
+    let t = Instant::now();
+    // Meanwhile another client is served.
+    let got = exchange(
+        &http,
+        &[b"GET /rpm/small HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"],
+    );
+    assert!(got.ends_with("\r\n\r\n0"), "{got}");
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).expect("the server's close within 10 s");
+    assert!(all.is_empty(), "{:?}", String::from_utf8_lossy(&all));
+    assert!(t.elapsed() < Duration::from_secs(9), "closed after {:?}", t.elapsed());
+
+    // HTTP/2 (h2c): a stream that sends 10 bytes and stops is reset; the connection's next
+    // stream is answered.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (reset, next) = runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), async {
+            let tcp = tokio::net::TcpStream::connect(&http).await.expect("connect");
+            let (client, conn) = h2::client::handshake(tcp).await.expect("handshake");
+            tokio::spawn(conn);
+            let mut client = client.ready().await.expect("ready");
+            let req = http_request("POST", &format!("http://{http}/rpm/upload"));
+            let (stalled, mut body) = client.send_request(req, false).expect("send");
+            body.send_data(bytes::Bytes::from_static(b"0123456789"), false)
+                .expect("data");
+            let reset = stalled.await.expect_err("a reset, not an answer");
+            client = client.ready().await.expect("ready");
+            let req = http_request("GET", &format!("http://{http}/rpm/small"));
+            let (answer, _) = client.send_request(req, true).expect("send");
+            let answer = answer.await.expect("an answer");
+            (reset.reason(), answer.status().as_u16())
+        })
+        .await
+        .expect("within 20 s")
+    });
+    assert_eq!(reset, Some(h2::Reason::CANCEL));
+    assert_eq!(next, 200);
+}
+
+fn http_request(method: &str, url: &str) -> http::Request<()> {
+    http::Request::builder()
+        .method(method)
+        .uri(url)
+        .body(())
+        .expect("a request")
+}
