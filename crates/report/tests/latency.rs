@@ -548,3 +548,41 @@ fn without_the_loads_intervals_the_round_trips_take_the_only_axis_and_without_sa
         "no answered probe, nothing to draw"
     );
 }
+
+/// A `--bidir` load: its throughput a series per direction, each the sum of its streams, as the
+/// run's own timeline sums them.
+#[test]
+fn a_bidir_load_has_a_throughput_series_per_direction() {
+    let mut r = run();
+    let mut extra = Vec::new();
+    for i in &r.intervals {
+        if let IntervalRecord::Stream(s) = i {
+            for (stream, direction, share) in [(1, "forward", 0.5), (2, "reverse", 0.25)] {
+                let mut t = s.clone();
+                t.sample.stream = stream;
+                t.direction = direction.into();
+                t.bits_per_second *= share;
+                extra.push(IntervalRecord::Stream(t));
+            }
+        }
+    }
+    r.intervals.extend(extra);
+    let figs = run_figures(&r);
+    let f = find(&figs, "fig-latency-time");
+    let load: Vec<(&str, Vec<f64>)> = f
+        .series
+        .iter()
+        .filter(|s| !s.right)
+        .map(|s| (s.name.as_str(), s.points.iter().map(|p| p.y).collect()))
+        .collect();
+    let forward: Vec<f64> = MBIT.iter().map(|m| m * 1.5).collect();
+    let reverse: Vec<f64> = MBIT.iter().map(|m| m * 0.25).collect();
+    assert_eq!(
+        load,
+        [("throughput forward", forward.clone()), ("throughput reverse", reverse)]
+    );
+    let timeline = find(&figs, "fig-timeline");
+    assert_eq!(timeline.series[0].name, "total forward");
+    let totals: Vec<f64> = timeline.series[0].points.iter().map(|p| p.y).collect();
+    assert_eq!(totals, forward, "the timeline's totals are the same sums");
+}

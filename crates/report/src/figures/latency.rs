@@ -3,12 +3,11 @@
 //! in each phase, idle, loaded and recovery, as cumulative curves (`fig-latency-cdf`). In: the
 //! `TestResult`'s `latency` and its intervals; out: [`Figure`]s. A run without probes gets none.
 
-use super::common::counted_streams;
+use super::common::{counted_streams, direction_totals};
 use super::{mbit, middle};
 use crate::plot::{Axis, Figure, Mark, Point, Series, Style};
 use crate::text::latency::headline_series;
 use linerate_wire::result::{IntervalRecord, LatencyUnderLoad, ProbeOn, ProbeSeries, TestResult};
-use std::collections::BTreeMap;
 
 /// The phases in time order, as the figures name them.
 pub const PHASES: [&str; 3] = ["idle", "loaded", "recovery"];
@@ -58,8 +57,9 @@ pub fn figures(r: &TestResult) -> Vec<Figure> {
 }
 
 /// The load's throughput per interval, Mbit/s as the receivers counted it, summed over its
-/// streams (an HTTP run: the bytes its client read); at each interval's middle.
-fn throughput(r: &TestResult) -> (String, Vec<Point>) {
+/// streams, one series per direction (`--bidir`: forward and reverse); an HTTP run: the bytes
+/// its client read. At each interval's middle. Returns the axis' quantity and the series.
+fn throughput(r: &TestResult) -> (String, Vec<Series>) {
     let http: Vec<Point> = r
         .intervals
         .iter()
@@ -69,27 +69,25 @@ fn throughput(r: &TestResult) -> (String, Vec<Point>) {
         })
         .collect();
     if !http.is_empty() {
-        return ("throughput, read by the client".into(), http);
+        let series = vec![Series::new("throughput", Style::Line, http)];
+        return ("throughput, read by the client".into(), series);
     }
     let records = counted_streams(r);
     let side = records.first().map_or("received", |s| s.side.as_str()).to_string();
-    // The k-th interval of every stream covers the same stretch of its end's clock: summed,
-    // drawn at the latest of their middles.
-    let mut totals: BTreeMap<usize, (f64, f64)> = BTreeMap::new();
-    let mut seen: BTreeMap<(&str, &str, u16), usize> = BTreeMap::new();
-    for s in &records {
-        let k = seen
-            .entry((s.agent.as_str(), s.direction.as_str(), s.sample.stream))
-            .or_default();
-        let t = totals.entry(*k).or_default();
-        t.0 = t.0.max(middle(s.sample.start_ns, s.sample.end_ns));
-        t.1 += mbit(s.bits_per_second);
-        *k += 1;
-    }
-    (
-        format!("throughput, {side}"),
-        totals.values().map(|(x, y)| Point::xy(*x, *y)).collect(),
-    )
+    let totals = direction_totals(&records);
+    let series = totals
+        .iter()
+        .map(|(direction, points)| {
+            let name = if totals.len() > 1 {
+                format!("throughput {direction}")
+            } else {
+                "throughput".to_string()
+            };
+            let points = points.iter().map(|(x, y)| Point::xy(*x, *y)).collect();
+            Series::new(&name, Style::Line, points)
+        })
+        .collect();
+    (format!("throughput, {side}"), series)
 }
 
 /// `fig-latency-time`: the load's throughput (left axis) and every probe series' round trips
@@ -108,14 +106,19 @@ fn time_axis(r: &TestResult, l: &LatencyUnderLoad) -> Figure {
         Axis::linear(&what, "Mbit/s").with_min(0.0),
     );
     let rtt_axis = Axis::fitting("probe round trip", "ms", &rtts);
-    let mean = load.iter().map(|p| p.y).sum::<f64>() / load.len().max(1) as f64;
-    let intervals = load.len();
+    let means: Vec<String> = load
+        .iter()
+        .map(|s| {
+            let mean = s.points.iter().map(|p| p.y).sum::<f64>() / s.points.len().max(1) as f64;
+            format!("{} at {} interval(s), mean {mean:.1} Mbit/s", s.name, s.points.len())
+        })
+        .collect();
     // Without the load's intervals (a document cut short before its first), the round trips
     // take the only axis.
     let right = !load.is_empty();
     if right {
         f.y2 = Some(rtt_axis);
-        f.series.push(Series::new("throughput", Style::Line, load));
+        f.series.extend(load);
     } else {
         f.y = rtt_axis;
     }
@@ -144,7 +147,8 @@ fn time_axis(r: &TestResult, l: &LatencyUnderLoad) -> Figure {
         .collect();
     let load_words = if right {
         format!(
-            "its throughput in Mbit/s (10^6 bits/s) at each of {intervals} interval(s), mean {mean:.1} Mbit/s, left axis; each answered probe's round trip in ms at the moment it was sent, right axis"
+            "its throughput in Mbit/s (10^6 bits/s) at each interval, left axis ({}); each answered probe's round trip in ms at the moment it was sent, right axis",
+            means.join(", ")
         )
     } else {
         "no interval of its throughput in the document; each answered probe's round trip in ms at the moment it was sent".to_string()
