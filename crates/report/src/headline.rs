@@ -102,7 +102,19 @@ pub fn line_figures(r: &TestResult) -> Vec<Figure> {
 pub fn run_line(r: &TestResult) -> String {
     let mut fields = vec![format!("{}: {}", r.test, outcome_word(r.outcome()))];
     fields.extend(line_figures(r).iter().map(|f| field(f.label, f.value, f.unit)));
+    fields.extend(latency_fields(r));
     fields.join("; ")
+}
+
+/// A run with probes adds its headline latency: the median round trip under load and what the
+/// load added to the idle one (`latency`'s `loaded_ms` and `added_ms`); nothing without probes.
+fn latency_fields(r: &TestResult) -> Vec<String> {
+    r.latency.as_ref().map_or_else(Vec::new, |l| {
+        vec![
+            field("loaded latency", l.loaded_ms, "ms"),
+            field("added latency", l.added_ms, "ms"),
+        ]
+    })
 }
 
 /// A repeated test's line: its outcome, runs aggregated, and the mean over them of the same

@@ -4,6 +4,7 @@
 //! a screenshot is taken. The CSV of a figure holds the document's own numbers.
 
 mod fleet;
+mod latency;
 mod layout;
 mod store;
 

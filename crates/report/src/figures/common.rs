@@ -28,6 +28,26 @@ pub(super) fn counted_streams(r: &TestResult) -> Vec<&StreamInterval> {
     records.into_iter().filter(|s| s.side == side).collect()
 }
 
+/// Per direction, the k-th interval of every stream summed, Mbit/s, at the latest of their
+/// middles (s): each stream's k-th interval covers (nearly) the same second of its end's clock.
+pub(super) fn direction_totals<'a>(records: &[&'a StreamInterval]) -> BTreeMap<&'a str, Vec<(f64, f64)>> {
+    let mut seen: BTreeMap<(&str, &str, u16), usize> = BTreeMap::new();
+    let mut totals: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for s in records {
+        let k = seen
+            .entry((s.agent.as_str(), s.direction.as_str(), s.sample.stream))
+            .or_default();
+        let total = totals.entry(s.direction.as_str()).or_default();
+        if total.len() <= *k {
+            total.resize(*k + 1, (0.0, 0.0));
+        }
+        total[*k].0 = total[*k].0.max(middle(s.sample.start_ns, s.sample.end_ns));
+        total[*k].1 += mbit(s.bits_per_second);
+        *k += 1;
+    }
+    totals
+}
+
 /// `fig-timeline`: Mbit/s per stream and in total at each interval, as the receivers counted
 /// (the senders when no receiver's intervals came).
 pub fn timeline(r: &TestResult) -> Option<Figure> {
@@ -36,25 +56,16 @@ pub fn timeline(r: &TestResult) -> Option<Figure> {
     let agents: std::collections::BTreeSet<&str> = records.iter().map(|s| s.agent.as_str()).collect();
     let directions: std::collections::BTreeSet<&str> = records.iter().map(|s| s.direction.as_str()).collect();
     let mut streams: BTreeMap<(&str, &str, u16), Vec<Point>> = BTreeMap::new();
-    // Per direction, the k-th interval of every stream summed (each stream's k-th interval
-    // covers the same second of its end's clock).
-    let mut totals: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     for s in &records {
         let points = streams
             .entry((s.agent.as_str(), s.direction.as_str(), s.sample.stream))
             .or_default();
-        let k = points.len();
-        let (x, y) = (middle(s.sample.start_ns, s.sample.end_ns), mbit(s.bits_per_second));
-        points.push(Point::xy(x, y));
-        let total = totals.entry(s.direction.as_str()).or_default();
-        if total.len() <= k {
-            total.resize(k + 1, (0.0, 0.0));
-        }
-        // The streams' k-th intervals cover (nearly) the same time: the total sits at the latest
-        // of their middles.
-        total[k].0 = total[k].0.max(x);
-        total[k].1 += y;
+        points.push(Point::xy(
+            middle(s.sample.start_ns, s.sample.end_ns),
+            mbit(s.bits_per_second),
+        ));
     }
+    let totals = direction_totals(&records);
     let mut fig = Figure::new(
         "fig-timeline",
         "Throughput over time",

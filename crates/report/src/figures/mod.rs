@@ -7,12 +7,14 @@
 //! By topic: `common` (every test: timeline, CPU and interrupts per CPU), `kinds` (what udp,
 //! rr and http add), `sweeps` (the curves over a sweep's points), `campaign` (a campaign's
 //! figures against its varied option), `sets` (a repeated test's runs, a comparison's bars),
-//! `fleet` (a matrix's heat map and its concurrent flows over time).
+//! `fleet` (a matrix's heat map and its concurrent flows over time), `latency` (a run's probes
+//! beside its load: throughput and round trips on one time axis, each phase's distribution).
 
 pub mod campaign;
 mod common;
 pub mod fleet;
 mod kinds;
+pub(crate) mod latency;
 pub mod sets;
 mod sweeps;
 
@@ -97,6 +99,7 @@ fn run_figures(r: &TestResult) -> Vec<Figure> {
     if r.summary.http.is_none() {
         out.extend(common::timeline(r));
     }
+    out.extend(latency::figures(r));
     out.extend(common::cpu_timeline(r));
     out.extend(common::per_cpu(r));
     out.retain(|f| !too_short_in_time(f));

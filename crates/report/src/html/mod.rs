@@ -5,6 +5,7 @@
 
 mod block;
 mod fleet;
+mod latency;
 mod sets;
 mod tables;
 
@@ -47,11 +48,14 @@ impl Section {
 fn blocks(subject: &Subject) -> Vec<Block> {
     match subject {
         Subject::Document(Document::Run(r)) => {
-            let mut out = vec![
-                sets::run_summary(r),
-                Block::Table(tables::test_table(r)),
-                Block::Table(tables::sides_table(r)),
-            ];
+            let mut summary = sets::run_summary(r);
+            if let (Block::Summary(lines), Some(line)) = (&mut summary, latency::summary_line(r)) {
+                lines.push(line);
+            }
+            let mut out = vec![summary];
+            out.extend(latency::tables(r));
+            out.push(Block::Table(tables::test_table(r)));
+            out.push(Block::Table(tables::sides_table(r)));
             out.extend(tables::config_table(r).map(Block::Table));
             out.push(Block::Text {
                 summary: "Text report".to_string(),

@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 pub(crate) mod http;
 mod iperf3;
+pub(crate) mod latency;
 mod mix;
 mod rr;
 mod sides;
@@ -26,6 +27,7 @@ fn count_per_second(count: f64, per_second: f64) -> String {
 
 use http::{cost_block, timeline_table, users_block};
 use iperf3::iperf3_block;
+use latency::latency_block;
 use mix::mix_block;
 use rr::rr_block;
 use sides::{Streams, side_name, table_row, tcp_rows, widths};
@@ -264,6 +266,7 @@ fn render_http(r: &TestResult) -> String {
     out.push('\n');
     cost_block(&mut out, r, h);
     timeline_table(&mut out, r);
+    latency_block(&mut out, r);
     out.push_str("\nMbit/s = 10^6 bits per second of HTTP bytes (heads and bodies) read by the client; response time from each request's intended start to its last byte.\n");
     for n in &r.notes {
         let _ = writeln!(out, "Note: {n}");
@@ -299,6 +302,7 @@ fn render_streams(r: &TestResult) -> String {
     rr_block(&mut out, r);
     mix_block(&mut out, r);
     iperf3_block(&mut out, r);
+    latency_block(&mut out, r);
     interfaces_block(&mut out, r);
     footnotes(&mut out, r);
     window_advice(&mut out, r);

@@ -768,6 +768,11 @@ fn legend(o: &mut String, fig: &Figure, entries: &[(f64, f64, String)]) {
                 f1(x),
                 f1(y - 8.0)
             ),
+            // Points are drawn without a line: their sample is the marker alone.
+            Style::Points => format!(
+                r#"<path d="{}" fill="{colour}" stroke="{colour}"/>"#,
+                marker(i, x + 11.0, y - 4.0)
+            ),
             _ => format!(
                 r#"<path d="M{} {}h22" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/><path d="{}" fill="{colour}" stroke="{colour}"/>"#,
                 f1(x),

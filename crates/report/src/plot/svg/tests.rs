@@ -165,3 +165,22 @@ fn a_figure_without_data_still_renders_its_axes() {
     assert!(svg.contains("class=\"axis x-axis\""));
     assert!(!f.has_data());
 }
+
+#[test]
+fn a_legend_entry_of_points_is_their_marker_without_a_line() {
+    let mut f = figure();
+    f.series
+        .push(Series::new("probes", Style::Points, vec![Point::xy(1.0, 3.0)]));
+    let svg = render(&f);
+    let entry = |sid: &str| {
+        let start = svg
+            .find(&format!("<g class=\"legend-item\" data-series=\"{sid}\">"))
+            .expect("a legend entry");
+        let rest = &svg[start..];
+        rest[..rest.find("</g>").expect("its end")].to_string()
+    };
+    assert!(entry("fig-test-s0").contains("h22"), "a line's sample is a line");
+    let points = entry("fig-test-s2");
+    assert!(!points.contains("h22"), "{points}");
+    assert_eq!(points.matches("<path").count(), 1, "the marker alone: {points}");
+}
