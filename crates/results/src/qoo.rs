@@ -16,9 +16,19 @@
 //! ```
 
 use crate::plan::Position;
-use linerate_wire::grade::QooRequirement;
+pub use linerate_wire::grade::QooRequirement;
 use linerate_wire::grade::qoo::{BUILTIN, builtin};
+use linerate_wire::result::TestResult;
 use std::path::Path;
+
+/// Grades a run's latency under load (`linerate_wire::grade::grade`: bufferbloat, the RPM
+/// category of its loaded round trip, one Quality of Outcome score per requirement); a run
+/// without latency figures has nothing to grade.
+pub fn grade_run(r: &mut TestResult, requirements: &[QooRequirement]) {
+    if let Some(latency) = &mut r.latency {
+        linerate_wire::grade::grade(latency, requirements);
+    }
+}
 
 /// Reads a requirement from TOML text; the error is one line: where, and which key.
 pub fn parse(text: &str) -> Result<QooRequirement, String> {
