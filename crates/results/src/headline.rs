@@ -110,13 +110,7 @@ fn stream_figures(r: &TestResult, out: &mut Vec<Figure>) {
 /// Whether a run's probes measured latency under its load: its spec asks for probes, or it
 /// has latency figures (a kind whose test is the probes).
 fn probed(r: &TestResult) -> bool {
-    let asked = match &r.options {
-        TestSpec::Tcp(s) => s.probe.is_some(),
-        TestSpec::Udp(s) => s.probe.is_some(),
-        TestSpec::Http(s) => s.probe.is_some(),
-        TestSpec::Rr(_) => false,
-    };
-    asked || r.latency.is_some()
+    r.options.probe().is_some() || r.latency.is_some()
 }
 
 /// The responsiveness test's RPM figure, as its grade on the draft's scale holds it (scale

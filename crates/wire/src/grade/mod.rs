@@ -21,20 +21,28 @@ const BUFFERBLOAT: [(f64, &str); 5] = [(5.0, "A+"), (30.0, "A"), (60.0, "B"), (2
 /// to 1000 (60 ms), Good from 1000 to 6000 (10 ms), Excellent at 6000 and more.
 const RPM: [(f64, &str); 3] = [(300.0, "Poor"), (1000.0, "Fair"), (6000.0, "Good")];
 
-/// The letter for `added_ms` of added latency on the bufferbloat scale, and the band's rule.
-fn bufferbloat_band(added_ms: f64) -> (&'static str, String) {
+/// The band `value` falls in: `bands` are (upper edge, exclusive, name) in rising order, `top`
+/// the name at and above the last edge; with the band's rule in words (`200 ms or more and
+/// under 400 ms is D`).
+fn band(value: f64, bands: &[(f64, &'static str)], top: &'static str, unit: &str) -> (&'static str, String) {
     let mut low = None;
-    for (edge, letter) in BUFFERBLOAT {
-        if added_ms < edge {
+    for &(edge, name) in bands {
+        if value < edge {
             let rule = match low {
-                None => format!("under {edge} ms is {letter}"),
-                Some(low) => format!("{low} ms or more and under {edge} ms is {letter}"),
+                None => format!("under {edge} {unit} is {name}"),
+                Some(low) => format!("{low} {unit} or more and under {edge} {unit} is {name}"),
             };
-            return (letter, rule);
+            return (name, rule);
         }
         low = Some(edge);
     }
-    ("F", "400 ms or more is F".to_string())
+    let last = bands.last().map_or(0.0, |b| b.0);
+    (top, format!("{last} {unit} or more is {top}"))
+}
+
+/// The letter for `added_ms` of added latency on the bufferbloat scale, and the band's rule.
+fn bufferbloat_band(added_ms: f64) -> (&'static str, String) {
+    band(added_ms, &BUFFERBLOAT, "F", "ms")
 }
 
 /// The bufferbloat grade of `latency`: of the mean of the up and down increase where both are
@@ -69,18 +77,7 @@ pub fn bufferbloat(latency: &LatencyUnderLoad) -> Option<Grade> {
 
 /// The draft's category of `rpm` round trips per minute, and the band's rule.
 fn rpm_category(rpm: f64) -> (&'static str, String) {
-    let mut low = None;
-    for (edge, name) in RPM {
-        if rpm < edge {
-            let rule = match low {
-                None => format!("under {edge} RPM is {name}"),
-                Some(low) => format!("{low} RPM or more and under {edge} RPM is {name}"),
-            };
-            return (name, rule);
-        }
-        low = Some(edge);
-    }
-    ("Excellent", "6000 RPM or more is Excellent".to_string())
+    band(rpm, &RPM, "Excellent", "RPM")
 }
 
 /// The responsiveness draft's category of an RPM figure (`linerate rpm`'s responsiveness).

@@ -31,13 +31,7 @@ pub struct MatrixLayout<'a> {
 /// The figure a matrix of `spec`'s kind shows in each cell: a test with probes shows its loaded
 /// latency (what the probes are there for), else the kind's own figure.
 pub fn cell_figure(spec: &TestSpec) -> CellFigure {
-    let probed = match spec {
-        TestSpec::Tcp(s) => s.probe.is_some(),
-        TestSpec::Udp(s) => s.probe.is_some(),
-        TestSpec::Http(s) => s.probe.is_some(),
-        TestSpec::Rr(_) => false,
-    };
-    if probed {
+    if spec.probe().is_some() {
         return CellFigure::LoadedLatencyP50Ms;
     }
     match spec {
