@@ -113,6 +113,39 @@ mod tests {
     }
 
     #[test]
+    fn grading_a_run_fills_its_grades_and_leaves_a_run_without_latency_alone() {
+        use linerate_wire::result::{LatencyUnderLoad, Summary};
+        use linerate_wire::spec::{TcpSpec, TestSpec};
+        let mut r = linerate_core::sweep::stub_result(TestSpec::Tcp(TcpSpec::new()), Summary::default());
+        grade_run(&mut r, &[builtin("gaming").expect("built in")]);
+        assert_eq!(r.latency, None, "nothing to grade");
+        // 20 ms idle, 221 ms loaded: 201 ms added is D; 60000 / 221 = 271 RPM is Poor; no
+        // loaded sample: the QoO score is unknown.
+        r.latency = Some(LatencyUnderLoad {
+            idle_ms: Some(20.0),
+            loaded_ms: Some(221.0),
+            added_ms: Some(201.0),
+            ..LatencyUnderLoad::default()
+        });
+        grade_run(&mut r, &[builtin("gaming").expect("built in")]);
+        let grades: Vec<(String, String)> = r
+            .latency
+            .expect("kept")
+            .grades
+            .into_iter()
+            .map(|g| (g.scale, g.grade))
+            .collect();
+        assert_eq!(
+            grades,
+            [
+                ("bufferbloat".to_string(), "D".to_string()),
+                ("rpm from loaded round trip".into(), "Poor".into()),
+                ("qoo gaming".into(), "unknown".into())
+            ]
+        );
+    }
+
+    #[test]
     fn a_name_is_a_builtin_and_a_path_is_a_file() {
         assert_eq!(requirement("gaming").map(|r| r.name), Ok("gaming".into()));
         let e = requirement("voip").expect_err("unknown");
