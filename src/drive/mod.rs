@@ -3,7 +3,7 @@
 //! sweep, its words, the [`Route`] it was given), the spec and the [`Mode`] (once, `--repeat`,
 //! or a sweep). The driver owns what every kind shares: the Ctrl-C flag, the live lines, the
 //! lab record, the progress of a sweep or repeat, a pattern's matrix (`pattern.rs`: a route to a
-//! fleet runs there, once), and the end ([`crate::finish`]: print, store, exit status).
+//! fleet runs there, once), the grades of every run's latency under load (`--qoo`), and the end ([`crate::finish`]: print, store, exit status).
 //!
 //! Each kind's file (`tcp.rs`, `udp.rs`, `rr.rs`, `http.rs`) turns its parsed arguments into a
 //! `TestCommand` (its route made once by `HostArgs::route`, its spec once by `into_spec`) and
@@ -30,6 +30,7 @@ use linerate_core::result::{RepeatPolicy, TestResult};
 use linerate_core::spec::TestSpec;
 use linerate_core::sweep::Sweep;
 use linerate_results::document::Document;
+use linerate_results::qoo::{QooRequirement, grade_run};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -145,13 +146,19 @@ pub fn drive<K: Kind>(test: TestCommand<K>) -> anyhow::Result<ExitCode> {
         lab,
     } = test;
     let json = output.json;
+    // Read before any traffic: a bad requirement is a usage error, not a lost run.
+    let qoo = output.grades.requirements()?;
     // `--brief`: the headline line alone (interval lines with an explicit -i); a repeated
     // test's run lines and a sweep's rows go where they go with --json.
     let quiet = json || output.brief;
     let produced = match (kind.route(), mode) {
         (Some(Route::Fleet(f)), Mode::Once) => {
             let opts = with_lab(kind.options(), lab);
-            Document::Matrix(Box::new(pattern::matrix(f, &K::test_spec(&spec), &opts, quiet)?))
+            let mut m = pattern::matrix(f, &K::test_spec(&spec), &opts, quiet)?;
+            for r in m.cells.iter_mut().filter_map(|c| c.result.as_deref_mut()) {
+                grade_run(r, &qoo);
+            }
+            Document::Matrix(Box::new(m))
         }
         (Some(Route::Fleet(_)), _) => {
             return Err(usage!(
@@ -159,16 +166,19 @@ pub fn drive<K: Kind>(test: TestCommand<K>) -> anyhow::Result<ExitCode> {
             )
             .into());
         }
-        (_, Mode::Once) => Document::Run(Box::new(measure(&kind, &spec, !output.interval_lines(), lab)?)),
+        (_, Mode::Once) => Document::Run(Box::new(measure(&kind, &spec, !output.interval_lines(), lab, &qoo)?)),
         (_, Mode::Repeat(policy)) => {
             Document::Repeated(Box::new(crate::repeat::repeat_test(K::NAME, &policy, quiet, |_| {
-                measure(&kind, &spec, true, lab)
+                measure(&kind, &spec, true, lab, &qoo)
             })?))
         }
         (_, Mode::Sweep(plan)) => {
             let run = |spec: &K::Spec| {
                 K::validate(spec)?;
-                let result = run_one(&kind, spec, kind.options(), true);
+                let result = run_one(&kind, spec, kind.options(), true).map(|mut r| {
+                    grade_run(&mut r, &qoo);
+                    r
+                });
                 match K::point(spec) {
                     Some(point) => result.context(point),
                     None => result,
@@ -188,12 +198,20 @@ pub fn drive<K: Kind>(test: TestCommand<K>) -> anyhow::Result<ExitCode> {
 }
 
 /// A single or repeated run: measured with the lab it runs in recorded (the client's drive
-/// writes it into the result), then completed by the kind.
-fn measure<K: Kind>(kind: &K, spec: &K::Spec, quiet: bool, lab: bool) -> anyhow::Result<TestResult> {
+/// writes it into the result), completed by the kind, then its latency graded (before a repeat
+/// aggregates its figures).
+fn measure<K: Kind>(
+    kind: &K,
+    spec: &K::Spec,
+    quiet: bool,
+    lab: bool,
+    qoo: &[QooRequirement],
+) -> anyhow::Result<TestResult> {
     let opts = with_lab(kind.options(), lab);
     let mut result =
         run_one(kind, spec, &opts, quiet).with_context(|| format!("{} test against {}", K::NAME, kind.against()))?;
     kind.complete(&mut result);
+    grade_run(&mut result, qoo);
     Ok(result)
 }
 

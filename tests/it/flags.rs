@@ -137,3 +137,31 @@ fn issue_23_man_is_listed_and_refers_to_no_page_that_does_not_exist() {
         "no page for help: {written:?}"
     );
 }
+
+#[test]
+fn a_bad_qoo_requirement_is_one_line_and_exit_2_before_any_traffic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("voip.toml");
+    // useless_ms misspelt: the key is named, with its line.
+    std::fs::write(
+        &file,
+        "name = \"voip\"\n[[latency]]\npercentile = 99\nperfect_ms = 100\nuseles_ms = 300\n",
+    )
+    .expect("write");
+    let path = file.to_str().expect("utf-8 path");
+    // Port 1: nothing listens there, and nothing is sent: the file is read first.
+    let out = linerate(&["tcp", "127.0.0.1:1", "--no-store", "--qoo", path], LIMIT);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("linerate: --qoo {path}: line 5")), "{err}");
+    assert!(err.contains("unknown field `useles_ms`"), "{err}");
+    // An unknown name lists the built-in ones.
+    let out = linerate(&["udp", "127.0.0.1:1", "--no-store", "--qoo", "voip"], LIMIT);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = stderr(&out);
+    assert_eq!(
+        err.trim_end(),
+        "linerate: --qoo \"voip\": not a built-in requirement (video-call, gaming, streaming) nor a FILE.toml"
+    );
+}

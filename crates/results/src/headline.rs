@@ -5,10 +5,11 @@
 //!
 //! In: a [`TestResult`]. Out: [`Figure`]s in the kind's order, the first being the primary
 //! figure (the one `--best` ranks runs by and `--repeat auto` converges on). Which figures a
-//! run has depends on its spec alone (a bidir TCP run adds the two directions), so runs of one
-//! test line up; a figure the run did not measure has no value.
+//! run has depends on its spec (a bidir TCP run adds the two directions, a run with probes its
+//! latency under load, after the kind's own), so runs of one test line up; a figure the run did
+//! not measure has no value.
 
-use linerate_wire::result::{Better, Matrix, SideSummary, TestResult};
+use linerate_wire::result::{Better, LatencyUnderLoad, Matrix, SideSummary, TestResult};
 use linerate_wire::spec::{Direction, TestSpec};
 
 /// One headline figure of one run.
@@ -104,6 +105,50 @@ fn stream_figures(r: &TestResult, out: &mut Vec<Figure>) {
         "Mbit/s per % of host",
         per_cpu(&s.received),
     ));
+}
+
+/// Whether a run's probes measured latency under its load: its spec asks for probes, or it
+/// has latency figures (a kind whose test is the probes).
+fn probed(r: &TestResult) -> bool {
+    r.options.probe().is_some() || r.latency.is_some()
+}
+
+/// The responsiveness test's RPM figure, as its grade on the draft's scale holds it (scale
+/// `rpm`; a probe run's `rpm from loaded round trip` is its loaded latency again, not a figure of
+/// its own).
+fn rpm(l: &LatencyUnderLoad) -> Option<f64> {
+    l.grades.iter().find(|g| g.scale == "rpm").and_then(|g| g.value)
+}
+
+/// The latency under load of a probed run, after the kind's own figures: the loaded and idle
+/// median round trips of the headline series, their difference, and the RPM figure where the
+/// run has one.
+fn latency_figures(r: &TestResult, out: &mut Vec<Figure>) {
+    if !probed(r) {
+        return;
+    }
+    let l = r.latency.as_ref();
+    out.push(down(
+        "loaded_latency_p50_ms",
+        "loaded latency p50",
+        "ms",
+        l.and_then(|l| l.loaded_ms),
+    ));
+    out.push(down(
+        "added_latency_ms",
+        "added latency (loaded p50 less idle p50)",
+        "ms",
+        l.and_then(|l| l.added_ms),
+    ));
+    out.push(down(
+        "idle_latency_p50_ms",
+        "idle latency p50",
+        "ms",
+        l.and_then(|l| l.idle_ms),
+    ));
+    if let Some(rpm) = l.and_then(rpm) {
+        out.push(up("rpm", "responsiveness", "RPM", Some(rpm)));
+    }
 }
 
 /// A matrix's median cell: the median of the measured cells' values, in the matrix's
@@ -211,6 +256,7 @@ pub fn headline(r: &TestResult) -> Vec<Figure> {
             out.push(down("errors", "failed", "requests", h.map(|h| h.errors.total as f64)));
         }
     }
+    latency_figures(r, &mut out);
     out
 }
 
@@ -331,6 +377,51 @@ mod tests {
         );
         assert_eq!((f[4].name, f[4].value), ("latency_p999_us", Some(90.0)));
         assert_eq!(f[5].value, None);
+    }
+
+    #[test]
+    fn a_probed_run_adds_its_latency_after_the_kinds_figures() {
+        use linerate_wire::result::{Grade, LatencyUnderLoad};
+        use linerate_wire::spec::{ProbeSpec, ProbeVia};
+        let mut spec = TcpSpec::new();
+        spec.probe = Some(ProbeSpec::new(ProbeVia::Rr));
+        let summary = Summary {
+            received: side(94.0, None),
+            ..Summary::default()
+        };
+        let mut r = stub_result(TestSpec::Tcp(spec), summary);
+        // Probes asked for, nothing answered: the figures are there, unknown.
+        let f = headline(&r);
+        let tail: Vec<(&str, Option<f64>)> = f[7..].iter().map(|f| (f.name, f.value)).collect();
+        assert_eq!(
+            tail,
+            [
+                ("loaded_latency_p50_ms", None),
+                ("added_latency_ms", None),
+                ("idle_latency_p50_ms", None)
+            ]
+        );
+        r.latency = Some(LatencyUnderLoad {
+            idle_ms: Some(20.4),
+            loaded_ms: Some(221.0),
+            added_ms: Some(200.6),
+            grades: vec![Grade {
+                scale: "rpm".into(),
+                value: Some(271.5),
+                ..Grade::default()
+            }],
+            ..LatencyUnderLoad::default()
+        });
+        let f = headline(&r);
+        assert_eq!(f[0].name, "received_mbit_per_second", "the primary figure stays first");
+        let get = |n: &str| f.iter().find(|f| f.name == n).map(|f| (f.value, f.better, f.unit));
+        assert_eq!(get("loaded_latency_p50_ms"), Some((Some(221.0), Better::Down, "ms")));
+        assert_eq!(get("added_latency_ms"), Some((Some(200.6), Better::Down, "ms")));
+        assert_eq!(get("idle_latency_p50_ms"), Some((Some(20.4), Better::Down, "ms")));
+        assert_eq!(get("rpm"), Some((Some(271.5), Better::Up, "RPM")));
+        // No probes: no latency figures at all.
+        let plain = headline(&stub_result(TestSpec::Tcp(TcpSpec::new()), Summary::default()));
+        assert!(plain.iter().all(|f| !f.name.contains("latency")), "{plain:?}");
     }
 
     #[test]

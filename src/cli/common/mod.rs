@@ -1,7 +1,7 @@
 //! Flag groups that several subcommands share, declared once and flattened into each: the agents
 //! (`HOST[:PORT]...`, `-p`), streams and pinning (`-P`, `--cpus`, `--peer-cpus`), the output
-//! (`--json`, the store) and repeated runs (`--repeat`, `--best`, `--ci`, `--min-runs`,
-//! `--max-runs`, `--pause`). How long a test runs is the group in `timing.rs`.
+//! (`--json`, the store, `--qoo` in `grade.rs`) and repeated runs (`--repeat`, `--best`,
+//! `--ci`, `--min-runs`, `--max-runs`, `--pause`). How long a test runs is the group in `timing.rs`.
 
 use super::usage::{Usage, usage};
 use linerate_core::client::Target;
@@ -155,8 +155,8 @@ pub struct CommonArgs {
     pub reach: super::ConnectArgs,
 }
 
-/// What a test prints (`--json`, `--brief`) and where its result is kept (`--label`, `--db`,
-/// `--no-store`).
+/// What a test prints (`--json`, `--brief`), where its result is kept (`--label`, `--db`,
+/// `--no-store`) and what its latency is graded for (`--qoo`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs {
     /// Print one JSON document (docs/results.md) instead of text
@@ -177,6 +177,9 @@ Example: linerate tcp h2 --brief"
 
     #[command(flatten)]
     pub store: StoreArgs,
+
+    #[command(flatten)]
+    pub grades: GradeArgs,
 }
 
 impl OutputArgs {
@@ -450,8 +453,10 @@ pub fn parse_sizes<T: Copy>(text: &str, convert: impl Fn(ByteSize) -> anyhow::Re
     parse_values(&values, "--sizes", |v| convert(v.parse()?))
 }
 
+mod grade;
 mod route;
 #[cfg(test)]
 mod tests;
 
+pub use grade::GradeArgs;
 pub use route::{Fleet, Iperf3, Route};

@@ -202,3 +202,57 @@ fn issue_23_sides_that_share_no_point_or_no_figure_compared_nothing() {
     let why = nothing_compared(&c).expect("no figure on both sides");
     assert!(why.contains("no figure"), "{why}");
 }
+
+#[test]
+fn a_lower_loaded_latency_is_better() {
+    use linerate_wire::result::LatencyUnderLoad;
+    use linerate_wire::spec::{ProbeSpec, ProbeVia};
+    // The same throughput; the loaded latency falls from about 220 ms (a 200 ms FIFO) to about
+    // 24 ms (a 5 ms one): a 89 % fall, better, by the bootstrap of the medians (a percentile).
+    let probed = |loaded_ms: f64| {
+        let mut r = tcp(94.0, 10.0);
+        let TestSpec::Tcp(spec) = &mut r.options else {
+            unreachable!("a tcp run")
+        };
+        spec.probe = Some(ProbeSpec::new(ProbeVia::Rr));
+        r.latency = Some(LatencyUnderLoad {
+            idle_ms: Some(20.0),
+            loaded_ms: Some(loaded_ms),
+            added_ms: Some(loaded_ms - 20.0),
+            ..LatencyUnderLoad::default()
+        });
+        r
+    };
+    let side = |name: &str, loaded: &[f64]| SideInput {
+        source: name.into(),
+        entries: loaded
+            .iter()
+            .enumerate()
+            .map(|(i, l)| Entry {
+                source: format!("{name}{i}"),
+                document: Document::Run(Box::new(probed(*l))),
+                test: None,
+                coordinates: Vec::new(),
+            })
+            .collect(),
+    };
+    let a = side("a", &[221.0, 219.0, 220.0, 222.0]);
+    let b = side("b", &[24.0, 23.5, 24.5, 24.0]);
+    let c = compare(&a, &b, DEFAULT_THRESHOLD_PERCENT);
+    let loaded = figure(&c, "loaded_latency_p50_ms");
+    assert_eq!(loaded.verdict, Verdict::Better, "{loaded:?}");
+    assert_eq!(loaded.method, Some(IntervalMethod::Bootstrap));
+    // Medians 220.5 and 24: (24 - 220.5) / 220.5 = -89.1 %.
+    let change = loaded.change_percent.expect("change");
+    assert!((change - (24.0 - 220.5) / 220.5 * 100.0).abs() < 1e-9, "{change}");
+    let added = figure(&c, "added_latency_ms");
+    assert_eq!(
+        (added.verdict, added.method),
+        (Verdict::Better, Some(IntervalMethod::Welch))
+    );
+    // Throughput did not move: no verdict on it.
+    assert_eq!(
+        figure(&c, "received_mbit_per_second").verdict,
+        Verdict::NoSignificantChange
+    );
+}

@@ -52,7 +52,7 @@ pub struct Position {
 }
 
 impl Position {
-    fn of(text: &str, offset: usize) -> Position {
+    pub(crate) fn of(text: &str, offset: usize) -> Position {
         let before = &text[..offset.min(text.len())];
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;

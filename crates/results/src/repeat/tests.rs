@@ -252,3 +252,39 @@ fn policies_are_checked_before_any_run() {
     assert_eq!(p.validate(), Err(RepeatError::Pause));
     assert_eq!(fixed(5, Some(3)).validate(), Ok(()));
 }
+
+#[test]
+fn a_probed_tests_repeat_aggregates_its_loaded_latency() {
+    use linerate_wire::result::LatencyUnderLoad;
+    use linerate_wire::spec::{ProbeSpec, ProbeVia};
+    let loaded = [220.0, 224.0, 222.0];
+    let stop = AtomicBool::new(false);
+    let rep = repeat(
+        "tcp",
+        &fixed(3, None),
+        &stop,
+        |k| {
+            let mut r = tcp_run(94.0);
+            if let TestSpec::Tcp(s) = &mut r.options {
+                s.probe = Some(ProbeSpec::new(ProbeVia::Rr));
+            }
+            r.latency = Some(LatencyUnderLoad {
+                loaded_ms: Some(loaded[(k - 1) as usize]),
+                ..LatencyUnderLoad::default()
+            });
+            Ok::<_, String>(r)
+        },
+        |_| Ok(()),
+    )
+    .expect("every run starts");
+    assert_eq!(rep.primary, "received_mbit_per_second", "the kind's primary figure");
+    let l = rep
+        .aggregate
+        .iter()
+        .find(|f| f.figure == "loaded_latency_p50_ms")
+        .expect("aggregated");
+    // Mean of 220, 224 and 222: 222 ms; lower is better.
+    assert_eq!((l.stats.mean, l.stats.n, l.better), (222.0, 3, Better::Down));
+    // No idle probe answered in any run: left out of the aggregate.
+    assert!(rep.aggregate.iter().all(|f| f.figure != "idle_latency_p50_ms"));
+}

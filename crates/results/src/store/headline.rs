@@ -129,6 +129,26 @@ mod tests {
     }
 
     #[test]
+    fn a_probed_run_stores_its_latency_figures_after_the_headline() {
+        use linerate_wire::result::LatencyUnderLoad;
+        use linerate_wire::spec::{ProbeSpec, ProbeVia, TcpSpec, TestSpec};
+        let mut spec = TcpSpec::new();
+        spec.probe = Some(ProbeSpec::new(ProbeVia::Rr));
+        let mut r = linerate_core::sweep::stub_result(TestSpec::Tcp(spec), Default::default());
+        r.latency = Some(LatencyUnderLoad {
+            loaded_ms: Some(221.0),
+            ..LatencyUnderLoad::default()
+        });
+        let f = figures("tcp", &serde_json::to_value(&r).expect("document"));
+        assert_eq!(f[0].name, "receiver throughput", "the headline column is the kind's");
+        assert!(f.contains(&figure("loaded latency p50", "ms", Some(221.0))), "{f:?}");
+        assert!(
+            f.contains(&figure("idle latency p50", "ms", None)),
+            "unknown stays null: {f:?}"
+        );
+    }
+
+    #[test]
     fn sweeps_have_their_own_headline() {
         let sweep = json!({"test": "rr sweep", "points": [{}, {}, {}],
             "summary": {"fit": {"slope_us_per_byte": 0.01, "intercept_us": 30.0}}});

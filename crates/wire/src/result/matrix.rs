@@ -163,6 +163,9 @@ pub enum CellFigure {
     RoundTripP50Us,
     /// Datagrams lost, % of those sent (udp, beside throughput in each cell's result).
     LossPercent,
+    /// The probes' loaded median round trip, ms (`latency.loaded_ms`: a test with `--probe`,
+    /// whose throughput stays in each cell's result).
+    LoadedLatencyP50Ms,
 }
 
 impl CellFigure {
@@ -172,6 +175,7 @@ impl CellFigure {
             CellFigure::ThroughputMbps => "throughput (Mbit/s)",
             CellFigure::RoundTripP50Us => "round trip p50 (µs)",
             CellFigure::LossPercent => "loss (%)",
+            CellFigure::LoadedLatencyP50Ms => "loaded latency p50 (ms)",
         }
     }
 
@@ -181,6 +185,7 @@ impl CellFigure {
             CellFigure::ThroughputMbps => "Mbit/s",
             CellFigure::RoundTripP50Us => "us",
             CellFigure::LossPercent => "%",
+            CellFigure::LoadedLatencyP50Ms => "ms",
         }
     }
 

@@ -94,6 +94,16 @@ pub enum TestSpec {
 }
 
 impl TestSpec {
+    /// The latency probes the test runs beside its load (`--probe`); None without (rr has none).
+    pub fn probe(&self) -> Option<&ProbeSpec> {
+        match self {
+            TestSpec::Tcp(s) => s.probe.as_ref(),
+            TestSpec::Udp(s) => s.probe.as_ref(),
+            TestSpec::Http(s) => s.probe.as_ref(),
+            TestSpec::Rr(_) => None,
+        }
+    }
+
     /// The test kind as written in documents: `"tcp"`, `"udp"`.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -28,8 +28,12 @@ pub struct MatrixLayout<'a> {
     pub skew_bound: Duration,
 }
 
-/// The figure a matrix of `spec`'s kind shows in each cell.
+/// The figure a matrix of `spec`'s kind shows in each cell: a test with probes shows its loaded
+/// latency (what the probes are there for), else the kind's own figure.
 pub fn cell_figure(spec: &TestSpec) -> CellFigure {
+    if spec.probe().is_some() {
+        return CellFigure::LoadedLatencyP50Ms;
+    }
     match spec {
         TestSpec::Rr(_) => CellFigure::RoundTripP50Us,
         TestSpec::Udp(_) => CellFigure::LossPercent,
@@ -46,6 +50,7 @@ pub fn cell_value(figure: CellFigure, r: &TestResult) -> Option<f64> {
         CellFigure::ThroughputMbps => Some(r.summary.received.bits_per_second / 1e6),
         CellFigure::RoundTripP50Us => r.summary.rr.as_ref()?.latency_us.map(|l| l.p50),
         CellFigure::LossPercent => r.summary.udp.as_ref().map(|u| u.loss_percent),
+        CellFigure::LoadedLatencyP50Ms => r.latency.as_ref()?.loaded_ms,
     }
 }
 
@@ -556,5 +561,30 @@ mod tests {
         assert_eq!(cell_value(CellFigure::RoundTripP50Us, &run(12.5)), None);
         assert_eq!(cell_value(CellFigure::LossPercent, &run(12.5)), None);
         assert_eq!(cell_value(CellFigure::ThroughputMbps, &rr), None);
+    }
+
+    #[test]
+    fn a_test_with_probes_shows_its_loaded_latency() {
+        use crate::spec::{ProbeSpec, ProbeVia, UdpSpec};
+        let mut tcp = TcpSpec::new();
+        tcp.probe = Some(ProbeSpec::new(ProbeVia::Rr));
+        let mut udp = UdpSpec::new();
+        udp.probe = Some(ProbeSpec::new(ProbeVia::Udp));
+        for spec in [TestSpec::Tcp(tcp), TestSpec::Udp(udp)] {
+            assert_eq!(cell_figure(&spec), CellFigure::LoadedLatencyP50Ms, "{spec:?}");
+        }
+        let mut r = run(94.0);
+        assert_eq!(
+            cell_value(CellFigure::LoadedLatencyP50Ms, &r),
+            None,
+            "no probe answered"
+        );
+        r.latency = Some(crate::result::LatencyUnderLoad {
+            loaded_ms: Some(221.5),
+            ..Default::default()
+        });
+        assert_eq!(cell_value(CellFigure::LoadedLatencyP50Ms, &r), Some(221.5));
+        assert!(!CellFigure::LoadedLatencyP50Ms.higher_is_better());
+        assert_eq!(CellFigure::LoadedLatencyP50Ms.unit(), "ms");
     }
 }
