@@ -20,6 +20,7 @@ pub fn bin_for_anyone() -> std::path::PathBuf {
     static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
         let meta = std::fs::metadata(BIN).expect("the test binary");
+        // SAFETY: geteuid(2) takes nothing and cannot fail.
         let dir = std::path::PathBuf::from("/tmp").join(format!("linerate-anyone-{}", unsafe { libc::geteuid() }));
         std::fs::create_dir_all(&dir).expect("the shared binary directory");
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
