@@ -234,4 +234,37 @@ mod tests {
         // A two-host lab whose switch holds its queue sends unshaped into it.
         assert_eq!(egress_rates(&hosts[..2], "relay", true), [None, None]);
     }
+
+    /// `lab status` names each way's queue where it is, once where both ways are alike.
+    #[test]
+    fn the_queues_of_a_link_read_as_one_line() {
+        let q = |way: &str, at: &str, text: &str| LinkQueue {
+            way: way.into(),
+            at: at.into(),
+            shaper: "tbf".into(),
+            kind: "fifo".into(),
+            rate_bits_per_second: 100e6,
+            depth_ms: Some(200.0),
+            depth_bytes: Some(2_500_000),
+            depth_packets: None,
+            default_depth: false,
+            text: text.into(),
+        };
+        let fifo = "tbf fifo 200 ms (2500000 bytes)";
+        assert_eq!(
+            queue_text(&[q("out", "switch port p2", fifo), q("in", "switch port p1", fifo)]).as_deref(),
+            Some("tbf fifo 200 ms (2500000 bytes), out on switch port p2, in on switch port p1")
+        );
+        assert_eq!(
+            queue_text(&[
+                q("out", "h3's eth0", "tbf fifo 300 packets (454200 bytes)"),
+                q("in", "switch port p3", fifo)
+            ])
+            .as_deref(),
+            Some(
+                "out on h3's eth0 tbf fifo 300 packets (454200 bytes); in on switch port p3 tbf fifo 200 ms (2500000 bytes)"
+            )
+        );
+        assert_eq!(queue_text(&[]), None);
+    }
 }

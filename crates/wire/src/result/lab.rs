@@ -332,5 +332,25 @@ mod tests {
             back.hosts[0].backends.used(),
             [("delay", "linerate relay"), ("rate", "tbf")]
         );
+        // A record with a queue keeps it; one from before (as `want`, without) reads with none.
+        assert!(back.hosts[0].queues.is_empty() && back.hosts[0].link.buffer_us.is_none());
+        let mut queued = record.clone();
+        queued.hosts[0].link.buffer_us = Some(200_000);
+        queued.hosts[0].queues.push(LinkQueue {
+            way: "out".into(),
+            at: "switch port p2".into(),
+            shaper: "tbf".into(),
+            kind: "fifo".into(),
+            rate_bits_per_second: 1e8,
+            depth_ms: Some(200.0),
+            depth_bytes: Some(2_500_000),
+            depth_packets: None,
+            default_depth: false,
+            text: "tbf fifo 200 ms (2500000 bytes)".into(),
+        });
+        let v = serde_json::to_value(&queued).expect("serializes");
+        assert_eq!(v["hosts"][0]["link"]["buffer_us"], 200_000);
+        assert_eq!(v["hosts"][0]["queues"][0]["depth_bytes"], 2_500_000);
+        assert_eq!(serde_json::from_value::<LabRecord>(v).expect("reads back"), queued);
     }
 }
