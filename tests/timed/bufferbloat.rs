@@ -263,3 +263,43 @@ fn a_buffer_in_packets_applies_to_each_tbf_of_its_link() {
     let v = lab.tcp("h1", "h3", &["-n", "20"]);
     assert_eq!(u(&v, "/summary/received/bytes"), 20 * 131_072);
 }
+
+/// `aqm=fq_codel` / `aqm=cake` where the kernel has the qdisc: it is the child of the link's tbf
+/// (`parent 1:1`) on the switch's port, and the record says so. Skipped, saying why, where the
+/// kernel lacks it (as this machine's and CI's do); tests/it checks the refusal there.
+#[apply(timed!)]
+fn an_aqm_is_the_child_of_the_links_tbf_where_the_kernel_has_it() {
+    if !can_run(&[Need::Root { why: NAMESPACES }]) {
+        return;
+    }
+    for (aqm, module) in [("fq_codel", "sch_fq_codel"), ("cake", "sch_cake")] {
+        let name = format!("aqt{}-{}", std::process::id() % 100_000, &aqm[..2]);
+        let link = format!("rate=100mbit,aqm={aqm}");
+        let out = linerate(&["lab", "up", "--name", &name, "--link", &link, "--json"], LIMIT);
+        // Taken down on drop, whatever `up` did.
+        let lab = Lab {
+            name,
+            status: serde_json::Value::Null,
+        };
+        if out.status.code() == Some(2) && stderr(&out).contains(module) {
+            eprintln!("skipped: this kernel has no {module}, so the {aqm} path cannot run here");
+            continue;
+        }
+        let status = json_of(&out);
+        let shown = Command::new("tc")
+            .args(["-n", &format!("{}-sw", lab.name), "qdisc", "show", "dev", "p2"])
+            .output()
+            .expect("tc");
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            shown.contains("tbf 1:") && shown.contains(&format!("{aqm} 10: ")),
+            "{shown}"
+        );
+        assert!(shown.contains("parent 1:1"), "{shown}");
+        let q = &status["hosts"][0]["queues"][0];
+        assert_eq!(q["kind"], aqm, "{q}");
+        assert_eq!(q["text"], format!("tbf + {aqm}"), "{q}");
+        let v = lab.tcp("h1", "h2", &["-n", "20"]);
+        assert_eq!(u(&v, "/summary/received/bytes"), 20 * 131_072);
+    }
+}
