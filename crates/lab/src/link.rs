@@ -1,5 +1,6 @@
 //! Link specs: `rate=1gbit,delay=10ms,jitter=1ms,loss=0.5%,reorder=1%,duplicate=0.1%,mtu=9000,
-//! limit=1000,buffer=200ms,aqm=fq_codel`, and where they apply (`--link SPEC`, `--link h2:SPEC`, `--link h1-h2:SPEC`).
+//! limit=1000,buffer=200ms,aqm=fq_codel`, and where they apply (`--link SPEC`, `--link
+//! h2:SPEC`, `--link h1-h2:SPEC`).
 //! Text in, [`LinkSpec`] per host out (the type is the result document's, so a result records
 //! the spec as parsed); what emulates it is the set-up's business.
 //!
@@ -426,6 +427,12 @@ mod tests {
         let r = resolve(&["h1:buffer=200ms".to_string(), "rate=100mbit".to_string()], 2).expect("valid");
         assert_eq!(r[0].buffer_us, Some(200_000));
         assert_eq!(r[1].buffer_us, None);
+        // One depth: a later buffer in frames replaces an earlier one in time, and back.
+        let r = resolve(&["rate=1mbit,buffer=200ms".to_string(), "h2:buffer=30p".to_string()], 2).expect("valid");
+        assert_eq!((r[0].buffer_us, r[0].buffer_packets), (Some(200_000), None));
+        assert_eq!((r[1].buffer_us, r[1].buffer_packets), (None, Some(30)));
+        let r = resolve(&["rate=1mbit,buffer=30p".to_string(), "buffer=5ms".to_string()], 2).expect("valid");
+        assert_eq!((r[1].buffer_us, r[1].buffer_packets), (Some(5_000), None));
         let links = ["rate=100mbit".to_string(), "h2:aqm=cake".to_string()];
         assert_eq!(resolve(&links, 3).expect("valid")[1].aqm.as_deref(), Some("cake"));
         let e = resolve(&["h2:aqm=fq_codel".to_string()], 2).expect_err("no rate");

@@ -43,6 +43,7 @@ pub struct LinkSpec {
 impl LinkSpec {
     /// `other`'s properties where it sets them, ours elsewhere.
     pub fn overlay(&self, other: &LinkSpec) -> LinkSpec {
+        let other_buffer = other.buffer_us.is_some() || other.buffer_packets.is_some();
         LinkSpec {
             rate_bits_per_second: other.rate_bits_per_second.or(self.rate_bits_per_second),
             delay_us: other.delay_us.or(self.delay_us),
@@ -52,8 +53,13 @@ impl LinkSpec {
             duplicate_percent: other.duplicate_percent.or(self.duplicate_percent),
             mtu: other.mtu.or(self.mtu),
             limit_packets: other.limit_packets.or(self.limit_packets),
-            buffer_us: other.buffer_us.or(self.buffer_us),
-            buffer_packets: other.buffer_packets.or(self.buffer_packets),
+            // One depth, in time or in frames: a later one in either replaces both.
+            buffer_us: if other_buffer { other.buffer_us } else { self.buffer_us },
+            buffer_packets: if other_buffer {
+                other.buffer_packets
+            } else {
+                self.buffer_packets
+            },
             aqm: other.aqm.clone().or_else(|| self.aqm.clone()),
         }
     }
