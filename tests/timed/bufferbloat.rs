@@ -93,7 +93,8 @@ fn idle_is_20ms(b: &Bloat, say: &str) {
 /// fills a FIFO until it drops and then backs off to 0.7 of its window: with the window at
 /// the bandwidth-delay product (250 kB) plus the FIFO (2.5 MB), that leaves the FIFO at least
 /// 134 ms full, so its depth swings between about 134 and 200 ms (four flows, dropped at one
-/// tail, back off together). The median added is therefore 150 to 205 ms; the largest cannot
+/// tail, back off together), and five seconds of pings see one or two of those swings. The
+/// median added is therefore 130 to 205 ms (seven runs here: 151.8 to 175.8); the largest cannot
 /// pass 200 ms of queue plus the 2 ms bucket and a few ms of the relay's scheduling (210), and
 /// reaches 185 as the FIFO fills. (bbr, which paces to its estimate of the path, kept this
 /// FIFO about 20 ms full: the load is cubic on purpose.)
