@@ -104,3 +104,45 @@ fn issue_23_lab_status_names_the_labs_up_and_each_hosts_http_server() {
         doc["summary"]
     );
 }
+
+/// Whether this kernel takes qdisc `kind`, tried in a namespace of the test's own.
+fn kernel_has(kind: &str, ns: &str) -> bool {
+    let run = |args: &[&str]| {
+        Command::new(args[0])
+            .args(&args[1..])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    assert!(run(&["ip", "netns", "add", ns]), "ip netns add {ns}");
+    let has = run(&["ip", "-n", ns, "link", "set", "lo", "up"])
+        && run(&["tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", kind]);
+    run(&["ip", "netns", "del", ns]);
+    has
+}
+
+/// `aqm=fq_codel` / `aqm=cake` where the kernel lacks the qdisc: `lab up` refuses in one line
+/// naming the module, exit 2, and leaves nothing behind. (Where the kernel has it, the lab
+/// comes up with a shaped link, which is tests/timed's: bufferbloat.rs tests that path.)
+#[test]
+fn an_aqm_the_kernel_lacks_is_refused_naming_the_module() {
+    if !can_run(&[Need::Root { why: NAMESPACES }]) {
+        return;
+    }
+    for (aqm, module) in [("fq_codel", "sch_fq_codel"), ("cake", "sch_cake")] {
+        let name = format!("aq{}-{}", std::process::id() % 100_000, &aqm[..2]);
+        if kernel_has(aqm, &format!("{name}-k")) {
+            eprintln!("skipped: this kernel has {module}, so lab up takes aqm={aqm}");
+            continue;
+        }
+        let link = format!("rate=100mbit,aqm={aqm}");
+        let out = linerate(&["lab", "up", "--name", &name, "--link", &link, "--json"], LIMIT);
+        let err = stderr(&out);
+        let _ = linerate(&["lab", "down", "--name", &name], LIMIT);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(module) && err.contains(&format!("--link {link}")), "{err}");
+        let list = Command::new("ip").args(["netns", "list"]).output().expect("ip");
+        assert!(!String::from_utf8_lossy(&list.stdout).contains(&name), "left behind");
+        assert!(!std::path::Path::new(&format!("/run/linerate/labs/{name}")).exists());
+    }
+}
