@@ -1,16 +1,23 @@
 //! The client's half of an HTTP load: the users run here against any HTTP/1.1 or HTTP/2 servers, and a
 //! linerate agent on each server's host, when one is reached, samples that host over the same
-//! window; a lost agent stops the users and marks the run partial.
+//! window; a lost agent stops the users and marks the run partial. With `--probe`, the probes'
+//! series on the load's time axis: those on the HTTP/2 load connections assembled with the run,
+//! those on a connection of their own added by [`add_probe_series`], the load's time zero read
+//! through [`ZeroClock`].
 
 use super::session::{ClientError, ClientOptions, Ended, Run, Target, drive, open_each, start_all};
 use crate::engine::Sink;
-use crate::engine::http::{HttpReport, HttpTarget, HttpUrl};
+use crate::engine::http::{HttpReport, HttpTarget, HttpUrl, ProbeLog, SentProbe};
 use crate::metrics::host::{HostInfo, ReadHostInfo};
-use crate::result::TestResult;
+use crate::result::{IntervalRecord, IntervalSample, ProbeOn, ProbeSeries, Role, TestResult};
 use crate::spec::{HttpSpec, TestSpec};
+use crate::summary::latency::{Answer, OneWay, Probe, series, under_load};
 use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The name of the self-probe series on the HTTP/2 load connections.
+pub const LOAD_SERIES: &str = "http2 on a load connection";
 
 /// The agent beside an HTTP server: where, and whether its absence is an error.
 pub struct HttpAgent {
@@ -109,7 +116,144 @@ fn assemble(spec: &HttpSpec, ended: Ended<'_>, users: &HttpReport, ips: &[IpAddr
     let mut result =
         crate::summary::http::assemble(spec, HostInfo::read(), local, users, &servers, started_unix_ms, notes);
     result.partial |= agent_lost || refused;
+    if spec.probe.is_some() && spec.http2.is_some() {
+        load_probes(spec, users, &mut result);
+    }
     result
+}
+
+/// The self probes on the HTTP/2 load connections: their series (its only phase the load),
+/// the run's latency until a series on a connection of its own joins it.
+fn load_probes(spec: &HttpSpec, users: &HttpReport, result: &mut TestResult) {
+    let end_s = load_end_s(spec, result);
+    let probes = probes_at(&users.load_probes, 0.0);
+    let s = series(LOAD_SERIES, ProbeOn::Load, &probes, Some(users.load_probes_sent), end_s);
+    if users.load_probes_unsent > 0 {
+        result.notes.push(format!(
+            "{} self probes were not sent: no load connection could take one when it was due \
+             (none open, or each still waiting for its last probe)",
+            users.load_probes_unsent
+        ));
+    }
+    result.latency = Some(under_load(vec![s], end_s, None));
+}
+
+/// Probes sent at `due_ns` (ns) after `offset_s` on the load's time axis.
+fn probes_at(sent: &[SentProbe], offset_s: f64) -> Vec<Probe> {
+    sent.iter()
+        .map(|p| Probe {
+            t_s: offset_s + p.due_ns as f64 / 1e9,
+            answer: match p.rtt_ns {
+                Some(ns) => Answer::Answered {
+                    rtt_ms: ns as f64 / 1e6,
+                    one_way: OneWay::Unknown,
+                },
+                None => Answer::Lost,
+            },
+        })
+        .collect()
+}
+
+/// The load's end on its time axis, s: the end of the users' last interval (the load stopped
+/// there, early or not); without intervals, the test's length.
+pub fn load_end_s(spec: &HttpSpec, result: &TestResult) -> f64 {
+    result
+        .intervals
+        .iter()
+        .filter_map(|r| match r {
+            IntervalRecord::Http(h) => Some(h.end_ns),
+            _ => None,
+        })
+        .max()
+        .map_or_else(|| spec.timing.length_seconds().unwrap_or_default(), |ns| ns as f64 / 1e9)
+}
+
+/// Adds the series of probes on a connection of their own (`log`, its clock's zero at `origin`)
+/// to the run's latency, on the load's time axis (`zero`: the load's time zero), before the
+/// series on the load connections; the headline is made again from both.
+pub fn add_probe_series(
+    spec: &HttpSpec,
+    result: &mut TestResult,
+    log: &ProbeLog,
+    origin: Instant,
+    zero: Instant,
+) {
+    let end_s = load_end_s(spec, result);
+    // The probes' zero against the load's: negative when the probes started first (as they do).
+    let offset_s = match origin.checked_duration_since(zero) {
+        Some(d) => d.as_secs_f64(),
+        None => -zero.duration_since(origin).as_secs_f64(),
+    };
+    let name = match spec.http2 {
+        Some(_) => "http2 on a connection of its own",
+        None => "http on a connection of its own",
+    };
+    let probes = probes_at(&log.probes, offset_s);
+    let sent = log.probes.len() as u64 + log.in_flight;
+    let mut all: Vec<ProbeSeries> = vec![series(name, ProbeOn::Separate, &probes, Some(sent), end_s)];
+    all.extend(result.latency.take().into_iter().flat_map(|l| l.series));
+    if log.bad_status > 0 {
+        result.notes.push(format!(
+            "{} probes were answered with a status other than 2xx and are counted lost \
+             (the probe asks for /bytes/N, which a linerate server answers)",
+            log.bad_status
+        ));
+    }
+    if log.failed_connections > 0 {
+        result.notes.push(format!(
+            "the probes' connection could not be opened {} times (its probes counted lost)",
+            log.failed_connections
+        ));
+    }
+    if spec.http2.is_none() {
+        result.notes.push(
+            "no self-probe series: an HTTP/1.1 load connection has no free stream for a probe (--http2 has one)"
+                .to_string(),
+        );
+    }
+    result.latency = Some(under_load(all, end_s, None));
+}
+
+/// A sink in front of the run's own that reads the load's time zero off the interval samples:
+/// a sample ending `end_ns` after time zero reaches the sink no earlier, so each call bounds
+/// the zero from above and the earliest bound is kept (the sampler's delay, well under a
+/// millisecond, is the error); before any sample, the moment the workers were started.
+pub struct ZeroClock<'a> {
+    inner: &'a mut dyn Sink,
+    started: Option<Instant>,
+    bound: Option<Instant>,
+}
+
+impl<'a> ZeroClock<'a> {
+    pub fn new(inner: &'a mut dyn Sink) -> ZeroClock<'a> {
+        ZeroClock {
+            inner,
+            started: None,
+            bound: None,
+        }
+    }
+
+    /// The load's time zero as read (None: the run never started its workers).
+    pub fn zero(&self) -> Option<Instant> {
+        self.bound.or(self.started)
+    }
+}
+
+impl Sink for ZeroClock<'_> {
+    fn start(&mut self, streams: &[(u16, Role)]) {
+        self.started = Some(Instant::now());
+        self.inner.start(streams);
+    }
+
+    fn interval(&mut self, samples: &[IntervalSample]) {
+        let now = Instant::now();
+        if let Some(end) = samples.iter().map(|s| s.end_ns).max()
+            && let Some(at) = now.checked_sub(Duration::from_nanos(end))
+        {
+            self.bound = Some(self.bound.map_or(at, |z| z.min(at)));
+        }
+        self.inner.interval(samples);
+    }
 }
 
 /// Resolves each URL's host and builds its request (`keepalive`: HTTP/1.1 keep-alive, else
