@@ -31,6 +31,7 @@ mod harden3_relay;
 mod harden3_serving;
 mod harness;
 mod http;
+mod http_probe;
 mod httpd;
 mod https;
 #[path = "../harness/iperf3.rs"]

@@ -105,12 +105,9 @@ fn probe_target(spec: &HttpSpec, urls: &[HttpUrl]) -> anyhow::Result<Option<Http
     let (Some(probe), Some(first)) = (&spec.probe, urls.first()) else {
         return Ok(None);
     };
+    // The flags take http alone; a spec from elsewhere (a plan) is checked here too.
     if probe.via != ProbeVia::Http {
-        return Err(usage!(
-            "http takes --probe http (a small GET on a connection of its own to the server); --probe {} needs an agent's probe server, which an http test does not run",
-            probe.via
-        )
-        .into());
+        return Err(usage!("--probe {} is not a probe http runs (it takes http)", probe.via).into());
     }
     let url = HttpUrl {
         path: format!("/bytes/{}", probe.size_bytes),

@@ -138,11 +138,11 @@ fn load_probes(spec: &HttpSpec, users: &HttpReport, result: &mut TestResult) {
     result.latency = Some(under_load(vec![s], end_s, None));
 }
 
-/// Probes sent at `due_ns` (ns) after `offset_s` on the load's time axis.
+/// Probes sent `sent_ns` (ns) after `offset_s` on the load's time axis.
 fn probes_at(sent: &[SentProbe], offset_s: f64) -> Vec<Probe> {
     sent.iter()
         .map(|p| Probe {
-            t_s: offset_s + p.due_ns as f64 / 1e9,
+            t_s: offset_s + p.sent_ns as f64 / 1e9,
             answer: match p.rtt_ns {
                 Some(ns) => Answer::Answered {
                     rtt_ms: ns as f64 / 1e6,

@@ -1,6 +1,6 @@
 //! Latency probes of an HTTP test on a connection of their own (`--probe http`): a small GET on
-//! schedule, an open loop (each probe is due every gap and timed from when it was due, whatever
-//! the ones before it are doing), on one keep-alive connection to the server: HTTP/1.1 with the
+//! schedule, an open loop (a probe is due every gap, whatever the ones before it are doing) and
+//! timed from when it is written, on one keep-alive connection to the server: HTTP/1.1 with the
 //! requests pipelined, or HTTP/2 when the test is `--http2` (a stream each); over TLS with the
 //! test's settings when the URL is https. The connection is made with the load's own pieces (its
 //! TLS configuration, its requests, its response heads and HTTP/2 frames), on a thread of its own
@@ -8,8 +8,8 @@
 //!
 //! A probe unanswered within the timeout is lost. HTTP/1.1 answers come in order: when the
 //! oldest probe is lost the connection is closed (the ones behind it with it) and the next one
-//! opened. A probe due while a connection is being opened waits for it, timed from when it was
-//! due; one no connection carries in time is lost. A status other than 2xx is counted apart
+//! opened. A probe due while a connection is being opened waits for it; one no connection
+//! carries within the timeout is lost. A status other than 2xx is counted apart
 //! (`bad_status`) and the probe lost: the server did not serve what was asked.
 
 use super::h2frame;
@@ -47,8 +47,8 @@ pub struct Probing {
 /// What a probe series on a connection of its own saw.
 #[derive(Clone, Debug, Default)]
 pub struct ProbeLog {
-    /// Each probe due so far, in order: when it was due (ns since `Probing`'s origin) and its
-    /// round trip from then (None: lost).
+    /// Each probe ended so far: when it was written (when it was due for one never written), ns
+    /// since `Probing`'s origin, and its round trip from then (None: lost).
     pub probes: Vec<SentProbe>,
     /// Probes due and not yet answered nor lost when the probing stopped.
     pub in_flight: u64,
@@ -58,10 +58,10 @@ pub struct ProbeLog {
     pub failed_connections: u64,
 }
 
-/// One probe: due at `due_ns`, answered after `rtt_ns` (None: lost).
+/// One probe: sent at `sent_ns`, answered after `rtt_ns` (None: lost).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SentProbe {
-    pub due_ns: u64,
+    pub sent_ns: u64,
     pub rtt_ns: Option<u64>,
 }
 
@@ -125,11 +125,11 @@ pub fn start_probes(spec: &HttpSpec, probe: &ProbeSpec, target: &HttpTarget) -> 
     })
 }
 
-/// A probe written on the connection: when it was due, its HTTP/2 stream (0 over HTTP/1.1) and
-/// its status once its head came.
+/// A probe written on the connection: when (ns since the origin), its HTTP/2 stream (0 over
+/// HTTP/1.1) and its status once its head came.
 #[derive(Clone, Copy)]
 struct Out {
-    due: u64,
+    sent: u64,
     stream: u32,
     status: u16,
 }
@@ -196,7 +196,7 @@ impl Prober {
             }
             // What the connection had in flight went with it.
             while let Some(o) = self.out.pop_front() {
-                self.answer(o.due, None);
+                self.answer(o.sent, None);
             }
         }
         self.log.in_flight = (self.waiting.len() + self.out.len()) as u64;
@@ -219,8 +219,8 @@ impl Prober {
         }
     }
 
-    fn answer(&mut self, due: u64, rtt_ns: Option<u64>) {
-        self.log.probes.push(SentProbe { due_ns: due, rtt_ns });
+    fn answer(&mut self, at: u64, rtt_ns: Option<u64>) {
+        self.log.probes.push(SentProbe { sent_ns: at, rtt_ns });
     }
 
     /// A new connection (TCP, then TLS with ALPN `h2` or `http/1.1` as the load's), within the
@@ -282,7 +282,8 @@ impl Prober {
             if !self.expire(s) {
                 return Poll::Ready(());
             }
-            while let Some(due) = self.waiting.pop_front() {
+            let now = self.now();
+            while self.waiting.pop_front().is_some() {
                 let stream = match &self.h2 {
                     Some(block) => {
                         let stream = s.next_stream;
@@ -296,7 +297,7 @@ impl Prober {
                     }
                 };
                 self.out.push_back(Out {
-                    due,
+                    sent: now,
                     stream,
                     status: 0,
                 });
@@ -325,7 +326,7 @@ impl Prober {
                 Poll::Pending => {}
             }
             let now = self.now();
-            let deadline = self.out.front().map_or(u64::MAX, |o| o.due + self.timeout_ns);
+            let deadline = self.out.front().map_or(u64::MAX, |o| o.sent + self.timeout_ns);
             let wake = self
                 .next_due
                 .min(deadline)
@@ -344,7 +345,7 @@ impl Prober {
     fn expire(&mut self, s: &mut Session) -> bool {
         let now = self.now();
         let timeout = self.timeout_ns;
-        let late = move |o: &Out| o.due + timeout <= now;
+        let late = move |o: &Out| o.sent + timeout <= now;
         if self.h2.is_none() {
             return !self.out.front().is_some_and(late);
         }
@@ -353,7 +354,7 @@ impl Prober {
             if late(&self.out[i]) {
                 let o = self.out.remove(i).expect("in range");
                 h2frame::rst_stream(&mut s.wbuf, o.stream, h2frame::CANCEL);
-                self.answer(o.due, None);
+                self.answer(o.sent, None);
             } else {
                 i += 1;
             }
@@ -363,12 +364,12 @@ impl Prober {
 
     /// The probe `o` answered now with its status.
     fn complete(&mut self, o: Out) {
-        let rtt = self.now().saturating_sub(o.due).max(1);
+        let rtt = self.now().saturating_sub(o.sent).max(1);
         if (200..300).contains(&o.status) {
-            self.answer(o.due, Some(rtt));
+            self.answer(o.sent, Some(rtt));
         } else {
             self.log.bad_status += 1;
-            self.answer(o.due, None);
+            self.answer(o.sent, None);
         }
     }
 
@@ -448,7 +449,7 @@ impl Prober {
                 Frame::Reset { stream } => {
                     if let Some(i) = self.out.iter().position(|o| o.stream == stream) {
                         let o = self.out.remove(i).expect("in range");
-                        self.answer(o.due, None);
+                        self.answer(o.sent, None);
                     }
                     continue;
                 }

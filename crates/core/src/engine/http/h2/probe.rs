@@ -73,7 +73,7 @@ impl LoadProbes {
     pub fn ended(&self, b: &ProbeBox, sent_ns: u64, rtt_ns: Option<u64>) {
         b.busy.set(false);
         self.done.borrow_mut().push(SentProbe {
-            due_ns: sent_ns,
+            sent_ns,
             rtt_ns,
         });
     }
