@@ -34,10 +34,7 @@ fn check_series(s: &Value) {
 fn issue_41_http2_probes_on_their_own_connection_and_on_the_load_s_side_by_side() {
     let agent = Agent::start(&["--http-port", "0", "--https-port", "0"]);
     let https = agent.https_addr.clone().expect("https");
-    for url in [
-        agent.http_url("/bytes/100000"),
-        format!("https://{https}/bytes/100000"),
-    ] {
+    for url in [agent.http_url("/bytes/100000"), format!("https://{https}/bytes/100000")] {
         let mut args = vec![
             url.as_str(),
             "--users",
@@ -70,7 +67,10 @@ fn issue_41_http2_probes_on_their_own_connection_and_on_the_load_s_side_by_side(
         let series = l["series"].as_array().expect("series");
         assert_eq!(series.len(), 2, "{url}: {l}");
         let (own, load) = (&series[0], &series[1]);
-        assert_eq!((own["on"].as_str(), load["on"].as_str()), (Some("separate"), Some("load")));
+        assert_eq!(
+            (own["on"].as_str(), load["on"].as_str()),
+            (Some("separate"), Some("load"))
+        );
         assert_eq!(own["name"], "http2 on a connection of its own");
         assert_eq!(load["name"], "http2 on a load connection");
         check_series(own);
@@ -145,6 +145,13 @@ fn issue_41_a_probe_http_does_not_run_is_one_line_exit_2() {
         fails_with(&args, &format!("--probe {via} is not a probe http runs"), limit);
         assert_eq!(linerate(&args, limit).status.code(), Some(2));
     }
-    let args = ["http", "http://127.0.0.1:1/", "--probe", "http", "--probe-rate", "50000"];
+    let args = [
+        "http",
+        "http://127.0.0.1:1/",
+        "--probe",
+        "http",
+        "--probe-rate",
+        "50000",
+    ];
     fails_with(&args, "--probe-rate", limit);
 }

@@ -165,19 +165,16 @@ pub fn load_end_s(spec: &HttpSpec, result: &TestResult) -> f64 {
             _ => None,
         })
         .max()
-        .map_or_else(|| spec.timing.length_seconds().unwrap_or_default(), |ns| ns as f64 / 1e9)
+        .map_or_else(
+            || spec.timing.length_seconds().unwrap_or_default(),
+            |ns| ns as f64 / 1e9,
+        )
 }
 
 /// Adds the series of probes on a connection of their own (`log`, its clock's zero at `origin`)
 /// to the run's latency, on the load's time axis (`zero`: the load's time zero), before the
 /// series on the load connections; the headline is made again from both.
-pub fn add_probe_series(
-    spec: &HttpSpec,
-    result: &mut TestResult,
-    log: &ProbeLog,
-    origin: Instant,
-    zero: Instant,
-) {
+pub fn add_probe_series(spec: &HttpSpec, result: &mut TestResult, log: &ProbeLog, origin: Instant, zero: Instant) {
     let end_s = load_end_s(spec, result);
     // The probes' zero against the load's: negative when the probes started first (as they do).
     let offset_s = match origin.checked_duration_since(zero) {

@@ -74,10 +74,7 @@ impl Probing {
     /// Stops the probes (those in flight stay so) and returns what they saw.
     pub fn stop(mut self) -> ProbeLog {
         self.stop.store(true, Relaxed);
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
+        self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default()
     }
 }
 
@@ -327,10 +324,7 @@ impl Prober {
             }
             let now = self.now();
             let deadline = self.out.front().map_or(u64::MAX, |o| o.sent + self.timeout_ns);
-            let wake = self
-                .next_due
-                .min(deadline)
-                .min(now + STOP_CHECK.as_nanos() as u64);
+            let wake = self.next_due.min(deadline).min(now + STOP_CHECK.as_nanos() as u64);
             let at = tokio::time::Instant::from_std(self.origin + Duration::from_nanos(wake));
             s.timer.as_mut().reset(at);
             if s.timer.as_mut().poll(cx).is_ready() {
@@ -461,8 +455,7 @@ impl Prober {
                     let Ok(head) = h2frame::response_head(block) else {
                         break false;
                     };
-                    if let (Some(o), Some(status)) =
-                        (self.out.iter_mut().find(|o| o.stream == stream), head.status)
+                    if let (Some(o), Some(status)) = (self.out.iter_mut().find(|o| o.stream == stream), head.status)
                         && !(100..200).contains(&status)
                     {
                         o.status = status;

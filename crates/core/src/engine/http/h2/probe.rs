@@ -72,10 +72,7 @@ impl LoadProbes {
     /// A probe sent at `sent_ns` ended: answered after `rtt_ns`, or lost (None).
     pub fn ended(&self, b: &ProbeBox, sent_ns: u64, rtt_ns: Option<u64>) {
         b.busy.set(false);
-        self.done.borrow_mut().push(SentProbe {
-            sent_ns,
-            rtt_ns,
-        });
+        self.done.borrow_mut().push(SentProbe { sent_ns, rtt_ns });
     }
 
     /// Hands the probe due at `due` to the next connection free for one, round robin.
