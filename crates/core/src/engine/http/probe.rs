@@ -17,7 +17,7 @@ use super::h2read::{Frame, Reader};
 use super::head::parse_head;
 use super::tls;
 use super::{HttpTarget, test_tls};
-use crate::engine::EngineError;
+use crate::engine::{EngineError, sockopt};
 use crate::spec::{HttpSpec, ProbeSpec};
 use crate::tlsio::Io;
 use rustls::{ClientConfig, ClientConnection};
@@ -228,7 +228,7 @@ impl Prober {
             .await
             .ok()?
             .ok()?;
-        let _ = stream.set_nodelay(true);
+        sockopt::per_connection(&stream, None, false);
         let (Some(name), Some(config)) = (&self.target.tls, &self.tls) else {
             return Some(Io::new(stream, None, Vec::new()));
         };
