@@ -272,3 +272,77 @@ pub fn http_targets(urls: &[HttpUrl], keepalive: bool) -> Result<Vec<HttpTarget>
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::NullSink;
+
+    fn sample(end_ns: u64) -> IntervalSample {
+        IntervalSample {
+            stream: 0,
+            start_ns: end_ns.saturating_sub(1_000_000_000),
+            end_ns,
+            bytes: 0,
+            ops: 0,
+            tcp: None,
+        }
+    }
+
+    #[test]
+    fn the_load_s_zero_is_the_earliest_bound_its_samples_give() {
+        let mut inner = NullSink;
+        let mut clock = ZeroClock::new(&mut inner);
+        assert_eq!(clock.zero(), None);
+        clock.start(&[]);
+        let started = clock.zero().expect("the start, before any sample");
+        std::thread::sleep(Duration::from_millis(30));
+        // A sample ending 10 ms after the zero, delivered about 30 ms after the start: the zero is
+        // about 20 ms after the start, no earlier.
+        clock.interval(&[sample(10_000_000)]);
+        let first = clock.zero().expect("a bound");
+        assert!(first >= started + Duration::from_millis(19), "{:?}", first - started);
+        // A later sample delivered later gives a later bound: the earlier one is kept.
+        std::thread::sleep(Duration::from_millis(10));
+        clock.interval(&[sample(0), sample(10_000_000)]);
+        assert_eq!(clock.zero(), Some(first));
+    }
+
+    #[test]
+    fn probes_go_on_the_load_s_axis_and_into_their_phases() {
+        // The probes' clock started 1 s before the load's zero; the load ran 2 s.
+        let sent = [
+            SentProbe {
+                sent_ns: 500_000_000,
+                rtt_ns: Some(2_000_000),
+            },
+            SentProbe {
+                sent_ns: 1_500_000_000,
+                rtt_ns: Some(30_000_000),
+            },
+            SentProbe {
+                sent_ns: 1_600_000_000,
+                rtt_ns: None,
+            },
+            SentProbe {
+                sent_ns: 3_500_000_000,
+                rtt_ns: Some(3_000_000),
+            },
+        ];
+        let probes = probes_at(&sent, -1.0);
+        assert_eq!(probes[0].t_s, -0.5);
+        assert_eq!(
+            probes[1].answer,
+            Answer::Answered {
+                rtt_ms: 30.0,
+                one_way: OneWay::Unknown
+            }
+        );
+        let s = series("x", ProbeOn::Separate, &probes, Some(5), 2.0);
+        assert_eq!((s.sent, s.answered, s.lost), (Some(5), 3, Some(1)));
+        let phase = |p: &Option<crate::result::PhaseLatency>| p.as_ref().map(|p| (p.answered, p.lost));
+        assert_eq!(phase(&s.idle), Some((1, Some(0))));
+        assert_eq!(phase(&s.loaded), Some((1, Some(1))));
+        assert_eq!(phase(&s.recovery), Some((1, Some(0))));
+    }
+}
