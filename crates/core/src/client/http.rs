@@ -130,8 +130,8 @@ fn load_probes(spec: &HttpSpec, users: &HttpReport, result: &mut TestResult) {
     let s = series(LOAD_SERIES, ProbeOn::Load, &probes, Some(users.load_probes_sent), end_s);
     if users.load_probes_unsent > 0 {
         result.notes.push(format!(
-            "{} self probes were not sent: no load connection could take one when it was due \
-             (none open, or each still waiting for its last probe)",
+            "self probes not sent: {} (due when no load connection could take one: none open, or each \
+             still waiting for its last probe)",
             users.load_probes_unsent
         ));
     }
@@ -191,14 +191,14 @@ pub fn add_probe_series(spec: &HttpSpec, result: &mut TestResult, log: &ProbeLog
     all.extend(result.latency.take().into_iter().flat_map(|l| l.series));
     if log.bad_status > 0 {
         result.notes.push(format!(
-            "{} probes were answered with a status other than 2xx and are counted lost \
-             (the probe asks for /bytes/N, which a linerate server answers)",
+            "probes answered with a status other than 2xx, counted lost: {} (the probe asks for \
+             /bytes/N, which a linerate server answers)",
             log.bad_status
         ));
     }
     if log.failed_connections > 0 {
         result.notes.push(format!(
-            "the probes' connection could not be opened {} times (its probes counted lost)",
+            "probe connections that could not be opened: {} (their probes counted lost)",
             log.failed_connections
         ));
     }

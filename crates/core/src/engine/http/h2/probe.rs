@@ -45,10 +45,11 @@ pub(super) struct ProbeOut {
 }
 
 impl LoadProbes {
-    /// Worker `w` of `threads`: every `threads`-th probe of `gap_ns`, from `w`'s share of it.
+    /// Worker `w` of `threads`: every `threads`-th probe of `gap_ns`, from `w`'s share of it;
+    /// the first a gap after time zero, when the load's first connections are open.
     pub fn new(w: usize, threads: usize, gap_ns: u64, timeout_ns: u64, blocks: Vec<Vec<u8>>) -> LoadProbes {
         LoadProbes {
-            first_ns: gap_ns * w as u64,
+            first_ns: gap_ns * (w as u64 + 1),
             gap_ns: gap_ns * threads as u64,
             timeout_ns,
             blocks,
