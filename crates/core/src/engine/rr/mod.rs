@@ -16,6 +16,7 @@ use super::sockopt::{self, Proto, Tuning};
 use super::{Control, EngineError, Sink};
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
 use crate::spec::RrSpec;
+pub use record::{Fate, ProbeRecord, Recorded};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -23,7 +24,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 use stream::{HIST_MAX_NS, POLL, hex, histogram, tag};
-pub use record::{Fate, ProbeRecord, Recorded};
 pub use stream::{RrSocket, RrStream, raw_fd};
 
 mod open;
