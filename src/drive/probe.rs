@@ -184,9 +184,12 @@ pub fn run_probed(
                 offset_s: signed_seconds(probe_zero, main),
                 unix_zero_ns: unix_zero,
             };
-            let name = probe.via.to_string();
+            let name = match probe.via {
+                ProbeVia::Udp => "udp round trip",
+                ProbeVia::Rr | ProbeVia::Http => "tcp round trip",
+            };
             let requests = record.requests();
-            let mut all = vec![separate_series(&name, &requests, axis, clock, load_end)];
+            let mut all = vec![separate_series(name, &requests, axis, clock, load_end)];
             all.extend(tcp_info_series(&result, load_end));
             result.latency = Some(under_load(all, load_end, clock));
         }

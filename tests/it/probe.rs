@@ -78,7 +78,7 @@ fn check_separate(v: &Value, name: &str) {
 fn tcp_with_rr_probes_reads_idle_loaded_and_recovery_round_trips_and_its_own_tcp_info() {
     let agent = Agent::start(&[]);
     let v = probed("tcp", &agent, &["--probe", "rr"]);
-    check_separate(&v, "rr");
+    check_separate(&v, "tcp round trip");
     assert_eq!(v["options"]["probe"]["via"], "rr");
     let series = v["latency"]["series"].as_array().expect("series");
     let info = series
@@ -98,7 +98,7 @@ fn tcp_with_rr_probes_reads_idle_loaded_and_recovery_round_trips_and_its_own_tcp
 fn udp_with_udp_probes_reads_the_same_phases() {
     let agent = Agent::start(&[]);
     let v = probed("udp", &agent, &["--probe", "udp", "-b", "20m"]);
-    check_separate(&v, "udp");
+    check_separate(&v, "udp round trip");
     assert_eq!(
         v["latency"]["series"].as_array().map(Vec::len),
         Some(1),
