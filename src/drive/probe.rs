@@ -239,7 +239,9 @@ fn separate_series(
     clock: Option<ClockOffset>,
     load_end_s: f64,
 ) -> ProbeSeries {
-    let unix = |ns: u64| axis.unix_zero_ns.saturating_add(ns as i64);
+    // Times in ns since the session's zero, the far stamp moved onto the same base: one_way
+    // takes differences only, and Unix ns as f64 ms would keep only a quarter-µs.
+    let since = |ns: u64| i64::try_from(ns).unwrap_or(i64::MAX);
     let probes: Vec<Probe> = requests
         .iter()
         .filter_map(|r| {
@@ -248,7 +250,12 @@ fn separate_series(
                 Fate::Answered { back_ns, far_unix_ns } => Answer::Answered {
                     rtt_ms: back_ns.saturating_sub(r.sent_ns) as f64 / 1e6,
                     one_way: match (far_unix_ns, clock) {
-                        (Some(far), Some(c)) => one_way(unix(r.sent_ns), far, unix(back_ns), c),
+                        (Some(far), Some(c)) => one_way(
+                            since(r.sent_ns),
+                            far.saturating_sub(axis.unix_zero_ns),
+                            since(back_ns),
+                            c,
+                        ),
                         _ => OneWay::Unknown,
                     },
                 },
