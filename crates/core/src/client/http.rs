@@ -2,8 +2,8 @@
 //! linerate agent on each server's host, when one is reached, samples that host over the same
 //! window; a lost agent stops the users and marks the run partial. With `--probe`, the probes'
 //! series on the load's time axis: those on the HTTP/2 load connections assembled with the run,
-//! those on a connection of their own added by [`add_probe_series`], the load's time zero read
-//! through [`ZeroClock`].
+//! those on a connection of their own added by [`add_probe_series`], the load's time zero kept
+//! by [`ZeroClock`].
 
 use super::session::{ClientError, ClientOptions, Ended, Run, Target, drive, open_each, start_all};
 use crate::engine::Sink;
@@ -211,44 +211,35 @@ pub fn add_probe_series(spec: &HttpSpec, result: &mut TestResult, log: &ProbeLog
     result.latency = Some(under_load(all, end_s, None));
 }
 
-/// A sink in front of the run's own that reads the load's time zero off the interval samples:
-/// a sample ending `end_ns` after time zero reaches the sink no earlier, so each call bounds
-/// the zero from above and the earliest bound is kept (the sampler's delay, well under a
-/// millisecond, is the error); before any sample, the moment the workers were started.
+/// A sink in front of the run's own that keeps the load's time zero as the runner tells it
+/// ([`Sink::zero`]), for the probes beside the load to be put on its axis.
 pub struct ZeroClock<'a> {
     inner: &'a mut dyn Sink,
-    started: Option<Instant>,
-    bound: Option<Instant>,
+    zero: Option<Instant>,
 }
 
 impl<'a> ZeroClock<'a> {
     pub fn new(inner: &'a mut dyn Sink) -> ZeroClock<'a> {
-        ZeroClock {
-            inner,
-            started: None,
-            bound: None,
-        }
+        ZeroClock { inner, zero: None }
     }
 
-    /// The load's time zero as read (None: the run never started its workers).
+    /// The load's time zero (None: the run never started its clock).
     pub fn zero(&self) -> Option<Instant> {
-        self.bound.or(self.started)
+        self.zero
     }
 }
 
 impl Sink for ZeroClock<'_> {
     fn start(&mut self, streams: &[(u16, Role)]) {
-        self.started = Some(Instant::now());
         self.inner.start(streams);
     }
 
+    fn zero(&mut self, at: Instant) {
+        self.zero = Some(at);
+        self.inner.zero(at);
+    }
+
     fn interval(&mut self, samples: &[IntervalSample]) {
-        let now = Instant::now();
-        if let Some(end) = samples.iter().map(|s| s.end_ns).max()
-            && let Some(at) = now.checked_sub(Duration::from_nanos(end))
-        {
-            self.bound = Some(self.bound.map_or(at, |z| z.min(at)));
-        }
         self.inner.interval(samples);
     }
 }
@@ -276,36 +267,24 @@ pub fn http_targets(urls: &[HttpUrl], keepalive: bool) -> Result<Vec<HttpTarget>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::NullSink;
-
-    fn sample(end_ns: u64) -> IntervalSample {
-        IntervalSample {
-            stream: 0,
-            start_ns: end_ns.saturating_sub(1_000_000_000),
-            end_ns,
-            bytes: 0,
-            ops: 0,
-            tcp: None,
-        }
-    }
 
     #[test]
-    fn the_load_s_zero_is_the_earliest_bound_its_samples_give() {
-        let mut inner = NullSink;
+    fn the_load_s_zero_is_the_one_the_runner_tells_and_passes_on() {
+        struct Keeps(Option<Instant>);
+        impl Sink for Keeps {
+            fn zero(&mut self, at: Instant) {
+                self.0 = Some(at);
+            }
+            fn interval(&mut self, _: &[IntervalSample]) {}
+        }
+        let mut inner = Keeps(None);
         let mut clock = ZeroClock::new(&mut inner);
         assert_eq!(clock.zero(), None);
-        clock.start(&[]);
-        let started = clock.zero().expect("the start, before any sample");
-        std::thread::sleep(Duration::from_millis(30));
-        // A sample ending 10 ms after the zero, delivered about 30 ms after the start: the zero is
-        // about 20 ms after the start, no earlier.
-        clock.interval(&[sample(10_000_000)]);
-        let first = clock.zero().expect("a bound");
-        assert!(first >= started + Duration::from_millis(19), "{:?}", first - started);
-        // A later sample delivered later gives a later bound: the earlier one is kept.
-        std::thread::sleep(Duration::from_millis(10));
-        clock.interval(&[sample(0), sample(10_000_000)]);
-        assert_eq!(clock.zero(), Some(first));
+        let at = Instant::now();
+        clock.zero(at);
+        assert_eq!(clock.zero(), Some(at));
+        drop(clock);
+        assert_eq!(inner.0, Some(at));
     }
 
     #[test]
