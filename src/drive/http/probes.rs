@@ -1,7 +1,7 @@
 //! `--probe` on an HTTP test: the probes on a connection of their own start first and run
 //! alone for the idle time, the load runs as without them, the probes run on for the recovery
 //! time, then stop; their series joins the run's latency (beside the self probes the HTTP/2 load
-//! connections carried) on the load's time axis, its zero read off the run's own samples.
+//! connections carried) on the load's time axis, its zero as the runner tells it.
 
 use linerate_core::client::{
     ClientOptions, HttpAgent, HttpTarget, Sink, ZeroClock, add_probe_series, run_http, start_probes,
@@ -28,7 +28,7 @@ pub fn run_probed(
     wait(probe.idle_seconds, interrupt);
     let mut clock = ZeroClock::new(sink);
     let ran = run_http(spec, targets, agents, opts, &mut clock, interrupt);
-    let zero = clock.zero();
+    let zero = clock.time_zero();
     if ran.is_ok() {
         wait(probe.recovery_seconds, interrupt);
     }

@@ -224,7 +224,7 @@ impl<'a> ZeroClock<'a> {
     }
 
     /// The load's time zero (None: the run never started its clock).
-    pub fn zero(&self) -> Option<Instant> {
+    pub fn time_zero(&self) -> Option<Instant> {
         self.zero
     }
 }
@@ -279,11 +279,10 @@ mod tests {
         }
         let mut inner = Keeps(None);
         let mut clock = ZeroClock::new(&mut inner);
-        assert_eq!(clock.zero(), None);
+        assert_eq!(clock.time_zero(), None);
         let at = Instant::now();
-        clock.zero(at);
-        assert_eq!(clock.zero(), Some(at));
-        drop(clock);
+        Sink::zero(&mut clock, at);
+        assert_eq!(clock.time_zero(), Some(at));
         assert_eq!(inner.0, Some(at));
     }
 
