@@ -1,13 +1,13 @@
 //! `linerate http URL...`: simulated users (closed loop) or a request rate (open loop) against
 //! any HTTP/1.1 or HTTP/2 server, Avalanche's method.
 
-use super::common::CpuArgs;
+use super::common::{CpuArgs, ProbeArgs};
 use super::timing::RampArgs;
 use super::usage::{Usage, usage};
 use anyhow::Context;
 use linerate_core::client::HttpUrl;
 use linerate_core::client::Target;
-use linerate_core::spec::{HttpSpec, TlsSpec, TlsVersion};
+use linerate_core::spec::{HttpSpec, ProbeVia, TlsSpec, TlsVersion};
 use linerate_core::units::TimeSpan;
 
 #[derive(Debug, clap::Args)]
@@ -147,6 +147,11 @@ the two are the same. normal (SCHED_OTHER) is the kernel's default."
     #[arg(long)]
     pub baseline: bool,
 
+    /// `--probe http`: a small GET (`/bytes/SIZE`) on a connection of its own to the first
+    /// URL's server; with --http2 also on the load's own connections.
+    #[command(flatten)]
+    pub probe: ProbeArgs,
+
     #[command(flatten)]
     pub common: super::common::CommonArgs,
 }
@@ -229,7 +234,7 @@ impl HttpArgs {
             http2: self.http2.then(|| linerate_core::spec::Http2Spec {
                 streams: self.streams.unwrap_or(1),
             }),
-            probe: None,
+            probe: self.probe.spec("http", &[ProbeVia::Http], None)?,
         };
         spec.validate()?;
         Ok(spec)

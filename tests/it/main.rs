@@ -31,6 +31,7 @@ mod harden3_relay;
 mod harden3_serving;
 mod harness;
 mod http;
+mod http_probe;
 mod httpd;
 mod https;
 #[path = "../harness/iperf3.rs"]
@@ -48,6 +49,7 @@ mod mix;
 mod netns;
 mod nginx;
 mod plan;
+mod probe;
 mod profile;
 mod repeat;
 mod report;

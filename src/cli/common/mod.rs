@@ -1,7 +1,8 @@
 //! Flag groups that several subcommands share, declared once and flattened into each: the agents
 //! (`HOST[:PORT]...`, `-p`), streams and pinning (`-P`, `--cpus`, `--peer-cpus`), the output
-//! (`--json`, the store, `--qoo` in `grade.rs`) and repeated runs (`--repeat`, `--best`,
-//! `--ci`, `--min-runs`, `--max-runs`, `--pause`). How long a test runs is the group in `timing.rs`.
+//! (`--json`, the store, `--qoo` in `grade.rs`), repeated runs (`--repeat`, `--best`, `--ci`,
+//! `--min-runs`, `--max-runs`, `--pause`) and latency probes (`--probe`, `probe.rs`). How long a
+//! test runs is the group in `timing.rs`.
 
 use super::usage::{Usage, usage};
 use linerate_core::client::Target;
@@ -454,9 +455,11 @@ pub fn parse_sizes<T: Copy>(text: &str, convert: impl Fn(ByteSize) -> anyhow::Re
 }
 
 mod grade;
+mod probe;
 mod route;
 #[cfg(test)]
 mod tests;
 
 pub use grade::GradeArgs;
+pub use probe::ProbeArgs;
 pub use route::{Fleet, Iperf3, Route};

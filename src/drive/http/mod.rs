@@ -3,15 +3,16 @@
 //! and `--baseline` first measures this client against linerate's own server on this host.
 
 mod baseline;
+mod probes;
 
 use super::{Kind, Mode, TestCommand, drive, run_one};
 use crate::cli::http::HttpArgs;
 use crate::cli::usage::usage;
 use crate::finish::print_text;
 use anyhow::Context;
-use linerate_core::client::{ClientOptions, HttpAgent, HttpTarget, Sink, http_targets, run_http};
+use linerate_core::client::{ClientOptions, HttpAgent, HttpTarget, HttpUrl, Sink, http_targets, run_http};
 use linerate_core::result::{ErrorBudget, TestResult};
-use linerate_core::spec::{HttpSpec, TestSpec};
+use linerate_core::spec::{HttpSpec, ProbeVia, TestSpec};
 use linerate_core::summary::http::apply_max_errors;
 use linerate_core::sweep::Sweep;
 use linerate_core::sweep::http::{HttpBaseline, HttpPoints, Users};
@@ -30,6 +31,8 @@ pub struct Http {
     baseline: Option<HttpBaseline>,
     /// `--max-errors`: kept in each run's document, whose outcome it judges.
     max_errors: Option<ErrorBudget>,
+    /// `--probe http`: what the probes on a connection of their own ask for.
+    probe_target: Option<HttpTarget>,
 }
 
 /// `linerate http`: one run, repeated runs, or a sweep over user counts with the optimum.
@@ -59,10 +62,16 @@ pub fn command(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         agents: args.agents(&urls)?,
         baseline: None,
         max_errors: args.max_errors,
+        probe_target: probe_target(&base, &urls)?,
     };
     if args.baseline {
         let b = baseline::baseline(&base, &http.targets, |spec, local| {
-            run_one(&http.on(local), spec, &http.opts, true)
+            // The baseline measures this client's own cost: no probes beside it.
+            let spec = HttpSpec {
+                probe: None,
+                ..spec.clone()
+            };
+            run_one(&http.on(local), &spec, &http.opts, true)
         })
         .context("--baseline")?;
         // A sweep prints it at the head of its table (its document keeps it).
@@ -84,8 +93,27 @@ impl Http {
             opts: self.opts.clone(),
             baseline: None,
             max_errors: None,
+            probe_target: None,
         }
     }
+}
+
+/// `--probe http`: the probes' target, a small object (`/bytes/SIZE`, which a linerate server
+/// answers) on the first URL's server over the same scheme; None without probes on a
+/// connection of their own.
+fn probe_target(spec: &HttpSpec, urls: &[HttpUrl]) -> anyhow::Result<Option<HttpTarget>> {
+    let (Some(probe), Some(first)) = (&spec.probe, urls.first()) else {
+        return Ok(None);
+    };
+    // The flags take http alone; a spec from elsewhere (a plan) is checked here too.
+    if probe.via != ProbeVia::Http {
+        return Err(usage!("--probe {} is not a probe http runs (it takes http)", probe.via).into());
+    }
+    let url = HttpUrl {
+        path: format!("/bytes/{}", probe.size_bytes),
+        ..first.clone()
+    };
+    Ok(http_targets(&[url], true)?.pop())
 }
 
 impl Kind for Http {
@@ -113,7 +141,12 @@ impl Kind for Http {
         sink: &mut dyn Sink,
         interrupt: &AtomicBool,
     ) -> anyhow::Result<TestResult> {
-        let mut result = run_http(spec, &self.targets, &self.agents, opts, sink, interrupt)?;
+        let mut result = match (&spec.probe, &self.probe_target) {
+            (Some(probe), Some(target)) => {
+                probes::run_probed(spec, probe, target, &self.targets, &self.agents, opts, sink, interrupt)?
+            }
+            _ => run_http(spec, &self.targets, &self.agents, opts, sink, interrupt)?,
+        };
         // Here, so that every run is judged alike: once, repeated, or a sweep's point.
         apply_max_errors(&mut result, self.max_errors);
         Ok(result)

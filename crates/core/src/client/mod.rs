@@ -25,21 +25,21 @@ mod udp;
 /// builds, the agent's port, the shared secret's type, and the check of `--cpus` against this
 /// host (the engine and the protocol stay behind the client).
 pub use crate::engine::Sink;
-pub use crate::engine::http::{HttpTarget, HttpUrl, tls_client_config};
+pub use crate::engine::http::{HttpTarget, HttpUrl, ProbeLog, Probing, start_probes, tls_client_config};
 pub use crate::engine::pin::check_cpus as check_local_cpus;
 pub use crate::proto::DEFAULT_PORT;
 pub use crate::proto::auth::Secret;
 pub use crate::tls::TlsSetupError;
 pub(crate) use controller::proves_itself;
 pub use controller::{AgentClock, Relayed, read_clock, run_from};
-pub use http::{HttpAgent, http_targets, run_http};
+pub use http::{HttpAgent, LOAD_SERIES, ZeroClock, add_probe_series, http_targets, load_end_s, run_http};
 #[cfg(feature = "fuzzing")]
 pub(crate) use iperf3::fuzz::check as iperf3_fuzz_check;
 pub use iperf3::{SCHEME as IPERF3_SCHEME, iperf3_target, run_iperf3};
 pub(crate) use matrix::error_chain;
 pub use matrix::{CLOCK_EXCHANGES, MatrixLayout, cell_figure, cell_value, read_clocks, run_matrix};
 pub use query::agent_profiles;
-pub use rr::run_rr;
+pub use rr::{run_rr, run_rr_recorded};
 pub(crate) use session::START_WAIT_MAX;
 pub use session::{ClientError, ClientOptions, StartAt, Target};
 pub use tcp::run_tcp;

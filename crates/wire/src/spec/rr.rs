@@ -41,6 +41,12 @@ pub struct RrSpec {
     /// due when this many are out is not sent, and counted so. Absent from older specs: 1024.
     #[serde(default = "default_max_outstanding")]
     pub max_outstanding: u32,
+    /// A latency probe session beside another test (`--probe`): the answering end writes the
+    /// Unix time, ns, at which it read each request into the response after the request's
+    /// number (bytes 8 to 16, responses of 16 bytes or more), for the one-way split; and the
+    /// agent admits it beside the test it probes. Absent (false) in every other rr test.
+    #[serde(default)]
+    pub stamp: bool,
 }
 
 /// The open loop's default bound on the requests in flight per stream.
@@ -65,6 +71,7 @@ impl RrSpec {
             busy_poll_us: None,
             timeout_ms: 200,
             max_outstanding: DEFAULT_MAX_OUTSTANDING,
+            stamp: false,
         }
     }
 
@@ -108,7 +115,7 @@ impl RrSpec {
 impl Serialize for RrSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let t = &self.timing;
-        let mut out = serializer.serialize_struct("RrSpec", 15)?;
+        let mut out = serializer.serialize_struct("RrSpec", 16)?;
         keys!(
             out,
             self,
@@ -127,6 +134,11 @@ impl Serialize for RrSpec {
             out.skip_field("max_outstanding")?;
         } else {
             keys!(out, self, max_outstanding);
+        }
+        if self.stamp {
+            keys!(out, self, stamp);
+        } else {
+            out.skip_field("stamp")?;
         }
         keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
         out.end()

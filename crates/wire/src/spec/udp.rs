@@ -103,6 +103,9 @@ impl UdpSpec {
             ramp: false,
         })?;
         check("histogram bin (us)", f64::from(self.bin_us), 1.0, 1e6)?;
+        if let Some(p) = &self.probe {
+            p.validate()?;
+        }
         check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
         if let Some(w) = self.window_bytes {
             check("receive buffer", w.0 as f64, 1.0, i32::MAX as f64)?;

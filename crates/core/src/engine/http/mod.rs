@@ -18,6 +18,7 @@ mod h2frame;
 pub(crate) mod h2fuzz;
 mod h2read;
 mod head;
+mod probe;
 mod report;
 mod sampler;
 mod tls;
@@ -26,6 +27,7 @@ mod worker;
 
 pub use h2::connection_memory_bytes as h2_connection_memory_bytes;
 
+pub use probe::{ProbeLog, Probing, SentProbe, start_probes};
 pub use report::{HttpBucket, HttpReport, ServerCounts, TargetCounts, TlsRun};
 pub use sampler::sample_host;
 pub use tls::{Refusal as TlsRefusal, client_config as tls_client_config};
@@ -155,6 +157,28 @@ impl Times {
     }
 }
 
+/// The test's TLS configuration when a URL is https (None: all cleartext): `--http2` offers h2
+/// alone, so a server that cannot speak it fails the handshake's check (`tls_protocol`) and never
+/// gets HTTP/2 frames. The load's users and its probes connect alike with it.
+fn test_tls(
+    spec: &HttpSpec,
+    targets: &[HttpTarget],
+    refusal: &tls::Refusal,
+) -> Result<Option<std::sync::Arc<rustls::ClientConfig>>, EngineError> {
+    if !targets.iter().any(|t| t.tls.is_some()) {
+        return Ok(None);
+    }
+    let config = tls::client_config(&spec.tls.clone().unwrap_or_default(), refusal).map_err(EngineError::Tls)?;
+    Ok(Some(match spec.http2 {
+        Some(_) => {
+            let mut c = rustls::ClientConfig::clone(&config);
+            c.alpn_protocols = vec![b"h2".to_vec()];
+            std::sync::Arc::new(c)
+        }
+        None => config,
+    }))
+}
+
 /// Runs the load: users start evenly over the ramp, then the window runs for the duration.
 /// Returns this host's report (samplers over the window, per-worker counts) and the users'
 /// side report: what they measured.
@@ -173,23 +197,7 @@ pub fn run(
     .clamp(1, users);
     // Made once before the clock starts (roots read, parsed); each user clones it.
     let refusal = tls::Refusal::default();
-    let tls_config = match targets.iter().any(|t| t.tls.is_some()) {
-        true => {
-            let config =
-                tls::client_config(&spec.tls.clone().unwrap_or_default(), &refusal).map_err(EngineError::Tls)?;
-            // --http2 offers h2 alone: a server that cannot speak it fails the handshake's
-            // check (tls_protocol), never gets HTTP/2 frames.
-            Some(match spec.http2 {
-                Some(_) => {
-                    let mut c = rustls::ClientConfig::clone(&config);
-                    c.alpn_protocols = vec![b"h2".to_vec()];
-                    std::sync::Arc::new(c)
-                }
-                None => config,
-            })
-        }
-        false => None,
-    };
+    let tls_config = test_tls(spec, targets, &refusal)?;
     let state = RunState::new(threads);
     let gate = Gate::new();
     let shared = state.shared(control);

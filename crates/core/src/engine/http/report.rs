@@ -5,7 +5,7 @@
 //! [`HttpReport`], whose per-server counts and per-interval percentiles are made here once the
 //! workers are done, so nothing outside the engine reads the workers' own state.
 
-use super::{HttpErrors, HttpRun, HttpTarget, histogram};
+use super::{HttpErrors, HttpRun, HttpTarget, SentProbe, histogram};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -202,6 +202,14 @@ pub struct HttpReport {
     /// Why the first server certificate of the run was refused, in words with the fix (every
     /// refusal is counted in `errors.tls_certificate`).
     pub tls_refusal: Option<String>,
+    /// HTTP/2 with `--probe`: the probes sent on the load's own connections (a small GET on a
+    /// stream of its own, not counted in the load's figures), each by its send time (ns since
+    /// time zero) and round trip (None: lost); those neither were in flight at the end.
+    pub load_probes: Vec<SentProbe>,
+    pub load_probes_sent: u64,
+    /// Probes due when no load connection of the worker could take one (none open, or each
+    /// still waiting for its last probe): not sent.
+    pub load_probes_unsent: u64,
 }
 
 impl HttpReport {
@@ -235,6 +243,9 @@ impl HttpReport {
             h2_max_in_flight: 0,
             h2_protocol_errors: Default::default(),
             tls_refusal: None,
+            load_probes: Vec::new(),
+            load_probes_sent: 0,
+            load_probes_unsent: 0,
         }
     }
 
@@ -271,6 +282,9 @@ impl HttpReport {
         for (k, n) in &o.h2_protocol_errors {
             *self.h2_protocol_errors.entry(k).or_default() += n;
         }
+        self.load_probes.extend_from_slice(&o.load_probes);
+        self.load_probes_sent += o.load_probes_sent;
+        self.load_probes_unsent += o.load_probes_unsent;
     }
 }
 

@@ -2,6 +2,7 @@
 //! and answered, the stream slots' requests started and written, one timer for their deadlines
 //! and think times (the worker and its users are in `h2.rs`).
 
+use super::probe::{ProbeBox, ProbeOut};
 use super::{
     Class, Ctx, MAX_CONNECTION_WINDOW, MAX_PENDING_ACKS, MAX_UNSENT, READ_BUFFER_BYTES, REQUEST_ROOM, STREAM_WINDOW,
 };
@@ -14,6 +15,7 @@ use rustls::ClientConnection;
 use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -113,6 +115,10 @@ pub(super) struct Connection<'a> {
     /// When the timer fires (ns since time zero); u64::MAX: not armed.
     timer_at: u64,
     queued: Option<Pin<Box<tokio::sync::futures::Notified<'a>>>>,
+    /// `--probe`: where the worker's schedule hands this connection a probe, and the probe in
+    /// flight on it.
+    probe: Option<Rc<ProbeBox>>,
+    probe_out: Option<ProbeOut>,
 }
 
 impl<'a> Connection<'a> {
@@ -150,6 +156,8 @@ impl<'a> Connection<'a> {
             timer: Box::pin(tokio::time::sleep_until(ctx.at(0))),
             timer_at: u64::MAX,
             queued: None,
+            probe: ctx.probes.as_ref().map(|p| p.join()),
+            probe_out: None,
         }
     }
 
@@ -158,6 +166,7 @@ impl<'a> Connection<'a> {
     pub(super) async fn run(mut self) {
         let end = poll_fn(|cx| self.poll(cx)).await;
         self.now = self.ctx.now();
+        self.probe_gone();
         let class: Class = match (&end, self.goaway) {
             (End::Drained, _) => return,
             (_, Some(_)) => |x| &mut x.goaway,
@@ -212,6 +221,7 @@ impl<'a> Connection<'a> {
             self.now = self.ctx.now();
             self.expire();
             self.start(cx);
+            self.send_probe(cx);
             if let Err(e) = self.flush(cx) {
                 return Poll::Ready(End::Io(e));
             }
@@ -263,7 +273,7 @@ impl<'a> Connection<'a> {
     /// The earliest deadline of a request in flight or start of a thinking slot; u64::MAX: none.
     fn next_wake(&self) -> u64 {
         let limit = self.limit();
-        let mut wake = u64::MAX;
+        let mut wake = self.probe_deadline();
         for (i, s) in self.slots.iter().enumerate() {
             if s.stream != 0 {
                 wake = wake.min(s.deadline);
@@ -278,6 +288,12 @@ impl<'a> Connection<'a> {
     /// slots are scanned only once the earliest deadline has come, not every turn.
     fn expire(&mut self) {
         let now = self.now;
+        if self.probe_deadline() <= now
+            && let Some(p) = self.probe_out
+        {
+            h2frame::rst_stream(&mut self.wbuf, p.stream, h2frame::CANCEL);
+            self.probe_ended(None);
+        }
         if now < self.earliest_deadline {
             return;
         }
@@ -547,7 +563,9 @@ impl<'a> Connection<'a> {
                 block,
             } => self.head(stream, end_stream, block)?,
             Frame::Reset { stream } => {
-                if let Some(i) = self.slot_of(stream) {
+                if self.is_probe(stream) {
+                    self.probe_ended(None);
+                } else if let Some(i) = self.slot_of(stream) {
                     self.fail(i, |x| &mut x.rst_stream);
                 }
             }
@@ -571,6 +589,9 @@ impl<'a> Connection<'a> {
             }
             Frame::GoAway { last } => {
                 self.goaway = Some(last);
+                if self.probe_out.is_some_and(|p| p.stream > last) {
+                    self.probe_ended(None);
+                }
                 // Streams above its last were refused, unprocessed: counted, not retried.
                 for i in 0..self.slots.len() {
                     if self.slots[i].stream > last {
@@ -605,6 +626,10 @@ impl<'a> Connection<'a> {
     /// A head: the response's (its status; informational ones wait for the final) or trailers.
     fn head(&mut self, stream: u32, end_stream: bool, block: &[u8]) -> Result<(), End> {
         let head = h2frame::response_head(block).map_err(|_| End::Protocol(Violation::Compression))?;
+        if self.is_probe(stream) {
+            self.probe_head(end_stream, head.status);
+            return Ok(());
+        }
         let Some(i) = self.slot_of(stream) else {
             return Ok(());
         };
@@ -638,6 +663,12 @@ impl<'a> Connection<'a> {
             h2frame::window_update(&mut self.wbuf, 0, self.connection_unacked);
             self.connection_unacked = 0;
         }
+        if self.is_probe(stream) {
+            if end_stream {
+                self.probe_head(true, None);
+            }
+            return;
+        }
         let Some(i) = self.slot_of(stream) else {
             return;
         };
@@ -656,6 +687,83 @@ impl<'a> Connection<'a> {
         if self.slots[i].unacked >= STREAM_WINDOW / 2 {
             h2frame::window_update(&mut self.wbuf, stream, self.slots[i].unacked);
             self.slots[i].unacked = 0;
+        }
+    }
+}
+
+impl Connection<'_> {
+    fn is_probe(&self, stream: u32) -> bool {
+        self.probe_out.is_some_and(|p| p.stream == stream)
+    }
+
+    /// When the probe in flight is lost (u64::MAX: none in flight).
+    fn probe_deadline(&self) -> u64 {
+        let timeout = self.ctx.probes.as_ref().map_or(0, |p| p.timeout_ns);
+        self.probe_out.map_or(u64::MAX, |p| p.sent_ns + timeout)
+    }
+
+    /// Sends the probe the schedule handed this connection, on a stream of its own beside the
+    /// slots' (a connection that cannot open one now counts it unsent).
+    fn send_probe(&mut self, cx: &mut Context<'_>) {
+        let (Some(b), Some(probes)) = (&self.probe, &self.ctx.probes) else {
+            return;
+        };
+        // The task's waker, kept once: the schedule wakes the connection with it.
+        if b.waker.borrow().is_none() {
+            *b.waker.borrow_mut() = Some(cx.waker().clone());
+        }
+        if b.due.take().is_none() {
+            return;
+        }
+        if !self.settled || self.goaway.is_some() || self.next_stream > MAX_STREAM_ID || self.probe_out.is_some() {
+            b.busy.set(false);
+            probes.unsent.set(probes.unsent.get() + 1);
+            return;
+        }
+        let stream = self.next_stream;
+        self.next_stream += 2;
+        let mut prefix = Vec::new();
+        if let Some(size) = self.table_update.take() {
+            h2frame::table_size_update(&mut prefix, size);
+        }
+        h2frame::request(&mut self.wbuf, stream, &prefix, &probes.blocks[self.target]);
+        probes.sent.set(probes.sent.get() + 1);
+        self.probe_out = Some(ProbeOut {
+            stream,
+            sent_ns: self.now,
+            status: 0,
+        });
+    }
+
+    /// The probe's head (its status, informational ones skipped) or its end of stream.
+    fn probe_head(&mut self, end_stream: bool, status: Option<u16>) {
+        if let (Some(p), Some(status)) = (self.probe_out.as_mut(), status)
+            && !(100..200).contains(&status)
+        {
+            p.status = status;
+        }
+        if end_stream {
+            let ok = self.probe_out.is_some_and(|p| (200..300).contains(&p.status));
+            let rtt = self.probe_out.map(|p| self.now.saturating_sub(p.sent_ns).max(1));
+            self.probe_ended(rtt.filter(|_| ok));
+        }
+    }
+
+    /// The probe in flight ended: answered after `rtt_ns`, or lost (None; a status other than
+    /// 2xx is lost too: the server did not serve what was asked).
+    fn probe_ended(&mut self, rtt_ns: Option<u64>) {
+        if let (Some(p), Some(b), Some(probes)) = (self.probe_out.take(), &self.probe, &self.ctx.probes) {
+            probes.ended(b, p.sent_ns, rtt_ns);
+        }
+    }
+
+    /// The connection ended: its probe in flight is lost, one handed to it and not sent unsent.
+    fn probe_gone(&mut self) {
+        self.probe_ended(None);
+        if let (Some(b), Some(probes)) = (&self.probe, &self.ctx.probes)
+            && b.due.take().is_some()
+        {
+            probes.unsent.set(probes.unsent.get() + 1);
         }
     }
 }

@@ -41,6 +41,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 mod connection;
+mod probe;
 
 /// Each stream's receive window, and the connection's per stream asked for: large enough that a
 /// response of a few MiB is not held back by WINDOW_UPDATEs (h2load's default is 1 GiB).
@@ -106,6 +107,8 @@ struct Ctx {
     /// Open loop: the scheduled starts of requests waiting for a free stream slot.
     queue: RefCell<VecDeque<u64>>,
     queued: Notify,
+    /// `--probe`: the self probes this worker sends on its connections.
+    probes: Option<probe::LoadProbes>,
 }
 
 impl Ctx {
@@ -221,6 +224,15 @@ pub(super) fn work(
         connecting: (0..targets.len()).map(|_| Cell::new(0)).collect(),
         queue: RefCell::new(VecDeque::with_capacity(1024)),
         queued: Notify::new(),
+        probes: spec.probe.as_ref().map(|p| {
+            let path = format!("/bytes/{}", p.size_bytes);
+            let blocks = targets
+                .iter()
+                .map(|t| h2frame::Requests::new(t.tls.is_some(), &t.server, &path).plain)
+                .collect();
+            let timeout_ns = u64::from(p.timeout_ms) * 1_000_000;
+            probe::LoadProbes::new(w, threads, p.gap_ns().max(1), timeout_ns, blocks)
+        }),
     });
     let local = tokio::task::LocalSet::new();
     let total_users = u64::from(spec.users);
@@ -236,6 +248,9 @@ pub(super) fn work(
     if let Some(rate) = spec.rate {
         let gap = (1e9 * threads as f64 / rate).max(1.0) as u64;
         local.spawn_local(schedule(Rc::clone(&ctx), w as u64 * gap / threads as u64, gap));
+    }
+    if ctx.probes.is_some() {
+        local.spawn_local(probe::schedule(Rc::clone(&ctx)));
     }
     let counter = &shared.counters[w];
     let end = local.block_on(&runtime, async {
@@ -260,6 +275,11 @@ pub(super) fn work(
     for (t, c) in ctx.connecting.iter().enumerate() {
         out.report.connections_in_flight_at_end += c.get();
         out.per_target[t].connections_in_flight_at_end += c.get();
+    }
+    if let Some(p) = &ctx.probes {
+        out.report.load_probes = p.done.take();
+        out.report.load_probes_sent = p.sent.get();
+        out.report.load_probes_unsent = p.unsent.get();
     }
     counter.bytes.store(ctx.total_in.get(), Relaxed);
     counter.ops.store(ctx.total_responses.get(), Relaxed);
