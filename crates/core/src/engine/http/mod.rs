@@ -20,7 +20,8 @@ mod h2read;
 mod head;
 mod report;
 mod sampler;
-mod tls;
+// The client's TLS is below the engines, where `engine::rpm` takes it too.
+use crate::tlsclient as tls;
 mod url;
 mod worker;
 
