@@ -14,6 +14,7 @@
 pub mod http;
 mod pattern;
 pub mod routed;
+pub mod rpm;
 pub mod rr;
 pub mod tcp;
 pub mod udp;

@@ -13,6 +13,7 @@ pub mod http;
 pub mod iperf3;
 mod join;
 pub mod relayed;
+pub mod rpm;
 pub mod rr;
 mod tcp;
 mod udp;
