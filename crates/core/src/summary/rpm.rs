@@ -332,3 +332,58 @@ fn figures(spec: &RpmSpec, run: &RpmRun) -> RpmFigures {
         stages,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rpm::tests::{server, spec_for, target};
+    use crate::metrics::host::ReadHostInfo;
+    use crate::spec::RpmDirection;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    #[test]
+    fn the_document_holds_the_load_the_probe_series_and_the_rpm() {
+        let addr = server(Duration::from_secs(30));
+        let spec = spec_for(addr, RpmDirection::Both);
+        let run = crate::engine::rpm::run(&spec, &target(addr), None, &AtomicBool::new(false)).expect("runs");
+        let r = assemble(&spec, &run, &addr.to_string(), HostInfo::read(), 1, Vec::new());
+        assert_eq!((r.test.as_str(), r.partial), ("rpm", false));
+        assert!(r.summary.received.bytes > 0 && r.summary.sent.bytes > 0);
+        let l = r.latency.as_ref().expect("latency");
+        // Cleartext: TCP handshake, GET on a new connection, GET on a load connection.
+        let names: Vec<&str> = l.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "tcp handshake",
+                "http GET on a new connection",
+                "http2 GET on a load connection"
+            ]
+        );
+        for s in &l.series {
+            assert_eq!(s.idle.as_ref().map(|p| p.answered), Some(3), "{}", s.name);
+            assert!(s.loaded.is_some(), "{}", s.name);
+            assert!(s.samples.iter().any(|x| x.t_s < 0.0) && s.samples.iter().any(|x| x.t_s >= 0.0));
+            let sent = s.sent.expect("counted");
+            assert!(sent >= s.answered + s.lost.expect("counted"), "{}", s.name);
+        }
+        assert!(l.idle_ms.is_some() && l.loaded_ms.is_some());
+        let f = l.rpm.as_ref().expect("rpm figures");
+        let stage = &f.stages[0];
+        assert_eq!(stage.direction, "both");
+        let (foreign, own, rpm) = stats::responsiveness(&stats::Means {
+            tcp_ms: stage.tcp_handshake_ms,
+            tls_ms: stage.tls_handshake_ms,
+            http_ms: stage.http_get_ms,
+            self_ms: stage.self_ms,
+        });
+        assert_eq!((stage.foreign_rpm, stage.self_rpm, stage.rpm), (foreign, own, rpm));
+        assert!(rpm.is_some_and(|x| x > 0.0));
+        assert_eq!(f.rpm, stage.rpm);
+        assert!(stage.goodput_down_mbps.is_some() && stage.goodput_up_mbps.is_some());
+        let text = serde_json::to_string(&r).expect("serialises");
+        let back: TestResult = serde_json::from_str(&text).expect("reads back");
+        assert_eq!(back.latency, r.latency);
+    }
+}

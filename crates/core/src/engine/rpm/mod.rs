@@ -510,3 +510,6 @@ async fn stage(ctx: &Rc<Ctx>, down: bool, up: bool, interrupt: &AtomicBool) -> (
     };
     (run, failure)
 }
+
+#[cfg(test)]
+pub(crate) mod tests;
