@@ -51,6 +51,7 @@ mod plan;
 mod profile;
 mod repeat;
 mod report;
+mod rpm_server;
 mod rr;
 mod sched;
 mod server_counts;

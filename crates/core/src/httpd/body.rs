@@ -38,13 +38,19 @@ pub(super) enum Body {
         left: u64,
         wrap: u64,
     },
+    /// From the connection's own document buffer (a responsiveness configuration, an upload's
+    /// count), continuing at `offset`.
+    Doc {
+        offset: usize,
+        left: u64,
+    },
 }
 
 impl Body {
     pub(super) fn left(&self) -> u64 {
         match *self {
             Body::None => 0,
-            Body::Pattern { left, .. } | Body::File { left, .. } => left,
+            Body::Pattern { left, .. } | Body::File { left, .. } | Body::Doc { left, .. } => left,
         }
     }
 
@@ -53,6 +59,10 @@ impl Body {
             Body::None => {}
             Body::Pattern { offset, left } => {
                 *offset += n;
+                *left -= n;
+            }
+            Body::Doc { offset, left } => {
+                *offset += n as usize;
                 *left -= n;
             }
             Body::File { pos, left, wrap, .. } => {

@@ -4,11 +4,13 @@
 //! socket, as before (one branch on an empty option per read or write).
 
 use super::body::{Body, SENDFILE_MAX_CHUNK, SENDFILE_MIN_BYTES, pattern_slice, pread, send, sendfile};
+use super::chunked::Chunked;
 use super::date::DATE_BYTES;
 use super::http2::{PREFACE, preface};
 use super::parser::{Method, Parsed, Request, parse_request};
 use super::response::{ConnectionHeader, HEAD_BUFFER_BYTES, Status, format_head};
 use super::router::Route;
+use super::rpm::{config_document, config_document_at};
 use super::tls::TlsConn;
 use super::{Counts, LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared};
 use mio::net::TcpStream;
@@ -19,6 +21,19 @@ use std::time::Instant;
 
 /// Reads one lingering connection may take per event before others get their turn.
 pub(super) const DRAIN_READS: usize = 64;
+/// An upload to the sink, read and dropped as it arrives.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Upload {
+    /// Body bytes read so far.
+    bytes: u64,
+    /// Its framing: chunked, or this many bytes still to come (Content-Length).
+    chunked: Option<Chunked>,
+    left: u64,
+    /// The request asked to close after the response.
+    close: bool,
+    connection: ConnectionHeader,
+}
+
 pub(super) enum Next {
     Keep,
     Close,
@@ -73,6 +88,13 @@ pub(super) struct Conn {
     pub(super) responding: bool,
     /// Request body bytes still to read and drop.
     pub(super) discard: u64,
+    /// The upload sink's request body being read (the response waits for its end).
+    pub(super) upload: Option<Upload>,
+    /// The response under way is an interim `100 Continue`: not counted, nothing follows it.
+    pub(super) interim: bool,
+    /// Bodies made for this connection (a configuration document, an upload's count): empty
+    /// until the first, then reused.
+    pub(super) doc: Vec<u8>,
     /// Close once the response is written.
     pub(super) close_after: bool,
     /// Write side shut: read and drop until the client closes.
@@ -115,6 +137,9 @@ impl Conn {
             status: Status::Ok,
             responding: false,
             discard: 0,
+            upload: None,
+            interim: false,
+            doc: Vec::new(),
             close_after: false,
             draining: false,
             read_ready: true,
@@ -127,7 +152,7 @@ impl Conn {
     /// Whether it waits for its client rather than writes to it: such a connection may be
     /// closed to make room.
     pub(super) fn waiting(&self) -> bool {
-        !self.responding
+        !self.responding && self.upload.is_none()
     }
 
     /// [`Conn::step`], then when the sweep is to close the connection: a head under way by its
@@ -138,7 +163,8 @@ impl Conn {
         if matches!(next, Next::Close) || self.draining {
             return next;
         }
-        let head_under_way = self.discard == 0 && !self.responding && (self.end > self.start || !self.served);
+        let head_under_way =
+            self.discard == 0 && self.upload.is_none() && !self.responding && (self.end > self.start || !self.served);
         if head_under_way {
             let since = *self.head_since.get_or_insert(turn.now);
             self.deadline = since + turn.shared.head_timeout;
@@ -183,8 +209,11 @@ impl Conn {
                     }
                     Err(_) => return Next::Close,
                 }
-                turn.counts.responses[usize::from(self.status.code() / 100)] += 1;
                 self.responding = false;
+                if std::mem::take(&mut self.interim) {
+                    continue;
+                }
+                turn.counts.responses[usize::from(self.status.code() / 100)] += 1;
                 self.quiet_since = turn.now;
                 if self.close_after {
                     // FIN after the response, then wait for the client's: closing with its
@@ -215,7 +244,17 @@ impl Conn {
                 self.start += n as usize;
                 self.discard -= n;
             }
-            if self.discard == 0 && self.end > self.start && !wait_for_preface {
+            if self.upload.is_some() && !self.responding {
+                match self.take_upload(turn) {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(()) => {
+                        self.fail(Status::BadRequest, turn);
+                        continue;
+                    }
+                }
+            }
+            if self.discard == 0 && self.upload.is_none() && self.end > self.start && !wait_for_preface {
                 match parse_request(&self.buf[self.start..self.end], &turn.shared.names) {
                     Parsed::Complete(req) => {
                         self.start += req.head_bytes;
@@ -292,7 +331,10 @@ impl Conn {
     pub(super) fn respond(&mut self, req: &Request, turn: &mut Turn<'_>) {
         let shared = turn.shared;
         let (status, content_length, body) = match (req.method, req.route) {
-            (Method::Other, _) => (Status::MethodNotAllowed, 0, Body::None),
+            (Method::Upload, Route::Upload) => return self.begin_upload(req),
+            (_, Route::Upload) => (Status::UploadOnly, 0, Body::None),
+            (Method::Other | Method::Upload, _) => (Status::MethodNotAllowed, 0, Body::None),
+            (_, Route::Config) => self.config(req),
             (_, Route::Bytes(n)) => {
                 let body = match &shared.pattern_file {
                     // Over TLS the bytes are encrypted from memory: sendfile cannot help.
@@ -327,11 +369,99 @@ impl Conn {
             ConnectionHeader::None
         };
         let head_only = req.method == Method::Head;
-        let text = status != Status::Ok && !head_only;
+        let text = !status.ok() && !head_only;
         let body = if head_only { Body::None } else { body };
         self.start_response(status, content_length, connection, text, body, turn);
         self.close_after = !req.keep_alive;
         self.discard = req.body_bytes;
+    }
+
+    /// The responsiveness configuration for the request just parsed (its head ends at
+    /// `start`), for the `Host` it named or else the address it reached; a 400 for a `Host`
+    /// that cannot go into the document's URLs.
+    fn config(&mut self, req: &Request) -> (Status, u64, Body) {
+        let head = self.start - req.head_bytes;
+        let tls = self.tls.is_some();
+        let made = match (req.host, self.stream.local_addr()) {
+            (Some((at, len)), _) => config_document(&mut self.doc, tls, &self.buf[head + at..head + at + len]),
+            (None, Ok(local)) => config_document_at(&mut self.doc, tls, local),
+            (None, Err(_)) => false,
+        };
+        if !made {
+            return (Status::BadRequest, 0, Body::None);
+        }
+        let left = self.doc.len() as u64;
+        (Status::Document, left, Body::Doc { offset: 0, left })
+    }
+
+    /// Starts reading an upload to the sink: its body is taken as it arrives
+    /// ([`Conn::take_upload`]) and answered at its end; a client that asked for a
+    /// `100 Continue` gets one first.
+    fn begin_upload(&mut self, req: &Request) {
+        self.upload = Some(Upload {
+            bytes: 0,
+            chunked: req.chunked.then(Chunked::new),
+            left: if req.chunked { 0 } else { req.body_bytes },
+            close: !req.keep_alive,
+            connection: if !req.keep_alive {
+                ConnectionHeader::Close
+            } else if req.http10 {
+                ConnectionHeader::KeepAlive
+            } else {
+                ConnectionHeader::None
+            },
+        });
+        if req.expect_continue && !req.http10 {
+            const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+            self.head[..CONTINUE.len()].copy_from_slice(CONTINUE);
+            self.head_len = CONTINUE.len();
+            self.head_sent = 0;
+            self.body = Body::None;
+            self.responding = true;
+            self.interim = true;
+        }
+    }
+
+    /// Takes what the buffer holds of the upload under way: Ok(true) when its body ended and
+    /// its answer (the body's length) was started, Ok(false) when more is to come, Err when a
+    /// chunked body breaks its framing.
+    fn take_upload(&mut self, turn: &mut Turn<'_>) -> Result<bool, ()> {
+        let Some(up) = self.upload.as_mut() else {
+            return Ok(false);
+        };
+        let held = &self.buf[self.start..self.end];
+        let (used, done) = match up.chunked.as_mut() {
+            Some(c) => {
+                let fed = c.feed(held)?;
+                up.bytes += fed.data;
+                (fed.used, fed.done)
+            }
+            None => {
+                let n = up.left.min(held.len() as u64);
+                up.left -= n;
+                up.bytes += n;
+                (n as usize, up.left == 0)
+            }
+        };
+        self.start += used;
+        if !done {
+            return Ok(false);
+        }
+        let up = *up;
+        self.upload = None;
+        self.doc.clear();
+        let _ = writeln!(self.doc, "{}", up.bytes);
+        let left = self.doc.len() as u64;
+        self.start_response(
+            Status::Received,
+            left,
+            up.connection,
+            false,
+            Body::Doc { offset: 0, left },
+            turn,
+        );
+        self.close_after = up.close;
+        Ok(true)
     }
 
     /// Answers a request that cannot be parsed, then closes: where the next one would start
@@ -340,6 +470,7 @@ impl Conn {
         self.start = 0;
         self.end = 0;
         self.discard = 0;
+        self.upload = None;
         self.start_response(status, 0, ConnectionHeader::Close, true, Body::None, turn);
         self.close_after = true;
     }
@@ -385,6 +516,10 @@ impl Conn {
                 }
                 Body::Pattern { offset, left } => {
                     let body = pattern_slice(&turn.shared.pattern, offset, left);
+                    send(fd, head, body, false).map(|n| (n, head.len() + body.len()))
+                }
+                Body::Doc { offset, left } => {
+                    let body = &self.doc[offset..offset + left as usize];
                     send(fd, head, body, false).map(|n| (n, head.len() + body.len()))
                 }
                 // The head of a sendfile body: MSG_MORE keeps it for the body's first segment.
@@ -433,6 +568,7 @@ impl Conn {
                     let body = pattern_slice(&turn.shared.pattern, offset, left.min(64 * 1024));
                     t.session.writer().write(body)?
                 }
+                Body::Doc { offset, left } => t.session.writer().write(&self.doc[offset..offset + left as usize])?,
                 Body::File { fd, pos, wrap, .. } => {
                     let want = left.min(wrap - pos).min(chunk.len() as u64) as usize;
                     let got = pread(fd, &mut chunk[..want], pos)?;

@@ -3,8 +3,9 @@
 //! as a connection's read buffer holds them.
 //!
 //! Properties: no panic or hang; a complete head is a non-empty prefix of the buffer ending in
-//! a line feed, and parsing that prefix alone gives the same request; a route is in range (a
-//! length up to [`MAX_BODY_BYTES`], a file that exists); a pipeline of heads advances.
+//! a line feed, and parsing that prefix alone gives the same request; a Host value lies within
+//! the head; a route is in range (a length up to [`MAX_BODY_BYTES`], a file that exists); a
+//! pipeline of heads advances.
 //! [`check`] is also what the libFuzzer target `fuzz/fuzz_targets/http.rs` calls (feature
 //! `fuzzing`).
 
@@ -37,10 +38,16 @@ pub(crate) fn check(data: &[u8]) -> Result<(), String> {
         let in_range = match req.route {
             Route::Bytes(len) => len <= MAX_BODY_BYTES,
             Route::File(i) => i < names.len(),
-            Route::BadLength | Route::NotFound => true,
+            Route::BadLength | Route::NotFound | Route::Config | Route::Upload => true,
         };
         if !in_range {
             return Err(format!("route out of range: {:?}", req.route));
+        }
+        // The Host value the configuration document is built from lies within the head.
+        if let Some((at, len)) = req.host
+            && at + len > n
+        {
+            return Err(format!("a Host at {at}+{len} in a head of {n} bytes"));
         }
         // The next head starts after this one's body, as the connection discards it.
         let skip = usize::try_from(req.body_bytes).unwrap_or(usize::MAX);

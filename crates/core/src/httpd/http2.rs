@@ -26,13 +26,14 @@ use super::body::pread;
 use super::date::http_date;
 use super::response::Status;
 use super::router::{Route, route};
+use super::rpm::{Drained, config_document, config_document_at, drain};
 use super::{LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared, TICK};
 use crate::tlsio::Io;
 use bytes::Bytes;
 use rustls::ServerConnection;
 use std::cell::{Cell, RefCell};
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -236,8 +237,18 @@ pub(super) const FILE_BUFFER_BYTES: usize = 1 << 20;
 /// this of each stream queued, and it is a slice of the pattern or part of [`FILE_BUFFER_BYTES`].
 const STREAM_BUFFER_BYTES: usize = CHUNK;
 
+/// The receive windows the server grants, of a stream and of a connection: what a client may
+/// send of request bodies (the upload sink's) before the server has read it. A loaded path's
+/// bandwidth-delay product (100 Mbit/s × 250 ms is 3 MB) fits one stream's; h2 holds at most
+/// this of a connection's DATA unread, and the sink reads it as it comes.
+const RECEIVE_WINDOW_BYTES: u32 = 4 << 20;
+
 /// One connection's streams as its tasks see them.
 struct Streams {
+    /// The connection came over TLS: its configuration document names https URLs.
+    tls: bool,
+    /// Where the client reached the server: the document's authority when it named none.
+    local: Option<SocketAddr>,
     /// Streams being answered.
     open: Cell<usize>,
     /// A stream was reset because it could send nothing for the idle limit: the connection is
@@ -282,6 +293,8 @@ async fn serve(job: Handoff, ctx: Rc<Ctx>) {
         peer: job.peer,
     };
     bump(&ctx.counts.connections, 1);
+    let local = job.stream.local_addr().ok();
+    let tls = job.tls.is_some();
     let Ok(stream) = TcpStream::from_std(job.stream) else {
         return;
     };
@@ -294,6 +307,8 @@ async fn serve(job: Handoff, ctx: Rc<Ctx>) {
             .max_concurrent_streams(MAX_STREAMS)
             .max_header_list_size(MAX_HEAD_BYTES as u32)
             .max_send_buffer_size(STREAM_BUFFER_BYTES)
+            .initial_window_size(RECEIVE_WINDOW_BYTES)
+            .initial_connection_window_size(RECEIVE_WINDOW_BYTES)
             .handshake::<_, Bytes>(io),
     )
     .await
@@ -303,6 +318,8 @@ async fn serve(job: Handoff, ctx: Rc<Ctx>) {
         Err(_) => return,
     };
     let streams = Rc::new(Streams {
+        tls,
+        local,
         open: Cell::new(0),
         stalled: Cell::new(false),
         waker: RefCell::new(None),
@@ -381,17 +398,18 @@ impl Answer {
     /// HEAD by the route, any other method 405. `file_bytes(i)` is served file `i`'s length.
     fn of(method: &http::Method, routed: Route, file_bytes: impl Fn(usize) -> u64) -> Answer {
         let head_only = method == http::Method::HEAD;
-        let (status, length, file) = if method != http::Method::GET && !head_only {
-            (Status::MethodNotAllowed, 0, None)
-        } else {
-            match routed {
-                Route::Bytes(n) => (Status::Ok, n, None),
-                Route::File(i) => (Status::Ok, file_bytes(i), Some(i)),
-                Route::BadLength => (Status::BadRequest, 0, None),
-                Route::NotFound => (Status::NotFound, 0, None),
-            }
+        let (status, length, file) = match routed {
+            // POST and PUT are answered before ([`upload`]).
+            Route::Upload => (Status::UploadOnly, 0, None),
+            _ if method != http::Method::GET && !head_only => (Status::MethodNotAllowed, 0, None),
+            Route::Bytes(n) => (Status::Ok, n, None),
+            Route::File(i) => (Status::Ok, file_bytes(i), Some(i)),
+            Route::BadLength => (Status::BadRequest, 0, None),
+            // GET and HEAD of the configuration are answered before ([`config`]).
+            Route::Config => (Status::MethodNotAllowed, 0, None),
+            Route::NotFound => (Status::NotFound, 0, None),
         };
-        let length = if status == Status::Ok {
+        let length = if status.ok() {
             length
         } else {
             status.text().len() as u64
@@ -411,21 +429,22 @@ impl Answer {
 
     /// The response head: status, server, date, content type and length; `Allow` on a 405.
     fn head(&self, date: http::HeaderValue) -> http::Response<()> {
-        let ok = self.status == Status::Ok;
-        let mut head = http::Response::builder()
-            .status(self.status.code())
-            .header(http::header::SERVER, "linerate")
-            .header(http::header::DATE, date)
-            .header(
-                http::header::CONTENT_TYPE,
-                if ok { "application/octet-stream" } else { "text/plain" },
-            )
-            .header(http::header::CONTENT_LENGTH, self.length);
-        if self.status == Status::MethodNotAllowed {
-            head = head.header(http::header::ALLOW, "GET, HEAD");
-        }
-        head.body(()).expect("a response built from valid parts")
+        head(self.status, self.length, date)
     }
+}
+
+/// A response head: status, server, date, content type and length; `Allow` on a 405.
+fn head(status: Status, length: u64, date: http::HeaderValue) -> http::Response<()> {
+    let mut head = http::Response::builder()
+        .status(status.code())
+        .header(http::header::SERVER, "linerate")
+        .header(http::header::DATE, date)
+        .header(http::header::CONTENT_TYPE, status.media())
+        .header(http::header::CONTENT_LENGTH, length);
+    if let Some(methods) = status.allow() {
+        head = head.header(http::header::ALLOW, methods);
+    }
+    head.body(()).expect("a response built from valid parts")
 }
 
 /// One stream: the route of its `:path` ([`Answer::of`]), a response head, the body within the
@@ -444,9 +463,22 @@ async fn answer(
     bump(&counts.streams, 1);
     let shared = &ctx.shared;
     let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    let answer = Answer::of(req.method(), route(target.as_bytes(), &shared.names), |i| {
-        shared.files[i].bytes
-    });
+    let routed = route(target.as_bytes(), &shared.names);
+    let method = req.method();
+    let head_only = method == http::Method::HEAD;
+    match routed {
+        Route::Upload if method == http::Method::POST || method == http::Method::PUT => {
+            return upload(req, respond, ctx).await;
+        }
+        Route::Config if method == http::Method::GET || head_only => {
+            return match config(&req, streams) {
+                Some(doc) => reply(respond, Status::Document, doc, head_only, ctx),
+                None => reply(respond, Status::BadRequest, Bytes::new(), head_only, ctx),
+            };
+        }
+        _ => {}
+    }
+    let answer = Answer::of(method, routed, |i| shared.files[i].bytes);
     drop(req);
     let send = match respond.send_response(answer.head(ctx.date()), answer.body() == 0) {
         Ok(send) => send,
@@ -454,6 +486,62 @@ async fn answer(
     };
     if send_body(send, answer, ctx, streams).await {
         bump(&counts.responses[usize::from(answer.status.code() / 100)], 1);
+    }
+}
+
+/// The responsiveness configuration for the authority a request named (`:authority`, else
+/// `Host`, else the address it reached), over the scheme its connection came on; None for an
+/// authority that cannot go into the document's URLs.
+fn config(req: &http::Request<h2::RecvStream>, streams: &Streams) -> Option<Bytes> {
+    let named = req.uri().authority().map(|a| a.as_str().as_bytes());
+    let named = named.or_else(|| req.headers().get(http::header::HOST).map(|h| h.as_bytes()));
+    let mut doc = Vec::new();
+    let made = match (named, streams.local) {
+        (Some(authority), _) => config_document(&mut doc, streams.tls, authority),
+        (None, Some(local)) => config_document_at(&mut doc, streams.tls, local),
+        (None, None) => false,
+    };
+    made.then(|| Bytes::from(doc))
+}
+
+/// The upload sink: the request body read to its end and dropped ([`drain`]), then answered
+/// with its length. An upload that sends nothing for the idle limit is reset.
+async fn upload(req: http::Request<h2::RecvStream>, mut respond: h2::server::SendResponse<Bytes>, ctx: &Ctx) {
+    let mut body = req.into_body();
+    match drain(&mut body, ctx.shared.idle).await {
+        Ok(bytes) => reply(respond, Status::Received, Bytes::from(format!("{bytes}\n")), false, ctx),
+        Err(Drained::Stalled) => {
+            respond.send_reset(h2::Reason::CANCEL);
+            bump(&ctx.counts.resets, 1);
+        }
+        Err(Drained::Failed(e)) => ctx.counts.error(&e),
+    }
+}
+
+/// A short response sent whole: `body` for a 200, the status's text otherwise (neither for a
+/// HEAD), counted as [`answer`] counts.
+fn reply(mut respond: h2::server::SendResponse<Bytes>, status: Status, body: Bytes, head_only: bool, ctx: &Ctx) {
+    let counts = &ctx.counts;
+    let body = if status.ok() {
+        body
+    } else {
+        Bytes::from_static(status.text())
+    };
+    let length = body.len() as u64;
+    let sent = if head_only { 0 } else { length };
+    let mut send = match respond.send_response(head(status, length, ctx.date()), sent == 0) {
+        Ok(send) => send,
+        Err(e) => return counts.error(&e),
+    };
+    // A few KiB at most, within any window a client grants at first; h2 holds it until then.
+    if sent > 0
+        && let Err(e) = send.send_data(body, true)
+    {
+        return counts.error(&e);
+    }
+    bump(&counts.responses[usize::from(status.code() / 100)], 1);
+    if status.ok() {
+        bump(&counts.body_bytes, sent);
     }
 }
 
@@ -537,7 +625,7 @@ async fn send_body(mut send: h2::SendStream<Bytes>, answer: Answer, ctx: &Ctx, s
         if want == 0 {
             continue;
         }
-        let data = if status != Status::Ok {
+        let data = if !status.ok() {
             Bytes::from_static(status.text())
         } else if let Some(i) = file {
             let mut chunk = vec![0; want];
@@ -570,7 +658,7 @@ async fn send_body(mut send: h2::SendStream<Bytes>, answer: Answer, ctx: &Ctx, s
         }
         sent += n;
         progress = tokio::time::Instant::now();
-        if status == Status::Ok {
+        if status.ok() {
             bump(&counts.body_bytes, n);
         }
     }

@@ -23,7 +23,7 @@
 //!
 //! One file per job: `setup` binds and opens what the workers share, `worker` is one worker's
 //! event loop, `conn` one connection's state machine, `parser` reads request heads, `router` maps
-//! a target to what answers it, `response` formats heads, `date` the Date header, `body` sends
+//! a target to what answers it (`rpm` the responsiveness test's), `response` formats heads, `date` the Date header, `body` sends
 //! bodies (`sendmsg` from the pattern, `sendfile` from the memfd or a file), `tls` the https
 //! port's certificate, configuration and reads through rustls.
 //!
@@ -37,6 +37,7 @@
 //! with `sendfile`, and the handshakes are counted (full, resumed, failed).
 
 mod body;
+mod chunked;
 mod conn;
 mod date;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -45,6 +46,7 @@ mod http2;
 mod parser;
 mod response;
 mod router;
+mod rpm;
 mod setup;
 mod tls;
 mod worker;

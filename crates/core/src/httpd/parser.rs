@@ -10,6 +10,8 @@ pub(super) const MAX_HEADERS: usize = 512;
 pub(super) enum Method {
     Get,
     Head,
+    /// POST or PUT: what the upload sink takes.
+    Upload,
     Other,
 }
 
@@ -26,6 +28,12 @@ pub(super) struct Request {
     pub(super) http10: bool,
     /// Request body bytes after the head (Content-Length), read and dropped.
     pub(super) body_bytes: u64,
+    /// The body is chunked (`Transfer-Encoding`): its length is known only at its end.
+    pub(super) chunked: bool,
+    /// Where the `Host` value is in the head: offset and length (trimmed); None without one.
+    pub(super) host: Option<(usize, usize)>,
+    /// `Expect: 100-continue`: the client waits for a `100 Continue` before its body.
+    pub(super) expect_continue: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -51,12 +59,15 @@ pub(super) fn parse_request(buf: &[u8], names: &[Box<[u8]>]) -> Parsed {
     let method = match req.method {
         Some("GET") => Method::Get,
         Some("HEAD") => Method::Head,
+        Some("POST" | "PUT") => Method::Upload,
         _ => Method::Other,
     };
     let http10 = req.version == Some(0);
     let (mut close, mut keep) = (false, false);
     let mut body_bytes: Option<u64> = None;
     let mut chunked = false;
+    let mut host = None;
+    let mut expect_continue = false;
     for h in req.headers.iter() {
         if h.name.eq_ignore_ascii_case("connection") {
             for token in h.value.split(|b| *b == b',') {
@@ -73,6 +84,12 @@ pub(super) fn parse_request(buf: &[u8], names: &[Box<[u8]>]) -> Parsed {
             }
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             chunked = true;
+        } else if h.name.eq_ignore_ascii_case("expect") {
+            expect_continue = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+        } else if h.name.eq_ignore_ascii_case("host") {
+            let value = h.value.trim_ascii();
+            // The value is a slice of `buf`: where it starts is its distance from buf's start.
+            host = Some((value.as_ptr() as usize - buf.as_ptr() as usize, value.len()));
         }
     }
     let keep_alive = !close && (!http10 || keep) && !chunked;
@@ -85,6 +102,9 @@ pub(super) fn parse_request(buf: &[u8], names: &[Box<[u8]>]) -> Parsed {
         // A chunked body is not read: the connection closes after the response instead
         // (RFC 9112 §9.6 lets a server close whenever it cannot frame the next request).
         body_bytes: if chunked { 0 } else { body_bytes.unwrap_or(0) },
+        chunked,
+        host,
+        expect_continue,
     })
 }
 
@@ -121,7 +141,13 @@ mod tests {
         let second = complete(&two[first.head_bytes..]);
         assert_eq!((second.method, second.route), (Method::Head, Route::File(0)));
         let post = complete(b"POST /x HTTP/1.1\r\nContent-Length: 12\r\n\r\nhello");
-        assert_eq!((post.method, post.body_bytes), (Method::Other, 12));
+        assert_eq!((post.method, post.body_bytes, post.host), (Method::Upload, 12, None));
+        let put = b"PUT /x HTTP/1.1\r\nHost:  a.example:81 \r\nTransfer-Encoding: chunked\r\n\r\n";
+        let put_req = complete(put);
+        assert_eq!((put_req.method, put_req.chunked), (Method::Upload, true));
+        let (at, len) = put_req.host.expect("a host");
+        assert_eq!(&put[at..at + len], b"a.example:81");
+        assert_eq!(complete(b"DELETE /x HTTP/1.1\r\n\r\n").method, Method::Other);
         let same = complete(b"GET / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n");
         assert_eq!(same.body_bytes, 3);
         let p = |b: &[u8]| parse_request(b, &names());

@@ -8,29 +8,35 @@ pub(super) const HEAD_BUFFER_BYTES: usize = 384;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Status {
     Ok,
+    /// A 200 whose body is the responsiveness test's configuration (JSON).
+    Document,
+    /// A 200 whose body is the length of the upload it answers (text).
+    Received,
     BadRequest,
     NotFound,
     MethodNotAllowed,
+    /// A method other than POST or PUT at the upload sink.
+    UploadOnly,
     HeadTooLarge,
 }
 
 impl Status {
     pub(super) fn code(self) -> u16 {
         match self {
-            Status::Ok => 200,
+            Status::Ok | Status::Document | Status::Received => 200,
             Status::BadRequest => 400,
             Status::NotFound => 404,
-            Status::MethodNotAllowed => 405,
+            Status::MethodNotAllowed | Status::UploadOnly => 405,
             Status::HeadTooLarge => 431,
         }
     }
 
     pub(super) fn line(self) -> &'static [u8] {
         match self {
-            Status::Ok => b"HTTP/1.1 200 OK\r\n",
+            Status::Ok | Status::Document | Status::Received => b"HTTP/1.1 200 OK\r\n",
             Status::BadRequest => b"HTTP/1.1 400 Bad Request\r\n",
             Status::NotFound => b"HTTP/1.1 404 Not Found\r\n",
-            Status::MethodNotAllowed => b"HTTP/1.1 405 Method Not Allowed\r\n",
+            Status::MethodNotAllowed | Status::UploadOnly => b"HTTP/1.1 405 Method Not Allowed\r\n",
             Status::HeadTooLarge => b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
         }
     }
@@ -38,11 +44,35 @@ impl Status {
     /// The body of an error response.
     pub(super) fn text(self) -> &'static [u8] {
         match self {
-            Status::Ok => b"",
+            Status::Ok | Status::Document | Status::Received => b"",
             Status::BadRequest => b"bad request\n",
             Status::NotFound => b"not found: try /bytes/N\n",
             Status::MethodNotAllowed => b"only GET and HEAD\n",
+            Status::UploadOnly => b"only POST and PUT\n",
             Status::HeadTooLarge => b"request head over 16 KiB\n",
+        }
+    }
+
+    /// A 200: the body is the response's, not an error text.
+    pub(super) fn ok(self) -> bool {
+        self.code() == 200
+    }
+
+    /// The `Content-Type` of the body.
+    pub(super) fn media(self) -> &'static str {
+        match self {
+            Status::Ok => "application/octet-stream",
+            Status::Document => "application/json",
+            _ => "text/plain",
+        }
+    }
+
+    /// The methods a 405 names in its `Allow`.
+    pub(super) fn allow(self) -> Option<&'static str> {
+        match self {
+            Status::MethodNotAllowed => Some("GET, HEAD"),
+            Status::UploadOnly => Some("POST, PUT"),
+            _ => None,
         }
     }
 }
@@ -68,16 +98,19 @@ pub(super) fn format_head(
     w.put(status.line());
     w.put(b"Server: linerate\r\nDate: ");
     w.put(date);
-    if status == Status::Ok {
-        w.put(b"\r\nContent-Type: application/octet-stream\r\nContent-Length: ");
+    w.put(b"\r\nContent-Type: ");
+    w.put(status.media().as_bytes());
+    w.put(b"\r\nContent-Length: ");
+    if status.ok() {
         w.put_decimal(content_length);
     } else {
-        w.put(b"\r\nContent-Type: text/plain\r\nContent-Length: ");
         w.put_decimal(status.text().len() as u64);
     }
     w.put(b"\r\n");
-    if status == Status::MethodNotAllowed {
-        w.put(b"Allow: GET, HEAD\r\n");
+    if let Some(methods) = status.allow() {
+        w.put(b"Allow: ");
+        w.put(methods.as_bytes());
+        w.put(b"\r\n");
     }
     match connection {
         ConnectionHeader::None => {}
@@ -152,11 +185,30 @@ mod tests {
             h.contains("\r\nAllow: GET, HEAD\r\n") && h.ends_with("Content-Length: 18\r\nAllow: GET, HEAD\r\n\r\n")
         );
         // The longest possible head fits the buffer.
+        let h = head(Status::UploadOnly, 0, ConnectionHeader::None, true);
+        assert!(
+            h.contains("\r\nAllow: POST, PUT\r\n") && h.ends_with("\r\n\r\nonly POST and PUT\n"),
+            "{h}"
+        );
+        let h = head(Status::Document, 300, ConnectionHeader::None, false);
+        assert!(
+            h.starts_with("HTTP/1.1 200 OK\r\n")
+                && h.contains("\r\nContent-Type: application/json\r\nContent-Length: 300\r\n"),
+            "{h}"
+        );
+        let h = head(Status::Received, 9, ConnectionHeader::None, false);
+        assert!(
+            h.contains("\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n"),
+            "{h}"
+        );
         for s in [
             Status::Ok,
+            Status::Document,
+            Status::Received,
             Status::BadRequest,
             Status::NotFound,
             Status::MethodNotAllowed,
+            Status::UploadOnly,
             Status::HeadTooLarge,
         ] {
             let h = head(s, u64::MAX, ConnectionHeader::KeepAlive, true);

@@ -1,8 +1,10 @@
 //! Which answer a request target gets: `/bytes/N`, `/files/NAME` (a file opened at bind time),
-//! or 404; a bad N is a 400. Below the parser, which routes each head it reads and shares
+//! the responsiveness test's configuration and the endpoints it names ([`super::rpm`]), or 404;
+//! a bad N is a 400. Below the parser, which routes each head it reads and shares
 //! [`parse_decimal`] for `Content-Length`.
 
 use super::MAX_BODY_BYTES;
+use super::rpm::{CONFIG_PATH, LARGE_BYTES, LARGE_PATH, SMALL_PATH, UPLOAD_PATH};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Route {
@@ -12,11 +14,24 @@ pub(super) enum Route {
     File(usize),
     /// `/bytes/` followed by something that is not a number up to [`MAX_BODY_BYTES`].
     BadLength,
+    /// `/.well-known/nq`: the responsiveness test's configuration document.
+    Config,
+    /// The responsiveness test's upload sink: a POST or PUT body read and dropped.
+    Upload,
     NotFound,
 }
 
 pub(super) fn route(target: &[u8], names: &[Box<[u8]>]) -> Route {
     let path = origin_path(target);
+    // The small and large objects of the responsiveness test are pattern bodies like
+    // `/bytes/N`, so they take the same paths (sendfile, DATA slices of the one buffer).
+    match path {
+        SMALL_PATH => return Route::Bytes(1),
+        LARGE_PATH => return Route::Bytes(LARGE_BYTES),
+        UPLOAD_PATH => return Route::Upload,
+        CONFIG_PATH => return Route::Config,
+        _ => {}
+    }
     if let Some(n) = path.strip_prefix(b"/bytes/") {
         return match parse_decimal(n) {
             Some(n) if n <= MAX_BODY_BYTES => Route::Bytes(n),
@@ -103,5 +118,27 @@ mod tests {
         assert_eq!(route(b"/bytes", n), Route::NotFound);
         assert_eq!(route(b"/bytesx/1", n), Route::NotFound);
         assert_eq!(route(b"*", n), Route::NotFound);
+    }
+
+    #[test]
+    fn the_responsiveness_paths_route_to_their_answers() {
+        let n = &names();
+        assert_eq!(route(b"/.well-known/nq", n), Route::Config);
+        assert_eq!(route(b"/.well-known/nq?x=1", n), Route::Config);
+        assert_eq!(route(b"https://h:8443/.well-known/nq", n), Route::Config);
+        assert_eq!(route(b"/rpm/small", n), Route::Bytes(1));
+        assert_eq!(route(b"/rpm/large", n), Route::Bytes(LARGE_BYTES));
+        assert_eq!(route(b"/rpm/upload", n), Route::Upload);
+        assert_eq!(route(b"/rpm/upload?n=1", n), Route::Upload);
+        for other in [
+            "/.well-known/nq/",
+            "/.well-known/NQ",
+            "/rpm/",
+            "/rpm/small/",
+            "/rpm/smallx",
+            "/rpm",
+        ] {
+            assert_eq!(route(other.as_bytes(), n), Route::NotFound, "{other}");
+        }
     }
 }
