@@ -51,6 +51,7 @@ mod plan;
 mod profile;
 mod repeat;
 mod report;
+mod rpm;
 mod rpm_server;
 mod rr;
 mod sched;
