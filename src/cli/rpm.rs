@@ -12,8 +12,8 @@ use linerate_core::units::TimeSpan;
     after_help = "Examples:\n  linerate rpm 10.0.0.2:8443 --insecure\n  linerate rpm https://10.0.0.2:8443/.well-known/nq --cacert ca.pem --direction sequential\n  linerate rpm 10.0.0.2:8443 --insecure -i 1s -t 20s --json"
 )]
 pub struct RpmArgs {
-    /// The server: its configuration URL (https://HOST[:PORT]/.well-known/nq), or a linerate
-    /// agent's HOST[:PORT] (its https port, serve --https-port; default port 443)
+    /// The server: its configuration URL (`https://HOST[:PORT]/.well-known/nq`), or a linerate
+    /// agent's `HOST[:PORT]` (its https port, serve --https-port; default port 443)
     #[arg(value_name = "URL|HOST[:PORT]")]
     pub target: String,
 

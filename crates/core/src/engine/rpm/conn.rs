@@ -1,5 +1,5 @@
 //! One HTTP/2 connection of the responsiveness test, on the `h2` crate over
-//! [`crate::tlsio::Io`]: opened with its TCP and TLS handshakes timed (a foreign probe's first
+//! `crate::tlsio::Io`: opened with its TCP and TLS handshakes timed (a foreign probe's first
 //! two figures), a 1-byte GET timed on it (a probe), a download (GET of the large object) or an
 //! upload (POST to the sink) run on it for as long as the stage lasts, its bytes counted.
 
@@ -24,6 +24,14 @@ const STREAM_WINDOW: u32 = 8 << 20;
 const CONNECTION_WINDOW: u32 = 32 << 20;
 /// An upload's DATA frames are slices of these zeros.
 static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+/// The most bytes a connection's socket holds unsent at first: about 5 ms at 50 Mbit/s. The
+/// draft asks the client to keep its own send buffer from adding delay (TCP_NOTSENT_LOWAT at 5 ms
+/// of the connection's throughput, its "Client-Side Influence"): a probe's request on an upload
+/// connection then waits behind this much, not behind megabytes of autotuned buffer. An upload
+/// connection's is set again at each interval from its measured rate ([`Open::unsent_for`]).
+pub(super) const UNSENT_BYTES: usize = 32 << 10;
+/// The send buffer's worth of time the draft allows the client, seconds.
+const UNSENT_SECONDS: f64 = 0.005;
 /// The most of a small object's (or the configuration's) body read.
 pub(super) const MAX_SMALL_BODY: usize = 64 << 10;
 
@@ -42,6 +50,16 @@ pub(super) struct Open {
     /// The TLS handshake's time divided by its round trips (1 for TLS 1.3 or a resumption, 2
     /// for a full TLS 1.2 handshake), ms; None in cleartext.
     pub tls_ms: Option<f64>,
+    /// The socket (a duplicate descriptor), to set its unsent limit as the rate is learnt.
+    pub socket: std::os::fd::OwnedFd,
+}
+
+impl Open {
+    /// Sets the socket's unsent limit to 5 ms at `bits_per_second` (never under the first).
+    pub fn unsent_for(socket: &std::os::fd::OwnedFd, bits_per_second: f64) {
+        let bytes = (bits_per_second / 8.0 * UNSENT_SECONDS) as usize;
+        crate::engine::sockopt::limit_unsent(socket, bytes.max(UNSENT_BYTES));
+    }
 }
 
 impl Drop for Open {
@@ -64,8 +82,12 @@ pub(super) async fn open(ep: &Endpoint, config: Option<&Arc<ClientConfig>>) -> R
     let stream = TcpStream::connect(ep.addr)
         .await
         .map_err(|e| format!("connecting to {}: {e}", ep.addr))?;
-    let _ = stream.set_nodelay(true);
+    crate::engine::sockopt::per_connection(&stream, None, false);
+    crate::engine::sockopt::limit_unsent(&stream, UNSENT_BYTES);
     let tcp_ms = ms(began);
+    let socket = std::os::fd::AsFd::as_fd(&stream)
+        .try_clone_to_owned()
+        .map_err(|e| format!("connecting to {}: {e}", ep.addr))?;
     let (io, tls_ms) = match (&ep.tls, config) {
         (Some(name), Some(config)) => {
             let session = ClientConnection::new(Arc::clone(config), name.clone())
@@ -102,6 +124,7 @@ pub(super) async fn open(ep: &Endpoint, config: Option<&Arc<ClientConfig>>) -> R
         driver,
         tcp_ms,
         tls_ms,
+        socket,
     })
 }
 

@@ -7,7 +7,7 @@
 //! trimmed means (TMP) of the last MAD intervals' probes.
 //!
 //! One current-thread tokio runtime runs it all (the `h2` crate's client over
-//! [`crate::tlsio::Io`], as the server's lanes run its server half); a stage's connections are
+//! `crate::tlsio::Io`, as the server's lanes run its server half); a stage's connections are
 //! tasks of a `LocalSet`, ended with the stage. Before the load, a few probes on the idle link
 //! give the idle latency. The draft's arithmetic is [`stats`]'s, with no I/O. This engine keeps
 //! its own clock of intervals rather than the runner's: the draft's intervals decide the load
@@ -46,20 +46,22 @@ pub struct RpmServer {
     pub endpoint: Endpoint,
 }
 
-/// A foreign probe answered: when it began, and its three figures, ms.
+/// A foreign probe answered: when it began and ended, and its three figures, ms.
 #[derive(Clone, Copy, Debug)]
 pub struct ForeignProbe {
     pub at: Instant,
+    pub done: Instant,
     pub tcp_ms: f64,
     /// Per round trip; None in cleartext.
     pub tls_ms: Option<f64>,
     pub http_ms: f64,
 }
 
-/// A self probe answered: when it began, and its GET's time, ms.
+/// A self probe answered: when it began and ended, and its GET's time, ms.
 #[derive(Clone, Copy, Debug)]
 pub struct SelfProbe {
     pub at: Instant,
+    pub done: Instant,
     pub http_ms: f64,
 }
 
@@ -215,6 +217,7 @@ async fn foreign_probe(ctx: &Ctx) -> Option<ForeignProbe> {
             .ok()?;
         Some(ForeignProbe {
             at,
+            done: Instant::now(),
             tcp_ms: c.tcp_ms,
             tls_ms: c.tls_ms,
             http_ms: began.elapsed().as_secs_f64() * 1e3,
@@ -230,6 +233,7 @@ async fn self_probe(ctx: &Ctx, send: &h2::client::SendRequest<bytes::Bytes>) -> 
     match tokio::time::timeout(ctx.timeout, probe).await {
         Ok(Ok(_)) => Some(SelfProbe {
             at,
+            done: Instant::now(),
             http_ms: at.elapsed().as_secs_f64() * 1e3,
         }),
         _ => None,
@@ -275,6 +279,8 @@ struct Shared {
     connections_down: Cell<u32>,
     connections_up: Cell<u32>,
     sends: RefCell<Vec<h2::client::SendRequest<bytes::Bytes>>>,
+    /// The upload connections' sockets, whose unsent limit follows their rate.
+    upload_sockets: RefCell<Vec<std::os::fd::OwnedFd>>,
     failure: RefCell<Option<String>>,
     probes: RefCell<Probes>,
 }
@@ -294,6 +300,9 @@ async fn load(ctx: Rc<Ctx>, shared: Rc<Shared>, down: bool) {
         Err(_) => return shared.fail("a load-generating connection was not open within the timeout".into()),
     };
     shared.sends.borrow_mut().push(c.send.clone());
+    if !down && let Ok(socket) = c.socket.try_clone() {
+        shared.upload_sockets.borrow_mut().push(socket);
+    }
     let opened = if down {
         &shared.connections_down
     } else {
@@ -347,10 +356,16 @@ fn launch_pair(ctx: &Rc<Ctx>, shared: &Rc<Shared>, tasks: &mut Vec<JoinHandle<()
     }
 }
 
-/// The trimmed means of the probes that began at or after `from`, and how many went in.
+/// The trimmed means of the probes completed at or after `from` (the draft: "the last MAD
+/// intervals worth of completed responsiveness probes"), and how many went in.
 fn means_since(probes: &Probes, from: Instant, keep_percent: f64, tls: bool) -> (Means, u64, u64) {
-    let foreign: Vec<&ForeignProbe> = probes.foreign.iter().filter(|p| p.at >= from).collect();
-    let own: Vec<f64> = probes.own.iter().filter(|p| p.at >= from).map(|p| p.http_ms).collect();
+    let foreign: Vec<&ForeignProbe> = probes.foreign.iter().filter(|p| p.done >= from).collect();
+    let own: Vec<f64> = probes
+        .own
+        .iter()
+        .filter(|p| p.done >= from)
+        .map(|p| p.http_ms)
+        .collect();
     let of = |f: &dyn Fn(&ForeignProbe) -> Option<f64>| {
         let v: Vec<f64> = foreign.iter().filter_map(|p| f(p)).collect();
         stats::trimmed_mean(&v, keep_percent)
@@ -482,6 +497,14 @@ async fn stage(ctx: &Rc<Ctx>, down: bool, up: bool, interrupt: &AtomicBool) -> (
         let rate = (spec.probe_capacity_percent / 100.0 * goodput_bps / 8.0 / PROBE_PAIR_BYTES)
             .clamp(1.0, f64::from(spec.probes_per_second));
         gap = Duration::from_secs_f64(1.0 / rate);
+        let sockets = shared.upload_sockets.borrow();
+        if !sockets.is_empty() {
+            let each = interval.up_bytes as f64 * 8.0 / seconds / sockets.len() as f64;
+            for s in sockets.iter() {
+                Open::unsent_for(s, each);
+            }
+        }
+        drop(sockets);
         add(spec.add_connections, &mut loads);
     }
     let end = Instant::now();
@@ -489,6 +512,7 @@ async fn stage(ctx: &Rc<Ctx>, down: bool, up: bool, interrupt: &AtomicBool) -> (
         t.abort();
     }
     shared.sends.borrow_mut().clear();
+    shared.upload_sockets.borrow_mut().clear();
     let probes = std::mem::take(&mut *shared.probes.borrow_mut());
     let window_start = intervals[intervals.len().saturating_sub(spec.mad as usize)].start;
     let (means, foreign_in_means, own_in_means) = means_since(&probes, window_start, spec.trim_percent, tls);
