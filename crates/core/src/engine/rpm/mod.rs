@@ -381,6 +381,7 @@ fn means_since(probes: &Probes, from: Instant, keep_percent: f64, tls: bool) -> 
 
 /// Where the stage stands at the end of each interval: the goodput's history and stability,
 /// then the responsiveness's.
+#[derive(Default)]
 struct Progress {
     goodputs: Vec<f64>,
     goodput_averages: Vec<f64>,
@@ -435,13 +436,7 @@ async fn stage(ctx: &Rc<Ctx>, down: bool, up: bool, interrupt: &AtomicBool) -> (
     let id = Duration::from_secs_f64(spec.timing.interval_seconds);
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(spec.timing.limit.seconds().unwrap_or(60.0));
-    let mut progress = Progress {
-        goodputs: Vec::new(),
-        goodput_averages: Vec::new(),
-        responsiveness: Vec::new(),
-        goodput_stable: false,
-        stable: false,
-    };
+    let mut progress = Progress::default();
     let mut intervals: Vec<IntervalBytes> = Vec::new();
     let mut gap =
         Duration::from_secs_f64(1.0 / FIRST_INTERVAL_PROBES_PER_SECOND.min(f64::from(spec.probes_per_second)));

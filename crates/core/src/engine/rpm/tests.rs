@@ -162,3 +162,38 @@ fn a_server_that_stops_ends_the_run_with_what_was_measured() {
     let s = &run.stages[0];
     assert!(s.intervals.iter().map(|i| i.down_bytes).sum::<u64>() > 0);
 }
+
+#[test]
+fn the_goodput_saturates_first_then_the_responsiveness_becomes_stable() {
+    let spec = RpmSpec::new("http://x/");
+    assert_eq!((spec.mad, spec.sdt_percent), (4, 5.0));
+    let mut p = Progress::default();
+    let asked = Cell::new(0);
+    // Goodput, Mbit/s: its moving averages over 4 intervals are 10, 30, 50, 62.5, 85, 97.5,
+    // 100, 100, 100; the last four (97.5, 100, 100, 100: sigma 1.08) are first within 5 % of
+    // 100 at the ninth interval (the four before: sigma 6.2, over 5).
+    for (i, g) in [10.0, 50.0, 90.0, 100.0, 100.0, 100.0, 100.0, 100.0]
+        .into_iter()
+        .enumerate()
+    {
+        p.step(&spec, g * 1e6, || {
+            asked.set(asked.get() + 1);
+            Some(500.0)
+        });
+        assert!(!p.goodput_stable, "interval {}", i + 1);
+    }
+    assert_eq!(asked.get(), 0, "no responsiveness before the goodput is stable");
+    assert_eq!(p.goodput_averages[3], 62.5e6);
+    // Then RPM 500, 480, 510, 505: sigma 11.4, within 5 % of 505 once four have run.
+    for (i, r) in [500.0, 480.0, 510.0, 505.0].into_iter().enumerate() {
+        p.step(&spec, 100e6, || Some(r));
+        assert!(p.goodput_stable);
+        assert_eq!(p.stable, i == 3, "responsiveness {}", i + 1);
+    }
+    // The goodput's averages stop once it is stable: nine of them.
+    assert_eq!(p.goodput_averages.len(), 9);
+    assert_eq!(
+        stats::confidence(p.responsiveness.len(), 4, p.stable),
+        crate::result::Confidence::High
+    );
+}
