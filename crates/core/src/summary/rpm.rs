@@ -102,14 +102,7 @@ pub fn assemble(
         summary: Summary {
             sent,
             received,
-            directions: None,
-            agents: Vec::new(),
-            streams: Vec::new(),
-            udp: None,
-            rr: None,
-            http: None,
-            server: None,
-            mix: None,
+            ..Summary::default()
         },
         notes,
         lab: None,
