@@ -231,3 +231,137 @@ fn clients_that_abort_the_large_object_leave_the_server_serving() {
         );
     }
 }
+
+/// Writes `parts` to a new connection to `addr`, a moment apart, and reads to the server's close.
+fn exchange(addr: &str, parts: &[&[u8]]) -> String {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    for part in parts {
+        s.write_all(part).expect("send");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut all = Vec::new();
+    s.read_to_end(&mut all)
+        .expect("the answers, then the server's close, within 10 s");
+    String::from_utf8_lossy(&all).into_owned()
+}
+
+#[test]
+fn an_upload_s_body_ends_where_its_framing_says_and_the_next_request_follows() {
+    let agent = Agent::start(&["--http-port", "0"]);
+    let http = agent.http_addr.clone().expect("http");
+    // A body with a length, the next request pipelined right behind it in the same write.
+    let got = exchange(
+        &http,
+        &[b"POST /rpm/upload HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhelloGET /rpm/small HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"],
+    );
+    let answers: Vec<&str> = got.split("HTTP/1.1 ").skip(1).collect();
+    assert_eq!(answers.len(), 2, "{got}");
+    assert!(
+        answers[0].starts_with("200 OK\r\n") && answers[0].ends_with("Content-Length: 2\r\n\r\n5\n"),
+        "{got}"
+    );
+    assert!(
+        answers[1].starts_with("200 OK\r\n") && answers[1].ends_with("\r\n\r\n0"),
+        "{got}"
+    );
+    // A chunked body cut across writes inside its size line, data and trailer, with an
+    // extension: 3 + 16 bytes, then the connection closed after the answer.
+    let got = exchange(
+        &http,
+        &[
+            b"PUT /rpm/upload HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r",
+            b"\nabc\r\n1",
+            b"0;ext=1\r\n0123456789",
+            b"abcdef\r\n0\r\nX-Trailer: y\r",
+            b"\n\r\n",
+        ],
+    );
+    assert!(
+        got.starts_with("HTTP/1.1 200 OK\r\n") && got.contains("Connection: close\r\n"),
+        "{got}"
+    );
+    assert!(got.ends_with("\r\n\r\n19\n"), "{got}");
+    // A broken chunked framing: a 400, then the close.
+    let got = exchange(
+        &http,
+        &[b"POST /rpm/upload HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"],
+    );
+    assert!(got.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{got}");
+    // Expect: 100-continue is answered before the body is sent.
+    let got = exchange(
+        &http,
+        &[
+            b"POST /rpm/upload HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nConnection: close\r\nContent-Length: 2\r\n\r\n",
+            b"ok",
+        ],
+    );
+    assert!(
+        got.starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"),
+        "{got}"
+    );
+    assert!(got.ends_with("\r\n\r\n2\n"), "{got}");
+}
+
+#[test]
+fn an_upload_that_stalls_is_ended_at_the_idle_limit_and_others_are_served_meanwhile() {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    let agent = Agent::start(&["--http-port", "0", "--http-idle-timeout", "1"]);
+    let http = agent.http_addr.clone().expect("http");
+    // HTTP/1.1: 10 of 100 promised bytes, then nothing: closed by the idle limit, unanswered.
+    let mut s = std::net::TcpStream::connect(&http).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(b"POST /rpm/upload HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n0123456789")
+        .expect("send");
+    let t = Instant::now();
+    // Meanwhile another client is served.
+    let got = exchange(
+        &http,
+        &[b"GET /rpm/small HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"],
+    );
+    assert!(got.ends_with("\r\n\r\n0"), "{got}");
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).expect("the server's close within 10 s");
+    assert!(all.is_empty(), "{:?}", String::from_utf8_lossy(&all));
+    assert!(t.elapsed() < Duration::from_secs(9), "closed after {:?}", t.elapsed());
+
+    // HTTP/2 (h2c): a stream that sends 10 bytes and stops is reset; the connection's next
+    // stream is answered.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (reset, next) = runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), async {
+            let tcp = tokio::net::TcpStream::connect(&http).await.expect("connect");
+            let (client, conn) = h2::client::handshake(tcp).await.expect("handshake");
+            tokio::spawn(conn);
+            let mut client = client.ready().await.expect("ready");
+            let req = http_request("POST", &format!("http://{http}/rpm/upload"));
+            let (stalled, mut body) = client.send_request(req, false).expect("send");
+            body.send_data(bytes::Bytes::from_static(b"0123456789"), false)
+                .expect("data");
+            let reset = stalled.await.expect_err("a reset, not an answer");
+            client = client.ready().await.expect("ready");
+            let req = http_request("GET", &format!("http://{http}/rpm/small"));
+            let (answer, _) = client.send_request(req, true).expect("send");
+            let answer = answer.await.expect("an answer");
+            (reset.reason(), answer.status().as_u16())
+        })
+        .await
+        .expect("within 20 s")
+    });
+    assert_eq!(reset, Some(h2::Reason::CANCEL));
+    assert_eq!(next, 200);
+}
+
+fn http_request(method: &str, url: &str) -> http::Request<()> {
+    http::Request::builder()
+        .method(method)
+        .uri(url)
+        .body(())
+        .expect("a request")
+}

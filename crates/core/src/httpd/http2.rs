@@ -26,7 +26,7 @@ use super::body::pread;
 use super::date::http_date;
 use super::response::Status;
 use super::router::{Route, route};
-use super::rpm::{Drained, config_document, config_document_at, drain};
+use super::rpm::{Drained, config_for, drain};
 use super::{LINGER, MAX_HEAD_BYTES, PATTERN_BYTES, Shared, TICK};
 use crate::tlsio::Io;
 use bytes::Bytes;
@@ -405,7 +405,7 @@ impl Answer {
             Route::Bytes(n) => (Status::Ok, n, None),
             Route::File(i) => (Status::Ok, file_bytes(i), Some(i)),
             Route::BadLength => (Status::BadRequest, 0, None),
-            // GET and HEAD of the configuration are answered before ([`config`]).
+            // GET and HEAD of the configuration are answered before ([`config_for`]).
             Route::Config => (Status::MethodNotAllowed, 0, None),
             Route::NotFound => (Status::NotFound, 0, None),
         };
@@ -471,7 +471,7 @@ async fn answer(
             return upload(req, respond, ctx).await;
         }
         Route::Config if method == http::Method::GET || head_only => {
-            return match config(&req, streams) {
+            return match config_for(&req, streams.tls, streams.local) {
                 Some(doc) => reply(respond, Status::Document, doc, head_only, ctx),
                 None => reply(respond, Status::BadRequest, Bytes::new(), head_only, ctx),
             };
@@ -487,21 +487,6 @@ async fn answer(
     if send_body(send, answer, ctx, streams).await {
         bump(&counts.responses[usize::from(answer.status.code() / 100)], 1);
     }
-}
-
-/// The responsiveness configuration for the authority a request named (`:authority`, else
-/// `Host`, else the address it reached), over the scheme its connection came on; None for an
-/// authority that cannot go into the document's URLs.
-fn config(req: &http::Request<h2::RecvStream>, streams: &Streams) -> Option<Bytes> {
-    let named = req.uri().authority().map(|a| a.as_str().as_bytes());
-    let named = named.or_else(|| req.headers().get(http::header::HOST).map(|h| h.as_bytes()));
-    let mut doc = Vec::new();
-    let made = match (named, streams.local) {
-        (Some(authority), _) => config_document(&mut doc, streams.tls, authority),
-        (None, Some(local)) => config_document_at(&mut doc, streams.tls, local),
-        (None, None) => false,
-    };
-    made.then(|| Bytes::from(doc))
 }
 
 /// The upload sink: the request body read to its end and dropped ([`drain`]), then answered

@@ -102,6 +102,21 @@ pub(super) fn config_document_at(out: &mut Vec<u8>, tls: bool, local: SocketAddr
     config_document(out, tls, local.to_string().as_bytes())
 }
 
+/// The configuration for an HTTP/2 request: for the authority it named (`:authority`, else
+/// `Host`, else `local`, the address it reached), over TLS when `tls`; None for an authority
+/// that cannot go into the document's URLs.
+pub(super) fn config_for<T>(req: &http::Request<T>, tls: bool, local: Option<SocketAddr>) -> Option<bytes::Bytes> {
+    let named = req.uri().authority().map(|a| a.as_str().as_bytes());
+    let named = named.or_else(|| req.headers().get(http::header::HOST).map(|h| h.as_bytes()));
+    let mut doc = Vec::new();
+    let made = match (named, local) {
+        (Some(authority), _) => config_document(&mut doc, tls, authority),
+        (None, Some(local)) => config_document_at(&mut doc, tls, local),
+        (None, None) => false,
+    };
+    made.then(|| bytes::Bytes::from(doc))
+}
+
 /// How reading an HTTP/2 upload ended without its end.
 #[derive(Debug)]
 pub(super) enum Drained {
@@ -181,6 +196,44 @@ mod tests {
                 .expect("utf-8")
                 .contains("\"https://[::1]:8443/rpm/small\"")
         );
+    }
+
+    #[test]
+    fn an_http2_request_s_document_takes_authority_then_host_then_the_local_address() {
+        let text = |req: http::Request<()>, tls, local| {
+            config_for(&req, tls, local).map(|b| String::from_utf8(b.to_vec()).expect("utf-8"))
+        };
+        let local = Some(SocketAddr::from(([127, 0, 0, 1], 9000)));
+        let with_authority = http::Request::get("https://a.example:8443/.well-known/nq")
+            .header("host", "b.example")
+            .body(())
+            .expect("request");
+        let doc = text(with_authority, true, local).expect("a document");
+        assert!(
+            doc.contains(r#""upload_url": "https://a.example:8443/rpm/upload""#),
+            "{doc}"
+        );
+        let with_host = http::Request::get("/.well-known/nq")
+            .header("host", "b.example:80")
+            .body(())
+            .expect("request");
+        let doc = text(with_host, false, local).expect("a document");
+        assert!(
+            doc.contains(r#""upload_url": "http://b.example:80/rpm/upload""#),
+            "{doc}"
+        );
+        let bare = || http::Request::get("/.well-known/nq").body(()).expect("request");
+        let doc = text(bare(), false, local).expect("a document");
+        assert!(
+            doc.contains(r#""small_https_download_url": "http://127.0.0.1:9000/rpm/small""#),
+            "{doc}"
+        );
+        assert_eq!(text(bare(), false, None), None);
+        let bad = http::Request::get("/.well-known/nq")
+            .header("host", "a b")
+            .body(())
+            .expect("request");
+        assert_eq!(text(bad, true, local), None);
     }
 
     #[test]
