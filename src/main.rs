@@ -74,6 +74,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Udp(args) => drive::udp::command(args),
         Command::Rr(args) => drive::rr::command(args),
         Command::Http(args) => drive::http::command(&args),
+        Command::Rpm(args) => drive::rpm::command(&args),
         Command::Quick(args) => quick::quick(&args),
         Command::Results(args) => cli::results::run(&args),
         Command::Compare(args) => compare::run(&args),

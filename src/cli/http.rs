@@ -7,7 +7,7 @@ use super::usage::{Usage, usage};
 use anyhow::Context;
 use linerate_core::client::HttpUrl;
 use linerate_core::client::Target;
-use linerate_core::spec::{HttpSpec, ProbeVia, TlsSpec, TlsVersion};
+use linerate_core::spec::{HttpSpec, ProbeVia, TlsSpec};
 use linerate_core::units::TimeSpan;
 
 #[derive(Debug, clap::Args)]
@@ -40,32 +40,8 @@ pub struct HttpArgs {
     #[arg(short = 'k', long)]
     pub keepalive: bool,
 
-    /// https: accept any server certificate (signatures are still checked)
-    #[arg(long, help_heading = "TLS (https:// URLs)")]
-    pub insecure: bool,
-
-    /// https: trust the CA certificates in this PEM file (default: the system's)
-    ///
-    /// Default: /etc/ssl/certs/ca-certificates.crt. Example: --cacert ca.pem
-    #[arg(
-        long,
-        value_name = "FILE",
-        help_heading = "TLS (https:// URLs)",
-        conflicts_with = "insecure"
-    )]
-    pub cacert: Option<std::path::PathBuf>,
-
-    /// https: offer only this TLS version, 1.2 or 1.3 (default: both)
-    #[arg(long, value_name = "1.2|1.3", value_parser = tls_version, help_heading = "TLS (https:// URLs)")]
-    pub tls_version: Option<TlsVersion>,
-
-    /// https: resume TLS sessions, each user its own, as a browser does (on, off)
-    ///
-    /// Default: on. A user's later connections to a server resume its session (a TLS 1.3
-    /// ticket, a TLS 1.2 ticket or session ID) when the server allows; off: every handshake is
-    /// full. Example: --tls-resume off
-    #[arg(long, value_name = "on|off", value_parser = on_off, help_heading = "TLS (https:// URLs)")]
-    pub tls_resume: Option<bool>,
+    #[command(flatten)]
+    pub tls: super::tls::TlsArgs,
 
     /// Speak HTTP/2: ALPN h2 on https URLs, h2c by prior knowledge on http ones
     ///
@@ -190,13 +166,7 @@ impl HttpArgs {
     pub fn tls(&self) -> Result<Option<TlsSpec>, Usage> {
         let https = self.urls.iter().any(|u| u.starts_with("https://"));
         if !https {
-            let given = [
-                (self.insecure, "--insecure"),
-                (self.cacert.is_some(), "--cacert"),
-                (self.tls_version.is_some(), "--tls-version"),
-                (self.tls_resume.is_some(), "--tls-resume"),
-            ];
-            if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
+            if let Some(flag) = self.tls.first_given() {
                 return Err(usage!("{flag} applies to https:// URLs, and none is given"));
             }
             return Ok(None);
@@ -206,15 +176,7 @@ impl HttpArgs {
                 "--baseline measures linerate's cleartext server: not with https:// URLs"
             ));
         }
-        let tls = TlsSpec {
-            insecure: self.insecure,
-            cacert: self.cacert.clone(),
-            version: self.tls_version,
-            resume: self.tls_resume.unwrap_or(true),
-        };
-        linerate_core::client::tls_client_config(&tls, &Default::default())
-            .map_err(|e| usage!("{:#}", anyhow::Error::from(e)))?;
-        Ok(Some(tls))
+        Ok(Some(self.tls.spec()?))
     }
 
     pub fn spec_for(&self, users: u32) -> Result<HttpSpec, Usage> {
@@ -284,25 +246,10 @@ impl HttpArgs {
     }
 }
 
-fn tls_version(s: &str) -> Result<TlsVersion, String> {
-    match s {
-        "1.2" => Ok(TlsVersion::V1_2),
-        "1.3" => Ok(TlsVersion::V1_3),
-        _ => Err(format!("'{s}' is not a TLS version: 1.2 or 1.3")),
-    }
-}
-
-fn on_off(s: &str) -> Result<bool, String> {
-    match s {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        _ => Err(format!("'{s}' is neither on nor off")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linerate_core::spec::TlsVersion;
 
     flag_tests!(
         Http,

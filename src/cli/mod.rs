@@ -32,12 +32,14 @@ pub mod plan;
 pub mod quick;
 pub mod report;
 pub mod results;
+pub mod rpm;
 pub mod rr;
 pub mod secret;
 pub mod serve;
 pub mod sys;
 pub mod tcp;
 pub mod timing;
+pub mod tls;
 pub mod udp;
 pub mod usage;
 
@@ -71,6 +73,8 @@ pub enum Command {
     Rr(rr::RrArgs),
     /// HTTP load: simulated users or a request rate against any HTTP/1.1 or HTTP/2 server (Avalanche-style)
     Http(http::HttpArgs),
+    /// Responsiveness under working conditions: RPM, the IETF draft's test against a server that follows it
+    Rpm(rpm::RpmArgs),
     /// Compare two sets of results: each figure's change, its 95 % interval and a verdict
     Compare(compare::CompareArgs),
     /// Campaigns: a plan of tests, varied options and variants, checked and run

@@ -15,6 +15,7 @@ pub mod http;
 mod pattern;
 mod probe;
 pub mod routed;
+pub mod rpm;
 pub mod rr;
 pub mod tcp;
 pub mod udp;

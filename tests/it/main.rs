@@ -53,6 +53,7 @@ mod probe;
 mod profile;
 mod repeat;
 mod report;
+mod rpm;
 mod rpm_server;
 mod rr;
 mod sched;

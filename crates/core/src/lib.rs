@@ -24,6 +24,7 @@ pub mod spec;
 pub mod summary;
 pub mod sweep;
 pub mod tls;
+pub mod tlsclient;
 pub(crate) mod tlsio;
 pub mod unixtime;
 

@@ -17,7 +17,7 @@ use linerate_wire::sweep::{At, Sweep, SweepKind};
 /// throughput, both ends' host CPU and retransmits; udp throughput, loss and jitter; rr the rate
 /// and the round trip's median and p99; http successful responses per second, the p99 response
 /// time and the errors.
-pub const LINE_FIGURES: [(&str, &[&str]); 4] = [
+pub const LINE_FIGURES: [(&str, &[&str]); 5] = [
     (
         "tcp",
         &[
@@ -33,6 +33,7 @@ pub const LINE_FIGURES: [(&str, &[&str]); 4] = [
         "http",
         &["successful_responses_per_second", "response_time_p99_us", "errors"],
     ),
+    ("rpm", &["rpm", "mbit_per_second_down", "mbit_per_second_up"]),
 ];
 
 /// The names of the figures the line of a `kind` run shows.

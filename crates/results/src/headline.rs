@@ -255,6 +255,31 @@ pub fn headline(r: &TestResult) -> Vec<Figure> {
             ));
             out.push(down("errors", "failed", "requests", h.map(|h| h.errors.total as f64)));
         }
+        TestSpec::Rpm(_) => {
+            let rpm = r.latency.as_ref().and_then(|l| l.rpm.as_ref());
+            // First: the responsiveness. Then the load each way and the loaded latency.
+            out.push(up("rpm", "responsiveness", "RPM", rpm.and_then(|f| f.rpm)));
+            out.push(up(
+                "mbit_per_second_down",
+                "download goodput",
+                "Mbit/s",
+                (s.received.seconds > 0.0).then(|| s.received.bits_per_second / MBIT),
+            ));
+            out.push(up(
+                "mbit_per_second_up",
+                "upload goodput",
+                "Mbit/s",
+                (s.sent.seconds > 0.0).then(|| s.sent.bits_per_second / MBIT),
+            ));
+            let latency = r.latency.as_ref();
+            out.push(down("idle_ms", "idle latency", "ms", latency.and_then(|l| l.idle_ms)));
+            out.push(down(
+                "loaded_ms",
+                "loaded latency",
+                "ms",
+                latency.and_then(|l| l.loaded_ms),
+            ));
+        }
     }
     latency_figures(r, &mut out);
     out

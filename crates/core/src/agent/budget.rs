@@ -34,7 +34,7 @@ pub(super) fn spec_bytes(spec: &TestSpec) -> u64 {
         TestSpec::Tcp(t) => tcp_stream_bytes(t),
         TestSpec::Udp(u) => udp_stream_bytes(u),
         TestSpec::Rr(r) => rr_stream_bytes(r),
-        TestSpec::Http(_) => 0,
+        TestSpec::Http(_) | TestSpec::Rpm(_) => 0,
     };
     let maps = match spec {
         TestSpec::Udp(u) => udp_loss_maps_bytes(u),

@@ -196,6 +196,12 @@ fn admit<'s>(
         return Err((ErrorKind::Busy, "closed to make room for a newer connection".into()));
     }
     spec.validate().map_err(|e| (ErrorKind::BadSpec, e.to_string()))?;
+    if matches!(spec, TestSpec::Rpm(_)) {
+        return Err((
+            ErrorKind::BadSpec,
+            "rpm reaches no agent: its far end is a responsiveness server (serve --https-port)".into(),
+        ));
+    }
     if let Some(name) = profile {
         state.config.profiles.find(name)?;
     }
@@ -287,6 +293,7 @@ fn run(
         TestSpec::Udp(udp) => super::udp::run(t, &udp),
         TestSpec::Rr(rr) => super::rr::run(t, &rr),
         TestSpec::Http(http) => super::http::run(t, &http),
+        TestSpec::Rpm(_) => unreachable!("refused at admission"),
     };
     drop(admitted.applied.take());
     state.metrics.duration(test, began.elapsed());

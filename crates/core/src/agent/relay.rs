@@ -172,6 +172,10 @@ fn refuse_unsendable(spec: &TestSpec, to: SocketAddr) -> Result<(), Refusal> {
             ErrorKind::BadSpec,
             "http has no third-party form: its far end is a web server, not an agent".into(),
         )),
+        TestSpec::Rpm(_) => Err((
+            ErrorKind::BadSpec,
+            "rpm has no third-party form: its far end is a responsiveness server, not an agent".into(),
+        )),
         _ => Ok(()),
     }
 }
@@ -188,7 +192,7 @@ fn run_kind(
         TestSpec::Tcp(s) => run_tcp(s, targets, opts, &mut sink, interrupt),
         TestSpec::Udp(s) => run_udp(s, targets, opts, &mut sink, interrupt),
         TestSpec::Rr(s) => run_rr(s, targets, opts, &mut sink, interrupt),
-        TestSpec::Http(_) => unreachable!("refused before the run"),
+        TestSpec::Http(_) | TestSpec::Rpm(_) => unreachable!("refused before the run"),
     }
 }
 

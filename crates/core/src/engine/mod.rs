@@ -10,6 +10,7 @@
 pub mod http;
 pub mod pacing;
 pub mod pin;
+pub mod rpm;
 pub mod rr;
 pub(crate) mod run;
 pub mod sequence;

@@ -163,7 +163,7 @@ pub(crate) fn result_limit_bytes(spec: &TestSpec, cores: usize, elapsed: Duratio
         TestSpec::Tcp(_) => PER_TCP_STREAM_BYTES,
         TestSpec::Udp(_) => PER_UDP_STREAM_BYTES,
         TestSpec::Rr(_) => PER_RR_STREAM_BYTES,
-        TestSpec::Http(_) => 0,
+        TestSpec::Http(_) | TestSpec::Rpm(_) => 0,
     };
     let (samples, timeline) = max_records(spec, run_seconds(spec, elapsed));
     let bytes = BASE_BYTES
@@ -235,7 +235,7 @@ pub(crate) fn check_report(
         }
         // A stream carries the figures of its test's kind only.
         let foreign = match spec {
-            TestSpec::Tcp(_) | TestSpec::Http(_) => [
+            TestSpec::Tcp(_) | TestSpec::Http(_) | TestSpec::Rpm(_) => [
                 ("UDP", st.udp_send.is_some() || st.udp_receive.is_some()),
                 ("rr", st.rr.is_some()),
             ],

@@ -14,6 +14,7 @@ pub mod iperf3;
 mod join;
 pub mod latency;
 pub mod relayed;
+pub mod rpm;
 pub mod rr;
 mod tcp;
 mod udp;

@@ -11,6 +11,7 @@ pub(crate) mod http;
 mod iperf3;
 pub(crate) mod latency;
 mod mix;
+mod rpm;
 mod rr;
 mod sides;
 mod udp;
@@ -253,6 +254,7 @@ fn first_line(r: &TestResult) -> String {
                 agents.join(", ")
             )
         }
+        TestSpec::Rpm(spec) => rpm::title(r, spec),
     }
 }
 
@@ -277,11 +279,27 @@ fn render_http(r: &TestResult) -> String {
     out
 }
 
+/// A responsiveness run: its title, the RESPONSIVENESS block, the notes.
+fn render_rpm(r: &TestResult) -> String {
+    let mut out = title(r);
+    out.push('\n');
+    rpm::rpm_block(&mut out, r);
+    for n in &r.notes {
+        let _ = writeln!(out, "Note: {n}");
+    }
+    if r.partial {
+        out.push_str("PARTIAL: the run was cut short; the figures cover what was measured until then.\n");
+    }
+    out
+}
+
 /// The whole text of a run: its report, then its headline line last ([`crate::headline`]), so
 /// that `tail -1` finds it.
 pub fn render(r: &TestResult) -> String {
     let mut out = if r.summary.http.is_some() {
         render_http(r)
+    } else if matches!(r.options, TestSpec::Rpm(_)) {
+        render_rpm(r)
     } else {
         render_streams(r)
     };

@@ -30,6 +30,89 @@ pub struct LatencyUnderLoad {
     /// Grades made from these samples (bufferbloat, RPM band, Quality of Outcome), each with the
     /// rule that made it.
     pub grades: Vec<Grade>,
+    /// `linerate rpm`: the responsiveness (draft-ietf-ippm-responsiveness); absent from other
+    /// kinds' runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<RpmFigures>,
+}
+
+/// How far a stage of the responsiveness test got (the draft's "Confidence of Test-Results"; the
+/// "Accuracy" Apple's networkQuality prints beside its figures).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    /// Fewer than MAD intervals ran: the moving average does not cover its whole window.
+    #[default]
+    Low,
+    /// MAD intervals or more ran, but the figure never came within the standard deviation
+    /// tolerance.
+    Medium,
+    /// The figure reached stability within the tolerance.
+    High,
+}
+
+impl Confidence {
+    pub fn name(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
+/// The responsiveness test's figures: the headline and each stage's (one for `both`, `up` or
+/// `down`; a download then an upload stage for `sequential`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RpmFigures {
+    /// Round trips per minute: the one stage's figure, or the mean of the sequential stages'
+    /// (the lower bound of both is in each stage); null when no stage measured one.
+    pub rpm: Option<f64>,
+    /// The lowest of the stages' responsiveness confidences.
+    pub confidence: Confidence,
+    pub stages: Vec<RpmStage>,
+}
+
+/// One stage of the responsiveness test: its load, its probes' trimmed means over the last MAD
+/// intervals, and how far its stability went.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RpmStage {
+    /// What it loaded: `both`, `down` or `up`.
+    pub direction: String,
+    /// Responsiveness, round trips per minute: the mean of `foreign_rpm` and `self_rpm` (the
+    /// draft's formula); null without both kinds of probe answered.
+    pub rpm: Option<f64>,
+    /// 60000 / the mean of the foreign probes' three trimmed means (two without TLS).
+    pub foreign_rpm: Option<f64>,
+    /// 60000 / the self probes' trimmed mean.
+    pub self_rpm: Option<f64>,
+    /// How far the responsiveness got: low, medium, high.
+    pub confidence: Confidence,
+    /// How far the goodput got.
+    pub goodput_confidence: Confidence,
+    /// The trimmed means (the draft's TM) over the last MAD intervals, ms: the foreign probes'
+    /// TCP handshake, TLS handshake per round trip (null without TLS) and 1-byte GET, and the
+    /// self probes' 1-byte GET on a load-generating connection.
+    pub tcp_handshake_ms: Option<f64>,
+    pub tls_handshake_ms: Option<f64>,
+    pub http_get_ms: Option<f64>,
+    pub self_ms: Option<f64>,
+    /// Probes whose samples went into the trimmed means (before trimming): foreign and self.
+    pub foreign_probes: u64,
+    pub self_probes: u64,
+    /// The moving average of the goodput over the last MAD intervals, Mbit/s, each way (null
+    /// for a direction this stage did not load).
+    pub goodput_down_mbps: Option<f64>,
+    pub goodput_up_mbps: Option<f64>,
+    /// Intervals (ID) the stage ran, and its seconds.
+    pub intervals: u32,
+    pub seconds: f64,
+    /// Goodput, and responsiveness after it, came within the standard deviation tolerance.
+    pub goodput_stable: bool,
+    pub stable: bool,
+    /// Load-generating connections open at the stage's end, each way.
+    pub connections_down: u32,
+    pub connections_up: u32,
 }
 
 /// Where a probe series was timed.

@@ -64,11 +64,13 @@ macro_rules! keys {
 
 mod http;
 mod probe;
+mod rpm;
 mod rr;
 mod udp;
 
 pub use http::{Http2Spec, HttpSpec, TlsSpec, TlsVersion};
 pub use probe::{ProbeSpec, ProbeVia};
+pub use rpm::{RpmDirection, RpmSpec, defaults as rpm_defaults};
 pub use rr::{RrProto, RrSpec};
 pub use udp::MAX_UDP_PAYLOAD_BYTES;
 pub use udp::{Multicast, UdpSpec};
@@ -91,6 +93,9 @@ pub enum TestSpec {
     Udp(UdpSpec),
     Rr(RrSpec),
     Http(HttpSpec),
+    /// The responsiveness test (`linerate rpm`): reaches no agent, only a server that follows
+    /// draft-ietf-ippm-responsiveness.
+    Rpm(RpmSpec),
 }
 
 impl TestSpec {
@@ -111,6 +116,7 @@ impl TestSpec {
             TestSpec::Udp(_) => "udp",
             TestSpec::Rr(_) => "rr",
             TestSpec::Http(_) => "http",
+            TestSpec::Rpm(_) => "rpm",
         }
     }
 
@@ -123,6 +129,7 @@ impl TestSpec {
             TestSpec::Udp(u) => u.validate(),
             TestSpec::Rr(r) => r.validate(),
             TestSpec::Http(h) => h.validate(),
+            TestSpec::Rpm(r) => r.validate(),
         }
     }
 
@@ -133,7 +140,7 @@ impl TestSpec {
             TestSpec::Udp(u) => u.streams_per_agent(),
             TestSpec::Rr(r) => usize::from(r.streams),
             // The agent beside an HTTP server only samples its host.
-            TestSpec::Http(_) => 0,
+            TestSpec::Http(_) | TestSpec::Rpm(_) => 0,
         }
     }
 
@@ -143,7 +150,7 @@ impl TestSpec {
             TestSpec::Tcp(t) => t.stream_flows_forward(index),
             TestSpec::Udp(u) => u.stream_flows_forward(index),
             // The client asks, the agent answers: counted as forward.
-            TestSpec::Rr(_) | TestSpec::Http(_) => true,
+            TestSpec::Rr(_) | TestSpec::Http(_) | TestSpec::Rpm(_) => true,
         }
     }
 
@@ -160,6 +167,7 @@ impl TestSpec {
             TestSpec::Udp(u) => &u.timing,
             TestSpec::Rr(r) => &r.timing,
             TestSpec::Http(h) => &h.timing,
+            TestSpec::Rpm(r) => &r.timing,
         }
     }
 
@@ -170,6 +178,11 @@ impl TestSpec {
             TestSpec::Tcp(t) => t.direction,
             TestSpec::Udp(u) => u.direction,
             TestSpec::Rr(_) | TestSpec::Http(_) => Direction::Send,
+            TestSpec::Rpm(r) => match r.direction {
+                RpmDirection::Up => Direction::Send,
+                RpmDirection::Down => Direction::Reverse,
+                RpmDirection::Both | RpmDirection::Sequential => Direction::Bidir,
+            },
         }
     }
 }

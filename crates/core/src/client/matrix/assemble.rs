@@ -37,7 +37,7 @@ pub fn cell_figure(spec: &TestSpec) -> CellFigure {
     match spec {
         TestSpec::Rr(_) => CellFigure::RoundTripP50Us,
         TestSpec::Udp(_) => CellFigure::LossPercent,
-        TestSpec::Tcp(_) | TestSpec::Http(_) => CellFigure::ThroughputMbps,
+        TestSpec::Tcp(_) | TestSpec::Http(_) | TestSpec::Rpm(_) => CellFigure::ThroughputMbps,
     }
 }
 

@@ -21,7 +21,8 @@ mod head;
 mod probe;
 mod report;
 mod sampler;
-mod tls;
+// The client's TLS is below the engines, where `engine::rpm` takes it too.
+use crate::tlsclient as tls;
 mod url;
 mod worker;
 

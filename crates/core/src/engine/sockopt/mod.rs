@@ -171,6 +171,14 @@ pub(crate) fn wake_for_whole_reads(socket: &impl AsFd, bytes: usize) {
     let _ = raw::set_int(socket.as_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes);
 }
 
+/// Caps the bytes a TCP socket holds unsent (TCP_NOTSENT_LOWAT, best effort): a writer is told
+/// the socket is full past them, so data waits in the application, where later data (a probe's
+/// request) is not queued behind it, rather than in the kernel's send buffer.
+pub(crate) fn limit_unsent(socket: &impl AsFd, bytes: usize) {
+    let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    let _ = raw::set_int(socket.as_fd(), libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes);
+}
+
 /// Sets SO_ZEROCOPY (Linux 4.14 and later), so sends may carry MSG_ZEROCOPY; false where the
 /// kernel refuses it.
 fn enable_zerocopy(stream: &TcpStream) -> bool {

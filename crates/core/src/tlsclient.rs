@@ -1,14 +1,14 @@
-//! The client's TLS for `https://` URLs: the rustls configuration made once from the
-//! spec's [`TlsSpec`] before the clock starts (roots, versions, resumption), one user's
-//! connection state, and how a failed handshake is classed (certificate, protocol, timeout,
-//! other). rustls is driven by the worker's own mio loop through `read_tls`,
-//! `process_new_packets` and `write_tls`: no runtime of its own.
+//! The client's TLS for `https://` URLs, below the engines that speak it (`engine::http`'s
+//! workers, `engine::rpm`): the rustls configuration made once from the spec's [`TlsSpec`]
+//! before the clock starts (roots, versions, resumption), one user's connection state, and how a
+//! failed handshake is classed (certificate, protocol, timeout, other). The HTTP engine drives
+//! rustls from its own mio loop through `read_tls`, `process_new_packets` and `write_tls`; the
+//! HTTP/2 ends through `crate::tlsio`.
 //!
 //! Resumption is a browser's: each user keeps its own session cache (tickets and TLS 1.2 session
 //! IDs), so a user's second connection to a server resumes and another user's first does not.
 
 use crate::spec::{TlsSpec, TlsVersion};
-// The base's names, as `engine::http` has exported them to the client and the binary.
 use crate::tls::{SYSTEM_ROOTS, TlsSetupError, provider};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ClientSessionMemoryCache, Resumption, WebPkiServerVerifier};
