@@ -151,6 +151,7 @@ fn latency() -> LatencyUnderLoad {
             offset_ms: 3.2,
             uncertainty_ms: 0.15,
         }),
+        rpm: None,
         grades: vec![Grade {
             scale: "bufferbloat".into(),
             grade: "D".into(),

@@ -220,6 +220,7 @@ pub fn under_load(series: Vec<ProbeSeries>, load_end_s: f64, clock: Option<Clock
         added_down_ms: head.and_then(|s| leg(s, false)),
         clock,
         grades: Vec::new(),
+        rpm: None,
         series,
     }
 }

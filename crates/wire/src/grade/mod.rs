@@ -124,7 +124,16 @@ pub fn rpm_from_loaded(loaded_ms: f64) -> Option<Grade> {
 pub fn grade(latency: &mut LatencyUnderLoad, requirements: &[QooRequirement]) {
     let mut grades = Vec::new();
     grades.extend(bufferbloat(latency));
-    grades.extend(latency.loaded_ms.and_then(rpm_from_loaded));
+    // The draft's own figure where the run measured one; else the probes' loaded round trip
+    // in the draft's categories, labelled as such.
+    match latency.rpm.as_ref().and_then(|r| r.rpm.map(|v| (v, r.confidence))) {
+        Some((rpm, confidence)) => {
+            let mut g = rpm_band(rpm);
+            g.rule = format!("{} (confidence {})", g.rule, confidence.name());
+            grades.push(g);
+        }
+        None => grades.extend(latency.loaded_ms.and_then(rpm_from_loaded)),
+    }
     grades.extend(requirements.iter().map(|r| qoo::grade(r, latency)));
     latency.grades = grades;
 }
@@ -256,6 +265,20 @@ mod tests {
         let mut empty = LatencyUnderLoad::default();
         grade(&mut empty, &[]);
         assert!(empty.grades.is_empty(), "no figure, no grade: {:?}", empty.grades);
+        // An rpm run's own figure takes the place of the one from the loaded round trip.
+        l.rpm = Some(crate::result::RpmFigures {
+            rpm: Some(452.0),
+            confidence: crate::result::Confidence::High,
+            stages: Vec::new(),
+        });
+        grade(&mut l, &[]);
+        let rpm: Vec<&Grade> = l.grades.iter().filter(|g| g.unit == "RPM").collect();
+        assert_eq!(rpm.len(), 1, "{:?}", l.grades);
+        assert_eq!(
+            (rpm[0].scale.as_str(), rpm[0].grade.as_str(), rpm[0].value),
+            ("rpm", "Fair", Some(452.0))
+        );
+        assert!(rpm[0].rule.ends_with("(confidence high)"), "{}", rpm[0].rule);
     }
 
     #[test]

@@ -99,13 +99,13 @@ pub enum TestSpec {
 }
 
 impl TestSpec {
-    /// The latency probes the test runs beside its load (`--probe`); None without (rr has none).
+    /// The latency probes the test runs beside its load (`--probe`); None without (rr and rpm have none: rpm is itself a latency test).
     pub fn probe(&self) -> Option<&ProbeSpec> {
         match self {
             TestSpec::Tcp(s) => s.probe.as_ref(),
             TestSpec::Udp(s) => s.probe.as_ref(),
             TestSpec::Http(s) => s.probe.as_ref(),
-            TestSpec::Rr(_) => None,
+            TestSpec::Rr(_) | TestSpec::Rpm(_) => None,
         }
     }
 
