@@ -116,6 +116,7 @@ impl UdpArgs {
                 ttl: self.ttl,
             }),
             probe: None,
+            dscp: self.streams.dscp(),
         };
         spec.validate()?;
         // Every sweep point before the first runs, not when its turn comes.

@@ -16,6 +16,7 @@ mod cli;
 mod compare;
 mod cost;
 mod deploy;
+mod dscp;
 mod examples;
 mod exit;
 #[path = "../harness/fake_agent.rs"]

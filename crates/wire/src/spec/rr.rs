@@ -41,6 +41,10 @@ pub struct RrSpec {
     /// due when this many are out is not sent, and counted so. Absent from older specs: 1024.
     #[serde(default = "default_max_outstanding")]
     pub max_outstanding: u32,
+    /// `--dscp`: the DSCP classes the streams' packets carry, given to the streams in turn;
+    /// empty = the kernel's default. Absent from documents written before it (and when empty).
+    #[serde(default)]
+    pub dscp: Vec<Dscp>,
 }
 
 /// The open loop's default bound on the requests in flight per stream.
@@ -65,6 +69,7 @@ impl RrSpec {
             busy_poll_us: None,
             timeout_ms: 200,
             max_outstanding: DEFAULT_MAX_OUTSTANDING,
+            dscp: Vec::new(),
         }
     }
 
@@ -72,6 +77,11 @@ impl RrSpec {
     /// rule, at least 1); None in the closed loop.
     pub fn gap_ns(&self) -> Option<u64> {
         self.rate.map(|r| crate::units::spacing_ns(1.0, r))
+    }
+
+    /// The DSCP class of stream `index`, None without `--dscp`.
+    pub fn dscp_of(&self, index: usize) -> Option<Dscp> {
+        class_of(&self.dscp, index, usize::from(self.streams))
     }
 
     pub fn validate(&self) -> Result<(), SpecError> {
@@ -96,6 +106,11 @@ impl RrSpec {
             ramp: false,
         })?;
         check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
+        dscp::validate_all(&self.dscp)?;
+        if self.connect && !self.dscp.is_empty() {
+            // The class is set on a stream's socket; --connect opens one per transaction.
+            return Err(SpecError::Conflict("--dscp does not apply to --connect".into()));
+        }
         if self.connect && self.proto == RrProto::Udp {
             return Err(SpecError::Conflict(
                 "--connect is a TCP mode (netperf's TCP_CRR)".into(),
@@ -108,7 +123,7 @@ impl RrSpec {
 impl Serialize for RrSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let t = &self.timing;
-        let mut out = serializer.serialize_struct("RrSpec", 15)?;
+        let mut out = serializer.serialize_struct("RrSpec", 16)?;
         keys!(
             out,
             self,
@@ -129,6 +144,12 @@ impl Serialize for RrSpec {
             keys!(out, self, max_outstanding);
         }
         keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
+        // Absent without classes, likewise.
+        if self.dscp.is_empty() {
+            out.skip_field("dscp")?;
+        } else {
+            keys!(out, self, dscp);
+        }
         out.end()
     }
 }
