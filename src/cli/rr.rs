@@ -140,6 +140,7 @@ impl RrArgs {
             },
             max_outstanding: self.max_outstanding.unwrap_or(RrSpec::new().max_outstanding),
             dscp: self.streams.dscp(),
+            stamp: false,
         };
         spec.validate()?;
         // Every sweep point before the first runs, not when its turn comes.

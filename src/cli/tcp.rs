@@ -1,9 +1,9 @@
 //! `linerate tcp HOST[:PORT]...`: flags, and their translation into a [`TcpSpec`].
 
-use super::common::{HostArgs, OutputArgs, StreamArgs};
+use super::common::{HostArgs, OutputArgs, ProbeArgs, StreamArgs};
 use super::timing::TimingArgs;
 use super::usage::Usage;
-use linerate_core::spec::{Mix, TcpSpec, Validate, ZeroCopy};
+use linerate_core::spec::{Mix, ProbeVia, TcpSpec, Validate, ZeroCopy};
 use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]
@@ -98,6 +98,9 @@ pub struct TcpArgs {
     pub sizes: Option<String>,
 
     #[command(flatten)]
+    pub probe: ProbeArgs,
+
+    #[command(flatten)]
     pub output: OutputArgs,
 
     #[command(flatten)]
@@ -119,6 +122,9 @@ pub struct TcpArgs {
 impl TcpArgs {
     pub fn into_spec(self) -> Result<TcpSpec, Usage> {
         let sizes = self.sizes()?;
+        let probe = self
+            .probe
+            .spec("tcp", &[ProbeVia::Rr, ProbeVia::Udp], self.link_speed.map(|r| r.0))?;
         let spec = TcpSpec {
             streams: self.streams.count()?,
             threads: self.threads.unwrap_or(0),
@@ -137,7 +143,7 @@ impl TcpArgs {
             link_mtu_bytes: self.mtu,
             mix: self.mix,
             zerocopy: self.zerocopy,
-            probe: None,
+            probe,
             dscp: self.streams.dscp(),
         };
         spec.validate()?;

@@ -1,9 +1,9 @@
 //! `linerate udp`: paced UDP streams, UDPmon's method.
 
-use super::common::{HostArgs, MAX_SWEEP_POINTS, StreamArgs, parse_list, parse_sizes};
+use super::common::{HostArgs, MAX_SWEEP_POINTS, ProbeArgs, StreamArgs, parse_list, parse_sizes};
 use super::timing::TimingArgs;
 use super::usage::{Usage, usage};
-use linerate_core::spec::UdpSpec;
+use linerate_core::spec::{ProbeVia, UdpSpec};
 use linerate_core::units::{BitRate, ByteSize};
 
 #[derive(Debug, clap::Args)]
@@ -78,6 +78,9 @@ Sets the gap between datagrams from -l. 0: as fast as possible. Example: --rate 
     pub gaps: Option<String>,
 
     #[command(flatten)]
+    pub probe: ProbeArgs,
+
+    #[command(flatten)]
     pub common: super::common::CommonArgs,
 }
 
@@ -88,6 +91,11 @@ impl UdpArgs {
             sizes.flat_map(|s| plan.gaps_ns.iter().map(move |g| (*s, *g))).collect()
         });
         let payload = self.payload()?;
+        let probe = self.probe.spec(
+            "udp",
+            &[ProbeVia::Rr, ProbeVia::Udp],
+            self.rate.map(|r| r.0).filter(|r| *r > 0.0),
+        )?;
         let gap_ns = match (self.gap, self.rate) {
             (Some(g), _) => {
                 if !(g.is_finite() && (0.0..=60e6).contains(&g)) {
@@ -115,7 +123,7 @@ impl UdpArgs {
                 test_id: rand_test_id(),
                 ttl: self.ttl,
             }),
-            probe: None,
+            probe,
             dscp: self.streams.dscp(),
         };
         spec.validate()?;

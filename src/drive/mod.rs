@@ -13,6 +13,7 @@
 
 pub mod http;
 mod pattern;
+mod probe;
 pub mod routed;
 pub mod rr;
 pub mod tcp;

@@ -9,7 +9,7 @@ use crate::cli::common::{OutputArgs, Route};
 use crate::cli::usage::Usage;
 use linerate_core::client::{ClientError, ClientOptions, Sink, Target, run_from, run_iperf3};
 use linerate_core::result::TestResult;
-use linerate_core::spec::{TestSpec, Validate};
+use linerate_core::spec::{ProbeSpec, TestSpec, Validate};
 use linerate_core::sweep::Sweep;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -37,6 +37,10 @@ pub trait AgentKind {
     }
     /// [`Kind::point`].
     fn point(spec: &Self::Spec) -> Option<String>;
+    /// The latency probes asked to run beside the test (`--probe`), for a kind that has them.
+    fn probe(_spec: &Self::Spec) -> Option<&ProbeSpec> {
+        None
+    }
     /// [`Kind::sweep`], given the route (rr's sweep reads the path toward its first agent).
     fn sweep(
         &self,
@@ -69,6 +73,9 @@ pub fn command<A: AgentKind>(
     spec: A::Spec,
     output: OutputArgs,
 ) -> anyhow::Result<ExitCode> {
+    if let Some(p) = A::probe(&spec) {
+        super::probe::check(p, &route, &A::test_spec(&spec))?;
+    }
     if matches!(route, Route::Iperf3(_)) {
         A::check_iperf3(&spec, reach)?;
     }
@@ -104,14 +111,17 @@ impl<A: AgentKind> Kind for Routed<A> {
         sink: &mut dyn Sink,
         interrupt: &AtomicBool,
     ) -> anyhow::Result<TestResult> {
-        run_routed(
-            &self.route,
-            A::test_spec(spec),
-            opts,
-            sink,
-            interrupt,
-            |targets, sink| A::HERE(spec, targets, opts, sink, interrupt),
-        )
+        let test = A::test_spec(spec);
+        if let (Some(probe), Route::Agents { targets, from: None }) = (A::probe(spec), &self.route) {
+            // A count is refused before the run (`probe::check`).
+            let seconds = test.timing().limit.seconds().unwrap_or(0.0);
+            return super::probe::run_probed(probe, &targets[0], opts, sink, interrupt, seconds, |sink| {
+                A::HERE(spec, targets, opts, sink, interrupt)
+            });
+        }
+        run_routed(&self.route, test, opts, sink, interrupt, |targets, sink| {
+            A::HERE(spec, targets, opts, sink, interrupt)
+        })
     }
 
     fn targets(&self) -> Vec<String> {

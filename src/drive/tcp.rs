@@ -9,7 +9,7 @@ use crate::cli::tcp::TcpArgs;
 use crate::cli::usage::Usage;
 use linerate_core::client::run_tcp;
 use linerate_core::result::TestResult;
-use linerate_core::spec::{TcpSpec, TestSpec};
+use linerate_core::spec::{ProbeSpec, TcpSpec, TestSpec};
 use linerate_core::sweep::Sweep;
 use linerate_core::units::ByteSize;
 use std::process::ExitCode;
@@ -37,6 +37,10 @@ impl AgentKind for Tcp {
 
     fn check_iperf3(spec: &TcpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
         crate::cli::iperf3::check_tcp(spec, reach)
+    }
+
+    fn probe(spec: &TcpSpec) -> Option<&ProbeSpec> {
+        spec.probe.as_ref()
     }
 
     fn point(spec: &TcpSpec) -> Option<String> {

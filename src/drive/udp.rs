@@ -9,7 +9,7 @@ use crate::cli::udp::UdpArgs;
 use crate::cli::usage::Usage;
 use linerate_core::client::run_udp;
 use linerate_core::result::TestResult;
-use linerate_core::spec::{TestSpec, UdpSpec};
+use linerate_core::spec::{ProbeSpec, TestSpec, UdpSpec};
 use linerate_core::sweep::Sweep;
 use linerate_core::sweep::udp::UdpPoints;
 use std::process::ExitCode;
@@ -40,6 +40,10 @@ impl AgentKind for Udp {
 
     fn check_iperf3(spec: &UdpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
         crate::cli::iperf3::check_udp(spec, reach)
+    }
+
+    fn probe(spec: &UdpSpec) -> Option<&ProbeSpec> {
+        spec.probe.as_ref()
     }
 
     fn point(spec: &UdpSpec) -> Option<String> {

@@ -49,6 +49,7 @@ mod mix;
 mod netns;
 mod nginx;
 mod plan;
+mod probe;
 mod profile;
 mod repeat;
 mod report;

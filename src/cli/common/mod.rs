@@ -1,7 +1,8 @@
 //! Flag groups that several subcommands share, declared once and flattened into each: the agents
 //! (`HOST[:PORT]...`, `-p`), streams and pinning (`-P`, `--cpus`, `--peer-cpus`), the output
 //! (`--json`, the store) and repeated runs (`--repeat`, `--best`, `--ci`, `--min-runs`,
-//! `--max-runs`, `--pause`). How long a test runs is the group in `timing.rs`.
+//! `--max-runs`, `--pause`), latency probes (`--probe`, `probe.rs`). How long a test runs is the
+//! group in `timing.rs`.
 
 use super::usage::{Usage, usage};
 use linerate_core::client::Target;
@@ -476,8 +477,10 @@ pub fn parse_sizes<T: Copy>(text: &str, convert: impl Fn(ByteSize) -> anyhow::Re
     parse_values(&values, "--sizes", |v| convert(v.parse()?))
 }
 
+mod probe;
 mod route;
 #[cfg(test)]
 mod tests;
 
+pub use probe::ProbeArgs;
 pub use route::{Fleet, Iperf3, Route};

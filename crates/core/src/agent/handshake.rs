@@ -199,7 +199,8 @@ fn admit<'s>(
     if let Some(name) = profile {
         state.config.profiles.find(name)?;
     }
-    let Some(test) = Slot::take(&state.tests, state.config.max_tests) else {
+    let slots = if is_probe(spec) { &state.probes } else { &state.tests };
+    let Some(test) = Slot::take(slots, state.config.max_tests) else {
         return Err((
             ErrorKind::Busy,
             format!("this agent is running {} test(s), its limit", state.config.max_tests),
@@ -232,6 +233,22 @@ fn admit<'s>(
         _test: test,
         applied,
     })
+}
+
+/// A latency probe session (`--probe`): one open-loop rr stream that asks for stamps, at most
+/// 10,000 requests a second of at most 1 MiB (`ProbeSpec`'s bounds). It takes a slot of its own,
+/// so that it runs beside the test it probes on an agent that runs one test at a time.
+fn is_probe(spec: &TestSpec) -> bool {
+    match spec {
+        TestSpec::Rr(r) => {
+            r.stamp
+                && r.streams == 1
+                && !r.connect
+                && r.rate.is_some_and(|t| t <= 10_000.0)
+                && r.request_bytes.max(r.response_bytes) <= 1 << 20
+        }
+        _ => false,
+    }
 }
 
 /// The admitted test run to its end: a third-party test through `relay`, else its kind's

@@ -71,6 +71,7 @@ pub(super) fn run(t: &mut Accepted<'_, '_>, spec: &RrSpec) -> Result<(), Refusal
             role: Role::of_agent(true),
             socket,
             grant,
+            record: None,
         });
     }
     t.started()?;

@@ -69,6 +69,7 @@ impl Agent {
             config,
             host: HostInfo::read(),
             tests: AtomicUsize::new(0),
+            probes: AtomicUsize::new(0),
             clocks: AtomicUsize::new(0),
             opening: admit::Opening::default(),
             pending: Pending::default(),

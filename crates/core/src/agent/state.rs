@@ -17,6 +17,9 @@ pub(super) struct State {
     pub(super) config: AgentConfig,
     pub(super) host: HostInfo,
     pub(super) tests: AtomicUsize,
+    /// Latency probe sessions running beside tests (`RrSpec::stamp`), counted apart: a probe
+    /// session is admitted beside the test it probes (at most `max_tests` of them).
+    pub(super) probes: AtomicUsize,
     /// Clock sessions answered now (at most `clock::MAX_CLOCK_SESSIONS`).
     pub(super) clocks: AtomicUsize,
     pub(super) opening: Opening,

@@ -39,7 +39,7 @@ pub use iperf3::{SCHEME as IPERF3_SCHEME, iperf3_target, run_iperf3};
 pub(crate) use matrix::error_chain;
 pub use matrix::{CLOCK_EXCHANGES, MatrixLayout, cell_figure, cell_value, read_clocks, run_matrix};
 pub use query::agent_profiles;
-pub use rr::run_rr;
+pub use rr::{run_rr, run_rr_recorded};
 pub(crate) use session::START_WAIT_MAX;
 pub use session::{ClientError, ClientOptions, StartAt, Target};
 pub use tcp::run_tcp;

@@ -10,6 +10,7 @@ use crate::proto::frame;
 use crate::result::{Role, SocketGrant, TestResult};
 use crate::spec::{RrProto, RrSpec, TestSpec};
 use std::net::UdpSocket;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// Runs a request-response test against every target at once and returns the joined result.
@@ -19,6 +20,19 @@ pub fn run_rr(
     opts: &ClientOptions,
     sink: &mut dyn Sink,
     interrupt: &AtomicBool,
+) -> Result<TestResult, ClientError> {
+    run_rr_recorded(spec, targets, opts, sink, interrupt, None)
+}
+
+/// [`run_rr`], the first stream's requests kept one by one in `record` (an open loop: a latency
+/// probe session beside another test, which reads them as they come and after the run).
+pub fn run_rr_recorded(
+    spec: &RrSpec,
+    targets: &[Target],
+    opts: &ClientOptions,
+    sink: &mut dyn Sink,
+    interrupt: &AtomicBool,
+    record: Option<Arc<rr::ProbeRecord>>,
 ) -> Result<TestResult, ClientError> {
     let test = TestSpec::Rr(spec.clone());
     let per_agent = test.streams_per_agent();
@@ -69,6 +83,7 @@ pub fn run_rr(
                 role: Role::of_client(true),
                 socket,
                 grant,
+                record: if a == 0 && i == 0 { record.clone() } else { None },
             });
         }
         if spec.proto == RrProto::Udp {

@@ -28,6 +28,11 @@ pub trait Sink: Send {
     /// keeps these rather than working roles out again.
     fn start(&mut self, _streams: &[(u16, Role)]) {}
 
+    /// Once, at the run's time zero (the zero every sample's `start_ns` and `end_ns` count
+    /// from), from the sampling thread: what runs beside the test (latency probes) puts its
+    /// own times on the same axis.
+    fn zero(&mut self, _at: std::time::Instant) {}
+
     /// One call per interval with one sample per stream. Called from the engine's sampling
     /// thread, never from a worker: it may format and print, but must not block for long.
     fn interval(&mut self, samples: &[IntervalSample]);

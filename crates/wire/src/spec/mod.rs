@@ -386,6 +386,9 @@ impl TcpSpec {
                 max: MAX_BUFFER_MEMORY,
             });
         }
+        if let Some(p) = &self.probe {
+            p.validate()?;
+        }
         self.timing.validate(&TimingRules {
             count: Some(("buffer count (-n)", 1e15)),
             sampled_streams: self.streams_per_agent(),

@@ -45,6 +45,12 @@ pub struct RrSpec {
     /// empty = the kernel's default. Absent from documents written before it (and when empty).
     #[serde(default)]
     pub dscp: Vec<Dscp>,
+    /// A latency probe session beside another test (`--probe`): the answering end writes the
+    /// Unix time, ns, at which it read each request into the response after the request's
+    /// number (bytes 8 to 16, responses of 16 bytes or more), for the one-way split; and the
+    /// agent admits it beside the test it probes. Absent (false) in every other rr test.
+    #[serde(default)]
+    pub stamp: bool,
 }
 
 /// The open loop's default bound on the requests in flight per stream.
@@ -70,6 +76,7 @@ impl RrSpec {
             timeout_ms: 200,
             max_outstanding: DEFAULT_MAX_OUTSTANDING,
             dscp: Vec::new(),
+            stamp: false,
         }
     }
 
@@ -123,7 +130,7 @@ impl RrSpec {
 impl Serialize for RrSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let t = &self.timing;
-        let mut out = serializer.serialize_struct("RrSpec", 16)?;
+        let mut out = serializer.serialize_struct("RrSpec", 17)?;
         keys!(
             out,
             self,
@@ -142,6 +149,11 @@ impl Serialize for RrSpec {
             out.skip_field("max_outstanding")?;
         } else {
             keys!(out, self, max_outstanding);
+        }
+        if self.stamp {
+            keys!(out, self, stamp);
+        } else {
+            out.skip_field("stamp")?;
         }
         keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
         // Absent without classes, likewise.

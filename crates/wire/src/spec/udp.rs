@@ -109,6 +109,9 @@ impl UdpSpec {
             ramp: false,
         })?;
         check("histogram bin (us)", f64::from(self.bin_us), 1.0, 1e6)?;
+        if let Some(p) = &self.probe {
+            p.validate()?;
+        }
         check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
         dscp::validate_all(&self.dscp)?;
         if let Some(w) = self.window_bytes {

@@ -93,6 +93,10 @@ impl Sink for Watching<'_> {
         self.inner.start(streams);
     }
 
+    fn zero(&mut self, at: Instant) {
+        self.inner.zero(at);
+    }
+
     fn interval(&mut self, samples: &[IntervalSample]) {
         let now = Instant::now();
         let mut received = 0;

@@ -16,6 +16,7 @@ use super::sockopt::{self, Proto, Tuning};
 use super::{Control, EngineError, Sink};
 use crate::result::{Role, RrStreamReport, SideReport, SocketGrant, StreamEnd};
 use crate::spec::RrSpec;
+pub use record::{Fate, ProbeRecord, Recorded};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -26,6 +27,7 @@ use stream::{HIST_MAX_NS, POLL, hex, histogram, tag};
 pub use stream::{RrSocket, RrStream, raw_fd};
 
 mod open;
+mod record;
 mod stream;
 
 /// How long an answering CRR stream waits on the shared queue of new connections at a time.
@@ -319,6 +321,8 @@ fn answer(
     let resp = spec.response_bytes as usize;
     let mut request = vec![0u8; req.max(65_536)];
     let mut response = vec![0xa5_u8; resp];
+    // A probe session's answers carry the time each request was read (`RrSpec::stamp`).
+    let stamp = spec.stamp && resp >= 16;
     let counter = &shared.counters[idx];
     let deadline = deadlines.deadline();
     gate.arrive_and_wait(&shared.sampler);
@@ -339,7 +343,7 @@ fn answer(
     };
     let end = match &s.socket {
         RrSocket::Tcp(t) => loop {
-            match serve_tcp(t, &mut request[..req], &response, &asker_done, &mut last) {
+            match serve_tcp(t, &mut request[..req], &mut response, stamp, &asker_done, &mut last) {
                 Ok(true) => count(&mut served, (req + resp) as u64),
                 Ok(false) => break StreamEnd::Eof,
                 Err(_) if asker_done(last) => break StreamEnd::Stopped,
@@ -358,6 +362,9 @@ fn answer(
                     last = Instant::now();
                     let k = n.min(8).min(resp);
                     response[..k].copy_from_slice(&request[..k]);
+                    if stamp {
+                        record::stamp(&mut response);
+                    }
                     if u.send(&response).is_ok() {
                         count(&mut served, (n + resp) as u64);
                     } else {
@@ -383,7 +390,7 @@ fn answer(
             last = Instant::now();
             sockopt::per_connection(&t, Some(POLL), false);
             // One transaction per connection; the asker closes it.
-            match serve_tcp(&t, &mut request[..req], &response, &asker_done, &mut last) {
+            match serve_tcp(&t, &mut request[..req], &mut response, stamp, &asker_done, &mut last) {
                 Ok(true) => count(&mut served, (req + resp) as u64),
                 Ok(false) => {}
                 Err(_) => errors += 1,
@@ -411,11 +418,13 @@ fn connect_from(addr: SocketAddr, from: Option<std::net::IpAddr>) -> io::Result<
     Ok(sock.into())
 }
 
-/// Reads one whole request and writes the response; Ok(false) at end of stream.
+/// Reads one whole request and writes the response (with `stamp`, the time the request was
+/// read in it: [`RrSpec::stamp`]); Ok(false) at end of stream.
 fn serve_tcp(
     mut t: &TcpStream,
     request: &mut [u8],
-    response: &[u8],
+    response: &mut [u8],
+    stamp: bool,
     asker_done: &dyn Fn(Instant) -> bool,
     last: &mut Instant,
 ) -> io::Result<bool> {
@@ -433,6 +442,9 @@ fn serve_tcp(
             }
             Err(e) => return Err(e),
         }
+    }
+    if stamp {
+        record::stamp(response);
     }
     t.write_all(response)?;
     Ok(true)

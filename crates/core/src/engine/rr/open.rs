@@ -3,6 +3,7 @@
 //! asking stream and the run's plan; out: the stream's report, with the requests sent, not sent,
 //! lost and stale, and the round trips from the scheduled moment and from the send.
 
+use super::record::{ProbeRecord, gather_stamp, stamp_of};
 use super::stream::{HIST_MAX_NS, POLL, RrSocket, RrStream, hex, histogram, raw_fd, tag};
 use super::{StreamRun, ask_buffers};
 use crate::engine::pacing::{Pacer, SPIN};
@@ -12,6 +13,7 @@ use hdrhistogram::Histogram;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// The most requests sent in a row before the stream reads what has come.
@@ -63,10 +65,12 @@ struct InFlight {
     not_sent: u64,
     lost: u64,
     stale: u64,
+    /// Every request's times and fate, when the stream keeps them (a probe session).
+    record: Option<Arc<ProbeRecord>>,
 }
 
 impl InFlight {
-    fn new(max_outstanding: u64, timeout_ns: u64) -> InFlight {
+    fn new(max_outstanding: u64, timeout_ns: u64, record: Option<Arc<ProbeRecord>>) -> InFlight {
         InFlight {
             slots: vec![Slot::default(); max_outstanding.max(1) as usize],
             next: 0,
@@ -80,6 +84,7 @@ impl InFlight {
             not_sent: 0,
             lost: 0,
             stale: 0,
+            record,
         }
     }
 
@@ -107,11 +112,15 @@ impl InFlight {
         self.next += 1;
         self.waiting += 1;
         self.sent += u64::from(counted);
+        if let Some(r) = &self.record {
+            r.sent(seq, now_ns);
+        }
     }
 
     /// The answer to request `seq` came at `now_ns`: timed when it was waiting, stale when it
-    /// came after its timeout (or answers nothing in flight).
-    fn answer(&mut self, seq: u64, now_ns: u64) {
+    /// came after its timeout (or answers nothing in flight). `far_unix_ns`: the far end's stamp
+    /// in the answer, when it carries one.
+    fn answer(&mut self, seq: u64, now_ns: u64, far_unix_ns: Option<i64>) {
         let s = *self.slot(seq);
         if s.seq != seq || s.flight == Flight::Free || seq >= self.next {
             self.stale += 1;
@@ -123,8 +132,14 @@ impl InFlight {
             self.waiting -= 1;
             self.lost += u64::from(s.counted);
             self.stale += u64::from(s.counted);
+            if let Some(r) = &self.record {
+                r.lost(seq);
+            }
         } else if s.flight == Flight::Waiting {
             self.waiting -= 1;
+            if let Some(r) = &self.record {
+                r.answered(seq, now_ns, far_unix_ns);
+            }
             if s.counted {
                 let _ = self.rtt.record(now_ns.saturating_sub(s.due_ns).clamp(1, HIST_MAX_NS));
                 let _ = self
@@ -152,6 +167,9 @@ impl InFlight {
                 let counted = s.counted;
                 self.waiting -= 1;
                 self.lost += u64::from(counted);
+                if let Some(r) = &self.record {
+                    r.lost(seq);
+                }
             }
             self.oldest += 1;
         }
@@ -222,13 +240,23 @@ pub(super) fn ask_open(run: StreamRun<'_, '_>, idx: usize, s: &RrStream) -> RrSt
     let (tcp, udp, fd) = nonblocking(&s.socket);
     let tag_bytes = req.min(resp).min(8);
     let max_outstanding = outstanding_cap(spec.max_outstanding, udp.is_some(), tag_bytes);
-    let mut book = InFlight::new(max_outstanding, u64::from(spec.timeout_ms) * 1_000_000);
+    let mut book = InFlight::new(
+        max_outstanding,
+        u64::from(spec.timeout_ms) * 1_000_000,
+        s.record.clone(),
+    );
+    // A probe session's answers carry the far end's stamp after the number.
+    let stamped = spec.stamp && s.record.is_some() && resp >= 16;
+    let mut far = [0u8; 8];
     let gap_ns = spec.gap_ns().unwrap_or(1);
     let (limit, deadline_ns) = (deadlines.count(), deadlines.deadline_ns());
     let warmup_ns = deadlines.measure_window().0.as_nanos() as u64;
     let counter = &shared.counters[idx];
     gate.arrive_and_wait(&shared.sampler);
     let start = *shared.t0.get().expect("time zero is set before the gate opens");
+    if let Some(r) = &s.record {
+        r.set_zero(start);
+    }
     let mut pacer = Pacer::new(start, gap_ns);
     // The schedule's next place, and TCP's partial write of the newest request and partial
     // read of the next answer, bytes.
@@ -326,16 +354,24 @@ pub(super) fn ask_open(run: StreamRun<'_, '_>, idx: usize, s: &RrStream) -> RrSt
                 Ok(n) => {
                     let at = start.elapsed().as_nanos() as u64;
                     if tcp.is_some() {
-                        got += n;
-                        while got >= resp {
-                            got -= resp;
-                            let seq = book.answered;
-                            book.answer(seq, at);
-                            book.answered += 1;
+                        // Answers in order, each `resp` bytes, in pieces of any size.
+                        let mut off = 0;
+                        while off < n {
+                            let take = (resp - got).min(n - off);
+                            if stamped {
+                                gather_stamp(&mut far, got, &buf[off..off + take]);
+                            }
+                            (got, off) = (got + take, off + take);
+                            if got == resp {
+                                got = 0;
+                                let seq = book.answered;
+                                book.answer(seq, at, stamped.then(|| i64::from_le_bytes(far)));
+                                book.answered += 1;
+                            }
                         }
                     } else {
                         match number_of(&buf[..n.min(tag_bytes)], book.next) {
-                            Some(seq) => book.answer(seq, at),
+                            Some(seq) => book.answer(seq, at, if stamped { stamp_of(&buf[..n]) } else { None }),
                             None => book.stale += 1,
                         }
                     }
@@ -454,39 +490,39 @@ mod tests {
     #[test]
     fn issue_23_open_loop_matches_answers_by_number() {
         let ms = 1_000_000;
-        let mut b = InFlight::new(8, 10 * ms);
+        let mut b = InFlight::new(8, 10 * ms, None);
         for i in 0..4 {
             assert!(b.has_room());
             b.launch(i * ms, i * ms + 5, true);
         }
         // Answers to 2, 0 and 3 come in that order; 1 never does.
-        b.answer(2, 3 * ms);
-        b.answer(0, 4 * ms);
-        b.answer(3, 5 * ms);
+        b.answer(2, 3 * ms, None);
+        b.answer(0, 4 * ms, None);
+        b.answer(3, 5 * ms, None);
         b.expire(6 * ms, false);
         assert_eq!((b.waiting, b.lost), (1, 0), "1 is still within its timeout");
         b.expire(11 * ms, false);
         assert_eq!((b.waiting, b.lost, b.stale), (0, 1, 0));
-        b.answer(1, 12 * ms);
+        b.answer(1, 12 * ms, None);
         assert_eq!(b.stale, 1, "an answer after the timeout is stale");
         assert_eq!(b.rtt.len(), 3);
         // Timed from the moment due: request 0, due at 0, answered at 4 ms.
         assert!(b.rtt.value_at_quantile(0.5) >= ms && b.rtt_from_send.min() < ms);
         // A full ring: the next request has no room until the oldest is answered.
-        let mut c = InFlight::new(2, 10 * ms);
+        let mut c = InFlight::new(2, 10 * ms, None);
         c.launch(0, 0, true);
         c.launch(ms, ms, true);
         assert!(!c.has_room());
-        c.answer(0, 2 * ms);
+        c.answer(0, 2 * ms, None);
         assert!(c.has_room());
         // TCP: an overdue request keeps its slot until its answer comes, in order.
-        let mut t = InFlight::new(4, ms);
+        let mut t = InFlight::new(4, ms, None);
         t.launch(0, 0, true);
         t.expire(2 * ms, true);
         assert_eq!((t.lost, t.waiting), (1, 0));
         t.launch(3 * ms, 3 * ms, true);
-        t.answer(0, 4 * ms);
-        t.answer(1, 3 * ms + 500_000);
+        t.answer(0, 4 * ms, None);
+        t.answer(1, 3 * ms + 500_000, None);
         assert_eq!((t.stale, t.rtt.len()), (1, 1));
         // Numbers from their low bytes.
         assert_eq!(number_of(&[5], 300), Some(261));

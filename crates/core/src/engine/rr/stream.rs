@@ -34,6 +34,9 @@ pub struct RrStream {
     pub role: Role,
     pub socket: RrSocket,
     pub grant: SocketGrant,
+    /// An asking stream in the open loop: every request's times and fate kept here (a latency
+    /// probe session); None: only the figures.
+    pub record: Option<std::sync::Arc<super::ProbeRecord>>,
 }
 
 pub(super) fn histogram() -> Histogram<u64> {

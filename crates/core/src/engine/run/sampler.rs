@@ -328,6 +328,7 @@ impl<'r, 's> Sampler<'r, 's> {
         };
         let start = first.at;
         let _ = shared.t0.set(start);
+        sink.zero(start);
         let at_zero = |host: &HostSnapshot| Edge {
             ns: 0,
             counts: vec![(0, 0); n],
