@@ -33,6 +33,7 @@ pub mod quick;
 pub mod report;
 pub mod results;
 pub mod rr;
+pub mod rrul;
 pub mod secret;
 pub mod serve;
 pub mod sys;
@@ -69,6 +70,8 @@ pub enum Command {
     Udp(udp::UdpArgs),
     /// Request-response round trips: latency percentiles, histogram, size sweeps (netperf TCP_RR/UDP_RR/TCP_CRR, UDPmon)
     Rr(rr::RrArgs),
+    /// Realtime Response Under Load (flent's RRUL): TCP streams in four DSCP classes each way, probes per class, phase by phase
+    Rrul(rrul::RrulArgs),
     /// HTTP load: simulated users or a request rate against any HTTP/1.1 or HTTP/2 server (Avalanche-style)
     Http(http::HttpArgs),
     /// Compare two sets of results: each figure's change, its 95 % interval and a verdict

@@ -16,6 +16,7 @@ mod pattern;
 mod probe;
 pub mod routed;
 pub mod rr;
+pub mod rrul;
 pub mod tcp;
 pub mod udp;
 

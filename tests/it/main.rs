@@ -54,6 +54,7 @@ mod profile;
 mod repeat;
 mod report;
 mod rr;
+mod rrul;
 mod sched;
 mod server_counts;
 mod settings;

@@ -8,7 +8,7 @@ use super::{SpecError, check};
 use serde::{Deserialize, Serialize};
 
 /// A DSCP value, 0 to 63 (written in documents as its number).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Dscp(pub u8);
 
