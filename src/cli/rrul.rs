@@ -65,16 +65,7 @@ const MAX_PHASE_SECONDS: f64 = 3600.0;
 impl RrulArgs {
     pub fn into_rrul(self) -> Result<Rrul, Usage> {
         let classes = Dscp::parse_list(&self.classes).map_err(|e| usage!("--classes: {e}"))?;
-        let streams = match u16::try_from(self.streams) {
-            Ok(n) if n >= 1 && n <= linerate_core::spec::MAX_STREAMS => n,
-            _ => {
-                return Err(usage!(
-                    "-P must be between 1 and {} streams per direction, not {}",
-                    linerate_core::spec::MAX_STREAMS,
-                    self.streams
-                ));
-            }
-        };
+        let streams = super::common::stream_count(self.streams)?;
         let phase_seconds = self.phase.as_secs_f64();
         if !(0.1..=MAX_PHASE_SECONDS).contains(&phase_seconds) {
             return Err(usage!(

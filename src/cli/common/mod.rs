@@ -92,6 +92,14 @@ none (the kernel's 0). Examples: --dscp EF, -P 4 --dscp BE,BK,CS5,EF"
     pub dscp: Option<DscpList>,
 }
 
+/// A `-P` count, checked against the most streams a test may have.
+pub fn stream_count(streams: u32) -> Result<u16, Usage> {
+    match u16::try_from(streams) {
+        Ok(n) if (1..=MAX_STREAMS).contains(&n) => Ok(n),
+        _ => Err(usage!("-P must be between 1 and {MAX_STREAMS} streams, not {streams}")),
+    }
+}
+
 /// `--dscp`'s classes, in the order given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DscpList(pub Vec<Dscp>);
@@ -103,13 +111,7 @@ fn parse_dscp(s: &str) -> Result<DscpList, String> {
 impl StreamArgs {
     /// `-P`, checked against the most streams a test may have.
     pub fn count(&self) -> Result<u16, Usage> {
-        match u16::try_from(self.streams) {
-            Ok(n) if (1..=MAX_STREAMS).contains(&n) => Ok(n),
-            _ => Err(usage!(
-                "-P must be between 1 and {MAX_STREAMS} streams, not {}",
-                self.streams
-            )),
-        }
+        stream_count(self.streams)
     }
 
     pub fn peer_cpus(&self) -> Vec<usize> {
