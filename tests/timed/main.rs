@@ -36,6 +36,7 @@ mod util;
 
 mod agent;
 mod attack_agent;
+mod bufferbloat;
 mod compare;
 mod cost;
 mod flags;
