@@ -20,7 +20,7 @@ pub struct NameArg {
 pub enum LabCommand {
     /// Create hosts and links, and start an agent in each host
     #[command(
-        after_help = "Link properties: rate=1gbit delay=10ms jitter=1ms loss=0.5% reorder=1% duplicate=0.1%\n  mtu=9000 limit=1000 (packets). rate limits what a host sends and what it receives; the\n  rest acts on what it sends, so delay=10ms is 10 ms each way (20 ms round trip). Times\n  take a unit (10ms, 250us); a bare number is seconds. hX:SPEC merges over earlier --links.\n  Examples:\n  linerate lab up --hosts 2 --link rate=100mbit,delay=10ms\n  linerate lab up --hosts 3 --link rate=1gbit --link h2:delay=50ms,loss=1%\n  linerate lab up --hosts 6 --link rate=100mbit --link h5:rate=50mbit   (incast into h5: 50)"
+        after_help = "Link properties: rate=1gbit delay=10ms jitter=1ms loss=0.5% reorder=1% duplicate=0.1%\n  mtu=9000 limit=1000 (packets) buffer=200ms|300p aqm=fq_codel|cake (the rate's queue: a FIFO\n  of that depth, or that AQM where the kernel has it). rate limits what a host sends and what it\n  receives; the rest acts on what it sends, so delay=10ms is 10 ms each way (20 ms round trip). Times\n  take a unit (10ms, 250us); a bare number is seconds. hX:SPEC merges over earlier --links.\n  Examples:\n  linerate lab up --hosts 2 --link rate=100mbit,delay=10ms\n  linerate lab up --hosts 3 --link rate=1gbit --link h2:delay=50ms,loss=1%\n  linerate lab up --hosts 6 --link rate=100mbit --link h5:rate=50mbit   (incast into h5: 50)\n  linerate lab up --link rate=100mbit,delay=10ms,buffer=200ms   (bufferbloat: 200 ms under load)"
     )]
     Up {
         #[command(flatten)]

@@ -8,9 +8,10 @@
 
 use crate::cli::common::Route;
 use crate::cli::usage::{Usage, usage};
-use linerate_core::client::{CLOCK_EXCHANGES, ClientError, ClientOptions, Sink, Target, read_clock, run_rr_recorded};
-use linerate_core::engine::NullSink;
-use linerate_core::engine::rr::{Fate, ProbeRecord, Recorded};
+use linerate_core::client::{
+    CLOCK_EXCHANGES, ClientError, ClientOptions, Fate, NullSink, ProbeRecord, Recorded, Sink, Target, read_clock,
+    run_rr_recorded,
+};
 use linerate_core::result::{ClockOffset, IntervalRecord, IntervalSample, ProbeOn, ProbeSeries, Role, TestResult};
 use linerate_core::spec::{Limit, ProbeSpec, ProbeVia, RrProto, RrSpec, TestSpec, Timing};
 use linerate_core::summary::latency::{Answer, OneWay, Probe, one_way, series, under_load};

@@ -21,8 +21,7 @@ pub fn bin_for_anyone() -> std::path::PathBuf {
     PATH.get_or_init(|| {
         let meta = std::fs::metadata(BIN).expect("the test binary");
         // SAFETY: geteuid(2) takes nothing and cannot fail.
-        let euid = unsafe { libc::geteuid() };
-        let dir = std::path::PathBuf::from("/tmp").join(format!("linerate-anyone-{euid}"));
+        let dir = std::path::PathBuf::from("/tmp").join(format!("linerate-anyone-{}", unsafe { libc::geteuid() }));
         std::fs::create_dir_all(&dir).expect("the shared binary directory");
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         let path = dir.join(format!("linerate-{}-{}", meta.ino(), meta.mtime()));

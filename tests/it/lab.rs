@@ -104,3 +104,61 @@ fn issue_23_lab_status_names_the_labs_up_and_each_hosts_http_server() {
         doc["summary"]
     );
 }
+
+/// Whether this kernel takes qdisc `kind`, tried in a namespace of the test's own.
+fn kernel_has(kind: &str, ns: &str) -> bool {
+    let run = |args: &[&str]| {
+        Command::new(args[0])
+            .args(&args[1..])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    assert!(run(&["ip", "netns", "add", ns]), "ip netns add {ns}");
+    let has = run(&["ip", "-n", ns, "link", "set", "lo", "up"])
+        && run(&["tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", kind]);
+    run(&["ip", "netns", "del", ns]);
+    has
+}
+
+/// `aqm=fq_codel` / `aqm=cake`: where the kernel lacks the qdisc, `lab up` refuses in one line
+/// naming the module, exit 2, and leaves nothing behind; where it has it, the AQM is the child
+/// of the link's tbf and the record says so.
+#[test]
+fn an_aqm_is_tbfs_child_or_refused_naming_the_module() {
+    if !can_run(&[Need::Root { why: NAMESPACES }]) {
+        return;
+    }
+    for (aqm, module) in [("fq_codel", "sch_fq_codel"), ("cake", "sch_cake")] {
+        let name = format!("aq{}-{}", std::process::id() % 100_000, &aqm[..2]);
+        let link = format!("rate=100mbit,aqm={aqm}");
+        let out = linerate(&["lab", "up", "--name", &name, "--link", &link, "--json"], LIMIT);
+        let has = kernel_has(aqm, &format!("{name}-k"));
+        if !has {
+            let err = stderr(&out);
+            let _ = linerate(&["lab", "down", "--name", &name], LIMIT);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+            assert!(err.contains(module) && err.contains(&format!("--link {link}")), "{err}");
+            let list = Command::new("ip").args(["netns", "list"]).output().expect("ip");
+            assert!(!String::from_utf8_lossy(&list.stdout).contains(&name), "left behind");
+            assert!(!std::path::Path::new(&format!("/run/linerate/labs/{name}")).exists());
+            eprintln!("skipped the {aqm} path itself: this kernel has no {module}");
+            continue;
+        }
+        let status = json_of(&out);
+        let shown = Command::new("tc")
+            .args(["-n", &format!("{name}-sw"), "qdisc", "show", "dev", "p2"])
+            .output()
+            .expect("tc");
+        let _ = linerate(&["lab", "down", "--name", &name], LIMIT);
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            shown.contains("tbf 1:") && shown.contains(&format!("{aqm} 10: ")),
+            "{shown}"
+        );
+        assert!(shown.contains("parent 1:1"), "{shown}");
+        let q = &status["hosts"][0]["queues"][0];
+        assert_eq!(q["kind"], aqm, "{q}");
+        assert_eq!(q["text"], format!("tbf + {aqm}"), "{q}");
+    }
+}

@@ -73,8 +73,13 @@ fn assert_20ms_ping(lab: &Lab) {
 
 /// Round-trip times ping printed, in ms, one per reply.
 fn ping_rtts(lab: &Lab, from: &str, to: &str, count: u32) -> Vec<f64> {
+    ping_every(lab, from, to, count, "0.05")
+}
+
+/// Round-trip times ping printed, in ms, one per reply, of `count` pings `interval` s apart.
+pub(crate) fn ping_every(lab: &Lab, from: &str, to: &str, count: u32, interval: &str) -> Vec<f64> {
     let c = count.to_string();
-    let out = lab.exec(from, &["ping", "-n", "-c", &c, "-i", "0.05", to], LIMIT);
+    let out = lab.exec(from, &["ping", "-n", "-c", &c, "-i", interval, to], LIMIT);
     assert!(out.status.success(), "ping: {}", stderr(&out));
     String::from_utf8_lossy(&out.stdout)
         .lines()

@@ -36,6 +36,7 @@ mod util;
 
 mod agent;
 mod attack_agent;
+mod bufferbloat;
 mod compare;
 mod cost;
 mod flags;
@@ -52,6 +53,7 @@ mod lab;
 mod machine;
 mod mix;
 mod netns;
+mod probe;
 mod repeat;
 mod rr;
 mod tcp;

@@ -10,7 +10,8 @@
 //!
 //! Link specs in ([`link`]), a [`LabState`] out ([`up`]), its status as the result document's
 //! [`LabRecord`] ([`status`]); the binary prints, this crate does not. Rooms: [`link`] parses
-//! specs, `topology` sets up and removes, `net` is the veth wiring, `shape` is tc, `loss` is
+//! specs, `topology` sets up and removes, `net` is the veth wiring, `shape` is tc (`queue` the
+//! queue in front of each rate: tbf's FIFO or an AQM, and its record), `loss` is
 //! nftables, `daemons` are the agents and the relay process, [`relay`] is the relay itself,
 //! `state` the state file, `exec` runs a command in a host.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -22,6 +23,7 @@ mod exec;
 pub mod link;
 mod loss;
 mod net;
+mod queue;
 pub mod relay;
 mod shape;
 mod state;

@@ -1,5 +1,5 @@
 //! Link specs: `rate=1gbit,delay=10ms,jitter=1ms,loss=0.5%,reorder=1%,duplicate=0.1%,mtu=9000,
-//! limit=1000`, and where they apply (`--link SPEC`, `--link h2:SPEC`, `--link h1-h2:SPEC`).
+//! limit=1000,buffer=200ms,aqm=fq_codel`, and where they apply (`--link SPEC`, `--link h2:SPEC`, `--link h1-h2:SPEC`).
 //! Text in, [`LinkSpec`] per host out (the type is the result document's, so a result records
 //! the spec as parsed); what emulates it is the set-up's business.
 //!
@@ -17,7 +17,7 @@ use linerate_core::units::{BitRate, TimeSpan, UnitError};
 pub enum LinkError {
     #[error("'{0}' is not key=value")]
     NotKeyValue(String),
-    #[error("unknown link property '{0}' (rate, delay, jitter, loss, reorder, duplicate, mtu, limit)")]
+    #[error("unknown link property '{0}' (rate, delay, jitter, loss, reorder, duplicate, mtu, limit, buffer, aqm)")]
     Unknown(String),
     #[error(transparent)]
     Unit(#[from] UnitError),
@@ -37,6 +37,20 @@ pub enum LinkError {
     Limit(String),
     #[error("limit must be at least 1 packet")]
     LimitZero,
+    #[error("buffer '{0}' is not a time (buffer=200ms) or a packet count (buffer=300p)")]
+    Buffer(String),
+    #[error("buffer '{0}' is empty: a queue holds at least 1 packet or more than 0 s")]
+    BufferZero(String),
+    #[error("buffer '{0}' is over 60 s or 1000000 packets")]
+    BufferRange(String),
+    #[error("aqm '{0}' is not fq_codel or cake")]
+    Aqm(String),
+    #[error("buffer and limit both size the queue: give one")]
+    BufferAndLimit,
+    #[error("{0} needs a rate, whose queue it is (rate=100mbit,{0}=...)")]
+    QueueWithoutRate(&'static str),
+    #[error("aqm={aqm} needs the kernel's {module}, which this kernel does not have")]
+    NoQdisc { aqm: String, module: String },
     #[error("jitter needs a delay (delay=10ms,jitter=1ms)")]
     JitterWithoutDelay,
     #[error("'{name}' is not a lab host (h1..h{hosts})")]
@@ -67,6 +81,34 @@ fn percent(v: &str) -> Result<f64, LinkError> {
     }
     Ok(n)
 }
+
+/// Most frames a queue may be given, and most time: a depth past these is no queue a link has.
+const MAX_BUFFER_PACKETS: u32 = 1_000_000;
+
+/// A queue depth: a time at the link's rate (`200ms`, as [`duration_us`] reads it, bare number
+/// seconds) or a count of frames (`300p`). Out: (microseconds, packets), one of them set.
+fn buffer(v: &str) -> Result<(Option<u64>, Option<u32>), LinkError> {
+    if let Some(n) = v.strip_suffix('p') {
+        let p: u32 = n.parse().map_err(|_| LinkError::Buffer(v.to_string()))?;
+        return match p {
+            0 => Err(LinkError::BufferZero(v.to_string())),
+            p if p > MAX_BUFFER_PACKETS => Err(LinkError::BufferRange(v.to_string())),
+            p => Ok((None, Some(p))),
+        };
+    }
+    let us = match duration_us(v) {
+        Ok(us) => us,
+        Err(LinkError::TimeRange(_)) => return Err(LinkError::BufferRange(v.to_string())),
+        Err(_) => return Err(LinkError::Buffer(v.to_string())),
+    };
+    if us == 0 {
+        return Err(LinkError::BufferZero(v.to_string()));
+    }
+    Ok((Some(us), None))
+}
+
+/// The kernel module of each queue discipline `aqm=` takes.
+pub const AQMS: [(&str, &str); 2] = [("fq_codel", "sch_fq_codel"), ("cake", "sch_cake")];
 
 /// Parses `key=value,key=value`.
 pub fn parse(text: &str) -> Result<LinkSpec, LinkError> {
@@ -101,6 +143,13 @@ pub fn parse(text: &str) -> Result<LinkSpec, LinkError> {
                     return Err(LinkError::LimitZero);
                 }
                 s.limit_packets = Some(l);
+            }
+            "buffer" => (s.buffer_us, s.buffer_packets) = buffer(value)?,
+            "aqm" => {
+                if !AQMS.iter().any(|(a, _)| *a == value) {
+                    return Err(LinkError::Aqm(value.to_string()));
+                }
+                s.aqm = Some(value.to_string());
             }
             _ => return Err(LinkError::Unknown(key.to_string())),
         }
@@ -167,9 +216,36 @@ pub fn resolve(args: &[String], hosts: usize) -> Result<Vec<LinkSpec>, crate::La
         };
         for h in touched {
             per_host[h] = per_host[h].overlay(&spec);
-            if per_host[h].jitter_us.is_some_and(|j| j > 0) && per_host[h].delay_us.is_none() {
+            let s = &per_host[h];
+            if s.jitter_us.is_some_and(|j| j > 0) && s.delay_us.is_none() {
                 return Err(fail(arg, LinkError::JitterWithoutDelay));
             }
+            if s.limit_packets.is_some() && (s.buffer_us.is_some() || s.buffer_packets.is_some()) {
+                return Err(fail(arg, LinkError::BufferAndLimit));
+            }
+        }
+    }
+    // A queue is the rate's: checked once every --link has had its say, as a rate may come
+    // later (--link h1:buffer=200ms --link rate=100mbit).
+    for (h, s) in per_host.iter().enumerate() {
+        let key = if s.aqm.is_some() { "aqm" } else { "buffer" };
+        if s.sets_queue() && s.rate_bits_per_second.is_none() {
+            let arg = args
+                .iter()
+                .rev()
+                .find(|a| {
+                    parse_link_arg(a, hosts).is_ok_and(|(scope, spec)| {
+                        spec.sets_queue()
+                            && match scope {
+                                Scope::All => true,
+                                Scope::Host(x) => x == h + 1,
+                                Scope::Pair(a, b) => a == h + 1 || b == h + 1,
+                            }
+                    })
+                })
+                .cloned()
+                .unwrap_or_default();
+            return Err(fail(&arg, LinkError::QueueWithoutRate(key)));
         }
     }
     Ok(per_host)
@@ -284,6 +360,86 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_buffer_is_a_time_or_a_packet_count() {
+        let s = parse("rate=100mbit,delay=10ms,buffer=200ms").expect("valid");
+        assert_eq!((s.buffer_us, s.buffer_packets), (Some(200_000), None));
+        let s = parse("rate=100mbit,buffer=300p").expect("valid");
+        assert_eq!((s.buffer_us, s.buffer_packets), (None, Some(300)));
+        assert_eq!(parse("buffer=250us").expect("ok").buffer_us, Some(250));
+        // A bare number is seconds, as for every time.
+        assert_eq!(parse("buffer=0.2").expect("ok").buffer_us, Some(200_000));
+        let s = parse("rate=1gbit,aqm=fq_codel").expect("valid");
+        assert_eq!(s.aqm.as_deref(), Some("fq_codel"));
+        assert!(s.sets_queue() && !s.needs_relay());
+        assert_eq!(parse("aqm=cake").expect("ok").aqm.as_deref(), Some("cake"));
+        assert_eq!(
+            parse("rate=100mbit,buffer=200ms,aqm=cake").expect("ok").describe(),
+            "rate=100.000Mbit/s,buffer=200ms,aqm=cake"
+        );
+        assert_eq!(
+            parse("rate=1mbit,buffer=30p").expect("ok").describe(),
+            "rate=1.000Mbit/s,buffer=30p"
+        );
+    }
+
+    #[test]
+    fn a_bad_buffer_or_aqm_is_named_in_one_line() {
+        for (bad, needle) in [
+            (
+                "buffer=lots",
+                "buffer 'lots' is not a time (buffer=200ms) or a packet count",
+            ),
+            ("buffer=-5ms", "buffer '-5ms' is not a time"),
+            ("buffer=12xp", "buffer '12xp' is not a time"),
+            ("buffer=0p", "buffer '0p' is empty"),
+            ("buffer=0ms", "buffer '0ms' is empty"),
+            ("buffer=61s", "buffer '61s' is over 60 s"),
+            ("buffer=1000001p", "over 60 s or 1000000 packets"),
+            ("aqm=red", "aqm 'red' is not fq_codel or cake"),
+            ("aqm=", "aqm '' is not fq_codel or cake"),
+        ] {
+            let e = parse(bad).expect_err(bad).to_string();
+            assert!(e.contains(needle), "{bad}: {e}");
+            assert!(!e.contains('\n'), "{bad}: one line: {e}");
+        }
+        let fails = |links: &[&str], hosts, needle: &str| {
+            let links: Vec<String> = links.iter().map(|l| l.to_string()).collect();
+            let e = resolve(&links, hosts).expect_err(needle);
+            let source = std::error::Error::source(&e).map(|s| s.to_string()).unwrap_or_default();
+            assert!(source.contains(needle), "{links:?}: {e}: {source}");
+            e.to_string()
+        };
+        let e = fails(&["buffer=200ms"], 2, "buffer needs a rate");
+        assert_eq!(e, "--link buffer=200ms");
+        assert_eq!(
+            fails(&["rate=1gbit", "h3:aqm=cake"], 2, "'h3' is not a lab host"),
+            "--link h3:aqm=cake"
+        );
+    }
+
+    #[test]
+    fn a_queue_takes_a_rate_from_any_link_and_no_limit_beside_it() {
+        // The rate may come after the buffer.
+        let r = resolve(&["h1:buffer=200ms".to_string(), "rate=100mbit".to_string()], 2).expect("valid");
+        assert_eq!(r[0].buffer_us, Some(200_000));
+        assert_eq!(r[1].buffer_us, None);
+        let links = ["rate=100mbit".to_string(), "h2:aqm=cake".to_string()];
+        assert_eq!(resolve(&links, 3).expect("valid")[1].aqm.as_deref(), Some("cake"));
+        let e = resolve(&["h2:aqm=fq_codel".to_string()], 2).expect_err("no rate");
+        assert_eq!(e.to_string(), "--link h2:aqm=fq_codel");
+        assert!(
+            std::error::Error::source(&e)
+                .is_some_and(|s| s.to_string() == "aqm needs a rate, whose queue it is (rate=100mbit,aqm=...)")
+        );
+        let e = resolve(&["rate=1mbit,limit=100".to_string(), "h1:buffer=5ms".to_string()], 2).expect_err("both");
+        assert_eq!(e.to_string(), "--link h1:buffer=5ms");
+        assert!(
+            std::error::Error::source(&e)
+                .is_some_and(|s| s.to_string().contains("buffer and limit both size the queue"))
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! agents' secret, and the daemons' logs.
 
 use crate::LabError;
-use linerate_core::result::lab::{Backends, LinkSpec};
+use linerate_core::result::lab::{Backends, LinkQueue, LinkSpec};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,10 @@ pub struct LabHost {
     /// HOST:PORT of the HTTP server its agent runs; None in a state file from before labs kept it.
     #[serde(default)]
     pub http: Option<String>,
+    /// The queues holding this host's link to its rate, each way; empty in a state file from
+    /// before labs recorded them.
+    #[serde(default)]
+    pub queues: Vec<LinkQueue>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -33,6 +33,7 @@ pub fn status(state: &LabState) -> LabRecord {
             http: h.http.clone(),
             // Without netem, loss is nftables' and its counters say what it dropped.
             loss_drops: (h.link.loss_percent.is_some() && !state.netem).then(|| loss_drops(state, &h.name)),
+            queues: h.queues.clone(),
         })
         .collect();
     LabRecord {

@@ -8,26 +8,12 @@ use crate::daemons::{agent_ready, alive, kill_and_wait, spawn_agent, start_relay
 use crate::link::{self, LinkSpec};
 use crate::loss::drop_in_kernel;
 use crate::net;
+use crate::queue::{check_aqms, kernel_has_qdisc};
 use crate::shape::{egress_rates, shape_egress, shape_ingress};
 use crate::state::{LabHost, LabState, check_name, file_error, load, save, state_dir, write_secret};
 use crate::{AGENT_PORT, LabError, SUBNET};
 use linerate_core::result::lab::Backends;
 use std::path::Path;
-
-/// Whether the kernel has sch_netem: tried on the loopback of a throwaway namespace.
-fn kernel_has_netem(name: &str) -> bool {
-    let probe = format!("{name}-probe");
-    if run(&["ip", "netns", "add", &probe]).is_err() {
-        return false;
-    }
-    let ok = run(&["ip", "-n", &probe, "link", "set", "lo", "up"]).is_ok()
-        && run(&[
-            "tc", "-n", &probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms",
-        ])
-        .is_ok();
-    let _ = run(&["ip", "netns", "del", &probe]);
-    ok
-}
 
 pub struct UpOptions {
     pub name: String,
@@ -53,6 +39,7 @@ pub fn up(opts: &UpOptions) -> Result<LabState, LabError> {
     if state_dir(&opts.name).exists() || !lab_namespaces(&opts.name).is_empty() {
         return Err(LabError::Exists(opts.name.clone()));
     }
+    check_aqms(&opts.name, &opts.links, &specs)?;
     let result = build(opts, specs);
     if result.is_err() {
         let _ = down(&opts.name);
@@ -66,8 +53,11 @@ fn build(opts: &UpOptions, specs: Vec<LinkSpec>) -> Result<LabState, LabError> {
     std::fs::create_dir_all(&dir).map_err(file_error("creating", &dir))?;
     let secret_file = dir.join("secret");
     write_secret(&secret_file)?;
-    let netem = !opts.no_netem && kernel_has_netem(name);
-    let relay = !netem && specs.iter().any(LinkSpec::needs_relay);
+    // A queue the spec sizes is tbf's, past the sending host: the relay's switch holds it
+    // (netem's queue would be on the sender's eth0, where TCP small queues keep it short).
+    let queued = specs.iter().any(LinkSpec::sets_queue);
+    let netem = !opts.no_netem && !queued && kernel_has_qdisc(name, &["netem", "delay", "1ms"]);
+    let relay = !netem && (queued || specs.iter().any(LinkSpec::needs_relay));
     let n = opts.hosts;
     let topology = if relay {
         "relay"
@@ -87,6 +77,7 @@ fn build(opts: &UpOptions, specs: Vec<LinkSpec>) -> Result<LabState, LabError> {
             agent: format!("{SUBNET}.{x}:{AGENT_PORT}"),
             agent_pid: None,
             http: Some(format!("{SUBNET}.{x}:{}", crate::HTTP_PORT)),
+            queues: Vec::new(),
         })
         .collect();
     let mut state = LabState {
@@ -109,12 +100,14 @@ fn build(opts: &UpOptions, specs: Vec<LinkSpec>) -> Result<LabState, LabError> {
         state.switch_namespace = Some(sw.to_string());
         save(&state)
     })?;
-    let rates = egress_rates(&hosts, topology);
+    // Two hosts through the switch: both ways of their one link are held at its ports.
+    let on_switch = queued && n == 2;
+    let rates = egress_rates(&hosts, topology, on_switch);
     for (h, rate) in hosts.iter_mut().zip(rates) {
         net::configure_eth0(h, netem)?;
         shape_egress(h, netem, rate)?;
     }
-    shape_ingress(&mut hosts, state.switch_namespace.as_deref(), netem, max_mtu)?;
+    shape_ingress(&mut hosts, state.switch_namespace.as_deref(), netem, max_mtu, on_switch)?;
     if topology == "point-to-point"
         && let Some(m) = max_mtu
     {

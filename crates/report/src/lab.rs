@@ -91,6 +91,7 @@ mod tests {
             backends,
             http: (x == 1).then(|| format!("10.211.0.{x}:8080")),
             loss_drops,
+            queues: Vec::new(),
         }
     }
 

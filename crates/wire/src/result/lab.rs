@@ -28,6 +28,16 @@ pub struct LinkSpec {
     pub mtu: Option<u32>,
     /// Packets queued at most in the emulation (and bytes = limit x MTU in the rate limiter).
     pub limit_packets: Option<u32>,
+    /// The depth of the FIFO in front of the shaped rate, as time at the link's rate
+    /// (`buffer=200ms`), microseconds; absent in a record made before links took a buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_us: Option<u64>,
+    /// The depth of that FIFO in frames (`buffer=300p`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_packets: Option<u32>,
+    /// The queue discipline under the shaped rate instead of the FIFO: `fq_codel` or `cake`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<String>,
 }
 
 impl LinkSpec {
@@ -42,7 +52,15 @@ impl LinkSpec {
             duplicate_percent: other.duplicate_percent.or(self.duplicate_percent),
             mtu: other.mtu.or(self.mtu),
             limit_packets: other.limit_packets.or(self.limit_packets),
+            buffer_us: other.buffer_us.or(self.buffer_us),
+            buffer_packets: other.buffer_packets.or(self.buffer_packets),
+            aqm: other.aqm.clone().or_else(|| self.aqm.clone()),
         }
+    }
+
+    /// True when the spec sizes or disciplines the queue of its shaped rate (buffer=, aqm=).
+    pub fn sets_queue(&self) -> bool {
+        self.buffer_us.is_some() || self.buffer_packets.is_some() || self.aqm.is_some()
     }
 
     /// True when a property needs packets held or copied: delay, jitter, reorder, duplicate.
@@ -86,6 +104,15 @@ impl LinkSpec {
         if let Some(l) = self.limit_packets {
             parts.push(format!("limit={l}"));
         }
+        if let Some(b) = self.buffer_us {
+            parts.push(format!("buffer={}ms", b as f64 / 1000.0));
+        }
+        if let Some(p) = self.buffer_packets {
+            parts.push(format!("buffer={p}p"));
+        }
+        if let Some(a) = &self.aqm {
+            parts.push(format!("aqm={a}"));
+        }
         if parts.is_empty() {
             "(unshaped)".into()
         } else {
@@ -111,6 +138,11 @@ pub struct Backends {
     pub reorder: Option<String>,
     pub duplicate: Option<String>,
     pub mtu: Option<String>,
+    /// The queues in front of the rate, each way, and where they are (`out: tbf fifo 200 ms
+    /// (2500000 bytes) on switch port p2; in: ...`); absent in a record made before labs named
+    /// their queues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
 }
 
 impl Backends {
@@ -122,6 +154,7 @@ impl Backends {
             ("jitter", &self.jitter),
             ("loss", &self.loss),
             ("mtu", &self.mtu),
+            ("queue", &self.queue),
             ("rate", &self.rate),
             ("rate_in", &self.rate_in),
             ("reorder", &self.reorder),
@@ -130,6 +163,37 @@ impl Backends {
         .filter_map(|(name, by)| by.as_deref().map(|by| (name, by)))
         .collect()
     }
+}
+
+/// One queue on a host's link: the qdisc that holds one direction of it to its rate, and what
+/// builds there when more arrives than the rate carries (so under a saturating load its depth
+/// is the round trip added).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkQueue {
+    /// Which way of the host's link it holds: `out` (what the host sends) or `in` (what it
+    /// receives).
+    pub way: String,
+    /// Where the qdisc is: `switch port p2`, `h1's eth0`.
+    pub at: String,
+    /// The qdisc that holds the rate: `tbf`, or `netem`.
+    pub shaper: String,
+    /// The queue's discipline: `fifo` (tail drop), `fq_codel` or `cake`.
+    pub kind: String,
+    /// The rate the queue drains at, bits per second.
+    pub rate_bits_per_second: f64,
+    /// The FIFO's depth as time at that rate, ms; None for a depth given in packets and for an
+    /// AQM without buffer=.
+    pub depth_ms: Option<f64>,
+    /// The FIFO's depth in bytes as the shaper holds it (tbf's `limit`); for an AQM, its memory
+    /// limit; None where the depth is in packets alone.
+    pub depth_bytes: Option<u64>,
+    /// The depth in frames, where given in packets (`buffer=300p`, `limit=300`, netem's).
+    pub depth_packets: Option<u32>,
+    /// Whether the depth is the lab's default (tbf `latency 50ms`, netem's 1000 packets)
+    /// rather than one the link spec gave.
+    pub default_depth: bool,
+    /// One line: `tbf fifo 200 ms (2500000 bytes)`, `tbf + fq_codel`.
+    pub text: String,
 }
 
 /// Counters of one relay port (the frames its host sent), as the relay counted them.
@@ -169,6 +233,10 @@ pub struct LabHostRecord {
     /// Packets from this host that nftables dropped for its loss= (summed over the receiving
     /// hosts); None where loss is not emulated by nftables.
     pub loss_drops: Option<u64>,
+    /// The queues in front of this host's shaped rate, each way that has one; empty where the
+    /// host's link has no rate, and absent in a record made before labs named their queues.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<LinkQueue>,
 }
 
 /// The user-space link relay of a lab without netem.
@@ -230,6 +298,7 @@ mod tests {
                 },
                 http: None,
                 loss_drops: None,
+                queues: Vec::new(),
             }],
             relay: Some(RelayRecord {
                 pid: 7,
