@@ -7,7 +7,7 @@
 
 use super::super::probe::{Axis, load_end_s, probes_of, signed_seconds};
 use crate::cli::rrul::Rrul;
-use linerate_core::engine::rr::Recorded;
+use linerate_core::client::Recorded;
 use linerate_core::result::{ClassLoad, ClockOffset, IntervalRecord, LoadPhase, ProbeOn, TestResult};
 use linerate_core::spec::{Direction, Dscp, ProbeVia, TcpSpec, TestSpec, class_of};
 use linerate_core::summary::latency::{by_phase, series, under_load};
