@@ -8,7 +8,7 @@
 use super::super::probe::{Axis, load_end_s, probes_of, signed_seconds};
 use crate::cli::rrul::Rrul;
 use linerate_core::client::Recorded;
-use linerate_core::result::{ClassLoad, ClockOffset, IntervalRecord, LoadPhase, ProbeOn, TestResult};
+use linerate_core::result::{ClassLoad, ClockOffset, IntervalRecord, LoadPhase, ProbeOn, StreamSummary, TestResult};
 use linerate_core::spec::{Direction, Dscp, ProbeVia, TcpSpec, TestSpec, class_of};
 use linerate_core::summary::latency::{by_phase, series, under_load};
 use std::time::Instant;
@@ -72,26 +72,12 @@ pub(super) fn document(
         } else {
             0
         };
-        for mut record in run.result.intervals.iter().cloned() {
-            match &mut record {
-                IntervalRecord::Stream(s) => {
-                    s.sample.start_ns += offset_ns;
-                    s.sample.end_ns += offset_ns;
-                    s.sample.stream += renumber;
-                }
-                IntervalRecord::Host(h) => {
-                    h.sample.start_ns += offset_ns;
-                    h.sample.end_ns += offset_ns;
-                }
-                IntervalRecord::Http(_) => continue,
-            }
-            intervals.push(record);
-        }
+        intervals.extend(onto_axis(&run.result.intervals, offset_ns, renumber));
         phases.push(LoadPhase {
             name: run.name.into(),
             start_s,
             end_s,
-            load: class_loads(&run.spec, &run.result),
+            load: class_loads(&run.spec, &run.result.summary.streams),
         });
         notes.extend(run.result.notes.iter().map(|n| format!("{}: {n}", run.name)));
         partial |= run.result.partial;
@@ -142,13 +128,36 @@ pub(super) fn document(
     }
 }
 
+/// A run's intervals moved `offset_ns` along the axis, its streams' numbers raised by
+/// `renumber` (the download run's reverse streams, numbered as the bidir spec numbers them).
+fn onto_axis(records: &[IntervalRecord], offset_ns: u64, renumber: u16) -> Vec<IntervalRecord> {
+    let mut out = Vec::with_capacity(records.len());
+    for record in records {
+        let mut record = record.clone();
+        match &mut record {
+            IntervalRecord::Stream(s) => {
+                s.sample.start_ns += offset_ns;
+                s.sample.end_ns += offset_ns;
+                s.sample.stream += renumber;
+            }
+            IntervalRecord::Host(h) => {
+                h.sample.start_ns += offset_ns;
+                h.sample.end_ns += offset_ns;
+            }
+            IntervalRecord::Http(_) => continue,
+        }
+        out.push(record);
+    }
+    out
+}
+
 /// A run's throughput per class and direction, as its receivers counted it: the load's classes
 /// in their order (each once), upload then download, for the directions the run carried.
-fn class_loads(spec: &TcpSpec, result: &TestResult) -> Vec<ClassLoad> {
+fn class_loads(spec: &TcpSpec, streams: &[StreamSummary]) -> Vec<ClassLoad> {
     let per = usize::from(spec.streams);
     let mut out: Vec<ClassLoad> = Vec::new();
     for (direction, word) in [("forward", "upload"), ("reverse", "download")] {
-        for s in result.summary.streams.iter().filter(|s| s.direction == direction) {
+        for s in streams.iter().filter(|s| s.direction == direction) {
             let Some(class) = class_of(&spec.dscp, usize::from(s.stream), per) else {
                 continue;
             };
@@ -182,4 +191,84 @@ fn class_loads(spec: &TcpSpec, result: &TestResult) -> Vec<ClassLoad> {
         )
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_core::result::{Counted, ErrorCounts, IntervalSample, StreamInterval};
+
+    fn stream(id: u16, direction: &str, bytes: Option<u64>) -> StreamSummary {
+        StreamSummary {
+            agent: "a".into(),
+            stream: id,
+            direction: direction.into(),
+            sent: None,
+            received: bytes.map(|b| Counted::new(b, 0.5 + f64::from(id) * 0.1)),
+            tcp: None,
+            sender_socket: None,
+            receiver_socket: None,
+            errors: ErrorCounts::default(),
+        }
+    }
+
+    /// Four streams each way in two classes (BE, EF taken in turn): each class sums its two
+    /// streams each way over the longer window; a stream whose receiver's report was lost adds
+    /// to the count of streams but no bytes.
+    #[test]
+    fn classes_sum_their_streams_each_way_in_the_loads_order() {
+        let spec = TcpSpec {
+            streams: 4,
+            direction: Direction::Bidir,
+            dscp: vec![Dscp::BE, Dscp::EF],
+            ..TcpSpec::new()
+        };
+        let mut streams: Vec<StreamSummary> = (0..4).map(|i| stream(i, "forward", Some(1000))).collect();
+        streams.extend((4..8).map(|i| stream(i, "reverse", Some(2000))));
+        streams[7].received = None;
+        let got = class_loads(&spec, &streams);
+        let rows: Vec<(&str, &str, u16, u64, f64)> = got
+            .iter()
+            .map(|c| (c.class.as_str(), c.direction.as_str(), c.streams, c.bytes, c.seconds))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("BE", "upload", 2, 2000, 0.7),
+                ("BE", "download", 2, 4000, 1.1),
+                ("EF", "upload", 2, 2000, 0.8),
+                ("EF", "download", 2, 2000, 1.0),
+            ]
+        );
+        let bps = got[0].bits_per_second.expect("a window");
+        assert!((bps - 2000.0 * 8.0 / 0.7).abs() < 1e-6, "{bps}");
+        assert_eq!(class_loads(&spec, &[]), Vec::new(), "no streams, no rows");
+    }
+
+    #[test]
+    fn intervals_move_along_the_axis_and_download_streams_take_the_bidir_numbers() {
+        let record = IntervalRecord::Stream(StreamInterval {
+            agent: "a".into(),
+            counted_by: "client".into(),
+            direction: "reverse".into(),
+            side: "received".into(),
+            sample: IntervalSample {
+                stream: 1,
+                start_ns: 0,
+                end_ns: 250_000_000,
+                bytes: 10,
+                ops: 1,
+                tcp: None,
+            },
+            bits_per_second: 320.0,
+        });
+        let moved = onto_axis(&[record], 1_500_000_000, 4);
+        let IntervalRecord::Stream(s) = &moved[0] else {
+            panic!("a stream record")
+        };
+        assert_eq!(
+            (s.sample.stream, s.sample.start_ns, s.sample.end_ns, s.sample.bytes),
+            (5, 1_500_000_000, 1_750_000_000, 10)
+        );
+    }
 }
