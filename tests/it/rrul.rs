@@ -145,10 +145,24 @@ fn five_phases_on_one_axis_each_class_loaded_in_its_phases_and_probed_in_all() {
 }
 
 #[test]
-fn the_phase_table_names_every_phase_and_class() {
+fn the_phase_table_names_every_phase_and_class_and_the_run_is_stored_as_rrul() {
     let agent = Agent::start(&[]);
+    let db = std::env::temp_dir().join(format!("linerate-rrul-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&db);
+    let db = db.to_str().expect("path").to_string();
     let out = linerate(
-        &["rrul", &agent.addr, "--phase", "0.5s", "--classes", "BE,EF", "-P", "2"],
+        &[
+            "rrul",
+            &agent.addr,
+            "--phase",
+            "0.5s",
+            "--classes",
+            "BE,EF",
+            "-P",
+            "2",
+            "--db",
+            &db,
+        ],
         LIMIT,
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -160,6 +174,12 @@ fn the_phase_table_names_every_phase_and_class() {
             "{phase}, a row per class: {text}"
         );
     }
+    // Stored as a run of its own kind.
+    let listed = linerate(&["results", "--kind", "rrul", "--db", &db], LIMIT);
+    let rows = String::from_utf8_lossy(&listed.stdout).to_string();
+    let _ = std::fs::remove_file(&db);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert_eq!(rows.lines().filter(|l| l.contains(" rrul ")).count(), 1, "{rows}");
 }
 
 #[test]
