@@ -75,6 +75,12 @@ fn udp_and_rr_streams_are_marked_too() {
     );
     let v = json_of(&out);
     assert_eq!(v["options"]["dscp"], serde_json::json!([46]));
+    let c = classes(&v);
+    assert!(!c.is_empty() && c.iter().all(|c| c.2 == 46 && c.3 == 46), "{c:?}");
+    // rr over TCP: the client's connection and the agent's accepted one.
+    let out = linerate(&["rr", &agent.addr, "--dscp", "CS5", "-n", "50", "--json"], LIMIT);
+    let c = classes(&json_of(&out));
+    assert!(!c.is_empty() && c.iter().all(|c| c.2 == 40 && c.3 == 40), "{c:?}");
 }
 
 #[test]
