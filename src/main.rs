@@ -73,6 +73,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tcp(args) => drive::tcp::command(args),
         Command::Udp(args) => drive::udp::command(args),
         Command::Rr(args) => drive::rr::command(args),
+        Command::Rrul(args) => drive::rrul::command(args),
         Command::Http(args) => drive::http::command(&args),
         Command::Rpm(args) => drive::rpm::command(&args),
         Command::Quick(args) => quick::quick(&args),

@@ -37,6 +37,7 @@ fn common(timing: &Timing, peer_cpus: &[usize], reach: &ConnectArgs) -> Result<(
 /// `linerate tcp iperf3://...`: `--mix` and `--sndbuf` have no iperf3 parameter.
 pub fn check_tcp(spec: &TcpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
     common(&spec.timing, &spec.peer_cpus, reach)?;
+    no_dscp(&spec.dscp)?;
     if spec.mix.is_some() {
         return Err(usage!(
             "--mix is linerate's own workload; an iperf3 server cannot run it"
@@ -50,10 +51,22 @@ pub fn check_tcp(spec: &TcpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
     Ok(())
 }
 
+/// `--dscp` marks both ends' sockets; linerate's iperf3 client marks none (iperf3's own `-S`
+/// sets one TOS for every stream, not a class per stream).
+fn no_dscp(classes: &[linerate_core::spec::Dscp]) -> Result<(), Usage> {
+    if classes.is_empty() {
+        return Ok(());
+    }
+    Err(usage!(
+        "--dscp marks linerate's two ends; an {IPERF3_SCHEME} target is not marked"
+    ))
+}
+
 /// `linerate udp iperf3://...`: no multicast, and iperf3's datagram times are its monotonic
 /// clock, not comparable with this host's (`--synced-clocks`).
 pub fn check_udp(spec: &UdpSpec, reach: &ConnectArgs) -> Result<(), Usage> {
     common(&spec.timing, &spec.peer_cpus, reach)?;
+    no_dscp(&spec.dscp)?;
     if spec.multicast.is_some() {
         return Err(usage!(
             "--multicast runs between linerate agents; an iperf3 server cannot join a group"

@@ -34,6 +34,7 @@ pub mod report;
 pub mod results;
 pub mod rpm;
 pub mod rr;
+pub mod rrul;
 pub mod secret;
 pub mod serve;
 pub mod sys;
@@ -71,6 +72,8 @@ pub enum Command {
     Udp(udp::UdpArgs),
     /// Request-response round trips: latency percentiles, histogram, size sweeps (netperf TCP_RR/UDP_RR/TCP_CRR, UDPmon)
     Rr(rr::RrArgs),
+    /// Realtime Response Under Load (flent's RRUL): TCP streams in four DSCP classes each way, probes per class, phase by phase
+    Rrul(rrul::RrulArgs),
     /// HTTP load: simulated users or a request rate against any HTTP/1.1 or HTTP/2 server (Avalanche-style)
     Http(http::HttpArgs),
     /// Responsiveness under working conditions: RPM, the IETF draft's test against a server that follows it

@@ -29,11 +29,12 @@ pub struct ResultsArgs {
 /// The kinds of document the store keeps, as `--kind` names them: a run, a sweep and a
 /// repeated test of each kind, and a fleet's matrix of each kind a pattern runs (an unknown
 /// one is a usage error, not an empty list).
-const KINDS: [&str; 15] = [
+const KINDS: [&str; 16] = [
     "tcp",
     "udp",
     "rr",
     "http",
+    "rrul",
     "tcp sweep",
     "udp sweep",
     "rr sweep",

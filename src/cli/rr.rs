@@ -139,6 +139,7 @@ impl RrArgs {
                 None => (self.timeout.as_secs_f64() * 1e3).round() as u32,
             },
             max_outstanding: self.max_outstanding.unwrap_or(RrSpec::new().max_outstanding),
+            dscp: self.streams.dscp(),
             stamp: false,
         };
         spec.validate()?;

@@ -144,6 +144,7 @@ impl TcpArgs {
             mix: self.mix,
             zerocopy: self.zerocopy,
             probe,
+            dscp: self.streams.dscp(),
         };
         spec.validate()?;
         // Every sweep point before the first runs, not when its turn comes.

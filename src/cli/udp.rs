@@ -124,6 +124,7 @@ impl UdpArgs {
                 ttl: self.ttl,
             }),
             probe,
+            dscp: self.streams.dscp(),
         };
         spec.validate()?;
         // Every sweep point before the first runs, not when its turn comes.

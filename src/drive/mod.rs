@@ -17,6 +17,7 @@ mod probe;
 pub mod routed;
 pub mod rpm;
 pub mod rr;
+pub mod rrul;
 pub mod tcp;
 pub mod udp;
 

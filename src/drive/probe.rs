@@ -8,9 +8,10 @@
 
 use crate::cli::common::Route;
 use crate::cli::usage::{Usage, usage};
-use linerate_core::client::{CLOCK_EXCHANGES, ClientError, ClientOptions, Sink, Target, read_clock, run_rr_recorded};
-use linerate_core::engine::NullSink;
-use linerate_core::engine::rr::{Fate, ProbeRecord, Recorded};
+use linerate_core::client::{
+    CLOCK_EXCHANGES, ClientError, ClientOptions, Fate, NullSink, ProbeRecord, Recorded, Sink, Target, read_clock,
+    run_rr_recorded,
+};
 use linerate_core::result::{ClockOffset, IntervalRecord, IntervalSample, ProbeOn, ProbeSeries, Role, TestResult};
 use linerate_core::spec::{Limit, ProbeSpec, ProbeVia, RrProto, RrSpec, TestSpec, Timing};
 use linerate_core::summary::latency::{Answer, OneWay, Probe, one_way, series, under_load};
@@ -20,10 +21,10 @@ use std::time::{Duration, Instant};
 
 /// How long past idle + load + recovery the probe session may run before its own deadline (the
 /// test's connection set-up and report): it is normally stopped well before.
-const MARGIN_SECONDS: f64 = 30.0;
+pub(super) const MARGIN_SECONDS: f64 = 30.0;
 /// How long the probe session may take to start (connect, handshake) before the test goes on
 /// without it.
-const START_WAIT: Duration = Duration::from_secs(10);
+pub(super) const START_WAIT: Duration = Duration::from_secs(10);
 /// How often a wait looks at Ctrl-C.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -50,7 +51,7 @@ pub fn check(probe: &ProbeSpec, route: &Route, spec: &TestSpec) -> Result<(), Us
 
 /// The probe session's spec: one open-loop stream of request = response = the probe size, at the
 /// probe rate, for `seconds` (the session is stopped before), its answers stamped.
-fn rr_spec(probe: &ProbeSpec, seconds: f64) -> RrSpec {
+pub(super) fn rr_spec(probe: &ProbeSpec, seconds: f64) -> RrSpec {
     RrSpec {
         proto: if probe.via == ProbeVia::Udp {
             RrProto::Udp
@@ -68,9 +69,9 @@ fn rr_spec(probe: &ProbeSpec, seconds: f64) -> RrSpec {
 }
 
 /// The load's sink, told where the load's time zero is.
-struct Zeroed<'a> {
-    inner: &'a mut dyn Sink,
-    zero: Option<Instant>,
+pub(super) struct Zeroed<'a> {
+    pub(super) inner: &'a mut dyn Sink,
+    pub(super) zero: Option<Instant>,
 }
 
 impl Sink for Zeroed<'_> {
@@ -89,7 +90,7 @@ impl Sink for Zeroed<'_> {
 }
 
 /// Sleeps until `until`, or Ctrl-C.
-fn wait_until(until: Instant, interrupt: &AtomicBool) {
+pub(super) fn wait_until(until: Instant, interrupt: &AtomicBool) {
     while !interrupt.load(Ordering::Relaxed) {
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -113,18 +114,7 @@ pub fn run_probed(
     load: impl FnOnce(&mut dyn Sink) -> Result<TestResult, ClientError>,
 ) -> anyhow::Result<TestResult> {
     let mut notes = Vec::new();
-    let clock = match read_clock(target, opts, CLOCK_EXCHANGES) {
-        Ok(c) => Some(ClockOffset {
-            offset_ms: c.estimate.offset_ns as f64 / 1e6,
-            uncertainty_ms: c.estimate.uncertainty_ns as f64 / 1e6,
-        }),
-        Err(e) => {
-            notes.push(format!(
-                "probes: the agent's clock could not be read ({e}): no one-way delay"
-            ));
-            None
-        }
-    };
+    let clock = agent_clock(target, opts, &mut notes);
     let seconds = probe.idle_seconds + load_seconds + probe.recovery_seconds + MARGIN_SECONDS;
     let spec = rr_spec(probe, seconds);
     let record = Arc::new(ProbeRecord::new((probe.rate_per_second * seconds) as usize + 64));
@@ -199,8 +189,25 @@ pub fn run_probed(
     Ok(result)
 }
 
+/// The agent's clock against this host's, for the probes' one-way split; None (and a note) where
+/// it cannot be read.
+pub(super) fn agent_clock(target: &Target, opts: &ClientOptions, notes: &mut Vec<String>) -> Option<ClockOffset> {
+    match read_clock(target, opts, CLOCK_EXCHANGES) {
+        Ok(c) => Some(ClockOffset {
+            offset_ms: c.estimate.offset_ns as f64 / 1e6,
+            uncertainty_ms: c.estimate.uncertainty_ns as f64 / 1e6,
+        }),
+        Err(e) => {
+            notes.push(format!(
+                "probes: the agent's clock could not be read ({e}): no one-way delay"
+            ));
+            None
+        }
+    }
+}
+
 /// `a - b`, seconds, either sign.
-fn signed_seconds(a: Instant, b: Instant) -> f64 {
+pub(super) fn signed_seconds(a: Instant, b: Instant) -> f64 {
     match a.checked_duration_since(b) {
         Some(d) => d.as_secs_f64(),
         None => -b.duration_since(a).as_secs_f64(),
@@ -209,7 +216,7 @@ fn signed_seconds(a: Instant, b: Instant) -> f64 {
 
 /// Where the load ended on its own axis, seconds: its last interval's end (the sampler's last
 /// look), else the time it returned.
-fn load_end_s(result: &TestResult, zero: Instant) -> f64 {
+pub(super) fn load_end_s(result: &TestResult, zero: Instant) -> f64 {
     let last = result
         .intervals
         .iter()
@@ -224,9 +231,9 @@ fn load_end_s(result: &TestResult, zero: Instant) -> f64 {
 /// The probe session's clock against the load's: where its zero sits on the load's axis and the
 /// Unix time at it.
 #[derive(Clone, Copy, Debug)]
-struct Axis {
-    offset_s: f64,
-    unix_zero_ns: i64,
+pub(super) struct Axis {
+    pub(super) offset_s: f64,
+    pub(super) unix_zero_ns: i64,
 }
 
 /// The probe session's requests as probes on the load's axis: answered (the round trip from the
@@ -239,10 +246,22 @@ fn separate_series(
     clock: Option<ClockOffset>,
     load_end_s: f64,
 ) -> ProbeSeries {
+    let probes = probes_of(requests, axis, clock);
+    series(
+        name,
+        ProbeOn::Separate,
+        &probes,
+        Some(requests.len() as u64),
+        load_end_s,
+    )
+}
+
+/// The probe session's requests as probes on the load's axis (in-flight ones left out).
+pub(super) fn probes_of(requests: &[Recorded], axis: Axis, clock: Option<ClockOffset>) -> Vec<Probe> {
     // Times in ns since the session's zero, the far stamp moved onto the same base: one_way
     // takes differences only, and Unix ns as f64 ms would keep only a quarter-µs.
     let since = |ns: u64| i64::try_from(ns).unwrap_or(i64::MAX);
-    let probes: Vec<Probe> = requests
+    requests
         .iter()
         .filter_map(|r| {
             let t_s = axis.offset_s + r.sent_ns as f64 / 1e9;
@@ -264,14 +283,7 @@ fn separate_series(
             };
             Some(Probe { t_s, answer })
         })
-        .collect();
-    series(
-        name,
-        ProbeOn::Separate,
-        &probes,
-        Some(requests.len() as u64),
-        load_end_s,
-    )
+        .collect()
 }
 
 /// The load's own TCP streams probed: each sending stream's smoothed RTT (TCP_INFO) per

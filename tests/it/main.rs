@@ -16,6 +16,7 @@ mod cli;
 mod compare;
 mod cost;
 mod deploy;
+mod dscp;
 mod examples;
 mod exit;
 #[path = "../harness/fake_agent.rs"]
@@ -56,6 +57,7 @@ mod report;
 mod rpm;
 mod rpm_server;
 mod rr;
+mod rrul;
 mod sched;
 mod server_counts;
 mod settings;

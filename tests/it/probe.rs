@@ -152,3 +152,37 @@ fn probe_flags_that_cannot_run_are_one_line() {
         assert_eq!(linerate(args, LIMIT).status.code(), Some(2), "{args:?}");
     }
 }
+
+/// An agent lost in the middle of the load: the run ends partial (exit 3) and still holds the
+/// probes measured until then.
+#[test]
+fn a_lost_agent_leaves_the_probes_measured_and_exit_3() {
+    let mut agent = Agent::start(&[]);
+    let addr = agent.addr.clone();
+    let args = [
+        "tcp",
+        "--json",
+        &addr,
+        "-t",
+        "8",
+        "--probe",
+        "rr",
+        "--probe-idle",
+        "1",
+        "--probe-rate",
+        "20",
+    ];
+    let out = std::thread::scope(|s| {
+        let run = s.spawn(|| linerate(&args, LIMIT));
+        // The idle second, the test's set-up and a second or more of its load.
+        std::thread::sleep(Duration::from_secs(4));
+        agent.child.kill().expect("the agent stops");
+        run.join().expect("the client's thread")
+    });
+    let v = json_with_status(&out, 3);
+    assert_eq!(v["partial"], true);
+    let s = &v["latency"]["series"][0];
+    assert_eq!(s["name"], "tcp round trip");
+    assert!(u(s, "/idle/answered") >= 10, "{s}");
+    assert!(u(s, "/answered") + u(s, "/lost") <= u(s, "/sent"), "{s}");
+}

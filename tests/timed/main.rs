@@ -53,6 +53,7 @@ mod lab;
 mod machine;
 mod mix;
 mod netns;
+mod probe;
 mod repeat;
 mod rr;
 mod tcp;

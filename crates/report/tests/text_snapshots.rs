@@ -30,6 +30,7 @@ fn stream(stream: u16, role: Role, bytes: u64, seconds: f64) -> StreamReport {
             congestion: "cubic".into(),
             nodelay: false,
             zerocopy: None,
+            dscp: None,
         },
         tcp: (role == Role::Send).then_some(TcpSnapshot {
             rtt_us: 180,

@@ -6,7 +6,7 @@
 
 use super::usage::{Usage, usage};
 use linerate_core::client::Target;
-use linerate_core::spec::{Direction, MAX_STREAMS};
+use linerate_core::spec::{Direction, Dscp, MAX_STREAMS};
 use linerate_core::units::{BitRate, ByteSize, CpuList, TimeSpan};
 
 /// The agents a test runs against.
@@ -77,22 +77,50 @@ pub struct StreamArgs {
     /// Pin the agents' workers to these CPUs
     #[arg(long, value_name = "LIST")]
     pub peer_cpus: Option<CpuList>,
+
+    /// Mark the streams' packets with a DSCP class (EF, CS5, BK, AF41, 0-63)
+    #[arg(
+        long,
+        value_name = "CLASSES",
+        value_parser = parse_dscp,
+        long_help = "Mark the streams' packets with a DSCP class, on both ends (IP_TOS on IPv4,\n\
+IPV6_TCLASS on IPv6): a name (BE, BK for CS1, CS2 to CS7, AF11 to AF43, EF, VA, LE)\n\
+or a number 0 to 63. A comma list gives each direction's streams the classes in\n\
+turn. The class each socket holds is read back into the result's grants. Default:\n\
+none (the kernel's 0). Examples: --dscp EF, -P 4 --dscp BE,BK,CS5,EF"
+    )]
+    pub dscp: Option<DscpList>,
+}
+
+/// A `-P` count, checked against the most streams a test may have.
+pub fn stream_count(streams: u32) -> Result<u16, Usage> {
+    match u16::try_from(streams) {
+        Ok(n) if (1..=MAX_STREAMS).contains(&n) => Ok(n),
+        _ => Err(usage!("-P must be between 1 and {MAX_STREAMS} streams, not {streams}")),
+    }
+}
+
+/// `--dscp`'s classes, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DscpList(pub Vec<Dscp>);
+
+fn parse_dscp(s: &str) -> Result<DscpList, String> {
+    Dscp::parse_list(s).map(DscpList)
 }
 
 impl StreamArgs {
     /// `-P`, checked against the most streams a test may have.
     pub fn count(&self) -> Result<u16, Usage> {
-        match u16::try_from(self.streams) {
-            Ok(n) if (1..=MAX_STREAMS).contains(&n) => Ok(n),
-            _ => Err(usage!(
-                "-P must be between 1 and {MAX_STREAMS} streams, not {}",
-                self.streams
-            )),
-        }
+        stream_count(self.streams)
     }
 
     pub fn peer_cpus(&self) -> Vec<usize> {
         self.peer_cpus.clone().map(|c| c.0).unwrap_or_default()
+    }
+
+    /// `--dscp`'s classes, or none.
+    pub fn dscp(&self) -> Vec<Dscp> {
+        self.dscp.clone().map(|d| d.0).unwrap_or_default()
     }
 }
 

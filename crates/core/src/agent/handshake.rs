@@ -205,8 +205,12 @@ fn admit<'s>(
     if let Some(name) = profile {
         state.config.profiles.find(name)?;
     }
-    let slots = if is_probe(spec) { &state.probes } else { &state.tests };
-    let Some(test) = Slot::take(slots, state.config.max_tests) else {
+    let (slots, limit) = if is_probe(spec) {
+        (&state.probes, state.config.max_tests * PROBES_PER_TEST)
+    } else {
+        (&state.tests, state.config.max_tests)
+    };
+    let Some(test) = Slot::take(slots, limit) else {
         return Err((
             ErrorKind::Busy,
             format!("this agent is running {} test(s), its limit", state.config.max_tests),
@@ -240,6 +244,10 @@ fn admit<'s>(
         applied,
     })
 }
+
+/// Probe sessions admitted per test slot: `linerate rrul` probes each of flent's four DSCP
+/// classes on a session of its own beside its load.
+const PROBES_PER_TEST: usize = 4;
 
 /// A latency probe session (`--probe`): one open-loop rr stream that asks for stamps, at most
 /// 10,000 requests a second of at most 1 MiB (`ProbeSpec`'s bounds). It takes a slot of its own,

@@ -5,7 +5,7 @@
 use super::session::{
     Accepted, Expecting, Quiet, Refusal, check_peer_cpus, collect_streams, engine_refusal, io_refusal, new_cookie,
 };
-use crate::engine::rr;
+use crate::engine::{rr, sockopt};
 use crate::result::Role;
 use crate::spec::{RrProto, RrSpec};
 use std::net::UdpSocket;
@@ -57,7 +57,12 @@ pub(super) fn run(t: &mut Accepted<'_, '_>, spec: &RrSpec) -> Result<(), Refusal
     let mut streams = Vec::with_capacity(per_agent);
     for (i, socket) in sockets.into_iter().enumerate() {
         let grant = match rr::raw_fd(&socket) {
-            Some(fd) => rr::configure_socket(fd, spec, spec.proto == RrProto::Tcp).map_err(|e| engine_refusal(&e))?,
+            Some(fd) => {
+                let mut grant =
+                    rr::configure_socket(fd, spec, spec.proto == RrProto::Tcp).map_err(|e| engine_refusal(&e))?;
+                sockopt::mark(&fd, spec.dscp_of(i), &mut grant).map_err(|e| engine_refusal(&e))?;
+                grant
+            }
             None => Default::default(),
         };
         streams.push(rr::RrStream {

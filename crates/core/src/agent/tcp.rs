@@ -20,11 +20,12 @@ pub(super) fn run(t: &mut Accepted<'_, '_>, spec: &TcpSpec) -> Result<(), Refusa
     let mut streams = Vec::with_capacity(sockets.len());
     for (i, socket) in sockets.into_iter().enumerate() {
         let role = Role::of_agent(spec.stream_flows_forward(i));
-        let grant = match spec.mix {
+        let mut grant = match spec.mix {
             Some(_) => tcp::mix::configure(&socket, spec),
             None => sockopt::configure(&socket, spec, role),
         }
         .map_err(|e| engine_refusal(&e))?;
+        sockopt::mark(&socket, spec.dscp_of(i), &mut grant).map_err(|e| engine_refusal(&e))?;
         streams.push(tcp::DataStream {
             id: i as u16,
             role,

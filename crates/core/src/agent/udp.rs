@@ -53,7 +53,8 @@ pub(super) fn run(t: &mut Accepted<'_, '_>, spec: &UdpSpec) -> Result<(), Refusa
             .connect((peer, port))
             .map_err(|e| io_refusal("connecting a UDP data socket", e))?;
         let role = Role::of_agent(spec.stream_flows_forward(i));
-        let grant = udp::configure(&socket, spec, role).map_err(|e| engine_refusal(&e))?;
+        let mut grant = udp::configure(&socket, spec, role).map_err(|e| engine_refusal(&e))?;
+        sockopt::mark(&socket, spec.dscp_of(i), &mut grant).map_err(|e| engine_refusal(&e))?;
         streams.push(udp::UdpStream {
             id: i as u16,
             wire_id: i as u16,

@@ -22,12 +22,15 @@ mod session;
 mod tcp;
 mod udp;
 
+pub use crate::engine::http::{HttpTarget, HttpUrl, tls_client_config};
+pub use crate::engine::pin::check_cpus as check_local_cpus;
 /// What a caller of the client names: the sink its live lines implement, the HTTP targets it
 /// builds, the agent's port, the shared secret's type, and the check of `--cpus` against this
 /// host (the engine and the protocol stay behind the client).
-pub use crate::engine::Sink;
 pub use crate::engine::http::{HttpTarget, HttpUrl, ProbeLog, Probing, start_probes, tls_client_config};
 pub use crate::engine::pin::check_cpus as check_local_cpus;
+pub use crate::engine::rr::{Fate, ProbeRecord, Recorded};
+pub use crate::engine::{NullSink, Sink};
 pub use crate::proto::DEFAULT_PORT;
 pub use crate::proto::auth::Secret;
 pub use crate::tls::TlsSetupError;

@@ -5,7 +5,7 @@
 use super::session::{
     ClientError, ClientOptions, Run, Target, data_connection, drive, joined, open_sessions, start_all,
 };
-use crate::engine::{Sink, rr};
+use crate::engine::{Sink, rr, sockopt};
 use crate::proto::frame;
 use crate::result::{Role, SocketGrant, TestResult};
 use crate::spec::{RrProto, RrSpec, TestSpec};
@@ -67,7 +67,11 @@ pub fn run_rr_recorded(
                 }
             };
             let grant = match rr::raw_fd(&socket) {
-                Some(fd) => rr::configure_socket(fd, spec, spec.proto == RrProto::Tcp)?,
+                Some(fd) => {
+                    let mut grant = rr::configure_socket(fd, spec, spec.proto == RrProto::Tcp)?;
+                    sockopt::mark(&fd, spec.dscp_of(i), &mut grant)?;
+                    grant
+                }
                 None => SocketGrant {
                     nodelay: true,
                     ..Default::default()

@@ -32,10 +32,11 @@ pub fn run_tcp(
             let sock = data_connection(peer, opts, &s.cookie, i as u16, |sock| {
                 sockopt::before_connect(sock, spec)
             })?;
-            let grant = match spec.mix {
+            let mut grant = match spec.mix {
                 Some(_) => tcp::mix::configure(&sock, spec)?,
                 None => sockopt::configure(&sock, spec, role)?,
             };
+            sockopt::mark(&sock, spec.dscp_of(i), &mut grant)?;
             streams.push(tcp::DataStream {
                 id: (a * per_agent + i) as u16,
                 role,

@@ -42,7 +42,8 @@ pub fn run_udp(
                     sockopt::multicast::sender(&socket, local_ip, m.ttl).map_err(data)?;
                     socket.connect((m.group, m.port + i as u16)).map_err(data)?;
                     let role = Role::of_client(true);
-                    let grant = udp::configure(&socket, spec, role)?;
+                    let mut grant = udp::configure(&socket, spec, role)?;
+                    sockopt::mark(&socket, spec.dscp_of(i), &mut grant)?;
                     multicast_ports.push(socket.local_addr().map_err(data)?.port());
                     streams.push(udp::UdpStream {
                         id: i as u16,
@@ -63,7 +64,8 @@ pub fn run_udp(
             let socket = UdpSocket::bind((local_ip, 0)).map_err(data)?;
             socket.connect((peer.ip(), *port)).map_err(data)?;
             let role = Role::of_client(spec.stream_flows_forward(i));
-            let grant = udp::configure(&socket, spec, role)?;
+            let mut grant = udp::configure(&socket, spec, role)?;
+            sockopt::mark(&socket, spec.dscp_of(i), &mut grant)?;
             ports.push(socket.local_addr().map_err(data)?.port());
             streams.push(udp::UdpStream {
                 id: (a * per_agent + i) as u16,

@@ -127,6 +127,7 @@ mod tests {
                 congestion: "bbr".into(),
                 nodelay: false,
                 zerocopy: None,
+                dscp: None,
             },
             tcp: None,
             errors: ErrorCounts::default(),

@@ -129,8 +129,26 @@ pub fn series(name: &str, on: ProbeOn, probes: &[Probe], sent: Option<u64>, load
         idle: phase(Phase::Idle),
         loaded: phase(Phase::Loaded),
         recovery: phase(Phase::Recovery),
+        by_phase: Vec::new(),
         samples,
     }
+}
+
+/// A test of several load phases (`linerate rrul`): the probes sent in each window
+/// `[start_s, end_s)` of `windows`, in its order, each window's figures (None where none was
+/// answered). A probe sent between windows counts in none. `counts_sends` as for [`series`].
+pub fn by_phase(probes: &[Probe], counts_sends: bool, windows: &[(f64, f64)]) -> Vec<Option<PhaseLatency>> {
+    windows
+        .iter()
+        .map(|&(start_s, end_s)| {
+            let mine: Vec<Probe> = probes
+                .iter()
+                .copied()
+                .filter(|p| p.t_s >= start_s && p.t_s < end_s)
+                .collect();
+            phase_latency(&mine, counts_sends)
+        })
+        .collect()
 }
 
 /// A phase's figures; None when none of its probes was answered.
@@ -221,6 +239,7 @@ pub fn under_load(series: Vec<ProbeSeries>, load_end_s: f64, clock: Option<Clock
         clock,
         grades: Vec::new(),
         rpm: None,
+        phases: Vec::new(),
         series,
     }
 }
@@ -285,6 +304,23 @@ mod tests {
         assert_eq!(l.idle_ms.map(f64::round), Some(10.0));
         assert_eq!(l.loaded_ms, None, "the separate series has no loaded probe");
         assert_eq!(l.added_ms, None);
+    }
+
+    #[test]
+    fn probes_fall_into_the_windows_they_were_sent_in_and_none_between() {
+        let mut probes: Vec<Probe> = (0..10).map(|i| answered(-1.0 + 0.1 * f64::from(i), 10.0)).collect();
+        probes.extend((0..10).map(|i| answered(0.1 * f64::from(i), 50.0)));
+        probes.push(answered(1.05, 999.0));
+        probes.push(Probe {
+            t_s: 0.5,
+            answer: Answer::Lost,
+        });
+        let got = by_phase(&probes, true, &[(-1.0, 0.0), (0.0, 1.0), (1.1, 2.0)]);
+        assert_eq!(got.len(), 3);
+        let (a, b) = (got[0].clone().unwrap(), got[1].clone().unwrap());
+        assert_eq!((a.answered, a.lost, b.answered, b.lost), (10, Some(0), 10, Some(1)));
+        assert!((b.rtt_ms.p50 - 50.0).abs() < 0.1, "{:?}", b.rtt_ms);
+        assert_eq!(got[2], None, "the probe at 1.05 s fell between windows");
     }
 
     #[test]

@@ -34,6 +34,11 @@ pub struct LatencyUnderLoad {
     /// kinds' runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpm: Option<RpmFigures>,
+    /// A test of several load phases on one time axis (`linerate rrul`: baseline, download,
+    /// upload, both, recovery), in order; each series' `by_phase` follows this list. Absent
+    /// (empty) for a test with one load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<LoadPhase>,
 }
 
 /// How far a stage of the responsiveness test got (the draft's "Confidence of Test-Results"; the
@@ -115,6 +120,40 @@ pub struct RpmStage {
     pub connections_up: u32,
 }
 
+
+/// One phase of a test of several load phases: when it ran on the probes' time axis and what
+/// load it carried.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadPhase {
+    /// `baseline`, `download`, `upload`, `both`, `recovery`.
+    pub name: String,
+    /// Its start and end, seconds on the time axis of [`LatencyUnderLoad::load_end_s`]: a load
+    /// phase from its run's time zero to its last interval's end; probes sent between phases
+    /// (a run's connection set-up) belong to none.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// The load's throughput per class and direction over the phase, as the receivers counted
+    /// it; empty in a phase of probes alone.
+    pub load: Vec<ClassLoad>,
+}
+
+/// The streams of one DSCP class and direction over one phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClassLoad {
+    /// The class's code point (0-63) and its name (`EF`), the number where it has none.
+    pub dscp: crate::spec::Dscp,
+    pub class: String,
+    /// `upload` (client to agent) or `download`.
+    pub direction: String,
+    pub streams: u16,
+    /// Bytes received over the phase, summed over the class's streams that way.
+    pub bytes: u64,
+    /// The longest of those streams' receiving windows, seconds.
+    pub seconds: f64,
+    /// bytes x 8 / seconds; null over an empty window.
+    pub bits_per_second: Option<f64>,
+}
+
 /// Where a probe series was timed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -148,6 +187,10 @@ pub struct ProbeSeries {
     pub idle: Option<PhaseLatency>,
     pub loaded: Option<PhaseLatency>,
     pub recovery: Option<PhaseLatency>,
+    /// Per phase of [`LatencyUnderLoad::phases`], in its order, the probes sent in it; null
+    /// where a phase had no answered probe. Absent (empty) without phases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_phase: Vec<Option<PhaseLatency>>,
 }
 
 /// One answered probe.

@@ -146,6 +146,10 @@ pub struct SocketGrant {
     /// refused: the notes then say why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::spec::ZeroCopy>,
+    /// `--dscp`: the class the socket's packets carry, as IP_TOS (IPv4) or IPV6_TCLASS (IPv6)
+    /// read it back; absent when none was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<crate::spec::Dscp>,
 }
 
 /// Why a stream ended.

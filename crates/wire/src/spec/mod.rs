@@ -62,12 +62,14 @@ macro_rules! keys {
     };
 }
 
+mod dscp;
 mod http;
 mod probe;
 mod rpm;
 mod rr;
 mod udp;
 
+pub use dscp::{Dscp, class_of};
 pub use http::{Http2Spec, HttpSpec, TlsSpec, TlsVersion};
 pub use probe::{ProbeSpec, ProbeVia};
 pub use rpm::{RpmDirection, RpmSpec, defaults as rpm_defaults};
@@ -249,6 +251,11 @@ pub struct TcpSpec {
     /// from documents written before it (and when None).
     #[serde(default)]
     pub probe: Option<ProbeSpec>,
+    /// `--dscp`: the DSCP classes the streams' packets carry, given to each direction's streams
+    /// in turn ([`class_of`]); empty = the kernel's default (0). Absent from documents written
+    /// before it (and when empty).
+    #[serde(default)]
+    pub dscp: Vec<Dscp>,
 }
 
 /// The most streams per agent and direction: far past what a host sustains, short of exhausting
@@ -342,6 +349,7 @@ impl TcpSpec {
             mix: None,
             zerocopy: None,
             probe: None,
+            dscp: Vec::new(),
         }
     }
 
@@ -382,6 +390,7 @@ impl TcpSpec {
             congestion_usable(c)?;
         }
         self.validate_mix()?;
+        dscp::validate_all(&self.dscp)?;
         if let (Some(z), Some(m)) = (self.zerocopy, self.mix) {
             // A mixed connection's transfers are answered one by one in its own loops.
             return Err(SpecError::Conflict(format!(
@@ -420,6 +429,11 @@ impl TcpSpec {
         }
     }
 
+    /// The DSCP class of stream `index` (per agent), None without `--dscp`.
+    pub fn dscp_of(&self, index: usize) -> Option<Dscp> {
+        class_of(&self.dscp, index, usize::from(self.streams))
+    }
+
     /// Which way stream `index` (0-based, per agent) carries data: streams `0..streams` follow
     /// the direction, and under bidir (or a mix) the next `streams` run the other way.
     pub fn stream_flows_forward(&self, index: usize) -> bool {
@@ -440,7 +454,8 @@ impl Serialize for TcpSpec {
             "TcpSpec",
             18 + usize::from(self.mix.is_some())
                 + usize::from(self.zerocopy.is_some())
-                + usize::from(self.probe.is_some()),
+                + usize::from(self.probe.is_some())
+                + usize::from(!self.dscp.is_empty()),
         )?;
         keys!(out, self, streams, threads, cpus, peer_cpus, buffer_bytes);
         keys!(
@@ -473,6 +488,10 @@ impl Serialize for TcpSpec {
         // Likewise absent without probes.
         if self.probe.is_some() {
             keys!(out, self, probe);
+        }
+        // Likewise absent without classes.
+        if !self.dscp.is_empty() {
+            keys!(out, self, dscp);
         }
         out.end()
     }
@@ -641,6 +660,40 @@ mod tests {
             assert_eq!(spec.validate(), Ok(()), "{text}");
             assert_eq!(serde_json::to_string(&spec).expect("serialises"), text);
         }
+    }
+
+    #[test]
+    fn dscp_classes_are_written_only_when_set_and_read_back() {
+        let mut s = TcpSpec::new();
+        let plain = serde_json::to_string(&TestSpec::Tcp(s.clone())).expect("serialises");
+        assert!(!plain.contains("dscp"), "{plain}");
+        s.streams = 4;
+        s.direction = Direction::Bidir;
+        s.dscp = Dscp::RRUL.to_vec();
+        let text = serde_json::to_string(&TestSpec::Tcp(s.clone())).expect("serialises");
+        assert!(text.ends_with(r#""dscp":[0,8,40,46]}"#), "{text}");
+        assert_eq!(
+            serde_json::from_str::<TestSpec>(&text).expect("parses"),
+            TestSpec::Tcp(s.clone())
+        );
+        assert_eq!(
+            (s.dscp_of(1), s.dscp_of(5)),
+            (Some(Dscp::BK), Some(Dscp::BK)),
+            "each direction from the start"
+        );
+        s.dscp = vec![Dscp(64)];
+        assert!(s.validate().is_err());
+        let mut r = RrSpec::new();
+        r.dscp = vec![Dscp::EF];
+        let text = serde_json::to_string(&r).expect("serialises");
+        assert!(text.ends_with(r#""dscp":[46]}"#), "{text}");
+        assert_eq!(serde_json::from_str::<RrSpec>(&text).expect("parses"), r);
+        r.connect = true;
+        assert!(matches!(r.validate(), Err(SpecError::Conflict(_))));
+        let mut u = UdpSpec::new();
+        u.dscp = vec![Dscp::CS5];
+        let text = serde_json::to_string(&u).expect("serialises");
+        assert_eq!(serde_json::from_str::<UdpSpec>(&text).expect("parses"), u);
     }
 
     #[test]

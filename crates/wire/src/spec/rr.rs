@@ -41,6 +41,10 @@ pub struct RrSpec {
     /// due when this many are out is not sent, and counted so. Absent from older specs: 1024.
     #[serde(default = "default_max_outstanding")]
     pub max_outstanding: u32,
+    /// `--dscp`: the DSCP classes the streams' packets carry, given to the streams in turn;
+    /// empty = the kernel's default. Absent from documents written before it (and when empty).
+    #[serde(default)]
+    pub dscp: Vec<Dscp>,
     /// A latency probe session beside another test (`--probe`): the answering end writes the
     /// Unix time, ns, at which it read each request into the response after the request's
     /// number (bytes 8 to 16, responses of 16 bytes or more), for the one-way split; and the
@@ -71,6 +75,7 @@ impl RrSpec {
             busy_poll_us: None,
             timeout_ms: 200,
             max_outstanding: DEFAULT_MAX_OUTSTANDING,
+            dscp: Vec::new(),
             stamp: false,
         }
     }
@@ -79,6 +84,11 @@ impl RrSpec {
     /// rule, at least 1); None in the closed loop.
     pub fn gap_ns(&self) -> Option<u64> {
         self.rate.map(|r| crate::units::spacing_ns(1.0, r))
+    }
+
+    /// The DSCP class of stream `index`, None without `--dscp`.
+    pub fn dscp_of(&self, index: usize) -> Option<Dscp> {
+        class_of(&self.dscp, index, usize::from(self.streams))
     }
 
     pub fn validate(&self) -> Result<(), SpecError> {
@@ -103,6 +113,11 @@ impl RrSpec {
             ramp: false,
         })?;
         check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
+        dscp::validate_all(&self.dscp)?;
+        if self.connect && !self.dscp.is_empty() {
+            // The class is set on a stream's socket; --connect opens one per transaction.
+            return Err(SpecError::Conflict("--dscp does not apply to --connect".into()));
+        }
         if self.connect && self.proto == RrProto::Udp {
             return Err(SpecError::Conflict(
                 "--connect is a TCP mode (netperf's TCP_CRR)".into(),
@@ -115,7 +130,7 @@ impl RrSpec {
 impl Serialize for RrSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let t = &self.timing;
-        let mut out = serializer.serialize_struct("RrSpec", 16)?;
+        let mut out = serializer.serialize_struct("RrSpec", 17)?;
         keys!(
             out,
             self,
@@ -141,6 +156,12 @@ impl Serialize for RrSpec {
             out.skip_field("stamp")?;
         }
         keys!(out, t, warmup_seconds, cooldown_seconds, interval_seconds);
+        // Absent without classes, likewise.
+        if self.dscp.is_empty() {
+            out.skip_field("dscp")?;
+        } else {
+            keys!(out, self, dscp);
+        }
         out.end()
     }
 }

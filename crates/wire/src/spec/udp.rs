@@ -39,6 +39,11 @@ pub struct UdpSpec {
     /// from documents written before it (and when None).
     #[serde(default)]
     pub probe: Option<ProbeSpec>,
+    /// `--dscp`: the DSCP classes the datagrams carry, given to each direction's streams in
+    /// turn; empty = the kernel's default. Absent from documents written before it (and when
+    /// empty).
+    #[serde(default)]
+    pub dscp: Vec<Dscp>,
 }
 
 /// A multicast UDP test's group: stream i goes to `group:port+i`.
@@ -84,6 +89,7 @@ impl UdpSpec {
             direction: Direction::Send,
             multicast: None,
             probe: None,
+            dscp: Vec::new(),
         }
     }
 
@@ -107,6 +113,7 @@ impl UdpSpec {
             p.validate()?;
         }
         check_cpus(self.cpus.iter().chain(&self.peer_cpus))?;
+        dscp::validate_all(&self.dscp)?;
         if let Some(w) = self.window_bytes {
             check("receive buffer", w.0 as f64, 1.0, i32::MAX as f64)?;
         }
@@ -139,6 +146,11 @@ impl UdpSpec {
         }
     }
 
+    /// The DSCP class of stream `index` (per agent), None without `--dscp`.
+    pub fn dscp_of(&self, index: usize) -> Option<Dscp> {
+        class_of(&self.dscp, index, usize::from(self.streams))
+    }
+
     /// Which way stream `index` carries data (as for TCP).
     pub fn stream_flows_forward(&self, index: usize) -> bool {
         match self.direction {
@@ -164,7 +176,10 @@ impl UdpSpec {
 impl Serialize for UdpSpec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let t = &self.timing;
-        let mut out = serializer.serialize_struct("UdpSpec", 14 + usize::from(self.probe.is_some()))?;
+        let mut out = serializer.serialize_struct(
+            "UdpSpec",
+            14 + usize::from(self.probe.is_some()) + usize::from(!self.dscp.is_empty()),
+        )?;
         keys!(out, self, streams, cpus, peer_cpus, payload_bytes);
         keys!(out, t, limit);
         keys!(out, self, gap_ns);
@@ -173,6 +188,9 @@ impl Serialize for UdpSpec {
         // Absent without probes, so documents before them write again byte for byte.
         if self.probe.is_some() {
             keys!(out, self, probe);
+        }
+        if !self.dscp.is_empty() {
+            keys!(out, self, dscp);
         }
         out.end()
     }

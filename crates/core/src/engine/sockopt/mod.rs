@@ -13,7 +13,7 @@ mod raw;
 
 use super::EngineError;
 use crate::result::{Role, SocketGrant};
-use crate::spec::{TcpSpec, ZeroCopy};
+use crate::spec::{Dscp, TcpSpec, ZeroCopy};
 pub(crate) use notes::{Asked, ZeroCopySeen, busy_poll_note, grant_notes, zerocopy_notes};
 use raw::Buffer;
 #[cfg(test)]
@@ -160,6 +160,19 @@ pub fn configure(stream: &TcpStream, spec: &TcpSpec, role: Role) -> Result<Socke
     Ok(grant)
 }
 
+/// Marks a data socket's packets with a DSCP class (`--dscp`: IP_TOS on IPv4, IPV6_TCLASS on
+/// IPv6) and records in its grant the class the kernel holds; nothing without a class. Set
+/// after the socket is configured and before the clock starts, on both ends, so each direction's
+/// packets (data and ACKs alike) carry the class.
+pub fn mark(socket: &impl AsFd, dscp: Option<Dscp>, grant: &mut SocketGrant) -> Result<(), EngineError> {
+    let Some(dscp) = dscp else {
+        return Ok(());
+    };
+    let tos = raw::set_tos(socket.as_fd(), dscp.tos()).map_err(opt("IP_TOS / IPV6_TCLASS"))?;
+    grant.dscp = Some(Dscp::of_tos(tos));
+    Ok(())
+}
+
 /// Asks the kernel to wake a blocking reader of a TCP stream only once `bytes` are queued
 /// (SO_RCVLOWAT, best effort; a read still returns what came within its timeout, and the
 /// kernel caps it at half a fixed receive buffer). A thread that owns one receiving stream then
@@ -266,6 +279,35 @@ mod tests {
         wake_for_whole_reads(&c, 128 << 10);
         let rcvbuf = SockRef::from(&c).recv_buffer_size().expect("rcvbuf") as i32;
         assert_eq!(lowat(&c), rcvbuf / 2);
+    }
+
+    #[test]
+    fn a_dscp_mark_is_set_and_read_back_on_ipv4_and_ipv6_sockets() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (a, _) = l.accept().expect("accept");
+        let mut g = SocketGrant::default();
+        mark(&c, None, &mut g).expect("nothing to set");
+        assert_eq!(g.dscp, None);
+        mark(&c, Some(Dscp::EF), &mut g).expect("IP_TOS");
+        assert_eq!(g.dscp, Some(Dscp::EF));
+        let tos = |s: &TcpStream, level, opt| raw::get_int(s.as_fd(), level, opt).expect("read");
+        assert_eq!(tos(&c, libc::IPPROTO_IP, libc::IP_TOS), 0xb8);
+        assert_eq!(
+            tos(&a, libc::IPPROTO_IP, libc::IP_TOS),
+            0,
+            "the other end keeps its own"
+        );
+        let u = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        mark(&u, Some(Dscp::BK), &mut g).expect("IP_TOS on UDP");
+        assert_eq!(g.dscp, Some(Dscp::BK));
+        // IPv6, where the host has it.
+        if let Ok(u6) = UdpSocket::bind("[::1]:0") {
+            mark(&u6, Some(Dscp::CS5), &mut g).expect("IPV6_TCLASS");
+            assert_eq!(g.dscp, Some(Dscp::CS5));
+            let tclass = raw::get_int(u6.as_fd(), libc::IPPROTO_IPV6, libc::IPV6_TCLASS).expect("read");
+            assert_eq!(tclass, 0xa0);
+        }
     }
 
     #[test]

@@ -57,6 +57,21 @@ pub(crate) fn get_int(fd: BorrowedFd<'_>, level: libc::c_int, option: libc::c_in
     }
 }
 
+/// Sets the TOS byte (IPv4's IP_TOS) or the traffic class (IPv6's IPV6_TCLASS) of a socket,
+/// and reads it back as the kernel holds it. An IPv6 socket also gets IP_TOS, best effort: what
+/// it sends to an IPv4-mapped peer leaves as IPv4 and takes its byte from there (ip(7), ipv6(7)).
+pub(crate) fn set_tos(fd: BorrowedFd<'_>, tos: u8) -> io::Result<u8> {
+    let value = libc::c_int::from(tos);
+    if get_int(fd, libc::SOL_SOCKET, libc::SO_DOMAIN)? == libc::AF_INET6 {
+        set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, value)?;
+        let _ = set_int(fd, libc::IPPROTO_IP, libc::IP_TOS, value);
+        get_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS).map(|v| v as u8)
+    } else {
+        set_int(fd, libc::IPPROTO_IP, libc::IP_TOS, value)?;
+        get_int(fd, libc::IPPROTO_IP, libc::IP_TOS).map(|v| v as u8)
+    }
+}
+
 /// Which socket buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Buffer {
