@@ -98,6 +98,7 @@ fn udp_series() -> ProbeSeries {
         idle: Some(phase(&phases[0], Some(0))),
         loaded: Some(phase(&phases[1], Some(lost_loaded))),
         recovery: Some(phase(&phases[2], Some(0))),
+        by_phase: Vec::new(),
         samples: phases.concat(),
     }
 }
@@ -126,6 +127,7 @@ fn tcp_info_series() -> ProbeSeries {
         idle: None,
         loaded: Some(phase(&samples, None)),
         recovery: None,
+        by_phase: Vec::new(),
         samples,
     }
 }
@@ -152,6 +154,7 @@ fn latency() -> LatencyUnderLoad {
             uncertainty_ms: 0.15,
         }),
         rpm: None,
+        phases: Vec::new(),
         grades: vec![Grade {
             scale: "bufferbloat".into(),
             grade: "D".into(),

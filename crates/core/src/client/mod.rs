@@ -22,8 +22,6 @@ mod session;
 mod tcp;
 mod udp;
 
-pub use crate::engine::http::{HttpTarget, HttpUrl, tls_client_config};
-pub use crate::engine::pin::check_cpus as check_local_cpus;
 /// What a caller of the client names: the sink its live lines implement, the HTTP targets it
 /// builds, the agent's port, the shared secret's type, and the check of `--cpus` against this
 /// host (the engine and the protocol stay behind the client).

@@ -7,15 +7,13 @@ use crate::engine::rpm::{Probes, RpmRun, StageRun, stats};
 use crate::metrics::host::HostInfo;
 use crate::result::IntervalSample;
 use crate::result::{
-    Bin, HostRecord, IntervalRecord, LatencyFigures, LatencyUnderLoad, PhaseLatency, ProbeOn, ProbeSample, ProbeSeries,
-    RpmFigures, RpmStage, SCHEMA, SideSummary, StreamInterval, Summary, TestResult,
+    HostRecord, IntervalRecord, LatencyUnderLoad, ProbeOn, ProbeSeries, RpmFigures, RpmStage, SCHEMA, SideSummary,
+    StreamInterval, Summary, TestResult,
 };
 use crate::spec::{RpmSpec, TestSpec};
+use crate::summary::latency::{Answer, OneWay, Probe, series, under_load};
 use std::collections::BTreeMap;
 use std::time::Instant;
-
-/// Bins of a phase's histogram.
-const BINS: usize = 20;
 
 /// The result document of a run against `server` (its address, as the intervals name it).
 pub fn assemble(
@@ -143,30 +141,39 @@ fn latency(spec: &RpmSpec, run: &RpmRun) -> LatencyUnderLoad {
         all
     };
     let t = |at: Instant| signed_seconds(run.zero, at);
+    let answered = |t_s: f64, rtt_ms: f64| Probe {
+        t_s,
+        answer: Answer::Answered {
+            rtt_ms,
+            one_way: OneWay::Unknown,
+        },
+    };
     let foreign = |name: &str, f: fn(&crate::engine::rpm::ForeignProbe) -> Option<f64>| {
-        let pick = |p: &Probes| -> Vec<ProbeSample> {
+        let pick = |p: &Probes| -> Vec<Probe> {
             p.foreign
                 .iter()
-                .filter_map(|x| f(x).map(|ms| sample(t(x.at), ms)))
+                .filter_map(|x| f(x).map(|ms| answered(t(x.at), ms)))
                 .collect()
         };
-        series(
+        phased(
             name,
             ProbeOn::Separate,
-            (&pick(&run.idle), run.idle.foreign_sent, run.idle.foreign_lost),
-            (&pick(&loaded), loaded.foreign_sent, loaded.foreign_lost),
+            (pick(&run.idle), run.idle.foreign_sent, run.idle.foreign_lost),
+            (pick(&loaded), loaded.foreign_sent, loaded.foreign_lost),
         )
     };
-    let own = |p: &Probes| -> Vec<ProbeSample> { p.own.iter().map(|x| sample(t(x.at), x.http_ms)).collect() };
+    let own = |p: &Probes| -> Vec<Probe> { p.own.iter().map(|x| answered(t(x.at), x.http_ms)).collect() };
+    // The foreign GET first: the headline series (`under_load` takes the first of its own
+    // connection's).
     let mut all = vec![
+        foreign("http GET on a new connection", |p| Some(p.http_ms)),
         foreign("tcp handshake", |p| Some(p.tcp_ms)),
         foreign("tls handshake per round trip", |p| p.tls_ms),
-        foreign("http GET on a new connection", |p| Some(p.http_ms)),
-        series(
+        phased(
             "http2 GET on a load connection",
             ProbeOn::Load,
-            (&own(&run.idle), run.idle.own_sent, run.idle.own_lost),
-            (&own(&loaded), loaded.own_sent, loaded.own_lost),
+            (own(&run.idle), run.idle.own_sent, run.idle.own_lost),
+            (own(&loaded), loaded.own_sent, loaded.own_lost),
         ),
     ];
     if run
@@ -175,96 +182,33 @@ fn latency(spec: &RpmSpec, run: &RpmRun) -> LatencyUnderLoad {
         .all(|s| s.probes.foreign.iter().all(|p| p.tls_ms.is_none()))
         && run.idle.foreign.iter().all(|p| p.tls_ms.is_none())
     {
-        all.remove(1);
+        all.remove(2);
     }
-    // The headline: the foreign GET's idle and loaded medians.
-    let get = all.iter().find(|s| s.name.starts_with("http GET"));
-    let idle_ms = get.and_then(|s| s.idle.as_ref()).map(|p| p.rtt_ms.p50);
-    let loaded_ms = get.and_then(|s| s.loaded.as_ref()).map(|p| p.rtt_ms.p50);
-    LatencyUnderLoad {
-        load_end_s: run.stages.last().map_or(0.0, |s| t(s.end)),
-        series: all,
-        idle_ms,
-        loaded_ms,
-        added_ms: idle_ms.zip(loaded_ms).map(|(i, l)| l - i),
-        rpm: Some(figures(spec, run)),
-        ..LatencyUnderLoad::default()
-    }
+    let load_end_s = run.stages.last().map_or(0.0, |s| t(s.end));
+    let mut latency = under_load(all, load_end_s, None);
+    latency.rpm = Some(figures(spec, run));
+    latency
 }
 
-fn sample(t_s: f64, ms: f64) -> ProbeSample {
-    ProbeSample {
-        t_s,
-        rtt_ms: ms,
-        up_ms: None,
-        down_ms: None,
-    }
-}
-
-/// A series from its idle and loaded samples, each with its sent and lost counts.
-fn series(
-    name: &str,
-    on: ProbeOn,
-    idle: (&[ProbeSample], u64, u64),
-    loaded: (&[ProbeSample], u64, u64),
-) -> ProbeSeries {
-    let mut samples = idle.0.to_vec();
-    samples.extend_from_slice(loaded.0);
-    ProbeSeries {
-        name: name.into(),
-        on,
-        sent: Some(idle.1 + loaded.1),
-        answered: samples.len() as u64,
-        lost: Some(idle.2 + loaded.2),
-        clock_errors: 0,
-        idle: phase(idle.0, idle.2),
-        loaded: phase(loaded.0, loaded.2),
-        recovery: None,
-        samples,
-    }
-}
-
-/// A phase's figures from its samples; None without one answered.
-fn phase(samples: &[ProbeSample], lost: u64) -> Option<PhaseLatency> {
-    let mut ms: Vec<f64> = samples.iter().map(|s| s.rtt_ms).collect();
-    if ms.is_empty() {
-        return None;
-    }
-    ms.sort_by(f64::total_cmp);
-    let n = ms.len();
-    let at = |q: f64| ms[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
-    let mean = ms.iter().sum::<f64>() / n as f64;
-    let stddev = (ms.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
-    let (lo, hi) = (ms[0], ms[n - 1]);
-    let width = ((hi - lo) / BINS as f64).max(1e-3);
-    let mut histogram: Vec<Bin> = (0..BINS)
-        .map(|i| Bin {
-            from_us: (lo + width * i as f64) * 1e3,
-            to_us: (lo + width * (i + 1) as f64) * 1e3,
-            count: 0,
-        })
-        .collect();
-    for v in &ms {
-        histogram[(((v - lo) / width) as usize).min(BINS - 1)].count += 1;
-    }
-    histogram.retain(|b| b.count > 0);
-    Some(PhaseLatency {
-        answered: n as u64,
-        lost: Some(lost),
-        rtt_ms: LatencyFigures {
-            min: lo,
-            mean,
-            p50: at(0.5),
-            p90: at(0.9),
-            p99: at(0.99),
-            p999: at(0.999),
-            max: hi,
-            stddev,
-        },
-        up_ms: None,
-        down_ms: None,
-        histogram,
-    })
+/// A series from its idle and loaded probes, each phase with its sent and lost counts. The
+/// engine keeps no send time for a lost probe: each counts in its own phase (placed at the
+/// phase's start, where no answered sample shows it).
+fn phased(name: &str, on: ProbeOn, idle: (Vec<Probe>, u64, u64), loaded: (Vec<Probe>, u64, u64)) -> ProbeSeries {
+    let lost = |t_s: f64, n: u64| {
+        std::iter::repeat_n(
+            Probe {
+                t_s,
+                answer: Answer::Lost,
+            },
+            n as usize,
+        )
+    };
+    let mut probes = idle.0;
+    probes.extend(lost(-f64::MIN_POSITIVE, idle.2));
+    probes.extend(loaded.0);
+    probes.extend(lost(0.0, loaded.2));
+    // No recovery phase: the test ends with its load.
+    series(name, on, &probes, Some(idle.1 + loaded.1), f64::INFINITY)
 }
 
 /// The draft's figures of each stage, and the headline.

@@ -120,7 +120,6 @@ pub struct RpmStage {
     pub connections_up: u32,
 }
 
-
 /// One phase of a test of several load phases: when it ran on the probes' time axis and what
 /// load it carried.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
