@@ -52,7 +52,7 @@ pub struct ProbeRecord {
 }
 
 impl ProbeRecord {
-    /// A record for up to `requests` requests (at most `MAX_RECORDED`).
+    /// A record for up to `requests` requests (at most `MAX_RECORDED`, 2^21).
     pub fn new(requests: usize) -> ProbeRecord {
         let n = requests.clamp(1, MAX_RECORDED);
         ProbeRecord {
