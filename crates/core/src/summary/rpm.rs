@@ -288,16 +288,20 @@ mod tests {
         assert_eq!((r.test.as_str(), r.partial), ("rpm", false));
         assert!(r.summary.received.bytes > 0 && r.summary.sent.bytes > 0);
         let l = r.latency.as_ref().expect("latency");
-        // Cleartext: TCP handshake, GET on a new connection, GET on a load connection.
+        // Cleartext: the GET on a new connection (the headline's), the TCP handshake, the GET
+        // on a load connection.
         let names: Vec<&str> = l.series.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
             [
-                "tcp handshake",
                 "http GET on a new connection",
+                "tcp handshake",
                 "http2 GET on a load connection"
             ]
         );
+        let get = &l.series[0];
+        assert_eq!(l.idle_ms, get.idle.as_ref().map(|p| p.rtt_ms.p50));
+        assert_eq!(l.loaded_ms, get.loaded.as_ref().map(|p| p.rtt_ms.p50));
         for s in &l.series {
             assert_eq!(s.idle.as_ref().map(|p| p.answered), Some(3), "{}", s.name);
             assert!(s.loaded.is_some(), "{}", s.name);
