@@ -9,10 +9,10 @@
 use crate::cli::common::Route;
 use crate::cli::usage::{Usage, usage};
 use linerate_core::client::{
-    CLOCK_EXCHANGES, ClientError, ClientOptions, Fate, NullSink, ProbeRecord, Recorded, Sink, Target, read_clock,
-    run_rr_recorded,
+    CLOCK_EXCHANGES, ClientError, ClientOptions, Fate, NullSink, ProbeRecord, Recorded, Sink, Target, ZeroClock,
+    read_clock, run_rr_recorded,
 };
-use linerate_core::result::{ClockOffset, IntervalRecord, IntervalSample, ProbeOn, ProbeSeries, Role, TestResult};
+use linerate_core::result::{ClockOffset, IntervalRecord, ProbeOn, ProbeSeries, TestResult};
 use linerate_core::spec::{Limit, ProbeSpec, ProbeVia, RrProto, RrSpec, TestSpec, Timing};
 use linerate_core::summary::latency::{Answer, OneWay, Probe, one_way, series, under_load};
 use std::sync::Arc;
@@ -65,27 +65,6 @@ pub(super) fn rr_spec(probe: &ProbeSpec, seconds: f64) -> RrSpec {
         timeout_ms: probe.timeout_ms,
         stamp: true,
         ..RrSpec::new()
-    }
-}
-
-/// The load's sink, told where the load's time zero is.
-pub(super) struct Zeroed<'a> {
-    pub(super) inner: &'a mut dyn Sink,
-    pub(super) zero: Option<Instant>,
-}
-
-impl Sink for Zeroed<'_> {
-    fn start(&mut self, streams: &[(u16, Role)]) {
-        self.inner.start(streams);
-    }
-
-    fn zero(&mut self, at: Instant) {
-        self.zero = Some(at);
-        self.inner.zero(at);
-    }
-
-    fn interval(&mut self, samples: &[IntervalSample]) {
-        self.inner.interval(samples);
     }
 }
 
@@ -144,13 +123,10 @@ pub fn run_probed(
         if let Some(at) = probe_zero {
             wait_until(at + Duration::from_secs_f64(probe.idle_seconds), interrupt);
         }
-        let mut zeroed = Zeroed {
-            inner: sink,
-            zero: None,
-        };
+        let mut zeroed = ZeroClock::new(sink);
         let result = load(&mut zeroed);
         // The recovery probes: `recovery` seconds past the load's end.
-        if let (Ok(r), Some(z)) = (&result, zeroed.zero) {
+        if let (Ok(r), Some(z)) = (&result, zeroed.time_zero()) {
             let end = z + Duration::from_secs_f64(load_end_s(r, z).max(0.0) + probe.recovery_seconds);
             wait_until(end, interrupt);
         }
@@ -160,7 +136,7 @@ pub fn run_probed(
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err("the probe session's thread panicked".to_string()),
         };
-        (result, session, zeroed.zero)
+        (result, session, zeroed.time_zero())
     });
     let mut result = result?;
     if let Err(e) = session {

@@ -3,12 +3,13 @@
 //! time, then stop; their series joins the run's latency (beside the self probes the HTTP/2 load
 //! connections carried) on the load's time axis, its zero as the runner tells it.
 
+use super::super::probe::wait_until;
 use linerate_core::client::{
     ClientOptions, HttpAgent, HttpTarget, Sink, ZeroClock, add_probe_series, run_http, start_probes,
 };
 use linerate_core::result::TestResult;
 use linerate_core::spec::{HttpSpec, ProbeSpec};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 /// The load with probes beside it: `target` is what the probes ask for (a small object on the
@@ -25,12 +26,15 @@ pub fn run_probed(
     interrupt: &AtomicBool,
 ) -> anyhow::Result<TestResult> {
     let probing = start_probes(spec, probe, target)?;
-    wait(probe.idle_seconds, interrupt);
+    wait_until(Instant::now() + Duration::from_secs_f64(probe.idle_seconds), interrupt);
     let mut clock = ZeroClock::new(sink);
     let ran = run_http(spec, targets, agents, opts, &mut clock, interrupt);
     let zero = clock.time_zero();
     if ran.is_ok() {
-        wait(probe.recovery_seconds, interrupt);
+        wait_until(
+            Instant::now() + Duration::from_secs_f64(probe.recovery_seconds),
+            interrupt,
+        );
     }
     let origin = probing.origin();
     let log = probing.stop();
@@ -42,16 +46,4 @@ pub fn run_probed(
             .push("the load never started: the probes have no time axis to be put on".into()),
     }
     Ok(result)
-}
-
-/// Waits `seconds`, or until the run is interrupted.
-fn wait(seconds: f64, interrupt: &AtomicBool) {
-    let until = Instant::now() + Duration::from_secs_f64(seconds);
-    while !interrupt.load(Relaxed) {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return;
-        }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
-    }
 }

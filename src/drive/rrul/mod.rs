@@ -10,13 +10,13 @@
 mod assemble;
 mod text;
 
-use super::probe::{MARGIN_SECONDS, START_WAIT, Zeroed, agent_clock, rr_spec, wait_until};
+use super::probe::{MARGIN_SECONDS, START_WAIT, agent_clock, rr_spec, wait_until};
 use super::{Kind, Mode, TestCommand, drive};
 use crate::cli::common::{CpuArgs, Iperf3, Route};
 use crate::cli::rrul::{Rrul, RrulArgs};
 use crate::cli::usage::usage;
 use assemble::{LoadRun, ProbeRun};
-use linerate_core::client::{ClientOptions, NullSink, ProbeRecord, Sink, Target, run_rr_recorded, run_tcp};
+use linerate_core::client::{ClientOptions, NullSink, ProbeRecord, Sink, Target, ZeroClock, run_rr_recorded, run_tcp};
 use linerate_core::result::TestResult;
 use linerate_core::spec::{Direction, Dscp, TcpSpec, TestSpec};
 use linerate_core::sweep::Sweep;
@@ -190,13 +190,10 @@ fn run_rrul(
                 direction,
                 ..r.load.clone()
             };
-            let mut zeroed = Zeroed {
-                inner: &mut *sink,
-                zero: None,
-            };
+            let mut zeroed = ZeroClock::new(&mut *sink);
             let result = run_tcp(&spec, &targets, opts, &mut zeroed, interrupt);
             let ok = result.is_ok();
-            loads.push((name, spec, zeroed.zero, result));
+            loads.push((name, spec, zeroed.time_zero(), result));
             if !ok {
                 break;
             }

@@ -3,13 +3,13 @@
 //! window; a lost agent stops the users and marks the run partial. With `--probe`, the probes'
 //! series on the load's time axis: those on the HTTP/2 load connections assembled with the run,
 //! those on a connection of their own added by [`add_probe_series`], the load's time zero kept
-//! by [`ZeroClock`].
+//! by [`ZeroClock`](super::ZeroClock).
 
 use super::session::{ClientError, ClientOptions, Ended, Run, Target, drive, open_each, start_all};
 use crate::engine::Sink;
 use crate::engine::http::{HttpReport, HttpTarget, HttpUrl, ProbeLog, SentProbe};
 use crate::metrics::host::{HostInfo, ReadHostInfo};
-use crate::result::{IntervalRecord, IntervalSample, ProbeOn, ProbeSeries, Role, TestResult};
+use crate::result::{IntervalRecord, ProbeOn, ProbeSeries, TestResult};
 use crate::spec::{HttpSpec, TestSpec};
 use crate::summary::latency::{Answer, OneWay, Probe, series, under_load};
 use std::net::{IpAddr, ToSocketAddrs};
@@ -211,39 +211,6 @@ pub fn add_probe_series(spec: &HttpSpec, result: &mut TestResult, log: &ProbeLog
     result.latency = Some(under_load(all, end_s, None));
 }
 
-/// A sink in front of the run's own that keeps the load's time zero as the runner tells it
-/// ([`Sink::zero`]), for the probes beside the load to be put on its axis.
-pub struct ZeroClock<'a> {
-    inner: &'a mut dyn Sink,
-    zero: Option<Instant>,
-}
-
-impl<'a> ZeroClock<'a> {
-    pub fn new(inner: &'a mut dyn Sink) -> ZeroClock<'a> {
-        ZeroClock { inner, zero: None }
-    }
-
-    /// The load's time zero (None: the run never started its clock).
-    pub fn time_zero(&self) -> Option<Instant> {
-        self.zero
-    }
-}
-
-impl Sink for ZeroClock<'_> {
-    fn start(&mut self, streams: &[(u16, Role)]) {
-        self.inner.start(streams);
-    }
-
-    fn zero(&mut self, at: Instant) {
-        self.zero = Some(at);
-        self.inner.zero(at);
-    }
-
-    fn interval(&mut self, samples: &[IntervalSample]) {
-        self.inner.interval(samples);
-    }
-}
-
 /// Resolves each URL's host and builds its request (`keepalive`: HTTP/1.1 keep-alive, else
 /// `Connection: close` on every request).
 pub fn http_targets(urls: &[HttpUrl], keepalive: bool) -> Result<Vec<HttpTarget>, ClientError> {
@@ -267,24 +234,6 @@ pub fn http_targets(urls: &[HttpUrl], keepalive: bool) -> Result<Vec<HttpTarget>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_load_s_zero_is_the_one_the_runner_tells_and_passes_on() {
-        struct Keeps(Option<Instant>);
-        impl Sink for Keeps {
-            fn zero(&mut self, at: Instant) {
-                self.0 = Some(at);
-            }
-            fn interval(&mut self, _: &[IntervalSample]) {}
-        }
-        let mut inner = Keeps(None);
-        let mut clock = ZeroClock::new(&mut inner);
-        assert_eq!(clock.time_zero(), None);
-        let at = Instant::now();
-        Sink::zero(&mut clock, at);
-        assert_eq!(clock.time_zero(), Some(at));
-        assert_eq!(inner.0, Some(at));
-    }
 
     #[test]
     fn probes_go_on_the_load_s_axis_and_into_their_phases() {

@@ -21,6 +21,7 @@ mod rr;
 mod session;
 mod tcp;
 mod udp;
+mod zero;
 
 /// What a caller of the client names: the sink its live lines implement, the HTTP targets it
 /// builds, the agent's port, the shared secret's type, and the check of `--cpus` against this
@@ -34,7 +35,7 @@ pub use crate::proto::auth::Secret;
 pub use crate::tls::TlsSetupError;
 pub(crate) use controller::proves_itself;
 pub use controller::{AgentClock, Relayed, read_clock, run_from};
-pub use http::{HttpAgent, LOAD_SERIES, ZeroClock, add_probe_series, http_targets, load_end_s, run_http};
+pub use http::{HttpAgent, LOAD_SERIES, add_probe_series, http_targets, load_end_s, run_http};
 #[cfg(feature = "fuzzing")]
 pub(crate) use iperf3::fuzz::check as iperf3_fuzz_check;
 pub use iperf3::{SCHEME as IPERF3_SCHEME, iperf3_target, run_iperf3};
@@ -47,3 +48,4 @@ pub(crate) use session::START_WAIT_MAX;
 pub use session::{ClientError, ClientOptions, StartAt, Target};
 pub use tcp::run_tcp;
 pub use udp::run_udp;
+pub use zero::ZeroClock;
