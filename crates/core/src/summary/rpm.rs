@@ -7,10 +7,11 @@ use crate::engine::rpm::{Probes, RpmRun, StageRun, stats};
 use crate::metrics::host::HostInfo;
 use crate::result::IntervalSample;
 use crate::result::{
-    HostRecord, IntervalRecord, LatencyUnderLoad, ProbeOn, ProbeSeries, RpmFigures, RpmStage, SCHEMA, SideSummary,
-    StreamInterval, Summary, TestResult,
+    HostRecord, IntervalRecord, LatencyUnderLoad, ProbeOn, ProbeSeries, RpmFigures, RpmStage, SCHEMA, SideReport,
+    SideSummary, StreamInterval, Summary, TestResult,
 };
 use crate::spec::{RpmSpec, TestSpec};
+use crate::summary::host_side_summary;
 use crate::summary::latency::{Answer, OneWay, Probe, series, under_load};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -66,13 +67,22 @@ pub fn assemble(
             }
         }
     }
-    let side = |(bytes, seconds, on): (u64, f64, bool), connections: u32| SideSummary {
-        bytes,
-        seconds,
-        bits_per_second: rate(bytes, seconds),
-        streams: if on { connections as usize } else { 0 },
-        counted_by: if on { vec!["client".into()] } else { Vec::new() },
-        ..SideSummary::default()
+    // This host's CPU and samplers over the whole load, on each way it loaded (one process
+    // drove both).
+    let report = SideReport {
+        cpu: run.cpu.clone(),
+        host: run.host.clone(),
+        ..SideReport::default()
+    };
+    let side = |(bytes, seconds, on): (u64, f64, bool), connections: u32| {
+        if on {
+            SideSummary {
+                bits_per_second: rate(bytes, seconds),
+                ..host_side_summary("client", &report, bytes, 0, connections as usize, seconds)
+            }
+        } else {
+            SideSummary::default()
+        }
     };
     let most = |f: fn(&StageRun) -> u32| run.stages.iter().map(f).max().unwrap_or(0);
     let received = side(down, most(|s| s.intervals.last().map_or(0, |i| i.connections_down)));
@@ -287,6 +297,10 @@ mod tests {
         let r = assemble(&spec, &run, &addr.to_string(), HostInfo::read(), 1, Vec::new());
         assert_eq!((r.test.as_str(), r.partial), ("rpm", false));
         assert!(r.summary.received.bytes > 0 && r.summary.sent.bytes > 0);
+        // The client's CPU over the load, measured (not zeros).
+        let cpu = &r.summary.received.cpu;
+        assert!(cpu.process_user_seconds + cpu.process_system_seconds > 0.0, "{cpu:?}");
+        assert!(cpu.host_percent.is_some(), "{cpu:?}");
         let l = r.latency.as_ref().expect("latency");
         // Cleartext: the GET on a new connection (the headline's), the TCP handshake, the GET
         // on a load connection.

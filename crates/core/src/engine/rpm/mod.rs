@@ -20,6 +20,9 @@ pub mod stats;
 pub use config::{RpmUrls, parse as parse_config};
 pub use conn::Endpoint;
 
+use crate::engine::run::cpu_over;
+use crate::metrics::sample::{HostSnapshot, HostUsage, IrqGroups};
+use crate::result::CpuUsage;
 use crate::spec::RpmSpec;
 use conn::{Open, get, open, upload};
 use rustls::ClientConfig;
@@ -122,6 +125,10 @@ pub struct RpmRun {
     /// A load-generating connection that failed (the draft aborts the test then): why.
     pub failure: Option<String>,
     pub interrupted: bool,
+    /// This host's and this process's CPU from the first stage's start to the last one's end
+    /// (the runner's `cpu_over`), and the host's samplers over it.
+    pub cpu: CpuUsage,
+    pub host: Option<HostUsage>,
 }
 
 /// What every task of a run shares.
@@ -184,6 +191,7 @@ pub fn run(
     let local = tokio::task::LocalSet::new();
     Ok(local.block_on(&rt, async move {
         let idle = idle_probes(&ctx).await;
+        let before = HostSnapshot::read();
         let zero = Instant::now();
         let mut run = RpmRun {
             zero,
@@ -191,6 +199,8 @@ pub fn run(
             stages: Vec::new(),
             failure: None,
             interrupted: false,
+            cpu: CpuUsage::default(),
+            host: None,
         };
         for (down, up) in ctx.spec.stages() {
             let (stage, failure) = stage(&ctx, down, up, interrupt).await;
@@ -201,6 +211,9 @@ pub fn run(
                 break;
             }
         }
+        let seconds = zero.elapsed().as_secs_f64();
+        let (cpu, host) = cpu_over(&before, &HostSnapshot::read(), &IrqGroups::default(), seconds);
+        (run.cpu, run.host) = (cpu, Some(host));
         run
     }))
 }

@@ -12,6 +12,8 @@
 //! transaction reports) stays with its engine, passed in as a hook or added after the run.
 
 mod sampler;
+/// A run's CPU between two host snapshots: what an engine with its own clock (rpm) reports too.
+pub(crate) use sampler::cpu_over;
 #[cfg(test)]
 mod tests;
 
