@@ -8,7 +8,7 @@
 
 pub mod qoo;
 
-use crate::result::{Grade, LatencyUnderLoad};
+use crate::result::{Grade, LatencyUnderLoad, ProbeOn};
 pub use qoo::{QooLatency, QooLoss, QooRequirement, QooScore};
 
 /// The bufferbloat scale's bands, upper edges exclusive, ms of added latency: DSLReports' grades,
@@ -45,19 +45,40 @@ fn bufferbloat_band(added_ms: f64) -> (&'static str, String) {
     band(added_ms, &BUFFERBLOAT, "F", "ms")
 }
 
-/// The bufferbloat grade of `latency`: of the mean of the up and down increase where both are
-/// known, else of the round trip's increase; None without either.
+/// The round trip's increase over the idle median while the load ran each way, as Waveform's
+/// test measures it (a download phase and an upload phase, each graded by its round trips): the
+/// headline series' median in the `download` and the `upload` phase less `idle_ms`. None unless
+/// the run had both phases (`linerate rrul`).
+fn download_and_upload_increase(latency: &LatencyUnderLoad) -> Option<(f64, f64)> {
+    let idle = latency.idle_ms?;
+    let head = latency
+        .series
+        .iter()
+        .find(|s| s.on == ProbeOn::Separate)
+        .or_else(|| latency.series.first())?;
+    let during = |name: &str| {
+        let i = latency.phases.iter().position(|p| p.name == name)?;
+        head.by_phase.get(i)?.as_ref().map(|p| p.rtt_ms.p50 - idle)
+    };
+    Some((during("download")?, during("upload")?))
+}
+
+/// The bufferbloat grade of `latency`: the mean of the round trip's increase under download and
+/// under upload where the run loaded each way in a phase of its own (as Waveform's test does),
+/// else the round trip's increase under the run's one load (`added_ms`); None without either.
+/// Not the one-way legs (`added_up_ms`, `added_down_ms`): those say where the queue is, while
+/// the grade is of what a user's round trip suffers.
 pub fn bufferbloat(latency: &LatencyUnderLoad) -> Option<Grade> {
-    let (added, from) = match (latency.added_up_ms, latency.added_down_ms) {
-        (Some(up), Some(down)) => (
-            (up + down) / 2.0,
+    let (added, from) = match download_and_upload_increase(latency) {
+        Some((down, up)) => (
+            (down + up) / 2.0,
             format!(
-                "mean of the up increase {} ms and the down increase {} ms",
-                ms(up),
-                ms(down)
+                "mean of the round trip's increase under download {} ms and under upload {} ms",
+                ms(down),
+                ms(up)
             ),
         ),
-        _ => (
+        None => (
             latency.added_ms?,
             "the round trip's increase, loaded median less idle median".to_string(),
         ),
@@ -186,22 +207,44 @@ mod tests {
     }
 
     #[test]
-    fn bufferbloat_uses_the_mean_of_up_and_down_where_both_are_known() {
+    fn bufferbloat_uses_the_mean_of_download_and_upload_where_both_ran() {
+        use crate::result::{LatencyFigures, LoadPhase, PhaseLatency, ProbeSeries};
+        let phase = |p50: f64| {
+            Some(PhaseLatency {
+                answered: 10,
+                rtt_ms: LatencyFigures {
+                    p50,
+                    ..LatencyFigures::default()
+                },
+                ..PhaseLatency::default()
+            })
+        };
+        let named = |name: &str| LoadPhase {
+            name: name.into(),
+            ..LoadPhase::default()
+        };
         let mut l = LatencyUnderLoad {
+            idle_ms: Some(20.0),
             added_ms: Some(500.0),
-            added_up_ms: Some(210.0),
-            added_down_ms: Some(214.0),
+            // One-way legs say where the queue is; the grade does not take them.
+            added_up_ms: Some(480.0),
+            added_down_ms: Some(20.0),
+            phases: vec![named("baseline"), named("download"), named("upload"), named("both")],
+            series: vec![ProbeSeries {
+                by_phase: vec![phase(20.0), phase(230.0), phase(214.0), phase(600.0)],
+                ..ProbeSeries::default()
+            }],
             ..LatencyUnderLoad::default()
         };
         let g = bufferbloat(&l).expect("graded");
-        assert_eq!((g.grade.as_str(), g.value), ("D", Some(212.0)));
+        assert_eq!((g.grade.as_str(), g.value), ("D", Some(202.0)));
         assert_eq!(
             g.rule,
-            "added latency 212 ms (mean of the up increase 210 ms and the down increase 214 ms): \
-             200 ms or more and under 400 ms is D (DSLReports' and Waveform's bufferbloat grades)"
+            "added latency 202 ms (mean of the round trip's increase under download 210 ms and under upload \
+             194 ms): 200 ms or more and under 400 ms is D (DSLReports' and Waveform's bufferbloat grades)"
         );
-        // One way unknown: the round trip's increase.
-        l.added_down_ms = None;
+        // One load only: the round trip's increase under it.
+        l.phases.clear();
         let g = bufferbloat(&l).expect("graded");
         assert_eq!((g.grade.as_str(), g.value), ("F", Some(500.0)));
         assert!(g.rule.contains("the round trip's increase"), "{}", g.rule);
