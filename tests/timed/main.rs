@@ -55,6 +55,7 @@ mod mix;
 mod netns;
 mod probe;
 mod repeat;
+mod rpm;
 mod rr;
 mod tcp;
 mod udp;
